@@ -1,0 +1,71 @@
+/* ringshard/csv.h - the hot-path CSV record scanner (RFC 4180).
+ *
+ * libcsv is the reference: for any input, this scanner yields the same
+ * records and fields as libcsv in strict mode (CSV_STRICT|CSV_STRICT_FINI)
+ * with no space trimming, or both reject it. Records end at LF, CRLF or a
+ * lone CR outside quotes; empty lines are skipped (as libcsv skips them) and
+ * reported as records with len == 0 and nfields == 0 so callers can count
+ * them. Inside quotes, delimiters, CR and LF are data; "" is one quote.
+ *
+ * The scanner never allocates per record: a key that is one unquoted field
+ * is returned as a pointer into the input; only a key that needs unquoting
+ * or joining is assembled in the caller's scratch buffer. */
+#ifndef RINGSHARD_CSV_H
+#define RINGSHARD_CSV_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ringshard/buf.h"
+
+#define RS_CSV_MAX_KEY_COLS 16
+
+typedef struct {
+    char delim;          /* field delimiter, ',' by default */
+    size_t max_record;   /* a record longer than this (bytes) is an error */
+} rs_csv_dialect;
+
+typedef struct {
+    uint32_t ncols;                     /* key parts, >= 1 */
+    uint32_t cols[RS_CSV_MAX_KEY_COLS]; /* 0-based column index of each part */
+    char sep;                           /* joins the parts of a composite key */
+} rs_csv_keyspec;
+
+typedef struct {
+    size_t len;        /* record bytes, without the terminator */
+    size_t consumed;   /* record bytes plus the terminator */
+    uint32_t nfields;  /* 0 for an empty line */
+    uint32_t lines;    /* line ends (LF, or CR not followed by LF) in consumed */
+} rs_csv_record;
+
+/* Results of rs_csv_next. */
+enum { RS_CSV_BAD = -1, RS_CSV_MORE = 0, RS_CSV_OK = 1 };
+
+typedef struct {
+    const char *what;  /* e.g. "stray quote in unquoted field" (static) */
+    size_t offset;     /* byte offset within the record where it was found */
+    uint32_t field;    /* 1-based field number */
+} rs_csv_fault;
+
+/* Scans one record at p[0..avail). at_eof says no bytes follow avail (so a
+ * record without a final line end is complete, and an open quote is an
+ * error). key may be NULL (no key wanted). Returns RS_CSV_OK with *rec and,
+ * if key != NULL, *key/*keylen filled (a missing key column is RS_CSV_BAD);
+ * RS_CSV_MORE if the record may continue past avail (only when !at_eof);
+ * RS_CSV_BAD with *fault filled. */
+int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p, size_t avail,
+                int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
+                rs_buf *scratch, rs_csv_fault *fault);
+
+/* Splits one complete record (without terminator) into unquoted fields,
+ * stored NUL-terminated one after another in out; returns the number of
+ * fields, or -1 if malformed. Used for headers, not in hot loops. */
+int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *out);
+
+/* Finds the first record boundary at or after `from` in p[0..len), given
+ * that p starts at a record boundary: quote parity is counted from p (a
+ * doubled quote toggles twice). Returns the offset just past the record
+ * terminator that ends the record containing `from`, or len+1 if none
+ * (no terminator outside quotes in [from, len)). */
+size_t rs_csv_boundary_after(const char *p, size_t len, size_t from);
+
+#endif

@@ -1,0 +1,58 @@
+/* ringshard/nodes.h - node lists: the names (and weights) a ring is built on.
+ *
+ * A node list is ordered: the order decides collision winners on the ring
+ * (the later node wins, as Java's TreeMap.put) and the order of outputs. */
+#ifndef RINGSHARD_NODES_H
+#define RINGSHARD_NODES_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ringshard/error.h"
+
+typedef struct {
+    uint32_t count;
+    uint32_t cap;
+    char **names;     /* NUL-terminated, non-empty, no control characters */
+    double *weights;  /* > 0; 1 unless the node file says otherwise */
+    uint8_t *down;    /* 1: listed but down - owns no points. For slots this
+                         keeps the deal of the others (seed 001's dropBadNode);
+                         for ring and ketama it equals removing the node. */
+} rs_nodes;
+
+/* Makes the list "0", "1", ..., "n-1" with weight 1. n must be >= 1.
+ * Returns 0, or -1 (RS_EXIT_USAGE for n == 0, RS_EXIT_IO out of memory). */
+int rs_nodes_init_count(rs_nodes *nodes, uint32_t n, rs_error *err);
+
+/* Parses a node file's text: one node a line, `name [weight] [down]`,
+ * separated by spaces or tabs; `#` starts a comment; blank lines are ignored; CRLF is
+ * accepted. A duplicate name, a name with control characters, a
+ * non-positive or malformed weight, or no node at all is an error naming
+ * `origin` and the line (RS_EXIT_DATA). */
+int rs_nodes_parse(rs_nodes *nodes, const char *text, size_t len, const char *origin,
+                   rs_error *err);
+
+/* Reads and parses a node file (see rs_nodes_parse). */
+int rs_nodes_load(rs_nodes *nodes, const char *path, rs_error *err);
+
+/* Appends a node. Checks the name as rs_nodes_parse does (duplicates too).
+ * `what` names the source for messages (e.g. "--add-names"). */
+int rs_nodes_append(rs_nodes *nodes, const char *name, double weight, const char *what,
+                    rs_error *err);
+
+/* Removes the node `name`, keeping the order of the others. Returns -1 with
+ * RS_EXIT_USAGE if there is no such node. */
+int rs_nodes_remove(rs_nodes *nodes, const char *name, rs_error *err);
+
+/* Marks the node `name` down (see rs_nodes.down). RS_EXIT_USAGE if absent. */
+int rs_nodes_set_down(rs_nodes *nodes, const char *name, rs_error *err);
+
+/* Index of `name`, or -1. Linear; not for hot loops. */
+int64_t rs_nodes_find(const rs_nodes *nodes, const char *name);
+
+/* Deep copy of src into dst (dst is overwritten, not freed). */
+int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err);
+
+/* Frees the list (a zeroed list is fine). */
+void rs_nodes_free(rs_nodes *nodes);
+
+#endif

@@ -1,0 +1,153 @@
+/* ringshard ring: what a ring looks like. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+
+static const char ring_help[] =
+    "Usage: ringshard ring [OPTIONS]\n"
+    "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
+    "fingerprint, and each node's share of the position space (min, mean,\n"
+    "max, max/mean).\n\n"
+    "  --points        instead, every point as TSV: point, node, label\n"
+    "  --shares        instead, every node's exact share as TSV:\n"
+    "                  node, points, owned_hash_values, owned_fraction\n"
+    "  --description   instead, the canonical ring description\n"
+    "  -h, --help      this help\n\n";
+
+enum { OPT_POINTS = RS_OPT__FIRST_COMMAND, OPT_SHARES, OPT_DESCRIPTION };
+
+static double u128_to_double(rs_u128 v) { return (double)v; }
+
+static int print_summary(const rs_ring *r)
+{
+    const rs_nodes *nodes = rs_ring_nodes(r);
+    const rs_ring_opts *o = rs_ring_get_opts(r);
+    rs_u128 *owned = malloc(nodes->count * sizeof *owned);
+    if (!owned || rs_ring_shares(r, owned) != 0) {
+        free(owned);
+        fprintf(stderr, "ringshard ring: out of memory\n");
+        return RS_EXIT_IO;
+    }
+    uint32_t up = 0, imin = UINT32_MAX, imax = 0;
+    double space = u128_to_double(rs_ring_total_weight(r));
+    for (uint32_t i = 0; i < nodes->count; i++) {
+        if (nodes->down[i])
+            continue;
+        up++;
+        if (imin == UINT32_MAX || owned[i] < owned[imin])
+            imin = i;
+        if (owned[i] > owned[imax] || nodes->down[imax])
+            imax = i;
+    }
+    char buf[48];
+    double mean = 1.0 / up;
+    printf("scheme       %s\n", rs_scheme_name(o->scheme));
+    printf("hash         %s (seed %llu, sign %s, %s order)\n", rs_hash_get(o->hash)->name,
+           (unsigned long long)o->seed, o->clear_sign ? "clear" : "keep",
+           o->order == RS_ORDER_SIGNED ? "signed" : "unsigned");
+    if (o->scheme == RS_SCHEME_RING || o->scheme == RS_SCHEME_KETAMA)
+        printf("labels       %s, %u per node\n", o->label, o->vnodes);
+    if (o->scheme == RS_SCHEME_SLOTS)
+        printf("slots        %u\n", o->vnodes);
+    printf("nodes        %u (%u up)\n", nodes->count, up);
+    if (rs_ring_has_points(r))
+        printf("points       %u (collisions: %u)\n", rs_ring_npoints(r), rs_ring_collisions(r));
+    printf("space        %s positions", rs_u128_str(rs_ring_space(r), buf));
+    if (rs_ring_total_weight(r) != rs_ring_space(r))
+        printf(" (weighted: %s hash values)", rs_u128_str(rs_ring_total_weight(r), buf));
+    putchar('\n');
+    printf("fingerprint  %s\n", rs_ring_fingerprint(r));
+    printf("shares       %s\n", rs_ring_shares_exact(r) ? "exact" : "expected (no closed form for this scheme)");
+    printf("  min        %.9f (node %s)\n", u128_to_double(owned[imin]) / space, nodes->names[imin]);
+    printf("  mean       %.9f\n", mean);
+    printf("  max        %.9f (node %s)\n", u128_to_double(owned[imax]) / space, nodes->names[imax]);
+    printf("  max/mean   %.4f\n", u128_to_double(owned[imax]) / space / mean);
+    printf("  min/mean   %.4f\n", u128_to_double(owned[imin]) / space / mean);
+    free(owned);
+    return 0;
+}
+
+static int print_points(const rs_ring *r)
+{
+    if (!rs_ring_has_points(r)) {
+        fprintf(stderr, "ringshard ring: scheme %s has no points\n", rs_scheme_name(rs_ring_get_opts(r)->scheme));
+        return RS_EXIT_USAGE;
+    }
+    const rs_nodes *nodes = rs_ring_nodes(r);
+    char label[4200];
+    fputs("point\tnode\tvnode\n", stdout);
+    for (uint32_t i = 0; i < rs_ring_npoints(r); i++) {
+        rs_ring_point_label_text(r, i, label, sizeof label);
+        printf("%llu\t%s\t%s\n", (unsigned long long)rs_ring_point_pos(r, i), nodes->names[rs_ring_point_node(r, i)],
+               label);
+    }
+    return 0;
+}
+
+static int print_shares(const rs_ring *r)
+{
+    const rs_nodes *nodes = rs_ring_nodes(r);
+    rs_u128 *owned = malloc(nodes->count * sizeof *owned);
+    uint32_t *points = calloc(nodes->count, sizeof *points);
+    if (!owned || !points || rs_ring_shares(r, owned) != 0) {
+        free(owned);
+        free(points);
+        fprintf(stderr, "ringshard ring: out of memory\n");
+        return RS_EXIT_IO;
+    }
+    for (uint32_t i = 0; i < rs_ring_npoints(r); i++)
+        points[rs_ring_point_node(r, i)]++;
+    double space = u128_to_double(rs_ring_total_weight(r));
+    char buf[48];
+    fputs("node\tpoints\towned_hash_values\towned_fraction\n", stdout);
+    for (uint32_t i = 0; i < nodes->count; i++)
+        printf("%s\t%u\t%s\t%.9f\n", nodes->names[i], points[i], rs_u128_str(owned[i], buf),
+               u128_to_double(owned[i]) / space);
+    free(owned);
+    free(points);
+    return 0;
+}
+
+int rs_cmd_ring(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        RS_RING_LONGOPTS,
+        {"points", no_argument, 0, OPT_POINTS},
+        {"shares", no_argument, 0, OPT_SHARES},
+        {"description", no_argument, 0, OPT_DESCRIPTION},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    rs_cli_ring ro = {0};
+    int mode = 0, c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (rs_cli_ring_option(&ro, c, optarg))
+            continue;
+        switch (c) {
+        case OPT_POINTS: case OPT_SHARES: case OPT_DESCRIPTION: mode = c; break;
+        case 'h': fputs(ring_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
+        default: return rs_cli_usage_error("ring", "bad option");
+        }
+    }
+    if (optind < argc)
+        return rs_cli_usage_error("ring", "unexpected argument");
+    rs_error err = {0};
+    rs_ring *r = rs_cli_ring_build(&ro, &err);
+    if (!r)
+        return rs_cli_fail("ring", &err);
+    int rc;
+    switch (mode) {
+    case OPT_POINTS: rc = print_points(r); break;
+    case OPT_SHARES: rc = print_shares(r); break;
+    case OPT_DESCRIPTION: fputs(rs_ring_description(r), stdout); rc = 0; break;
+    default: rc = print_summary(r);
+    }
+    rs_ring_free(r);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "ringshard ring: write error on standard output\n");
+        return RS_EXIT_IO;
+    }
+    return rc;
+}

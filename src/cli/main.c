@@ -1,0 +1,51 @@
+/* ringshard: the command dispatcher. Each command lives in cmd_<name>.c
+ * and is listed once in RS_COMMAND_TABLE (cli.h). */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "rs_config.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} command;
+
+static const command commands[] = {
+#define RS_COMMAND_ROW(name, summary) {#name, rs_cmd_##name, summary},
+    RS_COMMAND_TABLE(RS_COMMAND_ROW)
+#undef RS_COMMAND_ROW
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "ringshard %s - consistent-hash bucketing and migration planning\n\n"
+               "Usage: ringshard COMMAND [OPTIONS] [ARGS]\n\nCommands:\n", RS_VERSION);
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'ringshard COMMAND --help' describes a command.\n\nExit codes:\n");
+#define RS_EXIT_HELP(name, code, help) fprintf(f, "  %3d  %s\n", code, help);
+    RS_EXIT_TABLE(RS_EXIT_HELP)
+#undef RS_EXIT_HELP
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return RS_EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("ringshard %s\n", RS_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "ringshard: unknown command '%s'\nTry 'ringshard --help'.\n", argv[1]);
+    return RS_EXIT_USAGE;
+}

@@ -1,0 +1,459 @@
+/* src/csv/scan.c - the hot-path CSV record scanner (see ringshard/csv.h).
+ *
+ * Reference semantics: libcsv 3.0.3 with CSV_STRICT | CSV_STRICT_FINI, a
+ * space function that returns 0 for every byte (no trimming) and the default
+ * terminator test (CR or LF). Established by probing libcsv and checked by
+ * tests/test_csv.c (exhaustive short inputs, random inputs, fixtures).
+ *
+ * libcsv behaviours matched here, including the ones RFC 4180 would call
+ * malformed or does not cover:
+ *  1. LF alone and CR alone each end a record (RFC 4180 wants CRLF). CRLF is
+ *     one terminator here; libcsv ends the record at CR and then skips the
+ *     LF as an empty line, which yields the same records.
+ *  2. Empty lines (a terminator at the start of a record) produce no record
+ *     in libcsv; here they are returned as len == 0, nfields == 0 records
+ *     (one per line end; CRLF is one) so that callers can count lines.
+ *     A line holding only spaces or only a delimiter is NOT empty: " " is one
+ *     field " ", "," is two empty fields.
+ *  3. The last record may lack a terminator (complete at EOF).
+ *  4. Any byte other than the delimiter, '"', CR and LF is data, including
+ *     NUL, other control bytes and bytes >= 0x80 (no UTF-8 validation).
+ *  5. Spaces and tabs are data everywhere; nothing is trimmed.
+ *  6. A trailing delimiter adds an empty last field ("a," is "a","").
+ *  7. Records may have different numbers of fields.
+ *  8. Inside quotes, the delimiter, CR and LF (alone or paired) are data.
+ *  Rejected, as libcsv rejects them (the first error in input order wins):
+ *  9. A '"' inside an unquoted field (a"b, ab""c): "stray quote in unquoted
+ *     field", at the quote.
+ * 10. After a closing quote, anything but the delimiter, CR, LF or EOF, even
+ *     a space ("ab"c, "ab" ,): "unexpected character after closing quote".
+ * 11. A quoted field still open at EOF ("ab, """): "unterminated quoted
+ *     field" (CSV_STRICT_FINI), at the opening quote.
+ * Own rules, outside libcsv:
+ * 12. A record longer than max_record bytes (terminator excluded) is
+ *     rejected as soon as byte max_record is seen and is not a terminator,
+ *     without waiting for the record to end; max_record == 0 means no limit.
+ * 13. A delimiter of '"', CR or LF is rejected ("bad delimiter").
+ * 14. A key of one field is a pointer into the input when that field has no
+ *     doubled quote (a quoted field is returned without its quotes); other
+ *     keys are built in scratch, whose len is reset to 0 first (the key is
+ *     then also NUL-terminated). An empty line returns OK with an empty key
+ *     (*keyp = p, *keylen = 0): callers skip records with nfields == 0.
+ * 15. A CR that ends avail when !at_eof returns RS_CSV_MORE (it may be the
+ *     first half of CRLF). avail == 0 returns RS_CSV_MORE (no record).
+ * rs_csv_fields resets out->len to 0 and rejects a CR or LF outside quotes
+ * (a complete record holds no terminator). rs_csv_boundary_after treats a CR
+ * at p[len-1] as a terminator (returns len).
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include "ringshard/csv.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#define BLK 64 /* bytes classified per step of the unquoted scan */
+
+static int fail(rs_csv_fault *f, const char *what, size_t offset, uint32_t field)
+{
+    f->what = what;
+    f->offset = offset;
+    f->field = field;
+    return RS_CSV_BAD;
+}
+
+/* Sets *dm to the bit mask of delimiter bytes and *om to the mask of '"', CR
+ * and LF bytes in s[0..BLK). */
+static inline void classify(const unsigned char *s, unsigned char delim, uint64_t *dm,
+                            uint64_t *om)
+{
+#if defined(__SSE2__)
+    const __m128i vd = _mm_set1_epi8((char)delim), vq = _mm_set1_epi8('"');
+    const __m128i vr = _mm_set1_epi8('\r'), vn = _mm_set1_epi8('\n');
+    uint64_t d = 0, o = 0;
+    for (int k = 0; k < BLK / 16; k++) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(s + 16 * k));
+        __m128i ot = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, vq), _mm_cmpeq_epi8(x, vr)),
+                                  _mm_cmpeq_epi8(x, vn));
+        d |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(x, vd)) << (16 * k);
+        o |= (uint64_t)(uint32_t)_mm_movemask_epi8(ot) << (16 * k);
+    }
+    *dm = d;
+    *om = o;
+#else
+    uint64_t d = 0, o = 0;
+    for (int k = 0; k < BLK; k++) {
+        unsigned char c = s[k];
+        d |= (uint64_t)(c == delim) << k;
+        o |= (uint64_t)(c == '"' || c == '\r' || c == '\n') << k;
+    }
+    *dm = d;
+    *om = o;
+#endif
+}
+
+/* Line ends (LF, or CR not followed by LF) in p[a..b), where p[b] (if read)
+ * is known not to be LF: it is a quote. */
+static uint32_t count_lines(const char *p, size_t a, size_t b)
+{
+    uint32_t n = 0;
+    const char *s = p + a, *e = p + b, *q;
+    while (s < e && (q = memchr(s, '\n', (size_t)(e - s))) != NULL) {
+        n++;
+        s = q + 1;
+    }
+    s = p + a;
+    while (s < e && (q = memchr(s, '\r', (size_t)(e - s))) != NULL) {
+        if (q + 1 == e || q[1] != '\n')
+            n++;
+        s = q + 1;
+    }
+    return n;
+}
+
+typedef struct {
+    size_t s[RS_CSV_MAX_KEY_COLS]; /* field start (at the opening quote if quoted) */
+    size_t e[RS_CSV_MAX_KEY_COLS]; /* field end (past the closing quote) */
+    unsigned char q[RS_CSV_MAX_KEY_COLS]; /* 0 unquoted, 1 quoted, 2 quoted with "" */
+    uint32_t found;
+} key_spans;
+
+static inline void keep(const rs_csv_keyspec *ks, key_spans *k, uint32_t field, size_t s,
+                        size_t e, int q)
+{
+    for (uint32_t i = 0; i < ks->ncols; i++)
+        if (ks->cols[i] == field) {
+            k->s[i] = s;
+            k->e[i] = e;
+            k->q[i] = (unsigned char)q;
+            k->found |= 1u << i;
+        }
+}
+
+/* Appends the value of a quoted field's inside p[s..e) with "" -> ". */
+static int append_unquoted(rs_buf *b, const char *p, size_t s, size_t e)
+{
+    while (s < e) {
+        const char *q = memchr(p + s, '"', e - s);
+        size_t upto = q ? (size_t)(q - p) + 1 : e; /* keep one quote of the pair */
+        if (rs_buf_append(b, p + s, upto - s) != 0)
+            return -1;
+        s = q ? upto + 1 : e;
+    }
+    return 0;
+}
+
+static int make_key(const rs_csv_keyspec *ks, const key_spans *k, const char *p,
+                    const char **keyp, size_t *keylen, rs_buf *scratch, rs_csv_fault *fault)
+{
+    if (ks->ncols == 1 && k->q[0] != 2) {
+        size_t a = k->s[0] + k->q[0], b = k->e[0] - k->q[0];
+        *keyp = p + a;
+        *keylen = b - a;
+        return RS_CSV_OK;
+    }
+    if (scratch == NULL)
+        return fail(fault, "key needs a scratch buffer", 0, ks->cols[0] + 1);
+    scratch->len = 0;
+    for (uint32_t i = 0; i < ks->ncols; i++) {
+        if (i > 0 && rs_buf_append(scratch, &ks->sep, 1) != 0)
+            goto oom;
+        int r;
+        if (k->q[i] == 0)
+            r = rs_buf_append(scratch, p + k->s[i], k->e[i] - k->s[i]);
+        else
+            r = append_unquoted(scratch, p, k->s[i] + 1, k->e[i] - 1);
+        if (r != 0)
+            goto oom;
+    }
+    if (rs_buf_reserve(scratch, 1) != 0)
+        goto oom;
+    scratch->data[scratch->len] = '\0';
+    *keyp = scratch->data;
+    *keylen = scratch->len;
+    return RS_CSV_OK;
+oom:
+    return fail(fault, "out of memory", 0, 0);
+}
+
+enum { ST_UNQ, ST_QUO, ST_AFTERQ };
+
+int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p, size_t avail,
+                int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
+                rs_buf *scratch, rs_csv_fault *fault)
+{
+    rs_csv_fault spare;
+    if (fault == NULL)
+        fault = &spare;
+    const unsigned char delim = (unsigned char)d->delim;
+    if (delim == '"' || delim == '\r' || delim == '\n')
+        return fail(fault, "bad delimiter", 0, 0);
+
+    /* Fields with index < klim are key candidates; beyond it only counted. */
+    uint32_t klim = 0;
+    key_spans ks;
+    ks.found = 0;
+    if (key != NULL) {
+        if (key->ncols == 0 || key->ncols > RS_CSV_MAX_KEY_COLS)
+            return fail(fault, "bad key spec", 0, 0);
+        for (uint32_t i = 0; i < key->ncols; i++)
+            if (key->cols[i] >= klim)
+                klim = key->cols[i] == UINT32_MAX ? UINT32_MAX : key->cols[i] + 1;
+    }
+
+    rec->len = rec->consumed = 0;
+    rec->nfields = rec->lines = 0;
+    if (avail == 0)
+        return RS_CSV_MORE;
+
+    const unsigned char *u = (const unsigned char *)p;
+    const size_t maxrec = d->max_record ? d->max_record : SIZE_MAX;
+    const size_t lim = avail < maxrec ? avail : maxrec; /* bytes allowed in the record */
+    size_t fstart = 0, base = 0, t;
+    uint32_t field = 0, lines = 0;
+    int cq = 0, state;
+
+    if (u[0] == '\n' || u[0] == '\r') { /* an empty line */
+        t = 0;
+        goto terminated;
+    }
+
+    for (;;) {
+        if (base >= lim) {
+            state = ST_UNQ;
+            goto out_of_bytes;
+        }
+        uint64_t dm, om;
+        size_t n = lim - base;
+        if (avail - base >= BLK) {
+            classify(u + base, delim, &dm, &om);
+        } else {
+            unsigned char tmp[BLK];
+            memset(tmp, 0, sizeof tmp);
+            memcpy(tmp, u + base, avail - base);
+            classify(tmp, delim, &dm, &om);
+        }
+        if (n < BLK) {
+            uint64_t valid = ((uint64_t)1 << n) - 1;
+            dm &= valid;
+            om &= valid;
+        }
+        /* Delimiters before the first quote/CR/LF end unquoted fields. */
+        uint64_t dl = dm & (om ? (om & (0 - om)) - 1 : ~(uint64_t)0);
+        if (dl) {
+            while (field < klim && dl) {
+                size_t i = base + (size_t)__builtin_ctzll(dl);
+                dl &= dl - 1;
+                keep(key, &ks, field, fstart, i, 0);
+                field++;
+                fstart = i + 1;
+            }
+            if (dl) {
+                field += (uint32_t)__builtin_popcountll(dl);
+                fstart = base + 64 - (size_t)__builtin_clzll(dl);
+            }
+        }
+        if (om == 0) {
+            base += BLK;
+            continue;
+        }
+        size_t i = base + (size_t)__builtin_ctzll(om);
+        if (u[i] != '"') { /* CR or LF outside quotes */
+            t = i;
+            goto terminated;
+        }
+        if (i != fstart)
+            return fail(fault, "stray quote in unquoted field", i, field + 1);
+        /* A quoted field: the data has few, so memchr from quote to quote. */
+        size_t pos = i + 1;
+        cq = 1;
+        for (;;) {
+            const unsigned char *q = memchr(u + pos, '"', lim - pos);
+            if (q == NULL) {
+                state = ST_QUO;
+                goto out_of_bytes;
+            }
+            size_t qi = (size_t)(q - u);
+            lines += count_lines(p, pos, qi);
+            if (qi + 1 >= lim) {
+                state = ST_AFTERQ;
+                goto out_of_bytes;
+            }
+            unsigned char c = u[qi + 1];
+            if (c == '"') {
+                cq = 2;
+                pos = qi + 2;
+                continue;
+            }
+            if (c == delim) {
+                if (field < klim)
+                    keep(key, &ks, field, fstart, qi + 1, cq);
+                field++;
+                fstart = base = qi + 2;
+                cq = 0;
+                break;
+            }
+            if (c == '\r' || c == '\n') {
+                t = qi + 1;
+                goto terminated;
+            }
+            return fail(fault, "unexpected character after closing quote", qi + 1, field + 1);
+        }
+    }
+
+out_of_bytes:
+    if (lim < avail) { /* byte maxrec exists: only a terminator may stand there */
+        unsigned char c = u[lim];
+        if (state != ST_QUO && (c == '\r' || c == '\n')) {
+            t = lim;
+            goto terminated;
+        }
+        return fail(fault, "record longer than the limit", maxrec, field + 1);
+    }
+    if (!at_eof)
+        return RS_CSV_MORE;
+    if (state == ST_QUO)
+        return fail(fault, "unterminated quoted field", fstart, field + 1);
+    rec->consumed = avail; /* the last record, without a terminator */
+    t = avail;
+    goto complete;
+
+terminated: /* u[t] is CR or LF outside quotes */
+    if (u[t] == '\n') {
+        rec->consumed = t + 1;
+    } else if (t + 1 < avail) {
+        rec->consumed = t + 1 + (u[t + 1] == '\n');
+    } else if (at_eof) {
+        rec->consumed = t + 1;
+    } else {
+        return RS_CSV_MORE;
+    }
+    lines++;
+    if (t == 0) { /* empty line */
+        rec->lines = lines;
+        if (key != NULL) {
+            *keyp = p;
+            *keylen = 0;
+        }
+        return RS_CSV_OK;
+    }
+
+complete:
+    if (field < klim)
+        keep(key, &ks, field, fstart, t, cq);
+    rec->len = t;
+    rec->nfields = field + 1;
+    rec->lines = lines;
+    if (key == NULL)
+        return RS_CSV_OK;
+    if (ks.found != (1u << key->ncols) - 1) {
+        for (uint32_t i = 0; i < key->ncols; i++)
+            if (!(ks.found & (1u << i)))
+                return fail(fault, "missing key column", t, key->cols[i] + 1);
+    }
+    return make_key(key, &ks, p, keyp, keylen, scratch, fault);
+}
+
+int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *out)
+{
+    const unsigned char delim = (unsigned char)d->delim;
+    if (delim == '"' || delim == '\r' || delim == '\n')
+        return -1;
+    if (out != NULL)
+        out->len = 0;
+    if (len == 0)
+        return 0;
+    const unsigned char *u = (const unsigned char *)rec;
+    int n = 0;
+    size_t i = 0;
+    static const char nul = '\0';
+    for (;;) { /* at the start of a field; i <= len */
+        if (i < len && u[i] == '"') {
+            size_t s = ++i;
+            for (;;) {
+                const unsigned char *q = memchr(u + i, '"', len - i);
+                if (q == NULL)
+                    return -1; /* unterminated */
+                i = (size_t)(q - u);
+                if (i + 1 < len && u[i + 1] == '"') {
+                    i += 2; /* "" stays a pair here; halved when copied */
+                    continue;
+                }
+                break;
+            }
+            if (out != NULL && append_unquoted(out, rec, s, i) != 0)
+                return -1;
+            i++; /* past the closing quote */
+        } else {
+            size_t s = i;
+            while (i < len && u[i] != delim && u[i] != '"' && u[i] != '\r' && u[i] != '\n')
+                i++;
+            if (out != NULL && rs_buf_append(out, rec + s, i - s) != 0)
+                return -1;
+        }
+        if (out != NULL && rs_buf_append(out, &nul, 1) != 0)
+            return -1;
+        n++;
+        if (i == len)
+            return n;
+        if (u[i] != delim)
+            return -1; /* stray quote, CR/LF, or junk after a closing quote */
+        i++;
+    }
+}
+
+/* First byte in p[pos..len) that is '"', CR or LF; len if none. */
+static size_t find_qcrlf(const char *p, size_t pos, size_t len)
+{
+#if defined(__SSE2__)
+    const __m128i vq = _mm_set1_epi8('"'), vr = _mm_set1_epi8('\r'), vn = _mm_set1_epi8('\n');
+    while (len - pos >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));
+        __m128i m = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(x, vq), _mm_cmpeq_epi8(x, vr)),
+                                 _mm_cmpeq_epi8(x, vn));
+        unsigned mm = (unsigned)_mm_movemask_epi8(m);
+        if (mm)
+            return pos + (size_t)__builtin_ctz(mm);
+        pos += 16;
+    }
+#endif
+    for (; pos < len; pos++)
+        if (p[pos] == '"' || p[pos] == '\r' || p[pos] == '\n')
+            return pos;
+    return len;
+}
+
+size_t rs_csv_boundary_after(const char *p, size_t len, size_t from)
+{
+    if (from >= len)
+        return len + 1;
+    int inq = 0;
+    const char *s = p, *e = p + from, *q;
+    while (s < e && (q = memchr(s, '"', (size_t)(e - s))) != NULL) {
+        inq ^= 1;
+        s = q + 1;
+    }
+    size_t pos = from;
+    for (;;) {
+        if (inq) {
+            q = memchr(p + pos, '"', len - pos);
+            if (q == NULL)
+                return len + 1;
+            pos = (size_t)(q - p) + 1;
+            inq = 0;
+        }
+        size_t t = find_qcrlf(p, pos, len);
+        if (t == len)
+            return len + 1;
+        if (p[t] == '"') {
+            inq = 1;
+            pos = t + 1;
+            continue;
+        }
+        if (p[t] == '\r' && t + 1 < len && p[t + 1] == '\n')
+            return t + 2;
+        return t + 1;
+    }
+}

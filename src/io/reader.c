@@ -1,0 +1,582 @@
+/* io/reader.c - the input layer: a file or stdin, plain or (multi-member) gzip.
+ *
+ * Compressed input is read in large blocks (RS_READER_BLOCK) into one buffer;
+ * the inflater writes straight into the caller's buffer. Plain input is read
+ * straight into the caller's buffer when it is large, else through the block.
+ *
+ * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
+ * is where the problem was detected (for ISA-L this can be a few bytes past the
+ * exact spot, because it reads ahead into a 64-bit bit buffer); the member's
+ * start offset is given as well where it helps. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "rs_config.h"
+#include "ringshard/reader.h"
+#include "io/io_internal.h"
+
+#if RS_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
+
+/* Plain reads of at least this many bytes bypass the block buffer. */
+#define RS_PLAIN_DIRECT (64u * 1024u)
+/* Largest output handed to one inflate call (the libraries count in 32 bits). */
+#define RS_MAX_CHUNK ((size_t)1 << 30)
+
+struct rs_reader {
+    int fd;
+    bool own_fd;
+    char *name;              /* for messages */
+    bool use_isal;
+    uint64_t size;           /* regular files: st_size; else 0 */
+
+    unsigned char *in;       /* the block buffer */
+    size_t in_cap;
+    unsigned char *in_next;  /* unconsumed input */
+    size_t in_avail;
+    uint64_t in_total;       /* bytes read from fd so far */
+    bool eof;
+
+    bool started;            /* format detected */
+    bool is_gzip;
+    bool member_done;        /* the current member ended; next: member, end or garbage */
+    bool finished;           /* clean end of input reached */
+    uint64_t member_start;   /* compressed offset of the current member */
+
+    /* Our own gzip header parser, for ISA-L (see decoder_init). */
+    bool in_header;          /* parsing the current member's header */
+    int hstate;              /* H_* */
+    uint8_t hflg;
+    uint8_t hfixed[10];
+    uint32_t hneed;          /* bytes still to take in this state */
+    uint32_t hcrc;           /* CRC-32 of the header so far (for FHCRC) */
+
+    rs_error err;            /* sticky */
+
+    bool zs_live;
+    z_stream zs;
+#if RS_HAVE_ISAL
+    struct inflate_state *isal;
+#endif
+};
+
+static uint64_t consumed(const rs_reader *r)
+{
+    return r->in_total - r->in_avail;
+}
+
+/* Fails the reader (sticky) and reports the error to err. */
+static ssize_t fail(rs_reader *r, rs_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static ssize_t fail(rs_reader *r, rs_error *err, int code, const char *fmt, ...)
+{
+    if (r->err.code == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        char tmp[sizeof r->err.msg];
+        vsnprintf(tmp, sizeof tmp, fmt, ap);
+        va_end(ap);
+        rs_error_set(&r->err, code, "%s: %s", r->name, tmp);
+    }
+    rs_error_set(err, r->err.code, "%s", r->err.msg);
+    return -1;
+}
+
+static ssize_t read_fd(int fd, void *buf, size_t n)
+{
+    if (n > RS_MAX_CHUNK)
+        n = RS_MAX_CHUNK;
+    for (;;) {
+        ssize_t k = read(fd, buf, n);
+        if (k >= 0 || errno != EINTR)
+            return k;
+    }
+}
+
+/* Appends up to one block of input after the unconsumed bytes (moving them to
+ * the front). Sets eof at the end. Returns 0, or -1 (read error, err set). */
+static int fill(rs_reader *r, rs_error *err)
+{
+    if (r->eof)
+        return 0;
+    if (r->in_avail > 0 && r->in_next != r->in)
+        memmove(r->in, r->in_next, r->in_avail);
+    r->in_next = r->in;
+    if (r->in_avail == r->in_cap)
+        return 0;
+    ssize_t k = read_fd(r->fd, r->in + r->in_avail, r->in_cap - r->in_avail);
+    if (k < 0) {
+        int e = errno;
+        fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
+             (unsigned long long)r->in_total, strerror(e));
+        return -1;
+    }
+    if (k == 0)
+        r->eof = true;
+    r->in_avail += (size_t)k;
+    r->in_total += (uint64_t)k;
+    return 0;
+}
+
+rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err)
+{
+    rs_reader *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+        return NULL;
+    }
+    bool is_stdin = strcmp(path, "-") == 0;
+    r->name = strdup(is_stdin ? "(standard input)" : path);
+    r->in_cap = RS_READER_BLOCK;
+    r->in = malloc(r->in_cap);
+    if (r->name == NULL || r->in == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+        goto fail;
+    }
+    r->in_next = r->in;
+#if RS_HAVE_ISAL
+    r->use_isal = codec == RS_CODEC_AUTO;
+#else
+    (void)codec;
+#endif
+    if (is_stdin) {
+        r->fd = STDIN_FILENO;
+    } else {
+        r->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (r->fd < 0) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+            goto fail;
+        }
+        r->own_fd = true;
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", r->name);
+            goto fail;
+        }
+        if (S_ISREG(st.st_mode)) {
+            r->size = (uint64_t)st.st_size;
+            (void)posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+        }
+    }
+    return r;
+fail:
+    rs_reader_close(r);
+    return NULL;
+}
+
+int rs_reader_set_block_size(rs_reader *r, size_t block)
+{
+    if (r->started || r->in_total != 0 || block < 2)
+        return -1;
+    unsigned char *p = realloc(r->in, block);
+    if (p == NULL)
+        return -1;
+    r->in = r->in_next = p;
+    r->in_cap = block;
+    return 0;
+}
+
+/* ---- gzip header (RFC 1952), incremental ------------------------------- */
+
+enum { H_FIXED, H_XLEN, H_EXTRA, H_NAME, H_COMMENT, H_HCRC, H_DONE };
+enum { F_TEXT = 1, F_HCRC = 2, F_EXTRA = 4, F_NAME = 8, F_COMMENT = 16 };
+
+static void header_start(rs_reader *r)
+{
+    r->in_header = true;
+    r->hstate = H_FIXED;
+    r->hneed = 10;
+    r->hcrc = (uint32_t)crc32(0, NULL, 0);
+}
+
+/* The state after `st` given the flags (skipping absent fields). */
+static void header_next(rs_reader *r, int st)
+{
+    uint8_t f = r->hflg;
+    if (st < H_XLEN && (f & F_EXTRA)) {
+        r->hstate = H_XLEN;
+        r->hneed = 2;
+    } else if (st < H_NAME && (f & F_NAME)) {
+        r->hstate = H_NAME;
+    } else if (st < H_COMMENT && (f & F_COMMENT)) {
+        r->hstate = H_COMMENT;
+    } else if (st < H_HCRC && (f & F_HCRC)) {
+        r->hstate = H_HCRC;
+        r->hneed = 2;
+    } else {
+        r->hstate = H_DONE;
+    }
+}
+
+/* Consumes header bytes from the input. Returns 1 when the header is complete,
+ * 0 when more input is needed, -1 on a bad header (err set). */
+static int header_parse(rs_reader *r, rs_error *err)
+{
+    while (r->hstate != H_DONE && r->in_avail > 0) {
+        const unsigned char *p = r->in_next;
+        size_t n = r->in_avail, take;
+        switch (r->hstate) {
+        case H_FIXED:
+        case H_XLEN:
+        case H_HCRC: {
+            take = n < r->hneed ? n : r->hneed;
+            size_t have = (r->hstate == H_FIXED ? 10u : 2u) - r->hneed;
+            memcpy(r->hfixed + have, p, take);
+            r->hneed -= (uint32_t)take;
+            if (r->hstate != H_HCRC)
+                r->hcrc = (uint32_t)crc32(r->hcrc, p, (uInt)take);
+            break;
+        }
+        case H_EXTRA:
+            take = n < r->hneed ? n : r->hneed;
+            r->hcrc = (uint32_t)crc32(r->hcrc, p, (uInt)take);
+            r->hneed -= (uint32_t)take;
+            break;
+        default: { /* H_NAME, H_COMMENT: up to and including a NUL */
+            const unsigned char *z = memchr(p, 0, n);
+            take = z ? (size_t)(z - p) + 1 : n;
+            r->hcrc = (uint32_t)crc32(r->hcrc, p, (uInt)take);
+            r->hneed = z ? 0 : 1;
+            break;
+        }
+        }
+        r->in_next += take;
+        r->in_avail -= take;
+        if (r->hneed != 0)
+            continue;
+        unsigned long long ms = (unsigned long long)r->member_start;
+        switch (r->hstate) {
+        case H_FIXED:
+            if (r->hfixed[0] != 0x1f || r->hfixed[1] != 0x8b)
+                return (int)fail(r, err, RS_EXIT_DATA,
+                                 "invalid gzip header (bad magic) in member starting at byte "
+                                 "offset %llu", ms);
+            if (r->hfixed[2] != 8)
+                return (int)fail(r, err, RS_EXIT_DATA,
+                                 "invalid gzip header (unknown compression method %u) in "
+                                 "member starting at byte offset %llu", r->hfixed[2], ms);
+            if (r->hfixed[3] & 0xe0)
+                return (int)fail(r, err, RS_EXIT_DATA,
+                                 "invalid gzip header (reserved flags set) in member starting "
+                                 "at byte offset %llu", ms);
+            r->hflg = r->hfixed[3];
+            header_next(r, H_FIXED);
+            break;
+        case H_XLEN:
+            r->hneed = (uint32_t)r->hfixed[0] | (uint32_t)r->hfixed[1] << 8;
+            r->hstate = H_EXTRA;
+            if (r->hneed == 0)
+                header_next(r, H_EXTRA);
+            break;
+        case H_HCRC:
+            if (((uint32_t)r->hfixed[0] | (uint32_t)r->hfixed[1] << 8) != (r->hcrc & 0xffff))
+                return (int)fail(r, err, RS_EXIT_DATA,
+                                 "gzip header CRC mismatch in member starting at byte offset "
+                                 "%llu", ms);
+            header_next(r, H_HCRC);
+            break;
+        default:
+            header_next(r, r->hstate);
+            break;
+        }
+    }
+    if (r->hstate != H_DONE)
+        return 0;
+    r->in_header = false;
+    return 1;
+}
+
+/* ---- decoders ---------------------------------------------------------- */
+
+static int decoder_init(rs_reader *r, rs_error *err)
+{
+#if RS_HAVE_ISAL
+    if (r->use_isal) {
+        /* calloc, not malloc: isal_inflate_init leaves fields such as
+         * hist_bits untouched, and garbage there breaks decoding. */
+        r->isal = calloc(1, sizeof *r->isal);
+        if (r->isal == NULL)
+            return (int)fail(r, err, RS_EXIT_IO, "out of memory");
+        isal_inflate_init(r->isal);
+        r->isal->hist_bits = 0;  /* the full 32 KiB window */
+        /* We parse the gzip header ourselves and let ISA-L decode the deflate
+         * data and verify the trailer (CRC-32 and ISIZE). ISA-L 2.30's own
+         * header parsing (crc_flag ISAL_GZIP) reads uninitialised stack
+         * memory when a header with FNAME is split across input buffers (and
+         * fails on FEXTRA+FNAME+FCOMMENT+FHCRC headers): valgrind shows it. */
+        r->isal->crc_flag = ISAL_GZIP_NO_HDR_VER;
+        header_start(r);
+        return 0;
+    }
+#endif
+    memset(&r->zs, 0, sizeof r->zs);
+    if (inflateInit2(&r->zs, 15 + 16) != Z_OK)
+        return (int)fail(r, err, RS_EXIT_IO, "out of memory (zlib inflateInit2)");
+    r->zs_live = true;
+    return 0;
+}
+
+static void decoder_reset(rs_reader *r)
+{
+#if RS_HAVE_ISAL
+    if (r->use_isal) {
+        /* reset keeps crc_flag, which isal_inflate may have changed once it
+         * parsed the header: set it again so the next header is parsed. */
+        isal_inflate_reset(r->isal);
+        r->isal->crc_flag = ISAL_GZIP_NO_HDR_VER;
+        header_start(r);
+        return;
+    }
+#endif
+    inflateReset(&r->zs);
+}
+
+/* One decoder call: input from in_next/in_avail, output to buf (cap <= 1 GiB).
+ * Returns bytes produced, or -1 (err set). Sets member_done at a member's end. */
+static ssize_t decode(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
+{
+#if RS_HAVE_ISAL
+    if (r->use_isal) {
+        struct inflate_state *s = r->isal;
+        s->next_in = r->in_next;
+        s->avail_in = (uint32_t)(r->in_avail > UINT32_MAX ? UINT32_MAX : r->in_avail);
+        size_t held = r->in_avail - s->avail_in;
+        s->next_out = buf;
+        s->avail_out = (uint32_t)cap;
+        int ret = isal_inflate(s);
+        r->in_next = s->next_in;
+        r->in_avail = s->avail_in + held;
+        size_t produced = (size_t)(s->next_out - buf);
+        unsigned long long at = (unsigned long long)consumed(r);
+        unsigned long long ms = (unsigned long long)r->member_start;
+        switch (ret) {
+        case ISAL_DECOMP_OK:
+        case ISAL_END_INPUT:
+        case ISAL_OUT_OVERFLOW:
+            break;
+        case ISAL_INCORRECT_CHECKSUM:
+            return fail(r, err, RS_EXIT_DATA,
+                        "CRC-32 or length (ISIZE) mismatch in gzip member starting at byte "
+                        "offset %llu (detected at byte offset %llu)", ms, at);
+        case ISAL_INVALID_WRAPPER:
+        case ISAL_UNSUPPORTED_METHOD:
+            return fail(r, err, RS_EXIT_DATA,
+                        "invalid gzip header in member starting at byte offset %llu", ms);
+        case ISAL_INVALID_BLOCK:
+        case ISAL_INVALID_SYMBOL:
+        case ISAL_INVALID_LOOKBACK:
+            return fail(r, err, RS_EXIT_DATA,
+                        "corrupt deflate data (%s) at byte offset %llu in gzip member starting "
+                        "at byte offset %llu",
+                        ret == ISAL_INVALID_BLOCK    ? "invalid block"
+                        : ret == ISAL_INVALID_SYMBOL ? "invalid symbol"
+                                                     : "invalid distance",
+                        at, ms);
+        default:
+            return fail(r, err, RS_EXIT_DATA,
+                        "corrupt gzip data (ISA-L error %d) at byte offset %llu in member "
+                        "starting at byte offset %llu", ret, at, ms);
+        }
+        if (s->block_state == ISAL_BLOCK_FINISH)
+            r->member_done = true;
+        return (ssize_t)produced;
+    }
+#endif
+    z_stream *z = &r->zs;
+    z->next_in = r->in_next;
+    z->avail_in = (uInt)(r->in_avail > UINT_MAX ? UINT_MAX : r->in_avail);
+    size_t held = r->in_avail - z->avail_in;
+    z->next_out = buf;
+    z->avail_out = (uInt)cap;
+    int ret = inflate(z, Z_NO_FLUSH);
+    r->in_next = z->next_in;
+    r->in_avail = z->avail_in + held;
+    size_t produced = (size_t)(z->next_out - buf);
+    unsigned long long at = (unsigned long long)consumed(r);
+    unsigned long long ms = (unsigned long long)r->member_start;
+    switch (ret) {
+    case Z_OK:
+    case Z_BUF_ERROR: /* no progress possible: more input is needed */
+        return (ssize_t)produced;
+    case Z_STREAM_END:
+        r->member_done = true;
+        return (ssize_t)produced;
+    case Z_MEM_ERROR:
+        return fail(r, err, RS_EXIT_IO, "out of memory (zlib inflate)");
+    default:
+        break;
+    }
+    const char *m = z->msg ? z->msg : "unknown error";
+    if (strcmp(m, "incorrect data check") == 0)
+        return fail(r, err, RS_EXIT_DATA,
+                    "CRC-32 mismatch in gzip member starting at byte offset %llu "
+                    "(detected at byte offset %llu)", ms, at);
+    if (strcmp(m, "incorrect length check") == 0)
+        return fail(r, err, RS_EXIT_DATA,
+                    "length (ISIZE) mismatch in gzip member starting at byte offset %llu "
+                    "(detected at byte offset %llu)", ms, at);
+    return fail(r, err, RS_EXIT_DATA,
+                "corrupt gzip data (%s) at byte offset %llu in member starting at byte "
+                "offset %llu", m, at, ms);
+}
+
+/* ---- reading ----------------------------------------------------------- */
+
+static int detect(rs_reader *r, rs_error *err)
+{
+    while (r->in_avail < 2 && !r->eof)
+        if (fill(r, err) != 0)
+            return -1;
+    r->started = true;
+    r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
+    if (r->is_gzip)
+        return decoder_init(r, err);
+    return 0;
+}
+
+static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
+{
+    if (r->in_avail == 0 && !r->eof) {
+        if (cap >= RS_PLAIN_DIRECT) {
+            ssize_t k = read_fd(r->fd, buf, cap);
+            if (k < 0) {
+                int e = errno;
+                return fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
+                            (unsigned long long)r->in_total, strerror(e));
+            }
+            if (k == 0)
+                r->eof = true;
+            r->in_total += (uint64_t)k;
+            return k;
+        }
+        if (fill(r, err) != 0)
+            return -1;
+    }
+    size_t n = r->in_avail < cap ? r->in_avail : cap;
+    memcpy(buf, r->in_next, n);
+    r->in_next += n;
+    r->in_avail -= n;
+    return (ssize_t)n;
+}
+
+static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
+{
+    for (;;) {
+        if (r->member_done) {
+            /* After a member: another member, the end, or garbage. */
+            if (r->in_avail < 2 && !r->eof) {
+                if (fill(r, err) != 0)
+                    return -1;
+                continue;
+            }
+            if (r->in_avail == 0) {
+                r->finished = true;
+                return 0;
+            }
+            if (r->in_avail < 2 || r->in_next[0] != 0x1f || r->in_next[1] != 0x8b)
+                return fail(r, err, RS_EXIT_DATA,
+                            "garbage after gzip member at byte offset %llu (%llu trailing "
+                            "bytes or more that are not a gzip member)",
+                            (unsigned long long)consumed(r), (unsigned long long)r->in_avail);
+            decoder_reset(r);
+            r->member_done = false;
+            r->member_start = consumed(r);
+        }
+        if (r->in_avail == 0 && !r->eof && fill(r, err) != 0)
+            return -1;
+        if (r->in_header) {
+            int h = header_parse(r, err);
+            if (h < 0)
+                return -1;
+            if (h == 0) {
+                if (r->eof)
+                    return fail(r, err, RS_EXIT_DATA,
+                                "truncated gzip stream at byte offset %llu (unexpected end of "
+                                "file in the header of the member starting at byte offset "
+                                "%llu)",
+                                (unsigned long long)r->in_total,
+                                (unsigned long long)r->member_start);
+                continue;  /* header_parse consumed everything: refill */
+            }
+        }
+        size_t before = r->in_avail;
+        ssize_t n = decode(r, buf, cap, err);
+        if (n != 0)
+            return n;  /* bytes, or -1 */
+        if (r->member_done)
+            continue;
+        if (r->in_avail == before) {
+            /* No progress: the decoder needs more input than we hold. */
+            if (r->eof)
+                return fail(r, err, RS_EXIT_DATA,
+                            "truncated gzip stream at byte offset %llu (unexpected end of "
+                            "file in the member starting at byte offset %llu)",
+                            (unsigned long long)r->in_total,
+                            (unsigned long long)r->member_start);
+            if (r->in_avail == r->in_cap)
+                return fail(r, err, RS_EXIT_DATA,
+                            "corrupt gzip data at byte offset %llu (decoder stalled)",
+                            (unsigned long long)consumed(r));
+            if (fill(r, err) != 0)
+                return -1;
+        }
+    }
+}
+
+ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err)
+{
+    if (r->err.code != 0) {
+        rs_error_set(err, r->err.code, "%s", r->err.msg);
+        return -1;
+    }
+    if (cap == 0 || r->finished)
+        return 0;
+    if (cap > RS_MAX_CHUNK)
+        cap = RS_MAX_CHUNK;
+    if (!r->started && detect(r, err) != 0)
+        return -1;
+    return r->is_gzip ? read_gzip(r, buf, cap, err) : read_plain(r, buf, cap, err);
+}
+
+uint64_t rs_reader_consumed(const rs_reader *r)
+{
+    return consumed(r);
+}
+
+uint64_t rs_reader_size(const rs_reader *r)
+{
+    return r->size;
+}
+
+int rs_reader_is_gzip(const rs_reader *r)
+{
+    return r->is_gzip;
+}
+
+void rs_reader_close(rs_reader *r)
+{
+    if (r == NULL)
+        return;
+    if (r->own_fd && r->fd >= 0)
+        close(r->fd);
+    if (r->zs_live)
+        inflateEnd(&r->zs);
+#if RS_HAVE_ISAL
+    free(r->isal);
+#endif
+    free(r->in);
+    free(r->name);
+    free(r);
+}

@@ -1,0 +1,284 @@
+/* Node lists: construction, the node-file parser, edits. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ringshard/nodes.h"
+
+static int grow(rs_nodes *n, rs_error *err)
+{
+    if (n->count < n->cap)
+        return 0;
+    uint32_t cap = n->cap ? n->cap * 2 : 16;
+    char **names = realloc(n->names, cap * sizeof *names);
+    if (names)
+        n->names = names;
+    double *w = realloc(n->weights, cap * sizeof *w);
+    if (w)
+        n->weights = w;
+    uint8_t *d = realloc(n->down, cap * sizeof *d);
+    if (d)
+        n->down = d;
+    if (!names || !w || !d)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the node list");
+    n->cap = cap;
+    return 0;
+}
+
+/* A name must be printable: control characters would break node files,
+ * descriptions and messages. Non-ASCII UTF-8 is fine. */
+static const char *name_problem(const char *name)
+{
+    if (*name == '\0')
+        return "empty node name";
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return "control character in node name";
+    return NULL;
+}
+
+int64_t rs_nodes_find(const rs_nodes *n, const char *name)
+{
+    for (uint32_t i = 0; i < n->count; i++)
+        if (strcmp(n->names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* The duplicate check is quadratic only for appends by hand; the file parser
+ * uses a sorted index instead (100,000-node lists must load instantly). */
+static int append_unchecked(rs_nodes *n, const char *name, double weight, rs_error *err)
+{
+    if (grow(n, err) != 0)
+        return -1;
+    char *copy = strdup(name);
+    if (!copy)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the node list");
+    n->names[n->count] = copy;
+    n->weights[n->count] = weight;
+    n->down[n->count] = 0;
+    n->count++;
+    return 0;
+}
+
+int rs_nodes_append(rs_nodes *n, const char *name, double weight, const char *what, rs_error *err)
+{
+    const char *why = name_problem(name);
+    if (why)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: %s", what, why);
+    if (!(weight > 0) || !isfinite(weight))
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: weight of node '%s' must be positive", what, name);
+    if (rs_nodes_find(n, name) >= 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: duplicate node name '%s'", what, name);
+    return append_unchecked(n, name, weight, err);
+}
+
+int rs_nodes_init_count(rs_nodes *n, uint32_t count, rs_error *err)
+{
+    memset(n, 0, sizeof *n);
+    if (count == 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "the number of nodes must be at least 1");
+    char name[16];
+    for (uint32_t i = 0; i < count; i++) {
+        snprintf(name, sizeof name, "%u", i);
+        if (append_unchecked(n, name, 1.0, err) != 0) {
+            rs_nodes_free(n);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    const char *name;
+    uint32_t line;
+} name_line;
+
+static int cmp_name_line(const void *a, const void *b)
+{
+    const name_line *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin, rs_error *err)
+{
+    memset(n, 0, sizeof *n);
+    uint32_t *lines = NULL;
+    size_t lines_cap = 0;
+    char *line = NULL;
+    uint32_t lineno = 0;
+    size_t pos = 0;
+    while (pos < len) {
+        size_t end = pos;
+        while (end < len && text[end] != '\n')
+            end++;
+        lineno++;
+        size_t l = end - pos;
+        if (l && text[pos + l - 1] == '\r')
+            l--;
+        free(line);
+        line = malloc(l + 1);
+        if (!line)
+            goto oom;
+        memcpy(line, text + pos, l);
+        line[l] = '\0';
+        pos = end + 1;
+        if (memchr(line, '\0', l)) {
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: NUL byte in node list", origin, lineno);
+            goto fail;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *save = NULL;
+        char *name = strtok_r(line, " \t", &save);
+        if (!name)
+            continue;
+        const char *why = name_problem(name);
+        if (why) {
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why);
+            goto fail;
+        }
+        double weight = 1.0;
+        int down = 0;
+        char *tok = strtok_r(NULL, " \t", &save);
+        if (tok && strcmp(tok, "down") != 0) {
+            char *endp;
+            errno = 0;
+            weight = strtod(tok, &endp);
+            if (*endp || errno || !(weight > 0) || !isfinite(weight)) {
+                rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight '%s' of node '%s' is not a positive number",
+                             origin, lineno, tok, name);
+                goto fail;
+            }
+            tok = strtok_r(NULL, " \t", &save);
+        }
+        if (tok && strcmp(tok, "down") == 0) {
+            down = 1;
+            tok = strtok_r(NULL, " \t", &save);
+        }
+        if (tok) {
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected '%s' after node '%s' (expected: name [weight] [down])",
+                         origin, lineno, tok, name);
+            goto fail;
+        }
+        if (append_unchecked(n, name, weight, err) != 0)
+            goto fail;
+        n->down[n->count - 1] = (uint8_t)down;
+        if (n->count > lines_cap) {
+            lines_cap = lines_cap ? lines_cap * 2 : 64;
+            uint32_t *nl = realloc(lines, lines_cap * sizeof *nl);
+            if (!nl)
+                goto oom;
+            lines = nl;
+        }
+        lines[n->count - 1] = lineno;
+    }
+    if (n->count == 0) {
+        rs_error_set(err, RS_EXIT_DATA, "%s: no nodes in the node list", origin);
+        goto fail;
+    }
+    name_line *idx = malloc(n->count * sizeof *idx);
+    if (!idx)
+        goto oom;
+    for (uint32_t i = 0; i < n->count; i++)
+        idx[i] = (name_line){n->names[i], lines[i]};
+    qsort(idx, n->count, sizeof *idx, cmp_name_line);
+    for (uint32_t i = 1; i < n->count; i++)
+        if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name '%s' (first on line %u)", origin,
+                         idx[i].line, idx[i].name, idx[i - 1].line);
+            free(idx);
+            goto fail;
+        }
+    free(idx);
+    free(lines);
+    free(line);
+    return 0;
+oom:
+    rs_error_set(err, RS_EXIT_IO, "%s: out of memory", origin);
+fail:
+    free(lines);
+    free(line);
+    rs_nodes_free(n);
+    return -1;
+}
+
+int rs_nodes_load(rs_nodes *n, const char *path, rs_error *err)
+{
+    memset(n, 0, sizeof *n);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot open node list: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0, r;
+    char *text = malloc(cap);
+    while (text && (r = fread(text + len, 1, cap - len, f)) > 0) {
+        len += r;
+        if (len == cap) {
+            char *t = realloc(text, cap *= 2);
+            if (!t) {
+                free(text);
+                text = NULL;
+            } else
+                text = t;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!text)
+        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+    if (bad) {
+        free(text);
+        return rs_error_set(err, RS_EXIT_IO, "%s: read error", path);
+    }
+    int rc = rs_nodes_parse(n, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+int rs_nodes_remove(rs_nodes *n, const char *name, rs_error *err)
+{
+    int64_t i = rs_nodes_find(n, name);
+    if (i < 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "no node named '%s'", name);
+    free(n->names[i]);
+    memmove(n->names + i, n->names + i + 1, (n->count - i - 1) * sizeof *n->names);
+    memmove(n->weights + i, n->weights + i + 1, (n->count - i - 1) * sizeof *n->weights);
+    memmove(n->down + i, n->down + i + 1, (n->count - i - 1) * sizeof *n->down);
+    n->count--;
+    return 0;
+}
+
+int rs_nodes_set_down(rs_nodes *n, const char *name, rs_error *err)
+{
+    int64_t i = rs_nodes_find(n, name);
+    if (i < 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "no node named '%s'", name);
+    n->down[i] = 1;
+    return 0;
+}
+
+int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err)
+{
+    memset(dst, 0, sizeof *dst);
+    for (uint32_t i = 0; i < src->count; i++) {
+        if (append_unchecked(dst, src->names[i], src->weights[i], err) != 0) {
+            rs_nodes_free(dst);
+            return -1;
+        }
+        dst->down[i] = src->down[i];
+    }
+    return 0;
+}
+
+void rs_nodes_free(rs_nodes *n)
+{
+    for (uint32_t i = 0; i < n->count; i++)
+        free(n->names[i]);
+    free(n->names);
+    free(n->weights);
+    free(n->down);
+    memset(n, 0, sizeof *n);
+}

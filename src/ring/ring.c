@@ -1,0 +1,458 @@
+/* The ring: building (points from the scheme, sorted, collisions resolved
+ * as TreeMap.put resolves them), the lookup index, shares, descriptions.
+ *
+ * Lookup. A plain binary search over 200,000 points costs ~18 dependent
+ * cache misses (7.8 M lookups/s here). Instead a table over the top bits of
+ * the position gives, for each prefix, the first point at or above it; with
+ * ~4 table entries per point the search is a scan of 0-2 points on the same
+ * cache line or two (the measured ~170 M/s with a 2^20 table). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ring/ring_impl.h"
+
+static const rs_scheme_ops *const scheme_ops[RS_SCHEME__COUNT] = {
+#define RS_SCHEME_OPS(id, name, help) &rs_scheme_##name,
+    RS_SCHEME_TABLE(RS_SCHEME_OPS)
+#undef RS_SCHEME_OPS
+};
+static const char *const scheme_names[RS_SCHEME__COUNT] = {
+#define RS_SCHEME_NAME(id, name, help) #name,
+    RS_SCHEME_TABLE(RS_SCHEME_NAME)
+#undef RS_SCHEME_NAME
+};
+static const char *const scheme_helps[RS_SCHEME__COUNT] = {
+#define RS_SCHEME_HELP(id, name, help) help,
+    RS_SCHEME_TABLE(RS_SCHEME_HELP)
+#undef RS_SCHEME_HELP
+};
+
+const char *rs_scheme_name(rs_scheme_id id) { return id < RS_SCHEME__COUNT ? scheme_names[id] : NULL; }
+const char *rs_scheme_help(rs_scheme_id id) { return id < RS_SCHEME__COUNT ? scheme_helps[id] : NULL; }
+
+int rs_scheme_by_name(const char *name)
+{
+    for (int i = 0; i < RS_SCHEME__COUNT; i++)
+        if (strcmp(scheme_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void rs_ring_opts_default(rs_ring_opts *o, rs_scheme_id scheme)
+{
+    memset(o, 0, sizeof *o);
+    o->scheme = scheme;
+    o->hash = RS_HASH_MURMUR3_128;
+    o->order = RS_ORDER_UNSIGNED;
+    switch (scheme) {
+    case RS_SCHEME_RING:
+        o->clear_sign = 1;
+        o->vnodes = 200;
+        strcpy(o->label, "{node}&Node{i}");
+        break;
+    case RS_SCHEME_KETAMA:
+        o->hash = RS_HASH_MD5_KETAMA;
+        o->vnodes = 160;
+        strcpy(o->label, "{node}{i}");
+        break;
+    case RS_SCHEME_SLOTS:
+        o->hash = RS_HASH_JAVA_HASHCODE;
+        o->order = RS_ORDER_SIGNED;
+        o->vnodes = 1024;
+        break;
+    case RS_SCHEME_MODULO:
+        o->clear_sign = 1;
+        break;
+    case RS_SCHEME_JUMP:
+    default:
+        break;
+    }
+    o->seed = rs_hash_get(o->hash)->default_seed;
+}
+
+size_t rs_label_expand(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
+{
+    const char *t = r->opts.label, *name = r->nodes.names[node];
+    size_t n = 0;
+    while (*t) {
+        if (strncmp(t, "{node}", 6) == 0) {
+            n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s", name);
+            t += 6;
+        } else if (strncmp(t, "{i}", 3) == 0) {
+            n += (size_t)snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%u", i);
+            t += 3;
+        } else {
+            if (n + 1 < cap)
+                buf[n] = *t;
+            n++;
+            t++;
+        }
+    }
+    if (cap)
+        buf[n < cap ? n : cap - 1] = '\0';
+    return n;
+}
+
+static int cmp_raw(const void *a, const void *b)
+{
+    const rs_raw_point *x = a, *y = b;
+    if (x->pos != y->pos)
+        return x->pos < y->pos ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static unsigned bits_for(rs_u128 space)
+{
+    unsigned b = 0;
+    while (b < 64 && ((rs_u128)1 << b) < space)
+        b++;
+    return b;
+}
+
+static int build_index(rs_ring *r, rs_error *err)
+{
+    unsigned want = 4;
+    while (want < 20 && ((uint64_t)1 << want) < (uint64_t)r->npoints * 4)
+        want++;
+    if (want > r->space_bits)
+        want = r->space_bits;
+    r->index_shift = r->space_bits - want;
+    uint64_t buckets = (uint64_t)((r->space - 1) >> r->index_shift) + 1;
+    r->index = malloc((buckets + 1) * sizeof *r->index);
+    if (!r->index)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the ring index");
+    uint32_t i = 0;
+    for (uint64_t b = 0; b <= buckets; b++) {
+        while (i < r->npoints && (r->pos[i] >> r->index_shift) < b)
+            i++;
+        r->index[b] = i;
+    }
+    return 0;
+}
+
+static int build_points(rs_ring *r, rs_error *err)
+{
+    rs_raw_point *raw = NULL;
+    size_t n = 0;
+    if (r->ops->points(r, &raw, &n, err) != 0)
+        return -1;
+    if (n == 0) {
+        free(raw);
+        return rs_error_set(err, RS_EXIT_USAGE, "the ring has no points (every node is down)");
+    }
+    if (n > UINT32_MAX - 1) {
+        free(raw);
+        return rs_error_set(err, RS_EXIT_USAGE, "too many points on the ring");
+    }
+    qsort(raw, n, sizeof *raw, cmp_raw);
+    /* Keep the last of each run of equal positions: TreeMap.put replaces. */
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && raw[i + 1].pos == raw[i].pos)
+            continue;
+        raw[kept++] = raw[i];
+    }
+    r->collisions = (uint32_t)(n - kept);
+    r->npoints = (uint32_t)kept;
+    r->pos = malloc(kept * sizeof *r->pos);
+    r->node = malloc(kept * sizeof *r->node);
+    r->label = malloc(kept * sizeof *r->label);
+    if (!r->pos || !r->node || !r->label) {
+        free(raw);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the ring");
+    }
+    for (size_t i = 0; i < kept; i++) {
+        r->pos[i] = raw[i].pos;
+        r->node[i] = raw[i].node;
+        r->label[i] = raw[i].label;
+    }
+    free(raw);
+    return build_index(r, err);
+}
+
+static char *describe(const rs_ring *r)
+{
+    const rs_ring_opts *o = &r->opts;
+    size_t cap = 256 + RS_LABEL_MAX;
+    for (uint32_t i = 0; i < r->nodes.count; i++)
+        cap += strlen(r->nodes.names[i]) + 40;
+    char *d = malloc(cap);
+    if (!d)
+        return NULL;
+    size_t n = (size_t)snprintf(d, cap,
+                                "ringshard-ring 1\nscheme\t%s\nhash\t%s\nseed\t%llu\nsign\t%s\norder\t%s\n"
+                                "vnodes\t%u\nlabel\t%s\nnodes\t%u\n",
+                                rs_scheme_name(o->scheme), rs_hash_get(o->hash)->name,
+                                (unsigned long long)o->seed, o->clear_sign ? "clear" : "keep",
+                                o->order == RS_ORDER_SIGNED ? "signed" : "unsigned", o->vnodes, o->label,
+                                r->nodes.count);
+    for (uint32_t i = 0; i < r->nodes.count; i++)
+        n += (size_t)snprintf(d + n, cap - n, "node\t%.17g\t%s\t%s\n", r->nodes.weights[i],
+                              r->nodes.down[i] ? "down" : "up", r->nodes.names[i]);
+    return d;
+}
+
+rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error *err)
+{
+    if (opts->scheme >= RS_SCHEME__COUNT || opts->hash >= RS_HASH__COUNT) {
+        rs_error_set(err, RS_EXIT_USAGE, "unknown scheme or hash");
+        return NULL;
+    }
+    if (nodes->count == 0) {
+        rs_error_set(err, RS_EXIT_USAGE, "the ring needs at least one node");
+        return NULL;
+    }
+    rs_ring *r = calloc(1, sizeof *r);
+    if (!r) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        return NULL;
+    }
+    r->opts = *opts;
+    r->ops = scheme_ops[opts->scheme];
+    const rs_hash_info *h = rs_hash_get(opts->hash);
+    r->hash = h->fn;
+    r->hash_bits = h->bits;
+    r->hash_signed = h->is_signed;
+    uint64_t wmask = h->bits == 64 ? UINT64_MAX : ((uint64_t)1 << h->bits) - 1;
+    uint64_t sign = (uint64_t)1 << (h->bits - 1);
+    r->and_mask = wmask;
+    r->space = (rs_u128)wmask + 1;
+    if (h->is_signed && opts->clear_sign) {
+        r->and_mask = wmask >> 1;
+        r->space = (rs_u128)(wmask >> 1) + 1;
+    } else if (h->is_signed && opts->order == RS_ORDER_SIGNED) {
+        r->xor_mask = sign;
+    }
+    r->space_bits = bits_for(r->space);
+    if (rs_nodes_copy(&r->nodes, nodes, err) != 0)
+        goto fail;
+    for (uint32_t i = 0; i < nodes->count; i++)
+        r->live += !nodes->down[i];
+    if (r->live == 0) {
+        rs_error_set(err, RS_EXIT_USAGE, "every node is down");
+        goto fail;
+    }
+    if (r->ops->check(r, err) != 0)
+        goto fail;
+    r->space_bits = bits_for(r->space);
+    if (r->ops->points && build_points(r, err) != 0)
+        goto fail;
+    r->description = describe(r);
+    if (!r->description) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto fail;
+    }
+    uint64_t fp[2];
+    rs_murmur3_x64_128(r->description, strlen(r->description), 0, fp);
+    for (int k = 0; k < 16; k++)
+        snprintf(r->fingerprint + 2 * k, 3, "%02x", (unsigned)((fp[k / 8] >> (8 * (k % 8))) & 0xff));
+    return r;
+fail:
+    rs_ring_free(r);
+    return NULL;
+}
+
+void rs_ring_free(rs_ring *r)
+{
+    if (!r)
+        return;
+    rs_nodes_free(&r->nodes);
+    free(r->pos);
+    free(r->node);
+    free(r->label);
+    free(r->index);
+    free(r->live_map);
+    free(r->prefix);
+    free(r->description);
+    free(r);
+}
+
+uint64_t rs_ring_position(const rs_ring *r, const void *key, size_t len)
+{
+    return r->ops->position(r, key, len);
+}
+
+uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
+{
+    if (!r->npoints)
+        return UINT32_MAX;
+    uint64_t b = pos >> r->index_shift;
+    uint32_t lo = r->index[b], hi = r->index[b + 1];
+    /* Every point in [lo, hi) shares pos's prefix; the answer is in [lo, hi]. */
+    while (hi - lo > 8) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->pos[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    while (lo < hi && r->pos[lo] < pos)
+        lo++;
+    return lo == r->npoints ? 0 : lo;
+}
+
+uint32_t rs_ring_owner(const rs_ring *r, uint64_t pos)
+{
+    if (!r->npoints)
+        return r->ops->owner(r, pos);
+    return r->node[rs_ring_point_at(r, pos)];
+}
+
+uint32_t rs_ring_locate(const rs_ring *r, const void *key, size_t len)
+{
+    return rs_ring_owner(r, r->ops->position(r, key, len));
+}
+
+uint32_t rs_ring_owner_bsearch(const rs_ring *r, uint64_t pos)
+{
+    if (!r->npoints)
+        return r->ops->owner(r, pos);
+    uint32_t lo = 0, hi = r->npoints;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->pos[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return r->node[lo == r->npoints ? 0 : lo];
+}
+
+const rs_ring_opts *rs_ring_get_opts(const rs_ring *r) { return &r->opts; }
+const rs_nodes *rs_ring_nodes(const rs_ring *r) { return &r->nodes; }
+rs_u128 rs_ring_space(const rs_ring *r) { return r->space; }
+int rs_ring_has_points(const rs_ring *r) { return r->ops->points != NULL; }
+uint32_t rs_ring_npoints(const rs_ring *r) { return r->npoints; }
+uint64_t rs_ring_point_pos(const rs_ring *r, uint32_t i) { return r->pos[i]; }
+uint32_t rs_ring_point_node(const rs_ring *r, uint32_t i) { return r->node[i]; }
+uint32_t rs_ring_point_label(const rs_ring *r, uint32_t i) { return r->label[i]; }
+uint32_t rs_ring_collisions(const rs_ring *r) { return r->collisions; }
+const char *rs_ring_description(const rs_ring *r) { return r->description; }
+const char *rs_ring_fingerprint(const rs_ring *r) { return r->fingerprint; }
+int rs_ring_shares_exact(const rs_ring *r) { return r->ops->shares_exact; }
+
+rs_u128 rs_ring_weight(const rs_ring *r, uint64_t lo, uint64_t hi)
+{
+    if (r->ops->weight)
+        return r->ops->weight(r, lo, hi);
+    return (rs_u128)(hi - lo) + 1;
+}
+
+rs_u128 rs_ring_total_weight(const rs_ring *r)
+{
+    return rs_ring_weight(r, 0, (uint64_t)(r->space - 1));
+}
+
+int rs_ring_shares(const rs_ring *r, rs_u128 *owned)
+{
+    memset(owned, 0, r->nodes.count * sizeof *owned);
+    if (!r->npoints)
+        return r->ops->shares(r, owned);
+    uint64_t last = r->pos[r->npoints - 1];
+    /* The first point owns the wrap-around: after the last point, and up to itself. */
+    rs_u128 wrap = rs_ring_weight(r, 0, r->pos[0]);
+    if ((rs_u128)last + 1 < r->space)
+        wrap += rs_ring_weight(r, last + 1, (uint64_t)(r->space - 1));
+    owned[r->node[0]] += wrap;
+    for (uint32_t i = 1; i < r->npoints; i++)
+        owned[r->node[i]] += rs_ring_weight(r, r->pos[i - 1] + 1, r->pos[i]);
+    return 0;
+}
+
+size_t rs_ring_point_label_text(const rs_ring *r, uint32_t i, char *buf, size_t cap)
+{
+    if (r->ops->label_text)
+        return r->ops->label_text(r, i, buf, cap);
+    return rs_label_expand(r, r->node[i], r->label[i], buf, cap);
+}
+
+char *rs_u128_str(rs_u128 v, char *buf)
+{
+    char tmp[48];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    for (int i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Reads back what describe() writes; unknown keys are errors so that a
+ * newer description is never silently misread. */
+int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes, rs_error *err)
+{
+    memset(nodes, 0, sizeof *nodes);
+    rs_ring_opts_default(o, RS_SCHEME_RING);
+    const char *p = text;
+    unsigned lineno = 0, declared = 0;
+    int seen_header = 0;
+    char line[8192];
+    while (*p) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        lineno++;
+        if (len >= sizeof line)
+            goto bad;
+        memcpy(line, p, len);
+        line[len] = '\0';
+        p += len + (nl != NULL);
+        char *tab = strchr(line, '\t');
+        if (!seen_header) {
+            if (strcmp(line, "ringshard-ring 1") != 0)
+                goto bad;
+            seen_header = 1;
+            continue;
+        }
+        if (!tab)
+            goto bad;
+        *tab = '\0';
+        const char *key = line, *val = tab + 1;
+        if (!strcmp(key, "scheme")) {
+            int s = rs_scheme_by_name(val);
+            if (s < 0)
+                goto bad;
+            rs_ring_opts_default(o, (rs_scheme_id)s);
+        } else if (!strcmp(key, "hash")) {
+            const rs_hash_info *h = rs_hash_by_name(val);
+            if (!h)
+                goto bad;
+            o->hash = h->id;
+        } else if (!strcmp(key, "seed")) {
+            o->seed = strtoull(val, NULL, 10);
+        } else if (!strcmp(key, "sign")) {
+            o->clear_sign = !strcmp(val, "clear");
+        } else if (!strcmp(key, "order")) {
+            o->order = !strcmp(val, "signed") ? RS_ORDER_SIGNED : RS_ORDER_UNSIGNED;
+        } else if (!strcmp(key, "vnodes")) {
+            o->vnodes = (uint32_t)strtoul(val, NULL, 10);
+        } else if (!strcmp(key, "label")) {
+            if (strlen(val) >= RS_LABEL_MAX)
+                goto bad;
+            strcpy(o->label, val);
+        } else if (!strcmp(key, "nodes")) {
+            declared = (unsigned)strtoul(val, NULL, 10);
+        } else if (!strcmp(key, "node")) {
+            char *t2 = strchr(val, '\t');
+            char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+            if (!t3)
+                goto bad;
+            *t2 = *t3 = '\0';
+            if (rs_nodes_append(nodes, t3 + 1, strtod(val, NULL), "ring description", err) != 0)
+                goto fail;
+            nodes->down[nodes->count - 1] = !strcmp(t2 + 1, "down");
+        } else {
+            goto bad;
+        }
+    }
+    if (!seen_header || nodes->count == 0 || nodes->count != declared)
+        goto bad;
+    return 0;
+bad:
+    rs_error_set(err, RS_EXIT_DATA, "ring description: malformed line %u", lineno);
+fail:
+    rs_nodes_free(nodes);
+    return -1;
+}

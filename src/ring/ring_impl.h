@@ -1,0 +1,78 @@
+/* Internal: the ring object and the interface every placement scheme
+ * implements (one file per scheme: scheme_<name>.c). */
+#ifndef RS_RING_IMPL_H
+#define RS_RING_IMPL_H
+#include "ringshard/ring.h"
+
+/* A point before sorting; seq is the insertion order, which decides who
+ * wins a collision (the later one, as TreeMap.put). */
+typedef struct {
+    uint64_t pos;
+    uint64_t seq;
+    uint32_t node;
+    uint32_t label;
+} rs_raw_point;
+
+typedef struct rs_scheme_ops {
+    /* Validates r->opts against the scheme; may set scheme state. */
+    int (*check)(rs_ring *r, rs_error *err);
+    /* Emits the points in insertion order (NULL: no points). */
+    int (*points)(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err);
+    uint64_t (*position)(const rs_ring *r, const void *key, size_t len);
+    /* Owner of a position for schemes without points. */
+    uint32_t (*owner)(const rs_ring *r, uint64_t pos);
+    /* Weight of positions [lo, hi] (NULL: hi - lo + 1). */
+    rs_u128 (*weight)(const rs_ring *r, uint64_t lo, uint64_t hi);
+    /* Shares for schemes without points. */
+    int (*shares)(const rs_ring *r, rs_u128 *owned);
+    int shares_exact;
+    /* Label text of point i (NULL: expand the template). */
+    size_t (*label_text)(const rs_ring *r, uint32_t i, char *buf, size_t cap);
+} rs_scheme_ops;
+
+struct rs_ring {
+    rs_ring_opts opts;
+    rs_nodes nodes;
+    const rs_scheme_ops *ops;
+    rs_hash_fn hash;
+    unsigned hash_bits;
+    int hash_signed;
+
+    /* value -> position: pos = ((uint64_t)v ^ xor_mask) & and_mask */
+    uint64_t xor_mask, and_mask;
+    rs_u128 space;
+    unsigned space_bits; /* ceil(log2(space)) */
+
+    uint32_t npoints;
+    uint64_t *pos;
+    uint32_t *node;
+    uint32_t *label;
+    uint32_t collisions;
+
+    uint32_t *index;     /* index[b] = first point with pos >> index_shift >= b */
+    unsigned index_shift;
+
+    uint32_t live;       /* nodes not down */
+    uint32_t *live_map;  /* modulo/jump: bucket -> node index */
+
+    rs_u128 *prefix;     /* slots: prefix[k] = weight of positions [0, k) */
+
+    char *description;
+    char fingerprint[33];
+};
+
+/* The ordinal transform shared by the hashed schemes. */
+static inline uint64_t rs_value_pos(const rs_ring *r, int64_t v)
+{
+    return ((uint64_t)v ^ r->xor_mask) & r->and_mask;
+}
+
+/* Expands r->opts.label for node `node` and index i into buf (NUL-terminated).
+ * Returns the length. */
+size_t rs_label_expand(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap);
+
+#define RS_SCHEME_DECL(id, name, help) extern const rs_scheme_ops rs_scheme_##name;
+RS_SCHEME_TABLE(RS_SCHEME_DECL)
+#undef RS_SCHEME_DECL
+
+#endif

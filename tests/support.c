@@ -1,0 +1,108 @@
+#define _GNU_SOURCE
+#include "support.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+const char *fixture(const char *rel)
+{
+    static char bufs[8][4096];
+    static int next;
+    char *b = bufs[next++ & 7];
+    snprintf(b, sizeof bufs[0], "%s/fixtures/%s", RS_SOURCE_DIR, rel);
+    return b;
+}
+
+char *slurp(const char *path, size_t *len)
+{
+    gzFile f = gzopen(path, "rb");  /* reads plain files too */
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *p = malloc(cap + 1);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            p = realloc(p, cap + 1);
+        }
+        int r = gzread(f, p + n, (unsigned)(cap - n));
+        if (r < 0) {
+            gzclose(f);
+            free(p);
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    gzclose(f);
+    p[n] = '\0';
+    if (len)
+        *len = n;
+    return p;
+}
+
+static char *read_all(FILE *f)
+{
+    size_t cap = 4096, n = 0, r;
+    char *p = malloc(cap + 1);
+    while ((r = fread(p + n, 1, cap - n, f)) > 0) {
+        n += r;
+        if (n == cap) {
+            cap *= 2;
+            p = realloc(p, cap + 1);
+        }
+    }
+    p[n] = '\0';
+    return p;
+}
+
+int run(const char *cmd, char **out, char **err)
+{
+    char errpath[] = "/tmp/rs-test-err.XXXXXX";
+    int efd = mkstemp(errpath);
+    char *full;
+    if (asprintf(&full, "RS='%s'; export RS; { %s ; } 2>%s", RS_BINARY, cmd, errpath) < 0)
+        abort();
+    FILE *p = popen(full, "r");
+    char *o = read_all(p);
+    int st = pclose(p);
+    free(full);
+    if (out)
+        *out = o;
+    else
+        free(o);
+    FILE *ef = fdopen(efd, "r");
+    char *e = read_all(ef);
+    fclose(ef);
+    unlink(errpath);
+    if (err)
+        *err = e;
+    else
+        free(e);
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    return 128 + WTERMSIG(st);
+}
+
+char *make_tmpdir(void)
+{
+    char *t = strdup("/tmp/rs-test.XXXXXX");
+    if (!mkdtemp(t))
+        abort();
+    return t;
+}
+
+size_t unhex(const char *hex, unsigned char *out, size_t cap)
+{
+    size_t n = 0;
+    while (hex[0] && hex[1] && n < cap) {
+        unsigned v;
+        sscanf(hex, "%2x", &v);
+        out[n++] = (unsigned char)v;
+        hex += 2;
+    }
+    return n;
+}

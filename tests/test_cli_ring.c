@@ -1,0 +1,101 @@
+/* `ringshard locate` and `ringshard ring` as a user runs them. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+
+Test(cli, ring_points_equal_reference_file)
+{
+    char *out, *want;
+    cr_assert_eq(run("\"$RS\" ring --points", &out, NULL), 0);
+    want = slurp(fixture("vectors/seed004_ring_1000x200.tsv.gz"), NULL);
+    cr_assert(want && strcmp(out, want) == 0, "ring --points differs from seed004_ring_1000x200.tsv");
+    free(out);
+    free(want);
+}
+
+Test(cli, ring_shares_equal_reference_file)
+{
+    char *out, *want;
+    cr_assert_eq(run("\"$RS\" ring --shares", &out, NULL), 0);
+    want = slurp(fixture("vectors/seed004_ringstats_1000x200.tsv"), NULL);
+    cr_assert(want && strcmp(out, want) == 0, "ring --shares differs from seed004_ringstats_1000x200.tsv");
+    free(out);
+    free(want);
+}
+
+/* Every public key without a line break goes through stdin; the node column
+ * of the output must equal the vectors'. */
+Test(cli, locate_public_keys)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $1}' '%s' | "
+             "sed 's/\\\\t/\\t/g; s/\\\\\\\\/\\\\/g' > /tmp/rs-locate-keys.txt && "
+             "\"$RS\" locate < /tmp/rs-locate-keys.txt | tail -n +2 | awk -F'\\t' '{print $NF}' > /tmp/rs-locate-got.txt && "
+             "awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $3}' '%s' > /tmp/rs-locate-want.txt && "
+             "cmp /tmp/rs-locate-got.txt /tmp/rs-locate-want.txt && wc -l < /tmp/rs-locate-want.txt",
+             fixture("vectors/seed004_public.tsv"), fixture("vectors/seed004_public.tsv"));
+    char *out;
+    cr_assert_eq(run(cmd, &out, NULL), 0, "locate output differs from the vectors");
+    cr_assert_gt(atoi(out), 2000, "keys compared: %s", out);
+    free(out);
+}
+
+Test(cli, locate_arguments_and_explain)
+{
+    char *out;
+    cr_assert_eq(run("\"$RS\" locate --explain CHONGQING", &out, NULL), 0);
+    /* key position node label arc_start arc_end; the position lies in the arc */
+    char key[64], label[64];
+    unsigned long long pos, start, end;
+    char node[16];
+    cr_assert_eq(sscanf(strchr(out, '\n') + 1, "%63s %llu %15s %63s %llu %llu", key, &pos, node, label, &start, &end), 6);
+    cr_assert_str_eq(node, "949");
+    cr_assert_eq(pos, 6358303233538634385ULL);
+    cr_assert(strncmp(label, "949&Node", 8) == 0);
+    cr_assert(start <= pos && pos < end, "arc [%llu, %llu) must hold %llu", start, end, pos);
+    free(out);
+}
+
+Test(cli, errors_and_exit_codes)
+{
+    char *err;
+    cr_assert_eq(run("\"$RS\" locate --bogus x", NULL, &err), 64);
+    cr_assert(strstr(err, "bogus"), "%s", err);
+    free(err);
+    cr_assert_eq(run("\"$RS\" locate --nodes 0 x", NULL, &err), 64);
+    cr_assert(strstr(err, "--nodes"), "%s", err);
+    free(err);
+    cr_assert_eq(run("\"$RS\" locate --nodes abc x", NULL, &err), 64);
+    free(err);
+    cr_assert_eq(run("\"$RS\" locate --scheme nope x", NULL, &err), 64);
+    cr_assert(strstr(err, "nope"));
+    free(err);
+    cr_assert_eq(run("\"$RS\" locate --nodes-file /nonexistent/nodes x", NULL, &err), 1);
+    cr_assert(strstr(err, "/nonexistent/nodes"));
+    free(err);
+    cr_assert_eq(run("printf 'a\\nb\\na\\n' > /tmp/rs-dup-nodes && \"$RS\" ring --nodes-file /tmp/rs-dup-nodes", NULL, &err), 2);
+    cr_assert(strstr(err, "/tmp/rs-dup-nodes:3: duplicate node name 'a'"), "%s", err);
+    free(err);
+    cr_assert_eq(run("\"$RS\" frobnicate", NULL, &err), 64);
+    free(err);
+    char *out;
+    cr_assert_eq(run("\"$RS\" --help", &out, NULL), 0);
+    cr_assert(strstr(out, "locate") && strstr(out, "Exit codes"));
+    free(out);
+    cr_assert_eq(run("\"$RS\" ring --help", &out, NULL), 0);
+    cr_assert(strstr(out, "--shares") && strstr(out, "--nodes-file"));
+    free(out);
+}
+
+Test(cli, ring_summary)
+{
+    char *out;
+    cr_assert_eq(run("\"$RS\" ring", &out, NULL), 0);
+    cr_assert(strstr(out, "points       200000 (collisions: 0)"), "%s", out);
+    cr_assert(strstr(out, "nodes        1000 (1000 up)"));
+    cr_assert(strstr(out, "fingerprint  "));
+    free(out);
+}

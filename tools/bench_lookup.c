@@ -1,0 +1,143 @@
+/* bench_lookup: hashes/s, lookups/s and hash+lookup/s on the default ring
+ * (1000 nodes x 200 vnodes), single-threaded and on all cores, with the
+ * prefix index next to a plain binary search in the same run.
+ *
+ * Usage: bench_lookup [KEYS] [RUNS]   (default 4,000,000 keys, 5 runs)
+ * Keys are realistic 32-character lowercase hex ids (like bill ids). Each
+ * figure is the median of RUNS. */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ringshard/ring.h"
+
+#define KEYLEN 32
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static const rs_ring *ring;
+static char *keys;
+static uint64_t *pos;
+static size_t nkeys;
+static volatile uint64_t sink;
+
+typedef void (*bench_fn)(size_t lo, size_t hi);
+
+static void do_hash(size_t lo, size_t hi)
+{
+    uint64_t acc = 0;
+    for (size_t i = lo; i < hi; i++)
+        acc += rs_ring_position(ring, keys + i * KEYLEN, KEYLEN);
+    sink += acc;
+}
+static void do_lookup_index(size_t lo, size_t hi)
+{
+    uint64_t acc = 0;
+    for (size_t i = lo; i < hi; i++)
+        acc += rs_ring_owner(ring, pos[i]);
+    sink += acc;
+}
+static void do_lookup_bsearch(size_t lo, size_t hi)
+{
+    uint64_t acc = 0;
+    for (size_t i = lo; i < hi; i++)
+        acc += rs_ring_owner_bsearch(ring, pos[i]);
+    sink += acc;
+}
+static void do_both_index(size_t lo, size_t hi)
+{
+    uint64_t acc = 0;
+    for (size_t i = lo; i < hi; i++)
+        acc += rs_ring_locate(ring, keys + i * KEYLEN, KEYLEN);
+    sink += acc;
+}
+static void do_both_bsearch(size_t lo, size_t hi)
+{
+    uint64_t acc = 0;
+    for (size_t i = lo; i < hi; i++)
+        acc += rs_ring_owner_bsearch(ring, rs_ring_position(ring, keys + i * KEYLEN, KEYLEN));
+    sink += acc;
+}
+
+static double measure(bench_fn fn, int threads, int runs)
+{
+    double t[32];
+    for (int r = 0; r < runs; r++) {
+        double t0 = now();
+        if (threads == 1) {
+            fn(0, nkeys);
+        } else {
+#pragma omp parallel num_threads(threads)
+            {
+                int id = omp_get_thread_num(), n = omp_get_num_threads();
+                fn(nkeys * id / n, nkeys * (id + 1) / n);
+            }
+        }
+        t[r] = now() - t0;
+    }
+    qsort(t, runs, sizeof *t, cmp_double);
+    return nkeys / t[runs / 2] / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    nkeys = argc > 1 ? strtoull(argv[1], NULL, 10) : 4000000;
+    int runs = argc > 2 ? atoi(argv[2]) : 5;
+    if (runs < 1 || runs > 31)
+        runs = 5;
+    rs_ring_opts o;
+    rs_nodes n;
+    rs_error err = {0};
+    rs_ring_opts_default(&o, RS_SCHEME_RING);
+    rs_nodes_init_count(&n, 1000, &err);
+    double t0 = now();
+    rs_ring *r = rs_ring_build(&o, &n, &err);
+    double build = now() - t0;
+    if (!r) {
+        fprintf(stderr, "bench_lookup: %s\n", err.msg);
+        return 1;
+    }
+    ring = r;
+    keys = malloc(nkeys * KEYLEN);
+    pos = malloc(nkeys * sizeof *pos);
+    uint64_t x = 0x243F6A8885A308D3ULL;
+    for (size_t i = 0; i < nkeys * KEYLEN; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        keys[i] = "0123456789abcdef"[x & 15];
+    }
+    for (size_t i = 0; i < nkeys; i++)
+        pos[i] = rs_ring_position(r, keys + i * KEYLEN, KEYLEN);
+    int cores = omp_get_max_threads();
+    printf("default ring built in %.3f s; %zu keys of %d bytes; median of %d runs; %d cores\n\n", build, nkeys,
+           KEYLEN, runs, cores);
+    printf("| operation | 1 thread (M/s) | %d threads (M/s) |\n|---|---:|---:|\n", cores);
+    struct {
+        const char *name;
+        bench_fn fn;
+    } rows[] = {
+        {"murmur3_128 hash (position)", do_hash},
+        {"lookup, prefix index", do_lookup_index},
+        {"lookup, binary search", do_lookup_bsearch},
+        {"hash + lookup, prefix index", do_both_index},
+        {"hash + lookup, binary search", do_both_bsearch},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof *rows; i++)
+        printf("| %s | %.1f | %.1f |\n", rows[i].name, measure(rows[i].fn, 1, runs), measure(rows[i].fn, cores, runs));
+    rs_ring_free(r);
+    rs_nodes_free(&n);
+    free(keys);
+    free(pos);
+    return 0;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ringshard needs, only those that are missing.
+# Usage: tools/deps.sh [--mpi]   (needs root or sudo; does nothing when all are present)
+set -euo pipefail
+pkgs=(cmake gcc make pkg-config zlib1g-dev libcsv-dev libcriterion-dev libisal-dev isal gzip pigz)
+[ "${1:-}" = "--mpi" ] && pkgs+=(libopenmpi-dev openmpi-bin)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+echo "tools/deps.sh: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
