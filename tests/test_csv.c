@@ -6,7 +6,8 @@
  * random well-formed CSV with mutations) is parsed by both; they must give
  * the same records with the same fields, or both reject it. rs_csv_next is
  * driven with the whole buffer and with artificially short `avail` (so that
- * RS_CSV_MORE and resumption are exercised). */
+ * RS_CSV_MORE and resumption are exercised). Every test of rs_csv_next runs
+ * once per SIMD variant this CPU has (scalar, SSE2, AVX2, AVX-512BW). */
 #include <criterion/criterion.h>
 #include <csv.h>
 #include <dirent.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv/scan_isa.h"
 #include "ringshard/csv.h"
 #include "support.h"
 
@@ -34,10 +36,13 @@ static uint64_t rnd(void)
 
 static size_t rndn(size_t n) { return n ? (size_t)(rnd() % n) : 0; }
 
+static int cur_isa;
+
+/* "[isa] bytes" with unprintable bytes escaped, for failure messages. */
 static const char *hex(const char *p, size_t n)
 {
     static char out[4096];
-    size_t o = 0;
+    size_t o = (size_t)snprintf(out, sizeof out, "[%s] ", rs_csv_isa_name(cur_isa));
     for (size_t i = 0; i < n && o + 8 < sizeof out; i++) {
         unsigned char c = (unsigned char)p[i];
         if (c >= 33 && c < 127 && c != '\\')
@@ -56,6 +61,29 @@ static const char *hex(const char *p, size_t n)
             (arr) = realloc((arr), (cap) * sizeof *(arr));                    \
         }                                                                     \
     } while (0)
+
+/* Runs body once per variant of rs_csv_next that this CPU supports. */
+static void run_each_isa(void (*body)(void))
+{
+    int ran = 0;
+    for (int isa = RS_CSV_ISA_SCALAR; isa <= RS_CSV_ISA_AVX512; isa++) {
+        if (rs_csv_isa_set(isa) != 0)
+            continue;
+        cur_isa = isa;
+        body();
+        ran++;
+    }
+#if defined(__x86_64__)
+    cr_assert_geq(ran, 2, "scalar and SSE2 at least");
+#endif
+    cr_assert_geq(ran, 1);
+    rs_csv_isa_set(RS_CSV_ISA_AUTO);
+}
+
+#define ISA_TEST(suite, name, ...)                                            \
+    static void name##_body(void);                                            \
+    Test(suite, name, __VA_ARGS__) { run_each_isa(name##_body); }             \
+    static void name##_body(void)
 
 /* ------------------------------------------------- the reference (libcsv) */
 
@@ -146,7 +174,8 @@ static void ref_joined(const ref_t *r, size_t i, rs_buf *out)
     size_t nf = ref_nfields(r, i);
     for (size_t k = 0; k < nf; k++) {
         const span *s = ref_f(r, i, k);
-        cr_assert_eq(rs_buf_append(out, r->bytes.data + s->off, s->len), 0);
+        if (s->len)
+            cr_assert_eq(rs_buf_append(out, r->bytes.data + s->off, s->len), 0);
         cr_assert_eq(rs_buf_append(out, "", 1), 0);
     }
 }
@@ -216,7 +245,8 @@ static void check_key(const rs_csv_dialect *d, const char *buf, size_t n, size_t
             const span *s = ref_f(ref, ri, ks.cols[i]);
             if (i)
                 rs_buf_append(&exp, &ks.sep, 1);
-            rs_buf_append(&exp, ref->bytes.data + s->off, s->len);
+            if (s->len)
+                rs_buf_append(&exp, ref->bytes.data + s->off, s->len);
         }
         cr_assert_eq(keylen, exp.len, "key length, input %s", hex(buf, n));
         cr_assert(keylen == 0 || memcmp(key, exp.data, keylen) == 0, "key bytes, input %s",
@@ -264,18 +294,19 @@ static void diff_one(const char *buf, size_t n, char delim, int mode, stats_t *s
                               full.nfields == rec.nfields && full.lines == rec.lines,
                           "short feed record differs, input %s", hex(buf, n));
             else
-                cr_assert(ff.what == fault.what && ff.offset == fault.offset &&
+                cr_assert(!strcmp(ff.what, fault.what) && ff.offset == fault.offset &&
                               ff.field == fault.field,
                           "short feed fault differs, input %s", hex(buf, n));
         }
         if (r == RS_CSV_BAD) {
             bad = 1;
-            cr_assert(fault.what == W_STRAY || fault.what == W_AFTER || fault.what == W_UNTERM,
+            cr_assert(!strcmp(fault.what, W_STRAY) || !strcmp(fault.what, W_AFTER) ||
+                          !strcmp(fault.what, W_UNTERM),
                       "unexpected fault %s", fault.what);
             cr_assert_lt(fault.offset, n - off);
-            if (fault.what != W_UNTERM) {
+            if (strcmp(fault.what, W_UNTERM) != 0) {
                 char c = buf[off + fault.offset];
-                cr_assert(fault.what == W_STRAY ? c == '"' : c != delim && c != '\r' && c != '\n');
+                cr_assert(!strcmp(fault.what, W_STRAY) ? c == '"' : c != delim && c != '\r' && c != '\n');
             } else {
                 cr_assert_eq(buf[off + fault.offset], '"');
             }
@@ -320,10 +351,13 @@ static void diff_one(const char *buf, size_t n, char delim, int mode, stats_t *s
     ref_free(&ref);
 }
 
-static void diff_both(const char *buf, size_t n, char delim, stats_t *st)
+static void diff_both(const char *in, size_t n, char delim, stats_t *st)
 {
+    char *buf = malloc(n ? n : 1); /* exact size, so that ASan sees any over-read */
+    memcpy(buf, in, n);
     diff_one(buf, n, delim, 0, st);
     diff_one(buf, n, delim, 1, st);
+    free(buf);
 }
 
 /* ------------------------------------------------------------- generators */
@@ -388,7 +422,7 @@ static void mutate(char *buf, size_t n)
 
 /* -------------------------------------------------------- the differential */
 
-Test(csv_diff, fixtures)
+ISA_TEST(csv_diff, fixtures, .timeout = 600)
 {
     DIR *dir = opendir(fixture("csv"));
     cr_assert_not_null(dir);
@@ -437,7 +471,7 @@ Test(csv_diff, fixtures)
     cr_assert_eq(st.cases, 2L * files);
 }
 
-Test(csv_diff, exhaustive_short_inputs, .timeout = 600)
+ISA_TEST(csv_diff, exhaustive_short_inputs, .timeout = 600)
 {
     /* every string of length 0..5 over the 9-byte alphabet */
     stats_t st = {0};
@@ -456,16 +490,16 @@ Test(csv_diff, exhaustive_short_inputs, .timeout = 600)
     cr_assert_eq(expect, 66430);
     cr_assert_gt(st.accepted, 10000);
     cr_assert_gt(st.rejected, 10000);
-    fprintf(stderr, "csv exhaustive: %ld inputs x2 feeds: %ld accepted, %ld rejected, %ld records\n",
-            expect, st.accepted / 2, st.rejected / 2, st.records / 2);
+    fprintf(stderr, "csv exhaustive [%s]: %ld inputs x2 feeds: %ld accepted, %ld rejected, %ld records\n",
+            rs_csv_isa_name(cur_isa), expect, st.accepted / 2, st.rejected / 2, st.records / 2);
 }
 
-Test(csv_diff, random_inputs, .timeout = 600)
+ISA_TEST(csv_diff, random_inputs, .timeout = 600)
 {
     rng_state = 0x1234567887654321ULL;
     stats_t st = {0};
     char buf[256];
-    const long N_RAW = 20000, N_TAB = 5000, N_CSV = 20000;
+    const long N_RAW = 20000, N_TAB = 5000, N_CSV = 20000, N_LONG = 5000;
     for (long k = 0; k < N_RAW; k++) { /* raw bytes of the alphabet */
         size_t n = rndn(48);
         for (size_t i = 0; i < n; i++)
@@ -485,15 +519,22 @@ Test(csv_diff, random_inputs, .timeout = 600)
             mutate(buf, n);
         diff_both(buf, n, delim, &st);
     }
-    long cases = N_RAW + N_TAB + N_CSV;
+    for (long k = 0; k < N_LONG; k++) { /* up to 4 SIMD blocks, few quotes */
+        size_t n = rndn(sizeof buf);
+        for (size_t i = 0; i < n; i++)
+            buf[i] = rndn(40) == 0 ? '"' : rndn(12) == 0 ? '\n' : rndn(5) == 0 ? ',' : "ab \0\xc3\r\t"[rndn(7)];
+        diff_both(buf, n, ',', &st);
+    }
+    long cases = N_RAW + N_TAB + N_CSV + N_LONG;
     cr_assert_eq(st.cases, 2 * cases, "random cases run: %ld", st.cases / 2);
     cr_assert_gt(st.accepted, 2 * 15000);
     cr_assert_gt(st.rejected, 2 * 10000);
     cr_assert_gt(st.more_calls, 100000);
     fprintf(stderr,
-            "csv random: %ld inputs x2 feeds: %ld accepted, %ld rejected, %ld records, "
+            "csv random [%s]: %ld inputs x2 feeds: %ld accepted, %ld rejected, %ld records, "
             "%ld RS_CSV_MORE returns\n",
-            cases, st.accepted / 2, st.rejected / 2, st.records / 2, st.more_calls);
+            rs_csv_isa_name(cur_isa), cases, st.accepted / 2, st.rejected / 2, st.records / 2,
+            st.more_calls);
 }
 
 /* ------------------------------------------------------------ key extraction */
@@ -511,7 +552,7 @@ static int next_key(const char *s, const rs_csv_keyspec *ks, rs_csv_record *rec,
         cr_assert(memcmp((key), (str), (len)) == 0, "key %.*s != %s", (int)(len), (key), (str)); \
     } while (0)
 
-Test(csv_key, single_unquoted_points_into_input)
+ISA_TEST(csv_key, single_unquoted_points_into_input, .timeout = 600)
 {
     const char *s = "abc,user7,12.50\nnext";
     rs_csv_keyspec ks = {.ncols = 1, .cols = {1}, .sep = '|'};
@@ -539,7 +580,7 @@ Test(csv_key, single_unquoted_points_into_input)
     cr_assert_eq(kl, 0);
 }
 
-Test(csv_key, composite_reordered)
+ISA_TEST(csv_key, composite_reordered, .timeout = 600)
 {
     const char *s = "id1,u2,3.00,EUR,ts\r\n";
     rs_csv_keyspec ks = {.ncols = 2, .cols = {3, 1}, .sep = '|'};
@@ -566,7 +607,7 @@ Test(csv_key, composite_reordered)
     rs_buf_free(&scratch);
 }
 
-Test(csv_key, quoted)
+ISA_TEST(csv_key, quoted, .timeout = 600)
 {
     rs_csv_keyspec ks = {.ncols = 1, .cols = {1}, .sep = '|'};
     rs_csv_record rec;
@@ -593,7 +634,7 @@ Test(csv_key, quoted)
     rs_buf_free(&scratch);
 }
 
-Test(csv_key, missing_column)
+ISA_TEST(csv_key, missing_column, .timeout = 600)
 {
     rs_csv_keyspec ks = {.ncols = 2, .cols = {1, 5}, .sep = '|'};
     rs_csv_record rec;
@@ -618,7 +659,7 @@ Test(csv_key, missing_column)
     rs_buf_free(&scratch);
 }
 
-Test(csv_key, fault_offsets_and_fields)
+ISA_TEST(csv_key, fault_offsets_and_fields, .timeout = 600)
 {
     rs_csv_record rec;
     rs_csv_fault f;
@@ -659,7 +700,7 @@ Test(csv_key, fault_offsets_and_fields)
     }
 }
 
-Test(csv_key, records_and_lines)
+ISA_TEST(csv_key, records_and_lines, .timeout = 600)
 {
     rs_csv_dialect d = {',', 0};
     rs_csv_record rec;
@@ -717,7 +758,7 @@ Test(csv_fields, header)
 
 /* ------------------------------------------------------------ max_record */
 
-Test(csv_limit, max_record)
+ISA_TEST(csv_limit, max_record, .timeout = 600)
 {
     rs_csv_record rec;
     rs_csv_fault f;
@@ -744,6 +785,51 @@ Test(csv_limit, max_record)
     cr_assert_str_eq(f.what, W_STRAY);
     cr_assert_eq(rs_csv_next(&d4, NULL, "abcd\"f", 6, 0, &rec, NULL, NULL, NULL, &f), RS_CSV_BAD);
     cr_assert_str_eq(f.what, W_LONG);
+    /* every limit across several SIMD blocks, each special byte just at it */
+    char buf[300];
+    for (size_t M = 1; M <= 260; M++) {
+        for (int form = 0; form < 3; form++) {
+            for (size_t i = 0; i < M; i++) /* 0: one field; 1: many; 2: a quoted field */
+                buf[i] = form == 1 && i % 7 == 3 ? ',' : 'a';
+            if (form == 2)
+                buf[0] = buf[M - 1] = '"';
+            if (form == 2 && M < 2)
+                continue;
+            const char specials[] = {',', '"', '\n', '\r', 'a'};
+            for (size_t c = 0; c < sizeof specials; c++) {
+                buf[M] = specials[c];
+                buf[M + 1] = 'z';
+                buf[M + 2] = '\n';
+                rs_csv_dialect dm = {',', M};
+                int r = rs_csv_next(&dm, NULL, buf, M + 3, 0, &rec, NULL, NULL, NULL, &f);
+                if (specials[c] == '\n' || specials[c] == '\r') {
+                    cr_assert_eq(r, RS_CSV_OK, "M=%zu form %d c=%d", M, form, specials[c]);
+                    cr_assert_eq(rec.len, M);
+                    cr_assert_eq(rec.nfields, form == 1 ? 1 + (M + 3) / 7 : 1);
+                } else {
+                    cr_assert_eq(r, RS_CSV_BAD, "M=%zu form %d c=%d", M, form, specials[c]);
+                    cr_assert_str_eq(f.what, W_LONG, "M=%zu form %d c=%d", M, form, specials[c]);
+                    cr_assert_eq(f.offset, M);
+                }
+                rs_csv_dialect d0 = {',', 0}; /* and without a limit */
+                r = rs_csv_next(&d0, NULL, buf, M + 3, 0, &rec, NULL, NULL, NULL, &f);
+                if (specials[c] == 'a' && form == 2) {
+                    cr_assert_eq(r, RS_CSV_BAD);
+                    cr_assert_str_eq(f.what, W_AFTER);
+                    cr_assert_eq(f.offset, M);
+                } else if (specials[c] == ',' || specials[c] == 'a') {
+                    cr_assert_eq(r, RS_CSV_OK);
+                    cr_assert_eq(rec.len, M + 2);
+                } else if (specials[c] == '"') { /* "" or a quote opening a field */
+                    int open = form == 2 || buf[M - 1] == ',';
+                    cr_assert_eq(r, open ? RS_CSV_MORE : RS_CSV_BAD, "M=%zu form %d", M, form);
+                    if (open)
+                        continue;
+                    cr_assert_eq(f.offset, M);
+                }
+            }
+        }
+    }
     /* a huge record is refused after max_record bytes, not at its end */
     size_t big = 1 << 20;
     char *p = malloc(big);
@@ -760,21 +846,27 @@ Test(csv_limit, max_record)
 }
 
 /* The limited scanner agrees with the unlimited one on random inputs. */
-Test(csv_limit, random_against_unlimited)
+ISA_TEST(csv_limit, random_against_unlimited, .timeout = 600)
 {
     rng_state = 0xabcdef0123456789ULL;
     char buf[256];
     long cases = 0, too_long = 0;
     for (int k = 0; k < 20000; k++) {
-        size_t n;
-        if (k & 1) {
+        size_t n, M;
+        if (k % 3 == 0) {
             n = gen_csv(buf, sizeof buf, ',', 6);
-        } else {
+            M = 1 + rndn(14);
+        } else if (k % 3 == 1) {
             n = rndn(40);
             for (size_t i = 0; i < n; i++)
                 buf[i] = ALPHA[rndn(NALPHA)];
+            M = 1 + rndn(14);
+        } else { /* long records across SIMD blocks, limits near block edges */
+            n = rndn(sizeof buf);
+            for (size_t i = 0; i < n; i++)
+                buf[i] = rndn(60) == 0 ? '"' : rndn(90) == 0 ? '\n' : rndn(6) == 0 ? ',' : 'a';
+            M = 1 + rndn(200);
         }
-        size_t M = 1 + rndn(14);
         rs_csv_dialect du = {',', 0}, dl = {',', M};
         size_t off = 0;
         while (off < n) {
@@ -785,7 +877,7 @@ Test(csv_limit, random_against_unlimited)
             int expect_long;
             if (u == RS_CSV_OK)
                 expect_long = ru.len > M;
-            else if (fu.what == W_UNTERM)
+            else if (!strcmp(fu.what, W_UNTERM))
                 expect_long = n - off > M;
             else
                 expect_long = fu.offset >= M;
@@ -801,7 +893,7 @@ Test(csv_limit, random_against_unlimited)
                     cr_assert(rl.len == ru.len && rl.consumed == ru.consumed &&
                               rl.nfields == ru.nfields && rl.lines == ru.lines);
                 else
-                    cr_assert(fl.what == fu.what && fl.offset == fu.offset && fl.field == fu.field);
+                    cr_assert(!strcmp(fl.what, fu.what) && fl.offset == fu.offset && fl.field == fu.field);
             }
             /* never waits for more than max_record bytes (+1 to see CRLF) */
             for (size_t a = M + 2; a <= n - off; a++) {
@@ -844,8 +936,10 @@ static int libcsv_boundaries(const char *p, size_t n, unsigned char *bnd)
     return ok ? 0 : -1;
 }
 
-static void check_boundaries(const char *p, size_t n, long *checked)
+static void check_boundaries(const char *in, size_t n, long *checked)
 {
+    char *p = malloc(n ? n : 1);
+    memcpy(p, in, n);
     unsigned char *bnd = malloc(n + 1);
     cr_assert_eq(libcsv_boundaries(p, n, bnd), 0, "input must be valid: %s", hex(p, n));
     for (size_t from = 0; from <= n; from++) {
@@ -862,6 +956,7 @@ static void check_boundaries(const char *p, size_t n, long *checked)
         (*checked)++;
     }
     free(bnd);
+    free(p);
 }
 
 Test(csv_boundary, random_quoted_newlines)
@@ -909,7 +1004,7 @@ Test(csv_boundary, fixtures_and_fixed)
 
 /* Cutting a big buffer at boundaries and scanning the pieces separately gives
  * the records of one scan over the whole. */
-Test(csv_boundary, chunks_scan_like_whole)
+ISA_TEST(csv_boundary, chunks_scan_like_whole, .timeout = 600)
 {
     rng_state = 77;
     size_t cap = 4 << 20, n = 0;
@@ -948,4 +1043,18 @@ Test(csv_boundary, chunks_scan_like_whole)
         cr_assert_geq(pieces, 2);
     }
     free(buf);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+Test(csv_isa, default_is_the_best_supported)
+{
+    int start = rs_csv_isa_get(), best = RS_CSV_ISA_SCALAR;
+    for (int isa = RS_CSV_ISA_SCALAR; isa <= RS_CSV_ISA_AVX512; isa++)
+        if (rs_csv_isa_set(isa) == 0)
+            best = isa;
+    cr_assert_eq(start, best, "default %s, best %s", rs_csv_isa_name(start), rs_csv_isa_name(best));
+    cr_assert_eq(rs_csv_isa_set(99), -1);
+    cr_assert_eq(rs_csv_isa_get(), best);
+    fprintf(stderr, "csv: rs_csv_next uses %s\n", rs_csv_isa_name(start));
 }

@@ -113,6 +113,16 @@ static void sh(const char *fmt, ...)
     free(cmd);
 }
 
+/* Removes a test directory and frees its path. */
+static void rm_dir(char *dir)
+{
+    char *cmd;
+    cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
+    cr_assert_eq(run(cmd, NULL, NULL), 0);
+    free(cmd);
+    free(dir);
+}
+
 typedef struct {
     char *data;
     size_t len;
@@ -207,7 +217,6 @@ static size_t one_member(rs_deflater *d, const void *const *pieces, const size_t
     }
     cr_assert_eq(crc, want, "crc_out %08x, want %08x", crc, want);
     size_t mlen = out->len - before;
-    if (mlen < 18) { fprintf(stderr, "DBG mlen %zu before %zu n %zu:", mlen, before, n); for (size_t q = 0; q < mlen; q++) fprintf(stderr, " %02x", (unsigned char)out->data[before+q]); fprintf(stderr, "\n"); }
     cr_assert_geq(mlen, 18u);
     const unsigned char *m = (const unsigned char *)out->data + before;
     cr_assert(m[0] == 0x1f && m[1] == 0x8b && m[2] == 8, "not a gzip header");
@@ -357,7 +366,7 @@ static void roundtrip(rs_codec_choice codec, int level)
     free(bin);
     free(gz);
     free(raw);
-    free(dir);
+    rm_dir(dir);
 }
 
 Test(deflate, roundtrip_auto_level1) { roundtrip(RS_CODEC_AUTO, 1); }
@@ -451,6 +460,17 @@ static struct inputs make_inputs(size_t len)
     return in;
 }
 
+static void free_inputs(struct inputs *in)
+{
+    char **paths[] = {&in->plain, &in->gz, &in->pigz, &in->multi, &in->empty, &in->emptygz,
+                      &in->plaingz, &in->small, &in->smallgz, &in->tiny};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        free(*paths[i]);
+    free(in->csv);
+    free(in->multi_want);
+    rm_dir(in->dir);
+}
+
 static void read_all_kinds(rs_codec_choice codec, const size_t *caps, size_t ncaps, size_t len)
 {
     struct inputs in = make_inputs(len);
@@ -506,6 +526,7 @@ static void read_all_kinds(rs_codec_choice codec, const size_t *caps, size_t nca
         cr_assert_eq(s.is_gzip, 0);
         free(s.data);
     }
+    free_inputs(&in);
 }
 
 static const size_t BIG_CAPS[] = {4096, 65536, 1u << 20, 3u << 20};
@@ -565,6 +586,7 @@ static void tiny_blocks(rs_codec_choice codec)
     free(g);
     free(want);
     free(many);
+    free_inputs(&in);
 }
 
 Test(reader, tiny_blocks_auto, .timeout = 300) { tiny_blocks(RS_CODEC_AUTO); }
@@ -620,10 +642,53 @@ static void full_header(rs_codec_choice codec)
     free(body);
     free(csv);
     free(path);
-    free(dir);
+    rm_dir(dir);
 }
 
 Test(reader, full_header_auto) { full_header(RS_CODEC_AUTO); }
+
+/* Bad headers: header CRC, reserved flags, method; and an empty FEXTRA. */
+static void bad_headers(rs_codec_choice codec)
+{
+    char *dir = make_tmpdir();
+    char *path = path_in(dir, "h.gz");
+    /* deflate of "hello\n" (fixed Huffman), CRC and ISIZE */
+    static const unsigned char body[] = {0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0xe7, 0x02, 0x00,
+                                         0x20, 0x30, 0x3a, 0x36, 0x06, 0, 0, 0};
+    unsigned char hdr[32];
+    for (int variant = 0; variant < 5; variant++) {
+        size_t h = 0;
+        uint8_t flg = variant == 1 ? 0x20 : variant == 4 ? 0x04 : 0x0a;  /* FHCRC|FNAME */
+        hdr[h++] = 0x1f, hdr[h++] = 0x8b, hdr[h++] = variant == 2 ? 7 : 8, hdr[h++] = flg;
+        memset(hdr + h, 0, 6), h += 6;
+        if (flg & 0x04)
+            hdr[h++] = 0, hdr[h++] = 0;  /* XLEN 0 */
+        if (flg & 0x08)
+            memcpy(hdr + h, "n", 2), h += 2;
+        if (flg & 0x02) {
+            uint32_t c = (uint32_t)crc32(0, hdr, (uInt)h) ^ (variant == 0 ? 1u : 0u);
+            hdr[h++] = c & 0xff, hdr[h++] = (c >> 8) & 0xff;
+        }
+        write_file(path, hdr, h);
+        append_file(path, body, sizeof body);
+        for (size_t blk = 0; blk < 8; blk += 3) {
+            slurp_result s = reader_all(path, codec, 4096, blk);
+            if (variant >= 3) {
+                expect_bytes(&s, "hello\n", 6, "good header");
+                sh("gzip -t '%s'", path);
+            } else {
+                expect_data_error(&s, path, "bad header", NULL);
+                cr_assert_eq(s.len, 0u);
+            }
+            free(s.data);
+        }
+    }
+    free(path);
+    rm_dir(dir);
+}
+
+Test(reader, bad_headers_auto) { bad_headers(RS_CODEC_AUTO); }
+Test(reader, bad_headers_zlib) { bad_headers(RS_CODEC_ZLIB); }
 Test(reader, full_header_zlib) { full_header(RS_CODEC_ZLIB); }
 
 /* Standard input: a redirected file and a pipe fed in small writes. */
@@ -675,6 +740,7 @@ static void from_stdin(rs_codec_choice codec)
         free(s.data);
         free(f);
     }
+    free_inputs(&in);
 }
 
 Test(reader, stdin_auto) { from_stdin(RS_CODEC_AUTO); }
@@ -742,7 +808,7 @@ static void faults(rs_codec_choice codec)
         for (int k = 4; k >= 1; k--) {
             write_variant(bad, g, gl, gl, (long)gl - k, NULL, 0);
             s = reader_all(bad, codec, 65536, blk);
-            expect_data_error(&s, bad, "wrong ISIZE", NULL);
+            expect_data_error(&s, bad, "wrong ISIZE", "ISIZE");
             free(s.data);
         }
         /* a bad header: wrong method */
@@ -785,6 +851,7 @@ static void faults(rs_codec_choice codec)
     }
     free(g);
     free(bad);
+    free_inputs(&in);
 }
 
 Test(faults, auto, .timeout = 300) { faults(RS_CODEC_AUTO); }
@@ -806,6 +873,7 @@ Test(faults, truncated_offset_names_end_of_file)
     }
     free(g);
     free(bad);
+    free_inputs(&in);
 }
 
 Test(faults, missing_file_and_directory)
@@ -822,7 +890,7 @@ Test(faults, missing_file_and_directory)
         r = rs_reader_open(dir, CODECS[c], &err);
         cr_assert_null(r);
         cr_assert_eq(err.code, RS_EXIT_IO, "%s", err.msg);
-        free(dir);
+        rm_dir(dir);
     }
     rs_reader_close(NULL);
 }
@@ -849,4 +917,5 @@ Test(faults, error_does_not_overwrite_callers_first_error)
     rs_reader_close(r);
     free(g);
     free(bad);
+    free_inputs(&in);
 }

@@ -49,7 +49,7 @@ typedef struct {
 /* Scans one record at p[0..avail). at_eof says no bytes follow avail (so a
  * record without a final line end is complete, and an open quote is an
  * error). key may be NULL (no key wanted). Returns RS_CSV_OK with *rec and,
- * if key != NULL, *key/*keylen filled (a missing key column is RS_CSV_BAD);
+ * if key != NULL, *keyp and *keylen filled (a missing key column is RS_CSV_BAD);
  * RS_CSV_MORE if the record may continue past avail (only when !at_eof);
  * RS_CSV_BAD with *fault filled. */
 int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p, size_t avail,

@@ -15,8 +15,13 @@
 
 typedef struct rs_deflater rs_deflater;
 
-/* level: 0-9 as gzip's (ISA-L maps 1-3 to its levels 1-3 and higher levels
- * to its highest; zlib uses the level as given). Returns NULL if out of memory. */
+/* level: 0-9 as gzip's. ISA-L: 0 -> its level 0 (it still compresses: it
+ * has no stored mode), 1-9 -> its level 3, the only level >= 1 whose output
+ * does not depend on other threads compressing at the same time (see
+ * deflate.c). zlib uses the level as given, 0 = stored. Levels outside 0-9
+ * are clamped. The same input always gives the same member, on any thread
+ * (tests/test_determinism.c).
+ * Returns NULL if out of memory. */
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec);
 
 /* Compresses the concatenation of npieces pieces (pieces[i], lens[i]) into

@@ -5,14 +5,31 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "ringshard/error.h"
+#include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 
 /* Long-option codes of the ring options shared by every command. */
 enum {
     RS_OPT_SCHEME = 1000, RS_OPT_HASH, RS_OPT_SEED, RS_OPT_NODES, RS_OPT_NODES_FILE,
     RS_OPT_VNODES, RS_OPT_LABEL, RS_OPT_SIGN, RS_OPT_ORDER, RS_OPT_DOWN,
+    /* input options (rs_cli_input_option) */
+    RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
+    RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
     RS_OPT__FIRST_COMMAND = 1100
 };
+
+#define RS_INPUT_LONGOPTS                                                  \
+    {"key", required_argument, 0, RS_OPT_KEY},                             \
+    {"key-sep", required_argument, 0, RS_OPT_KEY_SEP},                     \
+    {"delimiter", required_argument, 0, RS_OPT_DELIMITER},                 \
+    {"header", no_argument, 0, RS_OPT_HEADER},                             \
+    {"no-header", no_argument, 0, RS_OPT_NO_HEADER},                       \
+    {"max-record", required_argument, 0, RS_OPT_MAX_RECORD},               \
+    {"on-bad-row", required_argument, 0, RS_OPT_BAD_ROW},                  \
+    {"threads", required_argument, 0, RS_OPT_THREADS},                     \
+    {"memory", required_argument, 0, RS_OPT_MEMORY},                       \
+    {"zlib", no_argument, 0, RS_OPT_ZLIB},                                 \
+    {"quiet", no_argument, 0, RS_OPT_QUIET}
 
 #define RS_RING_LONGOPTS                                                   \
     {"scheme", required_argument, 0, RS_OPT_SCHEME},                       \
@@ -67,10 +84,32 @@ int rs_cli_usage_error(const char *cmd, const char *msg);
 /* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 
+/* Help text of the input options. */
+extern const char rs_cli_input_help[];
+
+/* Defaults of the input options: comma, header, key column 1, key-sep '|',
+ * 1 GiB memory, gzip level 1 output. */
+void rs_cli_input_defaults(rs_pipeline_opts *po);
+
+/* Records input option `code` ('j' or an RS_OPT_* input code). Returns 1
+ * if handled, 0 if not an input option, -1 with err on a bad value. */
+int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_error *err);
+
+/* Takes argv[first..argc) as the inputs, decides on the progress line
+ * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
+ * handlers (they stop the pipeline at the next batch) and ignores SIGXFSZ.
+ * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs). */
+int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
+
 /* The commands. */
 #define RS_COMMAND_TABLE(X)                                                          \
     X(locate, "print each key's position and node")                                  \
-    X(ring, "describe a ring: points, collisions, shares, fingerprint")
+    X(ring, "describe a ring: points, collisions, shares, fingerprint")              \
+    X(bucket, "split CSV rows into one output per node")                           \
+    X(plan, "plan a node-set change: what moves where, with or without data")      \
+    X(verify, "prove a bucket or move directory matches its manifest and ring")    \
+    X(stats, "per-node balance of data or a bucket directory, against theory")     \
+    X(simulate, "balance and movement of synthetic keys, vnode sweeps")
 
 #define RS_COMMAND_DECL(name, summary) int rs_cmd_##name(int argc, char **argv);
 RS_COMMAND_TABLE(RS_COMMAND_DECL)

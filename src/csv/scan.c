@@ -27,8 +27,8 @@
  *     field", at the quote.
  * 10. After a closing quote, anything but the delimiter, CR, LF or EOF, even
  *     a space ("ab"c, "ab" ,): "unexpected character after closing quote".
- * 11. A quoted field still open at EOF ("ab, """): "unterminated quoted
- *     field" (CSV_STRICT_FINI), at the opening quote.
+ * 11. A quoted field still open at EOF ("ab  or  a,"x""  or  """):
+ *     "unterminated quoted field" (CSV_STRICT_FINI), at the opening quote.
  * Own rules, outside libcsv:
  * 12. A record longer than max_record bytes (terminator excluded) is
  *     rejected as soon as byte max_record is seen and is not a terminator,
@@ -50,11 +50,35 @@
 
 #include "ringshard/csv.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
+#include "csv/scan_isa.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__SSE2__) && defined(__GNUC__)
+#define RS_CSV_X86 1
+#include <immintrin.h>
+#else
+#define RS_CSV_X86 0
 #endif
 
-#define BLK 64 /* bytes classified per step of the unquoted scan */
+#define BLK 64 /* bytes classified per step of the unquoted scan: one uint64_t mask */
+_Static_assert(BLK == 64, "the masks are uint64_t");
+
+/* Fault messages (one object each, so a message has one address). */
+static const char E_STRAY[] = "stray quote in unquoted field";
+static const char E_AFTER[] = "unexpected character after closing quote";
+static const char E_UNTERM[] = "unterminated quoted field";
+static const char E_LONG[] = "record longer than the limit";
+static const char E_MISSING[] = "missing key column";
+static const char E_DELIM[] = "bad delimiter";
+static const char E_KEYSPEC[] = "bad key spec";
+static const char E_SCRATCH[] = "key needs a scratch buffer";
+static const char E_NOMEM[] = "out of memory";
+
+/* rs_buf_append, but nothing at all for n == 0 (a fresh buffer's data is
+ * NULL, and memcpy(NULL, p, 0) is undefined). */
+static int append(rs_buf *b, const void *p, size_t n)
+{
+    return n ? rs_buf_append(b, p, n) : 0;
+}
 
 static int fail(rs_csv_fault *f, const char *what, size_t offset, uint32_t field)
 {
@@ -64,12 +88,26 @@ static int fail(rs_csv_fault *f, const char *what, size_t offset, uint32_t field
     return RS_CSV_BAD;
 }
 
-/* Sets *dm to the bit mask of delimiter bytes and *om to the mask of '"', CR
- * and LF bytes in s[0..BLK). */
-static inline void classify(const unsigned char *s, unsigned char delim, uint64_t *dm,
-                            uint64_t *om)
+/* Block classifiers: set *dm to the bit mask of delimiter bytes and *om to
+ * the mask of '"', CR and LF bytes in s[0..BLK). One per instruction set;
+ * the body of rs_csv_next (scan_body.h) is compiled once with each. */
+static inline void classify_scalar(const unsigned char *s, unsigned char delim, uint64_t *dm,
+                                   uint64_t *om)
 {
-#if defined(__SSE2__)
+    uint64_t d = 0, o = 0;
+    for (int k = 0; k < BLK; k++) {
+        unsigned char c = s[k];
+        d |= (uint64_t)(c == delim) << k;
+        o |= (uint64_t)(c == '"' || c == '\r' || c == '\n') << k;
+    }
+    *dm = d;
+    *om = o;
+}
+
+#if RS_CSV_X86
+static inline void classify_sse2(const unsigned char *s, unsigned char delim, uint64_t *dm,
+                                 uint64_t *om)
+{
     const __m128i vd = _mm_set1_epi8((char)delim), vq = _mm_set1_epi8('"');
     const __m128i vr = _mm_set1_epi8('\r'), vn = _mm_set1_epi8('\n');
     uint64_t d = 0, o = 0;
@@ -82,17 +120,35 @@ static inline void classify(const unsigned char *s, unsigned char delim, uint64_
     }
     *dm = d;
     *om = o;
-#else
-    uint64_t d = 0, o = 0;
-    for (int k = 0; k < BLK; k++) {
-        unsigned char c = s[k];
-        d |= (uint64_t)(c == delim) << k;
-        o |= (uint64_t)(c == '"' || c == '\r' || c == '\n') << k;
-    }
-    *dm = d;
-    *om = o;
-#endif
 }
+
+__attribute__((target("avx2"))) static inline void
+classify_avx2(const unsigned char *s, unsigned char delim, uint64_t *dm, uint64_t *om)
+{
+    const __m256i vd = _mm256_set1_epi8((char)delim), vq = _mm256_set1_epi8('"');
+    const __m256i vr = _mm256_set1_epi8('\r'), vn = _mm256_set1_epi8('\n');
+    __m256i x0 = _mm256_loadu_si256((const __m256i *)(const void *)s);
+    __m256i x1 = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));
+    __m256i o0 = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x0, vq), _mm256_cmpeq_epi8(x0, vr)),
+                                 _mm256_cmpeq_epi8(x0, vn));
+    __m256i o1 = _mm256_or_si256(_mm256_or_si256(_mm256_cmpeq_epi8(x1, vq), _mm256_cmpeq_epi8(x1, vr)),
+                                 _mm256_cmpeq_epi8(x1, vn));
+    *dm = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x0, vd)) |
+          (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(x1, vd)) << 32;
+    *om = (uint64_t)(uint32_t)_mm256_movemask_epi8(o0) |
+          (uint64_t)(uint32_t)_mm256_movemask_epi8(o1) << 32;
+}
+
+__attribute__((target("avx512bw"))) static inline void
+classify_avx512(const unsigned char *s, unsigned char delim, uint64_t *dm, uint64_t *om)
+{
+    __m512i x = _mm512_loadu_si512((const void *)s);
+    *dm = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8((char)delim));
+    *om = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('"')) |
+          _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\r')) |
+          _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'));
+}
+#endif
 
 /* Line ends (LF, or CR not followed by LF) in p[a..b), where p[b] (if read)
  * is known not to be LF: it is a quote. */
@@ -138,7 +194,7 @@ static int append_unquoted(rs_buf *b, const char *p, size_t s, size_t e)
     while (s < e) {
         const char *q = memchr(p + s, '"', e - s);
         size_t upto = q ? (size_t)(q - p) + 1 : e; /* keep one quote of the pair */
-        if (rs_buf_append(b, p + s, upto - s) != 0)
+        if (append(b, p + s, upto - s) != 0)
             return -1;
         s = q ? upto + 1 : e;
     }
@@ -155,14 +211,14 @@ static int make_key(const rs_csv_keyspec *ks, const key_spans *k, const char *p,
         return RS_CSV_OK;
     }
     if (scratch == NULL)
-        return fail(fault, "key needs a scratch buffer", 0, ks->cols[0] + 1);
+        return fail(fault, E_SCRATCH, 0, ks->cols[0] + 1);
     scratch->len = 0;
     for (uint32_t i = 0; i < ks->ncols; i++) {
-        if (i > 0 && rs_buf_append(scratch, &ks->sep, 1) != 0)
+        if (i > 0 && append(scratch, &ks->sep, 1) != 0)
             goto oom;
         int r;
         if (k->q[i] == 0)
-            r = rs_buf_append(scratch, p + k->s[i], k->e[i] - k->s[i]);
+            r = append(scratch, p + k->s[i], k->e[i] - k->s[i]);
         else
             r = append_unquoted(scratch, p, k->s[i] + 1, k->e[i] - 1);
         if (r != 0)
@@ -175,185 +231,108 @@ static int make_key(const rs_csv_keyspec *ks, const key_spans *k, const char *p,
     *keylen = scratch->len;
     return RS_CSV_OK;
 oom:
-    return fail(fault, "out of memory", 0, 0);
+    return fail(fault, E_NOMEM, 0, 0);
 }
 
 enum { ST_UNQ, ST_QUO, ST_AFTERQ };
+
+/* rs_csv_next, once per instruction set. */
+#define SCAN_NAME next_scalar
+#define CLASSIFY classify_scalar
+#include "csv/scan_body.h"
+
+#if RS_CSV_X86
+#define SCAN_NAME next_sse2
+#define CLASSIFY classify_sse2
+#include "csv/scan_body.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define SCAN_NAME next_avx2
+#define CLASSIFY classify_avx2
+#include "csv/scan_body.h"
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512bw")
+#define SCAN_NAME next_avx512
+#define CLASSIFY classify_avx512
+#include "csv/scan_body.h"
+#pragma GCC pop_options
+#endif
+
+static int isa_supported(int isa)
+{
+    switch (isa) {
+    case RS_CSV_ISA_SCALAR:
+        return 1;
+#if RS_CSV_X86
+    case RS_CSV_ISA_SSE2:
+        return 1;
+    case RS_CSV_ISA_AVX2:
+        return __builtin_cpu_supports("avx2");
+    case RS_CSV_ISA_AVX512:
+        return __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+        return 0;
+    }
+}
+
+static int best_isa(void)
+{
+    for (int isa = RS_CSV_ISA_AVX512; isa > RS_CSV_ISA_SCALAR; isa--)
+        if (isa_supported(isa))
+            return isa;
+    return RS_CSV_ISA_SCALAR;
+}
+
+/* Set once before main (and by tests through rs_csv_isa_set); read-only
+ * afterwards, so threads may share it. */
+static int csv_isa = RS_CSV_ISA_SCALAR;
+
+__attribute__((constructor)) static void csv_isa_init(void)
+{
+    csv_isa = best_isa();
+}
+
+int rs_csv_isa_set(int isa)
+{
+    if (isa == RS_CSV_ISA_AUTO)
+        isa = best_isa();
+    if (!isa_supported(isa))
+        return -1;
+    csv_isa = isa;
+    return 0;
+}
+
+int rs_csv_isa_get(void)
+{
+    return csv_isa;
+}
+
+const char *rs_csv_isa_name(int isa)
+{
+    static const char *const names[] = {"scalar", "sse2", "avx2", "avx512bw"};
+    return isa >= 0 && isa < 4 ? names[isa] : "?";
+}
 
 int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p, size_t avail,
                 int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
                 rs_buf *scratch, rs_csv_fault *fault)
 {
-    rs_csv_fault spare;
-    if (fault == NULL)
-        fault = &spare;
-    const unsigned char delim = (unsigned char)d->delim;
-    if (delim == '"' || delim == '\r' || delim == '\n')
-        return fail(fault, "bad delimiter", 0, 0);
-
-    /* Fields with index < klim are key candidates; beyond it only counted. */
-    uint32_t klim = 0;
-    key_spans ks;
-    ks.found = 0;
-    if (key != NULL) {
-        if (key->ncols == 0 || key->ncols > RS_CSV_MAX_KEY_COLS)
-            return fail(fault, "bad key spec", 0, 0);
-        for (uint32_t i = 0; i < key->ncols; i++)
-            if (key->cols[i] >= klim)
-                klim = key->cols[i] == UINT32_MAX ? UINT32_MAX : key->cols[i] + 1;
+    switch (csv_isa) {
+#if RS_CSV_X86
+    case RS_CSV_ISA_AVX512:
+        return next_avx512(d, key, p, avail, at_eof, rec, keyp, keylen, scratch, fault);
+    case RS_CSV_ISA_AVX2:
+        return next_avx2(d, key, p, avail, at_eof, rec, keyp, keylen, scratch, fault);
+    case RS_CSV_ISA_SSE2:
+        return next_sse2(d, key, p, avail, at_eof, rec, keyp, keylen, scratch, fault);
+#endif
+    default:
+        return next_scalar(d, key, p, avail, at_eof, rec, keyp, keylen, scratch, fault);
     }
-
-    rec->len = rec->consumed = 0;
-    rec->nfields = rec->lines = 0;
-    if (avail == 0)
-        return RS_CSV_MORE;
-
-    const unsigned char *u = (const unsigned char *)p;
-    const size_t maxrec = d->max_record ? d->max_record : SIZE_MAX;
-    const size_t lim = avail < maxrec ? avail : maxrec; /* bytes allowed in the record */
-    size_t fstart = 0, base = 0, t;
-    uint32_t field = 0, lines = 0;
-    int cq = 0, state;
-
-    if (u[0] == '\n' || u[0] == '\r') { /* an empty line */
-        t = 0;
-        goto terminated;
-    }
-
-    for (;;) {
-        if (base >= lim) {
-            state = ST_UNQ;
-            goto out_of_bytes;
-        }
-        uint64_t dm, om;
-        size_t n = lim - base;
-        if (avail - base >= BLK) {
-            classify(u + base, delim, &dm, &om);
-        } else {
-            unsigned char tmp[BLK];
-            memset(tmp, 0, sizeof tmp);
-            memcpy(tmp, u + base, avail - base);
-            classify(tmp, delim, &dm, &om);
-        }
-        if (n < BLK) {
-            uint64_t valid = ((uint64_t)1 << n) - 1;
-            dm &= valid;
-            om &= valid;
-        }
-        /* Delimiters before the first quote/CR/LF end unquoted fields. */
-        uint64_t dl = dm & (om ? (om & (0 - om)) - 1 : ~(uint64_t)0);
-        if (dl) {
-            while (field < klim && dl) {
-                size_t i = base + (size_t)__builtin_ctzll(dl);
-                dl &= dl - 1;
-                keep(key, &ks, field, fstart, i, 0);
-                field++;
-                fstart = i + 1;
-            }
-            if (dl) {
-                field += (uint32_t)__builtin_popcountll(dl);
-                fstart = base + 64 - (size_t)__builtin_clzll(dl);
-            }
-        }
-        if (om == 0) {
-            base += BLK;
-            continue;
-        }
-        size_t i = base + (size_t)__builtin_ctzll(om);
-        if (u[i] != '"') { /* CR or LF outside quotes */
-            t = i;
-            goto terminated;
-        }
-        if (i != fstart)
-            return fail(fault, "stray quote in unquoted field", i, field + 1);
-        /* A quoted field: the data has few, so memchr from quote to quote. */
-        size_t pos = i + 1;
-        cq = 1;
-        for (;;) {
-            const unsigned char *q = memchr(u + pos, '"', lim - pos);
-            if (q == NULL) {
-                state = ST_QUO;
-                goto out_of_bytes;
-            }
-            size_t qi = (size_t)(q - u);
-            lines += count_lines(p, pos, qi);
-            if (qi + 1 >= lim) {
-                state = ST_AFTERQ;
-                goto out_of_bytes;
-            }
-            unsigned char c = u[qi + 1];
-            if (c == '"') {
-                cq = 2;
-                pos = qi + 2;
-                continue;
-            }
-            if (c == delim) {
-                if (field < klim)
-                    keep(key, &ks, field, fstart, qi + 1, cq);
-                field++;
-                fstart = base = qi + 2;
-                cq = 0;
-                break;
-            }
-            if (c == '\r' || c == '\n') {
-                t = qi + 1;
-                goto terminated;
-            }
-            return fail(fault, "unexpected character after closing quote", qi + 1, field + 1);
-        }
-    }
-
-out_of_bytes:
-    if (lim < avail) { /* byte maxrec exists: only a terminator may stand there */
-        unsigned char c = u[lim];
-        if (state != ST_QUO && (c == '\r' || c == '\n')) {
-            t = lim;
-            goto terminated;
-        }
-        return fail(fault, "record longer than the limit", maxrec, field + 1);
-    }
-    if (!at_eof)
-        return RS_CSV_MORE;
-    if (state == ST_QUO)
-        return fail(fault, "unterminated quoted field", fstart, field + 1);
-    rec->consumed = avail; /* the last record, without a terminator */
-    t = avail;
-    goto complete;
-
-terminated: /* u[t] is CR or LF outside quotes */
-    if (u[t] == '\n') {
-        rec->consumed = t + 1;
-    } else if (t + 1 < avail) {
-        rec->consumed = t + 1 + (u[t + 1] == '\n');
-    } else if (at_eof) {
-        rec->consumed = t + 1;
-    } else {
-        return RS_CSV_MORE;
-    }
-    lines++;
-    if (t == 0) { /* empty line */
-        rec->lines = lines;
-        if (key != NULL) {
-            *keyp = p;
-            *keylen = 0;
-        }
-        return RS_CSV_OK;
-    }
-
-complete:
-    if (field < klim)
-        keep(key, &ks, field, fstart, t, cq);
-    rec->len = t;
-    rec->nfields = field + 1;
-    rec->lines = lines;
-    if (key == NULL)
-        return RS_CSV_OK;
-    if (ks.found != (1u << key->ncols) - 1) {
-        for (uint32_t i = 0; i < key->ncols; i++)
-            if (!(ks.found & (1u << i)))
-                return fail(fault, "missing key column", t, key->cols[i] + 1);
-    }
-    return make_key(key, &ks, p, keyp, keylen, scratch, fault);
 }
 
 int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *out)
@@ -390,10 +369,10 @@ int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *
             size_t s = i;
             while (i < len && u[i] != delim && u[i] != '"' && u[i] != '\r' && u[i] != '\n')
                 i++;
-            if (out != NULL && rs_buf_append(out, rec + s, i - s) != 0)
+            if (out != NULL && append(out, rec + s, i - s) != 0)
                 return -1;
         }
-        if (out != NULL && rs_buf_append(out, &nul, 1) != 0)
+        if (out != NULL && append(out, &nul, 1) != 0)
             return -1;
         n++;
         if (i == len)
@@ -407,7 +386,7 @@ int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *
 /* First byte in p[pos..len) that is '"', CR or LF; len if none. */
 static size_t find_qcrlf(const char *p, size_t pos, size_t len)
 {
-#if defined(__SSE2__)
+#if RS_CSV_X86
     const __m128i vq = _mm_set1_epi8('"'), vr = _mm_set1_epi8('\r'), vn = _mm_set1_epi8('\n');
     while (len - pos >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(p + pos));

@@ -45,7 +45,14 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 #if RS_HAVE_ISAL
     if (codec == RS_CODEC_AUTO) {
         d->use_isal = true;
-        int il = level > ISAL_DEF_MAX_LEVEL ? ISAL_DEF_MAX_LEVEL : level;
+        /* Every gzip level 1-9 is ISA-L level 3. ISA-L 2.30's levels 1 and 2
+         * are not deterministic when two threads compress at the same time
+         * (the same member comes out as different, equally valid bytes in
+         * about half of the stress runs; stateless and stateful alike), and
+         * ringshard's outputs must be byte-identical for any thread count.
+         * Level 3 never differed (tests/test_determinism.c); it costs about
+         * 10% of speed against level 1 for a slightly better ratio. */
+        int il = level == 0 ? 0 : ISAL_DEF_MAX_LEVEL;
         static const uint32_t bufsz[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
                                          ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
         d->is = calloc(1, sizeof *d->is);  /* init leaves some fields (hist_bits) alone */
@@ -56,7 +63,7 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
         d->is->gzip_flag = IGZIP_GZIP;
         d->is->hist_bits = 0;
         if (bufsz[il] > 0) {
-            d->level_buf = malloc(bufsz[il]);
+            d->level_buf = calloc(1, bufsz[il]);  /* level 3 reads its hash map before writing it (valgrind) */
             if (d->level_buf == NULL)
                 goto fail;
             d->is->level_buf = d->level_buf;
@@ -89,12 +96,14 @@ void rs_deflater_free(rs_deflater *d)
     free(d);
 }
 
-/* Makes sure out has at least `want` free bytes (growing by doubling). */
+/* Makes sure out has at least `want` free bytes (growing by doubling), and
+ * zeroes them so that no stale byte can ever reach a member. */
 static int room(rs_buf *out, size_t want)
 {
-    if (out->cap - out->len >= want)
-        return 0;
-    return rs_buf_reserve(out, want);
+    if (out->cap - out->len < want && rs_buf_reserve(out, want) != 0)
+        return -1;
+    memset(out->data + out->len, 0, want);
+    return 0;
 }
 
 static uint32_t get_le32(const unsigned char *p)
@@ -134,22 +143,24 @@ static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *
         s->next_in = (uint8_t *)p;
         s->avail_in = (uint32_t)chunk;
         s->end_of_stream = (last == npieces || i > last) && chunk == left;
-        /* One call consumes its input as long as there is output space. */
-        if (room(out, chunk + (chunk >> 4) + 1024) != 0)
-            return -1;
+        /* One call consumes its input as long as there is output space.
+         * The space offered is a function of the input length only, never
+         * of the buffer's capacity: isal_deflate shapes its blocks by
+         * avail_out, so offering whatever a reused buffer happened to have
+         * made the same input compress to different (valid) bytes
+         * depending on what the thread had compressed before. */
+        const size_t offer = chunk + (chunk >> 3) + 4096;
         for (;;) {
+            if (room(out, offer) != 0)
+                return -1;
             s->next_out = (uint8_t *)out->data + out->len;
-            uint32_t avail = (uint32_t)((out->cap - out->len) > UINT32_MAX
-                                            ? UINT32_MAX : out->cap - out->len);
-            s->avail_out = avail;
+            s->avail_out = (uint32_t)offer;
             int ret = isal_deflate(s);
-            out->len += avail - s->avail_out;
+            out->len += offer - s->avail_out;
             if (ret != COMP_OK)
                 return -1;
             if (s->end_of_stream ? s->internal_state.state == ZSTATE_END : s->avail_in == 0)
                 break;
-            if (s->avail_out == 0 && room(out, out->cap) != 0)  /* double */
-                return -1;
         }
         if (chunk) {
             p += chunk;

@@ -4,6 +4,11 @@
  * the inflater writes straight into the caller's buffer. Plain input is read
  * straight into the caller's buffer when it is large, else through the block.
  *
+ * gzip members are decoded by ISA-L (isal_inflate, raw deflate plus trailer
+ * check; the header is parsed here, see decoder_init) or zlib (inflate with
+ * windowBits 15+16, which parses the header itself). After a member ends, the
+ * next bytes must start another member (1f 8b) or be the end of the input.
+ *
  * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
  * is where the problem was detected (for ISA-L this can be a few bytes past the
  * exact spot, because it reads ahead into a 64-bit bit buffer); the member's
@@ -189,6 +194,7 @@ int rs_reader_set_block_size(rs_reader *r, size_t block)
 }
 
 /* ---- gzip header (RFC 1952), incremental ------------------------------- */
+#if RS_HAVE_ISAL
 
 enum { H_FIXED, H_XLEN, H_EXTRA, H_NAME, H_COMMENT, H_HCRC, H_DONE };
 enum { F_TEXT = 1, F_HCRC = 2, F_EXTRA = 4, F_NAME = 8, F_COMMENT = 16 };
@@ -297,6 +303,13 @@ static int header_parse(rs_reader *r, rs_error *err)
     r->in_header = false;
     return 1;
 }
+#else
+static int header_parse(rs_reader *r, rs_error *err)
+{
+    (void)r, (void)err;
+    return 1;  /* never called: zlib parses the header */
+}
+#endif
 
 /* ---- decoders ---------------------------------------------------------- */
 
@@ -332,8 +345,8 @@ static void decoder_reset(rs_reader *r)
 {
 #if RS_HAVE_ISAL
     if (r->use_isal) {
-        /* reset keeps crc_flag, which isal_inflate may have changed once it
-         * parsed the header: set it again so the next header is parsed. */
+        /* reset keeps crc_flag (set it anyway: with ISAL_GZIP, isal_inflate
+         * rewrites it after the header, a trap for multi-member input). */
         isal_inflate_reset(r->isal);
         r->isal->crc_flag = ISAL_GZIP_NO_HDR_VER;
         header_start(r);

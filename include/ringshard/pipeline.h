@@ -1,0 +1,110 @@
+/* ringshard/pipeline.h - the parallel row pipeline shared by every command
+ * that reads data (bucket, plan with data, stats on data, verify, dedup).
+ *
+ * It reads the inputs in order (gzip or plain, see reader.h), cuts the
+ * decompressed stream into batches at record boundaries, and has the
+ * OpenMP team parse rows, extract keys and ROUTE every row to one of
+ * `ndest` destinations (or drop it). With an output directory, each
+ * destination is a file that receives its rows in input order, as gzip
+ * members or plain, byte-identical for any thread count. Without one,
+ * rows are only counted (stats, plan without --emit). The design essay is
+ * at the top of src/pipeline/pipeline.c. */
+#ifndef RINGSHARD_PIPELINE_H
+#define RINGSHARD_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ringshard/csv.h"
+#include "ringshard/error.h"
+#include "ringshard/reader.h"
+
+#define RS_ROUTE_DROP UINT32_MAX
+
+/* Called for every row by the worker threads, concurrently: return the
+ * destination in [0, ndest) or RS_ROUTE_DROP. `tid` in [0, threads) lets the
+ * router keep per-thread counters without locks (rs_pipeline_threads()
+ * tells how many before the run). `input` is the index of the input the
+ * row came from. key is the row's key (unquoted; composite keys joined),
+ * row the record's original bytes without its line end. */
+typedef uint32_t (*rs_route_fn)(void *ctx, int tid, uint32_t input, const char *key, size_t keylen,
+                                const char *row, size_t rowlen);
+
+typedef enum { RS_BAD_ROW_FAIL = 0, RS_BAD_ROW_SKIP, RS_BAD_ROW_QUARANTINE } rs_bad_row_policy;
+
+typedef struct {
+    /* inputs */
+    const char *const *inputs;  /* paths; "-" is standard input */
+    size_t ninputs;
+    rs_csv_dialect dialect;      /* delimiter, max_record */
+    int header;                  /* 1: each input starts with a header line (all must agree) */
+    const char *key;             /* column names or 1-based indexes, comma-separated */
+    char key_sep;                /* joins composite keys */
+    rs_codec_choice codec;
+    /* execution */
+    int threads;                 /* 0: all cores */
+    uint64_t memory;             /* bound on buffers, bytes */
+    int progress;                /* 1: progress line on stderr (caller checks isatty) */
+    rs_bad_row_policy bad_rows;
+    const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows */
+    /* routing */
+    uint32_t ndest;
+    rs_route_fn route;
+    void *route_ctx;
+    /* output: NULL paths = count only */
+    const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
+    int compress;                /* 1: gzip members, 0: plain */
+    int level;                   /* gzip level */
+    int keys_only;               /* write only the key, not the row */
+    int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
+} rs_pipeline_opts;
+
+typedef struct {
+    uint64_t rows, bytes;        /* rows and bytes (row bytes + 1 LF each) written or counted */
+    uint64_t file_bytes;         /* size of the output file, header included */
+    uint32_t crc;                /* CRC-32 of the rows' bytes as written (after the header) */
+} rs_dest_stats;
+
+typedef struct {
+    const char *path;
+    uint64_t size;               /* compressed size on disk (0 for a pipe) */
+    uint64_t rows;               /* data rows read (header excluded) */
+    uint64_t bytes;              /* data bytes read, line ends counted as one LF (as written) */
+    uint64_t rejected;           /* rows rejected under skip/quarantine */
+    uint64_t blank_lines;        /* empty lines, skipped as libcsv skips them */
+    uint32_t crc;                /* with input_crc: CRC-32 of the data rows, each
+                                    as written to outputs (row bytes + LF) */
+} rs_input_stats;
+
+typedef struct {
+    rs_dest_stats *dest;         /* ndest entries */
+    rs_input_stats *input;       /* ninputs entries */
+    char *header;                /* the header line (malloc'd; NULL with no header) */
+    size_t header_len;
+    char **header_fields;        /* column names */
+    uint32_t nheader_fields;
+    char *header_fields_storage; /* owns the strings header_fields point to */
+    uint64_t rows, bytes, rejected;
+    double seconds;
+} rs_pipeline_result;
+
+/* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_DATA for bad input
+ * (the message names the file, line and record, or the gzip byte offset),
+ * RS_EXIT_IO for read/write failures, RS_EXIT_INTERRUPTED after SIGINT or
+ * SIGTERM (see rs_pipeline_interrupt). On failure the destination files
+ * may be partial: the caller publishes nothing (see outdir.h). */
+int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_error *err);
+
+/* The number of worker threads a run with opts->threads will use
+ * (router contexts size their per-thread state with it). */
+int rs_pipeline_threads(const rs_pipeline_opts *opts);
+
+/* Frees what rs_pipeline_run allocated in res. */
+void rs_pipeline_result_free(rs_pipeline_result *res);
+
+/* Asks a running pipeline to stop at the next batch (async-signal-safe). */
+void rs_pipeline_interrupt(void);
+
+/* 1 once rs_pipeline_interrupt was called. */
+int rs_pipeline_interrupted(void);
+
+#endif

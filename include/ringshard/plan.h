@@ -1,0 +1,157 @@
+/* ringshard/plan.h - the migration planner: what moves where when a node
+ * set changes.
+ *
+ * rs_plan_diff compares two rings built with the same position function
+ * (scheme, hash, seed, sign and order; slots: the same S) and computes:
+ *
+ *  - for schemes with arcs (ring, ketama, slots), the EXACT set of arcs of
+ *    the position space whose owner changes, by merging the two sorted
+ *    point sets (linear in the points, no sampling). Between two consecutive
+ *    points of the union neither owner can change, so every elementary
+ *    interval has one (old owner, new owner); adjacent intervals with the
+ *    same pair are coalesced. The wrap-around arc (after the last point of
+ *    the union and up to the first) appears as two arcs: one at the end of
+ *    the space and one starting at position 0.
+ *  - for modulo, the exact moved weight by residues: a value v stays iff
+ *    the node named like old_live[v mod N] is new_live[v mod M]; by the
+ *    Chinese remainder theorem every residue pair (a, b) with a = b mod
+ *    gcd(N, M) holds exactly the values v = c mod lcm(N, M), counted over
+ *    the hash's domain.
+ *  - for jump, the EXPECTED moved weight: going from N to M > N buckets a
+ *    key keeps its bucket with probability N/M and otherwise lands
+ *    uniformly on [N, M), its old bucket uniform on [0, N) (and the mirror
+ *    image for M < N); buckets are matched to nodes through the live lists.
+ *
+ * Nodes are matched across the rings by NAME (indexes differ). A key whose
+ * owners carry the same name does not move. */
+#ifndef RINGSHARD_PLAN_H
+#define RINGSHARD_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ringshard/error.h"
+#include "ringshard/ring.h"
+
+#define RS_PLAN_NONE UINT32_MAX        /* no node of that name on the other side */
+#define RS_PLAN_STAY UINT32_MAX        /* rs_plan_key_pair: the key does not move */
+#define RS_PLAN_UNKNOWN (UINT32_MAX - 1) /* rs_plan_key_pair: a pair not enumerated */
+
+typedef enum {
+    RS_PLAN_EXACT_ARCS = 0,   /* ring, ketama, slots: merged point sets */
+    RS_PLAN_EXACT_RESIDUES,   /* modulo: counted residues */
+    RS_PLAN_EXPECTED          /* jump: expectation over uniform hash values */
+} rs_plan_method;
+
+/* Which consistency property applies to the change. */
+typedef enum {
+    RS_PLAN_CHECK_NONE = 0,   /* nothing changed */
+    RS_PLAN_CHECK_ADD,        /* only nodes added: every move must go to an added node */
+    RS_PLAN_CHECK_REMOVE,     /* only nodes removed: every move must come from a removed node */
+    RS_PLAN_CHECK_MIXED       /* anything else: every move must touch a changed node
+                                 (added, removed or reweighted) */
+} rs_plan_check;
+
+typedef struct {
+    uint64_t start;    /* first position of the arc */
+    uint64_t last;     /* last position (inclusive): the arc is [start, last + 1) */
+    uint32_t from;     /* owner's index in the old ring's node list */
+    uint32_t to;       /* owner's index in the new ring's node list */
+    uint32_t pair;     /* index into rs_plan.pairs */
+    rs_u128 weight;    /* hash values in the arc (rs_ring_weight) */
+} rs_plan_arc;
+
+typedef struct {
+    uint32_t from, to; /* node indexes in the old / new ring */
+    rs_u128 weight;    /* hash values moving from -> to (jump: expected, rounded) */
+    double share;      /* weight / total weight (jump: the expectation itself) */
+    uint64_t arcs;     /* arcs of the pair (0 without arcs) */
+    int violation;     /* 1 if the move breaks the change's consistency property */
+} rs_plan_pair;
+
+typedef struct {
+    const rs_ring *old_ring, *new_ring;
+    rs_plan_method method;
+    rs_u128 total;             /* total weight of the space */
+    rs_u128 moved;             /* weight that changes owner (jump: expected) */
+    double moved_share;        /* moved / total */
+    double ideal_share;        /* rs_plan_ideal_share */
+    rs_u128 floor;             /* sum over names of max(0, old owned - new owned): the
+                                  least any placement could move between these two
+                                  rings' exact shares; moved - floor is excess churn
+                                  (jump: from expected shares) */
+    double floor_share;        /* floor / total */
+
+    size_t narcs;
+    rs_plan_arc *arcs;         /* ascending by start; empty without arcs */
+    size_t npairs;
+    rs_plan_pair *pairs;       /* ascending by (from, to) index */
+    int pairs_complete;        /* 0: too many (from, to) pairs to list (modulo,
+                                  jump with huge N*M); totals are still exact */
+
+    uint32_t *old_to_new;      /* old index -> new index of the same name, or RS_PLAN_NONE */
+    uint32_t *new_to_old;
+
+    /* the change, by name: up in one ring and absent or down in the other */
+    uint32_t nadded, nremoved, nreweighted;
+    uint32_t *added;           /* new-ring indexes */
+    uint32_t *removed;         /* old-ring indexes */
+    uint32_t *reweighted;      /* old-ring indexes (up on both sides, weight differs) */
+
+    /* the consistency property that applies, and the pairs that break it */
+    rs_plan_check check;
+    size_t nviolations;
+    rs_u128 violation_weight;
+
+    /* balance: max/mean of the up nodes' shares (jump: expected, so 1) */
+    double balance_old, balance_new;
+    int shares_exact;
+
+    /* internal: (from, to) -> pair lookup */
+    uint64_t *table_keys;
+    uint32_t *table_vals;
+    uint64_t table_mask;
+} rs_plan;
+
+/* Largest number of pairs rs_plan_diff lists for modulo and jump. */
+#define RS_PLAN_MAX_PAIRS (1u << 24)
+
+/* Computes the plan from old_ring to new_ring (both must outlive plan).
+ * Refuses (RS_EXIT_USAGE) rings whose positions are not comparable.
+ * Returns 0, or -1 with err. */
+int rs_plan_diff(const rs_ring *old_ring, const rs_ring *new_ring, rs_plan *plan, rs_error *err);
+
+void rs_plan_free(rs_plan *plan);
+
+/* The pair index of (from, to), or RS_PLAN_NONE. O(1). */
+uint32_t rs_plan_pair_find(const rs_plan *plan, uint32_t from, uint32_t to);
+
+/* Where a key goes: its old and new owners (indexes, either may be NULL) and
+ * the pair index, RS_PLAN_STAY when the owners have the same name, or
+ * RS_PLAN_UNKNOWN when the pair was not enumerated (!pairs_complete).
+ * Thread-safe (read-only). */
+uint32_t rs_plan_key_pair(const rs_plan *plan, const void *key, size_t len, uint32_t *old_owner,
+                          uint32_t *new_owner);
+
+/* The least share of the hash space any placement could move for this
+ * change: with ideal (weight-proportional) shares s_old(n) = w_old(n) /
+ * sum w_old and s_new(n) likewise (0 for a node absent or down),
+ * sum over names n of max(0, s_old(n) - s_new(n)). Adding k equal nodes to
+ * N gives k/(N+k); removing k of N gives k/N. */
+double rs_plan_ideal_share(const rs_nodes *old_nodes, const rs_nodes *new_nodes);
+
+/* The arc containing position pos (index into plan->arcs), or -1 if pos
+ * does not move. Binary search. */
+int64_t rs_plan_arc_at(const rs_plan *plan, uint64_t pos);
+
+/* Groups n moves of bytes[i] bytes into waves of at most cap bytes each
+ * (a move larger than cap gets a wave of its own): moves are taken in
+ * order of bytes (ascending if largest_first == 0, else descending; ties by
+ * index) and a new wave starts when the next move would overflow the
+ * current one. Writes 1-based wave numbers into wave[i] and returns the
+ * number of waves. Moves of zero bytes get wave 0. */
+uint32_t rs_plan_waves(const uint64_t *bytes, size_t n, uint64_t cap, int largest_first, uint32_t *wave);
+
+/* "exact-arcs", "exact-residues", "expected". */
+const char *rs_plan_method_name(rs_plan_method m);
+
+#endif

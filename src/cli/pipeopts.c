@@ -1,0 +1,115 @@
+/* Input, CSV and execution options shared by the commands that read data
+ * (bucket, plan with data, stats on data). */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "cli/cli.h"
+
+const char rs_cli_input_help[] =
+    "Input options:\n"
+    "  INPUT...               CSV files, gzip or plain (recognised by content), '-' = stdin\n"
+    "  --key COL[,COL...]     key column(s) by header name or 1-based index (default 1);\n"
+    "                         several columns make a composite key joined by --key-sep\n"
+    "  --key-sep C            separator of composite keys (default '|')\n"
+    "  --delimiter C          field delimiter: a character, or 'tab' (default ',')\n"
+    "  --header / --no-header the first line of every input is a header (default) or not\n"
+    "  --max-record SIZE      longest record allowed (default: --memory / 16)\n"
+    "  --on-bad-row fail|skip|quarantine=FILE\n"
+    "                         a malformed row stops the run (default, exit 2), is counted\n"
+    "                         and skipped, or is also written to FILE with its reason\n"
+    "  -j, --threads N        worker threads (default: all cores)\n"
+    "  --memory SIZE          bound on buffers (default 1G)\n"
+    "  --zlib                 use zlib instead of ISA-L for gzip\n"
+    "  --quiet                no progress line and no summary\n";
+
+int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_error *err)
+{
+    unsigned long long v;
+    switch (code) {
+    case RS_OPT_KEY: po->key = arg; return 1;
+    case RS_OPT_KEY_SEP:
+        if (strlen(arg) != 1)
+            return rs_error_set(err, RS_EXIT_USAGE, "--key-sep: expected one character, not '%s'", arg), -1;
+        po->key_sep = arg[0];
+        return 1;
+    case RS_OPT_DELIMITER:
+        if (!strcmp(arg, "tab") || !strcmp(arg, "\\t"))
+            po->dialect.delim = '\t';
+        else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
+            po->dialect.delim = arg[0];
+        else
+            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: expected one character or 'tab', not '%s'", arg), -1;
+        return 1;
+    case RS_OPT_HEADER: po->header = 1; return 1;
+    case RS_OPT_NO_HEADER: po->header = 0; return 1;
+    case RS_OPT_MAX_RECORD:
+        if (rs_cli_size("--max-record", arg, &v, err) != 0 || v == 0)
+            return rs_error_set(err, RS_EXIT_USAGE, "--max-record: '%s' is not a positive size", arg), -1;
+        po->dialect.max_record = v;
+        return 1;
+    case RS_OPT_BAD_ROW:
+        if (!strcmp(arg, "fail"))
+            po->bad_rows = RS_BAD_ROW_FAIL;
+        else if (!strcmp(arg, "skip"))
+            po->bad_rows = RS_BAD_ROW_SKIP;
+        else if (!strncmp(arg, "quarantine=", 11) && arg[11]) {
+            po->bad_rows = RS_BAD_ROW_QUARANTINE;
+            po->quarantine = arg + 11;
+        } else
+            return rs_error_set(err, RS_EXIT_USAGE, "--on-bad-row: expected fail, skip or quarantine=FILE, not '%s'",
+                                arg), -1;
+        return 1;
+    case 'j':
+    case RS_OPT_THREADS:
+        if (rs_cli_uint("-j", arg, 1, 256, &v, err) != 0)
+            return -1;
+        po->threads = (int)v;
+        return 1;
+    case RS_OPT_MEMORY:
+        if (rs_cli_size("--memory", arg, &v, err) != 0)
+            return -1;
+        if (v < (16ULL << 20))
+            return rs_error_set(err, RS_EXIT_USAGE, "--memory: at least 16M"), -1;
+        po->memory = v;
+        return 1;
+    case RS_OPT_ZLIB: po->codec = RS_CODEC_ZLIB; return 1;
+    case RS_OPT_QUIET: po->progress = -1; return 1;
+    default: return 0;
+    }
+}
+
+void rs_cli_input_defaults(rs_pipeline_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    po->dialect.delim = ',';
+    po->header = 1;
+    po->key_sep = '|';
+    po->memory = 1ULL << 30;
+    po->compress = 1;
+    po->level = 1;
+}
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    rs_pipeline_interrupt();
+}
+
+int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
+{
+    if (first >= argc)
+        return rs_error_set(err, RS_EXIT_USAGE, "no input files (use '-' for standard input)");
+    po->inputs = (const char *const *)(argv + first);
+    po->ninputs = (size_t)(argc - first);
+    int quiet = po->progress < 0;
+    po->progress = !quiet && isatty(STDERR_FILENO);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    /* A file-size limit must fail the write (EFBIG), not kill the process. */
+    signal(SIGXFSZ, SIG_IGN);
+    return quiet;
+}

@@ -1,0 +1,576 @@
+/* DIR/manifest.json (ringshard/manifest.h). The full schema, with every
+ * member's type and meaning, is in docs/manifest.md; in short:
+ *
+ * {
+ *   "schema": 1,                          integer; readers refuse other values
+ *   "kind": "buckets" | "moves",
+ *   "tool": {"name": "ringshard", "version": "0.1.0"},
+ *   "ring": {"fingerprint": "<32 hex>", "description": "<canonical text>"},
+ *   "new_ring": {"fingerprint": ..., "description": ...},   moves only
+ *   "options": {"key": "<--key as given>", "delimiter": ",", "header": true,
+ *               "compress": "gzip" | "none", "level": 1, "keys_only": false},
+ *   "header": "<header line without line end>" | null,
+ *   "inputs": [{"path": ..., "size": n, "rows": n, "bytes": n,
+ *               "rejected": n, "blank_lines": n}, ...],
+ *   "files": [{"file": "<name in DIR>",
+ *              "node": "<node>",                           buckets
+ *              "from": "<node>", "to": "<node>",           moves
+ *              "wave": n,                    moves, only when nonzero
+ *              "rows": n, "bytes": n, "file_bytes": n,
+ *              "crc32": n, "crc32_hex": "<8 lowercase hex>"}, ...],
+ *   "totals": {"rows": n, "bytes": n, "rejected": n, "files": n},
+ *   "seconds": 1.25
+ * }
+ *
+ * Written pretty (2-space indentation), members always in this order, so
+ * two runs over the same data with the same options give byte-identical
+ * manifests apart from "seconds". Integers are unsigned decimal and exact
+ * to 2^64-1 (the reader keeps numbers as text). crc32 is the CRC-32
+ * (ISO-HDLC, as zlib's crc32()) as an unsigned decimal integer; crc32_hex
+ * is the same value as 8 lowercase hex digits, most significant first
+ * (printf "%08x"). Strings are UTF-8; bytes that are not valid UTF-8 are
+ * written as \u00xx (see json.h) and so do not read back identically.
+ *
+ * Reading: unknown members are ignored. Optional: "tool", "seconds"
+ * (default 0), files[].wave (default 0), files[].crc32_hex (checked against
+ * crc32 when present), "new_ring" for buckets. Everything else is required;
+ * "files"[].file must be a plain name (no '/', not empty, "." or ".."), and
+ * totals.files must equal the number of "files" entries. */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "ringshard/json.h"
+#include "ringshard/manifest.h"
+#include "rs_config.h"
+#include "util/json_read.h"
+
+#define MANIFEST_SCHEMA 1
+
+static int is_moves(const char *kind) { return kind != NULL && strcmp(kind, "moves") == 0; }
+
+static void write_ring(rs_json *j, const char *name, const char *fingerprint, const char *description)
+{
+    rs_json_key(j, name);
+    rs_json_object_begin(j);
+    rs_json_key(j, "fingerprint");
+    rs_json_string(j, fingerprint);
+    rs_json_key(j, "description");
+    rs_json_string(j, description);
+    rs_json_object_end(j);
+}
+
+static void write_u64(rs_json *j, const char *key, uint64_t v)
+{
+    rs_json_key(j, key);
+    rs_json_u64(j, v);
+}
+
+int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL)
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
+    errno = 0;
+    int moves = is_moves(m->kind);
+    rs_json j;
+    rs_json_init(&j, f, 1);
+    rs_json_object_begin(&j);
+    rs_json_key(&j, "schema");
+    rs_json_i64(&j, MANIFEST_SCHEMA);
+    rs_json_key(&j, "kind");
+    rs_json_string(&j, m->kind);
+
+    rs_json_key(&j, "tool");
+    rs_json_object_begin(&j);
+    rs_json_key(&j, "name");
+    rs_json_string(&j, "ringshard");
+    rs_json_key(&j, "version");
+    rs_json_string(&j, m->tool_version ? m->tool_version : RS_VERSION);
+    rs_json_object_end(&j);
+
+    write_ring(&j, "ring", m->ring_fingerprint, m->ring_description);
+    if (moves || m->new_ring_description != NULL)
+        write_ring(&j, "new_ring", m->new_ring_fingerprint, m->new_ring_description);
+
+    rs_json_key(&j, "options");
+    rs_json_object_begin(&j);
+    rs_json_key(&j, "key");
+    rs_json_string(&j, m->key);
+    rs_json_key(&j, "delimiter");
+    rs_json_string_n(&j, &m->delimiter, 1);
+    rs_json_key(&j, "header");
+    rs_json_bool(&j, m->header);
+    rs_json_key(&j, "compress");
+    rs_json_string(&j, m->compress ? "gzip" : "none");
+    rs_json_key(&j, "level");
+    rs_json_i64(&j, m->level);
+    rs_json_key(&j, "keys_only");
+    rs_json_bool(&j, m->keys_only);
+    rs_json_object_end(&j);
+
+    rs_json_key(&j, "header");
+    rs_json_string(&j, m->header_line);   /* NULL -> null */
+
+    rs_json_key(&j, "inputs");
+    rs_json_array_begin(&j);
+    for (size_t i = 0; i < m->ninputs; i++) {
+        const rs_manifest_input *in = &m->inputs[i];
+        rs_json_object_begin(&j);
+        rs_json_key(&j, "path");
+        rs_json_string(&j, in->path);
+        write_u64(&j, "size", in->size);
+        write_u64(&j, "rows", in->rows);
+        write_u64(&j, "bytes", in->bytes);
+        write_u64(&j, "rejected", in->rejected);
+        write_u64(&j, "blank_lines", in->blank_lines);
+        rs_json_object_end(&j);
+    }
+    rs_json_array_end(&j);
+
+    rs_json_key(&j, "files");
+    rs_json_array_begin(&j);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const rs_manifest_file *fl = &m->files[i];
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08" PRIx32, fl->crc32);
+        rs_json_object_begin(&j);
+        rs_json_key(&j, "file");
+        rs_json_string(&j, fl->file);
+        if (moves) {
+            rs_json_key(&j, "from");
+            rs_json_string(&j, fl->from);
+            rs_json_key(&j, "to");
+            rs_json_string(&j, fl->to);
+            if (fl->wave != 0)
+                write_u64(&j, "wave", fl->wave);
+        } else {
+            rs_json_key(&j, "node");
+            rs_json_string(&j, fl->node);
+        }
+        write_u64(&j, "rows", fl->rows);
+        write_u64(&j, "bytes", fl->bytes);
+        write_u64(&j, "file_bytes", fl->file_bytes);
+        write_u64(&j, "crc32", fl->crc32);
+        rs_json_key(&j, "crc32_hex");
+        rs_json_string(&j, hex);
+        rs_json_object_end(&j);
+    }
+    rs_json_array_end(&j);
+
+    rs_json_key(&j, "totals");
+    rs_json_object_begin(&j);
+    write_u64(&j, "rows", m->rows);
+    write_u64(&j, "bytes", m->bytes);
+    write_u64(&j, "rejected", m->rejected);
+    write_u64(&j, "files", m->nfiles);
+    rs_json_object_end(&j);
+
+    rs_json_key(&j, "seconds");
+    rs_json_double(&j, m->seconds);
+    rs_json_object_end(&j);
+    fputc('\n', f);
+
+    int rc = rs_json_finish(&j);
+    int e = ferror(f) ? (errno ? errno : EIO) : 0;
+    if (fclose(f) != 0 && e == 0)
+        e = errno ? errno : EIO;
+    if (e != 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: writing the manifest failed: %s", path, strerror(e));
+    if (rc != 0)   /* misuse of the writer: a bug */
+        return rs_error_set(err, RS_EXIT_IO, "%s: internal error writing the manifest", path);
+    return 0;
+}
+
+/* ---- reading ---- */
+
+typedef struct {
+    const char *path;
+    rs_error *err;
+} reader;
+
+static const char *type_name(rs_jv_type t)
+{
+    switch (t) {
+    case RS_JV_NULL: return "null";
+    case RS_JV_BOOL: return "a boolean";
+    case RS_JV_NUMBER: return "a number";
+    case RS_JV_STRING: return "a string";
+    case RS_JV_ARRAY: return "an array";
+    case RS_JV_OBJECT: return "an object";
+    }
+    return "?";
+}
+
+static int bad(reader *r, const char *ctx, const char *key, const char *what)
+{
+    return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s%s%s\": %s", r->path, ctx,
+                        *ctx ? "." : "", key, what);
+}
+
+/* The member obj.key of the given type; NULL with the error set if missing
+ * (when required) or of another type. Missing optional members (and null
+ * ones when null_ok) give NULL with no error. */
+static const rs_jv *member(reader *r, const rs_jv *obj, const char *ctx, const char *key, rs_jv_type type,
+                           int required, int *failed)
+{
+    const rs_jv *v = rs_jv_get(obj, key);
+    if (v == NULL) {
+        if (required) {
+            bad(r, ctx, key, "missing");
+            *failed = 1;
+        }
+        return NULL;
+    }
+    if (v->type != type) {
+        char what[64];
+        snprintf(what, sizeof what, "%s expected, found %s", type_name(type), type_name(v->type));
+        bad(r, ctx, key, what);
+        *failed = 1;
+        return NULL;
+    }
+    return v;
+}
+
+static int get_str(reader *r, const rs_jv *obj, const char *ctx, const char *key, char **out)
+{
+    int failed = 0;
+    const rs_jv *v = member(r, obj, ctx, key, RS_JV_STRING, 1, &failed);
+    if (v == NULL)
+        return -1;
+    if (strlen(v->str) != v->len)
+        return bad(r, ctx, key, "contains a NUL character");
+    *out = strdup(v->str);
+    if (*out == NULL)
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    return 0;
+}
+
+/* A string or null (-> NULL); required to be present. */
+static int get_str_or_null(reader *r, const rs_jv *obj, const char *ctx, const char *key, char **out)
+{
+    const rs_jv *v = rs_jv_get(obj, key);
+    if (v != NULL && v->type == RS_JV_NULL) {
+        *out = NULL;
+        return 0;
+    }
+    return get_str(r, obj, ctx, key, out);
+}
+
+static int get_u64(reader *r, const rs_jv *obj, const char *ctx, const char *key, int required, uint64_t max,
+                   uint64_t *out)
+{
+    int failed = 0;
+    const rs_jv *v = member(r, obj, ctx, key, RS_JV_NUMBER, required, &failed);
+    if (v == NULL) {
+        *out = 0;
+        return failed ? -1 : 0;
+    }
+    if (rs_jv_u64(v, out) != 0 || *out > max) {
+        char what[128];
+        snprintf(what, sizeof what, "an unsigned integer up to %" PRIu64 " expected, found %.40s", max, v->str);
+        return bad(r, ctx, key, what);
+    }
+    return 0;
+}
+
+static int get_bool(reader *r, const rs_jv *obj, const char *ctx, const char *key, int *out)
+{
+    int failed = 0;
+    const rs_jv *v = member(r, obj, ctx, key, RS_JV_BOOL, 1, &failed);
+    if (v == NULL)
+        return -1;
+    *out = v->boolean;
+    return 0;
+}
+
+static int get_int(reader *r, const rs_jv *obj, const char *ctx, const char *key, int *out)
+{
+    int failed = 0;
+    const rs_jv *v = member(r, obj, ctx, key, RS_JV_NUMBER, 1, &failed);
+    if (v == NULL)
+        return -1;
+    const char *s = v->str + (v->str[0] == '-');
+    uint64_t mag;
+    rs_jv t = *v;
+    t.str = (char *)s;
+    t.len = v->len - (size_t)(s - v->str);
+    if (rs_jv_u64(&t, &mag) != 0 || mag > (uint64_t)INT_MAX)
+        return bad(r, ctx, key, "an integer expected");
+    *out = s != v->str ? -(int)mag : (int)mag;
+    return 0;
+}
+
+static int get_ring(reader *r, const rs_jv *root, const char *key, char **fingerprint, char **description)
+{
+    int failed = 0;
+    const rs_jv *ring = member(r, root, "", key, RS_JV_OBJECT, 1, &failed);
+    if (ring == NULL)
+        return -1;
+    if (get_str(r, ring, key, "fingerprint", fingerprint) != 0 ||
+        get_str(r, ring, key, "description", description) != 0)
+        return -1;
+    return 0;
+}
+
+/* The delimiter is one byte. A byte >= 0x80 was written as \u00xx (json.h)
+ * and reads back as the 2-byte UTF-8 of U+00xx: undo that. */
+static int get_delimiter(reader *r, const rs_jv *opts, char *out)
+{
+    int failed = 0;
+    const rs_jv *v = member(r, opts, "options", "delimiter", RS_JV_STRING, 1, &failed);
+    if (v == NULL)
+        return -1;
+    const unsigned char *s = (const unsigned char *)v->str;
+    if (v->len == 1) {
+        *out = (char)s[0];
+        return 0;
+    }
+    if (v->len == 2 && (s[0] == 0xC2 || s[0] == 0xC3)) {
+        *out = (char)(((s[0] & 0x03) << 6) | (s[1] & 0x3F));
+        return 0;
+    }
+    return bad(r, "options", "delimiter", "one character expected");
+}
+
+static int safe_file_name(const char *s)
+{
+    return s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
+{
+    if (arr->n == 0)
+        return 0;
+    m->inputs = calloc(arr->n, sizeof *m->inputs);
+    if (m->inputs == NULL)
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; i < arr->n; i++) {
+        const rs_jv *o = &arr->items[i];
+        rs_manifest_input *in = &m->inputs[i];
+        char ctx[48];
+        snprintf(ctx, sizeof ctx, "inputs[%zu]", i);
+        m->ninputs = i + 1;
+        if (o->type != RS_JV_OBJECT)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": an object expected", r->path, ctx);
+        if (get_str(r, o, ctx, "path", &in->path) != 0 || get_u64(r, o, ctx, "size", 1, UINT64_MAX, &in->size) != 0 ||
+            get_u64(r, o, ctx, "rows", 1, UINT64_MAX, &in->rows) != 0 ||
+            get_u64(r, o, ctx, "bytes", 1, UINT64_MAX, &in->bytes) != 0 ||
+            get_u64(r, o, ctx, "rejected", 1, UINT64_MAX, &in->rejected) != 0 ||
+            get_u64(r, o, ctx, "blank_lines", 1, UINT64_MAX, &in->blank_lines) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int read_files(reader *r, const rs_jv *arr, rs_manifest *m, int moves)
+{
+    if (arr->n == 0)
+        return 0;
+    m->files = calloc(arr->n, sizeof *m->files);
+    if (m->files == NULL)
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; i < arr->n; i++) {
+        const rs_jv *o = &arr->items[i];
+        rs_manifest_file *fl = &m->files[i];
+        char ctx[48];
+        uint64_t v;
+        snprintf(ctx, sizeof ctx, "files[%zu]", i);
+        m->nfiles = i + 1;
+        if (o->type != RS_JV_OBJECT)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": an object expected", r->path, ctx);
+        if (get_str(r, o, ctx, "file", &fl->file) != 0)
+            return -1;
+        if (!safe_file_name(fl->file))
+            return bad(r, ctx, "file", "not a plain file name");
+        if (moves) {
+            if (get_str(r, o, ctx, "from", &fl->from) != 0 || get_str(r, o, ctx, "to", &fl->to) != 0 ||
+                get_u64(r, o, ctx, "wave", 0, UINT32_MAX, &v) != 0)
+                return -1;
+            fl->wave = (uint32_t)v;
+        } else if (get_str(r, o, ctx, "node", &fl->node) != 0) {
+            return -1;
+        }
+        if (get_u64(r, o, ctx, "rows", 1, UINT64_MAX, &fl->rows) != 0 ||
+            get_u64(r, o, ctx, "bytes", 1, UINT64_MAX, &fl->bytes) != 0 ||
+            get_u64(r, o, ctx, "file_bytes", 1, UINT64_MAX, &fl->file_bytes) != 0 ||
+            get_u64(r, o, ctx, "crc32", 1, UINT32_MAX, &v) != 0)
+            return -1;
+        fl->crc32 = (uint32_t)v;
+        const rs_jv *hex = rs_jv_get(o, "crc32_hex");
+        if (hex != NULL) {
+            char want[9];
+            snprintf(want, sizeof want, "%08" PRIx32, fl->crc32);
+            if (hex->type != RS_JV_STRING || strcmp(hex->str, want) != 0)
+                return bad(r, ctx, "crc32_hex", "does not match crc32 (8 lowercase hex digits expected)");
+        }
+    }
+    return 0;
+}
+
+static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
+{
+    int failed = 0;
+    const rs_jv *v;
+    if (root->type != RS_JV_OBJECT)
+        return rs_error_set(r->err, RS_EXIT_DATA, "%s: not a manifest (a JSON object expected)", r->path);
+    v = member(r, root, "", "schema", RS_JV_NUMBER, 1, &failed);
+    if (v == NULL)
+        return -1;
+    if (strcmp(v->str, "1") != 0)
+        return rs_error_set(r->err, RS_EXIT_DATA,
+                            "%s: unsupported manifest schema %.40s (this version of ringshard reads schema %d)",
+                            r->path, v->str, MANIFEST_SCHEMA);
+    m->schema = MANIFEST_SCHEMA;
+
+    if (get_str(r, root, "", "kind", &m->kind) != 0)
+        return -1;
+    int moves = strcmp(m->kind, "moves") == 0;
+    if (!moves && strcmp(m->kind, "buckets") != 0)
+        return bad(r, "", "kind", "\"buckets\" or \"moves\" expected");
+
+    const rs_jv *tool = member(r, root, "", "tool", RS_JV_OBJECT, 0, &failed);
+    if (failed)
+        return -1;
+    if (tool != NULL && rs_jv_get(tool, "version") != NULL && get_str(r, tool, "tool", "version", &m->tool_version) != 0)
+        return -1;
+
+    if (get_ring(r, root, "ring", &m->ring_fingerprint, &m->ring_description) != 0)
+        return -1;
+    if ((moves || rs_jv_get(root, "new_ring") != NULL) &&
+        get_ring(r, root, "new_ring", &m->new_ring_fingerprint, &m->new_ring_description) != 0)
+        return -1;
+
+    const rs_jv *opts = member(r, root, "", "options", RS_JV_OBJECT, 1, &failed);
+    if (opts == NULL)
+        return -1;
+    char *compress = NULL;
+    if (get_str(r, opts, "options", "key", &m->key) != 0 || get_delimiter(r, opts, &m->delimiter) != 0 ||
+        get_bool(r, opts, "options", "header", &m->header) != 0 ||
+        get_str(r, opts, "options", "compress", &compress) != 0)
+        return -1;
+    if (strcmp(compress, "gzip") == 0 || strcmp(compress, "none") == 0) {
+        m->compress = compress[0] == 'g';
+        free(compress);
+    } else {
+        free(compress);
+        return bad(r, "options", "compress", "\"gzip\" or \"none\" expected");
+    }
+    if (get_int(r, opts, "options", "level", &m->level) != 0 ||
+        get_bool(r, opts, "options", "keys_only", &m->keys_only) != 0)
+        return -1;
+
+    if (get_str_or_null(r, root, "", "header", &m->header_line) != 0)
+        return -1;
+
+    const rs_jv *inputs = member(r, root, "", "inputs", RS_JV_ARRAY, 1, &failed);
+    if (inputs == NULL || read_inputs(r, inputs, m) != 0)
+        return -1;
+    const rs_jv *files = member(r, root, "", "files", RS_JV_ARRAY, 1, &failed);
+    if (files == NULL || read_files(r, files, m, moves) != 0)
+        return -1;
+
+    const rs_jv *totals = member(r, root, "", "totals", RS_JV_OBJECT, 1, &failed);
+    uint64_t nfiles;
+    if (totals == NULL || get_u64(r, totals, "totals", "rows", 1, UINT64_MAX, &m->rows) != 0 ||
+        get_u64(r, totals, "totals", "bytes", 1, UINT64_MAX, &m->bytes) != 0 ||
+        get_u64(r, totals, "totals", "rejected", 1, UINT64_MAX, &m->rejected) != 0 ||
+        get_u64(r, totals, "totals", "files", 1, UINT64_MAX, &nfiles) != 0)
+        return -1;
+    if (nfiles != m->nfiles)
+        return bad(r, "totals", "files", "does not match the number of \"files\" entries");
+
+    v = rs_jv_get(root, "seconds");
+    m->seconds = 0;
+    if (v != NULL && v->type == RS_JV_NUMBER)
+        m->seconds = strtod(v->str, NULL);
+    else if (v != NULL && v->type != RS_JV_NULL)
+        return bad(r, "", "seconds", "a number expected");
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len, rs_error *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    char *p = malloc(cap);
+    for (;;) {
+        if (p == NULL) {
+            fclose(f);
+            rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+            return NULL;
+        }
+        n += fread(p + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        cap *= 2;
+        char *q = realloc(p, cap);
+        if (q == NULL)
+            free(p);
+        p = q;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        fclose(f);
+        free(p);
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(e));
+        return NULL;
+    }
+    fclose(f);
+    *len = n;
+    return p;
+}
+
+int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
+{
+    memset(m, 0, sizeof *m);
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text == NULL)
+        return -1;
+    rs_jv root;
+    int rc = rs_jv_parse(&root, text, len, path, err, NULL);
+    free(text);
+    if (rc != 0)
+        return -1;
+    reader r = {.path = path, .err = err};
+    rc = read_doc(&r, &root, m);
+    rs_jv_free(&root);
+    if (rc != 0) {
+        rs_manifest_free(m);
+        return -1;
+    }
+    return 0;
+}
+
+void rs_manifest_free(rs_manifest *m)
+{
+    if (m == NULL)
+        return;
+    free(m->kind);
+    free(m->tool_version);
+    free(m->ring_description);
+    free(m->ring_fingerprint);
+    free(m->new_ring_description);
+    free(m->new_ring_fingerprint);
+    free(m->key);
+    free(m->header_line);
+    for (size_t i = 0; i < m->ninputs; i++)
+        free(m->inputs[i].path);
+    free(m->inputs);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        free(m->files[i].file);
+        free(m->files[i].node);
+        free(m->files[i].from);
+        free(m->files[i].to);
+    }
+    free(m->files);
+    memset(m, 0, sizeof *m);
+}

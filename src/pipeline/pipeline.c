@@ -1,0 +1,1072 @@
+/* The row pipeline: inputs -> batches -> parse/route/scatter -> gzip members.
+ *
+ * Design. The physical floor of the main job is the codecs: inflating the
+ * input and deflating 1000 outputs (../shared notes: ISA-L inflate 1.8 s and
+ * deflate 2.8 s of CPU for 10 M rows). Parsing, hashing and scattering are
+ * cheaper, but all of it must run on every core, and the output must be
+ * byte-identical for any thread count. So:
+ *
+ *  - One READER thread (a pthread beside the OpenMP team) inflates the
+ *    inputs in order into large batches (up to --memory/8, 64 MiB at most).
+ *    A batch never spans two inputs and ends at a record boundary: quote
+ *    parity is counted from the batch start (which is a boundary) with a
+ *    vectorised quote count, and the incomplete last record is carried into
+ *    the next batch. The reader also cuts each batch into RS_SEGMENTS
+ *    segments at record boundaries, with the same parity rule. Two batch
+ *    buffers alternate, so inflating batch k+1 overlaps processing batch k.
+ *    Inflate is inherently serial per gzip stream, hence one thread for it;
+ *    the team covers the rest.
+ *
+ *  - The OpenMP team processes a batch in two parallel phases. PARSE: thread
+ *    t takes a contiguous run of segments, scans records (src/csv/scan.c),
+ *    extracts the key, routes the row (the command's router: a ring lookup,
+ *    a (from, to) pair...) and appends it to its own per-destination buffer.
+ *    Segment boundaries do not depend on the thread count and thread runs
+ *    are contiguous and in order, so "thread 0's buffer, then thread 1's..."
+ *    is input order for every destination. COMPRESS: destinations are
+ *    shared out dynamically; each destination's pieces become ONE gzip
+ *    member (one reused compressor per thread: 1000 live compressor states
+ *    would thrash the caches) written with one write(2). Member boundaries
+ *    are per batch and destination, hence identical for any thread count.
+ *
+ *  - Errors: the first error by input position wins, so the message does
+ *    not depend on scheduling. The reader's errors (corrupt gzip, read
+ *    failures) travel with the batch. Nothing is published here: the
+ *    caller writes into a temporary directory (outdir.h).
+ *
+ * Memory: two batch buffers, the scatter buffers (about one batch, grown by
+ * doubling and reused), and one compressed member per thread: about 5
+ * batches, so the batch size is --memory / 8.
+ */
+#define _GNU_SOURCE
+#include <emmintrin.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+#include "ringshard/deflate.h"
+#include "ringshard/log.h"
+#include "ringshard/pipeline.h"
+
+#define RS_SEGMENTS 64
+#define RS_BATCH_MAX ((size_t)64 << 20)
+#define RS_BATCH_MIN ((size_t)64 << 10)
+
+static volatile sig_atomic_t interrupted;
+
+void rs_pipeline_interrupt(void) { interrupted = 1; }
+int rs_pipeline_interrupted(void) { return interrupted != 0; }
+
+int rs_pipeline_threads(const rs_pipeline_opts *o)
+{
+    int t = o->threads > 0 ? o->threads : omp_get_num_procs();
+    return t < 1 ? 1 : (t > 256 ? 256 : t);
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- reader */
+
+typedef struct {
+    char *data;
+    size_t cap, len;        /* len: bytes of complete records handed over */
+    uint32_t input;
+    int last_of_input;
+    uint64_t start_line;    /* lines before this batch in its input */
+    size_t seg[RS_SEGMENTS + 1];
+    int end;                /* no more batches */
+    rs_error err;           /* the reader failed before this batch */
+} batch;
+
+typedef struct {
+    const rs_pipeline_opts *o;
+    rs_pipeline_result *res;
+    batch b[2];
+    int ready[2];           /* filled, waiting for the team */
+    int next_take;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t cap;
+    uint64_t consumed_done; /* compressed bytes of finished inputs */
+    volatile uint64_t consumed_now;
+    uint64_t total_size;
+    /* header and key */
+    rs_buf header_fields;   /* the first input's fields, NUL-separated */
+    rs_csv_keyspec keyspec;
+    int keyspec_ready;
+    int stop;
+} pipe_state;
+
+/* Quotes in p[0..n), 16 bytes at a time. */
+static size_t count_quotes(const char *p, size_t n)
+{
+    size_t c = 0, i = 0;
+    const __m128i q = _mm_set1_epi8('"');
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+        c += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q)));
+    }
+    for (; i < n; i++)
+        c += p[i] == '"';
+    return c;
+}
+
+/* First record boundary at or after `from` in p[0..len) given the quote
+ * parity at `from`; len if none. A boundary follows LF, or a CR that is
+ * not followed by LF, outside quotes. */
+static size_t boundary_from(const char *p, size_t len, size_t from, int in_quote)
+{
+    for (size_t i = from; i < len; i++) {
+        char c = p[i];
+        if (c == '"')
+            in_quote = !in_quote;
+        else if (!in_quote && c == '\n')
+            return i + 1;
+        else if (!in_quote && c == '\r' && i + 1 < len && p[i + 1] != '\n')
+            return i + 1;
+    }
+    return len;
+}
+
+/* The last record boundary in p[0..len) (p starts at one), or 0 if there
+ * is none. A CR at the very end is not a boundary yet: an LF may follow. */
+static size_t last_boundary(const char *p, size_t len)
+{
+    size_t quotes = count_quotes(p, len);
+    for (size_t j = len; j-- > 0;) {
+        char c = p[j];
+        if (c == '"')
+            quotes--;
+        else if ((quotes & 1) == 0 && (c == '\n' || (c == '\r' && j + 1 < len && p[j + 1] != '\n')))
+            return j + 1;
+    }
+    return 0;
+}
+
+static void cut_segments(batch *b)
+{
+    size_t prev = 0, quotes = 0, at = 0;
+    b->seg[0] = 0;
+    for (int k = 1; k < RS_SEGMENTS; k++) {
+        size_t target = b->len / RS_SEGMENTS * (size_t)k;
+        if (target < prev)
+            target = prev;
+        quotes += count_quotes(b->data + at, target - at);
+        at = target;
+        size_t bnd = target == 0 ? 0 : boundary_from(b->data, b->len, target, (int)(quotes & 1));
+        b->seg[k] = prev = bnd;
+        if (bnd > at) {
+            quotes += count_quotes(b->data + at, bnd - at);
+            at = bnd;
+        }
+    }
+    b->seg[RS_SEGMENTS] = b->len;
+}
+
+/* Waits until slot i is free (not waiting for the team). Returns 0, or -1
+ * when the run is stopping. */
+static int wait_free(pipe_state *s, int i)
+{
+    pthread_mutex_lock(&s->mu);
+    while (s->ready[i] && !s->stop)
+        pthread_cond_wait(&s->cv, &s->mu);
+    int rc = s->stop ? -1 : 0;
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+static void publish_slot(pipe_state *s, int i)
+{
+    pthread_mutex_lock(&s->mu);
+    s->ready[i] = 1;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Bytes allocated past a batch buffer's capacity, never handed to a reader:
+ * an inflater that stores a word past the end of its output (wide stores)
+ * must not touch a neighbouring heap object. */
+#define RS_BATCH_SLACK 256
+
+static int grow_batch(batch *b, size_t need)
+{
+    if (b->cap >= need)
+        return 0;
+    char *d = realloc(b->data, need + RS_BATCH_SLACK);
+    if (!d)
+        return -1;
+    b->data = d;
+    b->cap = need;
+    return 0;
+}
+
+/* Resolves --key against the header (names or 1-based indexes). */
+static int resolve_key(pipe_state *s, const char *header_fields, uint32_t nfields, const char *path,
+                       rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_csv_keyspec *ks = &s->keyspec;
+    memset(ks, 0, sizeof *ks);
+    ks->sep = o->key_sep;
+    const char *spec = o->key && *o->key ? o->key : "1";
+    char *copy = strdup(spec), *save = NULL;
+    if (!copy)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (char *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        if (ks->ncols == RS_CSV_MAX_KEY_COLS) {
+            free(copy);
+            return rs_error_set(err, RS_EXIT_USAGE, "--key: at most %d columns", RS_CSV_MAX_KEY_COLS);
+        }
+        long col = -1;
+        const char *f = header_fields;
+        for (uint32_t i = 0; f && i < nfields; i++, f += strlen(f) + 1)
+            if (strcmp(f, part) == 0) {
+                col = i;
+                break;
+            }
+        if (col < 0) {
+            char *end;
+            long v = strtol(part, &end, 10);
+            if (*end == '\0' && v >= 1)
+                col = v - 1;
+        }
+        if (col < 0 || (header_fields && (uint32_t)col >= nfields)) {
+            rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s", part, path);
+            free(copy);
+            return -1;
+        }
+        ks->cols[ks->ncols++] = (uint32_t)col;
+    }
+    free(copy);
+    if (ks->ncols == 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "--key: no column given");
+    s->keyspec_ready = 1;
+    return 0;
+}
+
+/* Reads the header record of input i at b->data[0..len), reading more as
+ * needed. Returns bytes consumed (0 if the input is empty), -1 on error. */
+static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    const char *path = o->inputs[i];
+    size_t off = 0;
+    int eof = 0;
+    rs_csv_record rec;
+    rs_csv_fault fault;
+    for (;;) {
+        if (!eof && b->len - off < (size_t)1 << 16) {
+            if (b->cap - b->len < (size_t)1 << 16 && grow_batch(b, b->len + ((size_t)1 << 20)) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
+            if (n < 0)
+                return -1;
+            if (n == 0)
+                eof = 1;
+            b->len += (size_t)n;
+            continue;
+        }
+        if (b->len == off)
+            return (ssize_t)off;  /* empty input (or only blank lines) */
+        int r = rs_csv_next(&o->dialect, NULL, b->data + off, b->len - off, eof, &rec, NULL, NULL, NULL, &fault);
+        if (r == RS_CSV_MORE) {
+            if (b->len - off > o->dialect.max_record)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header longer than the record limit",
+                                    path, (unsigned long long)*lines + 1);
+            if (!eof) {
+                if (grow_batch(b, b->cap + ((size_t)1 << 20)) != 0)
+                    return rs_error_set(err, RS_EXIT_IO, "out of memory");
+                ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
+                if (n < 0)
+                    return -1;
+                if (n == 0)
+                    eof = 1;
+                b->len += (size_t)n;
+            }
+            continue;
+        }
+        if (r == RS_CSV_BAD)
+            return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: malformed header: %s (field %u)", path,
+                                (unsigned long long)*lines + 1, fault.what, fault.field);
+        *lines += rec.lines;
+        if (rec.nfields == 0) {  /* blank line before the header */
+            off += rec.consumed;
+            continue;
+        }
+        rs_buf fields = {0};
+        int nf = rs_csv_fields(&o->dialect, b->data + off, rec.len, &fields);
+        if (nf < 0) {
+            rs_buf_free(&fields);
+            return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: malformed header", path,
+                                (unsigned long long)*lines);
+        }
+        rs_pipeline_result *res = s->res;
+        if (!res->header) {
+            res->header = malloc(rec.len + 1);
+            res->header_fields = malloc((size_t)nf * sizeof *res->header_fields);
+            if (!res->header || !res->header_fields) {
+                rs_buf_free(&fields);
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            }
+            memcpy(res->header, b->data + off, rec.len);
+            res->header[rec.len] = '\0';
+            res->header_len = rec.len;
+            s->header_fields = fields;
+            res->nheader_fields = (uint32_t)nf;
+            const char *f = s->header_fields.data;
+            for (int k = 0; k < nf; k++, f += strlen(f) + 1)
+                res->header_fields[k] = (char *)f;
+            if (resolve_key(s, s->header_fields.data, (uint32_t)nf, path, err) != 0)
+                return -1;
+        } else {
+            int same = (uint32_t)nf == res->nheader_fields && fields.len == s->header_fields.len &&
+                       memcmp(fields.data, s->header_fields.data, fields.len) == 0;
+            rs_buf_free(&fields);
+            if (!same)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
+                                    (unsigned long long)*lines, o->inputs[0]);
+        }
+        return (ssize_t)(off + rec.consumed);
+    }
+}
+
+static void *reader_main(void *arg)
+{
+    pipe_state *s = arg;
+    const rs_pipeline_opts *o = s->o;
+    int slot = 0;  /* both slots are free at the start */
+    batch *b = &s->b[slot];
+    b->len = 0;
+    for (uint32_t i = 0; i < o->ninputs; i++) {
+        rs_error err = {0};
+        rs_reader *rd = rs_reader_open(o->inputs[i], o->codec, &err);
+        uint64_t lines = 0;
+        int eof = 0;
+        if (!rd)
+            goto fail;
+        b->len = 0;
+        if (o->header) {
+            ssize_t h = read_header(s, rd, b, i, &lines, &err);
+            if (h < 0)
+                goto fail;
+            memmove(b->data, b->data + h, b->len - (size_t)h);
+            b->len -= (size_t)h;
+        } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, o->inputs[i], &err) != 0) {
+            goto fail;
+        }
+        while (!eof || b->len > 0) {
+            while (!eof && b->len < s->cap) {
+                ssize_t n = rs_reader_read(rd, b->data + b->len, s->cap - b->len, &err);
+                if (n < 0)
+                    goto fail;
+                if (n == 0)
+                    eof = 1;
+                b->len += (size_t)n;
+                s->consumed_now = s->consumed_done + rs_reader_consumed(rd);
+                if (s->stop || interrupted)
+                    goto stopped;
+            }
+            size_t cut = eof ? b->len : last_boundary(b->data, b->len);
+            if (cut == 0) {
+                rs_error_set(&err, RS_EXIT_DATA,
+                             "%s: line %llu: record longer than the limit of %zu bytes (raise --memory)",
+                             o->inputs[i], (unsigned long long)lines + 1, s->cap);
+                goto fail;
+            }
+            size_t carry = b->len - cut;
+            b->len = cut;
+            b->input = i;
+            b->last_of_input = eof && carry == 0;
+            b->start_line = lines;
+            cut_segments(b);
+            int next = 1 - slot;
+            if (wait_free(s, next) != 0)
+                goto stopped;
+            batch *nb = &s->b[next];
+            if (grow_batch(nb, s->cap) != 0) {
+                rs_error_set(&err, RS_EXIT_IO, "out of memory");
+                goto fail;
+            }
+            memcpy(nb->data, b->data + cut, carry);
+            nb->len = carry;
+            nb->err.code = 0;
+            nb->end = 0;
+            /* Lines (LFs) before the next batch, for messages; records are
+             * counted by the team, which sees batches in order. */
+            uint64_t nl = 0;
+            for (const char *p = b->data, *e = b->data + cut; (p = memchr(p, '\n', (size_t)(e - p))); p++)
+                nl++;
+            lines += nl;
+            publish_slot(s, slot);
+            slot = next;
+            b = nb;
+        }
+        s->consumed_done += rs_reader_consumed(rd);
+        rs_reader_close(rd);
+        continue;
+    fail:
+        rs_reader_close(rd);
+        b->err = err;
+        b->len = 0;
+        b->end = 1;
+        publish_slot(s, slot);
+        return NULL;
+    stopped:
+        rs_reader_close(rd);
+        return NULL;
+    }
+    b->len = 0;
+    b->end = 1;
+    publish_slot(s, slot);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ team */
+
+typedef struct {
+    int failed;
+    size_t offset;          /* in the batch */
+    uint64_t line, record;  /* within the batch */
+    rs_csv_fault fault;
+} thread_fault;
+
+typedef struct {
+    size_t start;           /* of the entry in thread_acc.quarantine */
+    uint64_t line, record;  /* relative to the thread's range */
+} quarantine_mark;
+
+typedef struct {
+    uint64_t rows, bytes, blank, rejected, lines, records;
+    uint32_t crc;
+    uint64_t crc_len;
+    thread_fault fault;
+    rs_buf quarantine;      /* "reason\trow\n" entries */
+    rs_buf qmarks;          /* quarantine_mark per entry */
+    rs_buf scratch;
+} thread_acc;
+
+/* Writes a thread's quarantined rows with absolute line and record
+ * numbers: TSV input, line, record, reason, row (escaped). */
+static void write_quarantine(FILE *f, const char *path, const thread_acc *a, uint64_t line0, uint64_t rec0)
+{
+    size_t n = a->qmarks.len / sizeof(quarantine_mark);
+    for (size_t i = 0; i < n; i++) {
+        quarantine_mark m;
+        memcpy(&m, a->qmarks.data + i * sizeof m, sizeof m);
+        size_t end = a->quarantine.len;
+        if (i + 1 < n) {
+            quarantine_mark next;
+            memcpy(&next, a->qmarks.data + (i + 1) * sizeof next, sizeof next);
+            end = next.start;
+        }
+        fprintf(f, "%s\t%llu\t%llu\t", path, (unsigned long long)(line0 + m.line),
+                (unsigned long long)(rec0 + m.record));
+        fwrite(a->quarantine.data + m.start, 1, end - m.start, f);
+    }
+}
+
+typedef struct {
+    rs_buf *bufs;           /* [tid * ndest + d] */
+    uint64_t *rows;         /* [tid * ndest + d] */
+} scatter;
+
+static void quote_key(rs_buf *b, const char *k, size_t n, char delim)
+{
+    int need = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k[i] == delim || k[i] == '"' || k[i] == '\n' || k[i] == '\r')
+            need = 1;
+    if (!need) {
+        rs_buf_append(b, k, n);
+        return;
+    }
+    rs_buf_append(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (k[i] == '"')
+            rs_buf_append(b, "\"", 1);
+        rs_buf_append(b, k + i, 1);
+    }
+    rs_buf_append(b, "\"", 1);
+}
+
+static void escape_into(rs_buf *b, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *e = NULL;
+        switch (p[i]) {
+        case '\\': e = "\\\\"; break;
+        case '\t': e = "\\t"; break;
+        case '\n': e = "\\n"; break;
+        case '\r': e = "\\r"; break;
+        }
+        if (e)
+            rs_buf_append(b, e, 2);
+        else
+            rs_buf_append(b, p + i, 1);
+    }
+}
+
+/* Parses segments [sa, sb) of batch b on thread tid. */
+static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, scatter *sc, thread_acc *acc)
+{
+    const rs_pipeline_opts *o = s->o;
+    const char *base = b->data;
+    size_t pos = b->seg[sa], end = b->seg[sb];
+    uint32_t ndest = o->ndest;
+    int writing = o->dest_paths != NULL;
+    rs_buf *bufs = writing ? sc->bufs + (size_t)tid * ndest : NULL;
+    uint64_t *drows = sc->rows + (size_t)tid * ndest;
+    rs_csv_record rec;
+    rs_csv_fault fault;
+    const char *key;
+    size_t keylen;
+    while (pos < end) {
+        int r = rs_csv_next(&o->dialect, &s->keyspec, base + pos, end - pos, 1, &rec, &key, &keylen, &acc->scratch,
+                            &fault);
+        if (r == RS_CSV_OK) {
+            acc->lines += rec.lines;
+            acc->records++;
+            if (rec.nfields == 0) {
+                acc->blank++;
+                pos += rec.consumed;
+                continue;
+            }
+            const char *row = base + pos;
+            uint32_t d = o->route(o->route_ctx, tid, b->input, key, keylen, row, rec.len);
+            acc->rows++;
+            acc->bytes += rec.len + 1;
+            if (o->input_crc) {
+                acc->crc = rs_crc32(acc->crc, row, rec.len);
+                acc->crc = rs_crc32(acc->crc, "\n", 1);
+                acc->crc_len += rec.len + 1;
+            }
+            if (d != RS_ROUTE_DROP) {
+                drows[d]++;
+                if (writing) {
+                    rs_buf *out = &bufs[d];
+                    if (o->keys_only) {
+                        quote_key(out, key, keylen, o->dialect.delim);
+                        rs_buf_append(out, "\n", 1);
+                    } else if (out->cap - out->len > rec.len || rs_buf_reserve(out, rec.len + 1) == 0) {
+                        memcpy(out->data + out->len, row, rec.len);
+                        out->data[out->len + rec.len] = '\n';
+                        out->len += rec.len + 1;
+                    }
+                }
+            }
+            pos += rec.consumed;
+            continue;
+        }
+        /* A malformed record (RS_CSV_MORE cannot happen: at_eof is set). */
+        if (r == RS_CSV_MORE) {
+            fault.what = "incomplete record";
+            fault.offset = end - pos;
+            fault.field = 0;
+        }
+        if (o->bad_rows == RS_BAD_ROW_FAIL) {
+            acc->fault = (thread_fault){1, pos, acc->lines, acc->records, fault};
+            return;
+        }
+        /* skip / quarantine: the bad record runs to the first LF at or after
+         * the fault (parity cannot be trusted past a malformed quote). */
+        size_t stop = pos + fault.offset;
+        const char *lf = stop < end ? memchr(base + stop, '\n', end - stop) : NULL;
+        size_t next = lf ? (size_t)(lf - base) + 1 : end;
+        uint64_t nl = 0;
+        for (size_t i = pos; i < next; i++)
+            nl += base[i] == '\n';
+        if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
+            /* line and record are relative to this thread's range until
+             * the batch is done (see write_quarantine) */
+            quarantine_mark m = {acc->quarantine.len, acc->lines + 1, acc->records + 1};
+            rs_buf_append(&acc->qmarks, &m, sizeof m);
+            rs_buf_append(&acc->quarantine, fault.what, strlen(fault.what));
+            rs_buf_append(&acc->quarantine, "\t", 1);
+            size_t rl = next - pos;
+            while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
+                rl--;
+            escape_into(&acc->quarantine, base + pos, rl);
+            rs_buf_append(&acc->quarantine, "\n", 1);
+        }
+        acc->rejected++;
+        acc->records++;
+        acc->lines += nl ? nl : 1;
+        pos = next;
+    }
+}
+
+typedef struct {
+    int fd;                 /* -1: reopen with O_APPEND for each write */
+    rs_dest_stats st;
+} dest_file;
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, const char *p, size_t n, rs_error *err)
+{
+    int fd = df->fd;
+    if (fd < 0)
+        fd = open(o->dest_paths[d], O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 || write_all(fd, p, n) != 0) {
+        int e = errno;
+        if (fd >= 0 && df->fd < 0)
+            close(fd);
+        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(e));
+    }
+    if (df->fd < 0)
+        close(fd);
+    df->st.file_bytes += n;
+    return 0;
+}
+
+static void raise_fd_limit(uint32_t need)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (rlim_t)need + 64) {
+        rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > (rlim_t)need + 64 ? (rlim_t)need + 64 : rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+static int open_dests(const rs_pipeline_opts *o, dest_file *df, rs_error *err)
+{
+    raise_fd_limit(o->ndest);
+    int reopen = 0;
+    for (uint32_t d = 0; d < o->ndest; d++) {
+        int fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 && errno == EMFILE && !reopen) {
+            /* Past the open-file limit: from here on files are reopened
+             * (O_APPEND) for each write. Give back enough descriptors for
+             * every thread to hold one such file, plus the reader's. */
+            rs_log(RS_LOG_INFO, "open-file limit reached at %u outputs: reopening the others per write", d);
+            reopen = 1;
+            for (uint32_t k = d > 64 ? d - 64 : 0; k < d; k++)
+                if (df[k].fd >= 0) {
+                    close(df[k].fd);
+                    df[k].fd = -1;
+                }
+            fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        }
+        if (fd < 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", o->dest_paths[d], strerror(errno));
+        if (reopen) {
+            close(fd);
+            fd = -1;
+        }
+        df[d].fd = fd;
+    }
+    return 0;
+}
+
+/* Writes the header line into every output: its own gzip member, so a
+ * header-only file is exactly that member. */
+static int write_headers(const rs_pipeline_opts *o, rs_pipeline_result *res, const rs_buf *line, dest_file *df,
+                         rs_error *err)
+{
+    if (!line->len)
+        return 0;
+    rs_buf member = {0};
+    const char *p = line->data;
+    size_t n = line->len;
+    if (o->compress) {
+        rs_deflater *dz = rs_deflater_new(o->level, o->codec);
+        const void *pieces[1] = {line->data};
+        size_t lens[1] = {line->len};
+        uint32_t crc;
+        if (!dz || rs_deflater_member(dz, pieces, lens, 1, &member, &crc) != 0) {
+            rs_deflater_free(dz);
+            rs_buf_free(&member);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        rs_deflater_free(dz);
+        p = member.data;
+        n = member.len;
+    }
+    int rc = 0;
+    for (uint32_t d = 0; d < o->ndest && rc == 0; d++)
+        rc = dest_write(o, &df[d], d, p, n, err);
+    rs_buf_free(&member);
+    (void)res;
+    return rc;
+}
+
+static void progress_line(pipe_state *s, double t0, int final)
+{
+    rs_pipeline_result *res = s->res;
+    double el = now() - t0;
+    if (el <= 0)
+        el = 1e-9;
+    double mb = res->bytes / 1e6;
+    char eta[32] = "";
+    double frac = s->total_size ? (double)s->consumed_now / (double)s->total_size : 0;
+    if (s->total_size && frac > 0.001 && !final)
+        snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
+    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s   ", frac * 100, mb,
+            (unsigned long long)res->rows, res->rows / el / 1e6, mb / el, eta);
+    if (final)
+        fputc('\n', stderr);
+}
+
+int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = now();
+    int T = rs_pipeline_threads(o);
+    uint32_t ndest = o->ndest;
+    res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
+    res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
+    pipe_state s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.res = res;
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    size_t cap = o->memory / 8;
+    cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
+    s.cap = cap;
+    rs_pipeline_opts local = *o;
+    if (local.dialect.max_record == 0 || local.dialect.max_record > cap / 2)
+        local.dialect.max_record = cap / 2;
+    s.o = &local;
+    o = &local;
+
+    dest_file *df = calloc(ndest ? ndest : 1, sizeof *df);
+    scatter sc = {0};
+    sc.rows = calloc((size_t)T * (ndest ? ndest : 1), sizeof *sc.rows);
+    if (o->dest_paths)
+        sc.bufs = calloc((size_t)T * ndest, sizeof *sc.bufs);
+    thread_acc *acc = calloc((size_t)T, sizeof *acc);
+    rs_deflater **dz = calloc((size_t)T, sizeof *dz);
+    rs_buf *members = calloc((size_t)T, sizeof *members);
+    rs_error *terr = calloc((size_t)T, sizeof *terr);
+    FILE *quarantine = NULL;
+    pthread_t reader;
+    int reader_started = 0, rc = -1;
+    if (!res->dest || !res->input || !df || !sc.rows || (o->dest_paths && !sc.bufs) || !acc || !dz || !members ||
+        !terr || grow_batch(&s.b[0], cap) != 0 || grow_batch(&s.b[1], cap) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
+                     (unsigned long long)o->memory);
+        goto done;
+    }
+    for (uint32_t d = 0; d < ndest; d++)
+        df[d].fd = -1;
+    for (size_t i = 0; i < o->ninputs; i++) {
+        res->input[i].path = o->inputs[i];
+        if (strcmp(o->inputs[i], "-") != 0) {
+            rs_error e2 = {0};
+            rs_reader *rd = rs_reader_open(o->inputs[i], o->codec, &e2);
+            if (!rd) {
+                rs_error_set(err, e2.code, "%s", e2.msg);
+                goto done;
+            }
+            res->input[i].size = rs_reader_size(rd);
+            s.total_size += res->input[i].size;
+            rs_reader_close(rd);
+        }
+    }
+    if (o->dest_paths && open_dests(o, df, err) != 0)
+        goto done;
+    if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
+        quarantine = fopen(o->quarantine, "w");
+        if (!quarantine) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", o->quarantine, strerror(errno));
+            goto done;
+        }
+        fputs("input\tline\trecord\treason\trow\n", quarantine);
+    }
+    if (o->compress && o->dest_paths)
+        for (int t = 0; t < T; t++)
+            if (!(dz[t] = rs_deflater_new(o->level, o->codec))) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory for the compressors");
+                goto done;
+            }
+    if (pthread_create(&reader, NULL, reader_main, &s) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "cannot start the reader thread");
+        goto done;
+    }
+    reader_started = 1;
+
+    int headers_written = 0;
+    double last_progress = now();
+    uint64_t *input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_records);
+    for (;;) {
+        pthread_mutex_lock(&s.mu);
+        while (!s.ready[s.next_take])
+            pthread_cond_wait(&s.cv, &s.mu);
+        pthread_mutex_unlock(&s.mu);
+        int slot = s.next_take;
+        batch *b = &s.b[slot];
+        if (b->err.code) {
+            rs_error_set(err, b->err.code, "%s", b->err.msg);
+            break;
+        }
+        if (interrupted) {
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            break;
+        }
+        if (o->dest_paths && !headers_written && (b->end || b->len)) {
+            rs_buf line = {0};
+            if (o->keys_only && o->header && res->header) {
+                for (uint32_t k = 0; k < s.keyspec.ncols; k++) {
+                    if (k)
+                        rs_buf_append(&line, &o->key_sep, 1);
+                    const char *name = res->header_fields[s.keyspec.cols[k]];
+                    quote_key(&line, name, strlen(name), o->dialect.delim);
+                }
+                rs_buf_append(&line, "\n", 1);
+            } else if (res->header) {
+                rs_buf_append(&line, res->header, res->header_len);
+                rs_buf_append(&line, "\n", 1);
+            }
+            int wr = write_headers(o, res, &line, df, err);
+            rs_buf_free(&line);
+            if (wr != 0)
+                break;
+            headers_written = 1;
+        }
+        if (b->end)
+            break;
+
+        /* PARSE */
+        for (int t = 0; t < T; t++) {
+            thread_acc *a = &acc[t];
+            a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
+            a->crc = 0;
+            a->crc_len = 0;
+            a->fault.failed = 0;
+            a->quarantine.len = 0;
+            a->qmarks.len = 0;
+        }
+        memset(sc.rows, 0, (size_t)T * (ndest ? ndest : 1) * sizeof *sc.rows);
+#pragma omp parallel num_threads(T)
+        {
+            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            parse_range(&s, b, t, RS_SEGMENTS * t / n, RS_SEGMENTS * (t + 1) / n, &sc, &acc[t]);
+        }
+        uint64_t lines = 0, records = 0;
+        int failed = 0;
+        for (int t = 0; t < T; t++) {
+            thread_acc *a = &acc[t];
+            if (a->fault.failed) {
+                const char *path = o->inputs[b->input];
+                rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
+                             path, (unsigned long long)(b->start_line + lines + a->fault.line + 1),
+                             (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
+                             a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
+                failed = 1;
+                break;
+            }
+            if (quarantine && a->quarantine.len)
+                write_quarantine(quarantine, o->inputs[b->input], a, b->start_line + lines,
+                                 input_records[b->input] + records);
+            lines += a->lines;
+            records += a->records;
+            rs_input_stats *in = &res->input[b->input];
+            in->rows += a->rows;
+            in->bytes += a->bytes;
+            in->blank_lines += a->blank;
+            in->rejected += a->rejected;
+            if (o->input_crc)
+                in->crc = rs_crc32_combine(in->crc, a->crc, a->crc_len);
+            res->rows += a->rows;
+            res->bytes += a->bytes;
+            res->rejected += a->rejected;
+        }
+        if (failed)
+            break;
+        input_records[b->input] += records;
+
+        /* COMPRESS and WRITE */
+        if (o->dest_paths) {
+            int werr = 0;
+#pragma omp parallel num_threads(T) reduction(| : werr)
+            {
+                int t = omp_get_thread_num();
+                const void *pieces[256];
+                size_t lens[256];
+#pragma omp for schedule(dynamic, 4)
+                for (uint32_t d = 0; d < ndest; d++) {
+                    size_t np = 0, total = 0;
+                    uint64_t rows = 0;
+                    for (int k = 0; k < T; k++) {
+                        rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
+                        rows += sc.rows[(size_t)k * ndest + d];
+                        if (bb->len) {
+                            pieces[np] = bb->data;
+                            lens[np++] = bb->len;
+                            total += bb->len;
+                        }
+                    }
+                    if (!np || werr)
+                        continue;
+                    /* One contiguous piece: compressors do not promise the same
+                     * stream for differently split input, and the output must
+                     * not depend on the thread count. */
+                    if (np > 1) {
+                        rs_buf *first = NULL;
+                        for (int k = 0; k < T && !first; k++)
+                            if (sc.bufs[(size_t)k * ndest + d].len)
+                                first = &sc.bufs[(size_t)k * ndest + d];
+                        for (int k = 0; k < T; k++) {
+                            rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
+                            if (bb != first && bb->len && rs_buf_append(first, bb->data, bb->len) != 0) {
+                                rs_error_set(&terr[t], RS_EXIT_IO, "out of memory");
+                                werr = 1;
+                            }
+                        }
+                        pieces[0] = first->data;
+                        lens[0] = first->len;
+                        np = 1;
+                    }
+                    uint32_t crc = 0;
+                    if (o->compress) {
+                        /* ISA-L reads a few bytes past the end of its input
+                         * when hashing; make them zero so that stale bytes
+                         * cannot change the stream from run to run. */
+                        for (int k = 0; k < T; k++) {
+                            rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
+                            if (bb->len && bb->data == pieces[0] && rs_buf_reserve(bb, 64) == 0) {
+                                memset(bb->data + bb->len, 0, 64);
+                                pieces[0] = bb->data;
+                            }
+                        }
+                        members[t].len = 0;
+                        if (rs_deflater_member(dz[t], pieces, lens, np, &members[t], &crc) != 0) {
+                            rs_error_set(&terr[t], RS_EXIT_IO, "out of memory while compressing");
+                            werr = 1;
+                            continue;
+                        }
+                        werr |= dest_write(o, &df[d], d, members[t].data, members[t].len, &terr[t]) != 0;
+                    } else {
+                        for (size_t k = 0; k < np && !werr; k++) {
+                            crc = rs_crc32(crc, pieces[k], lens[k]);
+                            werr |= dest_write(o, &df[d], d, pieces[k], lens[k], &terr[t]) != 0;
+                        }
+                    }
+                    df[d].st.crc = rs_crc32_combine(df[d].st.crc, crc, total);
+                    df[d].st.rows += rows;
+                    df[d].st.bytes += total;
+                    for (int k = 0; k < T; k++)
+                        sc.bufs[(size_t)k * ndest + d].len = 0;
+                }
+            }
+            if (werr) {
+                for (int t = 0; t < T; t++)
+                    if (terr[t].code) {
+                        rs_error_set(err, terr[t].code, "%s", terr[t].msg);
+                        break;
+                    }
+                break;
+            }
+        } else {
+            for (int k = 0; k < T; k++)
+                for (uint32_t d = 0; d < ndest; d++)
+                    df[d].st.rows += sc.rows[(size_t)k * ndest + d];
+        }
+        pthread_mutex_lock(&s.mu);
+        s.ready[slot] = 0;
+        s.next_take = 1 - slot;
+        pthread_cond_broadcast(&s.cv);
+        pthread_mutex_unlock(&s.mu);
+        if (o->progress && now() - last_progress > 0.25) {
+            progress_line(&s, t0, 0);
+            last_progress = now();
+        }
+    }
+    free(input_records);
+    if (err->code == 0) {
+        if (o->progress)
+            progress_line(&s, t0, 1);
+        for (uint32_t d = 0; d < ndest; d++) {
+            res->dest[d] = df[d].st;
+            if (df[d].fd >= 0 && close(df[d].fd) != 0 && err->code == 0)
+                rs_error_set(err, RS_EXIT_IO, "%s: close failed: %s", o->dest_paths[d], strerror(errno));
+            df[d].fd = -1;
+        }
+        if (quarantine && (fflush(quarantine) != 0 || ferror(quarantine)))
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed", o->quarantine);
+        rc = err->code ? -1 : 0;
+    } else if (o->progress) {
+        fputc('\n', stderr);
+    }
+done:
+    if (reader_started) {
+        pthread_mutex_lock(&s.mu);
+        s.stop = 1;
+        pthread_cond_broadcast(&s.cv);
+        pthread_mutex_unlock(&s.mu);
+        pthread_join(reader, NULL);
+    }
+    if (quarantine)
+        fclose(quarantine);
+    for (uint32_t d = 0; d < ndest; d++)
+        if (df && df[d].fd >= 0)
+            close(df[d].fd);
+    if (sc.bufs)
+        for (size_t i = 0; i < (size_t)T * ndest; i++)
+            rs_buf_free(&sc.bufs[i]);
+    for (int t = 0; acc && t < T; t++) {
+        rs_buf_free(&acc[t].quarantine);
+        rs_buf_free(&acc[t].qmarks);
+        rs_buf_free(&acc[t].scratch);
+    }
+    for (int t = 0; dz && t < T; t++)
+        rs_deflater_free(dz[t]);
+    for (int t = 0; members && t < T; t++)
+        rs_buf_free(&members[t]);
+    free(sc.bufs);
+    free(sc.rows);
+    free(acc);
+    free(dz);
+    free(members);
+    free(terr);
+    free(df);
+    free(s.b[0].data);
+    free(s.b[1].data);
+    if (!s.header_fields.data || !res->header_fields) {
+        rs_buf_free(&s.header_fields);
+    } else {
+        /* header_fields point into this buffer: hand it to the result */
+        res->header_fields_storage = s.header_fields.data;
+    }
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+    res->seconds = now() - t0;
+    return rc;
+}
+
+void rs_pipeline_result_free(rs_pipeline_result *res)
+{
+    free(res->dest);
+    free(res->input);
+    free(res->header);
+    free(res->header_fields);
+    free(res->header_fields_storage);
+    memset(res, 0, sizeof *res);
+}

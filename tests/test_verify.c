@@ -1,0 +1,138 @@
+/* `ringshard verify`: a bucket directory and a move directory verify; every
+ * kind of damage (missing, extra, altered, misplaced rows, corrupt gzip,
+ * wrong header, tampered manifest) is found and named, with exit 3. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+
+static char *tmp;
+
+static int sh(char **out, char **err, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return run(cmd, out, err);
+}
+
+/* tmp/in.csv, tmp/old (20 buckets), tmp/moves (plan --emit, 20 -> 22) */
+static void setup(void)
+{
+    tmp = make_tmpdir();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/in.csv", tmp);
+    FILE *f = fopen(path, "w");
+    fputs("id,note,amount\n", f);
+    for (int i = 0; i < 20000; i++)
+        fprintf(f, "k%d,\"n,%d\",%d\n", i * 7919, i % 13, i);
+    fclose(f);
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
+                "\"$RS\" plan --quiet --from-buckets old --add 2 --emit moves",
+                tmp);
+    cr_assert_eq(rc, 0, "setup: %s %s", out, err);
+    free(out);
+    free(err);
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    system(cmd);
+    free(tmp);
+}
+
+TestSuite(verify, .init = setup, .fini = teardown, .timeout = 300);
+
+static void expect(int want_rc, const char *damage, const char *dir, const char *needle)
+{
+    char *out, *err;
+    int rc = sh(&out, &err, "cd %s && { %s ; } && \"$RS\" verify -j 2 %s", tmp, damage, dir);
+    cr_assert_eq(rc, want_rc, "rc %d for '%s'\nstdout: %s\nstderr: %s", rc, damage, out, err);
+    cr_assert(strstr(out, needle), "'%s' not in:\n%s", needle, out);
+    free(out);
+    free(err);
+}
+
+Test(verify, bucket_and_move_directories_verify)
+{
+    expect(0, "true", "old", "verify old: OK: buckets, 20 files, 20000 rows");
+    expect(0, "true", "moves", "verify moves: OK: moves");
+}
+
+Test(verify, missing_and_extra_files)
+{
+    expect(3, "rm old/7.csv.gz && touch old/stray.csv", "old", "7.csv.gz: missing");
+    expect(3, "true", "old", "stray.csv: extra file, not in the manifest");
+    expect(3, "true", "old", "FAILED: 2 differences");
+}
+
+Test(verify, altered_row_changes_the_checksum)
+{
+    /* same row count and length, one byte changed in a non-key field */
+    expect(3, "gzip -dc old/3.csv.gz | sed '2s/[0-9]$/x/' > t && mv t old/3.csv.gz", "old",
+           "3.csv.gz: CRC-32 of the data");
+}
+
+Test(verify, misplaced_row_is_named)
+{
+    expect(3, "gzip -dc old/4.csv.gz > t && gzip -dc old/3.csv.gz | sed -n 2p >> t && gzip -c t > old/4.csv.gz",
+           "old", "4.csv.gz: 1 of");
+    expect(3, "true", "old", "rows belong to another node than 4");
+    expect(3, "true", "old", "rows, the manifest says");
+}
+
+Test(verify, moved_row_in_the_wrong_pair)
+{
+    char *out;
+    /* append a row that stays (it is in its old bucket, and the new ring keeps it) to a move file */
+    sh(&out, NULL, "cd %s/moves && ls *.csv.gz | head -1", tmp);
+    out[strcspn(out, "\n")] = '\0';
+    char damage[1024];
+    snprintf(damage, sizeof damage,
+             "gzip -dc moves/%s > t && gzip -dc old/0.csv.gz | sed -n 2,40p >> t && gzip -c t > moves/%s", out, out);
+    char needle[256];
+    snprintf(needle, sizeof needle, "%s: ", out);
+    expect(3, damage, "moves", "rows do not move");
+    free(out);
+}
+
+Test(verify, corrupt_gzip_is_named_and_the_rest_still_checked)
+{
+    expect(3, "head -c 100 old/9.csv.gz > t && mv t old/9.csv.gz && rm old/2.csv.gz", "old", "9.csv.gz: unreadable");
+    expect(3, "true", "old", "2.csv.gz: missing");
+}
+
+Test(verify, tampered_manifest)
+{
+    expect(3, "sed -i 's/\"rows\": 1\\([0-9][0-9][0-9]\\),/\"rows\": 2\\1,/' old/manifest.json", "old",
+           "rows, the manifest says 2");
+    expect(3, "true", "old", "manifest: files add up to");
+}
+
+Test(verify, wrong_header)
+{
+    expect(3, "for f in old/*.csv.gz; do gzip -dc $f | sed '1s/id/ID/' | gzip -c > t && mv t $f; done", "old",
+           "header");
+}
+
+Test(verify, bad_usage)
+{
+    char *out, *err;
+    int rc = sh(&out, &err, "\"$RS\" verify");
+    cr_assert_eq(rc, 64);
+    free(out);
+    free(err);
+    rc = sh(&out, &err, "\"$RS\" verify %s/nothing-here", tmp);
+    cr_assert_neq(rc, 0);
+    cr_assert_neq(rc, 3);
+    free(out);
+    free(err);
+}
