@@ -29,6 +29,18 @@
 typedef uint32_t (*rs_route_fn)(void *ctx, int tid, uint32_t input, const char *key, size_t keylen,
                                 const char *row, size_t rowlen);
 
+/* A faster router for placements on a ring: the pipeline computes each
+ * row's position with `position`, issues the prefetches for a block of
+ * rows, and only then asks `route` for the destination, so that the ring's
+ * memory latency is hidden (the key is not passed again: with keys_only,
+ * rows take the plain `route` path). */
+typedef struct {
+    uint64_t (*position)(void *ctx, const char *key, size_t keylen);
+    void (*prefetch_index)(void *ctx, uint64_t pos);
+    void (*prefetch_point)(void *ctx, uint64_t pos);
+    uint32_t (*route)(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen);
+} rs_pos_router;
+
 typedef enum { RS_BAD_ROW_FAIL = 0, RS_BAD_ROW_SKIP, RS_BAD_ROW_QUARANTINE } rs_bad_row_policy;
 
 typedef struct {
@@ -50,6 +62,8 @@ typedef struct {
     uint32_t ndest;
     rs_route_fn route;
     void *route_ctx;
+    const rs_pos_router *pos_router; /* optional: used (with route_ctx) instead
+                                        of route when set and !keys_only */
     /* output: NULL paths = count only */
     const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
     int compress;                /* 1: gzip members, 0: plain */

@@ -45,7 +45,8 @@ typedef struct {
     double band_lo, band_hi;     /* shaded band; NAN: none */
     const char *band_label;      /* legend text of the band */
     double capacity;             /* capacity line; NAN: none */
-    double theory_mean, theory_sd; /* dashed normal curve in the histogram; NAN: none */
+    double theory_mean, theory_sd; /* dashed theory curve in the histogram: a gamma density
+                                    with this mean and sd (normal when near-normal); NAN: none */
     const char *theory_label;
     const rs_report_fact *facts; /* shown as text */
     size_t nfacts;

@@ -98,6 +98,13 @@ uint32_t rs_ring_owner(const rs_ring *ring, uint64_t pos);
 /* rs_ring_owner(ring, rs_ring_position(ring, key, len)). */
 uint32_t rs_ring_locate(const rs_ring *ring, const void *key, size_t len);
 
+/* Prefetch hints for batched lookups, which hide memory latency: issue
+ * rs_ring_prefetch_index for a block of positions, then
+ * rs_ring_prefetch_point for the same block, then rs_ring_owner. Both are
+ * no-ops for schemes without points and never change a result. */
+void rs_ring_prefetch_index(const rs_ring *ring, uint64_t pos);
+void rs_ring_prefetch_point(const rs_ring *ring, uint64_t pos);
+
 /* Owner by plain binary search over the points (the baseline the
  * benchmark compares the index against; same result as rs_ring_owner). */
 uint32_t rs_ring_owner_bsearch(const rs_ring *ring, uint64_t pos);

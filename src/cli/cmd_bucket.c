@@ -34,6 +34,16 @@ static uint32_t route_ring(void *ctx, int tid, uint32_t input, const char *key, 
     return rs_ring_locate(ctx, key, keylen);
 }
 
+static uint64_t pos_ring(void *ctx, const char *key, size_t keylen) { return rs_ring_position(ctx, key, keylen); }
+static void prefetch_index(void *ctx, uint64_t pos) { rs_ring_prefetch_index(ctx, pos); }
+static void prefetch_point(void *ctx, uint64_t pos) { rs_ring_prefetch_point(ctx, pos); }
+static uint32_t route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen)
+{
+    (void)tid, (void)input, (void)row, (void)rowlen;
+    return rs_ring_owner(ctx, pos);
+}
+static const rs_pos_router ring_router = {pos_ring, prefetch_index, prefetch_point, route_pos};
+
 /* Fills the manifest's common part from a finished pipeline run. */
 static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
                          const rs_ring *ring, const char *const *files, rs_error *err)
@@ -211,6 +221,7 @@ int rs_cmd_bucket(int argc, char **argv)
     }
     po.ndest = nodes->count;
     po.route = route_ring;
+    po.pos_router = &ring_router;
     po.route_ctx = ring;
     po.dest_paths = (const char *const *)files;
     if (rs_pipeline_run(&po, &res, &err) != 0)

@@ -2,6 +2,7 @@
  * vnode sweeps, bounded-load capacity what-ifs. The keys are generated,
  * hashed and counted per node in parallel (per-thread counters, summed);
  * the bounded-load placement is sequential, in key order. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
@@ -23,9 +24,11 @@ static const char simulate_help[] =
     "  --key-pattern P     seq: the strings \"0\"..\"K-1\" (seed 000's experiments);\n"
     "                      random: 32 lowercase hex digits from splitmix64 (default)\n"
     "  --key-seed N        seed of the random keys (default 0); --seed is the hash's\n"
-    "  --add K             add K nodes, named by the next unused integers\n"
+    "  --add K             add K nodes, named as plan --add names them (\"999\" ->\n"
+    "                      \"1000\"..., \"db07\" -> \"db08\"...)\n"
     "  --add-names NAMES   add these nodes (comma-separated), in order\n"
-    "  --remove NAMES      remove these nodes (comma-separated)\n"
+    "  --remove NAMES      remove these nodes (comma-separated; slots: marked down,\n"
+    "                      so that the others keep their slots)\n"
     "  --vnodes V1,V2,...  a sweep: one TSV row per vnode count (balance, and the\n"
     "                      moved fraction with --add/--remove); a single V is the\n"
     "                      ring option\n"
@@ -69,6 +72,57 @@ typedef struct {
 
 static void fail_oom(rs_error *err) { rs_error_set(err, RS_EXIT_IO, "out of memory"); }
 
+/* --add K, named as `plan --add` names them: the last node's numeric suffix
+ * continues (keeping its zero padding) after the largest number with that
+ * prefix, skipping names that exist; a last name without digits gets "-1",
+ * "-2"... */
+static int add_count(rs_nodes *nodes, unsigned long long k, rs_error *err)
+{
+    const char *last = nodes->names[nodes->count - 1];
+    size_t len = strlen(last), d = len;
+    while (d > 0 && isdigit((unsigned char)last[d - 1]))
+        d--;
+    char prefix[4096];
+    unsigned long long next = 1;
+    int width = 0;
+    if (d == len || len - d > 18) {
+        if (len + 2 >= sizeof prefix)
+            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
+        snprintf(prefix, sizeof prefix, "%s-", last);
+    } else {
+        if (d >= sizeof prefix)
+            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
+        memcpy(prefix, last, d);
+        prefix[d] = '\0';
+        if (last[d] == '0' && len - d > 1)
+            width = (int)(len - d);
+        next = 0;
+        for (uint32_t i = 0; i < nodes->count; i++) {
+            const char *s = nodes->names[i];
+            if (strncmp(s, prefix, d) != 0 || !s[d])
+                continue;
+            const char *p = s + d;
+            while (isdigit((unsigned char)*p))
+                p++;
+            if (*p || p - (s + d) > 18)
+                continue;
+            unsigned long long v = strtoull(s + d, NULL, 10);
+            if (v + 1 > next)
+                next = v + 1;
+        }
+    }
+    char name[4200];
+    for (unsigned long long added = 0; added < k; next++) {
+        snprintf(name, sizeof name, "%s%0*llu", prefix, width, next);
+        if (rs_nodes_find(nodes, name) >= 0)
+            continue;
+        if (rs_nodes_append(nodes, name, 1.0, "--add", err) != 0)
+            return -1;
+        added++;
+    }
+    return 0;
+}
+
 /* Applies --add / --add-names / --remove to a copy of the base ring's nodes. */
 static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const char *add_names, const char *remove,
                               char *what, size_t whatcap, rs_error *err)
@@ -77,13 +131,16 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
     if (rs_nodes_copy(&nodes, rs_ring_nodes(base), err) != 0)
         return NULL;
     uint32_t before = 0, after = 0;
+    /* slots: a removed node is marked down, so that the others keep their
+     * slots (seed 001's dropBadNode; plan does the same) */
+    int slots = rs_ring_get_opts(base)->scheme == RS_SCHEME_SLOTS;
     for (uint32_t i = 0; i < nodes.count; i++)
         before += !nodes.down[i];
     size_t wl = 0;
     if (remove) {
         char *list = strdup(remove), *save = NULL;
         for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-            if (rs_nodes_remove(&nodes, name, err) != 0) {
+            if ((slots ? rs_nodes_set_down(&nodes, name, err) : rs_nodes_remove(&nodes, name, err)) != 0) {
                 free(list);
                 rs_nodes_free(&nodes);
                 return NULL;
@@ -103,16 +160,9 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
         wl += (size_t)snprintf(what + wl, whatcap - wl, "%sadd %s", wl ? ", " : "", add_names);
     }
     if (add) {
-        unsigned long long next = nodes.count;
-        for (unsigned long long k = 0; k < add; k++) {
-            char name[32];
-            do
-                snprintf(name, sizeof name, "%llu", next++);
-            while (rs_nodes_find(&nodes, name) >= 0);
-            if (rs_nodes_append(&nodes, name, 1.0, "--add", err) != 0) {
-                rs_nodes_free(&nodes);
-                return NULL;
-            }
+        if (add_count(&nodes, add, err) != 0) {
+            rs_nodes_free(&nodes);
+            return NULL;
         }
         wl += (size_t)snprintf(what + (wl < whatcap ? wl : whatcap), wl < whatcap ? whatcap - wl : 0,
                                "%sadd %llu node%s", wl ? ", " : "", add, add == 1 ? "" : "s");

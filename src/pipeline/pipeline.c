@@ -85,7 +85,9 @@ typedef struct {
     size_t cap, len;        /* len: bytes of complete records handed over */
     uint32_t input;
     int last_of_input;
-    uint64_t start_line;    /* lines before this batch in its input */
+    uint64_t start_line;    /* the first batch of an input: lines of its header
+                               (and blank lines before it); later ones: 0. The
+                               team adds up the lines it parses. */
     size_t seg[RS_SEGMENTS + 1];
     int end;                /* no more batches */
     rs_error err;           /* the reader failed before this batch */
@@ -115,9 +117,18 @@ static size_t count_quotes(const char *p, size_t n)
 {
     size_t c = 0, i = 0;
     const __m128i q = _mm_set1_epi8('"');
-    for (; i + 16 <= n; i += 16) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-        c += (size_t)__builtin_popcount((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, q)));
+    /* cmpeq gives 0xFF per quote; 0 - that is 1 per quote; psadbw sums
+     * bytes into two 64-bit lanes. Flushed every 255 blocks (bytes <= 255). */
+    const __m128i zero = _mm_setzero_si128();
+    while (i + 16 <= n) {
+        __m128i acc = zero;
+        size_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
+        for (; i + 16 <= stop; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, q));
+        }
+        __m128i sums = _mm_sad_epu8(acc, zero);
+        c += (size_t)_mm_cvtsi128_si64(sums) + (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
     }
     for (; i < n; i++)
         c += p[i] == '"';
@@ -404,13 +415,8 @@ static void *reader_main(void *arg)
             nb->len = carry;
             nb->err.code = 0;
             nb->end = 0;
-            /* Lines (LFs) before the next batch, for messages; records are
-             * counted by the team, which sees batches in order. */
-            uint64_t nl = 0;
-            for (const char *p = b->data, *e = b->data + cut; (p = memchr(p, '\n', (size_t)(e - p))); p++)
-                nl++;
-            lines += nl;
             publish_slot(s, slot);
+            lines = 0;  /* the header's lines go with the first batch only */
             slot = next;
             b = nb;
         }
@@ -519,6 +525,18 @@ static void escape_into(rs_buf *b, const char *p, size_t n)
     }
 }
 
+#define RS_BLOCK 32
+
+/* Appends row + LF to a destination buffer. */
+static inline void scatter_row(rs_buf *out, const char *row, size_t len)
+{
+    if (out->cap - out->len > len || rs_buf_reserve(out, len + 1) == 0) {
+        memcpy(out->data + out->len, row, len);
+        out->data[out->len + len] = '\n';
+        out->len += len + 1;
+    }
+}
+
 /* Parses segments [sa, sb) of batch b on thread tid. */
 static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, scatter *sc, thread_acc *acc)
 {
@@ -533,6 +551,29 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
     rs_csv_fault fault;
     const char *key;
     size_t keylen;
+    /* Rows wait in blocks of RS_BLOCK between hashing and routing, so that
+     * the ring lookups' cache misses overlap (see rs_pos_router). */
+    const rs_pos_router *pr = o->keys_only ? NULL : o->pos_router;
+    struct {
+        size_t off, len;
+        uint64_t pos;
+    } pend[RS_BLOCK];
+    int npend = 0;
+#define FLUSH_PENDING()                                                                      \
+    do {                                                                                     \
+        for (int i_ = 0; i_ < npend; i_++)                                                   \
+            pr->prefetch_point(o->route_ctx, pend[i_].pos);                                   \
+        for (int i_ = 0; i_ < npend; i_++) {                                                 \
+            const char *row_ = base + pend[i_].off;                                          \
+            uint32_t d_ = pr->route(o->route_ctx, tid, b->input, pend[i_].pos, row_, pend[i_].len); \
+            if (d_ != RS_ROUTE_DROP) {                                                       \
+                drows[d_]++;                                                                 \
+                if (writing)                                                                 \
+                    scatter_row(&bufs[d_], row_, pend[i_].len);                               \
+            }                                                                                \
+        }                                                                                    \
+        npend = 0;                                                                           \
+    } while (0)
     while (pos < end) {
         int r = rs_csv_next(&o->dialect, &s->keyspec, base + pos, end - pos, 1, &rec, &key, &keylen, &acc->scratch,
                             &fault);
@@ -545,7 +586,6 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
                 continue;
             }
             const char *row = base + pos;
-            uint32_t d = o->route(o->route_ctx, tid, b->input, key, keylen, row, rec.len);
             acc->rows++;
             acc->bytes += rec.len + 1;
             if (o->input_crc) {
@@ -553,6 +593,18 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
                 acc->crc = rs_crc32(acc->crc, "\n", 1);
                 acc->crc_len += rec.len + 1;
             }
+            if (pr) {
+                uint64_t p = pr->position(o->route_ctx, key, keylen);
+                pr->prefetch_index(o->route_ctx, p);
+                pend[npend].off = pos;
+                pend[npend].len = rec.len;
+                pend[npend].pos = p;
+                if (++npend == RS_BLOCK)
+                    FLUSH_PENDING();
+                pos += rec.consumed;
+                continue;
+            }
+            uint32_t d = o->route(o->route_ctx, tid, b->input, key, keylen, row, rec.len);
             if (d != RS_ROUTE_DROP) {
                 drows[d]++;
                 if (writing) {
@@ -560,10 +612,8 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
                     if (o->keys_only) {
                         quote_key(out, key, keylen, o->dialect.delim);
                         rs_buf_append(out, "\n", 1);
-                    } else if (out->cap - out->len > rec.len || rs_buf_reserve(out, rec.len + 1) == 0) {
-                        memcpy(out->data + out->len, row, rec.len);
-                        out->data[out->len + rec.len] = '\n';
-                        out->len += rec.len + 1;
+                    } else {
+                        scatter_row(out, row, rec.len);
                     }
                 }
             }
@@ -576,6 +626,8 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
             fault.offset = end - pos;
             fault.field = 0;
         }
+        if (pr)
+            FLUSH_PENDING();
         if (o->bad_rows == RS_BAD_ROW_FAIL) {
             acc->fault = (thread_fault){1, pos, acc->lines, acc->records, fault};
             return;
@@ -606,6 +658,9 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, 
         acc->lines += nl ? nl : 1;
         pos = next;
     }
+    if (pr)
+        FLUSH_PENDING();
+#undef FLUSH_PENDING
 }
 
 typedef struct {
@@ -815,6 +870,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     int headers_written = 0;
     double last_progress = now();
     uint64_t *input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_records);
+    uint64_t *input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_lines);
     for (;;) {
         pthread_mutex_lock(&s.mu);
         while (!s.ready[s.next_take])
@@ -854,6 +910,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             break;
 
         /* PARSE */
+        input_lines[b->input] += b->start_line;
         for (int t = 0; t < T; t++) {
             thread_acc *a = &acc[t];
             a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
@@ -876,14 +933,14 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             if (a->fault.failed) {
                 const char *path = o->inputs[b->input];
                 rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
-                             path, (unsigned long long)(b->start_line + lines + a->fault.line + 1),
+                             path, (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
                              (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
                              a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
                 failed = 1;
                 break;
             }
             if (quarantine && a->quarantine.len)
-                write_quarantine(quarantine, o->inputs[b->input], a, b->start_line + lines,
+                write_quarantine(quarantine, o->inputs[b->input], a, input_lines[b->input] + lines,
                                  input_records[b->input] + records);
             lines += a->lines;
             records += a->records;
@@ -901,6 +958,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         if (failed)
             break;
         input_records[b->input] += records;
+        input_lines[b->input] += lines;
 
         /* COMPRESS and WRITE */
         if (o->dest_paths) {
@@ -1000,6 +1058,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         }
     }
     free(input_records);
+    free(input_lines);
     if (err->code == 0) {
         if (o->progress)
             progress_line(&s, t0, 1);

@@ -86,7 +86,7 @@ static void tick_text(double v, char *buf, size_t cap)
         snprintf(buf, cap, "%gG", v / 1e9);
     else if (a >= 1e6 && fmod(a, 1e4) == 0)
         snprintf(buf, cap, "%gM", v / 1e6);
-    else if (a >= 1e5 && fmod(a, 100) == 0)
+    else if (a >= 1e4 && fmod(a, 100) == 0)
         snprintf(buf, cap, "%gk", v / 1e3);
     else
         snprintf(buf, cap, "%.6g", v);
@@ -379,6 +379,11 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
     double cw = pw / (double)(cols ? cols : 1);
     int titles = r->n <= 5000;
     double base = map_y(&box, box.lo);
+    if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
+        double y1 = map_y(&box, fmin(box.hi, r->band_hi)), y2 = map_y(&box, fmax(box.lo, r->band_lo));
+        fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"" C_BAND
+                   "\" fill-opacity=\"0.30\"/>\n", px, y1, pw, y2 - y1 > 0 ? y2 - y1 : 0);
+    }
     fputs("<g class=\"bars\" shape-rendering=\"crispEdges\">\n", f);
     for (size_t c = 0; c < cols; c++) {
         size_t s = c * r->n / cols, e = (c + 1) * r->n / cols;
@@ -427,9 +432,15 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
         fputs("\"/>\n", f);
     }
     if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
-        double y1 = map_y(&box, fmin(box.hi, r->band_hi)), y2 = map_y(&box, fmax(box.lo, r->band_lo));
-        fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"" C_BAND
-                   "\" fill-opacity=\"0.30\"/>\n", px, y1, pw, y2 - y1 > 0 ? y2 - y1 : 0);
+        /* the band's edges over the bars (its shading is behind them) */
+        for (int k = 0; k < 2; k++) {
+            double v = k ? r->band_hi : r->band_lo;
+            if (v < box.lo || v > box.hi)
+                continue;
+            double yb = map_y(&box, v);
+            fprintf(f, "<line class=\"band-edge\" x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#c98a00\" "
+                       "stroke-width=\"1.2\" stroke-dasharray=\"2,3\"/>\n", px, yb, px + pw, yb);
+        }
     }
     if (isfinite(r->mean)) {
         double ym = map_y(&box, r->mean);
@@ -468,7 +479,7 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
     if (truncated) {
         num_text(box.lo, a, sizeof a);
         snprintf(t, sizeof t, "note: the axis starts at %s, not 0", a);
-        text(f, px + 4, py + ph - 6, "start", 11, "fill=\"#444\"", t);
+        text(f, px + pw, py + ph + 36, "end", 11, "fill=\"#a00\"", t);
     }
     fputs("</g>\n", f);
     free(ord);
@@ -477,6 +488,22 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
 /* ---- loads: histogram ------------------------------------------------------- */
 
 static double normal_cdf(double x) { return 0.5 * erfc(-x / sqrt(2.0)); }
+
+/* The theory curve: a gamma density with the given mean and sd (shape
+ * mean^2/sd^2: a random ring's share is a sum of V spacings, Gamma(V)), or a
+ * normal density when the shape is large (> 500) and the two agree. */
+static double theory_density(double mean, double sd, double x)
+{
+    double k = mean * mean / (sd * sd);
+    if (k > 500 || mean <= 0) {
+        double z = (x - mean) / sd;
+        return exp(-z * z / 2) / (sd * sqrt(2 * M_PI));
+    }
+    if (x <= 0)
+        return k < 1 ? INFINITY : k == 1 ? 1 / (sd * sd / mean) : 0;
+    double theta = sd * sd / mean;
+    return exp((k - 1) * log(x) - x / theta - lgamma(k) - k * log(theta));
+}
 
 void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
 {
@@ -545,7 +572,11 @@ void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, dou
         ymax = fmax(ymax, fmax(obs[k], exp_[k]));
     int have_theory = isfinite(r->theory_mean) && isfinite(r->theory_sd) && r->theory_sd > 0;
     if (have_theory)
-        ymax = fmax(ymax, (double)r->n * bw / (r->theory_sd * sqrt(2 * M_PI)));
+        for (int s = 0; s <= 200; s++) {
+            double d = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, lo + (hi - lo) * s / 200.0);
+            if (isfinite(d))
+                ymax = fmax(ymax, fmin(d, 2 * ymax));
+        }
     axis_box box = {px, py, pw, ph, 0, ymax * 1.1, 0};
     fputs("<g class=\"histogram\">\n", f);
     snprintf(t, sizeof t, "How many nodes carry each load (bins of %.6g %s)", bw, r->unit ? r->unit : "");
@@ -593,8 +624,10 @@ void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, dou
         fputs("<polyline class=\"theory\" fill=\"none\" stroke=\"" C_THEORY
               "\" stroke-width=\"2\" stroke-dasharray=\"6,4\" points=\"", f);
         for (int s = 0; s <= 200; s++) {
-            double v = lo + (hi - lo) * s / 200.0, zz = (v - r->theory_mean) / r->theory_sd;
-            double dens = (double)r->n * bw * exp(-zz * zz / 2) / (r->theory_sd * sqrt(2 * M_PI));
+            double v = lo + (hi - lo) * s / 200.0;
+            double dens = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, v);
+            if (!isfinite(dens) || dens > box.hi)
+                dens = box.hi;
             fprintf(f, "%.2f,%.2f ", map_xv(px, pw, lo, hi, 0, v), map_y(&box, dens));
         }
         fputs("\"/>\n", f);

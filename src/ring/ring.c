@@ -291,6 +291,21 @@ uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
     return lo == r->npoints ? 0 : lo;
 }
 
+void rs_ring_prefetch_index(const rs_ring *r, uint64_t pos)
+{
+    if (r->npoints)
+        __builtin_prefetch(&r->index[pos >> r->index_shift]);
+}
+
+void rs_ring_prefetch_point(const rs_ring *r, uint64_t pos)
+{
+    if (r->npoints) {
+        uint32_t i = r->index[pos >> r->index_shift];
+        __builtin_prefetch(&r->pos[i]);
+        __builtin_prefetch(&r->node[i]);
+    }
+}
+
 uint32_t rs_ring_owner(const rs_ring *r, uint64_t pos)
 {
     if (!r->npoints)

@@ -190,11 +190,10 @@ int rs_balance_report(const char *path, int html, const char *title, const rs_ri
     if (isnan(b->sd_theory))
         fact(fb, &nf, "expected sd (theory)", "n/a");
     else if (b->vnodes)
-        fact(fb, &nf, "expected sd (theory)", "%.2f (V=%u; share spread %.6f ~ 1/sqrt(V))", b->sd_theory, b->vnodes,
-             b->share_rel_sd_theory);
+        fact(fb, &nf, "expected sd (theory)", "%.2f (random ring, V=%u)", b->sd_theory, b->vnodes);
     else
         fact(fb, &nf, "expected sd (theory)", "%.2f (equal shares)", b->sd_theory);
-    fact(fb, &nf, "flagged", "%u outside K*p_i +- %g sd (%.1f expected by chance)", b->above + b->below, b->z,
+    fact(fb, &nf, "flagged", "%u outside K*p_i +- %g sd (%.1f by chance)", b->above + b->below, b->z,
          b->flag_chance);
     if (bl) {
         fact(fb, &nf, "capacity factor", "%g (capacity %llu)", bl->factor, (unsigned long long)bl->capacity);
