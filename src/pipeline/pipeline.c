@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +83,6 @@ typedef struct {
     char *data;
     size_t cap, len;        /* len: bytes of complete records handed over */
     uint32_t input;
-    int last_of_input;
     uint64_t start_line;    /* the first batch of an input: lines of its header
                                (and blank lines before it); later ones: 0. The
                                team adds up the lines it parses. */
@@ -97,11 +95,12 @@ typedef struct {
     const rs_pipeline_opts *o;
     rs_pipeline_result *res;
     batch b[2];
-    int ready[2];           /* filled, waiting for the team */
-    int next_take;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
     size_t cap;
+    /* the producer's position */
+    uint32_t next_input;
+    rs_reader *rd;
+    int eof;
+    rs_buf carry;           /* the incomplete last record of the last batch */
     uint64_t consumed_done; /* compressed bytes of finished inputs */
     volatile uint64_t consumed_now;
     uint64_t total_size;
@@ -109,7 +108,6 @@ typedef struct {
     rs_buf header_fields;   /* the first input's fields, NUL-separated */
     rs_csv_keyspec keyspec;
     int keyspec_ready;
-    int stop;
 } pipe_state;
 
 /* Quotes in p[0..n), 16 bytes at a time. */
@@ -185,26 +183,6 @@ static void cut_segments(batch *b)
         }
     }
     b->seg[RS_SEGMENTS] = b->len;
-}
-
-/* Waits until slot i is free (not waiting for the team). Returns 0, or -1
- * when the run is stopping. */
-static int wait_free(pipe_state *s, int i)
-{
-    pthread_mutex_lock(&s->mu);
-    while (s->ready[i] && !s->stop)
-        pthread_cond_wait(&s->cv, &s->mu);
-    int rc = s->stop ? -1 : 0;
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}
-
-static void publish_slot(pipe_state *s, int i)
-{
-    pthread_mutex_lock(&s->mu);
-    s->ready[i] = 1;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
 }
 
 /* Bytes allocated past a batch buffer's capacity, never handed to a reader:
@@ -354,90 +332,85 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
     }
 }
 
-static void *reader_main(void *arg)
+/* Produces the next batch into b: records of one input, ending at a
+ * record boundary (its incomplete last record waits in s->carry), or sets
+ * b->end after the last input, or b->err. One thread at a time. */
+static void produce(pipe_state *s, batch *b)
 {
-    pipe_state *s = arg;
     const rs_pipeline_opts *o = s->o;
-    int slot = 0;  /* both slots are free at the start */
-    batch *b = &s->b[slot];
+    rs_error err = {0};
     b->len = 0;
-    for (uint32_t i = 0; i < o->ninputs; i++) {
-        rs_error err = {0};
-        rs_reader *rd = rs_reader_open(o->inputs[i], o->codec, &err);
-        uint64_t lines = 0;
-        int eof = 0;
-        if (!rd)
-            goto fail;
-        b->len = 0;
-        if (o->header) {
-            ssize_t h = read_header(s, rd, b, i, &lines, &err);
-            if (h < 0)
+    b->end = 0;
+    b->err.code = 0;
+    b->start_line = 0;
+    for (;;) {
+        uint32_t i = s->next_input;
+        if (!s->rd) {
+            if (i >= o->ninputs) {
+                b->end = 1;
+                return;
+            }
+            s->rd = rs_reader_open(o->inputs[i], o->codec, &err);
+            if (!s->rd)
                 goto fail;
-            memmove(b->data, b->data + h, b->len - (size_t)h);
-            b->len -= (size_t)h;
-        } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, o->inputs[i], &err) != 0) {
-            goto fail;
-        }
-        while (!eof || b->len > 0) {
-            while (!eof && b->len < s->cap) {
-                ssize_t n = rs_reader_read(rd, b->data + b->len, s->cap - b->len, &err);
-                if (n < 0)
+            s->eof = 0;
+            s->carry.len = 0;
+            b->len = 0;
+            if (o->header) {
+                uint64_t lines = 0;
+                ssize_t h = read_header(s, s->rd, b, i, &lines, &err);
+                if (h < 0)
                     goto fail;
-                if (n == 0)
-                    eof = 1;
-                b->len += (size_t)n;
-                s->consumed_now = s->consumed_done + rs_reader_consumed(rd);
-                if (s->stop || interrupted)
-                    goto stopped;
-            }
-            size_t cut = eof ? b->len : last_boundary(b->data, b->len);
-            if (cut == 0) {
-                rs_error_set(&err, RS_EXIT_DATA,
-                             "%s: line %llu: record longer than the limit of %zu bytes (raise --memory)",
-                             o->inputs[i], (unsigned long long)lines + 1, s->cap);
+                memmove(b->data, b->data + h, b->len - (size_t)h);
+                b->len -= (size_t)h;
+                b->start_line = lines;
+            } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, o->inputs[i], &err) != 0) {
                 goto fail;
             }
-            size_t carry = b->len - cut;
-            b->len = cut;
-            b->input = i;
-            b->last_of_input = eof && carry == 0;
-            b->start_line = lines;
-            cut_segments(b);
-            int next = 1 - slot;
-            if (wait_free(s, next) != 0)
-                goto stopped;
-            batch *nb = &s->b[next];
-            if (grow_batch(nb, s->cap) != 0) {
-                rs_error_set(&err, RS_EXIT_IO, "out of memory");
-                goto fail;
-            }
-            memcpy(nb->data, b->data + cut, carry);
-            nb->len = carry;
-            nb->err.code = 0;
-            nb->end = 0;
-            publish_slot(s, slot);
-            lines = 0;  /* the header's lines go with the first batch only */
-            slot = next;
-            b = nb;
+        } else {
+            memcpy(b->data, s->carry.data, s->carry.len);
+            b->len = s->carry.len;
+            s->carry.len = 0;
         }
-        s->consumed_done += rs_reader_consumed(rd);
-        rs_reader_close(rd);
-        continue;
-    fail:
-        rs_reader_close(rd);
-        b->err = err;
-        b->len = 0;
-        b->end = 1;
-        publish_slot(s, slot);
-        return NULL;
-    stopped:
-        rs_reader_close(rd);
-        return NULL;
+        while (!s->eof && b->len < s->cap) {
+            ssize_t n = rs_reader_read(s->rd, b->data + b->len, s->cap - b->len, &err);
+            if (n < 0)
+                goto fail;
+            if (n == 0)
+                s->eof = 1;
+            b->len += (size_t)n;
+            s->consumed_now = s->consumed_done + rs_reader_consumed(s->rd);
+            if (interrupted) {
+                rs_error_set(&err, RS_EXIT_INTERRUPTED, "interrupted");
+                goto fail;
+            }
+        }
+        if (b->len == 0 && s->eof) {  /* this input is done */
+            s->consumed_done += rs_reader_consumed(s->rd);
+            rs_reader_close(s->rd);
+            s->rd = NULL;
+            s->next_input++;
+            continue;
+        }
+        size_t cut = s->eof ? b->len : last_boundary(b->data, b->len);
+        if (cut == 0) {
+            rs_error_set(&err, RS_EXIT_DATA, "%s: record longer than the limit of %zu bytes (raise --memory)",
+                         o->inputs[i], s->cap / 2);
+            goto fail;
+        }
+        if (rs_buf_append(&s->carry, b->data + cut, b->len - cut) != 0) {
+            rs_error_set(&err, RS_EXIT_IO, "out of memory");
+            goto fail;
+        }
+        b->len = cut;
+        b->input = i;
+        cut_segments(b);
+        return;
     }
+fail:
+    b->err = err;
     b->len = 0;
     b->end = 1;
-    publish_slot(s, slot);
-    return NULL;
 }
 
 /* ------------------------------------------------------------------ team */
@@ -538,15 +511,16 @@ static inline void scatter_row(rs_buf *out, const char *row, size_t len)
 }
 
 /* Parses segments [sa, sb) of batch b on thread tid. */
-static void parse_range(pipe_state *s, const batch *b, int tid, int sa, int sb, scatter *sc, thread_acc *acc)
+static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
+                        thread_acc *acc)
 {
     const rs_pipeline_opts *o = s->o;
     const char *base = b->data;
     size_t pos = b->seg[sa], end = b->seg[sb];
     uint32_t ndest = o->ndest;
     int writing = o->dest_paths != NULL;
-    rs_buf *bufs = writing ? sc->bufs + (size_t)tid * ndest : NULL;
-    uint64_t *drows = sc->rows + (size_t)tid * ndest;
+    rs_buf *bufs = writing ? sc->bufs + (size_t)group * ndest : NULL;
+    uint64_t *drows = sc->rows + (size_t)group * ndest;
     rs_csv_record rec;
     rs_csv_fault fault;
     const char *key;
@@ -700,6 +674,96 @@ static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, cons
     return 0;
 }
 
+/* Merges the groups' counts of a finished parse in input order: the first
+ * fault (by position) becomes the error, quarantined rows get absolute
+ * line and record numbers. Returns 1 if the batch failed. */
+static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FILE *quarantine,
+                       uint64_t *input_lines, uint64_t *input_records, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    uint64_t lines = 0, records = 0;
+    for (int g = 0; g < G; g++) {
+        thread_acc *a = &acc[g];
+        if (a->fault.failed) {
+            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
+                         o->inputs[b->input], (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
+                         (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
+                         a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
+            return 1;
+        }
+        if (quarantine && a->quarantine.len)
+            write_quarantine(quarantine, o->inputs[b->input], a, input_lines[b->input] + lines,
+                             input_records[b->input] + records);
+        lines += a->lines;
+        records += a->records;
+        rs_input_stats *in = &res->input[b->input];
+        in->rows += a->rows;
+        in->bytes += a->bytes;
+        in->blank_lines += a->blank;
+        in->rejected += a->rejected;
+        if (o->input_crc)
+            in->crc = rs_crc32_combine(in->crc, a->crc, a->crc_len);
+        res->rows += a->rows;
+        res->bytes += a->bytes;
+        res->rejected += a->rejected;
+    }
+    input_records[b->input] += records;
+    input_lines[b->input] += lines;
+    return 0;
+}
+
+/* Writes destination d's rows of this batch (the groups' pieces in order)
+ * as one gzip member, or as they are. Returns 0 or -1 with err. */
+static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d, rs_deflater *dz, rs_buf *member,
+                      dest_file *df, const void **pieces, size_t *lens, rs_error *err)
+{
+    uint32_t ndest = o->ndest;
+    size_t np = 0, total = 0;
+    uint64_t rows = 0;
+    rs_buf *first = NULL;
+    for (int g = 0; g < G; g++) {
+        rs_buf *bb = &sc->bufs[(size_t)g * ndest + d];
+        rows += sc->rows[(size_t)g * ndest + d];
+        if (bb->len) {
+            if (!first)
+                first = bb;
+            pieces[np] = bb->data;
+            lens[np++] = bb->len;
+            total += bb->len;
+        }
+    }
+    if (!np)
+        return 0;
+    uint32_t crc = 0;
+    int rc = 0;
+    if (o->compress) {
+        /* One contiguous piece: a compressor fed the same bytes in other
+         * pieces may emit other (valid) bytes, and the groups depend on the
+         * thread count, which the output must not. */
+        for (size_t k = 1; k < np; k++)
+            if (rs_buf_append(first, pieces[k], lens[k]) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        pieces[0] = first->data;
+        lens[0] = first->len;
+        member->len = 0;
+        if (rs_deflater_member(dz, pieces, lens, 1, member, &crc) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory while compressing");
+        rc = dest_write(o, df, d, member->data, member->len, err);
+    } else {
+        for (size_t k = 0; k < np && rc == 0; k++) {
+            crc = rs_crc32(crc, pieces[k], lens[k]);
+            rc = dest_write(o, df, d, pieces[k], lens[k], err);
+        }
+    }
+    df->st.crc = rs_crc32_combine(df->st.crc, crc, total);
+    df->st.rows += rows;
+    df->st.bytes += total;
+    for (int g = 0; g < G; g++)
+        sc->bufs[(size_t)g * ndest + d].len = 0;
+    return rc;
+}
+
 static void raise_fd_limit(uint32_t need)
 {
     struct rlimit rl;
@@ -800,8 +864,6 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     memset(&s, 0, sizeof s);
     s.o = o;
     s.res = res;
-    pthread_mutex_init(&s.mu, NULL);
-    pthread_cond_init(&s.cv, NULL);
     size_t cap = o->memory / 8;
     cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
     s.cap = cap;
@@ -811,18 +873,21 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     s.o = &local;
     o = &local;
 
+    /* Groups of segments are parsed dynamically, so that the thread that
+     * inflates the next batch simply takes fewer; each has its own scatter
+     * buffers and counts, merged in order. */
+    int G = 4 * T > RS_SEGMENTS ? RS_SEGMENTS : 4 * T;
     dest_file *df = calloc(ndest ? ndest : 1, sizeof *df);
     scatter sc = {0};
-    sc.rows = calloc((size_t)T * (ndest ? ndest : 1), sizeof *sc.rows);
+    sc.rows = calloc((size_t)G * (ndest ? ndest : 1), sizeof *sc.rows);
     if (o->dest_paths)
-        sc.bufs = calloc((size_t)T * ndest, sizeof *sc.bufs);
-    thread_acc *acc = calloc((size_t)T, sizeof *acc);
+        sc.bufs = calloc((size_t)G * ndest, sizeof *sc.bufs);
+    thread_acc *acc = calloc((size_t)G, sizeof *acc);
     rs_deflater **dz = calloc((size_t)T, sizeof *dz);
     rs_buf *members = calloc((size_t)T, sizeof *members);
     rs_error *terr = calloc((size_t)T, sizeof *terr);
     FILE *quarantine = NULL;
-    pthread_t reader;
-    int reader_started = 0, rc = -1;
+    int rc = -1;
     if (!res->dest || !res->input || !df || !sc.rows || (o->dest_paths && !sc.bufs) || !acc || !dz || !members ||
         !terr || grow_batch(&s.b[0], cap) != 0 || grow_batch(&s.b[1], cap) != 0) {
         rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
@@ -861,23 +926,15 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 rs_error_set(err, RS_EXIT_IO, "out of memory for the compressors");
                 goto done;
             }
-    if (pthread_create(&reader, NULL, reader_main, &s) != 0) {
-        rs_error_set(err, RS_EXIT_IO, "cannot start the reader thread");
-        goto done;
-    }
-    reader_started = 1;
 
     int headers_written = 0;
     double last_progress = now();
     uint64_t *input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_records);
     uint64_t *input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_lines);
+    int slot = 0;
+    produce(&s, &s.b[0]);
     for (;;) {
-        pthread_mutex_lock(&s.mu);
-        while (!s.ready[s.next_take])
-            pthread_cond_wait(&s.cv, &s.mu);
-        pthread_mutex_unlock(&s.mu);
-        int slot = s.next_take;
-        batch *b = &s.b[slot];
+        batch *b = &s.b[slot], *next = &s.b[1 - slot];
         if (b->err.code) {
             rs_error_set(err, b->err.code, "%s", b->err.msg);
             break;
@@ -909,10 +966,13 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         if (b->end)
             break;
 
-        /* PARSE */
+        /* One parallel region a batch. Whoever arrives first produces the
+         * next batch (inflating it) while the others parse this one's
+         * groups; one thread then merges the counts and checks for errors
+         * in input order; then all compress and write. */
         input_lines[b->input] += b->start_line;
-        for (int t = 0; t < T; t++) {
-            thread_acc *a = &acc[t];
+        for (int g = 0; g < G; g++) {
+            thread_acc *a = &acc[g];
             a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
             a->crc = 0;
             a->crc_len = 0;
@@ -920,138 +980,44 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             a->quarantine.len = 0;
             a->qmarks.len = 0;
         }
-        memset(sc.rows, 0, (size_t)T * (ndest ? ndest : 1) * sizeof *sc.rows);
+        memset(sc.rows, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc.rows);
+        int failed = 0, werr = 0;
 #pragma omp parallel num_threads(T)
         {
-            int t = omp_get_thread_num(), n = omp_get_num_threads();
-            parse_range(&s, b, t, RS_SEGMENTS * t / n, RS_SEGMENTS * (t + 1) / n, &sc, &acc[t]);
-        }
-        uint64_t lines = 0, records = 0;
-        int failed = 0;
-        for (int t = 0; t < T; t++) {
-            thread_acc *a = &acc[t];
-            if (a->fault.failed) {
-                const char *path = o->inputs[b->input];
-                rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
-                             path, (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
-                             (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
-                             a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
-                failed = 1;
-                break;
+            int t = omp_get_thread_num();
+#pragma omp single nowait
+            produce(&s, next);
+#pragma omp for schedule(dynamic, 1)
+            for (int g = 0; g < G; g++)
+                parse_range(&s, b, t, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
+#pragma omp single
+            failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
+            if (!failed && o->dest_paths) {
+                const void *pieces[RS_SEGMENTS];
+                size_t lens[RS_SEGMENTS];
+#pragma omp for schedule(dynamic, 4) reduction(| : werr)
+                for (uint32_t d = 0; d < ndest; d++) {
+                    if (werr)
+                        continue;
+                    werr |= write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0;
+                }
             }
-            if (quarantine && a->quarantine.len)
-                write_quarantine(quarantine, o->inputs[b->input], a, input_lines[b->input] + lines,
-                                 input_records[b->input] + records);
-            lines += a->lines;
-            records += a->records;
-            rs_input_stats *in = &res->input[b->input];
-            in->rows += a->rows;
-            in->bytes += a->bytes;
-            in->blank_lines += a->blank;
-            in->rejected += a->rejected;
-            if (o->input_crc)
-                in->crc = rs_crc32_combine(in->crc, a->crc, a->crc_len);
-            res->rows += a->rows;
-            res->bytes += a->bytes;
-            res->rejected += a->rejected;
         }
         if (failed)
             break;
-        input_records[b->input] += records;
-        input_lines[b->input] += lines;
-
-        /* COMPRESS and WRITE */
-        if (o->dest_paths) {
-            int werr = 0;
-#pragma omp parallel num_threads(T) reduction(| : werr)
-            {
-                int t = omp_get_thread_num();
-                const void *pieces[256];
-                size_t lens[256];
-#pragma omp for schedule(dynamic, 4)
-                for (uint32_t d = 0; d < ndest; d++) {
-                    size_t np = 0, total = 0;
-                    uint64_t rows = 0;
-                    for (int k = 0; k < T; k++) {
-                        rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
-                        rows += sc.rows[(size_t)k * ndest + d];
-                        if (bb->len) {
-                            pieces[np] = bb->data;
-                            lens[np++] = bb->len;
-                            total += bb->len;
-                        }
-                    }
-                    if (!np || werr)
-                        continue;
-                    /* One contiguous piece: compressors do not promise the same
-                     * stream for differently split input, and the output must
-                     * not depend on the thread count. */
-                    if (np > 1) {
-                        rs_buf *first = NULL;
-                        for (int k = 0; k < T && !first; k++)
-                            if (sc.bufs[(size_t)k * ndest + d].len)
-                                first = &sc.bufs[(size_t)k * ndest + d];
-                        for (int k = 0; k < T; k++) {
-                            rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
-                            if (bb != first && bb->len && rs_buf_append(first, bb->data, bb->len) != 0) {
-                                rs_error_set(&terr[t], RS_EXIT_IO, "out of memory");
-                                werr = 1;
-                            }
-                        }
-                        pieces[0] = first->data;
-                        lens[0] = first->len;
-                        np = 1;
-                    }
-                    uint32_t crc = 0;
-                    if (o->compress) {
-                        /* ISA-L reads a few bytes past the end of its input
-                         * when hashing; make them zero so that stale bytes
-                         * cannot change the stream from run to run. */
-                        for (int k = 0; k < T; k++) {
-                            rs_buf *bb = &sc.bufs[(size_t)k * ndest + d];
-                            if (bb->len && bb->data == pieces[0] && rs_buf_reserve(bb, 64) == 0) {
-                                memset(bb->data + bb->len, 0, 64);
-                                pieces[0] = bb->data;
-                            }
-                        }
-                        members[t].len = 0;
-                        if (rs_deflater_member(dz[t], pieces, lens, np, &members[t], &crc) != 0) {
-                            rs_error_set(&terr[t], RS_EXIT_IO, "out of memory while compressing");
-                            werr = 1;
-                            continue;
-                        }
-                        werr |= dest_write(o, &df[d], d, members[t].data, members[t].len, &terr[t]) != 0;
-                    } else {
-                        for (size_t k = 0; k < np && !werr; k++) {
-                            crc = rs_crc32(crc, pieces[k], lens[k]);
-                            werr |= dest_write(o, &df[d], d, pieces[k], lens[k], &terr[t]) != 0;
-                        }
-                    }
-                    df[d].st.crc = rs_crc32_combine(df[d].st.crc, crc, total);
-                    df[d].st.rows += rows;
-                    df[d].st.bytes += total;
-                    for (int k = 0; k < T; k++)
-                        sc.bufs[(size_t)k * ndest + d].len = 0;
+        if (werr) {
+            for (int t = 0; t < T; t++)
+                if (terr[t].code) {
+                    rs_error_set(err, terr[t].code, "%s", terr[t].msg);
+                    break;
                 }
-            }
-            if (werr) {
-                for (int t = 0; t < T; t++)
-                    if (terr[t].code) {
-                        rs_error_set(err, terr[t].code, "%s", terr[t].msg);
-                        break;
-                    }
-                break;
-            }
-        } else {
-            for (int k = 0; k < T; k++)
-                for (uint32_t d = 0; d < ndest; d++)
-                    df[d].st.rows += sc.rows[(size_t)k * ndest + d];
+            break;
         }
-        pthread_mutex_lock(&s.mu);
-        s.ready[slot] = 0;
-        s.next_take = 1 - slot;
-        pthread_cond_broadcast(&s.cv);
-        pthread_mutex_unlock(&s.mu);
+        if (!o->dest_paths)
+            for (int g = 0; g < G; g++)
+                for (uint32_t d = 0; d < ndest; d++)
+                    df[d].st.rows += sc.rows[(size_t)g * ndest + d];
+        slot = 1 - slot;
         if (o->progress && now() - last_progress > 0.25) {
             progress_line(&s, t0, 0);
             last_progress = now();
@@ -1075,22 +1041,18 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         fputc('\n', stderr);
     }
 done:
-    if (reader_started) {
-        pthread_mutex_lock(&s.mu);
-        s.stop = 1;
-        pthread_cond_broadcast(&s.cv);
-        pthread_mutex_unlock(&s.mu);
-        pthread_join(reader, NULL);
-    }
+    if (s.rd)
+        rs_reader_close(s.rd);
+    rs_buf_free(&s.carry);
     if (quarantine)
         fclose(quarantine);
     for (uint32_t d = 0; d < ndest; d++)
         if (df && df[d].fd >= 0)
             close(df[d].fd);
     if (sc.bufs)
-        for (size_t i = 0; i < (size_t)T * ndest; i++)
+        for (size_t i = 0; i < (size_t)G * ndest; i++)
             rs_buf_free(&sc.bufs[i]);
-    for (int t = 0; acc && t < T; t++) {
+    for (int t = 0; acc && t < G; t++) {
         rs_buf_free(&acc[t].quarantine);
         rs_buf_free(&acc[t].qmarks);
         rs_buf_free(&acc[t].scratch);
@@ -1114,8 +1076,6 @@ done:
         /* header_fields point into this buffer: hand it to the result */
         res->header_fields_storage = s.header_fields.data;
     }
-    pthread_mutex_destroy(&s.mu);
-    pthread_cond_destroy(&s.cv);
     res->seconds = now() - t0;
     return rc;
 }

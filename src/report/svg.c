@@ -249,11 +249,34 @@ void rs_svg_begin(FILE *f, double width, double height, const char *title)
 
 void rs_svg_end(FILE *f) { fputs("</svg>\n", f); }
 
+/* As many columns (3 at most) as the longest fact allows, at ~6.6 px a character. */
+static int facts_columns(const rs_report_fact *facts, size_t n, double w)
+{
+    size_t longest = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(facts[i].label ? facts[i].label : "") + 1 + strlen(facts[i].value ? facts[i].value : "");
+        if (l > longest)
+            longest = l;
+    }
+    int cols = 3;
+    while (cols > 1 && (double)longest * 6.6 > w / cols - 10)
+        cols--;
+    return cols;
+}
+
+static double facts_height(const rs_report_fact *facts, size_t n, double w)
+{
+    if (!n)
+        return 0;
+    int cols = facts_columns(facts, n, w);
+    return 16 * (double)((n + (size_t)cols - 1) / (size_t)cols) + 8;
+}
+
 double rs_svg_facts(FILE *f, const rs_report_fact *facts, size_t n, double x, double y, double w)
 {
     if (!n)
         return 0;
-    int cols = w >= 1000 ? 3 : w >= 600 ? 2 : 1;
+    int cols = facts_columns(facts, n, w);
     size_t rows = (n + (size_t)cols - 1) / (size_t)cols;
     double cw = w / cols;
     fputs("<g class=\"facts\">\n", f);
@@ -653,8 +676,7 @@ void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, dou
 int rs_report_loads_svg(FILE *f, const rs_report_loads *r)
 {
     double w = 1200;
-    size_t rows = (r->nfacts + 2) / 3;
-    double facts_h = r->nfacts ? 16 * (double)rows + 8 : 0;
+    double facts_h = facts_height(r->facts, r->nfacts, w - 40);
     double h = 60 + facts_h + 430 + 380 + 10;
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     rs_svg_begin(f, w, h, r->title);
@@ -939,8 +961,14 @@ void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double 
         cell[group_of(ya, ym) * xa->groups + group_of(xa, xm)] += r->weight[p];
         total += r->weight[p];
     }
-    for (size_t c = 0; c < ncell; c++)
+    double cmin = INFINITY;
+    for (size_t c = 0; c < ncell; c++) {
         cmax = fmax(cmax, cell[c]);
+        if (cell[c] > 0)
+            cmin = fmin(cmin, cell[c]);
+    }
+    if (!isfinite(cmin))
+        cmin = cmax;
     double *xt = calloc(xa->groups, sizeof *xt), *yt = calloc(ya->groups, sizeof *yt);
     for (size_t m = 0; xt && m < xa->n; m++)
         xt[group_of(xa, m)] += xa->total[m];
@@ -964,7 +992,8 @@ void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double 
     double lgx = x + w - 330;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"160\" height=\"10\" fill=\"url(#rsheat)\" stroke=\"#999\"/>\n", lgx,
             y + 8);
-    text(f, lgx - 4, y + 17, "end", 10, NULL, "1");
+    num_text(cmin, a, sizeof a);
+    text(f, lgx - 4, y + 17, "end", 10, NULL, a);
     num_text(cmax, a, sizeof a);
     text(f, lgx + 164, y + 17, "start", 10, NULL, a);
     /* marginal bars: totals per column above, per row to the right */
@@ -990,14 +1019,14 @@ void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double 
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", mx0,
             my0, mw, mh);
     fputs("<g class=\"cells\" shape-rendering=\"crispEdges\">\n", f);
-    double lmax = log1p(cmax);
+    double lmin = log(cmin), lspan = log(cmax) - lmin;
     for (size_t gy = 0; gy < ya->groups; gy++)
         for (size_t gx = 0; gx < xa->groups; gx++) {
             double v = cell[gy * xa->groups + gx];
             if (!(v > 0))
                 continue;
             char col[8];
-            heat(lmax > 0 ? log1p(v) / lmax : 1, col);
+            heat(lspan > 0 ? (log(v) - lmin) / lspan : 1, col);
             fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", mx0 + cw * (double)gx,
                     my0 + ch * (double)gy, cw, ch, col);
             if (titles) {
@@ -1059,8 +1088,7 @@ static double flows_height(const rs_report_flows *r)
 int rs_report_flows_svg(FILE *f, const rs_report_flows *r)
 {
     double w = 1200, fh = flows_height(r);
-    size_t rows = (r->nfacts + 2) / 3;
-    double facts_h = r->nfacts ? 16 * (double)rows + 8 : 0;
+    double facts_h = facts_height(r->facts, r->nfacts, w - 40);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     rs_svg_begin(f, w, 60 + facts_h + fh + 10, r->title);
     svg_header(f, r->title, r->subtitle, w);
@@ -1212,8 +1240,7 @@ void rs_svg_lines(FILE *f, const rs_report_lines *r, double x, double y, double 
 int rs_report_lines_svg(FILE *f, const rs_report_lines *r)
 {
     double w = 1200;
-    size_t rows = (r->nfacts + 2) / 3;
-    double facts_h = r->nfacts ? 16 * (double)rows + 8 : 0;
+    double facts_h = facts_height(r->facts, r->nfacts, w - 40);
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n", f);
     rs_svg_begin(f, w, 60 + facts_h + 460 + 10, r->title);
     svg_header(f, r->title, r->subtitle, w);
