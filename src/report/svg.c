@@ -1206,8 +1206,7 @@ void rs_svg_lines(FILE *f, const rs_report_lines *r, double x, double y, double 
         ylo = fmin(0, ylo);
         yhi = yhi * 1.1 + (yhi == ylo);
     }
-    axis_box box = {px, py, pw, ph, ylo, yhi, r->ylog};
-    text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", r->title ? r->title : "");
+    axis_box box = {px, py, pw, ph, ylo, yhi, r->ylog};   /* the document carries the title */
     double lx = x + 20;
     for (size_t s = 0; s < r->nseries; s++)
         legend_item(f, &lx, y + 34, r->series[s].dashed ? "dash" : "line",
