@@ -116,17 +116,19 @@ export -f awk_split
 # shellcheck disable=SC2090
 export WORK GZ AWK_PROG
 
-nfiles() { find "$1" -type f | wc -l; }
+# Data files only (manifest.json is not one of the 1000).
+nfiles() { find "$1" -type f ! -name manifest.json | wc -l; }
 
 for run in $(seq 1 "$RUNS"); do
   note "run $run/$RUNS"
+  sync
   timeit igzip_dc igzip -dc "$GZ" >/dev/null
   timeit igzip_c1 igzip -1 -c "$CSV" >/dev/null
 
-  rm -rf "$OUT"
+  rm -rf "$OUT"; sync  # the previous step's dirty pages must not be flushed during this one
   timeit rs_gzip "$RINGSHARD" bucket --key bill_id -o "$OUT" --force --quiet "${rs_extra[@]}" "$GZ"
   n=$(nfiles "$OUT"); [ "$n" -eq 1000 ] || note "  warning: ringshard wrote $n files, expected 1000"
-  rm -rf "$OUT"
+  rm -rf "$OUT"; sync
 
   timeit rs_none "$RINGSHARD" bucket --key bill_id -o "$OUT" --force --quiet --compress none "${rs_extra[@]}" "$GZ"
   n=$(nfiles "$OUT"); [ "$n" -eq 1000 ] || note "  warning: ringshard --compress none wrote $n files, expected 1000"

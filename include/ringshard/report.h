@@ -14,7 +14,8 @@
  *    node's own expected load as a tick, and flagged nodes in red;
  *  - histogram: how many nodes carry each load, against the expected
  *    number of nodes per bin (the sum over nodes of their normal
- *    approximations) and an optional theoretical normal curve;
+ *    approximations) and an optional theory curve (a gamma density with
+ *    the theory's mean and sd: a random ring's share is Gamma(V)-shaped);
  *  - flows: a (from, to) matrix of moved keys or bytes (plans), with
  *    per-node totals in the margins; nodes without any flow are left out.
  */

@@ -81,6 +81,9 @@ int rs_cli_fail(const char *cmd, const rs_error *err);
  * RS_EXIT_USAGE. */
 int rs_cli_usage_error(const char *cmd, const char *msg);
 
+/* Monotonic seconds, for timings in summaries. */
+double rs_cli_now(void);
+
 /* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 

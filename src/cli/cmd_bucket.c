@@ -235,11 +235,14 @@ int rs_cmd_bucket(int argc, char **argv)
     free(mpath);
     if (mrc != 0)
         goto out;
+    double t_publish = rs_cli_now();
     if (rs_outdir_commit(&od, &err) != 0)
         goto out;
     begun = 0;
-    if (!quiet)
+    if (!quiet) {
         summary(&po, &res, outdir);
+        fprintf(stderr, "  flushed to disk and published in %.2f s\n", rs_cli_now() - t_publish);
+    }
 out:
     if (begun)
         rs_outdir_abort(&od);

@@ -140,7 +140,9 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
     if (remove) {
         char *list = strdup(remove), *save = NULL;
         for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-            if ((slots ? rs_nodes_set_down(&nodes, name, err) : rs_nodes_remove(&nodes, name, err)) != 0) {
+            if (rs_nodes_find(&nodes, name) < 0 ||
+                (slots ? rs_nodes_set_down(&nodes, name, err) : rs_nodes_remove(&nodes, name, err)) != 0) {
+                rs_error_set(err, RS_EXIT_USAGE, "--remove: no node named '%s'", name);
                 free(list);
                 rs_nodes_free(&nodes);
                 return NULL;
@@ -176,6 +178,8 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
     return r;
 }
 
+#define SIM_BLOCK 32
+
 /* One parallel pass over the keys: counts per node of every ring, moved keys. */
 static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err)
 {
@@ -198,25 +202,62 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
     if (!moved)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     long long K = (long long)so->keys;
+    long long nblocks = (K + SIM_BLOCK - 1) / SIM_BLOCK;
 #pragma omp parallel num_threads(T)
     {
         int t = omp_get_thread_num();
         uint64_t local_moved[64] = {0};   /* nr <= 64, checked by the caller */
-        char key[RS_SYNTH_KEY_MAX + 8];
-#pragma omp for schedule(static, 65536)
-        for (long long i = 0; i < K; i++) {
-            size_t len = rs_synth_key(so->pattern, so->key_seed, (uint64_t)i, key);
-            uint64_t pos = rs_ring_position(sr[0].base, key, len);
+        char keys[SIM_BLOCK][RS_SYNTH_KEY_MAX + 8];
+        size_t lens[SIM_BLOCK];
+        uint64_t pos0[SIM_BLOCK], pos[SIM_BLOCK];
+        uint32_t own[SIM_BLOCK];
+        /* blocks of keys: hash them all, then look them up with the ring's
+         * prefetch hints, so that the cache misses of one block overlap */
+#pragma omp for schedule(static, 1024)
+        for (long long blk = 0; blk < nblocks; blk++) {
+            long long i0 = blk * SIM_BLOCK;
+            int n = (int)(K - i0 < SIM_BLOCK ? K - i0 : SIM_BLOCK);
+            for (int k = 0; k < n; k++) {
+                lens[k] = rs_synth_key(so->pattern, so->key_seed, (uint64_t)(i0 + k), keys[k]);
+                pos0[k] = rs_ring_position(sr[0].base, keys[k], lens[k]);
+            }
             for (size_t s = 0; s < nr; s++) {
                 const rs_ring *b = sr[s].base;
-                uint64_t p = same_pos ? pos : rs_ring_position(b, key, len);
-                uint32_t o = rs_ring_owner(b, p);
-                sr[s].counts[(size_t)t * rs_ring_nodes(b)->count + o]++;
+                const uint64_t *p = pos0;
+                if (!same_pos) {
+                    for (int k = 0; k < n; k++)
+                        pos[k] = rs_ring_position(b, keys[k], lens[k]);
+                    p = pos;
+                }
+                for (int k = 0; k < n; k++)
+                    rs_ring_prefetch_index(b, p[k]);
+                for (int k = 0; k < n; k++)
+                    rs_ring_prefetch_point(b, p[k]);
+                uint64_t *cnt = sr[s].counts + (size_t)t * rs_ring_nodes(b)->count;
+                for (int k = 0; k < n; k++) {
+                    own[k] = rs_ring_owner(b, p[k]);
+                    cnt[own[k]]++;
+                }
                 if (sr[s].changed) {
                     const rs_ring *c = sr[s].changed;
-                    uint32_t o2 = rs_ring_owner(c, same_pos ? pos : rs_ring_position(c, key, len));
-                    sr[s].counts_changed[(size_t)t * rs_ring_nodes(c)->count + o2]++;
-                    local_moved[s] += sr[s].map[o] != o2;
+                    if (!same_pos) {
+                        for (int k = 0; k < n; k++)
+                            pos[k] = rs_ring_position(c, keys[k], lens[k]);
+                        p = pos;
+                    }
+                    for (int k = 0; k < n; k++)
+                        rs_ring_prefetch_index(c, p[k]);
+                    for (int k = 0; k < n; k++)
+                        rs_ring_prefetch_point(c, p[k]);
+                    uint64_t *cc = sr[s].counts_changed + (size_t)t * rs_ring_nodes(c)->count;
+                    const uint32_t *map = sr[s].map;
+                    uint64_t mv = 0;
+                    for (int k = 0; k < n; k++) {
+                        uint32_t o2 = rs_ring_owner(c, p[k]);
+                        cc[o2]++;
+                        mv += map[own[k]] != o2;
+                    }
+                    local_moved[s] += mv;
                 }
             }
         }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "cli/cli.h"
 
 const char rs_cli_ring_help[] =
@@ -166,6 +167,13 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
 {
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
+}
+
+double rs_cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len)

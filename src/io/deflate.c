@@ -96,13 +96,11 @@ void rs_deflater_free(rs_deflater *d)
     free(d);
 }
 
-/* Makes sure out has at least `want` free bytes (growing by doubling), and
- * zeroes them so that no stale byte can ever reach a member. */
+/* Makes sure out has at least `want` free bytes (growing by doubling). */
 static int room(rs_buf *out, size_t want)
 {
     if (out->cap - out->len < want && rs_buf_reserve(out, want) != 0)
         return -1;
-    memset(out->data + out->len, 0, want);
     return 0;
 }
 
