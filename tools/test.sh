@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds (Release), and runs the whole test suite.
+# Installs what is missing, builds (Release), installs into a scratch prefix
+# and builds a program against that with pkg-config, then runs the whole
+# test suite (ctest's summary is the last thing printed).
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -7,4 +9,14 @@ tools/deps.sh
 BUILD=${BUILD:-build}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
+
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$BUILD" --prefix "$prefix" >/dev/null
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+# shellcheck disable=SC2046 # pkg-config's flags are meant to split
+cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "$prefix/example"
+"$prefix/example"
+"$prefix/bin/ringshard" --version
+
 ctest --test-dir "$BUILD" --output-on-failure -j1
