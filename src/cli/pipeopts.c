@@ -69,8 +69,8 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
     case RS_OPT_MEMORY:
         if (rs_cli_size("--memory", arg, &v, err) != 0)
             return -1;
-        if (v < (16ULL << 20))
-            return rs_error_set(err, RS_EXIT_USAGE, "--memory: at least 16M"), -1;
+        if (v < (32ULL << 20))
+            return rs_error_set(err, RS_EXIT_USAGE, "--memory: at least 32M"), -1;
         po->memory = v;
         return 1;
     case RS_OPT_ZLIB: po->codec = RS_CODEC_ZLIB; return 1;

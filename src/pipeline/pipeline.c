@@ -1,42 +1,51 @@
 /* The row pipeline: inputs -> batches -> parse/route/scatter -> gzip members.
  *
  * Design. The physical floor of the main job is the codecs: inflating the
- * input and deflating 1000 outputs (../shared notes: ISA-L inflate 1.8 s and
- * deflate 2.8 s of CPU for 10 M rows). Parsing, hashing and scattering are
+ * input and deflating 1000 outputs. Parsing, hashing and scattering are
  * cheaper, but all of it must run on every core, and the output must be
  * byte-identical for any thread count. So:
  *
- *  - One READER thread (a pthread beside the OpenMP team) inflates the
- *    inputs in order into large batches (up to --memory/8, 64 MiB at most).
- *    A batch never spans two inputs and ends at a record boundary: quote
- *    parity is counted from the batch start (which is a boundary) with a
- *    vectorised quote count, and the incomplete last record is carried into
- *    the next batch. The reader also cuts each batch into RS_SEGMENTS
- *    segments at record boundaries, with the same parity rule. Two batch
- *    buffers alternate, so inflating batch k+1 overlaps processing batch k.
- *    Inflate is inherently serial per gzip stream, hence one thread for it;
- *    the team covers the rest.
+ *  - The input is cut into BATCHES (up to --memory/8, at most 64 MiB) of
+ *    whole records. A batch never spans two inputs and ends at a record
+ *    boundary: quote parity is counted from the batch start (always a
+ *    boundary) with a vectorised quote count, and the incomplete last
+ *    record is carried into the next batch. Each batch is also cut into
+ *    RS_SEGMENTS segments at record boundaries, by the same parity rule.
+ *    Inflating one gzip stream is serial, so one thread produces a batch.
  *
- *  - The OpenMP team processes a batch in two parallel phases. PARSE: thread
- *    t takes a contiguous run of segments, scans records (src/csv/scan.c),
- *    extracts the key, routes the row (the command's router: a ring lookup,
- *    a (from, to) pair...) and appends it to its own per-destination buffer.
- *    Segment boundaries do not depend on the thread count and thread runs
- *    are contiguous and in order, so "thread 0's buffer, then thread 1's..."
- *    is input order for every destination. COMPRESS: destinations are
- *    shared out dynamically; each destination's pieces become ONE gzip
- *    member (one reused compressor per thread: 1000 live compressor states
- *    would thrash the caches) written with one write(2). Member boundaries
- *    are per batch and destination, hence identical for any thread count.
+ *  - One OpenMP parallel region per batch, three steps:
+ *    1. the first thread to arrive PRODUCES the next batch (reads and
+ *       inflates it into the other of two buffers) while the others PARSE
+ *       this one: groups of contiguous segments are handed out dynamically,
+ *       so the producer simply parses fewer. Parsing scans records
+ *       (src/csv/scan.c), hashes keys, and - for ring placement - resolves
+ *       owners in blocks of RS_BLOCK rows with prefetches so that the ring's
+ *       cache misses overlap, then appends each row to its group's buffer
+ *       for its destination;
+ *    2. one thread MERGES the groups' counts in input order: the first fault
+ *       by position becomes the error (so messages do not depend on
+ *       scheduling), quarantined rows get absolute line numbers;
+ *    3. all threads COMPRESS and write: destinations are shared out
+ *       dynamically; each destination's groups, in order, become ONE gzip
+ *       member (one reused compressor per thread: 1000 live compressor
+ *       states would thrash the caches), written with one write(2).
+ *    Member contents are "this batch's rows for this destination", which
+ *    does not depend on the thread count; neither do the members' bytes
+ *    (see deflate.c on ISA-L levels), so the files are byte-identical for
+ *    any -j.
  *
- *  - Errors: the first error by input position wins, so the message does
- *    not depend on scheduling. The reader's errors (corrupt gzip, read
- *    failures) travel with the batch. Nothing is published here: the
- *    caller writes into a temporary directory (outdir.h).
+ *  Why not a separate reader thread: on two cores a third busy thread
+ *  steals time from the team at every barrier, and the inflate of a batch
+ *  takes about as long as parsing it, so overlapping the two inside the
+ *  region keeps both cores busy without oversubscription.
+ *
+ *  Nothing is published here: the caller writes into a temporary directory
+ *  (outdir.h) and renames it when everything, manifest included, is done.
  *
  * Memory: two batch buffers, the scatter buffers (about one batch, grown by
- * doubling and reused), and one compressed member per thread: about 5
- * batches, so the batch size is --memory / 8.
+ * doubling and reused), and one compressed member per thread: about five
+ * batches, hence the batch size of --memory / 8. A record longer than
+ * half a batch is an error, not a reason to grow without bound.
  */
 #define _GNU_SOURCE
 #include <emmintrin.h>
@@ -864,7 +873,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     memset(&s, 0, sizeof s);
     s.o = o;
     s.res = res;
-    size_t cap = o->memory / 8;
+    /* About 20 MiB go to what is not a buffer (the ring and its index, the
+     * code, the C library, thread stacks); the buffers are about 8 batches
+     * (see top). --memory is at least 32 MiB (the command line checks). */
+    size_t cap = o->memory > (28u << 20) ? (o->memory - (20u << 20)) / 8 : o->memory / 16;
     cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
     s.cap = cap;
     rs_pipeline_opts local = *o;

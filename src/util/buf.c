@@ -6,7 +6,7 @@ int rs_buf_reserve(rs_buf *b, size_t extra)
     if (b->cap - b->len >= extra)
         return 0;
     size_t need = b->len + extra;
-    size_t cap = b->cap ? b->cap : 4096;
+    size_t cap = b->cap ? b->cap : 256;  /* thousands of scatter buffers start small */
     while (cap < need)
         cap *= 2;
     char *p = realloc(b->data, cap);
