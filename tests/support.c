@@ -1,19 +1,22 @@
 #define _GNU_SOURCE
 #include "support.h"
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <zlib.h>
 
-const char *fixture(const char *rel)
+const char *path_join(const char *dir, const char *name)
 {
-    static char bufs[8][4096];
+    static char bufs[16][4096];
     static int next;
-    char *b = bufs[next++ & 7];
-    snprintf(b, sizeof bufs[0], "%s/fixtures/%s", RS_SOURCE_DIR, rel);
+    char *b = bufs[next++ & 15];
+    snprintf(b, sizeof bufs[0], "%s/%s", dir, name);
     return b;
 }
+
+const char *fixture(const char *rel) { return path_join(RS_SOURCE_DIR "/fixtures", rel); }
 
 char *slurp(const char *path, size_t *len)
 {
@@ -87,12 +90,34 @@ int run(const char *cmd, char **out, char **err)
     return 128 + WTERMSIG(st);
 }
 
+int runf(char **out, char **err, const char *fmt, ...)
+{
+    char *cmd;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&cmd, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        abort();
+    int rc = run(cmd, out, err);
+    free(cmd);
+    return rc;
+}
+
 char *make_tmpdir(void)
 {
     char *t = strdup("/tmp/rs-test.XXXXXX");
     if (!mkdtemp(t))
         abort();
     return t;
+}
+
+int remove_tree(const char *dir)
+{
+    int rc = runf(NULL, NULL, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
+    if (rc != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+    return rc;
 }
 
 size_t unhex(const char *hex, unsigned char *out, size_t cap)

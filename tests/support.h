@@ -3,7 +3,11 @@
 #define RS_TEST_SUPPORT_H
 #include <stddef.h>
 
-/* Absolute path of a file under the source tree's fixtures/ (static buffer rotation of 8). */
+/* "dir/name" in one of 16 static buffers used in turn (valid for the next
+ * 15 calls of this and fixture). */
+const char *path_join(const char *dir, const char *name);
+
+/* Absolute path of a file under the source tree's fixtures/ (path_join). */
 const char *fixture(const char *rel);
 
 /* Reads a whole file (decompressing .gz if the name ends in .gz) into a malloc'd NUL-terminated
@@ -15,8 +19,17 @@ char *slurp(const char *path, size_t *len);
  * Returns the exit status (0-255), or 128+signal. */
 int run(const char *cmd, char **out, char **err);
 
+/* run() on the command formatted printf-style from fmt. */
+int runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* A fresh empty temporary directory (malloc'd path). */
 char *make_tmpdir(void);
+
+/* Removes dir and everything below it, after giving its owner rwx on all
+ * of it (so that tests which took permissions away clean up too). dir must
+ * not contain a single quote. Returns 0, or rm's exit status after a
+ * warning on stderr. */
+int remove_tree(const char *dir);
 
 /* Parses "ab01.." lowercase hex into bytes; returns the byte count. */
 size_t unhex(const char *hex, unsigned char *out, size_t cap);

@@ -15,20 +15,8 @@ static char *tmp;
 static void setup(void) { tmp = make_tmpdir(); }
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    system(cmd);
+    remove_tree(tmp);
     free(tmp);
-}
-
-static int sh(char **out, char **err, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return run(cmd, out, err);
 }
 
 TestSuite(bucket, .init = setup, .fini = teardown, .timeout = 300);
@@ -36,8 +24,8 @@ TestSuite(bucket, .init = setup, .fini = teardown, .timeout = 300);
 Test(bucket, every_row_where_locate_says_in_input_order)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && \"$RS\" bucket --key bill_id -o out " INPUTS " && " CHECK "out bill_id " INPUTS,
-                tmp);
+    int rc = runf(&out, &err, "cd %s && \"$RS\" bucket --key bill_id -o out " INPUTS " && " CHECK "out bill_id " INPUTS,
+                  tmp);
     cr_assert_eq(rc, 0, "stdout: %s\nstderr: %s", out, err);
     cr_assert(strstr(out, "ok 29000 rows in 1000 files"), "%s", out);
     cr_assert(strstr(err, "29000 rows"), "summary: %s", err);
@@ -48,11 +36,11 @@ Test(bucket, every_row_where_locate_says_in_input_order)
 Test(bucket, byte_identical_for_any_thread_count)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && for j in 1 2 8; do \"$RS\" bucket --quiet -j $j --memory 16M -o out$j " INPUTS " || exit 9; "
-                "grep -v '\"seconds\"' out$j/manifest.json > m$j; rm out$j/manifest.json; done && "
-                "diff -r out1 out2 && diff -r out1 out8 && cmp m1 m2 && cmp m1 m8 && ls out1 | wc -l",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && for j in 1 2 8; do \"$RS\" bucket --quiet -j $j --memory 32M -o out$j " INPUTS " || exit 9; "
+                  "grep -v '\"seconds\"' out$j/manifest.json > m$j; rm out$j/manifest.json; done && "
+                  "diff -r out1 out2 && diff -r out1 out8 && cmp m1 m2 && cmp m1 m8 && ls out1 | wc -l",
+                  tmp);
     cr_assert_eq(rc, 0, "outputs differ across -j: %s %s", out, err);
     cr_assert_eq(atoi(out), 1000);
     free(out);
@@ -63,11 +51,11 @@ Test(bucket, stdin_and_multi_member_input)
 {
     char *out, *err;
     /* bills_b.csv.gz: two gzip members whose boundary falls inside a record */
-    int rc = sh(&out, &err,
-                "cd %s && cat " DATA "bills_b.csv.gz | \"$RS\" bucket --quiet -o a - && "
-                "\"$RS\" bucket --quiet -o b " DATA "bills_b.csv.gz && "
-                "diff -r -x manifest.json a b && " CHECK "a 1 " DATA "bills_b.csv.gz",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && cat " DATA "bills_b.csv.gz | \"$RS\" bucket --quiet -o a - && "
+                  "\"$RS\" bucket --quiet -o b " DATA "bills_b.csv.gz && "
+                  "diff -r -x manifest.json a b && " CHECK "a 1 " DATA "bills_b.csv.gz",
+                  tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 6000 rows"), "%s", out);
     free(out);
@@ -77,12 +65,12 @@ Test(bucket, stdin_and_multi_member_input)
 Test(bucket, outputs_are_complete_gzip_members_ending_at_rows)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" bucket --quiet --memory 16M -o out " INPUTS " && gzip -t out/*.csv.gz && "
-                "python3 -c \"\nimport zlib,glob,sys\nn=0\nfor f in glob.glob('out/*.csv.gz'):\n"
-                " d=open(f,'rb').read()\n while d:\n  o=zlib.decompressobj(31); t=o.decompress(d)\n"
-                "  assert t.endswith(b'\\\\n'), f\n  d=o.unused_data; n+=1\nprint(n)\"",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" bucket --quiet --memory 32M -o out " INPUTS " && gzip -t out/*.csv.gz && "
+                  "python3 -c \"\nimport zlib,glob,sys\nn=0\nfor f in glob.glob('out/*.csv.gz'):\n"
+                  " d=open(f,'rb').read()\n while d:\n  o=zlib.decompressobj(31); t=o.decompress(d)\n"
+                  "  assert t.endswith(b'\\\\n'), f\n  d=o.unused_data; n+=1\nprint(n)\"",
+                  tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert_geq(atoi(out), 2000, "at least a header member and a data member per file: %s", out);
     free(out);
@@ -92,14 +80,14 @@ Test(bucket, outputs_are_complete_gzip_members_ending_at_rows)
 Test(bucket, plain_output_keys_only_and_zlib)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" bucket --quiet --compress none -o plain " INPUTS " && "
-                "\"$RS\" bucket --quiet --zlib -o z " INPUTS " && \"$RS\" bucket --quiet -o i " INPUTS " && "
-                "for f in i/*.csv.gz; do b=$(basename $f .gz); gzip -dc $f | cmp - plain/$b || exit 7; "
-                "gzip -dc z/$b.gz | cmp - plain/$b || exit 8; done && " CHECK "plain 1 " INPUTS " && "
-                "\"$RS\" bucket --quiet --keys-only --compress none -o k " INPUTS " && head -1 k/0.csv && "
-                "cat k/*.csv | grep -vc bill_id",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" bucket --quiet --compress none -o plain " INPUTS " && "
+                  "\"$RS\" bucket --quiet --zlib -o z " INPUTS " && \"$RS\" bucket --quiet -o i " INPUTS " && "
+                  "for f in i/*.csv.gz; do b=$(basename $f .gz); gzip -dc $f | cmp - plain/$b || exit 7; "
+                  "gzip -dc z/$b.gz | cmp - plain/$b || exit 8; done && " CHECK "plain 1 " INPUTS " && "
+                  "\"$RS\" bucket --quiet --keys-only --compress none -o k " INPUTS " && head -1 k/0.csv && "
+                  "cat k/*.csv | grep -vc bill_id",
+                  tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 29000 rows"), "%s", out);
     cr_assert(strstr(out, "bill_id\n29000"), "keys-only header and rows: %s", out);
@@ -110,13 +98,13 @@ Test(bucket, plain_output_keys_only_and_zlib)
 Test(bucket, composite_key_tsv_and_index)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && printf 'a\\tb\\tc\\nx\\t1\\tp\\ny\\t2\\tq\\n' > in.tsv && "
-                "\"$RS\" bucket --quiet --delimiter tab --key c,a --nodes 4 --compress none -o o in.tsv && "
-                "\"$RS\" locate --nodes 4 --no-header 'p|x' 'q|y' | cut -f3 > want && "
-                "for n in $(cat want); do :; done; grep -l 'x' o/*.csv | xargs basename; "
-                "head -1 want",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && printf 'a\\tb\\tc\\nx\\t1\\tp\\ny\\t2\\tq\\n' > in.tsv && "
+                  "\"$RS\" bucket --quiet --delimiter tab --key c,a --nodes 4 --compress none -o o in.tsv && "
+                  "\"$RS\" locate --nodes 4 --no-header 'p|x' 'q|y' | cut -f3 > want && "
+                  "for n in $(cat want); do :; done; grep -l 'x' o/*.csv | xargs basename; "
+                  "head -1 want",
+                  tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     char a[32], b[32];
     cr_assert_eq(sscanf(out, "%31s %31s", a, b), 2, "%s", out);
@@ -130,17 +118,17 @@ Test(bucket, composite_key_tsv_and_index)
 Test(bucket, existing_output_refused_without_force)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && mkdir out && echo keep > out/mine && \"$RS\" bucket --quiet -o out " DATA
-                "bills_c.csv", tmp);
+    int rc = runf(&out, &err, "cd %s && mkdir out && echo keep > out/mine && \"$RS\" bucket --quiet -o out " DATA
+                  "bills_c.csv", tmp);
     cr_assert_eq(rc, 73, "%s", err);
     cr_assert(strstr(err, "out") && strstr(err, "--force"), "%s", err);
     free(out);
     free(err);
-    rc = sh(&out, &err, "cd %s && cat out/mine && ls -a . | grep -c ringshard-tmp", tmp);
+    rc = runf(&out, &err, "cd %s && cat out/mine && ls -a . | grep -c ringshard-tmp", tmp);
     cr_assert(strstr(out, "keep\n0"), "previous output intact, no temporary left: %s", out);
     free(out);
     free(err);
-    rc = sh(&out, &err, "cd %s && \"$RS\" bucket --quiet --force -o out " DATA "bills_c.csv && ls out | wc -l", tmp);
+    rc = runf(&out, &err, "cd %s && \"$RS\" bucket --quiet --force -o out " DATA "bills_c.csv && ls out | wc -l", tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_eq(atoi(out), 1001);
     free(out);
@@ -150,15 +138,15 @@ Test(bucket, existing_output_refused_without_force)
 Test(bucket, malformed_row_fails_naming_file_and_line)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv && mkdir out && echo old > out/x && "
-                "\"$RS\" bucket --quiet --force -o out bad.csv",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv && mkdir out && echo old > out/x && "
+                  "\"$RS\" bucket --quiet --force -o out bad.csv",
+                  tmp);
     cr_assert_eq(rc, 2, "%s", err);
     cr_assert(strstr(err, "bad.csv: line 3 (record 2)"), "%s", err);
     free(out);
     free(err);
-    rc = sh(&out, &err, "cd %s && cat out/x && ls -a | grep -c ringshard-tmp", tmp);
+    rc = runf(&out, &err, "cd %s && cat out/x && ls -a | grep -c ringshard-tmp", tmp);
     cr_assert(strstr(out, "old\n0"), "previous output intact, no temporary: %s", out);
     free(out);
     free(err);
@@ -167,12 +155,12 @@ Test(bucket, malformed_row_fails_naming_file_and_line)
 Test(bucket, bad_rows_skipped_or_quarantined_and_counted)
 {
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv && "
-                "\"$RS\" bucket --quiet --on-bad-row quarantine=q.tsv --nodes 3 -o out bad.csv && cat q.tsv && "
-                "python3 -c \"import json; m=json.load(open('out/manifest.json')); "
-                "print('rows', m['totals']['rows'], 'rejected', m['totals']['rejected'], m['inputs'][0]['rejected'])\"",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv && "
+                  "\"$RS\" bucket --quiet --on-bad-row quarantine=q.tsv --nodes 3 -o out bad.csv && cat q.tsv && "
+                  "python3 -c \"import json; m=json.load(open('out/manifest.json')); "
+                  "print('rows', m['totals']['rows'], 'rejected', m['totals']['rejected'], m['inputs'][0]['rejected'])\"",
+                  tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "bad.csv\t3\t2\tstray quote"), "quarantine names input, line, record, reason: %s", out);
     cr_assert(strstr(out, "2,b\"c"), "%s", out);
@@ -184,8 +172,8 @@ Test(bucket, bad_rows_skipped_or_quarantined_and_counted)
 Test(bucket, different_headers_are_an_error)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && printf 'a,b\\n1,2\\n' > x.csv && printf 'a,c\\n1,2\\n' > y.csv && "
-                "\"$RS\" bucket --quiet -o out x.csv y.csv", tmp);
+    int rc = runf(&out, &err, "cd %s && printf 'a,b\\n1,2\\n' > x.csv && printf 'a,c\\n1,2\\n' > y.csv && "
+                  "\"$RS\" bucket --quiet -o out x.csv y.csv", tmp);
     cr_assert_eq(rc, 2);
     cr_assert(strstr(err, "y.csv") && strstr(err, "header"), "%s", err);
     free(out);
@@ -195,8 +183,8 @@ Test(bucket, different_headers_are_an_error)
 Test(bucket, corrupt_gzip_names_the_offset)
 {
     char *out, *err;
-    sh(&out, &err, "cd %s && head -c 100000 " DATA "bills_a.csv.gz > cut.gz && "
-                "\"$RS\" bucket --quiet -o out cut.gz; echo rc=$?; ls -a | grep -c -e '^out' -e ringshard-tmp", tmp);
+    runf(&out, &err, "cd %s && head -c 100000 " DATA "bills_a.csv.gz > cut.gz && "
+                  "\"$RS\" bucket --quiet -o out cut.gz; echo rc=$?; ls -a | grep -c -e '^out' -e ringshard-tmp", tmp);
     cr_assert(strstr(out, "rc=2\n0"), "%s / %s", out, err);
     cr_assert(strstr(err, "cut.gz") && strstr(err, "offset"), "%s", err);
     free(out);
@@ -206,8 +194,8 @@ Test(bucket, corrupt_gzip_names_the_offset)
 Test(bucket, many_outputs_under_a_low_open_file_limit)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && (ulimit -n 128 && \"$RS\" bucket --quiet -o out " DATA "bills_c.csv) && "
-                CHECK "out 1 " DATA "bills_c.csv", tmp);
+    int rc = runf(&out, &err, "cd %s && (ulimit -n 128 && \"$RS\" bucket --quiet -o out " DATA "bills_c.csv) && "
+                  CHECK "out 1 " DATA "bills_c.csv", tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 3000 rows in 1000 files"), "%s", out);
     free(out);

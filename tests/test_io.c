@@ -116,10 +116,7 @@ static void sh(const char *fmt, ...)
 /* Removes a test directory and frees its path. */
 static void rm_dir(char *dir)
 {
-    char *cmd;
-    cr_assert(asprintf(&cmd, "rm -rf '%s'", dir) > 0);
-    cr_assert_eq(run(cmd, NULL, NULL), 0);
-    free(cmd);
+    cr_assert_eq(remove_tree(dir), 0);
     free(dir);
 }
 

@@ -83,13 +83,6 @@ static void python_parses(const char *path)
     free(err);
 }
 
-static void rm_rf(const char *dir)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
-    run(cmd, NULL, NULL);
-}
-
 /* ---- the writer ---- */
 
 static void body_escapes(rs_json *j)
@@ -382,7 +375,7 @@ Test(json_writer, random_strings_round_trip)
     rs_jv_free(&v);
     free(text);
     free(path);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -652,7 +645,7 @@ Test(manifest, buckets_round_trip)
     cr_assert_null(r.kind);
     free(path);
     free(path2);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -713,7 +706,7 @@ Test(manifest, moves_round_trip)
     rs_manifest_free(&r);
     rs_manifest_free(&m);
     free(path);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -737,7 +730,7 @@ static int read_edited(const char *sed, rs_error *err)
     else
         cr_assert(strncmp(err->msg, path, strlen(path)) == 0, "the message names the file: %s", err->msg);
     free(path);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
     return rc;
 }
@@ -769,7 +762,7 @@ Test(manifest, malformed_json_names_offset)
     cr_assert(strstr(err.msg, "No such file"), "%s", err.msg);
     free(missing);
     free(path);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -881,7 +874,7 @@ Test(outdir, begin_commit_publishes)
     free(a);
     free(b);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -898,7 +891,7 @@ Test(outdir, trailing_slash)
     cr_assert(exists(want));
     free(want);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -936,7 +929,7 @@ Test(outdir, exists_without_force)
     assert_previous(final);
     cr_assert_eq(count_entries(dir, ".ringshard-"), 0);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -954,7 +947,7 @@ Test(outdir, existing_file_not_replaced_even_with_force)
     cr_assert_str_eq(t, "a file\n");
     free(t);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -979,7 +972,7 @@ Test(outdir, force_replaces)
     free(old);
     free(nw);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1010,7 +1003,7 @@ Test(outdir, abort_keeps_previous)
     free(nw);
     free(outside);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1027,7 +1020,7 @@ Test(outdir, output_appearing_meanwhile_is_not_replaced_without_force)
     assert_previous(final);
     cr_assert_eq(count_entries(dir, ".ringshard-"), 0, "the temporary directory is removed");
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1087,7 +1080,7 @@ Test(outdir, stale_temporaries)
     free(no_random);
     free(outside);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1115,7 +1108,7 @@ Test(outdir, stale_old_directory)
     rs_outdir_abort(&od);
     free(moved);
     free(final);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1149,7 +1142,7 @@ Test(outdir, unusable_parent)
     free(missing);
     free(under_file);
     free(file);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }
 
@@ -1248,6 +1241,6 @@ Test(safe_filename, distinct_and_safe)
     cr_assert_eq(count_entries(dir, ""), (int)n);
     for (size_t i = 0; i < n; i++)
         free(out[i]);
-    rm_rf(dir);
+    remove_tree(dir);
     free(dir);
 }

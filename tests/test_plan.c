@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,30 +517,11 @@ static char *tmp;
 static void setup(void) { tmp = make_tmpdir(); }
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    system(cmd);
+    remove_tree(tmp);
     free(tmp);
 }
 
-static int sh(char **out, char **err, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return run(cmd, out, err);
-}
-
-static char *path_in(const char *name)
-{
-    static char buf[4][1024];
-    static int next;
-    char *b = buf[next++ & 3];
-    snprintf(b, sizeof buf[0], "%s/%s", tmp, name);
-    return b;
-}
+static const char *path_in(const char *name) { return path_join(tmp, name); }
 
 static const rs_jv *jget(const rs_jv *o, const char *key)
 {
@@ -558,7 +538,7 @@ Test(cli, summary_json_arcs_pairs_for_1000_to_1010)
     char *out, *err;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    int rc = sh(&out, &err, "\"$RS\" plan --old-nodes 1000 --new-nodes 1010");
+    int rc = runf(&out, &err, "\"$RS\" plan --old-nodes 1000 --new-nodes 1010");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double secs = (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     cr_assert_eq(rc, 0, "%s", err);
@@ -569,8 +549,8 @@ Test(cli, summary_json_arcs_pairs_for_1000_to_1010)
     free(out);
     free(err);
 
-    rc = sh(&out, &err, "cd %s && \"$RS\" plan --add 10 --json p.json --json-arcs --arcs a.tsv --pairs p.csv --quiet",
-            tmp);
+    rc = runf(&out, &err, "cd %s && \"$RS\" plan --add 10 --json p.json --json-arcs --arcs a.tsv --pairs p.csv --quiet",
+              tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_str_eq(out, "", "--quiet prints no summary");
     free(out);
@@ -635,7 +615,7 @@ Test(cli, summary_json_arcs_pairs_for_1000_to_1010)
 Test(cli, svg_and_html_flow_reports)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && \"$RS\" plan --quiet --nodes 50 --add 5 --svg p.svg --html p.html", tmp);
+    int rc = runf(&out, &err, "cd %s && \"$RS\" plan --quiet --nodes 50 --add 5 --svg p.svg --html p.html", tmp);
     cr_assert_eq(rc, 0, "%s", err);
     char *svg = slurp(path_in("p.svg"), NULL), *html = slurp(path_in("p.html"), NULL);
     cr_assert(svg && strstr(svg, "<svg") && strstr(svg, "</svg>"), "svg");
@@ -653,8 +633,8 @@ Test(cli, changes_by_name_and_refusals)
     FILE *f = fopen(path_in("nodes.txt"), "w");
     fputs("db01\ndb02\ndb07 2\n", f);
     fclose(f);
-    int rc = sh(&out, &err, "cd %s && \"$RS\" plan --old-nodes-file nodes.txt --add 2 --reweight db01=3 --json p.json",
-                tmp);
+    int rc = runf(&out, &err, "cd %s && \"$RS\" plan --old-nodes-file nodes.txt --add 2 --reweight db01=3 --json p.json",
+                  tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "(2 added, 0 removed, 1 reweighted)"), "%s", out);
     char *json = slurp(path_in("p.json"), NULL);
@@ -663,36 +643,36 @@ Test(cli, changes_by_name_and_refusals)
     free(out);
     free(err);
     /* slots: removing marks the node down, the others keep their slots */
-    rc = sh(&out, &err, "\"$RS\" plan --scheme slots --nodes 8 --remove 2");
+    rc = runf(&out, &err, "\"$RS\" plan --scheme slots --nodes 8 --remove 2");
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "consistency  OK: every move comes from a removed node"), "%s", out);
     free(out);
     free(err);
     /* slots: adding re-deals every slot - reported, never hidden; --strict fails */
-    rc = sh(&out, &err, "\"$RS\" plan --scheme slots --nodes 8 --add 1 --strict");
+    rc = runf(&out, &err, "\"$RS\" plan --scheme slots --nodes 8 --add 1 --strict");
     cr_assert_eq(rc, 3, "%s", err);
     cr_assert(strstr(out, "consistency  VIOLATED"), "%s", out);
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" plan --nodes 10");
+    rc = runf(&out, &err, "\"$RS\" plan --nodes 10");
     cr_assert_eq(rc, 64);
     cr_assert(strstr(err, "no new side"), "%s", err);
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" plan --scheme modulo --nodes 10 --add 1 --arcs /dev/null");
+    rc = runf(&out, &err, "\"$RS\" plan --scheme modulo --nodes 10 --add 1 --arcs /dev/null");
     cr_assert_eq(rc, 64);
     cr_assert(strstr(err, "no arcs"), "%s", err);
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" plan --nodes 10 --remove 99");
+    rc = runf(&out, &err, "\"$RS\" plan --nodes 10 --remove 99");
     cr_assert_eq(rc, 64);
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" plan --nodes 10 --add 1 --emit x");
+    rc = runf(&out, &err, "\"$RS\" plan --nodes 10 --add 1 --emit x");
     cr_assert_eq(rc, 64, "--emit without data");
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" plan --scheme jump --nodes 100 --new-nodes 110");
+    rc = runf(&out, &err, "\"$RS\" plan --scheme jump --nodes 100 --new-nodes 110");
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "expected"), "%s", out);
     free(out);
@@ -780,8 +760,8 @@ Test(cli, data_counts_equal_per_key_recomputation)
 {
     write_csv("in.csv", 7);
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" plan --nodes 40 --add 3 --remove 5,11 --pairs p.csv --json p.json -j 2 in.csv", tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" plan --nodes 40 --add 3 --remove 5,11 --pairs p.csv --json p.json -j 2 in.csv", tmp);
     cr_assert_eq(rc, 0, "%s", err);
     /* recompute */
     const char *rm[2] = {"5", "11"};
@@ -848,12 +828,12 @@ Test(cli, emit_round_trip_gives_the_new_bucketing)
     fputs("40\n41\n42\n", f);
     fclose(f);
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" bucket --quiet --nodes 40 -o old in.csv && "
-                "\"$RS\" bucket --quiet --nodes-file new.txt -o new in.csv && "
-                "\"$RS\" plan --from-buckets old --add 3 --remove 5,11 --emit moves --batch-bytes 4K "
-                "--order largest --json plan.json && \"$RS\" verify moves",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" bucket --quiet --nodes 40 -o old in.csv && "
+                  "\"$RS\" bucket --quiet --nodes-file new.txt -o new in.csv && "
+                  "\"$RS\" plan --from-buckets old --add 3 --remove 5,11 --emit moves --batch-bytes 4K "
+                  "--order largest --json plan.json && \"$RS\" verify moves",
+                  tmp);
     cr_assert_eq(rc, 0, "%s\n%s", out, err);
     cr_assert(strstr(out, "emitted      moves"), "%s", out);
     cr_assert(strstr(out, "verify moves: OK"), "%s", out);
@@ -947,15 +927,15 @@ Test(cli, misplaced_rows_are_reported_and_nothing_emitted)
     write_csv("in.csv", 5);
     char *out, *err;
     /* put one row of bucket 3 into bucket 4's file (plain text: inputs are recognised by content) */
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
-                "gzip -dc old/4.csv.gz > t && gzip -dc old/3.csv.gz | sed -n 2p >> t && mv t old/4.csv.gz && "
-                "\"$RS\" plan --from-buckets old --add 2 --emit moves --json p.json",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
+                  "gzip -dc old/4.csv.gz > t && gzip -dc old/3.csv.gz | sed -n 2p >> t && mv t old/4.csv.gz && "
+                  "\"$RS\" plan --from-buckets old --add 2 --emit moves --json p.json",
+                  tmp);
     cr_assert_eq(rc, 3, "%s\n%s", out, err);
     cr_assert(strstr(out, "MISMATCH     1 rows sit in a bucket their old ring does not assign"), "%s", out);
     cr_assert(strstr(out, "4.csv.gz (node 4): 1 rows"), "%s", out);
-    rc = sh(NULL, NULL, "test -e %s/moves", tmp);
+    rc = runf(NULL, NULL, "test -e %s/moves", tmp);
     cr_assert_neq(rc, 0, "nothing is emitted from a directory that does not match its ring");
     char *json = slurp(path_in("p.json"), NULL);
     cr_assert(strstr(json, "\"mismatched_rows\": 1"), "%s", json);
@@ -963,12 +943,12 @@ Test(cli, misplaced_rows_are_reported_and_nothing_emitted)
     free(out);
     free(err);
     /* and the same directory with --ring-only plans without reading rows */
-    rc = sh(&out, &err, "cd %s && \"$RS\" plan --from-buckets old --ring-only --add 2", tmp);
+    rc = runf(&out, &err, "cd %s && \"$RS\" plan --from-buckets old --ring-only --add 2", tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert(strstr(out, "20 -> 22 nodes"), "%s", out);
     free(out);
     free(err);
-    rc = sh(&out, &err, "cd %s && \"$RS\" plan --from-buckets old --scheme ketama --add 2", tmp);
+    rc = runf(&out, &err, "cd %s && \"$RS\" plan --from-buckets old --scheme ketama --add 2", tmp);
     cr_assert_eq(rc, 64, "ring options conflict with --from-buckets");
     free(out);
     free(err);

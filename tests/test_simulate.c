@@ -6,7 +6,6 @@
  * checks below call library functions that use no OpenMP. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,25 +17,11 @@ static char *tmp;
 static void setup(void) { tmp = make_tmpdir(); }
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    remove_tree(tmp);
     free(tmp);
 }
 
 TestSuite(simulate, .init = setup, .fini = teardown, .timeout = 300);
-
-static int sh(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sh(char **out, char **err, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return run(cmd, out, err);
-}
 
 /* The value of a summary line "label<2+ spaces>value...". */
 static double field(const char *out, const char *label)
@@ -78,7 +63,7 @@ static const char *line_of(const char *out, const char *label, char *buf, size_t
 Test(simulate, seed000_modulo_add_one_node)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, SEED0_MODULO " --add 1"), 0, "%s", err);
+    cr_assert_eq(runf(&out, &err, SEED0_MODULO " --add 1"), 0, "%s", err);
     cr_assert_eq(field(out, "max"), 100653);
     cr_assert_eq(field(out, "min"), 99160);
     cr_assert_eq(field(out, "mean"), 100000);
@@ -95,7 +80,7 @@ Test(simulate, seed000_modulo_add_one_node)
 Test(simulate, seed000_modulo_remove_one_node)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, SEED0_MODULO " --remove 99"), 0, "%s", err);
+    cr_assert_eq(runf(&out, &err, SEED0_MODULO " --remove 99"), 0, "%s", err);
     cr_assert_eq(field(out, "max"), 100653);
     cr_assert_eq(field(out, "min"), 99160);
     /* result % 100 != result % 99 */
@@ -121,10 +106,10 @@ Test(simulate, seed000_ring_and_the_true_move_count)
 {
     char nodes[512], *out, *err;
     seed0_nodes(nodes, sizeof nodes);
-    cr_assert_eq(sh(&out, &err,
-                    "\"$RS\" simulate --scheme ring --hash fnv1_32_java --vnodes 1 --label '{node}' --nodes-file %s "
-                    "--keys 10000000 --key-pattern seq --add-names 2333",
-                    nodes),
+    cr_assert_eq(runf(&out, &err,
+                      "\"$RS\" simulate --scheme ring --hash fnv1_32_java --vnodes 1 --label '{node}' --nodes-file %s "
+                      "--keys 10000000 --key-pattern seq --add-names 2333",
+                      nodes),
                  0, "%s", err);
     char buf[256];
     cr_assert_eq(field(out, "max"), 479784);
@@ -203,7 +188,7 @@ Test(simulate, seed000_138303_is_wraps_plus_true_moves)
 Test(simulate, default_ring_spread_matches_theory)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, "\"$RS\" simulate --keys 10000000 --key-pattern random"), 0, "%s", err);
+    cr_assert_eq(runf(&out, &err, "\"$RS\" simulate --keys 10000000 --key-pattern random"), 0, "%s", err);
     double N = 1000, V = 200, K = 1e7;
     double rel = field(out, "relative sd"), sd = field(out, "sd");
     cr_assert_eq(field(out, "nodes"), 1000);
@@ -228,7 +213,7 @@ Test(simulate, default_ring_spread_matches_theory)
 Test(simulate, vnode_sweep_rows_and_trend)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, "\"$RS\" simulate --nodes 200 --keys 400000 --vnodes 1,10,100,400 --add 2 | tail -n +2"),
+    cr_assert_eq(runf(&out, &err, "\"$RS\" simulate --nodes 200 --keys 400000 --vnodes 1,10,100,400 --add 2 | tail -n +2"),
                  0, "%s", err);
     char *line = strtok(out, "\n");
     cr_assert(line && !strncmp(line, "vnodes\tpoints\tmean\tsd\trel_sd\t", 29), "%s", line);
@@ -262,11 +247,11 @@ Test(simulate, vnode_sweep_rows_and_trend)
 Test(simulate, same_counts_for_any_thread_count_and_seq_keys)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err,
-                    "for j in 1 2 5; do \"$RS\" simulate -j $j --nodes 37 --keys 300001 --key-seed 7 --tsv > %s/t$j || "
-                    "exit 9; done; cmp %s/t1 %s/t2 && cmp %s/t1 %s/t5 && "
-                    "awk -F'\\t' 'NR>1 {s+=$6} END {print s}' %s/t1",
-                    tmp, tmp, tmp, tmp, tmp, tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "for j in 1 2 5; do \"$RS\" simulate -j $j --nodes 37 --keys 300001 --key-seed 7 --tsv > %s/t$j || "
+                      "exit 9; done; cmp %s/t1 %s/t2 && cmp %s/t1 %s/t5 && "
+                      "awk -F'\\t' 'NR>1 {s+=$6} END {print s}' %s/t1",
+                      tmp, tmp, tmp, tmp, tmp, tmp),
                  0, "%s", err);
     cr_assert_eq(atol(out), 300001);
     free(out);
@@ -277,16 +262,16 @@ Test(simulate, same_counts_for_any_thread_count_and_seq_keys)
 Test(simulate, tsv_expected_columns_from_exact_shares)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err,
-                    "\"$RS\" ring --nodes 20 --vnodes 7 --shares > %s/shares && "
-                    "\"$RS\" simulate --nodes 20 --vnodes 7 --keys 50000 --tsv --z 2 > %s/t && "
-                    "tail -n +2 %s/shares | LC_ALL=C sort > %s/a && tail -n +2 %s/t | LC_ALL=C sort > %s/b && "
-                    "LC_ALL=C join -t \"$(printf '\\t')\" %s/a %s/b | "
-                    "awk -F'\\t' '{K=50000; p=$4; e=K*p; s=sqrt(K*p*(1-p)); z=($9-e)/s; "
-                    "f=(z>2)?\"above\":(z<-2)?\"below\":\"ok\"; "
-                    "if ($2!=$5 || (e-$7)^2>0.0001 || (s-$8)^2>0.0001 || (z-$10)^2>1e-5 || f!=$11) {print \"bad\", $0; exit 1} n++} "
-                    "END {print n}'",
-                    tmp, tmp, tmp, tmp, tmp, tmp, tmp, tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "\"$RS\" ring --nodes 20 --vnodes 7 --shares > %s/shares && "
+                      "\"$RS\" simulate --nodes 20 --vnodes 7 --keys 50000 --tsv --z 2 > %s/t && "
+                      "tail -n +2 %s/shares | LC_ALL=C sort > %s/a && tail -n +2 %s/t | LC_ALL=C sort > %s/b && "
+                      "LC_ALL=C join -t \"$(printf '\\t')\" %s/a %s/b | "
+                      "awk -F'\\t' '{K=50000; p=$4; e=K*p; s=sqrt(K*p*(1-p)); z=($9-e)/s; "
+                      "f=(z>2)?\"above\":(z<-2)?\"below\":\"ok\"; "
+                      "if ($2!=$5 || (e-$7)^2>0.0001 || (s-$8)^2>0.0001 || (z-$10)^2>1e-5 || f!=$11) {print \"bad\", $0; exit 1} n++} "
+                      "END {print n}'",
+                      tmp, tmp, tmp, tmp, tmp, tmp, tmp, tmp),
                  0, "%s%s", out, err);
     cr_assert_eq(atoi(out), 20, "%s", out);
     free(out);
@@ -354,7 +339,7 @@ Test(simulate, bounded_loads_equal_a_brute_force_walk)
 Test(simulate, capacity_factor_in_the_summary_and_table)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, "\"$RS\" simulate --nodes 50 --vnodes 20 --keys 200000 --capacity-factor 1.1"), 0, "%s",
+    cr_assert_eq(runf(&out, &err, "\"$RS\" simulate --nodes 50 --vnodes 20 --keys 200000 --capacity-factor 1.1"), 0, "%s",
                  err);
     cr_assert_eq(field(out, "capacity"), 4400);
     cr_assert_eq(field(out, "max after"), 4400);
@@ -362,10 +347,10 @@ Test(simulate, capacity_factor_in_the_summary_and_table)
     cr_assert_gt(spilled, 0);
     cr_assert_geq(spilled, excess);
     free(out);
-    cr_assert_eq(sh(&out, &err,
-                    "\"$RS\" simulate --nodes 50 --vnodes 20 --keys 200000 --capacity-factor 1.1 --tsv | "
-                    "awk -F'\\t' 'NR==1 {print $9, $10} NR>1 {s+=$10; if ($10>$9) bad++; if ($6>4400) o++} "
-                    "END {print s, bad+0, o+0}'"),
+    cr_assert_eq(runf(&out, &err,
+                      "\"$RS\" simulate --nodes 50 --vnodes 20 --keys 200000 --capacity-factor 1.1 --tsv | "
+                      "awk -F'\\t' 'NR==1 {print $9, $10} NR>1 {s+=$10; if ($10>$9) bad++; if ($6>4400) o++} "
+                      "END {print s, bad+0, o+0}'"),
                  0, "%s", err);
     char h1[32], h2[32];
     long sum, bad, over;

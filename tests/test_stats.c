@@ -5,7 +5,6 @@
  * process. */
 #include <criterion/criterion.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,25 +78,11 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
+    remove_tree(tmp);
     free(tmp);
 }
 
 TestSuite(stats, .init = setup, .fini = teardown, .timeout = 300);
-
-static int sh(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int sh(char **out, char **err, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return run(cmd, out, err);
-}
 
 /* The first word of the value of a summary line "label<2+ spaces>value". */
 static const char *value_of(const char *out, const char *label, char *buf, size_t cap)
@@ -129,7 +114,7 @@ static double field(const char *out, const char *label)
 static void check_file(const char *path, const char *kind, const char *needles)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "python3 %s/check.py '%s' %s %s", tmp, path, kind, needles);
+    int rc = runf(&out, &err, "python3 %s/check.py '%s' %s %s", tmp, path, kind, needles);
     cr_assert_eq(rc, 0, "%s: %s%s", path, out, err);
     free(out);
     free(err);
@@ -146,12 +131,12 @@ static void summary_needles(const char *out, char *buf, size_t cap)
 Test(stats, data_counts_equal_the_bucket_manifest)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && \"$RS\" stats --nodes 50 --key bill_id --tsv " INPUTS " > a.tsv && "
-                    "\"$RS\" bucket --quiet --nodes 50 --key bill_id -o b " INPUTS " && "
-                    "\"$RS\" stats b --tsv > b.tsv && cmp a.tsv b.tsv && "
-                    "awk -F'\\t' 'NR>1 {s+=$6} END {print s}' a.tsv",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && \"$RS\" stats --nodes 50 --key bill_id --tsv " INPUTS " > a.tsv && "
+                      "\"$RS\" bucket --quiet --nodes 50 --key bill_id -o b " INPUTS " && "
+                      "\"$RS\" stats b --tsv > b.tsv && cmp a.tsv b.tsv && "
+                      "awk -F'\\t' 'NR>1 {s+=$6} END {print s}' a.tsv",
+                      tmp),
                  0, "%s", err);
     cr_assert_eq(atol(out), 29000, "%s", out);
     free(out);
@@ -161,8 +146,8 @@ Test(stats, data_counts_equal_the_bucket_manifest)
 Test(stats, summary_numbers_are_consistent)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id " INPUTS " && "
-                                "\"$RS\" stats --nodes 50 --key bill_id --tsv " INPUTS " > t.tsv", tmp),
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id " INPUTS " && "
+                                  "\"$RS\" stats --nodes 50 --key bill_id --tsv " INPUTS " > t.tsv", tmp),
                  0, "%s", err);
     cr_assert_eq(field(out, "rows"), 29000);
     cr_assert_eq(field(out, "nodes"), 50);
@@ -174,11 +159,11 @@ Test(stats, summary_numbers_are_consistent)
     cr_assert_float_eq(field(out, "expected sd (equal)"), sqrt(29000.0 / 50 * (1 - 1.0 / 50)), 0.006);
     free(out);
     /* the same numbers recomputed from the per-node table */
-    cr_assert_eq(sh(&out, &err,
-                    "awk -F'\\t' 'NR>1 {n++; s+=$6; q+=($6-580)^2; if (!mx||$6>mx) mx=$6; if (!mn||$6<mn) mn=$6; "
-                    "r+=$7*(1-$4)+($4*29000-580)^2} END {printf \"%%d %%d %%d %%.2f %%.2f\\n\", n, mn, mx, sqrt(q/n), "
-                    "sqrt(r/n)}' %s/t.tsv",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "awk -F'\\t' 'NR>1 {n++; s+=$6; q+=($6-580)^2; if (!mx||$6>mx) mx=$6; if (!mn||$6<mn) mn=$6; "
+                      "r+=$7*(1-$4)+($4*29000-580)^2} END {printf \"%%d %%d %%d %%.2f %%.2f\\n\", n, mn, mx, sqrt(q/n), "
+                      "sqrt(r/n)}' %s/t.tsv",
+                      tmp),
                  0, "%s", err);
     int n, tmn, tmx;
     double tsd, tring;
@@ -197,13 +182,13 @@ Test(stats, summary_numbers_are_consistent)
 Test(stats, observed_vs_expected_flags_on_a_skewed_fixture)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && (echo id,v; i=0; while [ $i -lt 1000 ]; do echo hot,$i; i=$((i+1)); done) > skew.csv && "
-                    "\"$RS\" locate --nodes 50 --no-header hot | cut -f3 > owner && "
-                    "\"$RS\" stats --nodes 50 --tsv skew.csv > t.tsv && \"$RS\" stats --nodes 50 skew.csv > s.txt && "
-                    "awk -F'\\t' -v o=\"$(cat owner)\" 'NR>1 && $1==o {print $6, $8} "
-                    "NR>1 && $1!=o && $8==\"below\" && $6==0 && $7 < -3 {b++} END {print b}' t.tsv && cat s.txt",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && (echo id,v; i=0; while [ $i -lt 1000 ]; do echo hot,$i; i=$((i+1)); done) > skew.csv && "
+                      "\"$RS\" locate --nodes 50 --no-header hot | cut -f3 > owner && "
+                      "\"$RS\" stats --nodes 50 --tsv skew.csv > t.tsv && \"$RS\" stats --nodes 50 skew.csv > s.txt && "
+                      "awk -F'\\t' -v o=\"$(cat owner)\" 'NR>1 && $1==o {print $6, $8} "
+                      "NR>1 && $1!=o && $8==\"below\" && $6==0 && $7 < -3 {b++} END {print b}' t.tsv && cat s.txt",
+                      tmp),
                  0, "%s", err);
     long count, below;
     char flag[16];
@@ -216,7 +201,7 @@ Test(stats, observed_vs_expected_flags_on_a_skewed_fixture)
     cr_assert_eq(field(out, "min"), 0);
     free(out);
     /* a wide band flags nothing */
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --z 1000 skew.csv", tmp), 0, "%s", err);
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --z 1000 skew.csv", tmp), 0, "%s", err);
     cr_assert_eq(field(out, "flagged"), 0);
     free(out);
     free(err);
@@ -225,7 +210,7 @@ Test(stats, observed_vs_expected_flags_on_a_skewed_fixture)
 Test(stats, capacity_on_data_and_on_a_directory)
 {
     char *out, *err;
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id --capacity-factor 1.1 " INPUTS, tmp), 0,
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id --capacity-factor 1.1 " INPUTS, tmp), 0,
                  "%s", err);
     cr_assert_eq(field(out, "capacity"), 638);   /* ceil(1.1 * 29000 / 50) */
     double spilled = field(out, "spilled"), excess = field(out, "excess"), over = field(out, "over F*mean");
@@ -235,10 +220,10 @@ Test(stats, capacity_on_data_and_on_a_directory)
     cr_assert_leq(field(out, "max after"), 638);
     free(out);
     /* the same numbers from a bucket directory, except the placement */
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && \"$RS\" bucket --quiet --nodes 50 --key bill_id -o b " INPUTS
-                    " && \"$RS\" stats b --capacity-factor 1.1",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && \"$RS\" bucket --quiet --nodes 50 --key bill_id -o b " INPUTS
+                      " && \"$RS\" stats b --capacity-factor 1.1",
+                      tmp),
                  0, "%s", err);
     cr_assert_eq(field(out, "capacity"), 638);
     cr_assert_eq(field(out, "excess"), excess);
@@ -246,11 +231,11 @@ Test(stats, capacity_on_data_and_on_a_directory)
     cr_assert_null(strstr(out, "spilled"), "no keys, no placement: %s", out);
     free(out);
     /* input order matters, not the thread count */
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && \"$RS\" stats -j 1 --nodes 50 --key bill_id --capacity-factor 1.1 --tsv " INPUTS
-                    " > j1 && \"$RS\" stats -j 2 --nodes 50 --key bill_id --capacity-factor 1.1 --tsv " INPUTS
-                    " > j2 && cmp j1 j2 && head -1 j1",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && \"$RS\" stats -j 1 --nodes 50 --key bill_id --capacity-factor 1.1 --tsv " INPUTS
+                      " > j1 && \"$RS\" stats -j 2 --nodes 50 --key bill_id --capacity-factor 1.1 --tsv " INPUTS
+                      " > j2 && cmp j1 j2 && head -1 j1",
+                      tmp),
                  0, "%s", err);
     cr_assert(strstr(out, "\tcapacity\tload_after"), "%s", out);
     free(out);
@@ -260,8 +245,8 @@ Test(stats, capacity_on_data_and_on_a_directory)
 Test(stats, pictures_of_stats)
 {
     char *out, *err, needles[512], svg[512], html[512];
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id --capacity-factor 1.25 --svg s.svg "
-                                "--html s.html " INPUTS, tmp),
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" stats --nodes 50 --key bill_id --capacity-factor 1.25 --svg s.svg "
+                                  "--html s.html " INPUTS, tmp),
                  0, "%s", err);
     summary_needles(out, needles, sizeof needles);
     snprintf(svg, sizeof svg, "%s/s.svg", tmp);
@@ -279,10 +264,10 @@ Test(stats, pictures_of_stats)
 Test(stats, pictures_with_awkward_node_names)
 {
     char *out, *err, needles[512], path[512];
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && printf 'a&b\\n<c>\\nd\"e\\nf'\"'\"'g\\n\\377h\\nplain\\n' > nodes && "
-                    "\"$RS\" stats --nodes-file nodes --key bill_id --svg d.svg --html d.html " INPUTS,
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && printf 'a&b\\n<c>\\nd\"e\\nf'\"'\"'g\\n\\377h\\nplain\\n' > nodes && "
+                      "\"$RS\" stats --nodes-file nodes --key bill_id --svg d.svg --html d.html " INPUTS,
+                      tmp),
                  0, "%s", err);
     summary_needles(out, needles, sizeof needles);
     snprintf(path, sizeof path, "%s/d.svg", tmp);
@@ -299,11 +284,11 @@ Test(stats, pictures_with_awkward_node_names)
 Test(stats, pictures_of_a_bucket_directory)
 {
     char *out, *err, needles[512], path[512];
-    cr_assert_eq(sh(&out, &err,
-                    "cd %s && printf 'a&b\\n<c>\\nd\"e\\nplain\\n' > nodes && "
-                    "\"$RS\" bucket --quiet --nodes-file nodes --key bill_id -o b " INPUTS
-                    " && \"$RS\" stats b --svg d.svg --html d.html",
-                    tmp),
+    cr_assert_eq(runf(&out, &err,
+                      "cd %s && printf 'a&b\\n<c>\\nd\"e\\nplain\\n' > nodes && "
+                      "\"$RS\" bucket --quiet --nodes-file nodes --key bill_id -o b " INPUTS
+                      " && \"$RS\" stats b --svg d.svg --html d.html",
+                      tmp),
                  0, "%s", err);
     cr_assert_eq(field(out, "rows"), 29000);
     summary_needles(out, needles, sizeof needles);
@@ -319,7 +304,7 @@ Test(stats, pictures_of_a_bucket_directory)
 Test(stats, pictures_of_simulate_at_1000_nodes)
 {
     char *out, *err, needles[512], path[512];
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" simulate --keys 300000 --svg m.svg --html m.html", tmp), 0, "%s",
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" simulate --keys 300000 --svg m.svg --html m.html", tmp), 0, "%s",
                  err);
     summary_needles(out, needles, sizeof needles);
     snprintf(path, sizeof path, "%s/m.svg", tmp);
@@ -329,7 +314,7 @@ Test(stats, pictures_of_simulate_at_1000_nodes)
     check_file(path, "html", needles);
     free(out);
     /* one bar per node at 1000 nodes (the plot is 1100 px wide) */
-    cr_assert_eq(sh(&out, &err, "grep -c '<title>node ' %s/m.svg", tmp), 0, "%s", err);
+    cr_assert_eq(runf(&out, &err, "grep -c '<title>node ' %s/m.svg", tmp), 0, "%s", err);
     cr_assert_eq(atoi(out), 1000, "%s", out);
     free(out);
     free(err);
@@ -338,8 +323,8 @@ Test(stats, pictures_of_simulate_at_1000_nodes)
 Test(stats, pictures_of_a_vnode_sweep)
 {
     char *out, *err, path[512];
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" simulate --nodes 100 --keys 100000 --vnodes 1,10,100 --add 1 "
-                                "--svg w.svg --html w.html | awk -F'\\t' 'NR==3 {print $5}'", tmp),
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" simulate --nodes 100 --keys 100000 --vnodes 1,10,100 --add 1 "
+                                  "--svg w.svg --html w.html | awk -F'\\t' 'NR==3 {print $5}'", tmp),
                  0, "%s", err);
     cr_assert_gt(strtod(out, NULL), 0, "%s", out);
     snprintf(path, sizeof path, "%s/w.svg", tmp);
@@ -353,7 +338,7 @@ Test(stats, pictures_of_a_vnode_sweep)
 Test(stats, pictures_of_plans)
 {
     char *out, *err, path[512];
-    cr_assert_eq(sh(&out, &err, "cd %s && \"$RS\" plan --nodes 200 --add 5 --svg p.svg --html p.html", tmp), 0,
+    cr_assert_eq(runf(&out, &err, "cd %s && \"$RS\" plan --nodes 200 --add 5 --svg p.svg --html p.html", tmp), 0,
                  "%s%s", out, err);
     snprintf(path, sizeof path, "%s/p.svg", tmp);
     check_file(path, "svg", "'Flows between nodes' 'receiving nodes (5)' '204'");
@@ -392,7 +377,7 @@ Test(stats, flow_matrix_api)
         check_file(path, html ? "html" : "svg", "'42000 keys' 'receiving nodes (7)'");
     }
     char *out;
-    cr_assert_eq(sh(&out, NULL, "grep -c 'columns aggregate consecutive nodes' %s/f.svg", tmp), 0);
+    cr_assert_eq(runf(&out, NULL, "grep -c 'columns aggregate consecutive nodes' %s/f.svg", tmp), 0);
     free(out);
 }
 
@@ -405,12 +390,12 @@ Test(stats, errors)
     cr_assert_eq(run("\"$RS\" stats /nonexistent/x.csv", NULL, &err), 1);
     cr_assert(strstr(err, "/nonexistent/x.csv"), "%s", err);
     free(err);
-    cr_assert_eq(sh(NULL, &err, "cd %s && \"$RS\" bucket --quiet --nodes 5 -o b " DATA "bills_c.csv && "
-                                "\"$RS\" stats --nodes 7 b", tmp),
+    cr_assert_eq(runf(NULL, &err, "cd %s && \"$RS\" bucket --quiet --nodes 5 -o b " DATA "bills_c.csv && "
+                                  "\"$RS\" stats --nodes 7 b", tmp),
                  64);
     cr_assert(strstr(err, "manifest.json"), "%s", err);
     free(err);
-    cr_assert_eq(sh(NULL, &err, "cd %s && mkdir -p e && \"$RS\" stats e", tmp), 1);
+    cr_assert_eq(runf(NULL, &err, "cd %s && mkdir -p e && \"$RS\" stats e", tmp), 1);
     cr_assert(strstr(err, "manifest.json"), "%s", err);
     free(err);
     cr_assert_eq(run("\"$RS\" stats --z -1 x", NULL, &err), 64);

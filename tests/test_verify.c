@@ -2,23 +2,12 @@
  * kind of damage (missing, extra, altered, misplaced rows, corrupt gzip,
  * wrong header, tampered manifest) is found and named, with exit 3. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "support.h"
 
 static char *tmp;
-
-static int sh(char **out, char **err, const char *fmt, ...)
-{
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    return run(cmd, out, err);
-}
 
 /* tmp/in.csv, tmp/old (20 buckets), tmp/moves (plan --emit, 20 -> 22) */
 static void setup(void)
@@ -32,10 +21,10 @@ static void setup(void)
         fprintf(f, "k%d,\"n,%d\",%d\n", i * 7919, i % 13, i);
     fclose(f);
     char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
-                "\"$RS\" plan --quiet --from-buckets old --add 2 --emit moves",
-                tmp);
+    int rc = runf(&out, &err,
+                  "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
+                  "\"$RS\" plan --quiet --from-buckets old --add 2 --emit moves",
+                  tmp);
     cr_assert_eq(rc, 0, "setup: %s %s", out, err);
     free(out);
     free(err);
@@ -43,9 +32,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    system(cmd);
+    remove_tree(tmp);
     free(tmp);
 }
 
@@ -54,7 +41,7 @@ TestSuite(verify, .init = setup, .fini = teardown, .timeout = 300);
 static void expect(int want_rc, const char *damage, const char *dir, const char *needle)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "cd %s && { %s ; } && \"$RS\" verify -j 2 %s", tmp, damage, dir);
+    int rc = runf(&out, &err, "cd %s && { %s ; } && \"$RS\" verify -j 2 %s", tmp, damage, dir);
     cr_assert_eq(rc, want_rc, "rc %d for '%s'\nstdout: %s\nstderr: %s", rc, damage, out, err);
     cr_assert(strstr(out, needle), "'%s' not in:\n%s", needle, out);
     free(out);
@@ -93,7 +80,7 @@ Test(verify, moved_row_in_the_wrong_pair)
 {
     char *out;
     /* append a row that stays (it is in its old bucket, and the new ring keeps it) to a move file */
-    sh(&out, NULL, "cd %s/moves && ls *.csv.gz | head -1", tmp);
+    runf(&out, NULL, "cd %s/moves && ls *.csv.gz | head -1", tmp);
     out[strcspn(out, "\n")] = '\0';
     char damage[1024];
     snprintf(damage, sizeof damage,
@@ -126,11 +113,11 @@ Test(verify, wrong_header)
 Test(verify, bad_usage)
 {
     char *out, *err;
-    int rc = sh(&out, &err, "\"$RS\" verify");
+    int rc = runf(&out, &err, "\"$RS\" verify");
     cr_assert_eq(rc, 64);
     free(out);
     free(err);
-    rc = sh(&out, &err, "\"$RS\" verify %s/nothing-here", tmp);
+    rc = runf(&out, &err, "\"$RS\" verify %s/nothing-here", tmp);
     cr_assert_neq(rc, 0);
     cr_assert_neq(rc, 3);
     free(out);

@@ -18,6 +18,8 @@ int rs_buf_reserve(rs_buf *b, size_t extra);
 /* Appends n bytes. Returns 0, or -1 if out of memory. */
 static inline int rs_buf_append(rs_buf *b, const void *p, size_t n)
 {
+    if (n == 0)  /* an empty buffer's data may be NULL: memcpy must not see it */
+        return 0;
     if (b->cap - b->len < n && rs_buf_reserve(b, n) != 0)
         return -1;
     memcpy(b->data + b->len, p, n);

@@ -139,6 +139,12 @@ uint32_t rs_plan_key_pair(const rs_plan *plan, const void *key, size_t len, uint
  * N gives k/(N+k); removing k of N gives k/N. */
 double rs_plan_ideal_share(const rs_nodes *old_nodes, const rs_nodes *new_nodes);
 
+/* Matches two node lists by name: a_to_b[i] = the index in b of the name
+ * of a's node i (down or not), or RS_PLAN_NONE; b_to_a (may be NULL)
+ * likewise. Names are unique within a list. Returns 0, or -1 when out of
+ * memory. */
+int rs_plan_match_names(const rs_nodes *a, const rs_nodes *b, uint32_t *a_to_b, uint32_t *b_to_a);
+
 /* The arc containing position pos (index into plan->arcs), or -1 if pos
  * does not move. Binary search. */
 int64_t rs_plan_arc_at(const rs_plan *plan, uint64_t pos);

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "ringshard/error.h"
 
 /* A labelled number shown as text: ("mean", "100000.00"). */
 typedef struct {
@@ -98,6 +99,14 @@ int rs_report_flows_html(FILE *f, const rs_report_flows *r);
 
 int rs_report_lines_svg(FILE *f, const rs_report_lines *r);
 int rs_report_lines_html(FILE *f, const rs_report_lines *r);
+
+/* ---- whole documents into files ---- */
+
+/* Writes the document into the file at path (created or truncated): the
+ * SVG form, or the HTML form if html. Returns 0, or -1 with err
+ * (RS_EXIT_IO, naming path: "cannot create" or "write error"). */
+int rs_report_save_loads(const char *path, int html, const rs_report_loads *r, rs_error *err);
+int rs_report_save_lines(const char *path, int html, const rs_report_lines *r, rs_error *err);
 
 /* ---- pieces, for commands composing their own documents ---- */
 

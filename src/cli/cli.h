@@ -5,8 +5,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "ringshard/error.h"
+#include "ringshard/manifest.h"
+#include "ringshard/outdir.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
+#include "ringshard/stats.h"
 
 /* Long-option codes of the ring options shared by every command. */
 enum {
@@ -15,6 +18,10 @@ enum {
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
+    /* output options (rs_cli_output_option) */
+    RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL,
+    /* balance options (rs_cli_balance_option) */
+    RS_OPT_Z = 1080, RS_OPT_CAPACITY, RS_OPT_TSV, RS_OPT_SVG, RS_OPT_HTML,
     RS_OPT__FIRST_COMMAND = 1100
 };
 
@@ -30,6 +37,17 @@ enum {
     {"memory", required_argument, 0, RS_OPT_MEMORY},                       \
     {"zlib", no_argument, 0, RS_OPT_ZLIB},                                 \
     {"quiet", no_argument, 0, RS_OPT_QUIET}
+
+#define RS_OUTPUT_LONGOPTS                                                 \
+    {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
+    {"level", required_argument, 0, RS_OPT_LEVEL}
+
+#define RS_BALANCE_LONGOPTS                                                \
+    {"z", required_argument, 0, RS_OPT_Z},                                 \
+    {"capacity-factor", required_argument, 0, RS_OPT_CAPACITY},           \
+    {"tsv", no_argument, 0, RS_OPT_TSV},                                   \
+    {"svg", required_argument, 0, RS_OPT_SVG},                             \
+    {"html", required_argument, 0, RS_OPT_HTML}
 
 #define RS_RING_LONGOPTS                                                   \
     {"scheme", required_argument, 0, RS_OPT_SCHEME},                       \
@@ -62,8 +80,25 @@ int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg);
  * bad values, RS_EXIT_DATA for a bad node file). */
 int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *opts, rs_nodes *nodes, rs_error *err);
 
+/* 1 if any ring option was given (for commands that take the ring from a
+ * manifest instead), else 0. */
+int rs_cli_ring_given(const rs_cli_ring *ro);
+
 /* rs_cli_ring_finish + rs_ring_build. */
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
+
+/* --add K: appends k nodes of weight 1 to a non-empty list, named after the
+ * last node: its numeric suffix continues (keeping its zero padding) after
+ * the largest number any node with the same prefix carries, skipping names
+ * that exist ("999" -> "1000"..., "db07" -> "db08"...); a last name without
+ * digits (or with more than 18) gets "-1", "-2"... Returns 0, or -1 with err
+ * (RS_EXIT_USAGE: name too long; rs_nodes_append's errors). */
+int rs_cli_add_nodes(rs_nodes *nodes, uint32_t k, rs_error *err);
+
+/* --add-names A,B: appends the comma-separated names, in order, with
+ * weight 1. Returns 0, or -1 with err (rs_nodes_append's errors, naming
+ * --add-names; RS_EXIT_IO when out of memory). */
+int rs_cli_add_names(rs_nodes *nodes, const char *list, rs_error *err);
 
 /* Parses an unsigned integer option value; -1 with RS_EXIT_USAGE naming
  * `what` if it is not a number in [min, max]. */
@@ -103,6 +138,70 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
  * handlers (they stop the pipeline at the next batch) and ignores SIGXFSZ.
  * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs). */
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
+
+/* Records output option `code` (RS_OPT_COMPRESS: gzip|none; RS_OPT_LEVEL:
+ * gzip level 1-9) into po. Returns 1 if handled, 0 if not an output option,
+ * -1 after printing a bad value as command `cmd`'s error (the command then
+ * exits RS_EXIT_USAGE). */
+int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);
+
+/* The data files' extension: ".csv.gz" with compress, else ".csv". */
+const char *rs_cli_data_ext(int compress);
+
+/* The data file name of node a (b NULL: a bucket) or of the move a -> b
+ * (plan --emit): rs_safe_filename of each, joined by "__", then
+ * rs_cli_data_ext. malloc'd; NULL when out of memory. */
+char *rs_cli_data_file(const char *a, const char *b, int compress);
+
+/* The paths of names[0..n) inside od's temporary directory: a malloc'd
+ * array of n malloc'd paths (rs_cli_free_strings frees it), or NULL with
+ * err (RS_EXIT_IO) when out of memory. */
+char **rs_cli_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err);
+
+/* Frees list[0..n) and list itself; list may be NULL. */
+void rs_cli_free_strings(char **list, size_t n);
+
+/* Starts manifest m of `kind` for a finished pipeline run: the ring, the
+ * options that shape the files (key, delimiter, header, compression, keys
+ * only), every input's statistics, rejected rows and seconds; m->files gets
+ * room for nfiles entries (nfiles itself is left 0). Strings point into
+ * kind, ring, po and res (they must outlive m); m->inputs and m->files are
+ * malloc'd for the caller to free. The caller fills files, rows and bytes
+ * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
+ * when out of memory. */
+int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                          const rs_pipeline_result *res, size_t nfiles, rs_error *err);
+
+/* Writes m as manifest.json into od's temporary directory. Returns 0, or -1
+ * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
+int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
+
+/* Flushes standard output; a failed write anywhere before is an error
+ * too. Returns 0, or -1 with err (RS_EXIT_IO). */
+int rs_cli_flush_stdout(rs_error *err);
+
+/* The balance options as given (stats, simulate). */
+typedef struct {
+    double z;                 /* band half-width in sds */
+    double factor;            /* --capacity-factor; NAN: not given */
+    int tsv;                  /* the per-node table instead of the summary */
+    const char *svg, *html;   /* picture files; NULL: not wanted */
+} rs_cli_balance;
+
+/* Defaults: z 3, no capacity factor, the summary, no pictures. */
+void rs_cli_balance_defaults(rs_cli_balance *bo);
+
+/* Records balance option `code` (RS_OPT_Z, RS_OPT_CAPACITY, RS_OPT_TSV,
+ * RS_OPT_SVG, RS_OPT_HTML). Returns 1 if handled, 0 if not a balance option,
+ * -1 with err (RS_EXIT_USAGE) when z is not positive or the factor is not
+ * a number >= 1. */
+int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_error *err);
+
+/* Writes rs_balance_report's pictures to bo->svg (SVG) and bo->html (HTML),
+ * those that are set, in that order. Returns 0, or -1 with err at the first
+ * file that fails. */
+int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
+                            const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
 /* The commands. */
 #define RS_COMMAND_TABLE(X)                                                          \

@@ -2,9 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include "cli/cli.h"
-#include "rs_config.h"
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 
@@ -25,7 +23,7 @@ static const char bucket_help[] =
     "File names: a node's name with bytes other than [A-Za-z0-9._-] as %XX and a\n"
     "leading '.' as %2E, so no name can leave DIR.\n\n";
 
-enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_COMPRESS, OPT_LEVEL, OPT_KEYS_ONLY };
+enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY };
 
 static uint32_t route_ring(void *ctx, int tid, uint32_t input, const char *key, size_t keylen, const char *row,
                            size_t rowlen)
@@ -44,46 +42,23 @@ static uint32_t route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, cons
 }
 static const rs_pos_router ring_router = {pos_ring, prefetch_index, prefetch_point, route_pos};
 
-/* Fills the manifest's common part from a finished pipeline run. */
+/* The manifest of a finished run: one file per node. */
 static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
-                         const rs_ring *ring, const char *const *files, rs_error *err)
+                         const rs_ring *ring, char *const *names, rs_error *err)
 {
-    memset(m, 0, sizeof *m);
-    m->schema = 1;
-    m->kind = "buckets";
-    m->tool_version = RS_VERSION;
-    m->ring_description = (char *)rs_ring_description(ring);
-    m->ring_fingerprint = (char *)rs_ring_fingerprint(ring);
-    m->key = (char *)(po->key ? po->key : "1");
-    m->delimiter = po->dialect.delim;
-    m->header = res->header != NULL;
-    m->header_line = res->header;
-    m->compress = po->compress;
-    m->level = po->level;
-    m->keys_only = po->keys_only;
-    m->ninputs = po->ninputs;
-    m->inputs = calloc(po->ninputs, sizeof *m->inputs);
-    m->nfiles = po->ndest;
-    m->files = calloc(po->ndest, sizeof *m->files);
-    if (!m->inputs || !m->files)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (size_t i = 0; i < po->ninputs; i++) {
-        const rs_input_stats *in = &res->input[i];
-        m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected, in->blank_lines};
-    }
+    if (rs_cli_manifest_start(m, "buckets", ring, po, res, po->ndest, err) != 0)
+        return -1;
     const rs_nodes *nodes = rs_ring_nodes(ring);
+    m->nfiles = po->ndest;
     for (uint32_t d = 0; d < po->ndest; d++) {
         const rs_dest_stats *ds = &res->dest[d];
-        const char *base = strrchr(files[d], '/');
-        m->files[d] = (rs_manifest_file){(char *)(base ? base + 1 : files[d]), nodes->names[d], NULL, NULL,
-                                         ds->rows, ds->bytes, ds->file_bytes, ds->crc, 0};
+        m->files[d] = (rs_manifest_file){names[d], nodes->names[d], NULL, NULL, ds->rows, ds->bytes,
+                                         ds->file_bytes, ds->crc, 0};
     }
     m->rows = res->rows;
     m->bytes = 0;  /* data bytes written (keys only: less than read) */
     for (uint32_t d = 0; d < po->ndest; d++)
         m->bytes += res->dest[d].bytes;
-    m->rejected = res->rejected;
-    m->seconds = res->seconds;
     return 0;
 }
 
@@ -130,9 +105,8 @@ int rs_cmd_bucket(int argc, char **argv)
         RS_RING_LONGOPTS,
         RS_INPUT_LONGOPTS,
         {"output", required_argument, 0, 'o'},
+        RS_OUTPUT_LONGOPTS,
         {"force", no_argument, 0, OPT_FORCE},
-        {"compress", required_argument, 0, OPT_COMPRESS},
-        {"level", required_argument, 0, OPT_LEVEL},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -143,7 +117,6 @@ int rs_cmd_bucket(int argc, char **argv)
     const char *outdir = NULL;
     int force = 0, c, r;
     rs_error err = {0};
-    unsigned long long v;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
         if (rs_cli_ring_option(&ro, c, optarg))
@@ -153,22 +126,14 @@ int rs_cmd_bucket(int argc, char **argv)
                 return rs_cli_fail("bucket", &err);
             continue;
         }
+        if ((r = rs_cli_output_option("bucket", &po, c, optarg)) != 0) {
+            if (r < 0)
+                return RS_EXIT_USAGE;
+            continue;
+        }
         switch (c) {
         case 'o': outdir = optarg; break;
         case OPT_FORCE: force = 1; break;
-        case OPT_COMPRESS:
-            if (!strcmp(optarg, "gzip"))
-                po.compress = 1;
-            else if (!strcmp(optarg, "none"))
-                po.compress = 0;
-            else
-                return rs_cli_usage_error("bucket", "--compress: expected gzip or none");
-            break;
-        case OPT_LEVEL:
-            if (rs_cli_uint("--level", optarg, 1, 9, &v, &err) != 0)
-                return rs_cli_fail("bucket", &err);
-            po.level = (int)v;
-            break;
         case OPT_KEYS_ONLY: po.keys_only = 1; break;
         case 'h':
             fputs(bucket_help, stdout);
@@ -189,36 +154,24 @@ int rs_cmd_bucket(int argc, char **argv)
         return rs_cli_fail("bucket", &err);
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
-    char **files = calloc(nodes->count, sizeof *files);
+    char **names = calloc(nodes->count, sizeof *names), **files = NULL;
     rs_pipeline_result res = {0};
     rs_manifest m = {0};
     int rc = 0, begun = 0;
-    if (!files) {
+    if (!names) {
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
         goto out;
     }
     if (rs_outdir_begin(&od, outdir, force, &err) != 0)
         goto out;
     begun = 1;
-    for (uint32_t i = 0; i < nodes->count; i++) {
-        char *safe = rs_safe_filename(nodes->names[i]);
-        size_t n = strlen(safe) + 16;
-        char *name = malloc(n);
-        if (!safe || !name) {
-            free(safe);
-            free(name);
+    for (uint32_t i = 0; i < nodes->count; i++)
+        if (!(names[i] = rs_cli_data_file(nodes->names[i], NULL, po.compress))) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
             goto out;
         }
-        snprintf(name, n, "%s%s", safe, po.compress ? ".csv.gz" : ".csv");
-        files[i] = rs_outdir_path(&od, name);
-        free(safe);
-        free(name);
-        if (!files[i]) {
-            rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-    }
+    if (!(files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err)))
+        goto out;
     po.ndest = nodes->count;
     po.route = route_ring;
     po.pos_router = &ring_router;
@@ -228,12 +181,9 @@ int rs_cmd_bucket(int argc, char **argv)
         goto out;
     if (check_conservation(&po, &res, &err) != 0)
         goto out;
-    if (fill_manifest(&m, &po, &res, ring, (const char *const *)files, &err) != 0)
+    if (fill_manifest(&m, &po, &res, ring, names, &err) != 0)
         goto out;
-    char *mpath = rs_outdir_path(&od, "manifest.json");
-    int mrc = mpath ? rs_manifest_write(&m, mpath, &err) : rs_error_set(&err, RS_EXIT_IO, "out of memory");
-    free(mpath);
-    if (mrc != 0)
+    if (rs_cli_outdir_manifest(&od, &m, &err) != 0)
         goto out;
     double t_publish = rs_cli_now();
     if (rs_outdir_commit(&od, &err) != 0)
@@ -251,9 +201,8 @@ out:
     free(m.inputs);
     free(m.files);
     rs_pipeline_result_free(&res);
-    for (uint32_t i = 0; files && i < nodes->count; i++)
-        free(files[i]);
-    free(files);
+    rs_cli_free_strings(files, nodes->count);
+    rs_cli_free_strings(names, nodes->count);
     rs_ring_free(ring);
     return rc;
 }

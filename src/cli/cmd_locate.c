@@ -87,9 +87,7 @@ int rs_cmd_locate(int argc, char **argv)
         free(line);
     }
     rs_ring_free(r);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "ringshard locate: write error on standard output\n");
-        return RS_EXIT_IO;
-    }
+    if (rs_cli_flush_stdout(&err) != 0)
+        return rs_cli_fail("locate", &err);
     return 0;
 }

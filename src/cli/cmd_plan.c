@@ -1,13 +1,11 @@
 /* ringshard plan: what moves where when the node set changes - the exact
  * ring diff without data, counted keys and bytes with data, the moved rows
  * themselves with --emit. The plan JSON schema is in docs/plan.md. */
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "rs_config.h"
@@ -67,7 +65,7 @@ static const char plan_help[] =
 enum {
     OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_ADD,
     OPT_ADD_NAMES, OPT_REMOVE, OPT_REWEIGHT, OPT_FROM_BUCKETS, OPT_RING_ONLY, OPT_JSON, OPT_JSON_ARCS, OPT_ARCS,
-    OPT_PAIRS, OPT_TOP, OPT_STRICT, OPT_EMIT, OPT_FORCE, OPT_COMPRESS, OPT_LEVEL, OPT_BATCH_BYTES,
+    OPT_PAIRS, OPT_TOP, OPT_STRICT, OPT_EMIT, OPT_FORCE, OPT_BATCH_BYTES,
     OPT_WAVE_ORDER, OPT_SVG, OPT_HTML
 };
 
@@ -100,11 +98,6 @@ static int for_each_name(const char *list, rs_nodes *nodes, const char *what,
         rc = fn(nodes, name, what, ctx);
     free(copy);
     return rc;
-}
-
-static int do_add_name(rs_nodes *nodes, const char *name, const char *what, void *ctx)
-{
-    return rs_nodes_append(nodes, name, 1.0, what, ctx);
 }
 
 typedef struct {
@@ -144,57 +137,6 @@ static int do_reweight(rs_nodes *nodes, const char *item, const char *what, void
     if (i < 0)
         return rs_error_set(err, RS_EXIT_USAGE, "--reweight: no node '%s'", name);
     nodes->weights[i] = w;
-    return 0;
-}
-
-/* --add K: names continue the last node's numeric suffix (keeping its zero
- * padding), skipping names that exist; a last name without digits gets
- * "-1", "-2"... */
-static int add_count(rs_nodes *nodes, unsigned long long k, rs_error *err)
-{
-    const char *last = nodes->names[nodes->count - 1];
-    size_t len = strlen(last), d = len;
-    while (d > 0 && isdigit((unsigned char)last[d - 1]))
-        d--;
-    char prefix[4096];
-    unsigned long long next = 1;
-    int width = 0;
-    if (d == len || len - d > 18) {
-        if (len + 2 >= sizeof prefix)
-            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
-        snprintf(prefix, sizeof prefix, "%s-", last);
-    } else {
-        if (d >= sizeof prefix)
-            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
-        memcpy(prefix, last, d);
-        prefix[d] = '\0';
-        if (last[d] == '0' && len - d > 1)
-            width = (int)(len - d);
-        /* after the largest number with this prefix */
-        next = 0;
-        for (uint32_t i = 0; i < nodes->count; i++) {
-            const char *s = nodes->names[i];
-            if (strncmp(s, prefix, d) != 0 || !s[d])
-                continue;
-            const char *p = s + d;
-            while (isdigit((unsigned char)*p))
-                p++;
-            if (*p || p - (s + d) > 18)
-                continue;
-            unsigned long long v = strtoull(s + d, NULL, 10);
-            if (v + 1 > next)
-                next = v + 1;
-        }
-    }
-    char name[4200];
-    for (unsigned long long added = 0; added < k; next++) {
-        snprintf(name, sizeof name, "%s%0*llu", prefix, width, next);
-        if (rs_nodes_find(nodes, name) >= 0)
-            continue;
-        if (rs_nodes_append(nodes, name, 1.0, "--add", err) != 0)
-            return -1;
-        added++;
-    }
     return 0;
 }
 
@@ -244,9 +186,7 @@ static int build_rings(plan_args *a, rs_manifest *m, rs_ring **old_ring, rs_ring
                             "no new side: give --new-nodes, --new-nodes-file or a change (--add, --add-names, "
                             "--remove, --reweight)");
     if (a->from_buckets) {
-        const rs_cli_ring *r = &a->ro;
-        if (r->scheme || r->hash || r->seed || r->vnodes || r->label || r->sign || r->order || r->down ||
-            a->old_nodes || a->old_nodes_file)
+        if (rs_cli_ring_given(&a->ro) || a->old_nodes || a->old_nodes_file)
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--from-buckets takes the old ring from %s/manifest.json: no ring or old-node options",
                                 a->from_buckets);
@@ -289,9 +229,9 @@ static int build_rings(plan_args *a, rs_manifest *m, rs_ring **old_ring, rs_ring
         if (for_each_name(a->reweight[k], &new_nodes, "--reweight", do_reweight, err, err) != 0)
             goto out;
     for (int k = 0; k < a->nadd_names; k++)
-        if (for_each_name(a->add_names[k], &new_nodes, "--add-names", do_add_name, err, err) != 0)
+        if (rs_cli_add_names(&new_nodes, a->add_names[k], err) != 0)
             goto out;
-    if (a->add && add_count(&new_nodes, a->add, err) != 0)
+    if (a->add && rs_cli_add_nodes(&new_nodes, (uint32_t)a->add, err) != 0)
         goto out;
     if (!(*old_ring = rs_ring_build(&o, &old_nodes, err)))
         goto out;
@@ -387,22 +327,12 @@ static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
         return NULL;
     }
     const rs_nodes *a = rs_ring_nodes(p->old_ring), *b = rs_ring_nodes(p->new_ring);
-    for (size_t k = 0; k < p->npairs; k++) {
-        char *f = rs_safe_filename(a->names[p->pairs[k].from]), *t = rs_safe_filename(b->names[p->pairs[k].to]);
-        size_t n = (f ? strlen(f) : 0) + (t ? strlen(t) : 0) + 32;
-        names[k] = f && t ? malloc(n) : NULL;
-        if (names[k])
-            snprintf(names[k], n, "%s__%s%s", f, t, compress ? ".csv.gz" : ".csv");
-        free(f);
-        free(t);
-        if (!names[k]) {
-            for (size_t q = 0; q < k; q++)
-                free(names[q]);
-            free(names);
+    for (size_t k = 0; k < p->npairs; k++)
+        if (!(names[k] = rs_cli_data_file(a->names[p->pairs[k].from], b->names[p->pairs[k].to], compress))) {
+            rs_cli_free_strings(names, k);
             rs_error_set(err, RS_EXIT_IO, "out of memory");
             return NULL;
         }
-    }
     /* Names containing "__" could collide: suffix duplicates with ~2, ~3... */
     for (size_t k = 1; k < p->npairs; k++)
         for (size_t q = 0; q < k; q++)
@@ -411,7 +341,7 @@ static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
                 char *u = malloc(n);
                 if (!u)
                     break;
-                const char *ext = compress ? ".csv.gz" : ".csv";
+                const char *ext = rs_cli_data_ext(compress);
                 size_t stem = strlen(names[k]) - strlen(ext);
                 snprintf(u, n, "%.*s~%zu%s", (int)stem, names[k], k, ext);
                 free(names[k]);
@@ -474,20 +404,15 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     po->route = route_plan;
     po->route_ctx = &rc_ctx;
     if (a->emit) {
+        /* no pairs: the pipeline still wants a destination; it is removed below */
+        static const char *const no_moves[] = {"no-moves.tmp"};
         if (rs_outdir_begin(&od, a->emit, a->force, err) != 0)
             goto out;
         begun = 1;
-        names = pair_file_names(p, po->compress, err);
-        files = calloc(po->ndest, sizeof *files);
-        if (!names || !files) {
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
+        if (!(names = pair_file_names(p, po->compress, err)))
             goto out;
-        }
-        for (uint32_t k = 0; k < po->ndest; k++)
-            if (!(files[k] = rs_outdir_path(&od, npairs ? names[k] : "no-moves.tmp"))) {
-                rs_error_set(err, RS_EXIT_IO, "out of memory");
-                goto out;
-            }
+        if (!(files = rs_cli_outdir_paths(&od, npairs ? (const char *const *)names : no_moves, po->ndest, err)))
+            goto out;
         po->dest_paths = (const char *const *)files;
     }
     if (rs_pipeline_run(po, &res, err) != 0)
@@ -561,32 +486,11 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         }
     }
     /* manifest: only the pairs that moved rows; empty files are removed */
-    em.schema = 1;
-    em.kind = "moves";
-    em.tool_version = RS_VERSION;
-    em.ring_description = (char *)rs_ring_description(p->old_ring);
-    em.ring_fingerprint = (char *)rs_ring_fingerprint(p->old_ring);
+    if (rs_cli_manifest_start(&em, "moves", p->old_ring, po, &res, npairs, err) != 0)
+        goto out;
     em.new_ring_description = (char *)rs_ring_description(p->new_ring);
     em.new_ring_fingerprint = (char *)rs_ring_fingerprint(p->new_ring);
-    em.key = (char *)(po->key ? po->key : "1");
-    em.delimiter = po->dialect.delim;
-    em.header = res.header != NULL;
-    em.header_line = res.header;
-    em.compress = po->compress;
-    em.level = po->level;
     em.keys_only = po->keys_only || (m && m->keys_only);
-    em.ninputs = po->ninputs;
-    em.inputs = calloc(po->ninputs ? po->ninputs : 1, sizeof *em.inputs);
-    em.files = calloc(npairs ? npairs : 1, sizeof *em.files);
-    if (!em.inputs || !em.files) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < po->ninputs; i++) {
-        const rs_input_stats *in = &res.input[i];
-        em.inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                           in->blank_lines};
-    }
     const rs_nodes *new_nodes = rs_ring_nodes(p->new_ring);
     for (uint32_t k = 0; k < po->ndest; k++) {
         if (k < npairs && res.dest[k].rows) {
@@ -601,12 +505,7 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     }
     em.rows = written;
     em.bytes = d->moved_bytes;
-    em.rejected = res.rejected;
-    em.seconds = res.seconds;
-    char *mpath = rs_outdir_path(&od, "manifest.json");
-    int mrc = mpath ? rs_manifest_write(&em, mpath, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    free(mpath);
-    if (mrc != 0)
+    if (rs_cli_outdir_manifest(&od, &em, err) != 0)
         goto out;
     if (rs_outdir_commit(&od, err) != 0)
         goto out;
@@ -628,12 +527,8 @@ out:
     free(input_node);
     free(em.inputs);
     free(em.files);
-    for (uint32_t k = 0; files && k < po->ndest; k++)
-        free(files[k]);
-    free(files);
-    for (uint32_t k = 0; names && k < npairs; k++)
-        free(names[k]);
-    free(names);
+    rs_cli_free_strings(files, po->ndest);
+    rs_cli_free_strings(names, npairs);
     rs_pipeline_result_free(&res);
     return rc;
 }
@@ -1271,13 +1166,6 @@ out:
 
 /* ---------------------------------------------------------------- main */
 
-static double seconds_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int push(const char **list, int *n, const char *v, const char *what, rs_error *err)
 {
     if (*n >= MAX_CHANGES)
@@ -1310,8 +1198,7 @@ int rs_cmd_plan(int argc, char **argv)
         {"strict", no_argument, 0, OPT_STRICT},
         {"emit", required_argument, 0, OPT_EMIT},
         {"force", no_argument, 0, OPT_FORCE},
-        {"compress", required_argument, 0, OPT_COMPRESS},
-        {"level", required_argument, 0, OPT_LEVEL},
+        RS_OUTPUT_LONGOPTS,
         {"batch-bytes", required_argument, 0, OPT_BATCH_BYTES},
         {"wave-order", required_argument, 0, OPT_WAVE_ORDER},
         {"svg", required_argument, 0, OPT_SVG},
@@ -1325,7 +1212,6 @@ int rs_cmd_plan(int argc, char **argv)
     rs_pipeline_opts po;
     rs_cli_input_defaults(&po);
     rs_error err = {0};
-    unsigned long long v;
     int c, r;
     optind = 1;
     while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
@@ -1350,6 +1236,11 @@ int rs_cmd_plan(int argc, char **argv)
         if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("plan", &err);
+            continue;
+        }
+        if ((r = rs_cli_output_option("plan", &po, c, optarg)) != 0) {
+            if (r < 0)
+                return RS_EXIT_USAGE;
             continue;
         }
         switch (c) {
@@ -1388,19 +1279,6 @@ int rs_cmd_plan(int argc, char **argv)
         case OPT_STRICT: a.strict = 1; break;
         case OPT_EMIT: a.emit = optarg; break;
         case OPT_FORCE: a.force = 1; break;
-        case OPT_COMPRESS:
-            if (!strcmp(optarg, "gzip"))
-                po.compress = 1;
-            else if (!strcmp(optarg, "none"))
-                po.compress = 0;
-            else
-                return rs_cli_usage_error("plan", "--compress: expected gzip or none");
-            break;
-        case OPT_LEVEL:
-            if (rs_cli_uint("--level", optarg, 1, 9, &v, &err) != 0)
-                return rs_cli_fail("plan", &err);
-            po.level = (int)v;
-            break;
         case OPT_BATCH_BYTES:
             if (rs_cli_size("--batch-bytes", optarg, &a.batch_bytes, &err) != 0)
                 return rs_cli_fail("plan", &err);
@@ -1433,14 +1311,14 @@ int rs_cmd_plan(int argc, char **argv)
     data_result d = {0};
     char **paths = NULL;
     int rc = 0, have_plan = 0, quiet = po.progress < 0;
-    double t0 = seconds_now();
+    double t0 = rs_cli_now();
     if (build_rings(&a, &m, &old_ring, &new_ring, &err) != 0)
         goto out;
-    double t1 = seconds_now();
+    double t1 = rs_cli_now();
     if (rs_plan_diff(old_ring, new_ring, &plan, &err) != 0)
         goto out;
     have_plan = 1;
-    double t2 = seconds_now();
+    double t2 = rs_cli_now();
     if (a.arcs && plan.method != RS_PLAN_EXACT_ARCS) {
         rs_error_set(&err, RS_EXIT_USAGE, "--arcs: scheme %s has no arcs",
                      rs_scheme_name(rs_ring_get_opts(old_ring)->scheme));
@@ -1495,10 +1373,8 @@ int rs_cmd_plan(int argc, char **argv)
         goto out;
     if (!quiet) {
         print_summary(stdout, &a, &plan, &d, t1 - t0, t2 - t1);
-        if (fflush(stdout) != 0 || ferror(stdout)) {
-            rs_error_set(&err, RS_EXIT_IO, "write error on standard output");
+        if (rs_cli_flush_stdout(&err) != 0)
             goto out;
-        }
     }
     if (d.mismatches) {
         fprintf(stderr, "ringshard plan: %llu rows of %s sit in the wrong bucket%s\n",

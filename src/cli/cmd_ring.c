@@ -145,9 +145,7 @@ int rs_cmd_ring(int argc, char **argv)
     default: rc = print_summary(r);
     }
     rs_ring_free(r);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "ringshard ring: write error on standard output\n");
-        return RS_EXIT_IO;
-    }
+    if (rs_cli_flush_stdout(&err) != 0)
+        return rs_cli_fail("ring", &err);
     return rc;
 }

@@ -2,8 +2,6 @@
  * vnode sweeps, bounded-load capacity what-ifs. The keys are generated,
  * hashed and counted per node in parallel (per-thread counters, summed);
  * the bounded-load placement is sequential, in key order. */
-#include <ctype.h>
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -45,8 +43,7 @@ static const char simulate_help[] =
     "  -h, --help          this help\n\n";
 
 enum {
-    OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED, OPT_ADD, OPT_ADD_NAMES, OPT_REMOVE, OPT_CAPACITY,
-    OPT_Z, OPT_TSV, OPT_SVG, OPT_HTML
+    OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED, OPT_ADD, OPT_ADD_NAMES, OPT_REMOVE
 };
 
 typedef struct {
@@ -67,61 +64,9 @@ typedef struct {
     rs_key_pattern pattern;
     uint64_t key_seed;
     int threads;
-    double z, factor;
 } sim_opts;
 
 static void fail_oom(rs_error *err) { rs_error_set(err, RS_EXIT_IO, "out of memory"); }
-
-/* --add K, named as `plan --add` names them: the last node's numeric suffix
- * continues (keeping its zero padding) after the largest number with that
- * prefix, skipping names that exist; a last name without digits gets "-1",
- * "-2"... */
-static int add_count(rs_nodes *nodes, unsigned long long k, rs_error *err)
-{
-    const char *last = nodes->names[nodes->count - 1];
-    size_t len = strlen(last), d = len;
-    while (d > 0 && isdigit((unsigned char)last[d - 1]))
-        d--;
-    char prefix[4096];
-    unsigned long long next = 1;
-    int width = 0;
-    if (d == len || len - d > 18) {
-        if (len + 2 >= sizeof prefix)
-            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
-        snprintf(prefix, sizeof prefix, "%s-", last);
-    } else {
-        if (d >= sizeof prefix)
-            return rs_error_set(err, RS_EXIT_USAGE, "--add: node name too long");
-        memcpy(prefix, last, d);
-        prefix[d] = '\0';
-        if (last[d] == '0' && len - d > 1)
-            width = (int)(len - d);
-        next = 0;
-        for (uint32_t i = 0; i < nodes->count; i++) {
-            const char *s = nodes->names[i];
-            if (strncmp(s, prefix, d) != 0 || !s[d])
-                continue;
-            const char *p = s + d;
-            while (isdigit((unsigned char)*p))
-                p++;
-            if (*p || p - (s + d) > 18)
-                continue;
-            unsigned long long v = strtoull(s + d, NULL, 10);
-            if (v + 1 > next)
-                next = v + 1;
-        }
-    }
-    char name[4200];
-    for (unsigned long long added = 0; added < k; next++) {
-        snprintf(name, sizeof name, "%s%0*llu", prefix, width, next);
-        if (rs_nodes_find(nodes, name) >= 0)
-            continue;
-        if (rs_nodes_append(nodes, name, 1.0, "--add", err) != 0)
-            return -1;
-        added++;
-    }
-    return 0;
-}
 
 /* Applies --add / --add-names / --remove to a copy of the base ring's nodes. */
 static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const char *add_names, const char *remove,
@@ -151,18 +96,14 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
         wl += (size_t)snprintf(what + wl, whatcap - wl, "remove %s", remove);
     }
     if (add_names) {
-        char *list = strdup(add_names), *save = NULL;
-        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-            if (rs_nodes_append(&nodes, name, 1.0, "--add-names", err) != 0) {
-                free(list);
-                rs_nodes_free(&nodes);
-                return NULL;
-            }
-        free(list);
+        if (rs_cli_add_names(&nodes, add_names, err) != 0) {
+            rs_nodes_free(&nodes);
+            return NULL;
+        }
         wl += (size_t)snprintf(what + wl, whatcap - wl, "%sadd %s", wl ? ", " : "", add_names);
     }
     if (add) {
-        if (add_count(&nodes, add, err) != 0) {
+        if (rs_cli_add_nodes(&nodes, (uint32_t)add, err) != 0) {
             rs_nodes_free(&nodes);
             return NULL;
         }
@@ -179,6 +120,26 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
 }
 
 #define SIM_BLOCK 32
+
+typedef char sim_key[RS_SYNTH_KEY_MAX + 8];
+
+/* The positions of a block's n keys on ring r (pos0, those on the first
+ * ring, when every ring shares them; else computed into pos), with r's
+ * prefetch hints given for all of them before the first lookup. */
+static inline const uint64_t *block_positions(const rs_ring *r, int same_pos, const uint64_t *pos0, uint64_t *pos,
+                                              const sim_key *keys, const size_t *lens, int n)
+{
+    if (!same_pos) {
+        for (int k = 0; k < n; k++)
+            pos[k] = rs_ring_position(r, keys[k], lens[k]);
+        pos0 = pos;
+    }
+    for (int k = 0; k < n; k++)
+        rs_ring_prefetch_index(r, pos0[k]);
+    for (int k = 0; k < n; k++)
+        rs_ring_prefetch_point(r, pos0[k]);
+    return pos0;
+}
 
 /* One parallel pass over the keys: counts per node of every ring, moved keys. */
 static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err)
@@ -207,7 +168,7 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
     {
         int t = omp_get_thread_num();
         uint64_t local_moved[64] = {0};   /* nr <= 64, checked by the caller */
-        char keys[SIM_BLOCK][RS_SYNTH_KEY_MAX + 8];
+        sim_key keys[SIM_BLOCK];
         size_t lens[SIM_BLOCK];
         uint64_t pos0[SIM_BLOCK], pos[SIM_BLOCK];
         uint32_t own[SIM_BLOCK];
@@ -223,16 +184,7 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
             }
             for (size_t s = 0; s < nr; s++) {
                 const rs_ring *b = sr[s].base;
-                const uint64_t *p = pos0;
-                if (!same_pos) {
-                    for (int k = 0; k < n; k++)
-                        pos[k] = rs_ring_position(b, keys[k], lens[k]);
-                    p = pos;
-                }
-                for (int k = 0; k < n; k++)
-                    rs_ring_prefetch_index(b, p[k]);
-                for (int k = 0; k < n; k++)
-                    rs_ring_prefetch_point(b, p[k]);
+                const uint64_t *p = block_positions(b, same_pos, pos0, pos, (const sim_key *)keys, lens, n);
                 uint64_t *cnt = sr[s].counts + (size_t)t * rs_ring_nodes(b)->count;
                 for (int k = 0; k < n; k++) {
                     own[k] = rs_ring_owner(b, p[k]);
@@ -240,15 +192,7 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
                 }
                 if (sr[s].changed) {
                     const rs_ring *c = sr[s].changed;
-                    if (!same_pos) {
-                        for (int k = 0; k < n; k++)
-                            pos[k] = rs_ring_position(c, keys[k], lens[k]);
-                        p = pos;
-                    }
-                    for (int k = 0; k < n; k++)
-                        rs_ring_prefetch_index(c, p[k]);
-                    for (int k = 0; k < n; k++)
-                        rs_ring_prefetch_point(c, p[k]);
+                    p = block_positions(c, same_pos, pos0, pos, (const sim_key *)keys, lens, n);
                     uint64_t *cc = sr[s].counts_changed + (size_t)t * rs_ring_nodes(c)->count;
                     const uint32_t *map = sr[s].map;
                     uint64_t mv = 0;
@@ -283,7 +227,7 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
 }
 
 /* Bounded loads on the base ring: start points in parallel, placement in key order. */
-static int bounded(sim_ring *sr, const sim_opts *so, uint32_t *start, rs_error *err)
+static int bounded(sim_ring *sr, const sim_opts *so, double factor, uint32_t *start, rs_error *err)
 {
     long long K = (long long)so->keys;
     const rs_ring *b = sr->base;
@@ -301,9 +245,9 @@ static int bounded(sim_ring *sr, const sim_opts *so, uint32_t *start, rs_error *
     sr->load_after = malloc((size_t)n * sizeof *sr->load_after);
     if (!sr->capacity || !sr->load_after)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (rs_bounded_capacities(b, so->keys, so->factor, sr->capacity, err) != 0)
+    if (rs_bounded_capacities(b, so->keys, factor, sr->capacity, err) != 0)
         return -1;
-    return rs_bounded_place(b, start, so->keys, sr->counts, so->factor, &sr->bounded, sr->load_after, err);
+    return rs_bounded_place(b, start, so->keys, sr->counts, factor, &sr->bounded, sr->load_after, err);
 }
 
 static void print_change(FILE *f, const sim_ring *sr, const sim_opts *so, const char *what)
@@ -362,15 +306,7 @@ static int write_sweep_picture(const char *path, int html, sim_ring *sr, size_t 
         .title = title, .subtitle = sub, .xlabel = "virtual nodes per node (V)", .ylabel = "relative spread",
         .xlog = 1, .ylog = 1, .nseries = sr[0].changed ? 5 : 4, .series = series, .facts = facts, .nfacts = 2,
     };
-    int rc = 0;
-    FILE *f = fopen(path, "w");
-    if (!f)
-        rc = rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
-    else {
-        int w = html ? rs_report_lines_html(f, &rl) : rs_report_lines_svg(f, &rl);
-        if (fclose(f) != 0 || w != 0)
-            rc = rs_error_set(err, RS_EXIT_IO, "%s: write error: %s", path, strerror(errno));
-    }
+    int rc = rs_report_save_lines(path, html, &rl, err);
     free(x); free(obs); free(th); free(ring); free(mm); free(mv);
     return rc;
 }
@@ -385,27 +321,29 @@ int rs_cmd_simulate(int argc, char **argv)
         {"add", required_argument, 0, OPT_ADD},
         {"add-names", required_argument, 0, OPT_ADD_NAMES},
         {"remove", required_argument, 0, OPT_REMOVE},
-        {"capacity-factor", required_argument, 0, OPT_CAPACITY},
-        {"z", required_argument, 0, OPT_Z},
-        {"tsv", no_argument, 0, OPT_TSV},
-        {"svg", required_argument, 0, OPT_SVG},
-        {"html", required_argument, 0, OPT_HTML},
+        RS_BALANCE_LONGOPTS,
         {"threads", required_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     rs_cli_ring ro = {0};
-    sim_opts so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM, .z = 3, .factor = NAN};
+    sim_opts so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM};
+    rs_cli_balance bo;
+    rs_cli_balance_defaults(&bo);
     unsigned long long add = 0, v;
-    const char *add_names = NULL, *remove = NULL, *svg = NULL, *html = NULL;
-    int tsv = 0, c;
+    const char *add_names = NULL, *remove = NULL;
+    int c, r;
     rs_error err = {0};
     optind = 1;
     so.threads = omp_get_max_threads();
     while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
         if (rs_cli_ring_option(&ro, c, optarg))
             continue;
-        char *end;
+        if ((r = rs_cli_balance_option(&bo, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("simulate", &err);
+            continue;
+        }
         switch (c) {
         case OPT_KEYS:
             if (rs_cli_uint("--keys", optarg, 1, 1ULL << 40, &v, &err) != 0)
@@ -433,25 +371,6 @@ int rs_cmd_simulate(int argc, char **argv)
             break;
         case OPT_ADD_NAMES: add_names = optarg; break;
         case OPT_REMOVE: remove = optarg; break;
-        case OPT_CAPACITY:
-            errno = 0;
-            so.factor = strtod(optarg, &end);
-            if (*end || errno || !(so.factor >= 1) || !isfinite(so.factor)) {
-                rs_error_set(&err, RS_EXIT_USAGE, "--capacity-factor: '%s' is not a number >= 1", optarg);
-                return rs_cli_fail("simulate", &err);
-            }
-            break;
-        case OPT_Z:
-            errno = 0;
-            so.z = strtod(optarg, &end);
-            if (*end || errno || !(so.z > 0) || !isfinite(so.z)) {
-                rs_error_set(&err, RS_EXIT_USAGE, "--z: '%s' is not a positive number", optarg);
-                return rs_cli_fail("simulate", &err);
-            }
-            break;
-        case OPT_TSV: tsv = 1; break;
-        case OPT_SVG: svg = optarg; break;
-        case OPT_HTML: html = optarg; break;
         case 'j':
             if (rs_cli_uint("--threads", optarg, 1, 1024, &v, &err) != 0)
                 return rs_cli_fail("simulate", &err);
@@ -489,7 +408,7 @@ int rs_cmd_simulate(int argc, char **argv)
             rs_error_set(&err, RS_EXIT_USAGE, "--vnodes: empty list");
             return rs_cli_fail("simulate", &err);
         }
-        if (tsv) {
+        if (bo.tsv) {
             rs_error_set(&err, RS_EXIT_USAGE, "--tsv shows one ring; a --vnodes sweep prints its own table");
             return rs_cli_fail("simulate", &err);
         }
@@ -542,20 +461,20 @@ int rs_cmd_simulate(int argc, char **argv)
             fail_oom(&err);
             goto fail;
         }
-        if (rs_balance_compute(sr[s].base, sr[s].counts, so.z, sr[s].ns, &sr[s].bal, &err) != 0)
+        if (rs_balance_compute(sr[s].base, sr[s].counts, bo.z, sr[s].ns, &sr[s].bal, &err) != 0)
             goto fail;
         if (sr[s].changed &&
-            rs_balance_compute(sr[s].changed, sr[s].counts_changed, so.z, NULL, &sr[s].bal_changed, &err) != 0)
+            rs_balance_compute(sr[s].changed, sr[s].counts_changed, bo.z, NULL, &sr[s].bal_changed, &err) != 0)
             goto fail;
     }
-    if (!isnan(so.factor)) {
+    if (!isnan(bo.factor)) {
         if (!(start = malloc((size_t)so.keys * sizeof *start))) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory: --capacity-factor needs 4 bytes per key (%llu keys)",
                          (unsigned long long)so.keys);
             goto fail;
         }
         for (size_t s = 0; s < nr; s++)
-            if (bounded(&sr[s], &so, start, &err) != 0)
+            if (bounded(&sr[s], &so, bo.factor, start, &err) != 0)
                 goto fail;
     }
 
@@ -575,7 +494,7 @@ int rs_cmd_simulate(int argc, char **argv)
               stdout);
         if (changing)
             fputs("\tmoved\tmoved_fraction\tideal_fraction\texact_moved_share", stdout);
-        if (!isnan(so.factor))
+        if (!isnan(bo.factor))
             fputs("\tover\tspilled\tmax_after", stdout);
         putchar('\n');
         for (size_t s = 0; s < nr; s++) {
@@ -587,12 +506,12 @@ int rs_cmd_simulate(int argc, char **argv)
             if (changing)
                 printf("\t%llu\t%.7f\t%.7f\t%.7f", (unsigned long long)sr[s].moved,
                        (double)sr[s].moved / (double)so.keys, sr[s].ideal, sr[s].exact_moved);
-            if (!isnan(so.factor))
+            if (!isnan(bo.factor))
                 printf("\t%u\t%llu\t%llu", sr[s].bounded.over, (unsigned long long)sr[s].bounded.spilled,
                        (unsigned long long)sr[s].bounded.max_after);
             putchar('\n');
         }
-    } else if (tsv) {
+    } else if (bo.tsv) {
         rs_balance_print_table(stdout, sr[0].base, sr[0].ns, sr[0].capacity, sr[0].load_after);
     } else {
         printf("%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
@@ -602,30 +521,26 @@ int rs_cmd_simulate(int argc, char **argv)
         rs_balance_print_flagged(stdout, sr[0].base, sr[0].ns, 10);
         if (changing)
             print_change(stdout, &sr[0], &so, what);
-        if (!isnan(so.factor))
+        if (!isnan(bo.factor))
             rs_bounded_print(stdout, &sr[0].bounded, "keys");
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        rs_error_set(&err, RS_EXIT_IO, "write error on standard output");
+    if (rs_cli_flush_stdout(&err) != 0)
         goto fail;
-    }
-    for (int k = 0; k < 2; k++) {
-        const char *path = k ? html : svg;
-        if (!path)
-            continue;
-        char title[256];
-        if (sweep) {
-            snprintf(title, sizeof title, "ringshard simulate: balance by vnode count (%llu keys)",
-                     (unsigned long long)so.keys);
-            if (write_sweep_picture(path, k, sr, nr, &so, title, &err) != 0)
-                goto fail;
-        } else {
-            snprintf(title, sizeof title, "ringshard simulate: %llu %s keys on %u nodes", (unsigned long long)so.keys,
-                     so.pattern == RS_KEYS_SEQ ? "seq" : "random", sr[0].bal.nodes);
-            if (rs_balance_report(path, k, title, sr[0].base, &sr[0].bal, sr[0].ns,
-                                  isnan(so.factor) ? NULL : &sr[0].bounded, "keys", &err) != 0)
+    char title[256];
+    if (sweep) {
+        snprintf(title, sizeof title, "ringshard simulate: balance by vnode count (%llu keys)",
+                 (unsigned long long)so.keys);
+        for (int html = 0; html < 2; html++) {
+            const char *path = html ? bo.html : bo.svg;
+            if (path && write_sweep_picture(path, html, sr, nr, &so, title, &err) != 0)
                 goto fail;
         }
+    } else {
+        snprintf(title, sizeof title, "ringshard simulate: %llu %s keys on %u nodes", (unsigned long long)so.keys,
+                 so.pattern == RS_KEYS_SEQ ? "seq" : "random", sr[0].bal.nodes);
+        if (rs_cli_balance_pictures(&bo, title, sr[0].base, &sr[0].bal, sr[0].ns,
+                                    isnan(bo.factor) ? NULL : &sr[0].bounded, "keys", &err) != 0)
+            goto fail;
     }
     goto done;
 fail:

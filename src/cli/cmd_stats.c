@@ -2,7 +2,6 @@
  * counting instead of writing) or of a bucket directory (its manifest, no
  * data read), against what the ring's exact shares and the theory of
  * random rings predict; capacity what-ifs; pictures. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +34,6 @@ static const char stats_help[] =
     "  --svg FILE          write the bar chart and histogram as one SVG file\n"
     "  --html FILE         write a self-contained HTML report\n"
     "  -h, --help          this help\n\n";
-
-enum { OPT_Z = RS_OPT__FIRST_COMMAND, OPT_CAPACITY, OPT_TSV, OPT_SVG, OPT_HTML };
 
 /* The router: the owning node; with bounded loads (one thread) also each
  * row's start point, in input order. */
@@ -78,12 +75,6 @@ static int is_bucket_dir(const char *path, char *manifest, size_t cap)
         return 0;
     snprintf(manifest, cap, "%s/manifest.json", path);
     return 1;
-}
-
-static int ring_options_given(const rs_cli_ring *ro)
-{
-    return ro->scheme || ro->hash || ro->seed || ro->nodes || ro->nodes_file || ro->vnodes || ro->label || ro->sign ||
-           ro->order || ro->down;
 }
 
 /* Counts per node from a bucket directory's manifest. */
@@ -148,20 +139,16 @@ int rs_cmd_stats(int argc, char **argv)
     static const struct option longopts[] = {
         RS_RING_LONGOPTS,
         RS_INPUT_LONGOPTS,
-        {"z", required_argument, 0, OPT_Z},
-        {"capacity-factor", required_argument, 0, OPT_CAPACITY},
-        {"tsv", no_argument, 0, OPT_TSV},
-        {"svg", required_argument, 0, OPT_SVG},
-        {"html", required_argument, 0, OPT_HTML},
+        RS_BALANCE_LONGOPTS,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     rs_cli_ring ro = {0};
     rs_pipeline_opts po;
     rs_cli_input_defaults(&po);
-    double z = 3, factor = NAN;
-    const char *svg = NULL, *html = NULL;
-    int tsv = 0, c, r, input_opts = 0;
+    rs_cli_balance bo;
+    rs_cli_balance_defaults(&bo);
+    int c, r, input_opts = 0;
     rs_error err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
@@ -173,27 +160,12 @@ int rs_cmd_stats(int argc, char **argv)
             input_opts = 1;
             continue;
         }
-        char *end;
+        if ((r = rs_cli_balance_option(&bo, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("stats", &err);
+            continue;
+        }
         switch (c) {
-        case OPT_Z:
-            errno = 0;
-            z = strtod(optarg, &end);
-            if (*end || errno || !(z > 0) || !isfinite(z)) {
-                rs_error_set(&err, RS_EXIT_USAGE, "--z: '%s' is not a positive number", optarg);
-                return rs_cli_fail("stats", &err);
-            }
-            break;
-        case OPT_CAPACITY:
-            errno = 0;
-            factor = strtod(optarg, &end);
-            if (*end || errno || !(factor >= 1) || !isfinite(factor)) {
-                rs_error_set(&err, RS_EXIT_USAGE, "--capacity-factor: '%s' is not a number >= 1", optarg);
-                return rs_cli_fail("stats", &err);
-            }
-            break;
-        case OPT_TSV: tsv = 1; break;
-        case OPT_SVG: svg = optarg; break;
-        case OPT_HTML: html = optarg; break;
         case 'h':
             fputs(stats_help, stdout);
             fputs(rs_cli_input_help, stdout);
@@ -211,7 +183,7 @@ int rs_cmd_stats(int argc, char **argv)
     char source[1200] = "", mpath[4200];
     int rc = 0, quiet = 0, simulated = 0;
     if (optind == argc - 1 && is_bucket_dir(argv[optind], mpath, sizeof mpath)) {
-        if (ring_options_given(&ro)) {
+        if (rs_cli_ring_given(&ro)) {
             rs_error_set(&err, RS_EXIT_USAGE, "ring options do not apply to %s: its ring is in manifest.json",
                          argv[optind]);
             goto fail;
@@ -228,7 +200,7 @@ int rs_cmd_stats(int argc, char **argv)
         if (!(ring = rs_cli_ring_build(&ro, &err)))
             goto fail;
         ctx.ring = ring;
-        if (!isnan(factor)) {
+        if (!isnan(bo.factor)) {
             /* bounded loads place rows in input order: one routing thread */
             ctx.record = 1;
             po.threads = 1;
@@ -263,34 +235,34 @@ int rs_cmd_stats(int argc, char **argv)
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
         goto fail;
     }
-    if (rs_balance_compute(ring, counts, z, ns, &bal, &err) != 0)
+    if (rs_balance_compute(ring, counts, bo.z, ns, &bal, &err) != 0)
         goto fail;
     if (bal.total == 0) {
         rs_error_set(&err, RS_EXIT_DATA, "no rows to count");
         goto fail;
     }
-    if (!isnan(factor)) {
+    if (!isnan(bo.factor)) {
         capacity = malloc((size_t)nodes->count * sizeof *capacity);
         if (!capacity) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
             goto fail;
         }
-        if (rs_bounded_capacities(ring, bal.total, factor, capacity, &err) != 0)
+        if (rs_bounded_capacities(ring, bal.total, bo.factor, capacity, &err) != 0)
             goto fail;
         if (ctx.record) {
             if (!(load = malloc((size_t)nodes->count * sizeof *load))) {
                 rs_error_set(&err, RS_EXIT_IO, "out of memory");
                 goto fail;
             }
-            if (rs_bounded_place(ring, ctx.start, ctx.n, counts, factor, &bl, load, &err) != 0)
+            if (rs_bounded_place(ring, ctx.start, ctx.n, counts, bo.factor, &bl, load, &err) != 0)
                 goto fail;
             simulated = 1;
-        } else if (rs_bounded_from_counts(ring, counts, factor, &bl, &err) != 0) {
+        } else if (rs_bounded_from_counts(ring, counts, bo.factor, &bl, &err) != 0) {
             goto fail;
         }
     }
     (void)simulated;
-    if (tsv) {
+    if (bo.tsv) {
         rs_balance_print_table(stdout, ring, ns, capacity, load);
     } else {
         const rs_ring_opts *o = rs_ring_get_opts(ring);
@@ -301,23 +273,15 @@ int rs_cmd_stats(int argc, char **argv)
             printf("%-24s%llu\n", "rejected rows", (unsigned long long)res.rejected);
         rs_balance_print(stdout, ring, &bal, "rows");
         rs_balance_print_flagged(stdout, ring, ns, 10);
-        if (!isnan(factor))
+        if (!isnan(bo.factor))
             rs_bounded_print(stdout, &bl, "rows");
     }
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        rs_error_set(&err, RS_EXIT_IO, "write error on standard output");
+    if (rs_cli_flush_stdout(&err) != 0)
         goto fail;
-    }
-    for (int k = 0; k < 2; k++) {
-        const char *path = k ? html : svg;
-        if (!path)
-            continue;
-        char title[256];
-        snprintf(title, sizeof title, "ringshard stats: %llu rows on %u nodes", (unsigned long long)bal.total,
-                 bal.nodes);
-        if (rs_balance_report(path, k, title, ring, &bal, ns, isnan(factor) ? NULL : &bl, "rows", &err) != 0)
-            goto fail;
-    }
+    char title[256];
+    snprintf(title, sizeof title, "ringshard stats: %llu rows on %u nodes", (unsigned long long)bal.total, bal.nodes);
+    if (rs_cli_balance_pictures(&bo, title, ring, &bal, ns, isnan(bo.factor) ? NULL : &bl, "rows", &err) != 0)
+        goto fail;
     (void)quiet;
     goto done;
 fail:

@@ -411,8 +411,7 @@ int rs_cmd_verify(int argc, char **argv)
                 moves ? "the old and new rings put it" : "the ring puts it");
     }
     (void)wrong_total;
-    if (fflush(stdout) != 0 || ferror(stdout))
-        rs_error_set(&err, RS_EXIT_IO, "write error on standard output");
+    rs_cli_flush_stdout(&err);
 out:
     if (err.code)
         rc = rs_cli_fail("verify", &err);

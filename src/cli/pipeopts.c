@@ -14,12 +14,12 @@ const char rs_cli_input_help[] =
     "  --key-sep C            separator of composite keys (default '|')\n"
     "  --delimiter C          field delimiter: a character, or 'tab' (default ',')\n"
     "  --header / --no-header the first line of every input is a header (default) or not\n"
-    "  --max-record SIZE      longest record allowed (default: --memory / 16)\n"
+    "  --max-record SIZE      longest record allowed (default and upper bound: about --memory / 16)\n"
     "  --on-bad-row fail|skip|quarantine=FILE\n"
     "                         a malformed row stops the run (default, exit 2), is counted\n"
     "                         and skipped, or is also written to FILE with its reason\n"
     "  -j, --threads N        worker threads (default: all cores)\n"
-    "  --memory SIZE          bound on buffers (default 1G)\n"
+    "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
     "  --quiet                no progress line and no summary\n";
 

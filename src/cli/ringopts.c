@@ -146,6 +146,12 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
     return 0;
 }
 
+int rs_cli_ring_given(const rs_cli_ring *ro)
+{
+    return ro->scheme || ro->hash || ro->seed || ro->nodes || ro->nodes_file || ro->vnodes || ro->label || ro->sign ||
+           ro->order || ro->down;
+}
+
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)
 {
     rs_ring_opts o;

@@ -377,7 +377,8 @@ static void produce(pipe_state *s, batch *b)
                 goto fail;
             }
         } else {
-            memcpy(b->data, s->carry.data, s->carry.len);
+            if (s->carry.len)
+                memcpy(b->data, s->carry.data, s->carry.len);
             b->len = s->carry.len;
             s->carry.len = 0;
         }

@@ -38,8 +38,7 @@ static uint64_t name_hash(const char *s)
     return h ^ (h >> 29);
 }
 
-/* old_to_new[i] = index in b of a's node i's name, or RS_PLAN_NONE. */
-static int match_names(const rs_nodes *a, const rs_nodes *b, uint32_t *a_to_b, uint32_t *b_to_a)
+int rs_plan_match_names(const rs_nodes *a, const rs_nodes *b, uint32_t *a_to_b, uint32_t *b_to_a)
 {
     uint64_t cap = 16;
     while (cap < 2 * (uint64_t)b->count)
@@ -54,7 +53,8 @@ static int match_names(const rs_nodes *a, const rs_nodes *b, uint32_t *a_to_b, u
         while (slot[h] != RS_PLAN_NONE)
             h = (h + 1) & (cap - 1);
         slot[h] = j;
-        b_to_a[j] = RS_PLAN_NONE;
+        if (b_to_a)
+            b_to_a[j] = RS_PLAN_NONE;
     }
     for (uint32_t i = 0; i < a->count; i++) {
         uint64_t h = name_hash(a->names[i]) & (cap - 1);
@@ -62,7 +62,8 @@ static int match_names(const rs_nodes *a, const rs_nodes *b, uint32_t *a_to_b, u
         for (; slot[h] != RS_PLAN_NONE; h = (h + 1) & (cap - 1))
             if (strcmp(b->names[slot[h]], a->names[i]) == 0) {
                 a_to_b[i] = slot[h];
-                b_to_a[slot[h]] = i;
+                if (b_to_a)
+                    b_to_a[slot[h]] = i;
                 break;
             }
     }
@@ -96,15 +97,21 @@ static int table_init(rs_plan *p, size_t n)
     return 0;
 }
 
+/* The slot holding key, or the empty slot where it would go. */
+static uint64_t table_find(const rs_plan *p, uint64_t key)
+{
+    uint64_t h = pair_slot(key, p->table_mask);
+    while (p->table_keys[h] != UINT64_MAX && p->table_keys[h] != key)
+        h = (h + 1) & p->table_mask;
+    return h;
+}
+
 /* Inserts (from, to) -> val unless present; returns the stored value. */
 static uint32_t table_put(rs_plan *p, uint32_t from, uint32_t to, uint32_t val)
 {
-    uint64_t key = pair_key(from, to), h = pair_slot(key, p->table_mask);
-    while (p->table_keys[h] != UINT64_MAX) {
-        if (p->table_keys[h] == key)
-            return p->table_vals[h];
-        h = (h + 1) & p->table_mask;
-    }
+    uint64_t key = pair_key(from, to), h = table_find(p, key);
+    if (p->table_keys[h] == key)
+        return p->table_vals[h];
     p->table_keys[h] = key;
     p->table_vals[h] = val;
     return val;
@@ -114,13 +121,8 @@ uint32_t rs_plan_pair_find(const rs_plan *p, uint32_t from, uint32_t to)
 {
     if (!p->table_keys)
         return RS_PLAN_NONE;
-    uint64_t key = pair_key(from, to), h = pair_slot(key, p->table_mask);
-    while (p->table_keys[h] != UINT64_MAX) {
-        if (p->table_keys[h] == key)
-            return p->table_vals[h];
-        h = (h + 1) & p->table_mask;
-    }
-    return RS_PLAN_NONE;
+    uint64_t key = pair_key(from, to), h = table_find(p, key);
+    return p->table_keys[h] == key ? p->table_vals[h] : RS_PLAN_NONE;
 }
 
 static int cmp_pair(const void *a, const void *b)
@@ -134,7 +136,8 @@ static int cmp_pair(const void *a, const void *b)
 /* Sorts the pairs by (from, to) and rebuilds the table (and arcs' indexes). */
 static int pairs_finish(rs_plan *p)
 {
-    qsort(p->pairs, p->npairs, sizeof *p->pairs, cmp_pair);
+    if (p->npairs)  /* pairs may be NULL when nothing moves */
+        qsort(p->pairs, p->npairs, sizeof *p->pairs, cmp_pair);
     if (table_init(p, p->npairs) != 0)
         return -1;
     for (size_t k = 0; k < p->npairs; k++)
@@ -212,16 +215,10 @@ static int diff_arcs(rs_plan *p)
         a->weight = rs_ring_weight(A, a->start, a->last);
         p->moved += a->weight;
         if (p->npairs * 2 + 2 > p->table_mask) {
-            /* grow: rebuild the table from the pairs so far */
-            uint64_t newcap = (p->table_mask + 1) * 2;
-            free(p->table_keys);
-            free(p->table_vals);
-            p->table_keys = malloc(newcap * sizeof *p->table_keys);
-            p->table_vals = malloc(newcap * sizeof *p->table_vals);
-            if (!p->table_keys || !p->table_vals)
+            /* grow: rebuild the table from the pairs so far; room for mask
+             * pairs is twice the capacity */
+            if (table_init(p, (size_t)p->table_mask) != 0)
                 return -1;
-            memset(p->table_keys, 0xff, newcap * sizeof *p->table_keys);
-            p->table_mask = newcap - 1;
             for (size_t q = 0; q < p->npairs; q++)
                 table_put(p, p->pairs[q].from, p->pairs[q].to, (uint32_t)q);
         }
@@ -294,7 +291,13 @@ static rs_u128 residue_count(const residues *R, uint64_t a, uint64_t b)
     return (rs_u128)((end - 1 - first) / (s128)R->L) + 1;
 }
 
-/* live bucket lists: bucket -> node index */
+/* Modulo and jump place keys on buckets, the up nodes in list order. */
+typedef struct {
+    uint32_t N, M;        /* up nodes of the old and the new ring */
+    uint32_t *la, *lb;    /* bucket -> node index, old and new */
+    uint32_t *bucket_b;   /* new node index -> its bucket, or RS_PLAN_NONE (down) */
+} buckets;
+
 static uint32_t *live_list(const rs_nodes *nodes, uint32_t *count)
 {
     uint32_t *l = malloc((nodes->count ? nodes->count : 1) * sizeof *l), n = 0;
@@ -307,22 +310,46 @@ static uint32_t *live_list(const rs_nodes *nodes, uint32_t *count)
     return l;
 }
 
-static int diff_modulo(rs_plan *p)
+static void buckets_free(buckets *B)
+{
+    free(B->la);
+    free(B->lb);
+    free(B->bucket_b);
+}
+
+static int buckets_init(buckets *B, const rs_plan *p)
 {
     const rs_nodes *a = rs_ring_nodes(p->old_ring), *b = rs_ring_nodes(p->new_ring);
-    uint32_t N = 0, M = 0;
-    uint32_t *la = live_list(a, &N), *lb = live_list(b, &M);
-    uint32_t *bucket_b = malloc((b->count ? b->count : 1) * sizeof *bucket_b);
-    if (!la || !lb || !bucket_b) {
-        free(la);
-        free(lb);
-        free(bucket_b);
+    B->N = B->M = 0;
+    B->la = live_list(a, &B->N);
+    B->lb = live_list(b, &B->M);
+    B->bucket_b = malloc((b->count ? b->count : 1) * sizeof *B->bucket_b);
+    if (!B->la || !B->lb || !B->bucket_b) {
+        buckets_free(B);
         return -1;
     }
     for (uint32_t k = 0; k < b->count; k++)
-        bucket_b[k] = RS_PLAN_NONE;
-    for (uint32_t k = 0; k < M; k++)
-        bucket_b[lb[k]] = k;
+        B->bucket_b[k] = RS_PLAN_NONE;
+    for (uint32_t k = 0; k < B->M; k++)
+        B->bucket_b[B->lb[k]] = k;
+    return 0;
+}
+
+/* Runs diff (modulo's or jump's: 0, or -1 when out of memory) on the
+ * rings' buckets, then indexes the pairs it listed. */
+static int diff_buckets(rs_plan *p, int (*diff)(rs_plan *, const buckets *))
+{
+    buckets B;
+    if (buckets_init(&B, p) != 0)
+        return -1;
+    int rc = diff(p, &B);
+    buckets_free(&B);
+    return rc != 0 ? -1 : pairs_finish(p);
+}
+
+static int diff_modulo(rs_plan *p, const buckets *B)
+{
+    uint32_t N = B->N, M = B->M, *la = B->la, *lb = B->lb, *bucket_b = B->bucket_b;
     const rs_hash_info *h = rs_hash_get(rs_ring_get_opts(p->old_ring)->hash);
     residues R;
     R.N = N;
@@ -351,39 +378,19 @@ static int diff_modulo(rs_plan *p)
                 if (p->old_to_new[la[x]] == lb[y])
                     continue;
                 rs_u128 c = residue_count(&R, x, y);
-                if (c && pairs_push(p, &cap, la[x], lb[y], c, 0, 0) != 0) {
-                    free(la);
-                    free(lb);
-                    free(bucket_b);
+                if (c && pairs_push(p, &cap, la[x], lb[y], c, 0, 0) != 0)
                     return -1;
-                }
             }
         p->pairs_complete = 1;
     }
-    free(la);
-    free(lb);
-    free(bucket_b);
-    return pairs_finish(p);
+    return 0;
 }
 
 /* ---- jump: expectation ---------------------------------------------------- */
 
-static int diff_jump(rs_plan *p)
+static int diff_jump(rs_plan *p, const buckets *B)
 {
-    const rs_nodes *a = rs_ring_nodes(p->old_ring), *b = rs_ring_nodes(p->new_ring);
-    uint32_t N = 0, M = 0;
-    uint32_t *la = live_list(a, &N), *lb = live_list(b, &M);
-    uint32_t *bucket_b = malloc((b->count ? b->count : 1) * sizeof *bucket_b);
-    if (!la || !lb || !bucket_b) {
-        free(la);
-        free(lb);
-        free(bucket_b);
-        return -1;
-    }
-    for (uint32_t k = 0; k < b->count; k++)
-        bucket_b[k] = RS_PLAN_NONE;
-    for (uint32_t k = 0; k < M; k++)
-        bucket_b[lb[k]] = k;
+    uint32_t N = B->N, M = B->M, *la = B->la, *lb = B->lb, *bucket_b = B->bucket_b;
     uint32_t lo = N < M ? N : M, hi = N < M ? M : N;
     rs_u128 NM = (rs_u128)N * M;
     /* P(old bucket x, new bucket y) = [x == y < lo] / hi
@@ -414,18 +421,11 @@ static int diff_jump(rs_plan *p)
             for (uint32_t y = y0; y < M && !fail; y++)
                 if (p->old_to_new[la[x]] != lb[y])
                     fail = pairs_push(p, &cap, la[x], lb[y], p->total / NM, 1.0 / (double)NM, 0);
-        if (fail) {
-            free(la);
-            free(lb);
-            free(bucket_b);
+        if (fail)
             return -1;
-        }
         p->pairs_complete = 1;
     }
-    free(la);
-    free(lb);
-    free(bucket_b);
-    return pairs_finish(p);
+    return 0;
 }
 
 /* ---- the change, consistency, balance ---------------------------------- */
@@ -433,10 +433,8 @@ static int diff_jump(rs_plan *p)
 double rs_plan_ideal_share(const rs_nodes *a, const rs_nodes *b)
 {
     uint32_t *a_to_b = malloc((a->count ? a->count : 1) * sizeof *a_to_b);
-    uint32_t *b_to_a = malloc((b->count ? b->count : 1) * sizeof *b_to_a);
-    if (!a_to_b || !b_to_a || match_names(a, b, a_to_b, b_to_a) != 0) {
+    if (!a_to_b || rs_plan_match_names(a, b, a_to_b, NULL) != 0) {
         free(a_to_b);
-        free(b_to_a);
         return NAN;
     }
     double wa = 0, wb = 0, sum = 0;
@@ -455,7 +453,6 @@ double rs_plan_ideal_share(const rs_nodes *a, const rs_nodes *b)
             sum += so - sn;
     }
     free(a_to_b);
-    free(b_to_a);
     return sum;
 }
 
@@ -610,7 +607,7 @@ int rs_plan_diff(const rs_ring *A, const rs_ring *B, rs_plan *p, rs_error *err)
     const rs_nodes *a = rs_ring_nodes(A), *b = rs_ring_nodes(B);
     p->old_to_new = malloc((a->count ? a->count : 1) * sizeof *p->old_to_new);
     p->new_to_old = malloc((b->count ? b->count : 1) * sizeof *p->new_to_old);
-    if (!p->old_to_new || !p->new_to_old || match_names(a, b, p->old_to_new, p->new_to_old) != 0)
+    if (!p->old_to_new || !p->new_to_old || rs_plan_match_names(a, b, p->old_to_new, p->new_to_old) != 0)
         goto oom;
     if (classify(p) != 0)
         goto oom;
@@ -620,10 +617,10 @@ int rs_plan_diff(const rs_ring *A, const rs_ring *B, rs_plan *p, rs_error *err)
         rc = diff_arcs(p);
     } else if (rs_ring_get_opts(A)->scheme == RS_SCHEME_MODULO) {
         p->method = RS_PLAN_EXACT_RESIDUES;
-        rc = diff_modulo(p);
+        rc = diff_buckets(p, diff_modulo);
     } else {
         p->method = RS_PLAN_EXPECTED;
-        rc = diff_jump(p);
+        rc = diff_buckets(p, diff_jump);
     }
     if (rc != 0 || check_pairs(p) != 0)
         goto oom;

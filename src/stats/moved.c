@@ -3,81 +3,29 @@
  * hash space that changes owner. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
+#include "ringshard/plan.h"
 #include "ringshard/stats.h"
-
-static uint64_t name_hash(const char *s)
-{
-    uint64_t h = 1469598103934665603ULL;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
 
 uint32_t *rs_node_map(const rs_ring *a, const rs_ring *b)
 {
     const rs_nodes *na = rs_ring_nodes(a), *nb = rs_ring_nodes(b);
-    size_t cap = 16;
-    while (cap < 2 * (size_t)nb->count)
-        cap <<= 1;
-    uint32_t *table = malloc(cap * sizeof *table), *map = malloc(((size_t)na->count + 1) * sizeof *map);
-    if (!table || !map) {
-        free(table);
+    uint32_t *map = malloc(((size_t)na->count + 1) * sizeof *map);
+    if (!map || rs_plan_match_names(na, nb, map, NULL) != 0) {
         free(map);
         return NULL;
     }
-    memset(table, 0xff, cap * sizeof *table);
-    for (uint32_t j = 0; j < nb->count; j++) {
-        size_t h = (size_t)name_hash(nb->names[j]) & (cap - 1);
-        while (table[h] != UINT32_MAX)
-            h = (h + 1) & (cap - 1);
-        table[h] = j;
-    }
-    for (uint32_t i = 0; i < na->count; i++) {
-        map[i] = UINT32_MAX;
-        size_t h = (size_t)name_hash(na->names[i]) & (cap - 1);
-        for (; table[h] != UINT32_MAX; h = (h + 1) & (cap - 1))
-            if (!strcmp(nb->names[table[h]], na->names[i])) {
-                if (!nb->down[table[h]])
-                    map[i] = table[h];
-                break;
-            }
-    }
-    free(table);
+    /* a node that is down in b owns nothing there: its keys all move */
+    for (uint32_t i = 0; i < na->count; i++)
+        if (map[i] != RS_PLAN_NONE && nb->down[map[i]])
+            map[i] = UINT32_MAX;
     return map;
 }
 
+/* The total variation distance equals the sum of the positive parts alone
+ * (both share vectors sum to 1), which is plan's ideal. */
 double rs_ideal_moved(const rs_ring *a, const rs_ring *b)
 {
-    const rs_nodes *na = rs_ring_nodes(a), *nb = rs_ring_nodes(b);
-    uint32_t *map = rs_node_map(a, b);
-    uint8_t *matched = calloc(nb->count ? nb->count : 1, 1);
-    if (!map || !matched) {
-        free(map);
-        free(matched);
-        return NAN;
-    }
-    double Wa = 0, Wb = 0, tv = 0;
-    for (uint32_t i = 0; i < na->count; i++)
-        Wa += na->down[i] ? 0 : na->weights[i];
-    for (uint32_t j = 0; j < nb->count; j++)
-        Wb += nb->down[j] ? 0 : nb->weights[j];
-    for (uint32_t i = 0; i < na->count; i++) {
-        if (na->down[i])
-            continue;
-        double pa = na->weights[i] / Wa, pb = 0;
-        if (map[i] != UINT32_MAX) {
-            pb = nb->weights[map[i]] / Wb;
-            matched[map[i]] = 1;
-        }
-        tv += fabs(pa - pb);
-    }
-    for (uint32_t j = 0; j < nb->count; j++)
-        if (!nb->down[j] && !matched[j])
-            tv += nb->weights[j] / Wb;
-    free(map);
-    free(matched);
-    return tv / 2;
+    return rs_plan_ideal_share(rs_ring_nodes(a), rs_ring_nodes(b));
 }
 
 /* Same positions and weights: the same key maps to the same position. */

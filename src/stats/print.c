@@ -2,11 +2,9 @@
  * simulate and plan. The text is "label  value  (note)" lines: the label
  * never holds two spaces in a row, so a reader splits at the first run of
  * two or more spaces. */
-#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
-#include <string.h>
 #include "ringshard/report.h"
 #include "ringshard/stats.h"
 
@@ -245,17 +243,7 @@ int rs_balance_report(const char *path, int html, const char *title, const rs_ri
         .facts = facts,
         .nfacts = nf,
     };
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
-        goto done;
-    }
-    int wrc = html ? rs_report_loads_html(f, &rep) : rs_report_loads_svg(f, &rep);
-    if (fclose(f) != 0 || wrc != 0) {
-        rs_error_set(err, RS_EXIT_IO, "%s: write error: %s", path, strerror(errno));
-        goto done;
-    }
-    rc = 0;
+    rc = rs_report_save_loads(path, html, &rep, err);
 done:
     free(names);
     free(load);

@@ -1,0 +1,111 @@
+/* What the commands write: data files in an output directory and its
+ * manifest (bucket, plan --emit), and the summary on standard output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "rs_config.h"
+
+int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg)
+{
+    unsigned long long v;
+    rs_error err = {0};
+    switch (code) {
+    case RS_OPT_COMPRESS:
+        if (!strcmp(arg, "gzip"))
+            po->compress = 1;
+        else if (!strcmp(arg, "none"))
+            po->compress = 0;
+        else
+            return rs_cli_usage_error(cmd, "--compress: expected gzip or none"), -1;
+        return 1;
+    case RS_OPT_LEVEL:
+        if (rs_cli_uint("--level", arg, 1, 9, &v, &err) != 0)
+            return rs_cli_fail(cmd, &err), -1;
+        po->level = (int)v;
+        return 1;
+    default: return 0;
+    }
+}
+
+const char *rs_cli_data_ext(int compress) { return compress ? ".csv.gz" : ".csv"; }
+
+char *rs_cli_data_file(const char *a, const char *b, int compress)
+{
+    char *sa = rs_safe_filename(a), *sb = b ? rs_safe_filename(b) : NULL;
+    char *name = NULL;
+    if (sa && (sb || !b)) {
+        size_t n = strlen(sa) + (sb ? strlen(sb) + 2 : 0) + 8;
+        if ((name = malloc(n)))
+            snprintf(name, n, "%s%s%s%s", sa, sb ? "__" : "", sb ? sb : "", rs_cli_data_ext(compress));
+    }
+    free(sa);
+    free(sb);
+    return name;
+}
+
+char **rs_cli_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err)
+{
+    char **paths = calloc(n ? n : 1, sizeof *paths);
+    for (size_t i = 0; paths && i < n; i++)
+        if (!(paths[i] = rs_outdir_path(od, names[i]))) {
+            rs_cli_free_strings(paths, i);
+            paths = NULL;
+        }
+    if (!paths)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    return paths;
+}
+
+void rs_cli_free_strings(char **list, size_t n)
+{
+    for (size_t i = 0; list && i < n; i++)
+        free(list[i]);
+    free(list);
+}
+
+int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                          const rs_pipeline_result *res, size_t nfiles, rs_error *err)
+{
+    memset(m, 0, sizeof *m);
+    m->schema = 1;
+    m->kind = (char *)kind;
+    m->tool_version = RS_VERSION;
+    m->ring_description = (char *)rs_ring_description(ring);
+    m->ring_fingerprint = (char *)rs_ring_fingerprint(ring);
+    m->key = (char *)(po->key ? po->key : "1");
+    m->delimiter = po->dialect.delim;
+    m->header = res->header != NULL;
+    m->header_line = res->header;
+    m->compress = po->compress;
+    m->level = po->level;
+    m->keys_only = po->keys_only;
+    m->ninputs = po->ninputs;
+    m->inputs = calloc(po->ninputs ? po->ninputs : 1, sizeof *m->inputs);
+    m->files = calloc(nfiles ? nfiles : 1, sizeof *m->files);
+    if (!m->inputs || !m->files)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = 0; i < po->ninputs; i++) {
+        const rs_input_stats *in = &res->input[i];
+        m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
+                                           in->blank_lines};
+    }
+    m->rejected = res->rejected;
+    m->seconds = res->seconds;
+    return 0;
+}
+
+int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err)
+{
+    char *path = rs_outdir_path(od, "manifest.json");
+    int rc = path ? rs_manifest_write(m, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    free(path);
+    return rc;
+}
+
+int rs_cli_flush_stdout(rs_error *err)
+{
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return rs_error_set(err, RS_EXIT_IO, "write error on standard output");
+    return 0;
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds the library, the command and the tests with AddressSanitizer and
+# UndefinedBehaviorSanitizer (gcc) and runs the test suite under them; any
+# report fails the run (halt_on_error). test_memory is left out, and says
+# so: ASan's shadow memory makes peak RSS meaningless.
+# Usage: tools/sanitize.sh        (tools/test.sh runs it after the normal suite)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${SAN_BUILD:-build-asan}
+flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+echo "sanitize: test_memory not run under ASan (RSS includes shadow memory); it runs in the normal suite"
+# Leak checks are off: Criterion's failed assertions return early by design.
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$BUILD" --output-on-failure -j1 -E '^test_memory$'
