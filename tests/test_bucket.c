@@ -201,3 +201,41 @@ Test(bucket, many_outputs_under_a_low_open_file_limit)
     free(out);
     free(err);
 }
+
+/* A real file-size limit (RLIMIT_FSIZE): the write fails with EFBIG, not
+ * SIGXFSZ; the message names the file; nothing is published or left. */
+Test(bucket, file_size_limit_fails_cleanly)
+{
+    char *out, *err;
+    int rc = runf(&out, &err,
+                  "cd %s && mkdir out && echo old > out/x && "
+                  "(ulimit -f 200; \"$RS\" bucket --quiet --force --nodes 2 -o out " DATA "bills_a.csv.gz); "
+                  "echo rc=$?; cat out/x; ls -a | grep -c ringshard-tmp || true",
+                  tmp);
+    cr_assert_eq(rc, 0);
+    cr_assert(strstr(out, "rc=1\nold\n0"), "exit 1, previous output intact, no temporary: %s", out);
+    cr_assert(strstr(err, ".csv.gz: write failed: File too large"), "%s", err);
+    free(out);
+    free(err);
+}
+
+/* SIGINT and SIGTERM stop the run at the next read: exit 130, nothing
+ * published, the temporary directory removed. The input trickles in
+ * through a pipe so that the signal arrives mid-run. */
+Test(bucket, interrupted_runs_publish_nothing)
+{
+    for (int k = 0; k < 2; k++) {
+        char *out, *err;
+        int rc = runf(&out, &err,
+                      "cd %s && rm -rf out && "
+                      "( (echo id,v; i=0; while [ $i -lt 200 ]; do echo $i,x; i=$((i+1)); sleep 0.02; done) | "
+                      "\"$RS\" bucket --quiet --nodes 3 -o out - & p=$!; sleep 1; kill -%s $p; wait $p; echo rc=$? ); "
+                      "ls -a | grep -c -e '^out$' -e ringshard-tmp || true",
+                      tmp, k ? "TERM" : "INT");
+        cr_assert_eq(rc, 0);
+        cr_assert(strstr(out, "rc=130\n0"), "SIG%s: %s / %s", k ? "TERM" : "INT", out, err);
+        cr_assert(strstr(err, "interrupted"), "%s", err);
+        free(out);
+        free(err);
+    }
+}
