@@ -239,3 +239,24 @@ Test(bucket, interrupted_runs_publish_nothing)
         free(err);
     }
 }
+
+/* The progress line appears only on a terminal (script(1) provides one) and
+ * never with --quiet; the summary appears unless --quiet. */
+Test(bucket, progress_only_on_a_terminal)
+{
+    char *out, *err;
+    int rc = runf(&out, &err,
+                  "cd %s && script -qec '\"'\"$RS\"'\" bucket --memory 32M -o tty " DATA "bills_a.csv.gz' /dev/null "
+                  "| tr '\\r' '\\n' | grep -c 'rows/s.*MB/s'; "
+                  "\"$RS\" bucket --memory 32M -o notty " DATA "bills_a.csv.gz 2> notty.err; grep -c ETA notty.err || true; "
+                  "grep -c 'rows per bucket' notty.err",
+                  tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    int on_tty = 0, eta = -1, summary = 0;
+    cr_assert_eq(sscanf(out, "%d %d %d", &on_tty, &eta, &summary), 3, "%s", out);
+    cr_assert_geq(on_tty, 1, "progress on a terminal: %s", out);
+    cr_assert_eq(eta, 0, "no progress line when stderr is not a terminal");
+    cr_assert_eq(summary, 1, "one summary");
+    free(out);
+    free(err);
+}
