@@ -208,6 +208,7 @@ int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const r
     X(locate, "print each key's position and node")                                  \
     X(ring, "describe a ring: points, collisions, shares, fingerprint")              \
     X(bucket, "split CSV rows into one output per node")                           \
+    X(dedup, "keep one row per key, at scale")                                     \
     X(plan, "plan a node-set change: what moves where, with or without data")      \
     X(verify, "prove a bucket or move directory matches its manifest and ring")    \
     X(stats, "per-node balance of data or a bucket directory, against theory")     \

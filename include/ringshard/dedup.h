@@ -1,0 +1,91 @@
+/* ringshard/dedup.h - exact deduplication of one bucket file.
+ *
+ * A bucket file (as `ringshard bucket` writes it: an optional header line,
+ * then rows in input order, gzip members or plain) holds every copy of the
+ * keys it owns, so it can be deduplicated on its own. rs_dedup_file reads
+ * it, keeps one row per key (the first or the last copy in file order, or
+ * one row per distinct row) and writes the survivors, in file order, as a
+ * bucket file of the same layout: the header line as its own gzip member,
+ * then members of at most RS_DEDUP_CHUNK uncompressed bytes (cut at row
+ * ends), so the output depends only on the input, never on the thread.
+ *
+ * Equality is on the full key bytes (the unquoted key, composite keys
+ * joined as the pipeline joins them; with RS_DEDUP_BY_ROW the row's bytes
+ * as written), never on a hash alone.
+ *
+ * Memory: a file whose estimated cost (its bytes + RS_DEDUP_ROW_COST per
+ * row) exceeds opts->budget is split again into K sub-files by an
+ * independent hash of the key (MurmurHash3_x64_128 with a per-level seed),
+ * each deduplicated on its own (recursively, up to RS_DEDUP_MAX_DEPTH
+ * levels). A sub-file that still does not fit, at the last level or because
+ * it received nearly all the rows (a few keys with very many copies), is
+ * deduplicated as a stream: only its distinct keys are held in memory, and
+ * the kept rows for the duplicates report are fetched by a second pass.
+ * The survivors of the sub-files are marked in a bitmap (one bit per row)
+ * and the original file is streamed once more to write them, so the output
+ * of a split file is byte-identical to the unsplit one. */
+#ifndef RINGSHARD_DEDUP_H
+#define RINGSHARD_DEDUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ringshard/csv.h"
+#include "ringshard/deflate.h"
+#include "ringshard/error.h"
+#include "ringshard/reader.h"
+
+#define RS_DEDUP_CHUNK (1u << 20)   /* uncompressed bytes per output member */
+#define RS_DEDUP_ROW_COST 176u      /* bytes per row: table (56-byte slots, load <= 0.7,
+                                       rounded up to a power of two) + the row's place */
+#define RS_DEDUP_MAX_DEPTH 4
+#define RS_DEDUP_MAX_FANOUT 64
+
+typedef enum { RS_DEDUP_KEEP_FIRST = 0, RS_DEDUP_KEEP_LAST, RS_DEDUP_BY_ROW } rs_dedup_mode;
+
+typedef struct {
+    rs_csv_dialect dialect;
+    rs_csv_keyspec keyspec;      /* unused with RS_DEDUP_BY_ROW */
+    int header;                  /* the input file starts with a header line */
+    rs_dedup_mode mode;
+    rs_codec_choice codec;
+    int compress;                /* output: 1 gzip members, 0 plain */
+    int level;                   /* output gzip level (of the caller's rs_deflater) */
+    uint64_t budget;             /* memory for one file, bytes */
+    const char *tmpdir;          /* where split files go (removed after use) */
+    const char *tmpname;         /* unique prefix for this file's split files */
+    FILE *dups;                  /* NULL, or receives one line per duplicated key */
+} rs_dedup_opts;
+
+typedef struct {
+    uint64_t rows_in, bytes_in;  /* data rows / bytes read (rows + LF) */
+    uint64_t rows, bytes;        /* data rows / bytes written (rows + LF) */
+    uint64_t file_bytes;         /* size of the output file */
+    uint32_t crc;                /* CRC-32 of the data bytes written */
+    uint64_t dup_keys;           /* keys (or rows) that had more than one copy */
+    uint32_t splits;             /* files split again (this one and nested) */
+    uint32_t streamed;           /* sub-files deduplicated as a stream (keys only in memory) */
+} rs_dedup_result;
+
+/* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint
+ * and bytes_hint are the file's data rows and uncompressed bytes when known
+ * (0: unknown, the file is measured by a first pass) and decide whether it is
+ * split. dz is the calling thread's compressor. With o->dups, every key with
+ * more than one copy is written as one line "KEY<TAB>COUNT<TAB>WINNER"
+ * (WINNER: the kept row; BY_ROW: "ROW<TAB>COUNT"), escaped as \\ \t \n \r,
+ * in the order of the keys' first occurrence (for a split file: by
+ * sub-file, then first occurrence). Returns 0, or -1 with err (RS_EXIT_DATA
+ * for a malformed row, naming the file and record; RS_EXIT_IO). */
+int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint64_t rows_hint,
+                  uint64_t bytes_hint, const char *out, rs_dedup_result *res, rs_error *err);
+
+/* Resolves a --key specification (column names or 1-based indexes,
+ * comma-separated) against a header line (NULL: indexes only), as the
+ * pipeline does. */
+int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const char *header_line,
+                     size_t header_len, rs_csv_keyspec *ks, rs_error *err);
+
+/* Writes bytes to f with \\ \t \n \r escaped (the --duplicates format). */
+void rs_dedup_put_escaped(FILE *f, const char *p, size_t len);
+
+#endif

@@ -1,0 +1,801 @@
+/* dedup/dedup.c - exact deduplication of one bucket file (see dedup.h).
+ *
+ * In memory: the whole file is read into one buffer and parsed with the
+ * pipeline's scanner (rs_csv_next, same dialect and key spec). Every key
+ * goes into an open-addressing table (linear probing, 64-bit hash stored
+ * per slot, the key compared byte for byte on a hash match). A key that is
+ * one unquoted field is referenced in place in the buffer; keys the scanner
+ * had to assemble (quoted or composite) are copied into one growing arena,
+ * so nothing is allocated per row. Each slot remembers the first and the
+ * winning row (first or last copy); the winners are marked in a bitmap and
+ * marked rows are written in file order from the places remembered for them.
+ *
+ * Split again: a file too big for the budget is streamed into K plain
+ * sub-files by an independent hash of its key (seeded per level); all
+ * copies of a key land in the same sub-file, each sub-file is deduplicated
+ * on its own (recursively) into a bitmap over its rows, and the original is
+ * streamed once more to translate the sub-files' bitmaps back to its own
+ * rows (recomputing each row's sub-file and its rank in it). The output
+ * rows are therefore exactly those of the unsplit computation, in the same
+ * order. */
+#include "ringshard/dedup.h"
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ringshard/buf.h"
+#include "ringshard/hash.h"
+
+#define TABLE_SEED 0x7ab1e000u
+#define SPLIT_SEED 0x5b117000u
+#define ARENA_FLAG (1ULL << 63)
+
+/* ------------------------------------------------------------ row stream */
+
+typedef struct {
+    rs_reader *rd;           /* NULL once loaded whole */
+    const char *path;
+    const rs_csv_dialect *d;
+    const rs_csv_keyspec *ks; /* NULL: no key wanted */
+    rs_buf buf;
+    size_t pos;
+    int eof;
+    uint64_t rec;            /* records returned so far (header included) */
+    rs_buf scratch;
+} rstream;
+
+static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->d = &o->dialect;
+    s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
+    s->rd = rs_reader_open(path, o->codec, err);
+    return s->rd ? 0 : -1;
+}
+
+static void rs_close(rstream *s)
+{
+    rs_reader_close(s->rd);
+    rs_buf_free(&s->buf);
+    rs_buf_free(&s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reads the whole input into s->buf (size_hint: expected bytes). */
+static int rs_load(rstream *s, uint64_t size_hint, rs_error *err)
+{
+    /* exactly the expected size (plus room to see the end), not a power of two */
+    s->buf.data = malloc((size_t)size_hint + (1u << 16));
+    if (!s->buf.data)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+    s->buf.cap = (size_t)size_hint + (1u << 16);
+    for (;;) {
+        if (s->buf.cap - s->buf.len < (1u << 12) && rs_buf_reserve(&s->buf, 1u << 16) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        s->buf.len += (size_t)n;
+    }
+    rs_reader_close(s->rd);
+    s->rd = NULL;
+    s->eof = 1;
+    return 0;
+}
+
+/* The next record: 1 with row (and key), 0 at the end, -1 on error. With
+ * nokey the key is not extracted (header records). */
+static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, const char **key, size_t *keylen,
+                   rs_error *err)
+{
+    for (;;) {
+        if (s->pos < s->buf.len || s->eof) {
+            if (s->pos >= s->buf.len)
+                return 0;
+            rs_csv_record rec;
+            rs_csv_fault fault = {0};
+            const char *k = NULL;
+            size_t kl = 0;
+            const rs_csv_keyspec *ks = nokey ? NULL : s->ks;
+            int r = rs_csv_next(s->d, ks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, ks ? &k : NULL,
+                                ks ? &kl : NULL, &s->scratch, &fault);
+            if (r == RS_CSV_OK) {
+                const char *p = s->buf.data + s->pos;
+                s->pos += rec.consumed;
+                if (rec.nfields == 0)
+                    continue;
+                s->rec++;
+                *row = p;
+                *rowlen = rec.len;
+                if (key) {
+                    *key = ks ? k : p;
+                    *keylen = ks ? kl : rec.len;
+                }
+                return 1;
+            }
+            if (r == RS_CSV_BAD)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu: %s (field %u)", s->path,
+                                    (unsigned long long)s->rec + 1, fault.what ? fault.what : "malformed record",
+                                    fault.field);
+            /* RS_CSV_MORE: read more below */
+        }
+        if (!s->rd)
+            return rs_error_set(err, RS_EXIT_DATA, "%s: truncated record", s->path);
+        if (s->pos > 0) {
+            memmove(s->buf.data, s->buf.data + s->pos, s->buf.len - s->pos);
+            s->buf.len -= s->pos;
+            s->pos = 0;
+        }
+        if (s->buf.cap - s->buf.len < (1u << 16)) {
+            size_t limit = s->d->max_record ? s->d->max_record : ((size_t)1 << 30);
+            if (s->buf.len > limit + 2)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu longer than the record limit (%zu bytes)",
+                                    s->path, (unsigned long long)s->rec + 1, limit);
+            if (rs_buf_reserve(&s->buf, s->buf.cap < (1u << 20) ? (1u << 20) : s->buf.cap) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+        }
+        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            s->eof = 1;
+        s->buf.len += (size_t)n;
+    }
+}
+
+/* ---------------------------------------------------------------- output */
+
+typedef struct {
+    FILE *f;
+    const char *path;
+    int compress;
+    rs_deflater *dz;
+    rs_buf chunk, member;
+    uint64_t rows, bytes, file_bytes;
+    uint32_t crc;
+} owriter;
+
+static int ow_write(owriter *w, const void *p, size_t n, rs_error *err)
+{
+    if (n && fwrite(p, 1, n, w->f) != n)
+        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(errno));
+    w->file_bytes += n;
+    return 0;
+}
+
+static int ow_member(owriter *w, const char *p, size_t n, uint32_t *crc, rs_error *err)
+{
+    if (!w->compress) {
+        *crc = rs_crc32(0, p, n);
+        return ow_write(w, p, n, err);
+    }
+    const void *pieces[1] = {p};
+    size_t lens[1] = {n};
+    w->member.len = 0;
+    if (rs_deflater_member(w->dz, pieces, lens, 1, &w->member, crc) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory compressing %s", w->path);
+    return ow_write(w, w->member.data, w->member.len, err);
+}
+
+static int ow_flush(owriter *w, rs_error *err)
+{
+    if (!w->chunk.len)
+        return 0;
+    uint32_t c;
+    if (ow_member(w, w->chunk.data, w->chunk.len, &c, err) != 0)
+        return -1;
+    w->crc = rs_crc32_combine(w->crc, c, w->chunk.len);
+    w->bytes += w->chunk.len;
+    w->chunk.len = 0;
+    return 0;
+}
+
+static int ow_open(owriter *w, const char *path, int compress, rs_deflater *dz, rs_error *err)
+{
+    memset(w, 0, sizeof *w);
+    w->path = path;
+    w->compress = compress;
+    w->dz = dz;
+    w->f = fopen(path, "wb");
+    if (!w->f)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
+    setvbuf(w->f, NULL, _IOFBF, 1u << 16);
+    return 0;
+}
+
+static int ow_header(owriter *w, const char *h, size_t n, rs_error *err)
+{
+    rs_buf line = {0};
+    if (rs_buf_append(&line, h, n) != 0 || rs_buf_append(&line, "\n", 1) != 0) {
+        rs_buf_free(&line);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    uint32_t c;
+    int rc = ow_member(w, line.data, line.len, &c, err);
+    rs_buf_free(&line);
+    return rc;
+}
+
+static int ow_row(owriter *w, const char *row, size_t n, rs_error *err)
+{
+    if (rs_buf_append(&w->chunk, row, n) != 0 || rs_buf_append(&w->chunk, "\n", 1) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    w->rows++;
+    if (w->chunk.len >= RS_DEDUP_CHUNK)
+        return ow_flush(w, err);
+    return 0;
+}
+
+static int ow_close(owriter *w, int ok, rs_error *err)
+{
+    int rc = 0;
+    if (ok)
+        rc = ow_flush(w, err);
+    if (w->f && fclose(w->f) != 0 && rc == 0 && ok)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(errno));
+    w->f = NULL;
+    rs_buf_free(&w->chunk);
+    rs_buf_free(&w->member);
+    return rc;
+}
+
+/* ------------------------------------------------------------- escaping */
+
+void rs_dedup_put_escaped(FILE *f, const char *p, size_t len)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = p[i], e = 0;
+        switch (c) {
+        case '\\': e = '\\'; break;
+        case '\t': e = 't'; break;
+        case '\n': e = 'n'; break;
+        case '\r': e = 'r'; break;
+        default: continue;
+        }
+        fwrite(p + run, 1, i - run, f);
+        fputc('\\', f);
+        fputc(e, f);
+        run = i + 1;
+    }
+    fwrite(p + run, 1, len - run, f);
+}
+
+/* ------------------------------------------------------------- key spec */
+
+int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const char *header_line,
+                     size_t header_len, rs_csv_keyspec *ks, rs_error *err)
+{
+    memset(ks, 0, sizeof *ks);
+    ks->sep = sep;
+    rs_buf fields = {0};
+    int nf = 0;
+    if (header_line) {
+        nf = rs_csv_fields(d, header_line, header_len, &fields);
+        if (nf < 0) {
+            rs_buf_free(&fields);
+            return rs_error_set(err, RS_EXIT_DATA, "malformed header line");
+        }
+    }
+    char *copy = strdup(key && *key ? key : "1"), *save = NULL;
+    if (!copy) {
+        rs_buf_free(&fields);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    int rc = 0;
+    for (char *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
+        if (ks->ncols == RS_CSV_MAX_KEY_COLS) {
+            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: at most %d columns", RS_CSV_MAX_KEY_COLS);
+            break;
+        }
+        long col = -1;
+        const char *f = fields.data;
+        for (int i = 0; f && i < nf; i++, f += strlen(f) + 1)
+            if (strcmp(f, part) == 0) {
+                col = i;
+                break;
+            }
+        if (col < 0) {
+            char *end;
+            long v = strtol(part, &end, 10);
+            if (*end == '\0' && v >= 1)
+                col = v - 1;
+        }
+        if (col < 0 || (header_line && col >= nf)) {
+            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header", part);
+            break;
+        }
+        ks->cols[ks->ncols++] = (uint32_t)col;
+    }
+    if (rc == 0 && ks->ncols == 0)
+        rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column given");
+    free(copy);
+    rs_buf_free(&fields);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- table */
+
+typedef struct {
+    uint64_t h;
+    uint64_t koff;           /* offset in the buffer, or ARENA_FLAG | offset in the arena */
+    uint64_t first;          /* row index of the first copy */
+    uint64_t winner;         /* row index of the kept copy */
+    uint64_t woff;           /* the kept copy's offset in the buffer */
+    uint32_t klen, wlen;
+    uint64_t count;          /* copies; 0 = empty slot */
+} entry;
+
+typedef struct {
+    entry *e;
+    size_t cap, size;        /* cap: power of two */
+    rs_buf arena;
+} table;
+
+static int tb_init(table *t, uint64_t rows)
+{
+    memset(t, 0, sizeof *t);
+    size_t cap = 1024;
+    while (cap * 7 < rows * 10)
+        cap <<= 1;
+    t->e = calloc(cap, sizeof *t->e);
+    t->cap = cap;
+    return t->e ? 0 : -1;
+}
+
+static int tb_grow(table *t)
+{
+    size_t cap = t->cap * 2;
+    entry *n = calloc(cap, sizeof *n);
+    if (!n)
+        return -1;
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->e[i].count)
+            continue;
+        size_t j = t->e[i].h & (cap - 1);
+        while (n[j].count)
+            j = (j + 1) & (cap - 1);
+        n[j] = t->e[i];
+    }
+    free(t->e);
+    t->e = n;
+    t->cap = cap;
+    return 0;
+}
+
+static inline const char *tb_key(const table *t, const char *base, const entry *e)
+{
+    return e->koff & ARENA_FLAG ? t->arena.data + (e->koff & ~ARENA_FLAG) : base + e->koff;
+}
+
+static int cmp_first(const void *a, const void *b)
+{
+    const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    return x->first < y->first ? -1 : x->first > y->first;
+}
+
+typedef struct {
+    uint64_t off;
+    uint64_t len;
+} rowref;
+
+/* Deduplicates the loaded stream s (positioned after its header) into a
+ * bitmap of the surviving rows; *nrows gets the number of data rows. With
+ * refs, (*refs)[i] gets row i's place in the buffer (so that the survivors
+ * can be written without parsing the buffer again). */
+static int cmp_winner(const void *a, const void *b)
+{
+    const entry *x = *(entry *const *)a, *y = *(entry *const *)b;
+    return x->winner < y->winner ? -1 : x->winner > y->winner;
+}
+
+static int skip_header(rstream *s, rs_error *err);
+
+/* With streaming, s is read as a stream (not loaded): every key is copied
+ * into the arena, and the kept rows of duplicated keys are fetched by a
+ * second pass over the file (only for the duplicates report). */
+static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_header, uint64_t rows_hint,
+                     int depth, uint64_t **bits, uint64_t *nrows, rowref **refs, rs_dedup_result *res, rs_error *err)
+{
+    rs_buf rowbuf = {0};
+    rstream s2;
+    memset(&s2, 0, sizeof s2);
+    size_t nref = 0, capref = 0;
+    table t;
+    if (tb_init(&t, rows_hint) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+    const char *base = s->buf.data;
+    const char *end = base + s->buf.len;
+    const char *row, *key;
+    size_t rowlen, keylen;
+    uint64_t i = 0;
+    int r, rc = -1;
+    entry **dl = NULL;
+    while ((r = rs_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+        uint64_t h[2];
+        rs_murmur3_x64_128(key, keylen, TABLE_SEED + (uint32_t)depth, h);
+        size_t j = h[0] & (t.cap - 1);
+        entry *e;
+        for (;;) {
+            e = &t.e[j];
+            if (!e->count)
+                break;
+            if (e->h == h[0] && e->klen == keylen && memcmp(tb_key(&t, base, e), key, keylen) == 0)
+                break;
+            j = (j + 1) & (t.cap - 1);
+        }
+        if (!e->count) {
+            e->h = h[0];
+            e->klen = (uint32_t)keylen;
+            if (!streaming && key >= base && key + keylen <= end) {
+                e->koff = (uint64_t)(key - base);
+            } else {
+                e->koff = ARENA_FLAG | t.arena.len;
+                if (rs_buf_append(&t.arena, key, keylen) != 0) {
+                    rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+                    goto out;
+                }
+            }
+            e->first = e->winner = i;
+            if (!streaming) {
+                e->woff = (uint64_t)(row - base);
+                e->wlen = (uint32_t)rowlen;
+            }
+            e->count = 1;
+            if (++t.size * 10 > t.cap * 7 && tb_grow(&t) != 0) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+                goto out;
+            }
+        } else {
+            e->count++;
+            if (o->mode == RS_DEDUP_KEEP_LAST) {
+                e->winner = i;
+                if (!streaming) {
+                    e->woff = (uint64_t)(row - base);
+                    e->wlen = (uint32_t)rowlen;
+                }
+            }
+        }
+        if (refs) {
+            if (nref == capref) {
+                size_t nc = capref ? capref * 2 : (size_t)rows_hint + 16;
+                rowref *nr = realloc(*refs, nc * sizeof *nr);
+                if (!nr) {
+                    rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+                    goto out;
+                }
+                *refs = nr;
+                capref = nc;
+            }
+            (*refs)[nref++] = (rowref){(uint64_t)(row - base), rowlen};
+        }
+        res->bytes_in += rowlen + 1;
+        i++;
+    }
+    if (r < 0)
+        goto out;
+    res->rows_in += i;
+    *nrows = i;
+    *bits = calloc((size_t)(i / 64 + 1), sizeof **bits);
+    if (!*bits) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+        goto out;
+    }
+    size_t ndup = 0;
+    for (size_t k = 0; k < t.cap; k++) {
+        entry *e = &t.e[k];
+        if (!e->count)
+            continue;
+        (*bits)[e->winner / 64] |= 1ULL << (e->winner % 64);
+        if (e->count > 1)
+            ndup++;
+    }
+    res->dup_keys += ndup;
+    if (o->dups && ndup) {
+        dl = malloc(ndup * sizeof *dl);
+        if (!dl) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+            goto out;
+        }
+        size_t n = 0;
+        for (size_t k = 0; k < t.cap; k++)
+            if (t.e[k].count > 1)
+                dl[n++] = &t.e[k];
+        const char *rows = base;
+        if (streaming && o->mode != RS_DEDUP_BY_ROW) {
+            /* fetch the kept rows of the duplicated keys */
+            qsort(dl, n, sizeof *dl, cmp_winner);
+            if (rs_open(&s2, s->path, o, 0, err) != 0 || (has_header && skip_header(&s2, err) != 0))
+                goto out;
+            uint64_t q = 0;
+            size_t p = 0;
+            while (p < n && (r = rs_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
+                if (q++ != dl[p]->winner)
+                    continue;
+                dl[p]->woff = rowbuf.len;
+                dl[p]->wlen = (uint32_t)rowlen;
+                if (rs_buf_append(&rowbuf, row, rowlen) != 0) {
+                    rs_error_set(err, RS_EXIT_IO, "out of memory");
+                    goto out;
+                }
+                p++;
+            }
+            if (p < n) {
+                if (r >= 0)
+                    rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", s->path);
+                goto out;
+            }
+            rows = rowbuf.data;
+        }
+        qsort(dl, n, sizeof *dl, cmp_first);
+        for (size_t k = 0; k < n; k++) {
+            rs_dedup_put_escaped(o->dups, tb_key(&t, base, dl[k]), dl[k]->klen);
+            fprintf(o->dups, "\t%llu", (unsigned long long)dl[k]->count);
+            if (o->mode != RS_DEDUP_BY_ROW) {
+                fputc('\t', o->dups);
+                rs_dedup_put_escaped(o->dups, rows + dl[k]->woff, dl[k]->wlen);
+            }
+            fputc('\n', o->dups);
+        }
+    }
+    rc = 0;
+out:
+    rs_close(&s2);
+    rs_buf_free(&rowbuf);
+    free(dl);
+    free(t.e);
+    rs_buf_free(&t.arena);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- split */
+
+static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, int depth, int hot,
+                      uint64_t rows_hint, uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows,
+                      rs_dedup_result *res, rs_error *err);
+
+static int fits(const rs_dedup_opts *o, uint64_t rows, uint64_t bytes)
+{
+    return bytes + rows * RS_DEDUP_ROW_COST + 2ULL * RS_DEDUP_CHUNK <= o->budget;
+}
+
+static inline uint32_t sub_of(const char *key, size_t keylen, int depth, uint32_t k)
+{
+    uint64_t h[2];
+    rs_murmur3_x64_128(key, keylen, SPLIT_SEED + (uint32_t)depth, h);
+    return (uint32_t)(h[1] % k);
+}
+
+static int skip_header(rstream *s, rs_error *err)
+{
+    const char *row;
+    size_t n;
+    int r = rs_next(s, 1, &row, &n, NULL, NULL, err);
+    return r < 0 ? -1 : 0;
+}
+
+static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header, int depth, uint64_t rows_hint,
+                       uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows, rs_dedup_result *res, rs_error *err)
+{
+    uint64_t need = bytes_hint + rows_hint * RS_DEDUP_ROW_COST + 2ULL * RS_DEDUP_CHUNK;
+    uint64_t k64 = 2 * ((need + o->budget - 1) / o->budget);
+    uint32_t k = k64 < 2 ? 2 : k64 > RS_DEDUP_MAX_FANOUT ? RS_DEDUP_MAX_FANOUT : (uint32_t)k64;
+    char **names = calloc(k, sizeof *names);
+    FILE **f = calloc(k, sizeof *f);
+    uint64_t *rows = calloc(k, sizeof *rows), *bytes = calloc(k, sizeof *bytes), *rank = calloc(k, sizeof *rank);
+    uint64_t **sb = calloc(k, sizeof *sb);
+    rstream s = {0};
+    int rc = -1, r;
+    const char *row, *key;
+    size_t rowlen, keylen;
+    uint64_t n = 0;
+    res->splits++;
+    if (!names || !f || !rows || !bytes || !rank || !sb) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    for (uint32_t i = 0; i < k; i++) {
+        size_t len = strlen(o->tmpdir) + strlen(o->tmpname) + 48;
+        names[i] = malloc(len);
+        if (!names[i]) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+            goto out;
+        }
+        snprintf(names[i], len, "%s/%s.split%d.%u", o->tmpdir, o->tmpname, depth, i);
+        f[i] = fopen(names[i], "wb");
+        if (!f[i]) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", names[i], strerror(errno));
+            goto out;
+        }
+        setvbuf(f[i], NULL, _IOFBF, 1u << 16);
+    }
+    /* 1: distribute */
+    if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
+        goto out;
+    while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+        uint32_t j = sub_of(key, keylen, depth, k);
+        if (fwrite(row, 1, rowlen, f[j]) != rowlen || putc('\n', f[j]) == EOF) {
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", names[j], strerror(errno));
+            goto out;
+        }
+        rows[j]++;
+        bytes[j] += rowlen + 1;
+    }
+    if (r < 0)
+        goto out;
+    rs_close(&s);
+    for (uint32_t i = 0; i < k; i++) {
+        int c = fclose(f[i]);
+        f[i] = NULL;
+        if (c != 0) {
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", names[i], strerror(errno));
+            goto out;
+        }
+    }
+    /* 2: deduplicate each sub-file (rows_in is counted there) */
+    uint64_t rows_total = 0;
+    for (uint32_t i = 0; i < k; i++)
+        rows_total += rows[i];
+    for (uint32_t i = 0; i < k; i++) {
+        uint64_t nr;
+        /* a sub-file that got (nearly) everything holds few keys with many
+         * copies: splitting it again would not help */
+        int hot = rows[i] > 1000 && rows[i] * 10 >= rows_total * 9;
+        if (dedup_bits(o, names[i], 0, depth + 1, hot, rows[i], bytes[i], &sb[i], &nr, res, err) != 0)
+            goto out;
+        unlink(names[i]);
+        free(names[i]);
+        names[i] = NULL;
+    }
+    /* 3: map the sub-files' survivors back to this file's rows */
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < k; i++)
+        total += rows[i];
+    *bits = calloc((size_t)(total / 64 + 1), sizeof **bits);
+    if (!*bits) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
+        goto out;
+    while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+        uint32_t j = sub_of(key, keylen, depth, k);
+        uint64_t q = rank[j]++;
+        if (n >= total || q >= rows[j]) {
+            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
+            goto out;
+        }
+        if (sb[j][q / 64] >> (q % 64) & 1)
+            (*bits)[n / 64] |= 1ULL << (n % 64);
+        n++;
+    }
+    if (r < 0)
+        goto out;
+    *nrows = n;
+    rc = 0;
+out:
+    rs_close(&s);
+    for (uint32_t i = 0; i < k; i++) {
+        if (f && f[i])
+            fclose(f[i]);
+        if (names && names[i]) {
+            unlink(names[i]);
+            free(names[i]);
+        }
+        if (sb)
+            free(sb[i]);
+    }
+    if (rc != 0 && bits) {
+        free(*bits);
+        *bits = NULL;
+    }
+    free(names);
+    free(f);
+    free(rows);
+    free(bytes);
+    free(rank);
+    free(sb);
+    return rc;
+}
+
+/* In memory if the file fits; else split again; else (a hot sub-file, or
+ * the last level) streamed: only the keys are kept in memory. */
+static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, int depth, int hot,
+                      uint64_t rows_hint, uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows,
+                      rs_dedup_result *res, rs_error *err)
+{
+    int in_memory = fits(o, rows_hint, bytes_hint);
+    if (!in_memory && !hot && depth < RS_DEDUP_MAX_DEPTH)
+        return dedup_split(o, path, has_header, depth, rows_hint, bytes_hint, bits, nrows, res, err);
+    if (!in_memory)
+        res->streamed++;
+    rstream s;
+    int rc = -1;
+    if (rs_open(&s, path, o, 1, err) == 0 && (!in_memory || rs_load(&s, bytes_hint, err) == 0) &&
+        (!has_header || skip_header(&s, err) == 0))
+        rc = dedup_mem(o, &s, !in_memory, has_header, rows_hint, depth, bits, nrows, NULL, res, err);
+    rs_close(&s);
+    return rc;
+}
+
+/* ----------------------------------------------------------------- file */
+
+int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint64_t rows_hint,
+                  uint64_t bytes_hint, const char *out, rs_dedup_result *res, rs_error *err)
+{
+    memset(res, 0, sizeof *res);
+    uint64_t *bits = NULL, nrows = 0;
+    rowref *refs = NULL;
+    rstream s;
+    owriter w;
+    int rc = -1, r, opened = 0;
+    const char *row, *key;
+    size_t rowlen, keylen;
+    memset(&w, 0, sizeof w);
+    if (rs_open(&s, in, o, 1, err) != 0)
+        goto out;
+    int split = !fits(o, rows_hint, bytes_hint);
+    if (!split && rs_load(&s, bytes_hint, err) != 0)
+        goto out;
+    if (ow_open(&w, out, o->compress, dz, err) != 0)
+        goto out;
+    opened = 1;
+    if (o->header) {
+        r = rs_next(&s, 1, &row, &rowlen, NULL, NULL, err);
+        if (r < 0)
+            goto out;
+        if (r == 1 && ow_header(&w, row, rowlen, err) != 0)
+            goto out;
+    }
+    if (split) {
+        if (dedup_split(o, in, o->header, 0, rows_hint, bytes_hint, &bits, &nrows, res, err) != 0)
+            goto out;
+    } else {
+        if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, &bits, &nrows, &refs, res, err) != 0)
+            goto out;
+        for (uint64_t i = 0; i < nrows; i++)
+            if (bits[i / 64] >> (i % 64) & 1 && ow_row(&w, s.buf.data + refs[i].off, refs[i].len, err) != 0)
+                goto out;
+        rc = 0;
+        goto out;
+    }
+    /* split: the original is streamed once more to write the survivors */
+    rs_close(&s);
+    if (rs_open(&s, in, o, 0, err) != 0 || (o->header && skip_header(&s, err) != 0))
+        goto out;
+    uint64_t i = 0, bytes_in = 0;
+    while ((r = rs_next(&s, 1, &row, &rowlen, &key, &keylen, err)) == 1) {
+        if (i >= nrows) {
+            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
+            goto out;
+        }
+        if (bits[i / 64] >> (i % 64) & 1 && ow_row(&w, row, rowlen, err) != 0)
+            goto out;
+        bytes_in += rowlen + 1;
+        i++;
+    }
+    if (r < 0)
+        goto out;
+    if (i != nrows) {
+        rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
+        goto out;
+    }
+    res->bytes_in = bytes_in;
+    rc = 0;
+out:
+    if (opened && ow_close(&w, rc == 0, err) != 0)
+        rc = -1;
+    if (rc == 0) {
+        res->rows = w.rows;
+        res->bytes = w.bytes;
+        res->file_bytes = w.file_bytes;
+        res->crc = w.crc;
+    }
+    rs_close(&s);
+    free(bits);
+    free(refs);
+    return rc;
+}

@@ -1,0 +1,274 @@
+/* `ringshard dedup` end to end: planted duplicates found exactly (data from
+ * tools/gen_bills, which says how many it planted), --keep first/last and
+ * --by row checked row by row by an independent computation
+ * (tests/check_dedup.py: Python's csv and gzip modules), the split-again
+ * path under a small --memory, --buckets, byte-identical output for any -j
+ * and `ringshard verify` on every output. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+
+#define DATA RS_SOURCE_DIR "/fixtures/data/"
+#define INPUTS DATA "bills_a.csv.gz " DATA "bills_b.csv.gz " DATA "bills_c.csv"
+#define CHECK "python3 " RS_SOURCE_DIR "/tests/check_dedup.py "
+/* gen_bills is built by the same build, next to the ringshard binary */
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+
+static char *tmp;
+
+static void setup(void) { tmp = make_tmpdir(); }
+static void teardown(void)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    system(cmd);
+    free(tmp);
+}
+
+static int sh(char **out, char **err, const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    return run(cmd, out, err);
+}
+
+/* The number before `what` in s ("... 123 duplicates removed"), or -1. */
+static long long number_before(const char *s, const char *what)
+{
+    const char *p = strstr(s, what);
+    if (!p)
+        return -1;
+    while (p > s && p[-1] == ' ')
+        p--;
+    while (p > s && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return atoll(p);
+}
+
+static long long number_after(const char *s, const char *what)
+{
+    const char *p = strstr(s, what);
+    return p ? atoll(p + strlen(what)) : -1;
+}
+
+TestSuite(dedup, .init = setup, .fini = teardown, .timeout = 600);
+
+Test(dedup, finds_exactly_the_planted_duplicates_on_several_seeds)
+{
+    static const struct {
+        int seed;
+        const char *rows, *share, *extra;
+    } runs[] = {
+        {1, "40000", "0.05", ""},
+        {2, "60000", "0.3", "--nodes 7"},
+        {3, "30000", "0.5", "--nodes 50 --keep last"},
+        {4, "50000", "0.1", "--scheme ketama --nodes 20 -j 1"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char *out, *err;
+        int rc = sh(&out, &err,
+                    "cd %s && " GEN " --rows %s --seed %d --dup-share %s -o in%zu.csv 2>&1 && gzip in%zu.csv && "
+                    "\"$RS\" dedup %s -o out%zu in%zu.csv.gz && \"$RS\" verify out%zu",
+                    tmp, runs[i].rows, runs[i].seed, runs[i].share, i, i, runs[i].extra, i, i, i);
+        cr_assert_eq(rc, 0, "seed %d: %s %s", runs[i].seed, out, err);
+        long long planted = number_after(out, "duplicate_rows=");
+        long long removed = number_before(err, "duplicates removed");
+        long long distinct = number_after(out, "distinct_keys=");
+        cr_assert_gt(planted, 0, "%s", out);
+        cr_assert_eq(removed, planted, "seed %d: removed %lld, gen_bills planted %lld\n%s", runs[i].seed, removed,
+                     planted, err);
+        cr_assert_eq(number_before(err, "distinct rows"), distinct, "%s", err);
+        cr_assert(strstr(out, "verify out") && strstr(out, ": OK"), "%s", out);
+        free(out);
+        free(err);
+    }
+}
+
+Test(dedup, keep_first_row_by_row_against_python)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" dedup --key bill_id --keep first --duplicates d.tsv -o out " INPUTS " && " CHECK
+                "out first bill_id " INPUTS " --dups d.tsv && \"$RS\" verify --quiet out",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(out, "ok 27536 distinct of 29000 rows in 1000 files"), "%s", out);
+    cr_assert(strstr(err, "1464 duplicates removed"), "%s", err);
+    free(out);
+    free(err);
+}
+
+Test(dedup, keep_last_row_by_row_against_python)
+{
+    char *out, *err;
+    /* inputs in another order: "last" follows the order given */
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" dedup --quiet --key bill_id --keep last --duplicates d.tsv -o out " DATA
+                "bills_c.csv " DATA "bills_a.csv.gz " DATA "bills_b.csv.gz && " CHECK "out last bill_id " DATA
+                "bills_c.csv " DATA "bills_a.csv.gz " DATA "bills_b.csv.gz --dups d.tsv && "
+                "\"$RS\" dedup --quiet --key bill_id --keep first -o first " DATA "bills_c.csv " DATA
+                "bills_a.csv.gz " DATA "bills_b.csv.gz && ! diff -rq -x manifest.json out first >/dev/null",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(out, "ok 27536 distinct of 29000 rows"), "%s", out);
+    free(out);
+    free(err);
+}
+
+Test(dedup, generated_data_with_line_breaks_first_and_last)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && " GEN " --rows 20000 --seed 11 --dup-share 0.4 --newline-share 0.05 -o a.csv 2>/dev/null && "
+                GEN " --rows 10000 --seed 11 --dup-share 0.4 --crlf -o b.csv 2>/dev/null && gzip b.csv && "
+                "for k in first last; do \"$RS\" dedup --quiet --nodes 13 --keep $k --duplicates d$k -o $k a.csv "
+                "b.csv.gz && " CHECK "$k $k 1 a.csv b.csv.gz --dups d$k || exit 1; done",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(out, "ok "), "%s", out);
+    free(out);
+    free(err);
+}
+
+Test(dedup, whole_row_duplicates)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" dedup --by row --duplicates d.tsv -o out " DATA "bills_c.csv " DATA
+                "bills_c.csv " DATA "bills_a.csv.gz && " CHECK "out row 1 " DATA "bills_c.csv " DATA
+                "bills_c.csv " DATA "bills_a.csv.gz --dups d.tsv && wc -l < d.tsv",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(out, "ok 23000 distinct of 26000 rows"), "%s", out);
+    cr_assert(strstr(err, "3000 duplicates removed"), "%s", err);
+    free(out);
+    free(err);
+}
+
+Test(dedup, byte_identical_for_any_thread_count)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && for j in 1 2 4; do \"$RS\" dedup --quiet -j $j --keep last --duplicates d$j -o out$j " INPUTS
+                " || exit 9; grep -v '\"seconds\"' out$j/manifest.json > m$j; rm out$j/manifest.json; done && "
+                "diff -r out1 out2 && diff -r out1 out4 && cmp m1 m2 && cmp m1 m4 && cmp d1 d2 && cmp d1 d4 && "
+                "ls out1 | wc -l",
+                tmp);
+    cr_assert_eq(rc, 0, "outputs differ across -j: %s %s", out, err);
+    cr_assert_eq(atoi(out), 1000);
+    free(out);
+    free(err);
+}
+
+Test(dedup, small_memory_splits_buckets_again_with_the_same_result)
+{
+    char *out, *err;
+    /* 2 buckets of ~10 MB and ~100k rows each: more than 32M / 2 threads */
+    int rc = sh(&out, &err,
+                "cd %s && " GEN " --rows 200000 --seed 7 --dup-share 0.3 -o in.csv 2>gen.txt && "
+                "\"$RS\" dedup -j 2 --memory 32M --nodes 2 --keep last --duplicates ds -o small in.csv && "
+                "\"$RS\" dedup --quiet -j 2 --memory 1G --nodes 2 --keep last --duplicates db -o big in.csv && "
+                "diff -r -x manifest.json small big && sort ds > ds.s && sort db > db.s && cmp ds.s db.s && "
+                "\"$RS\" verify --quiet small && " CHECK "small last 1 in.csv --dups ds && cat gen.txt",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(err, "split again: 2 buckets"), "the split path was not taken: %s", err);
+    cr_assert_eq(number_before(err, "duplicates removed"), number_after(out, "duplicate_rows="), "%s %s", out, err);
+    cr_assert(strstr(out, "ok 140326 distinct of 200000 rows in 2 files"), "%s", out);
+    free(out);
+    free(err);
+}
+
+Test(dedup, hot_key_bucket_is_streamed_within_memory)
+{
+    char *out, *err;
+    /* one key with ~144k copies in a 17 MB bucket: splitting by key cannot
+     * shrink it, so the part is deduplicated as a stream (keys in memory) */
+    int rc = sh(&out, &err,
+                "cd %s && awk 'BEGIN { print \"id,v,note\"; srand(5); p = \"\"; for (i = 0; i < 120; i++) p = p \"x\"; "
+                "for (i = 0; i < 160000; i++) { k = rand() < 0.9 ? \"HOT\" : \"k\" int(rand() * 5000); "
+                "printf \"%%s,%%d,\\\"pad %%s\\\"\\n\", k, i, substr(p, 1, 60 + int(rand() * 60)) } }' > hot.csv && "
+                "\"$RS\" dedup -j 2 --memory 32M --nodes 1 --keep last --duplicates ds -o small hot.csv && "
+                "\"$RS\" dedup --quiet --nodes 1 --keep last --duplicates db -o big hot.csv && "
+                "diff -r -x manifest.json small big && sort ds > ds.s && sort db > db.s && cmp ds.s db.s && "
+                CHECK "small last 1 hot.csv --dups ds && \"$RS\" verify --quiet small",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(err, "split again: 1 buckets") && strstr(err, "deduplicated as a stream"), "%s", err);
+    cr_assert(strstr(out, "ok ") && strstr(out, " of 160000 rows in 1 files"), "%s", out);
+    free(out);
+    free(err);
+}
+
+Test(dedup, from_an_existing_bucket_directory)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" bucket --quiet --key bill_id --nodes 30 -o b " INPUTS " && "
+                "\"$RS\" dedup --quiet --key bill_id --nodes 30 --keep last -o direct " INPUTS " && "
+                "\"$RS\" dedup --keep last --buckets b -o again && diff -r -x manifest.json direct again && "
+                "\"$RS\" verify --quiet again && " CHECK "again last bill_id " INPUTS " && "
+                "\"$RS\" stats again > /dev/null && \"$RS\" plan --from-buckets again --add 1 --emit mv > /dev/null && "
+                "\"$RS\" verify --quiet mv && "
+                "\"$RS\" bucket --quiet --compress none --nodes 5 -o p " INPUTS " && "
+                "\"$RS\" dedup --quiet --buckets p --compress none -o pd && ls pd | head -1 && "
+                "\"$RS\" verify --quiet pd && " CHECK "pd first 1 " INPUTS,
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(err, "1464 duplicates removed"), "%s", err);
+    cr_assert(strstr(out, "0.csv\n"), "plain output names: %s", out);
+    free(out);
+    free(err);
+}
+
+Test(dedup, gzip_temporary_area_and_plain_output)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && \"$RS\" dedup --quiet --temp-compress gzip -o g " INPUTS " && "
+                "\"$RS\" dedup --quiet --compress none -o p " INPUTS " && "
+                "for f in g/*.csv.gz; do gzip -dc $f | cmp - p/$(basename $f .gz) || exit 7; done && "
+                "gzip -t g/*.csv.gz && ls -a g p | grep -c pass1",
+                tmp);
+    cr_assert_eq(rc, 1, "grep finds no temporary area: %s %s", out, err);
+    cr_assert_str_eq(out, "0\n");
+    free(out);
+    free(err);
+}
+
+Test(dedup, usage_errors_and_existing_output)
+{
+    char *out, *err;
+    int rc = sh(&out, &err, "cd %s && \"$RS\" dedup --keep middle -o x " DATA "bills_c.csv", tmp);
+    cr_assert_eq(rc, 64, "%s", err);
+    cr_assert(strstr(err, "--keep"), "%s", err);
+    free(out);
+    free(err);
+    rc = sh(&out, &err, "cd %s && \"$RS\" dedup --buckets nowhere -o x " DATA "bills_c.csv", tmp);
+    cr_assert_eq(rc, 64, "%s", err);
+    free(out);
+    free(err);
+    rc = sh(&out, &err, "cd %s && \"$RS\" dedup -o x", tmp);
+    cr_assert_eq(rc, 64, "%s", err);
+    free(out);
+    free(err);
+    rc = sh(&out, &err,
+            "cd %s && mkdir out && echo keep > out/mine && \"$RS\" dedup --quiet -o out " DATA "bills_c.csv; "
+            "echo rc=$?; cat out/mine; ls -a . | grep -c ringshard-tmp",
+            tmp);
+    cr_assert(strstr(out, "rc=73\nkeep\n0"), "refused, previous output intact, no temporary left: %s %s", out,
+              err);
+    free(out);
+    free(err);
+    rc = sh(&out, &err, "cd %s && printf 'a,b\\nx,\"oops\\n' > bad.csv && \"$RS\" dedup -o y bad.csv; echo rc=$?; "
+            "ls -a . | grep -c '^y'", tmp);
+    cr_assert(strstr(out, "rc=2\n0"), "bad row fails, nothing published: %s %s", out, err);
+    free(out);
+    free(err);
+}
