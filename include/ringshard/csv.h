@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ringshard/buf.h"
+#include "ringshard/error.h"
 
 #define RS_CSV_MAX_KEY_COLS 16
 
@@ -55,6 +56,14 @@ typedef struct {
 int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p, size_t avail,
                 int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
                 rs_buf *scratch, rs_csv_fault *fault);
+
+/* Resolves a --key spec ("name", "3", "a,b": header names or 1-based
+ * indexes; NULL or "" means column 1) against a header's fields (stored
+ * NUL-separated as rs_csv_fields leaves them; NULL without a header) into
+ * ks, joining composite keys with sep. `origin` names the header's file in
+ * messages. Returns 0, or -1 with RS_EXIT_USAGE. */
+int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const char *fields, uint32_t nfields,
+                           const char *origin, rs_error *err);
 
 /* Splits one complete record (without terminator) into unquoted fields,
  * stored NUL-terminated one after another in out; returns the number of

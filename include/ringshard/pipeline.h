@@ -112,6 +112,12 @@ int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_er
  * (router contexts size their per-thread state with it). */
 int rs_pipeline_threads(const rs_pipeline_opts *opts);
 
+/* Routes every row to the node that owns its key on `ring` (one destination
+ * per node, in node-list order), with batched lookups: sets ndest, route,
+ * pos_router and route_ctx. The ring must outlive the run. */
+struct rs_ring;
+void rs_pipeline_route_by_ring(rs_pipeline_opts *o, const struct rs_ring *ring);
+
 /* Frees what rs_pipeline_run allocated in res. */
 void rs_pipeline_result_free(rs_pipeline_result *res);
 

@@ -203,6 +203,11 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
 int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
                             const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
+/* SIGINT and SIGTERM stop a running pipeline at its next read (exit 130,
+ * nothing published); SIGXFSZ is ignored so that a file-size limit fails
+ * the write instead of killing the process. */
+void rs_cli_install_signals(void);
+
 /* The commands. */
 #define RS_COMMAND_TABLE(X)                                                          \
     X(locate, "print each key's position and node")                                  \

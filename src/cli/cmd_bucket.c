@@ -25,22 +25,6 @@ static const char bucket_help[] =
 
 enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY };
 
-static uint32_t route_ring(void *ctx, int tid, uint32_t input, const char *key, size_t keylen, const char *row,
-                           size_t rowlen)
-{
-    (void)tid, (void)input, (void)row, (void)rowlen;
-    return rs_ring_locate(ctx, key, keylen);
-}
-
-static uint64_t pos_ring(void *ctx, const char *key, size_t keylen) { return rs_ring_position(ctx, key, keylen); }
-static void prefetch_index(void *ctx, uint64_t pos) { rs_ring_prefetch_index(ctx, pos); }
-static void prefetch_point(void *ctx, uint64_t pos) { rs_ring_prefetch_point(ctx, pos); }
-static uint32_t route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen)
-{
-    (void)tid, (void)input, (void)row, (void)rowlen;
-    return rs_ring_owner(ctx, pos);
-}
-static const rs_pos_router ring_router = {pos_ring, prefetch_index, prefetch_point, route_pos};
 
 /* The manifest of a finished run: one file per node. */
 static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
@@ -172,10 +156,7 @@ int rs_cmd_bucket(int argc, char **argv)
         }
     if (!(files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err)))
         goto out;
-    po.ndest = nodes->count;
-    po.route = route_ring;
-    po.pos_router = &ring_router;
-    po.route_ctx = ring;
+    rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
     if (rs_pipeline_run(&po, &res, &err) != 0)
         goto out;

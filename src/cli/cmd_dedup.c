@@ -60,28 +60,6 @@ enum {
     OPT_TEMP_COMPRESS
 };
 
-static uint32_t route_ring(void *ctx, int tid, uint32_t input, const char *key, size_t keylen, const char *row,
-                           size_t rowlen)
-{
-    (void)tid, (void)input, (void)row, (void)rowlen;
-    return rs_ring_locate(ctx, key, keylen);
-}
-
-static uint64_t pos_ring(void *ctx, const char *key, size_t keylen) { return rs_ring_position(ctx, key, keylen); }
-static void prefetch_index(void *ctx, uint64_t pos) { rs_ring_prefetch_index(ctx, pos); }
-static void prefetch_point(void *ctx, uint64_t pos) { rs_ring_prefetch_point(ctx, pos); }
-static uint32_t route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen)
-{
-    (void)tid, (void)input, (void)row, (void)rowlen;
-    return rs_ring_owner(ctx, pos);
-}
-static const rs_pos_router ring_router = {pos_ring, prefetch_index, prefetch_point, route_pos};
-
-static void on_signal(int sig)
-{
-    (void)sig;
-    rs_pipeline_interrupt();
-}
 
 /* One bucket of pass 2. */
 typedef struct {
@@ -362,12 +340,7 @@ int rs_cmd_dedup(int argc, char **argv)
             return rs_cli_usage_error("dedup", "--buckets: the ring, key and CSV options come from its manifest");
         a.quiet = a.po.progress < 0;
         a.po.progress = 0;
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        signal(SIGXFSZ, SIG_IGN);
+        rs_cli_install_signals();
     } else {
         a.quiet = rs_cli_input_finish(&a.po, argc, argv, optind, &err);
         if (a.quiet < 0)
@@ -475,10 +448,7 @@ int rs_cmd_dedup(int argc, char **argv)
         }
         for (uint32_t i = 0; i < njobs; i++)
             paths[i] = jobs[i].in;
-        a.po.ndest = njobs;
-        a.po.route = route_ring;
-        a.po.pos_router = &ring_router;
-        a.po.route_ctx = ring;
+        rs_pipeline_route_by_ring(&a.po, ring);  /* njobs == the node count here */
         a.po.dest_paths = (const char *const *)paths;
         a.po.compress = a.temp_compress;
         a.po.level = 1;

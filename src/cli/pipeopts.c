@@ -104,6 +104,12 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
     po->ninputs = (size_t)(argc - first);
     int quiet = po->progress < 0;
     po->progress = !quiet && isatty(STDERR_FILENO);
+    rs_cli_install_signals();
+    return quiet;
+}
+
+void rs_cli_install_signals(void)
+{
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
@@ -111,5 +117,4 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
     sigaction(SIGTERM, &sa, NULL);
     /* A file-size limit must fail the write (EFBIG), not kill the process. */
     signal(SIGXFSZ, SIG_IGN);
-    return quiet;
 }

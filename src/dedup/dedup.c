@@ -269,8 +269,6 @@ void rs_dedup_put_escaped(FILE *f, const char *p, size_t len)
 int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const char *header_line,
                      size_t header_len, rs_csv_keyspec *ks, rs_error *err)
 {
-    memset(ks, 0, sizeof *ks);
-    ks->sep = sep;
     rs_buf fields = {0};
     int nf = 0;
     if (header_line) {
@@ -280,39 +278,8 @@ int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const c
             return rs_error_set(err, RS_EXIT_DATA, "malformed header line");
         }
     }
-    char *copy = strdup(key && *key ? key : "1"), *save = NULL;
-    if (!copy) {
-        rs_buf_free(&fields);
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
-    int rc = 0;
-    for (char *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
-        if (ks->ncols == RS_CSV_MAX_KEY_COLS) {
-            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: at most %d columns", RS_CSV_MAX_KEY_COLS);
-            break;
-        }
-        long col = -1;
-        const char *f = fields.data;
-        for (int i = 0; f && i < nf; i++, f += strlen(f) + 1)
-            if (strcmp(f, part) == 0) {
-                col = i;
-                break;
-            }
-        if (col < 0) {
-            char *end;
-            long v = strtol(part, &end, 10);
-            if (*end == '\0' && v >= 1)
-                col = v - 1;
-        }
-        if (col < 0 || (header_line && col >= nf)) {
-            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header", part);
-            break;
-        }
-        ks->cols[ks->ncols++] = (uint32_t)col;
-    }
-    if (rc == 0 && ks->ncols == 0)
-        rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column given");
-    free(copy);
+    int rc = rs_csv_keyspec_resolve(ks, key, sep, header_line ? fields.data : NULL, (uint32_t)nf, "the manifest",
+                                    err);
     rs_buf_free(&fields);
     return rc;
 }

@@ -63,6 +63,7 @@
 #include "ringshard/deflate.h"
 #include "ringshard/log.h"
 #include "ringshard/pipeline.h"
+#include "ringshard/ring.h"
 
 #define RS_SEGMENTS 64
 #define RS_BATCH_MAX ((size_t)64 << 20)
@@ -211,46 +212,12 @@ static int grow_batch(batch *b, size_t need)
     return 0;
 }
 
-/* Resolves --key against the header (names or 1-based indexes). */
+/* Resolves --key against the header (or column numbers without one). */
 static int resolve_key(pipe_state *s, const char *header_fields, uint32_t nfields, const char *path,
                        rs_error *err)
 {
-    const rs_pipeline_opts *o = s->o;
-    rs_csv_keyspec *ks = &s->keyspec;
-    memset(ks, 0, sizeof *ks);
-    ks->sep = o->key_sep;
-    const char *spec = o->key && *o->key ? o->key : "1";
-    char *copy = strdup(spec), *save = NULL;
-    if (!copy)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (char *part = strtok_r(copy, ",", &save); part; part = strtok_r(NULL, ",", &save)) {
-        if (ks->ncols == RS_CSV_MAX_KEY_COLS) {
-            free(copy);
-            return rs_error_set(err, RS_EXIT_USAGE, "--key: at most %d columns", RS_CSV_MAX_KEY_COLS);
-        }
-        long col = -1;
-        const char *f = header_fields;
-        for (uint32_t i = 0; f && i < nfields; i++, f += strlen(f) + 1)
-            if (strcmp(f, part) == 0) {
-                col = i;
-                break;
-            }
-        if (col < 0) {
-            char *end;
-            long v = strtol(part, &end, 10);
-            if (*end == '\0' && v >= 1)
-                col = v - 1;
-        }
-        if (col < 0 || (header_fields && (uint32_t)col >= nfields)) {
-            rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s", part, path);
-            free(copy);
-            return -1;
-        }
-        ks->cols[ks->ncols++] = (uint32_t)col;
-    }
-    free(copy);
-    if (ks->ncols == 0)
-        return rs_error_set(err, RS_EXIT_USAGE, "--key: no column given");
+    if (rs_csv_keyspec_resolve(&s->keyspec, s->o->key, s->o->key_sep, header_fields, nfields, path, err) != 0)
+        return -1;
     s->keyspec_ready = 1;
     return 0;
 }
@@ -1101,4 +1068,38 @@ void rs_pipeline_result_free(rs_pipeline_result *res)
     free(res->header_fields);
     free(res->header_fields_storage);
     memset(res, 0, sizeof *res);
+}
+
+/* ----------------------------------------------------- ring placement */
+
+static uint32_t ring_route(void *ctx, int tid, uint32_t input, const char *key, size_t keylen, const char *row,
+                           size_t rowlen)
+{
+    (void)tid, (void)input, (void)row, (void)rowlen;
+    return rs_ring_locate(ctx, key, keylen);
+}
+
+static uint64_t ring_position(void *ctx, const char *key, size_t keylen)
+{
+    return rs_ring_position(ctx, key, keylen);
+}
+
+static void ring_prefetch_index(void *ctx, uint64_t pos) { rs_ring_prefetch_index(ctx, pos); }
+static void ring_prefetch_point(void *ctx, uint64_t pos) { rs_ring_prefetch_point(ctx, pos); }
+
+static uint32_t ring_route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen)
+{
+    (void)tid, (void)input, (void)row, (void)rowlen;
+    return rs_ring_owner(ctx, pos);
+}
+
+static const rs_pos_router ring_pos_router = {ring_position, ring_prefetch_index, ring_prefetch_point,
+                                              ring_route_pos};
+
+void rs_pipeline_route_by_ring(rs_pipeline_opts *o, const rs_ring *ring)
+{
+    o->ndest = rs_ring_nodes(ring)->count;
+    o->route = ring_route;
+    o->pos_router = &ring_pos_router;
+    o->route_ctx = (void *)ring;
 }
