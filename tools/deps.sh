@@ -2,7 +2,8 @@
 # Installs the Debian packages ringshard needs, only those that are missing.
 # Usage: tools/deps.sh [--mpi]   (needs root or sudo; does nothing when all are present)
 set -euo pipefail
-pkgs=(cmake gcc make pkg-config zlib1g-dev libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3)
+pkgs=(cmake gcc make pkg-config zlib1g-dev libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
+      clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
 [ "${1:-}" = "--mpi" ] && pkgs+=(libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do

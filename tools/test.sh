@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (Release), installs into a scratch prefix
 # and builds a program against that with pkg-config, runs the whole test
-# suite, then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh;
-# SANITIZE=0 skips that second pass for a quick local run).
+# suite, then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
+# and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh);
+# SANITIZE=0 skips both for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,4 +22,7 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 "$prefix/bin/ringshard" --version
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
-[ "${SANITIZE:-1}" = 0 ] || tools/sanitize.sh
+if [ "${SANITIZE:-1}" != 0 ]; then
+  tools/sanitize.sh
+  tools/tsan.sh
+fi

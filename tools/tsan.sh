@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the suites that exercise the parallel pipeline against a
+# ThreadSanitizer build of the ringshard command (clang, LLVM's OpenMP
+# runtime libomp). libgomp is not TSan-aware; libomp with Archer
+# (libarcher.so, loaded through OMPT) tells TSan about OpenMP's barriers,
+# tasks and locks, so that races in ringshard's code are reported while the
+# runtime's own synchronisation is understood. ignore_noninstrumented_modules
+# is Archer's documented setting for the uninstrumented runtime, not a
+# suppression of our code: a deliberate race planted in the parse loop is
+# reported by this set-up. Any report fails the command (halt_on_error,
+# exit 66), hence the test that ran it. The Criterion runners themselves
+# are built normally (they cannot start under TSan) and run the TSan binary.
+# Usage: tools/tsan.sh            (tools/test.sh runs it)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${TSAN_BUILD:-build-tsan}
+TESTS=${TSAN_TEST_BUILD:-build-tsan-tests}
+ARCHER=/usr/lib/llvm-14/lib/libarcher.so
+[ -r "$ARCHER" ] || { echo "tsan: $ARCHER missing (tools/deps.sh installs libomp-14-dev)" >&2; exit 2; }
+CC=clang cmake -S . -B "$BIN" -DCMAKE_BUILD_TYPE=Debug -DRINGSHARD_TESTS=OFF \
+  -DCMAKE_C_FLAGS="-O1 -g -fsanitize=thread -Wno-unknown-pragmas" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
+cmake --build "$BIN" -j"$(nproc)" --target ringshard gen_bills >/dev/null
+cmake -S . -B "$TESTS" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_TEST_BINARY="$PWD/$BIN/ringshard" >/dev/null
+cmake --build "$TESTS" -j"$(nproc)" >/dev/null
+export OMP_TOOL_LIBRARIES=$ARCHER TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=1"
+# bucket::file_size_limit_fails_cleanly is left out here, and only here: under
+# a file-size limit TSan's own runtime dies of SIGBUS before ringshard runs.
+echo "tsan: bucket::file_size_limit_fails_cleanly not run under TSan (TSan's runtime needs files beyond the limit)"
+for t in $("$TESTS/test_bucket" --list | awk '/^bucket:/ { next } /[├└]──/ { print $2 }'); do
+  [ "$t" = file_size_limit_fails_cleanly ] && continue
+  (cd "$TESTS" && ./test_bucket --filter "bucket/$t")
+done
+ctest --test-dir "$TESTS" --output-on-failure -j1 -R '^test_(dedup|verify|plan|stats|simulate)$'
