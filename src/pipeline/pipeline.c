@@ -112,7 +112,7 @@ typedef struct {
     int eof;
     rs_buf carry;           /* the incomplete last record of the last batch */
     uint64_t consumed_done; /* compressed bytes of finished inputs */
-    volatile uint64_t consumed_now;
+    uint64_t consumed_now;  /* written by the producer, read between regions */
     uint64_t total_size;
     /* header and key */
     rs_buf header_fields;   /* the first input's fields, NUL-separated */
@@ -195,16 +195,11 @@ static void cut_segments(batch *b)
     b->seg[RS_SEGMENTS] = b->len;
 }
 
-/* Bytes allocated past a batch buffer's capacity, never handed to a reader:
- * an inflater that stores a word past the end of its output (wide stores)
- * must not touch a neighbouring heap object. */
-#define RS_BATCH_SLACK 256
-
 static int grow_batch(batch *b, size_t need)
 {
     if (b->cap >= need)
         return 0;
-    char *d = realloc(b->data, need + RS_BATCH_SLACK);
+    char *d = realloc(b->data, need);
     if (!d)
         return -1;
     b->data = d;
