@@ -175,6 +175,56 @@ static size_t last_boundary(const char *p, size_t len)
     return 0;
 }
 
+/* Where a malformed record ends under --on-bad-row skip|quarantine: a record
+ * that is well-formed but lacks the key column ends where it ends; any
+ * other ends at the first LF at or after the fault (after a stray quote the
+ * quote parity means nothing, so the next line starts afresh). Returns the
+ * offset just past it, or 0 if that LF is not in p[0..len) and more input
+ * may follow (!at_eof). The splitter and the parser both use this rule, so
+ * they agree on every record boundary whatever the input. */
+static size_t bad_record_end(const rs_csv_dialect *d, const char *p, size_t len, size_t fault_offset, int at_eof)
+{
+    rs_csv_record rec;
+    rs_csv_fault f2;
+    if (rs_csv_next(d, NULL, p, len, at_eof, &rec, NULL, NULL, NULL, &f2) == RS_CSV_OK)
+        return rec.consumed;
+    const char *lf = fault_offset < len ? memchr(p + fault_offset, '\n', len - fault_offset) : NULL;
+    if (lf)
+        return (size_t)(lf - p) + 1;
+    return at_eof ? len : 0;
+}
+
+/* The batch cut and segments for --on-bad-row skip|quarantine: records are
+ * walked one by one with the parser's own recovery (bad_record_end), since
+ * quote parity is wrong after a malformed quote. Slower than the parity
+ * cut (one scan of the batch on the producing thread), and only used when
+ * bad rows do not stop the run. Returns the cut (0: no complete record). */
+static size_t cut_by_records(const rs_csv_dialect *d, batch *b, int at_eof)
+{
+    const char *p = b->data;
+    size_t len = b->len, pos = 0;
+    int k = 1;
+    b->seg[0] = 0;
+    while (pos < len) {
+        rs_csv_record rec;
+        rs_csv_fault fault;
+        int r = rs_csv_next(d, NULL, p + pos, len - pos, at_eof, &rec, NULL, NULL, NULL, &fault);
+        size_t step;
+        if (r == RS_CSV_OK)
+            step = rec.consumed;
+        else if (r == RS_CSV_MORE)
+            break;
+        else if (!(step = bad_record_end(d, p + pos, len - pos, fault.offset, at_eof)))
+            break;
+        pos += step;
+        while (k < RS_SEGMENTS && pos >= len / RS_SEGMENTS * (size_t)k)
+            b->seg[k++] = pos;
+    }
+    while (k <= RS_SEGMENTS)
+        b->seg[k++] = pos;
+    return pos;
+}
+
 static void cut_segments(batch *b)
 {
     size_t prev = 0, quotes = 0, at = 0;
@@ -364,7 +414,9 @@ static void produce(pipe_state *s, batch *b)
             s->next_input++;
             continue;
         }
-        size_t cut = s->eof ? b->len : last_boundary(b->data, b->len);
+        int by_records = o->bad_rows != RS_BAD_ROW_FAIL;
+        size_t cut = by_records ? cut_by_records(&o->dialect, b, s->eof)
+                                : (s->eof ? b->len : last_boundary(b->data, b->len));
         if (cut == 0) {
             rs_error_set(&err, RS_EXIT_DATA, "%s: record longer than the limit of %zu bytes (raise --memory)",
                          o->inputs[i], s->cap / 2);
@@ -376,7 +428,8 @@ static void produce(pipe_state *s, batch *b)
         }
         b->len = cut;
         b->input = i;
-        cut_segments(b);
+        if (!by_records)
+            cut_segments(b);
         return;
     }
 fail:
@@ -578,11 +631,9 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             acc->fault = (thread_fault){1, pos, acc->lines, acc->records, fault};
             return;
         }
-        /* skip / quarantine: the bad record runs to the first LF at or after
-         * the fault (parity cannot be trusted past a malformed quote). */
-        size_t stop = pos + fault.offset;
-        const char *lf = stop < end ? memchr(base + stop, '\n', end - stop) : NULL;
-        size_t next = lf ? (size_t)(lf - base) + 1 : end;
+        /* skip / quarantine: the batch was cut with the same rule */
+        size_t step = bad_record_end(&o->dialect, base + pos, end - pos, fault.offset, 1);
+        size_t next = pos + (step ? step : end - pos);
         uint64_t nl = 0;
         for (size_t i = pos; i < next; i++)
             nl += base[i] == '\n';
@@ -780,7 +831,9 @@ static int open_dests(const rs_pipeline_opts *o, dest_file *df, rs_error *err)
 static int write_headers(const rs_pipeline_opts *o, rs_pipeline_result *res, const rs_buf *line, dest_file *df,
                          rs_error *err)
 {
-    if (!line->len)
+    /* Without a header (--no-header, or only empty inputs) gzip files still
+     * start with a member, an empty one: a 0-byte file is not valid gzip. */
+    if (!line->len && !o->compress)
         return 0;
     rs_buf member = {0};
     const char *p = line->data;

@@ -1,0 +1,214 @@
+/* fuzz/check_gzip.h - the gzip input layer (see fuzz/check_common.h).
+ *
+ * The bytes are written to a temporary file (a memfd, opened again through
+ * /proc/self/fd/N; a file in /dev/shm or TMPDIR where memfds are missing)
+ * and read with rs_reader twice: RS_CODEC_AUTO (ISA-L when built with it)
+ * in odd small reads, and RS_CODEC_ZLIB in large reads, each with an input
+ * block size picked by the input's length (rs_reader_set_block_size: tiny
+ * blocks split headers, trailers and members across refills). Both must give the
+ * same bytes, or both fail with RS_EXIT_DATA and a message that names the
+ * byte offset. The reference is a direct zlib decode: input not starting
+ * with 1f 8b is plain (read as is); otherwise gzip members (inflate with
+ * windowBits 15+16) follow each other to the end of the input, and
+ * anything else (a truncated member, corrupt data, garbage after a member)
+ * is an error. zlib's gzread, which tolerates trailing garbage, must give a
+ * prefix-consistent result: where the reference accepts, the same bytes. */
+#ifndef RINGSHARD_FUZZ_CHECK_GZIP_H
+#define RINGSHARD_FUZZ_CHECK_GZIP_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "check_common.h"
+#include "io/io_internal.h"
+#include "ringshard/buf.h"
+#include "ringshard/error.h"
+#include "ringshard/reader.h"
+
+static int fzgz_fd = -1;
+static char fzgz_path[256];
+
+/* Writes data to the scratch file (created once per process). */
+static void fzgz_write(const uint8_t *data, size_t size)
+{
+    if (fzgz_fd < 0) {
+#ifdef MFD_CLOEXEC
+        fzgz_fd = memfd_create("ringshard-fuzz-gzip", MFD_CLOEXEC);
+        if (fzgz_fd >= 0)
+            snprintf(fzgz_path, sizeof fzgz_path, "/proc/self/fd/%d", fzgz_fd);
+#endif
+        if (fzgz_fd < 0) {
+            const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+            snprintf(fzgz_path, sizeof fzgz_path, "%s/ringshard-fuzz-gzip-%ld", dir, (long)getpid());
+            fzgz_fd = open(fzgz_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            FZ_CHECK(fzgz_fd >= 0, "cannot create %s", fzgz_path);
+            unlink(fzgz_path); /* reopened by /proc/self/fd below */
+            snprintf(fzgz_path, sizeof fzgz_path, "/proc/self/fd/%d", fzgz_fd);
+        }
+    }
+    FZ_CHECK(ftruncate(fzgz_fd, 0) == 0, "ftruncate");
+    size_t done = 0;
+    while (done < size) {
+        ssize_t k = pwrite(fzgz_fd, data + done, size - done, (off_t)done);
+        FZ_CHECK(k > 0, "pwrite");
+        done += (size_t)k;
+    }
+}
+
+/* Reads the scratch file with rs_reader; 0 with out filled, or -1 with err. */
+static int fzgz_read_rs(rs_codec_choice codec, size_t block, int small, rs_buf *out, rs_error *err)
+{
+    rs_error_clear(err);
+    out->len = 0;
+    rs_reader *r = rs_reader_open(fzgz_path, codec, err);
+    FZ_CHECK(r != NULL, "rs_reader_open: %s", err->msg);
+    if (block)
+        FZ_CHECK(rs_reader_set_block_size(r, block) == 0, "rs_reader_set_block_size(%zu)", block);
+    static unsigned char chunk[1 << 16];
+    size_t step = 1;
+    int rc = 0;
+    for (;;) {
+        size_t cap = small ? step : sizeof chunk;
+        step = step % 97 + 13;
+        ssize_t k = rs_reader_read(r, chunk, cap, err);
+        if (k < 0) {
+            rc = -1;
+            /* errors are sticky */
+            rs_error again;
+            rs_error_clear(&again);
+            FZ_CHECK(rs_reader_read(r, chunk, sizeof chunk, &again) == -1, "a read after an error succeeds");
+            FZ_CHECK(again.code == err->code && strcmp(again.msg, err->msg) == 0, "the error is not sticky: '%s' then '%s'",
+                     err->msg, again.msg);
+            break;
+        }
+        FZ_CHECK((size_t)k <= cap, "read %zd bytes into %zu", k, cap);
+        if (k == 0)
+            break;
+        FZ_CHECK(rs_buf_append(out, chunk, (size_t)k) == 0, "out of memory");
+    }
+    rs_reader_close(r);
+    return rc;
+}
+
+/* The reference: 0 with out filled, -1 on bad input. */
+static int fzgz_read_ref(const uint8_t *data, size_t size, rs_buf *out)
+{
+    out->len = 0;
+    if (size < 2 || data[0] != 0x1f || data[1] != 0x8b) {
+        FZ_CHECK(rs_buf_append(out, size ? (const void *)data : "", size) == 0, "out of memory");
+        return 0;
+    }
+    static unsigned char chunk[1 << 16];
+    size_t pos = 0;
+    while (pos < size) {
+        if (size - pos < 2 || data[pos] != 0x1f || data[pos + 1] != 0x8b)
+            return -1; /* garbage after a member */
+        z_stream z;
+        memset(&z, 0, sizeof z);
+        FZ_CHECK(inflateInit2(&z, 15 + 16) == Z_OK, "inflateInit2");
+        z.next_in = (Bytef *)(data + pos);
+        z.avail_in = (uInt)(size - pos);
+        int ret;
+        do {
+            z.next_out = chunk;
+            z.avail_out = sizeof chunk;
+            ret = inflate(&z, Z_NO_FLUSH);
+            FZ_CHECK(rs_buf_append(out, chunk, sizeof chunk - z.avail_out) == 0, "out of memory");
+        } while (ret == Z_OK && !(z.avail_in == 0 && z.avail_out != 0));
+        size_t used = (size - pos) - z.avail_in;
+        inflateEnd(&z);
+        if (ret != Z_STREAM_END)
+            return -1; /* corrupt or truncated */
+        pos += used;
+    }
+    return 0;
+}
+
+/* zlib's gzread on the scratch file: bytes it returns before any error. */
+static void fzgz_read_gzread(rs_buf *out, int *failed)
+{
+    out->len = 0;
+    *failed = 0;
+    int fd = dup(fzgz_fd);
+    FZ_CHECK(fd >= 0, "dup");
+    FZ_CHECK(lseek(fd, 0, SEEK_SET) == 0, "lseek");
+    gzFile g = gzdopen(fd, "rb");
+    FZ_CHECK(g != NULL, "gzdopen");
+    static unsigned char chunk[1 << 16];
+    for (;;) {
+        int k = gzread(g, chunk, sizeof chunk);
+        if (k < 0) {
+            *failed = 1;
+            break;
+        }
+        if (k == 0) {
+            int errnum;
+            gzerror(g, &errnum);
+            if (errnum != Z_OK)
+                *failed = 1;
+            break;
+        }
+        FZ_CHECK(rs_buf_append(out, chunk, (size_t)k) == 0, "out of memory");
+    }
+    gzclose(g);
+}
+
+static int fzgz_same(const rs_buf *a, const rs_buf *b)
+{
+    return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
+}
+
+static int check_gzip(const uint8_t *data, size_t size)
+{
+    rs_buf a = {0}, z = {0}, ref = {0}, g = {0};
+    rs_error ea, ez;
+    fzgz_write(data, size);
+    /* input blocks (0: the default 1 MiB) chosen by the size, so that a
+     * replay reads the same way: tiny ones put headers, trailers and member
+     * boundaries across refills */
+    static const size_t blocks_a[] = {2, 3, 5, 8, 17, 64, 331, 4096};
+    static const size_t blocks_z[] = {0, 2, 3, 7, 0, 19, 64, 0};
+    size_t block_a = blocks_a[size % 8], block_z = blocks_z[(size / 8) % 8];
+    int ra = fzgz_read_rs(RS_CODEC_AUTO, block_a, 1, &a, &ea);
+    int rz = fzgz_read_rs(RS_CODEC_ZLIB, block_z, 0, &z, &ez);
+    int rr = fzgz_read_ref(data, size, &ref);
+    int is_gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+    FZ_CHECK(ra == rz, "AUTO (block %zu) %s, ZLIB (block %zu) %s (%s)", block_a, ra ? "fails" : "succeeds", block_z,
+             rz ? "fails" : "succeeds", ra ? ea.msg : ez.msg);
+    FZ_CHECK(ra == rr, "rs_reader %s, zlib reference %s (%s)", ra ? "fails" : "succeeds",
+             rr ? "fails" : "succeeds", ra ? ea.msg : "");
+    if (ra == 0) {
+        FZ_CHECK(fzgz_same(&a, &z), "AUTO and ZLIB decode differently (%zu vs %zu bytes)", a.len, z.len);
+        FZ_CHECK(fzgz_same(&a, &ref), "rs_reader and zlib decode differently (%zu vs %zu bytes)", a.len, ref.len);
+        if (is_gz) {
+            int gfail;
+            fzgz_read_gzread(&g, &gfail);
+            FZ_CHECK(!gfail && fzgz_same(&a, &g), "gzread %s, %zu bytes vs %zu", gfail ? "fails" : "succeeds",
+                     g.len, a.len);
+        }
+    } else {
+        FZ_CHECK(is_gz, "plain input rejected: %s", ea.msg);
+        FZ_CHECK(ea.code == RS_EXIT_DATA && ez.code == RS_EXIT_DATA, "error codes %d and %d", ea.code, ez.code);
+        FZ_CHECK(strstr(ea.msg, "offset") != NULL, "AUTO message without an offset: %s", ea.msg);
+        FZ_CHECK(strstr(ez.msg, "offset") != NULL, "ZLIB message without an offset: %s", ez.msg);
+        /* what was returned before the error is a prefix of zlib's output */
+        size_t pa = a.len < ref.len ? a.len : ref.len, pz = z.len < ref.len ? z.len : ref.len;
+        FZ_CHECK(pa == 0 || memcmp(a.data, ref.data, pa) == 0, "AUTO bytes before the error differ from zlib");
+        FZ_CHECK(pz == 0 || memcmp(z.data, ref.data, pz) == 0, "ZLIB bytes before the error differ from zlib");
+    }
+    rs_buf_free(&a);
+    rs_buf_free(&z);
+    rs_buf_free(&ref);
+    rs_buf_free(&g);
+    return 0;
+}
+
+#endif
