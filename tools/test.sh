@@ -2,8 +2,9 @@
 # Installs what is missing, builds (Release), installs into a scratch prefix
 # and builds a program against that with pkg-config, runs the whole test
 # suite, then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
-# and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh);
-# SANITIZE=0 skips both for a quick local run.
+# and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 30 s
+# each here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,7 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
 if [ "${SANITIZE:-1}" != 0 ]; then
-  tools/sanitize.sh
+  FUZZ_SECONDS=${FUZZ_SECONDS:-30} tools/fuzz.sh
   tools/tsan.sh
+  tools/sanitize.sh
 fi
