@@ -267,6 +267,21 @@ static int resolve_key(pipe_state *s, const char *header_fields, uint32_t nfield
     return 0;
 }
 
+/* Appends what the reader gives to b, growing b by 1 MiB when less than
+ * 64 KiB is free; sets *eof at the end of the input. 0 or -1 with err. */
+static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
+{
+    if (b->cap - b->len < (size_t)1 << 16 && grow_batch(b, b->len + ((size_t)1 << 20)) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
+    if (n < 0)
+        return -1;
+    if (n == 0)
+        *eof = 1;
+    b->len += (size_t)n;
+    return 0;
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
  * needed. Returns bytes consumed (0 if the input is empty), -1 on error. */
 static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, rs_error *err)
@@ -279,14 +294,8 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
     rs_csv_fault fault;
     for (;;) {
         if (!eof && b->len - off < (size_t)1 << 16) {
-            if (b->cap - b->len < (size_t)1 << 16 && grow_batch(b, b->len + ((size_t)1 << 20)) != 0)
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-            ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
-            if (n < 0)
+            if (read_more(rd, b, &eof, err) != 0)
                 return -1;
-            if (n == 0)
-                eof = 1;
-            b->len += (size_t)n;
             continue;
         }
         if (b->len == off)
@@ -296,16 +305,8 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             if (b->len - off > o->dialect.max_record)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header longer than the record limit",
                                     path, (unsigned long long)*lines + 1);
-            if (!eof) {
-                if (grow_batch(b, b->cap + ((size_t)1 << 20)) != 0)
-                    return rs_error_set(err, RS_EXIT_IO, "out of memory");
-                ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
-                if (n < 0)
-                    return -1;
-                if (n == 0)
-                    eof = 1;
-                b->len += (size_t)n;
-            }
+            if (!eof && read_more(rd, b, &eof, err) != 0)
+                return -1;
             continue;
         }
         if (r == RS_CSV_BAD)
