@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ringshard/buf.h"
 #include "ringshard/csv.h"
 #include "ringshard/error.h"
 #include "ringshard/reader.h"
@@ -70,6 +71,9 @@ typedef struct {
     int level;                   /* gzip level */
     int keys_only;               /* write only the key, not the row */
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
+    int no_header;               /* 1: write no header into the outputs (a
+                                    cluster rank writing a piece of each file:
+                                    res->header_out still says what it would be) */
 } rs_pipeline_opts;
 
 typedef struct {
@@ -99,6 +103,14 @@ typedef struct {
     char *header_fields_storage; /* owns the strings header_fields point to */
     uint64_t rows, bytes, rejected;
     double seconds;
+    /* where the header came from: index into opts->inputs and its line
+     * number (1-based); -1 and 0 with no header */
+    int64_t header_input;
+    uint64_t header_line;
+    char *header_out;            /* the header line the outputs start with, LF
+                                    included (keys-only: the key columns); NULL
+                                    with no header (malloc'd) */
+    size_t header_out_len;
 } rs_pipeline_result;
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_DATA for bad input
@@ -117,6 +129,13 @@ int rs_pipeline_threads(const rs_pipeline_opts *opts);
  * pos_router and route_ctx. The ring must outlive the run. */
 struct rs_ring;
 void rs_pipeline_route_by_ring(rs_pipeline_opts *o, const struct rs_ring *ring);
+
+/* The bytes every output of a run with options o starts with, given the
+ * header line `line` (LF included; len 0 for no header): a gzip member of
+ * the line (an empty member when there is none, so that every gzip output
+ * is valid gzip), or the line itself, or nothing. Appends to out; 0 or -1
+ * (out of memory). */
+int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t len, rs_buf *out);
 
 /* Frees what rs_pipeline_run allocated in res. */
 void rs_pipeline_result_free(rs_pipeline_result *res);

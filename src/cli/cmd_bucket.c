@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/cluster.h"
+#include "cli/world.h"
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 
@@ -142,11 +144,12 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_pipeline_result res = {0};
     rs_manifest m = {0};
     int rc = 0, begun = 0;
+    (void)begun;
     if (!names) {
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    if (rs_outdir_begin(&od, outdir, force, &err) != 0)
+    if (rs_cluster_outdir_begin(&od, outdir, force, &err) != 0)
         goto out;
     begun = 1;
     for (uint32_t i = 0; i < nodes->count; i++)
@@ -158,25 +161,21 @@ int rs_cmd_bucket(int argc, char **argv)
         goto out;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
-    if (rs_pipeline_run(&po, &res, &err) != 0)
+    if (rs_cluster_pipeline_run(&po, &res, &err) != 0)
         goto out;
+    /* every rank holds the merged statistics: all check, rank 0 writes */
     if (check_conservation(&po, &res, &err) != 0)
         goto out;
-    if (fill_manifest(&m, &po, &res, ring, names, &err) != 0)
-        goto out;
-    if (rs_cli_outdir_manifest(&od, &m, &err) != 0)
-        goto out;
+    if (rs_world_rank() == 0 && fill_manifest(&m, &po, &res, ring, names, &err) == 0)
+        rs_cli_outdir_manifest(&od, &m, &err);
+out:;
     double t_publish = rs_cli_now();
-    if (rs_outdir_commit(&od, &err) != 0)
-        goto out;
-    begun = 0;
-    if (!quiet) {
-        summary(&po, &res, outdir);
-        fprintf(stderr, "  flushed to disk and published in %.2f s\n", rs_cli_now() - t_publish);
+    if (begun) {
+        if (rs_cluster_outdir_end(&od, &err) == 0 && !quiet && rs_world_rank() == 0) {
+            summary(&po, &res, outdir);
+            fprintf(stderr, "  flushed to disk and published in %.2f s\n", rs_cli_now() - t_publish);
+        }
     }
-out:
-    if (begun)
-        rs_outdir_abort(&od);
     if (err.code)
         rc = rs_cli_fail("bucket", &err);
     free(m.inputs);

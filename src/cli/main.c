@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/world.h"
 #include "rs_config.h"
 
 typedef struct {
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 #undef RS_EXIT_HELP
 }
 
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         usage(stderr);
@@ -48,4 +49,12 @@ int main(int argc, char **argv)
             return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "ringshard: unknown command '%s'\nTry 'ringshard --help'.\n", argv[1]);
     return RS_EXIT_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+    rs_world_init(&argc, &argv);
+    int rc = dispatch(argc, argv);
+    rs_world_finish();
+    return rc;
 }

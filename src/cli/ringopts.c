@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
+#include "cli/world.h"
 
 const char rs_cli_ring_help[] =
     "Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n"
@@ -165,12 +166,15 @@ rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)
 
 int rs_cli_fail(const char *cmd, const rs_error *err)
 {
-    fprintf(stderr, "ringshard %s: %s\n", cmd, err->msg);
+    if (rs_world_rank() == 0)  /* the ranks agree on one error: say it once */
+        fprintf(stderr, "ringshard %s: %s\n", cmd, err->msg);
     return err->code ? err->code : RS_EXIT_IO;
 }
 
 int rs_cli_usage_error(const char *cmd, const char *msg)
 {
+    if (rs_world_rank() != 0)
+        return RS_EXIT_USAGE;
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
 }

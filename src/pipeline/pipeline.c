@@ -335,6 +335,8 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             memcpy(res->header, b->data + off, rec.len);
             res->header[rec.len] = '\0';
             res->header_len = rec.len;
+            res->header_input = i;
+            res->header_line = *lines;
             s->header_fields = fields;
             res->nheader_fields = (uint32_t)nf;
             const char *f = s->header_fields.data;
@@ -827,37 +829,34 @@ static int open_dests(const rs_pipeline_opts *o, dest_file *df, rs_error *err)
     return 0;
 }
 
-/* Writes the header line into every output: its own gzip member, so a
- * header-only file is exactly that member. */
-static int write_headers(const rs_pipeline_opts *o, rs_pipeline_result *res, const rs_buf *line, dest_file *df,
-                         rs_error *err)
+int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t len, rs_buf *out)
 {
     /* Without a header (--no-header, or only empty inputs) gzip files still
      * start with a member, an empty one: a 0-byte file is not valid gzip. */
-    if (!line->len && !o->compress)
-        return 0;
-    rs_buf member = {0};
-    const char *p = line->data;
-    size_t n = line->len;
-    if (o->compress) {
-        rs_deflater *dz = rs_deflater_new(o->level, o->codec);
-        const void *pieces[1] = {line->data};
-        size_t lens[1] = {line->len};
-        uint32_t crc;
-        if (!dz || rs_deflater_member(dz, pieces, lens, 1, &member, &crc) != 0) {
-            rs_deflater_free(dz);
-            rs_buf_free(&member);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
-        rs_deflater_free(dz);
-        p = member.data;
-        n = member.len;
+    if (!o->compress)
+        return rs_buf_append(out, line, len);
+    rs_deflater *dz = rs_deflater_new(o->level, o->codec);
+    const void *pieces[1] = {line};
+    size_t lens[1] = {len};
+    uint32_t crc;
+    int rc = dz && rs_deflater_member(dz, pieces, lens, 1, out, &crc) == 0 ? 0 : -1;
+    rs_deflater_free(dz);
+    return rc;
+}
+
+/* Writes the header line into every output: its own gzip member, so a
+ * header-only file is exactly that member. */
+static int write_headers(const rs_pipeline_opts *o, const rs_buf *line, dest_file *df, rs_error *err)
+{
+    rs_buf bytes = {0};
+    if (rs_pipeline_header_bytes(o, line->data, line->len, &bytes) != 0) {
+        rs_buf_free(&bytes);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     int rc = 0;
-    for (uint32_t d = 0; d < o->ndest && rc == 0; d++)
-        rc = dest_write(o, &df[d], d, p, n, err);
-    rs_buf_free(&member);
-    (void)res;
+    for (uint32_t d = 0; d < o->ndest && rc == 0 && bytes.len; d++)
+        rc = dest_write(o, &df[d], d, bytes.data, bytes.len, err);
+    rs_buf_free(&bytes);
     return rc;
 }
 
@@ -881,6 +880,7 @@ static void progress_line(pipe_state *s, double t0, int final)
 int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     memset(res, 0, sizeof *res);
+    res->header_input = -1;
     double t0 = now();
     int T = rs_pipeline_threads(o);
     uint32_t ndest = o->ndest;
@@ -986,7 +986,17 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 rs_buf_append(&line, res->header, res->header_len);
                 rs_buf_append(&line, "\n", 1);
             }
-            int wr = write_headers(o, res, &line, df, err);
+            if (line.len) {
+                free(res->header_out);
+                if (!(res->header_out = malloc(line.len))) {
+                    rs_buf_free(&line);
+                    rs_error_set(err, RS_EXIT_IO, "out of memory");
+                    break;
+                }
+                memcpy(res->header_out, line.data, line.len);
+                res->header_out_len = line.len;
+            }
+            int wr = o->no_header ? 0 : write_headers(o, &line, df, err);
             rs_buf_free(&line);
             if (wr != 0)
                 break;
@@ -1116,6 +1126,7 @@ void rs_pipeline_result_free(rs_pipeline_result *res)
     free(res->header);
     free(res->header_fields);
     free(res->header_fields_storage);
+    free(res->header_out);
     memset(res, 0, sizeof *res);
 }
 

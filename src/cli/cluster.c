@@ -1,0 +1,497 @@
+/* cli/cluster.c - one job over several MPI ranks, byte-identical to one
+ * process.
+ *
+ * Why this shape. A single process writes, for every destination file, a
+ * header and then one gzip member per batch that had rows for it, batches
+ * in input order; a batch never spans two inputs, and its cut points
+ * depend only on the input's bytes and --memory. So the member sequence of
+ * one input is the same whoever processes it. Ranks therefore take
+ * CONTIGUOUS ranges of inputs (balanced by size), run the ordinary
+ * threaded pipeline on their range into private piece files (no header),
+ * and the file for destination d is
+ *
+ *     header | piece(rank 0, d) | piece(rank 1, d) | ... | piece(R-1, d)
+ *
+ * Each rank learns where its piece goes from an exclusive scan of the
+ * piece sizes, and copies it there (copy_file_range: on one file system
+ * the kernel, or the file server, moves the bytes); the header comes from
+ * the lowest input that has one, as in a single process. No rank ever
+ * holds more than its pipeline's buffers, and nothing is copied through
+ * rank 0. The statistics are merged with reductions: sums for counts, a
+ * rank-ordered (non-commutative) reduction for the CRC-32s.
+ *
+ * Every step ends with rs_world_agree, so that all ranks make the same
+ * collective calls whatever fails where, and the error reported is that of
+ * the lowest failing rank: the one whose inputs come first, which is the
+ * error a single process would have stopped at.
+ *
+ * The destination files live in the output's temporary directory, which
+ * must be on a file system every rank sees (see README, "Running on a
+ * cluster"); rank 0 alone creates, publishes or removes it. */
+#define _GNU_SOURCE
+#include "cli/cluster.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cli/cli.h"
+#include "cli/world.h"
+#include "ringshard/deflate.h"
+
+int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
+{
+    memset(od, 0, sizeof *od);
+    if (rs_world_size() == 1)
+        return rs_outdir_begin(od, final, force, err);
+    if (rs_world_rank() == 0)
+        rs_outdir_begin(od, final, force, err);
+    if (rs_world_agree(err) != 0)
+        return -1;
+    uint64_t len = rs_world_rank() == 0 ? strlen(od->tmp) : 0;
+    rs_world_bcast(&len, sizeof len, 0);
+    if (rs_world_rank() != 0) {
+        od->tmp = calloc(len + 1, 1);
+        if (!od->tmp)
+            abort();
+    }
+    rs_world_bcast(od->tmp, len, 0);
+    return 0;
+}
+
+int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
+{
+    if (rs_world_size() == 1) {
+        if (err->code == 0 && rs_outdir_commit(od, err) == 0)
+            return 0;
+        rs_outdir_abort(od);
+        return -1;
+    }
+    int ok = rs_world_agree(err) == 0;
+    if (rs_world_rank() == 0) {
+        if (ok)
+            rs_outdir_commit(od, err);
+        else
+            rs_outdir_abort(od);
+    } else {
+        free(od->tmp);
+        memset(od, 0, sizeof *od);
+    }
+    return rs_world_agree(err) == 0 && ok ? 0 : -1;
+}
+
+/* ------------------------------------------------------------ partition */
+
+/* Can the weights be cut into at most R contiguous ranges of at most L? */
+static int fits(const uint64_t *w, size_t n, int R, uint64_t L)
+{
+    int ranges = 1;
+    uint64_t load = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (w[i] > L)
+            return 0;
+        if (load + w[i] > L) {
+            ranges++;
+            load = 0;
+        }
+        load += w[i];
+    }
+    return ranges <= R;
+}
+
+void rs_cluster_partition(const uint64_t *weight, size_t n, int R, int r, size_t *lo, size_t *hi)
+{
+    /* The smallest feasible largest load, by bisection; then the greedy cut
+     * with that load (ranks past the last range get nothing). */
+    uint64_t a = 0, b = 0;
+    for (size_t i = 0; i < n; i++)
+        b += weight[i];
+    while (a < b) {
+        uint64_t m = a + (b - a) / 2;
+        if (fits(weight, n, R, m))
+            b = m;
+        else
+            a = m + 1;
+    }
+    size_t i = 0;
+    for (int k = 0; k <= r; k++) {
+        *lo = i;
+        uint64_t load = 0;
+        while (i < n && load + weight[i] <= a) {  /* a >= every weight */
+            load += weight[i];
+            i++;
+        }
+        *hi = i;
+    }
+}
+
+/* ------------------------------------------------------- the pipeline */
+
+static char *part_path(const char *path, int rank)
+{
+    char *p;
+    return asprintf(&p, "%s.rank%d", path, rank) < 0 ? NULL : p;
+}
+
+/* Copies all of `from` into fd_out at offset off. 0 or -1 with errno. */
+static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
+{
+    loff_t in_off = 0, out_off = (loff_t)off;
+    while (len > 0) {
+        ssize_t n = copy_file_range(fd_in, &in_off, fd_out, &out_off, len, 0);
+        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
+            break;  /* fall back to read/write below */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;  /* the piece is shorter than the pipeline said */
+            return -1;
+        }
+        len -= (uint64_t)n;
+    }
+    static char buf[1 << 20];
+    while (len > 0) {
+        ssize_t n = pread(fd_in, buf, len < sizeof buf ? len : sizeof buf, in_off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (n == 0)
+                errno = EIO;
+            return -1;
+        }
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = pwrite(fd_out, buf + w, (size_t)(n - w), out_off);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0)
+                return -1;
+            w += k;
+            out_off += k;
+        }
+        in_off += n;
+        len -= (uint64_t)n;
+    }
+    return 0;
+}
+
+/* What each rank tells the others about its header. */
+typedef struct {
+    int64_t input;       /* global index, -1: none */
+    uint64_t line;
+    uint64_t raw_len, fields_len, nfields, out_len;
+} header_info;
+
+static size_t fields_len(const rs_pipeline_result *res)
+{
+    size_t n = 0;
+    for (uint32_t k = 0; k < res->nheader_fields; k++)
+        n += strlen(res->header_fields[k]) + 1;
+    return n;
+}
+
+/* Copies rank `from`'s header (parsed out of the gathered bytes) into res. */
+static void adopt_header(rs_pipeline_result *res, const char *rec)
+{
+    header_info h;
+    memcpy(&h, rec, sizeof h);
+    const char *p = rec + sizeof h;
+    res->header = malloc(h.raw_len + 1);
+    res->header_fields_storage = malloc(h.fields_len ? h.fields_len : 1);
+    res->header_fields = malloc((h.nfields ? h.nfields : 1) * sizeof *res->header_fields);
+    res->header_out = h.out_len ? malloc(h.out_len) : NULL;
+    if (!res->header || !res->header_fields_storage || !res->header_fields || (h.out_len && !res->header_out))
+        abort();
+    memcpy(res->header, p, h.raw_len);
+    res->header[h.raw_len] = '\0';
+    res->header_len = h.raw_len;
+    p += h.raw_len;
+    memcpy(res->header_fields_storage, p, h.fields_len);
+    p += h.fields_len;
+    const char *f = res->header_fields_storage;
+    for (uint64_t k = 0; k < h.nfields; k++, f += strlen(f) + 1)
+        res->header_fields[k] = (char *)f;
+    res->nheader_fields = (uint32_t)h.nfields;
+    if (h.out_len)
+        memcpy(res->header_out, p, h.out_len);
+    res->header_out_len = h.out_len;
+    res->header_input = h.input;
+    res->header_line = h.line;
+}
+
+/* The header exchange: every rank learns each rank's header; the first
+ * one (lowest input) is the output's; a rank whose own header differs
+ * fails with the single-process message. */
+static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipeline_result *mine,
+                             rs_pipeline_result *res, rs_error *err)
+{
+    int R = rs_world_size(), me = rs_world_rank();
+    rs_buf rec = {0};
+    header_info h = {-1, 0, 0, 0, 0, 0};
+    if (mine->header && mine->header_input >= 0) {
+        h.input = (int64_t)lo + mine->header_input;
+        h.line = mine->header_line;
+        h.raw_len = mine->header_len;
+        h.fields_len = fields_len(mine);
+        h.nfields = mine->nheader_fields;
+        h.out_len = mine->header_out_len;
+    }
+    if (rs_buf_append(&rec, &h, sizeof h) != 0 || rs_buf_append(&rec, mine->header, h.raw_len) != 0 ||
+        rs_buf_append(&rec, mine->header_fields_storage ? mine->header_fields_storage : "", h.fields_len) != 0 ||
+        rs_buf_append(&rec, mine->header_out, h.out_len) != 0)
+        abort();
+    char *all;
+    size_t *lens = calloc((size_t)R, sizeof *lens);
+    if (!lens)
+        abort();
+    rs_world_gather_bytes(rec.data, rec.len, &all, lens);
+    size_t off = 0, first = SIZE_MAX;
+    for (int r = 0; r < R; r++) {
+        header_info hr;
+        memcpy(&hr, all + off, sizeof hr);
+        if (hr.input >= 0 && first == SIZE_MAX)
+            first = off;
+        off += lens[r];
+    }
+    if (first != SIZE_MAX) {
+        adopt_header(res, all + first);
+        if (h.input >= 0 && h.input != res->header_input &&
+            (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
+             memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0))
+            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s",
+                         o->inputs[h.input], (unsigned long long)h.line, o->inputs[0]);
+    }
+    (void)me;
+    free(all);
+    free(lens);
+    rs_buf_free(&rec);
+}
+
+/* Per-input statistics, as u64 fields, every rank's in input order. */
+enum { IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_FIELDS };
+
+static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t n,
+                         rs_pipeline_result *res)
+{
+    uint64_t *v = calloc(n ? n * IN_FIELDS : 1, sizeof *v);
+    size_t *lens = calloc((size_t)rs_world_size(), sizeof *lens);
+    if (!v || !lens)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        const rs_input_stats *in = &mine->input[i];
+        uint64_t *f = v + i * IN_FIELDS;
+        f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
+        f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
+    }
+    char *all;
+    rs_world_gather_bytes(v, n * IN_FIELDS * sizeof *v, &all, lens);
+    size_t total = 0;
+    for (int r = 0; r < rs_world_size(); r++)
+        total += lens[r];
+    if (total != o->ninputs * IN_FIELDS * sizeof *v)
+        abort();  /* the ranges cover every input once */
+    for (size_t i = 0; i < o->ninputs; i++) {
+        uint64_t f[IN_FIELDS];
+        memcpy(f, all + i * sizeof f, sizeof f);
+        res->input[i] = (rs_input_stats){o->inputs[i], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
+                                         f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC]};
+    }
+    free(all);
+    free(v);
+    free(lens);
+}
+
+/* Rank 0 appends the other ranks' quarantine pieces, without their
+ * column-name line, to its own file. */
+static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
+{
+    if (rs_world_rank() != 0)
+        return 0;
+    FILE *out = fopen(o->quarantine, "a");
+    if (!out)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot append: %s", o->quarantine, strerror(errno));
+    for (int r = 1; r < rs_world_size() && !err->code; r++) {
+        char *pp = part_path(o->quarantine, r);
+        FILE *in = pp ? fopen(pp, "r") : NULL;
+        if (!in) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot read: %s", pp ? pp : o->quarantine, strerror(errno));
+            free(pp);
+            break;
+        }
+        int c, skipping = 1;
+        while ((c = getc(in)) != EOF) {
+            if (!skipping)
+                putc(c, out);
+            else if (c == '\n')
+                skipping = 0;
+        }
+        fclose(in);
+        unlink(pp);
+        free(pp);
+    }
+    if (fclose(out) != 0 && !err->code)
+        rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->quarantine, strerror(errno));
+    return err->code ? -1 : 0;
+}
+
+int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+{
+    int R = rs_world_size(), me = rs_world_rank();
+    if (R == 1)
+        return rs_pipeline_run(o, res, err);
+    memset(res, 0, sizeof *res);
+    res->header_input = -1;
+    double t0 = rs_cli_now();
+    uint32_t ndest = o->ndest;
+
+    /* Who reads what: sizes as rank 0 sees them, so every rank cuts the
+     * same ranges. A per-input constant keeps many empty files spread. */
+    uint64_t *w = calloc(o->ninputs ? o->ninputs : 1, sizeof *w);
+    if (!w)
+        abort();
+    for (size_t i = 0; i < o->ninputs; i++) {
+        if (!strcmp(o->inputs[i], "-"))
+            rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
+        struct stat st;
+        if (me == 0)
+            w[i] = (stat(o->inputs[i], &st) == 0 ? (uint64_t)st.st_size : 0) + 4096;
+    }
+    rs_world_bcast(w, o->ninputs * sizeof *w, 0);
+    size_t lo, hi;
+    rs_cluster_partition(w, o->ninputs, R, me, &lo, &hi);
+    free(w);
+    if (rs_world_agree(err) != 0)
+        return -1;
+
+    rs_pipeline_opts local = *o;
+    local.inputs = o->inputs + lo;
+    local.ninputs = hi - lo;
+    local.no_header = 1;
+    local.progress = o->progress && me == 0;
+    char **parts = NULL, *qpart = NULL;
+    if (o->dest_paths) {
+        parts = calloc(ndest ? ndest : 1, sizeof *parts);
+        if (!parts)
+            abort();
+        for (uint32_t d = 0; d < ndest; d++)
+            if (!(parts[d] = part_path(o->dest_paths[d], me)))
+                abort();
+        local.dest_paths = (const char *const *)parts;
+    }
+    if (o->bad_rows == RS_BAD_ROW_QUARANTINE && me != 0) {
+        if (!(qpart = part_path(o->quarantine, me)))
+            abort();
+        local.quarantine = qpart;
+    }
+
+    rs_pipeline_result mine;
+    rs_pipeline_run(&local, &mine, err);
+    res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
+    res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
+    uint64_t *v = calloc(ndest ? 4 * (size_t)ndest : 1, sizeof *v), *at = NULL;
+    if (!res->dest || !res->input || !v)
+        abort();
+    exchange_headers(o, lo, &mine, res, err);
+    int rc = -1;
+    rs_buf head = {0};
+    if (rs_world_agree(err) != 0)
+        goto done;
+
+    /* Statistics: sums, scans and the rank-ordered CRC. */
+    merge_inputs(o, &mine, local.ninputs, res);
+    uint64_t tot[3] = {mine.rows, mine.bytes, mine.rejected};
+    rs_world_sum_u64(tot, 3);
+    res->rows = tot[0], res->bytes = tot[1], res->rejected = tot[2];
+    for (uint32_t d = 0; d < ndest; d++) {
+        v[d] = mine.dest[d].rows;
+        v[ndest + d] = mine.dest[d].bytes;
+        v[2 * ndest + d] = mine.dest[d].file_bytes;
+    }
+    if (!(at = calloc(ndest ? ndest : 1, sizeof *at)))
+        abort();
+    rs_world_exscan_u64(v + 2 * ndest, at, ndest);
+    rs_world_sum_u64(v, 3 * (size_t)ndest);
+    uint64_t *crc = calloc(ndest ? 2 * (size_t)ndest : 1, sizeof *crc);
+    if (!crc)
+        abort();
+    for (uint32_t d = 0; d < ndest; d++)
+        crc[2 * d] = mine.dest[d].crc, crc[2 * d + 1] = mine.dest[d].bytes;
+    rs_world_crc_concat(crc, ndest);
+    if (o->dest_paths && ((res->header_out && rs_pipeline_header_bytes(o, res->header_out, res->header_out_len, &head) != 0) ||
+                          (!res->header_out && rs_pipeline_header_bytes(o, "", 0, &head) != 0)))
+        abort();
+    for (uint32_t d = 0; d < ndest; d++)
+        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], (o->dest_paths ? head.len : 0) + v[2 * ndest + d],
+                                       (uint32_t)crc[2 * d]};
+    free(crc);
+
+    if (o->dest_paths) {
+        /* Rank 0 creates every file with its header; then each rank copies
+         * its pieces into place. */
+        if (me == 0)
+            for (uint32_t d = 0; d < ndest && !err->code; d++) {
+                int fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                if (fd < 0 || (head.len && pwrite(fd, head.data, head.len, 0) != (ssize_t)head.len)) {
+                    rs_error_set(err, RS_EXIT_IO, "%s: cannot write: %s", o->dest_paths[d], strerror(errno));
+                }
+                if (fd >= 0 && close(fd) != 0 && !err->code)
+                    rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
+            }
+        if (rs_world_agree(err) != 0)
+            goto done;
+        int last = -1;
+        for (uint32_t d = 0; d < ndest && !err->code; d++) {
+            uint64_t len = mine.dest[d].file_bytes;
+            if (len == 0)
+                continue;
+            int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
+            if (in < 0 || out < 0 || copy_into(in, len, out, head.len + at[d]) != 0)
+                rs_error_set(err, RS_EXIT_IO, "%s: cannot assemble from %s: %s", o->dest_paths[d], parts[d],
+                             strerror(errno));
+            if (in >= 0)
+                close(in);
+            if (out >= 0 && close(out) != 0 && !err->code)
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
+            last = (int)d;
+        }
+        /* The bytes this rank wrote must be on disk before rank 0 renames
+         * the directory: one syncfs covers them all (rank 0's own fsyncs
+         * at publication reach only its page cache on a network file
+         * system). */
+        if (last >= 0 && !err->code) {
+            int fd = open(o->dest_paths[last], O_RDONLY | O_CLOEXEC);
+            if (fd < 0 || syncfs(fd) != 0)
+                rs_error_set(err, RS_EXIT_IO, "%s: sync failed: %s", o->dest_paths[last], strerror(errno));
+            if (fd >= 0)
+                close(fd);
+        }
+        if (rs_world_agree(err) != 0)
+            goto done;
+    }
+    if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
+        assemble_quarantine(o, err);
+        if (rs_world_agree(err) != 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    if (parts) {
+        for (uint32_t d = 0; d < ndest; d++)
+            if (parts[d])
+                unlink(parts[d]);
+        rs_cli_free_strings(parts, ndest);
+    }
+    if (qpart) {
+        unlink(qpart);
+        free(qpart);
+    }
+    rs_buf_free(&head);
+    free(at);
+    free(v);
+    rs_pipeline_result_free(&mine);
+    res->seconds = rs_cli_now() - t0;
+    return rc;
+}

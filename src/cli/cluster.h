@@ -1,0 +1,41 @@
+/* cli/cluster.h - the commands' jobs run across MPI ranks (see world.h),
+ * with output byte-identical to a single process.
+ *
+ * A single process (size 1) runs exactly the single-process code: every
+ * function here then reduces to the ordinary call. */
+#ifndef RS_CLI_CLUSTER_H
+#define RS_CLI_CLUSTER_H
+
+#include "ringshard/outdir.h"
+#include "ringshard/pipeline.h"
+
+/* rs_outdir_begin on rank 0; the other ranks get the same temporary
+ * directory path in od->tmp (and no od->final: only rank 0 publishes or
+ * removes it). Collective; -1 on every rank with rank 0's err on failure. */
+int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
+
+/* Ends the output: with ok (every rank's err clear), rank 0 commits the
+ * directory; otherwise rank 0 removes it. Collective: returns 0 when
+ * published, -1 on every rank with the first error otherwise (err is each
+ * rank's error on entry). *od is released either way. */
+int rs_cluster_outdir_end(rs_outdir *od, rs_error *err);
+
+/* rs_pipeline_run across the ranks. The inputs are divided into contiguous
+ * ranges, balanced by size on disk (compressed size for gzip); each rank
+ * runs the threaded pipeline on its range, writing its rows for every
+ * destination into a piece file beside it; the pieces are then copied into
+ * the destination files at offsets from an exclusive scan of the piece
+ * sizes, after the header that rank 0 writes, so that each file holds its
+ * rows in input order exactly as a single process writes it. Statistics
+ * are merged (sums, per-input lists, CRC-32s concatenated in rank order)
+ * and are the same on every rank. A quarantine file is assembled the same
+ * way. Collective; on failure -1 on every rank with the error of the
+ * lowest failing rank (the first in input order). Standard input ("-")
+ * cannot be divided: with more than one rank it is an error. */
+int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
+
+/* Which inputs rank r of R gets: [*lo, *hi), contiguous, balanced by
+ * weight (the largest rank load is minimal among contiguous splits). */
+void rs_cluster_partition(const uint64_t *weight, size_t n, int R, int r, size_t *lo, size_t *hi);
+
+#endif
