@@ -272,3 +272,50 @@ Test(dedup, usage_errors_and_existing_output)
     free(out);
     free(err);
 }
+
+/* Conservation (issue #6): before publishing, dedup checks that rows and
+ * bytes read = kept + duplicates removed (+ rejected), per input through
+ * pass 1, per bucket and in total. On real runs (in memory and split
+ * again, a rejected row) it passes and the published numbers add up; a
+ * --buckets directory whose manifest claims one row (or byte) more than a
+ * file holds fails it: exit 1, nothing published, a previous DIR intact. */
+Test(dedup, conservation_checked_before_publishing)
+{
+    char *out, *err;
+    int rc = sh(&out, &err,
+                "cd %s && python3 -c \"\nimport random\nrandom.seed(9)\n"
+                "open('a.csv', 'w').write('id,v\\n' + ''.join('k%%d,x%%d\\n' %% (random.randrange(700), i) for i in range(4000)))\n"
+                "open('b.csv', 'w').write('id,v\\n' + ''.join('k%%d,y%%d\\n' %% (random.randrange(700), i) for i in range(2000)) + 'bad\\\"row,1\\n')\" && "
+                "gzip -k b.csv && \"$RS\" dedup --on-bad-row skip --nodes 5 -o d a.csv b.csv.gz 2> sum.txt && "
+                "\"$RS\" verify --quiet d && "
+                "\"$RS\" dedup --quiet --on-bad-row skip --memory 32M -j 2 --nodes 5 -o d2 a.csv b.csv.gz && "
+                "diff -r -x manifest.json d d2 && "
+                "python3 -c \"\nimport csv, gzip, glob, json, re\n"
+                "n = sum(1 for f in ('a.csv', 'b.csv') for r in csv.reader(open(f, newline='')) if r) - 2\n"
+                "m = json.load(open('d/manifest.json'))\n"
+                "kept = sum(sum(1 for r in csv.reader(gzip.open(f, 'rt', newline='')) if r) - 1 for f in glob.glob('d/*.csv.gz'))\n"
+                "removed = int(re.search(r'(\\d+) duplicates removed', open('sum.txt').read()).group(1))\n"
+                "print(n, kept, m['totals']['rows'], removed, m['totals']['rejected'], kept + removed + m['totals']['rejected'])\"",
+                tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert_str_eq(out, "6001 700 700 5300 1 6001\n", "records, kept, manifest rows, removed, rejected, sum: %s",
+                     out);
+    free(out);
+    free(err);
+    /* a manifest that claims more than its file holds: rows, then bytes */
+    static const char *const field[] = {"rows", "bytes"};
+    for (int i = 0; i < 2; i++) {
+        rc = sh(&out, &err,
+                "cd %s && rm -rf b out && \"$RS\" bucket --quiet --nodes 5 -o b a.csv && "
+                "python3 -c \"import json; m = json.load(open('b/manifest.json')); m['files'][2]['%s'] += 1; "
+                "json.dump(m, open('b/manifest.json', 'w'))\" && mkdir out && echo keep > out/marker && "
+                "\"$RS\" dedup --force --buckets b -o out; echo rc=$?; ls -A out; find . -name '*ringshard-tmp*' | wc -l",
+                tmp, field[i]);
+        cr_assert_str_eq(out, "rc=1\nmarker\n0\n", "%s: %s %s", field[i], out, err);
+        cr_assert(strstr(err, "ringshard dedup: internal error: rows/bytes not conserved (bucket b/2.csv.gz") &&
+                      strstr(err, "; nothing published\n"),
+                  "%s", err);
+        free(out);
+        free(err);
+    }
+}

@@ -953,3 +953,50 @@ Test(cli, misplaced_rows_are_reported_and_nothing_emitted)
     free(out);
     free(err);
 }
+
+/* Conservation (issue #6): plan --emit checks, before publishing, that per
+ * input the rows and bytes read are the rows and bytes routed, that in
+ * total read = moved + stay, and that every moved row was written once.
+ * On real runs (plain and gzip inputs, a rejected row under skip, from a
+ * bucket directory, one thread and two) the check passes and the
+ * published numbers add up as an independent count says. */
+Test(cli, emit_conserves_rows_and_bytes)
+{
+    char *out, *err;
+    int rc = runf(&out, &err,
+                  "cd %s && python3 -c \"\nimport random\nrandom.seed(3)\n"
+                  "open('a.csv', 'w').write('id,v\\n' + ''.join('k%%d,x%%d\\n' %% (random.randrange(900), i) for i in range(3000)))\n"
+                  "open('b.csv', 'w').write('id,v\\n' + ''.join('k%%d,\\\"y\\n%%d\\\"\\n' %% (i, i) for i in range(1500)) + 'bad\\\"row,1\\n')\" && "
+                  "gzip -k b.csv && for j in 1 2; do "
+                  "\"$RS\" plan -j $j --nodes 7 --add 2 --remove 3 --key id --on-bad-row skip --emit mv$j --json p$j.json "
+                  "a.csv b.csv.gz > /dev/null || exit 9; \"$RS\" verify --quiet mv$j || exit 8; done && "
+                  "diff -r -x manifest.json mv1 mv2 && "
+                  "\"$RS\" bucket --quiet --on-bad-row skip --nodes 7 -o old a.csv b.csv && "
+                  "\"$RS\" plan --from-buckets old --add 2 --remove 3 --emit mvb --json pb.json > /dev/null && "
+                  "\"$RS\" verify --quiet mvb && "
+                  "python3 -c \"\nimport csv, gzip, glob, json\n"
+                  "n = sum(1 for f in ('a.csv', 'b.csv') for r in csv.reader(open(f, newline='')) if r) - 2\n"
+                  "for mv, pj in (('mv1', 'p1.json'), ('mvb', 'pb.json')):\n"
+                  "    m = json.load(open(mv + '/manifest.json')); d = json.load(open(pj))['data']\n"
+                  "    files = sum(sum(1 for r in csv.reader(gzip.open(f, 'rt', newline='')) if r) - 1 for f in glob.glob(mv + '/*.csv.gz'))\n"
+                  "    ins = sum(i['rows'] for i in m['inputs'])\n"
+                  "    print(n, ins + m['totals']['rejected'], d['rows'], d['rows_moved'], m['totals']['rows'], files, "
+                  "d['bytes_moved'] == m['totals']['bytes'], m['totals']['rejected'])\"",
+                  tmp);
+    cr_assert_eq(rc, 0, "%s\n%s", out, err);
+    /* records; rows + rejected; read; moved; in the manifest; in the files */
+    long long v[6];
+    char eq[8];
+    cr_assert_eq(sscanf(out, "%lld %lld %lld %lld %lld %lld %7s", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], eq), 7,
+                 "%s", out);
+    cr_assert_eq(v[0], 4501, "%s", out);
+    cr_assert_eq(v[1], 4501, "rows + rejected = records: %s", out);
+    cr_assert_eq(v[2], 4500, "%s", out);
+    cr_assert(v[3] > 0 && v[3] < v[2], "%s", out);
+    cr_assert_eq(v[4], v[3], "%s", out);
+    cr_assert_eq(v[5], v[3], "%s", out);
+    cr_assert_str_eq(eq, "True", "%s", out);
+    cr_assert(strstr(out, "True 1\n") && strstr(out, "True 0\n"), "1 rejected from the inputs, 0 from old/: %s", out);
+    free(out);
+    free(err);
+}

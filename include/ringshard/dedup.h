@@ -60,6 +60,9 @@ typedef struct {
 typedef struct {
     uint64_t rows_in, bytes_in;  /* data rows / bytes read (rows + LF) */
     uint64_t rows, bytes;        /* data rows / bytes written (rows + LF) */
+    uint64_t dup_rows, dup_bytes; /* data rows / bytes dropped as duplicates (rows + LF),
+                                    counted apart from the written ones, so that
+                                    rows_in = rows + dup_rows (and bytes) checks the run */
     uint64_t file_bytes;         /* size of the output file */
     uint32_t crc;                /* CRC-32 of the data bytes written */
     uint64_t dup_keys;           /* keys (or rows) that had more than one copy */

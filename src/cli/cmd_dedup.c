@@ -211,6 +211,68 @@ typedef struct {
     int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given;
 } dedup_args;
 
+static int not_conserved(rs_error *err, const char *what, uint64_t in_rows, uint64_t in_bytes, uint64_t out_rows,
+                         uint64_t out_bytes, uint64_t dup_rows, uint64_t dup_bytes, uint64_t rejected)
+{
+    return rs_error_set(err, RS_EXIT_IO,
+                        "internal error: rows/bytes not conserved (%s: in %llu/%llu, out %llu/%llu, "
+                        "duplicates removed %llu/%llu, rejected %llu rows); nothing published",
+                        what, (unsigned long long)in_rows, (unsigned long long)in_bytes,
+                        (unsigned long long)out_rows, (unsigned long long)out_bytes, (unsigned long long)dup_rows,
+                        (unsigned long long)dup_bytes, (unsigned long long)rejected);
+}
+
+/* Conservation, checked before publishing: rows and bytes read = rows and
+ * bytes written + duplicates removed (+ rejected rows, which never enter a
+ * bucket). Pass 1 (inputs): every input row accepted is in one bucket.
+ * Each bucket: what pass 2 read is what pass 1 wrote (or the --buckets
+ * manifest lists), and read = kept + removed, counted apart. In total: the
+ * inputs' rows and bytes (--buckets: the manifest's files) = kept + removed.
+ * Duplicates cannot be traced back to their input (a bucket mixes the
+ * inputs), so "per input" is checked up to pass 1. */
+static int check_conservation(const dedup_args *a, const rs_pipeline_result *res, const rs_manifest *in_m,
+                              const job *jobs, uint32_t n, rs_error *err)
+{
+    uint64_t in_rows = 0, in_bytes = 0, rejected = 0, b_rows = 0, b_bytes = 0;
+    uint64_t out_rows = 0, out_bytes = 0, dup_rows = 0, dup_bytes = 0;
+    if (a->buckets_dir) {
+        for (size_t i = 0; i < in_m->nfiles; i++)
+            in_rows += in_m->files[i].rows, in_bytes += in_m->files[i].bytes;
+        rejected = in_m->rejected;
+    } else {
+        for (size_t i = 0; i < a->po.ninputs; i++) {
+            in_rows += res->input[i].rows;
+            in_bytes += res->input[i].bytes;
+            rejected += res->input[i].rejected;
+        }
+        if (rejected != res->rejected)
+            return not_conserved(err, "rejected rows of the inputs", in_rows, in_bytes, 0, 0, 0, 0, res->rejected);
+        for (uint32_t i = 0; i < n; i++)
+            b_rows += res->dest[i].rows, b_bytes += res->dest[i].bytes;
+        if (b_rows != in_rows || b_bytes != in_bytes)
+            return not_conserved(err, "pass 1, inputs into buckets", in_rows, in_bytes, b_rows, b_bytes, 0, 0,
+                                 rejected);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const rs_dedup_result *d = &jobs[i].res;
+        if (d->rows_in != jobs[i].rows || d->bytes_in != jobs[i].bytes ||
+            d->rows_in != d->rows + d->dup_rows || d->bytes_in != d->bytes + d->dup_bytes) {
+            char what[512];
+            snprintf(what, sizeof what, "bucket %s, %llu/%llu expected", jobs[i].in,
+                     (unsigned long long)jobs[i].rows, (unsigned long long)jobs[i].bytes);
+            return not_conserved(err, what, d->rows_in, d->bytes_in, d->rows, d->bytes, d->dup_rows, d->dup_bytes,
+                                 0);
+        }
+        out_rows += d->rows;
+        out_bytes += d->bytes;
+        dup_rows += d->dup_rows;
+        dup_bytes += d->dup_bytes;
+    }
+    if (in_rows != out_rows + dup_rows || in_bytes != out_bytes + dup_bytes)
+        return not_conserved(err, "total", in_rows, in_bytes, out_rows, out_bytes, dup_rows, dup_bytes, rejected);
+    return 0;
+}
+
 static void summary(const dedup_args *a, const job *jobs, uint32_t n, double t1, double t2, uint64_t rejected)
 {
     uint64_t in = 0, out = 0, keys = 0, split = 0, splits = 0, streamed = 0;
@@ -457,18 +519,9 @@ int rs_cmd_dedup(int argc, char **argv)
         a.po.dest_paths = NULL;
         if (prc != 0)
             goto out;
-        uint64_t in_rows = 0, out_rows = 0;
-        for (size_t i = 0; i < a.po.ninputs; i++)
-            in_rows += res.input[i].rows;
         for (uint32_t i = 0; i < njobs; i++) {
             jobs[i].rows = res.dest[i].rows;
             jobs[i].bytes = res.dest[i].bytes;
-            out_rows += res.dest[i].rows;
-        }
-        if (in_rows != out_rows) {
-            rs_error_set(&err, RS_EXIT_IO, "internal error: pass 1 read %llu rows and wrote %llu; nothing published",
-                         (unsigned long long)in_rows, (unsigned long long)out_rows);
-            goto out;
         }
         header = res.header;
         header_len = res.header_len;
@@ -492,17 +545,11 @@ int rs_cmd_dedup(int argc, char **argv)
     double t2s = rs_cli_now();
     if (pass2(jobs, njobs, &o, threads, &err) != 0)
         goto out;
-    uint64_t in_rows = 0;
-    for (uint32_t i = 0; i < njobs; i++) {
-        if (jobs[i].res.rows_in != jobs[i].rows) {
-            rs_error_set(&err, RS_EXIT_IO, "internal error: %s: %llu rows read, %llu expected; nothing published",
-                         jobs[i].in, (unsigned long long)jobs[i].res.rows_in, (unsigned long long)jobs[i].rows);
-            goto out;
-        }
-        in_rows += jobs[i].res.rows_in;
+    if (check_conservation(&a, &res, &in_m, jobs, njobs, &err) != 0)
+        goto out;
+    for (uint32_t i = 0; i < njobs; i++)
         if (!a.buckets_dir)
             unlink(jobs[i].in);
-    }
     if (a.dups_path && write_duplicates(a.dups_path, jobs, njobs, &err) != 0)
         goto out;
     if (rmdir(pass1) != 0) {

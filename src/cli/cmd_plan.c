@@ -254,6 +254,8 @@ out:
 typedef struct {
     uint64_t *keys, *bytes;    /* [npairs + 1]: the last one counts rows that stay */
     uint64_t *mismatch;        /* [ninputs] */
+    uint64_t *in_rows, *in_bytes; /* [ninputs]: every row routed, by input (conservation) */
+    uint64_t mismatch_bytes;
     uint64_t unknown;
     char pad[64];
 } thread_counts;
@@ -273,10 +275,13 @@ static uint32_t route_plan(void *vctx, int tid, uint32_t input, const char *key,
     thread_counts *t = &c->tc[tid];
     const rs_plan *p = c->plan;
     (void)row;
+    t->in_rows[input]++;
+    t->in_bytes[input] += rowlen + 1;
     uint64_t pos = rs_ring_position(p->old_ring, key, keylen);
     uint32_t o = rs_ring_owner(p->old_ring, pos);
     if (c->input_node && o != c->input_node[input]) {
         t->mismatch[input]++;
+        t->mismatch_bytes += rowlen + 1;
         return RS_ROUTE_DROP;
     }
     uint32_t n = rs_ring_owner(p->new_ring, pos);
@@ -351,6 +356,47 @@ static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
     return names;
 }
 
+/* Conservation, checked after every data run (before --emit publishes):
+ * per input, the rows and bytes the reader delivered are the rows and
+ * bytes routed from it; in total, rows and bytes read = moved (emitted with
+ * --emit, checked per pair after this) + stay + rows on the wrong node
+ * (--from-buckets; nothing is emitted then). Rejected rows
+ * (--on-bad-row skip) are outside both sides and only reported. */
+static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_result *res, const thread_counts *tc,
+                              int T, uint32_t npairs, const data_result *d, rs_error *err)
+{
+    uint64_t in_rows = 0, in_bytes = 0, rejected = 0, mismatch_bytes = 0;
+    for (size_t i = 0; i < po->ninputs; i++) {
+        uint64_t r = 0, b = 0;
+        for (int t = 0; t < T; t++)
+            r += tc[t].in_rows[i], b += tc[t].in_bytes[i];
+        if (r != res->input[i].rows || b != res->input[i].bytes)
+            return rs_error_set(err, RS_EXIT_IO,
+                                "internal error: rows/bytes not conserved (%s: read %llu/%llu, routed %llu/%llu); "
+                                "nothing published",
+                                res->input[i].path, (unsigned long long)res->input[i].rows,
+                                (unsigned long long)res->input[i].bytes, (unsigned long long)r,
+                                (unsigned long long)b);
+        in_rows += r;
+        in_bytes += b;
+        rejected += res->input[i].rejected;
+    }
+    for (int t = 0; t < T; t++)
+        mismatch_bytes += tc[t].mismatch_bytes;
+    uint64_t stay_rows = d->keys[npairs], stay_bytes = d->bytes_of[npairs];
+    if (in_rows != res->rows || in_rows != d->moved_rows + stay_rows + d->mismatches ||
+        in_bytes != d->moved_bytes + stay_bytes + mismatch_bytes || rejected != res->rejected)
+        return rs_error_set(err, RS_EXIT_IO,
+                            "internal error: rows/bytes not conserved (in %llu/%llu, moved %llu/%llu, stay %llu/%llu, "
+                            "on the wrong node %llu/%llu, rejected %llu rows); nothing published",
+                            (unsigned long long)in_rows, (unsigned long long)in_bytes,
+                            (unsigned long long)d->moved_rows, (unsigned long long)d->moved_bytes,
+                            (unsigned long long)stay_rows, (unsigned long long)stay_bytes,
+                            (unsigned long long)d->mismatches, (unsigned long long)mismatch_bytes,
+                            (unsigned long long)rejected);
+    return 0;
+}
+
 static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, const rs_manifest *m, int quiet,
                     data_result *d, rs_error *err)
 {
@@ -394,7 +440,9 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         tc[t].keys = calloc(npairs + 1, sizeof(uint64_t));
         tc[t].bytes = calloc(npairs + 1, sizeof(uint64_t));
         tc[t].mismatch = calloc(po->ninputs ? po->ninputs : 1, sizeof(uint64_t));
-        if (!tc[t].keys || !tc[t].bytes || !tc[t].mismatch) {
+        tc[t].in_rows = calloc(po->ninputs ? po->ninputs : 1, sizeof(uint64_t));
+        tc[t].in_bytes = calloc(po->ninputs ? po->ninputs : 1, sizeof(uint64_t));
+        if (!tc[t].keys || !tc[t].bytes || !tc[t].mismatch || !tc[t].in_rows || !tc[t].in_bytes) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
             goto out;
         }
@@ -449,14 +497,8 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         d->mismatches += d->mismatch[i];
     d->rows = res.rows;
     d->bytes = res.bytes;
-    {
-        uint64_t counted = d->keys[npairs] + d->moved_rows + d->mismatches;
-        if (counted != res.rows) {
-            rs_error_set(err, RS_EXIT_IO, "internal error: %llu rows read but %llu routed",
-                         (unsigned long long)res.rows, (unsigned long long)counted);
-            goto out;
-        }
-    }
+    if (check_conservation(po, &res, tc, T, npairs, d, err) != 0)
+        goto out;
     d->ninputs = po->ninputs;
     if (a->batch_bytes) {
         d->wave = calloc(npairs ? npairs : 1, sizeof *d->wave);
@@ -476,14 +518,26 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         goto out;
     }
     /* conservation: every moved row was written once */
-    uint64_t written = 0;
+    uint64_t written = 0, written_bytes = 0;
     for (uint32_t k = 0; k < npairs; k++) {
         written += res.dest[k].rows;
+        written_bytes += res.dest[k].bytes;
         if (res.dest[k].rows != d->keys[k] || (!po->keys_only && res.dest[k].bytes != d->bytes_of[k])) {
-            rs_error_set(err, RS_EXIT_IO, "internal error: pair %u wrote %llu rows, counted %llu; nothing published",
-                         k, (unsigned long long)res.dest[k].rows, (unsigned long long)d->keys[k]);
+            rs_error_set(err, RS_EXIT_IO,
+                         "internal error: rows/bytes not conserved (pair %u: moved %llu/%llu, written %llu/%llu); "
+                         "nothing published",
+                         k, (unsigned long long)d->keys[k], (unsigned long long)d->bytes_of[k],
+                         (unsigned long long)res.dest[k].rows, (unsigned long long)res.dest[k].bytes);
             goto out;
         }
+    }
+    if (written != d->moved_rows || (!po->keys_only && written_bytes != d->moved_bytes)) {
+        rs_error_set(err, RS_EXIT_IO,
+                     "internal error: rows/bytes not conserved (moved %llu/%llu, written %llu/%llu); "
+                     "nothing published",
+                     (unsigned long long)d->moved_rows, (unsigned long long)d->moved_bytes,
+                     (unsigned long long)written, (unsigned long long)written_bytes);
+        goto out;
     }
     /* manifest: only the pairs that moved rows; empty files are removed */
     if (rs_cli_manifest_start(&em, "moves", p->old_ring, po, &res, npairs, err) != 0)
@@ -522,6 +576,8 @@ out:
         free(tc[t].keys);
         free(tc[t].bytes);
         free(tc[t].mismatch);
+        free(tc[t].in_rows);
+        free(tc[t].in_bytes);
     }
     free(tc);
     free(input_node);

@@ -723,9 +723,14 @@ int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint6
     } else {
         if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, &bits, &nrows, &refs, res, err) != 0)
             goto out;
-        for (uint64_t i = 0; i < nrows; i++)
-            if (bits[i / 64] >> (i % 64) & 1 && ow_row(&w, s.buf.data + refs[i].off, refs[i].len, err) != 0)
+        for (uint64_t i = 0; i < nrows; i++) {
+            if (!(bits[i / 64] >> (i % 64) & 1)) {
+                res->dup_rows++;
+                res->dup_bytes += refs[i].len + 1;
+            } else if (ow_row(&w, s.buf.data + refs[i].off, refs[i].len, err) != 0) {
                 goto out;
+            }
+        }
         rc = 0;
         goto out;
     }
@@ -739,8 +744,12 @@ int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint6
             rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
             goto out;
         }
-        if (bits[i / 64] >> (i % 64) & 1 && ow_row(&w, row, rowlen, err) != 0)
+        if (!(bits[i / 64] >> (i % 64) & 1)) {
+            res->dup_rows++;
+            res->dup_bytes += rowlen + 1;
+        } else if (ow_row(&w, row, rowlen, err) != 0) {
             goto out;
+        }
         bytes_in += rowlen + 1;
         i++;
     }
