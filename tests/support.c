@@ -131,3 +131,16 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap)
     }
     return n;
 }
+
+/* Criterion only in the one function that asserts (support.c stays usable
+ * without it otherwise). */
+#include <criterion/criterion.h>
+
+void assert_verify(const char *dir)
+{
+    char *out = NULL, *err = NULL;
+    int rc = runf(&out, &err, "\"$RS\" verify --quiet '%s'", dir);
+    cr_assert_eq(rc, 0, "ringshard verify %s: exit %d\n%s%s", dir, rc, out ? out : "", err ? err : "");
+    free(out);
+    free(err);
+}

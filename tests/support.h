@@ -34,4 +34,10 @@ int remove_tree(const char *dir);
 /* Parses "ab01.." lowercase hex into bytes; returns the byte count. */
 size_t unhex(const char *hex, unsigned char *out, size_t cap);
 
+/* Runs `ringshard verify --quiet DIR` on a bucket directory (bucket,
+ * dedup) or a move directory (plan --emit) and asserts exit 0: the files
+ * match the manifest and every row sits where the ring(s) put it. (verify
+ * reads the manifest only; it needs no inputs or ring options.) */
+void assert_verify(const char *dir);
+
 #endif

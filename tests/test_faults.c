@@ -121,31 +121,70 @@ Test(faults, gzip_garbage_after_a_member)
     expect_failure(2, "\"$RS\" bucket --quiet --nodes 3 --force -o out garb.gz", want, NULL);
 }
 
-/* An empty file (0 bytes, named .gz or not) and an empty gzip member are
- * valid inputs that contribute nothing. */
+/* An empty file not named as gzip and an empty gzip member are valid
+ * inputs that contribute nothing. */
 Test(faults, gzip_empty_inputs_contribute_nothing)
 {
     make_good_csv();
-    res r = sh(": > empty.gz && : > empty.csv && gzip -c < /dev/null > member.gz && "
+    res r = sh(": > empty.csv && : > empty.dat && gzip -c < /dev/null > member.gz && "
                "\"$RS\" bucket --quiet --nodes 3 -o ref good.csv && "
-               "\"$RS\" bucket --quiet --nodes 3 -o out empty.gz good.csv empty.csv member.gz && "
+               "\"$RS\" bucket --quiet --nodes 3 -o out empty.dat good.csv empty.csv member.gz && "
                "diff -r -x manifest.json ref out && "
                "python3 -c \"import json; m=json.load(open('out/manifest.json'))\n"
                "print([(i['path'], i['rows'], i['bytes']) for i in m['inputs']], m['totals']['rows'])\" && "
-               "\"$RS\" bucket --quiet --nodes 3 -o alone empty.gz && " PY_TOTALS, "alone");
+               "\"$RS\" bucket --quiet --nodes 3 -o alone empty.csv && " PY_TOTALS, "alone");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
-    cr_assert_str_eq(r.out, "[('empty.gz', 0, 0), ('good.csv', 20000, 277780), ('empty.csv', 0, 0), "
+    cr_assert_str_eq(r.out, "[('empty.dat', 0, 0), ('good.csv', 20000, 277780), ('empty.csv', 0, 0), "
                             "('member.gz', 0, 0)] 20000\n0 0 3\n", "%s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
-/* gzip is recognised by its magic bytes, not by the name. */
-Test(faults, gzip_name_without_gzip_content_is_plain_csv)
+/* An empty file named .gz holds no gzip member: an error, in every
+ * command that reads data, even next to good input. */
+Test(faults, gzip_empty_file_named_gz)
 {
-    res r = sh("printf 'id,v\\n1,a\\n2,b\\n' > plain.gz && \"$RS\" bucket --quiet --nodes 1 --compress none -o out plain.gz "
-               "&& cmp plain.gz out/0.csv && echo same");
-    cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
-    cr_assert_str_eq(r.out, "same\n");
+    make_good_csv();
+    PREP(": > empty.gz");
+    static const char *const cmds[] = {
+        "\"$RS\" bucket --quiet --nodes 3 --force -o out good.csv empty.gz",
+        "\"$RS\" dedup --quiet --nodes 3 --force -o out empty.gz good.csv",
+        "\"$RS\" plan --nodes 3 --add 1 --emit out --force good.csv empty.gz",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        PREP("rm -rf out");
+        expect_failure(2, cmds[i],
+                       "empty.gz: empty file (named .gz, but holds no gzip member: end of file at byte offset 0)",
+                       NULL);
+    }
+    res r = sh("\"$RS\" stats --nodes 3 empty.gz > /dev/null; echo rc=$?");
+    cr_assert_str_eq(r.out, "rc=2\n", "stats: %s", r.err);
+    cr_assert(strstr(r.err, "empty.gz: empty file (named .gz"), "stats: %s", r.err);
+    res_free(&r);
+}
+
+/* gzip is recognised by its magic bytes, but a name ending in .gz (.gzip,
+ * .tgz, any case) promises gzip: plain bytes under it are an error naming
+ * the file and byte offset 0. gzip under another name is still read. */
+Test(faults, gzip_named_gz_but_not_gzip)
+{
+    make_good_csv();
+    PREP("cp good.csv plain.gz && cp good.csv PLAIN.CSV.GZ && gzip -c good.csv > gzip.csv");
+    expect_failure(2, "\"$RS\" bucket --quiet --nodes 3 --force -o out plain.gz",
+                   "plain.gz: not gzip data (named .gz, but byte offset 0 holds 0x69 0x64, not the gzip magic 1f 8b)",
+                   NULL);
+    PREP("rm -rf out");
+    expect_failure(2, "\"$RS\" dedup --quiet --nodes 3 --force -o out good.csv PLAIN.CSV.GZ",
+                   "PLAIN.CSV.GZ: not gzip data (named .gz, but byte offset 0 holds 0x69 0x64", NULL);
+    PREP("rm -rf out");
+    expect_failure(2, "\"$RS\" plan --nodes 3 --add 1 --emit out --force plain.gz",
+                   "plain.gz: not gzip data (named .gz, but byte offset 0", NULL);
+    res r = sh("\"$RS\" stats --nodes 3 plain.gz > /dev/null; echo rc=$?");
+    cr_assert_str_eq(r.out, "rc=2\n", "%s", r.err);
+    cr_assert(strstr(r.err, "plain.gz: not gzip data (named .gz, but byte offset 0"), "%s", r.err);
+    res_free(&r);
+    r = sh("\"$RS\" bucket --quiet --nodes 1 --compress none -o g gzip.csv && cmp good.csv g/0.csv && echo same");
+    cr_assert_str_eq(r.out, "same\n", "gzip content named .csv is read by its magic: %s %s", r.out, r.err);
     res_free(&r);
 }
 
@@ -472,7 +511,7 @@ Test(faults, empty_inputs_give_valid_gzip_files)
 {
     char *out, *err;
     int rc = runf(&out, &err,
-                  "cd %s && : > empty.gz && \"$RS\" bucket --quiet --nodes 3 -o out empty.gz && gzip -t out/*.csv.gz && "
+                  "cd %s && : > empty.csv && \"$RS\" bucket --quiet --nodes 3 -o out empty.csv && gzip -t out/*.csv.gz && "
                   "cat out/*.csv.gz | gzip -dc | wc -c",
                   tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);

@@ -432,18 +432,18 @@ static struct inputs make_inputs(size_t len)
     in.multi = path_in(in.dir, "multi.csv.gz");
     in.empty = path_in(in.dir, "empty.csv");
     in.emptygz = path_in(in.dir, "empty.csv.gz");
-    in.plaingz = path_in(in.dir, "plain-named.csv.gz");
+    in.plaingz = path_in(in.dir, "gzip-content.dat");  /* gzip under another name */
     in.small = path_in(in.dir, "small.csv");
     in.smallgz = path_in(in.dir, "small.csv.gz");
     in.tiny = path_in(in.dir, "tiny");
     write_file(in.plain, in.csv, len);
-    write_file(in.plaingz, in.csv, len);
     write_file(in.empty, "", 0);
     write_file(in.tiny, "\x1f", 1);
     in.small_len = len < 150000 ? len : 150000;
     in.small_data = in.csv;
     write_file(in.small, in.csv, in.small_len);
     sh("gzip -c '%s' > '%s'", in.plain, in.gz);  /* has FNAME */
+    sh("gzip -c '%s' > '%s'", in.plain, in.plaingz);
     sh("pigz -c -p 2 -b 128 '%s' > '%s'", in.plain, in.pigz);
     sh("gzip -c < '%s' > '%s'", in.empty, in.emptygz);
     sh("gzip -1 -c < '%s' > '%s'", in.small, in.smallgz);
@@ -504,8 +504,8 @@ static void read_all_kinds(rs_codec_choice codec, const size_t *caps, size_t nca
         free(s.data);
 
         s = reader_all(in.plaingz, codec, cap, 0);
-        expect_bytes(&s, in.csv, in.len, "plain text named .gz");
-        cr_assert_eq(s.is_gzip, 0);
+        expect_bytes(&s, in.csv, in.len, "gzip content named .dat (detected by its magic)");
+        cr_assert_eq(s.is_gzip, 1);
         free(s.data);
 
         s = reader_all(in.empty, codec, cap, 0);
@@ -916,3 +916,46 @@ Test(faults, error_does_not_overwrite_callers_first_error)
     free(bad);
     free_inputs(&in);
 }
+
+/* A name ending in .gz, .gzip or .tgz (any case) promises gzip: plain bytes
+ * or an empty file under such a name are an error naming the file and byte
+ * offset 0, not plain CSV. Other names are read by content. */
+static void named_gzip_must_be_gzip(rs_codec_choice codec)
+{
+    char *dir = make_tmpdir();
+    static const struct {
+        const char *name, *data, *msg;
+    } cases[] = {
+        {"plain.gz", "id,v\n1,a\n", "plain.gz: not gzip data (named .gz, but byte offset 0 holds 0x69 0x64, not the gzip magic 1f 8b)"},
+        {"PLAIN.CSV.GZ", "AB", "PLAIN.CSV.GZ: not gzip data (named .gz, but byte offset 0 holds 0x41 0x42"},
+        {"x.gzip", "\x1f", "x.gzip: not gzip data (named .gzip, but byte offset 0 holds 0x1f and then the file ends"},
+        {"x.tgz", "\x1f\x8c", "x.tgz: not gzip data (named .tgz, but byte offset 0 holds 0x1f 0x8c"},
+        {"empty.gz", "", "empty.gz: empty file (named .gz, but holds no gzip member: end of file at byte offset 0)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *p = path_in(dir, cases[i].name);
+        write_file(p, cases[i].data, strlen(cases[i].data));
+        slurp_result s = reader_all(p, codec, 4096, 0);
+        cr_assert_eq(s.rc, -1, "%s must fail", cases[i].name);
+        cr_assert_eq(s.err.code, RS_EXIT_DATA);
+        cr_assert(strstr(s.err.msg, cases[i].msg), "%s: %s", cases[i].name, s.err.msg);
+        free(s.data);
+        free(p);
+    }
+    /* not a gzip name: read by content */
+    static const char *const other[] = {"plain.gz.bak", "plain.csv", "gz", "empty.csv"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+        char *p = path_in(dir, other[i]);
+        const char *data = strcmp(other[i], "empty.csv") ? "id,v\n" : "";
+        write_file(p, data, strlen(data));
+        slurp_result s = reader_all(p, codec, 4096, 0);
+        expect_bytes(&s, data, strlen(data), other[i]);
+        cr_assert_eq(s.is_gzip, 0);
+        free(s.data);
+        free(p);
+    }
+    rm_dir(dir);
+}
+
+Test(reader, named_gzip_must_be_gzip_auto) { named_gzip_must_be_gzip(RS_CODEC_AUTO); }
+Test(reader, named_gzip_must_be_gzip_zlib) { named_gzip_must_be_gzip(RS_CODEC_ZLIB); }

@@ -1,6 +1,9 @@
 /* ringshard/reader.h - the input layer: a file or stdin, plain or gzip.
  *
- * gzip is recognised by its magic bytes (1f 8b), never by the file name.
+ * gzip is recognised by its magic bytes (1f 8b), whatever the file name;
+ * but a file named *.gz, *.gzip or *.tgz (any case) must be gzip: one that
+ * does not start with the magic, or is empty, is an error (RS_EXIT_DATA,
+ * naming the file and byte offset 0) rather than being read as plain CSV.
  * A gzip file may hold any number of concatenated members (pigz, bgzip and
  * ringshard itself write such files); all are read. Decompression uses
  * ISA-L (igzip) when the build has it, zlib otherwise; rs_reader_open can
@@ -27,7 +30,8 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
  * (> 0), 0 at the end of the input, or -1 on error (err filled: corrupt or
  * truncated gzip is RS_EXIT_DATA and names the file and the compressed byte
  * offset; a failed read(2) is RS_EXIT_IO). An empty file is a valid, empty
- * input. Garbage after the last gzip member is an error. */
+ * input, unless it is named as gzip (see above). Garbage after the last
+ * gzip member is an error. */
 ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err);
 
 /* Compressed (on-disk) bytes consumed so far, for progress and messages. */

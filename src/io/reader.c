@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -447,6 +448,19 @@ static ssize_t decode(rs_reader *r, unsigned char *buf, size_t cap, rs_error *er
 
 /* ---- reading ----------------------------------------------------------- */
 
+/* The gzip suffix the name ends with (".gz", ".gzip", ".tgz", any case), or NULL. */
+static const char *named_gzip(const char *name)
+{
+    static const char *const suffixes[] = {".gz", ".gzip", ".tgz"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && strcasecmp(name + n - k, suffixes[i]) == 0)
+            return suffixes[i];
+    }
+    return NULL;
+}
+
 static int detect(rs_reader *r, rs_error *err)
 {
     while (r->in_avail < 2 && !r->eof)
@@ -456,6 +470,21 @@ static int detect(rs_reader *r, rs_error *err)
     r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
     if (r->is_gzip)
         return decoder_init(r, err);
+    if (named_gzip(r->name)) {
+        /* the name promises gzip: plain bytes (or none) are a mistake, not CSV */
+        if (r->in_avail == 0)
+            return (int)fail(r, err, RS_EXIT_DATA,
+                             "empty file (named %s, but holds no gzip member: end of file at byte offset 0)",
+                             named_gzip(r->name));
+        if (r->in_avail == 1)
+            return (int)fail(r, err, RS_EXIT_DATA,
+                             "not gzip data (named %s, but byte offset 0 holds 0x%02x and then the file ends, "
+                             "not the gzip magic 1f 8b)",
+                             named_gzip(r->name), r->in_next[0]);
+        return (int)fail(r, err, RS_EXIT_DATA,
+                         "not gzip data (named %s, but byte offset 0 holds 0x%02x 0x%02x, not the gzip magic 1f 8b)",
+                         named_gzip(r->name), r->in_next[0], r->in_next[1]);
+    }
     return 0;
 }
 
