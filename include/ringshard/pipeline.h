@@ -111,6 +111,11 @@ typedef struct {
                                     included (keys-only: the key columns); NULL
                                     with no header (malloc'd) */
     size_t header_out_len;
+    /* on failure: the input the error is in (-1: none, e.g. a write
+     * error), and, when the error is an input's header differing from the
+     * first one, that header's line (else 0) */
+    int64_t fail_input;
+    uint64_t mismatch_line;
 } rs_pipeline_result;
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_DATA for bad input

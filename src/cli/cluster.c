@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include "cli/cluster.h"
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,11 +259,24 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
     }
     if (first != SIZE_MAX) {
         adopt_header(res, all + first);
-        if (h.input >= 0 && h.input != res->header_input &&
+        const char *ref = o->inputs[res->header_input];
+        /* My first header against the output's: a difference there comes
+         * before any error of mine in a later input. A header mismatch
+         * inside my range was measured against my first header, which then
+         * equals the output's: say so with the output's reference, as a
+         * single process does. */
+        int64_t fail = mine->fail_input >= 0 ? (int64_t)lo + mine->fail_input : INT64_MAX;
+        if (h.input >= 0 && h.input != res->header_input && h.input < fail &&
             (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
-             memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0))
+             memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0)) {
+            rs_error_clear(err);
             rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s",
-                         o->inputs[h.input], (unsigned long long)h.line, o->inputs[0]);
+                         o->inputs[h.input], (unsigned long long)h.line, ref);
+        } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
+            rs_error_clear(err);
+            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", o->inputs[fail],
+                         (unsigned long long)mine->mismatch_line, ref);
+        }
     }
     (void)me;
     free(all);

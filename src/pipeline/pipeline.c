@@ -349,8 +349,11 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                        memcmp(fields.data, s->header_fields.data, fields.len) == 0;
             rs_buf_free(&fields);
             if (!same)
+            {
+                res->mismatch_line = *lines;
                 return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
-                                    (unsigned long long)*lines, o->inputs[0]);
+                                    (unsigned long long)*lines, o->inputs[res->header_input]);
+            }
         }
         return (ssize_t)(off + rec.consumed);
     }
@@ -437,6 +440,7 @@ static void produce(pipe_state *s, batch *b)
     }
 fail:
     b->err = err;
+    b->input = s->next_input;
     b->len = 0;
     b->end = 1;
 }
@@ -881,6 +885,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
 {
     memset(res, 0, sizeof *res);
     res->header_input = -1;
+    res->fail_input = -1;
     double t0 = now();
     int T = rs_pipeline_threads(o);
     uint32_t ndest = o->ndest;
@@ -966,6 +971,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         batch *b = &s.b[slot], *next = &s.b[1 - slot];
         if (b->err.code) {
             rs_error_set(err, b->err.code, "%s", b->err.msg);
+            res->fail_input = b->input;
             break;
         }
         if (interrupted) {
@@ -1042,8 +1048,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 }
             }
         }
-        if (failed)
+        if (failed) {
+            res->fail_input = b->input;
             break;
+        }
         if (werr) {
             for (int t = 0; t < T; t++)
                 if (terr[t].code) {

@@ -1,0 +1,208 @@
+/* MPI runs (built with -DRINGSHARD_MPI=ON): `mpirun -n R ringshard ...` must
+ * give output byte-identical to one process, for R = 1..4 and any threads
+ * per rank, on inputs of very unequal sizes; one failing or killed rank
+ * fails the job with the single-process message and publishes nothing.
+ * Every run here is a real mpirun of the real command (Open MPI, with
+ * --oversubscribe since this machine has fewer cores than ranks). */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+
+#define MPIRUN "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n "
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+#define DATA RS_SOURCE_DIR "/fixtures/data/"
+
+static char *tmp;
+
+static void setup(void) { tmp = make_tmpdir(); }
+static void teardown(void)
+{
+    remove_tree(tmp);
+    free(tmp);
+}
+
+TestSuite(mpi, .init = setup, .fini = teardown, .timeout = 600);
+
+typedef struct {
+    int rc;
+    char *out, *err;
+} res;
+
+static res sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static res sh(const char *fmt, ...)
+{
+    char cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    char full[8400];
+    snprintf(full, sizeof full, "cd %s || exit 99\n%s", tmp, cmd);
+    res r;
+    r.rc = run(full, &r.out, &r.err);
+    return r;
+}
+
+static void res_free(res *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+#define OK(...)                                                                              \
+    do {                                                                                     \
+        res r_ = sh(__VA_ARGS__);                                                            \
+        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
+        res_free(&r_);                                                                       \
+    } while (0)
+
+/* Inputs of very unequal sizes: a 120,000-row gzip file (several batches at
+ * --memory 32M), the fixtures (one of them CRLF and two members, one plain),
+ * a header-only file, an empty file and a few tiny ones. */
+static void make_inputs(void)
+{
+    OK(GEN " --rows 120000 --seed 5 --newline-share 0.01 -o big.csv 2>/dev/null && gzip -1 big.csv && "
+       GEN " --rows 7 --seed 6 -o tiny1.csv 2>/dev/null && "
+       GEN " --rows 300 --seed 7 -o tiny2.csv 2>/dev/null && gzip tiny2.csv && "
+       "head -n 1 tiny1.csv > header_only.csv && : > empty.csv && "
+       "cp " DATA "bills_a.csv.gz " DATA "bills_b.csv.gz " DATA "bills_c.csv .");
+}
+
+#define INPUTS "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz empty.csv tiny2.csv.gz bills_a.csv.gz bills_c.csv"
+
+/* diff -r of two output directories, the manifests compared without their
+ * wall times. */
+#define SAME(a, b)                                                                                   \
+    "diff -r -x manifest.json " a " " b " && grep -v '\"seconds\"' " a "/manifest.json > " a ".m && " \
+    "grep -v '\"seconds\"' " b "/manifest.json > " b ".m && cmp " a ".m " b ".m"
+
+Test(mpi, bucket_identical_for_1_to_4_ranks_and_any_threads)
+{
+    make_inputs();
+    OK("\"$RS\" bucket --quiet --key bill_id --memory 32M -o ref " INPUTS);
+    /* (the checker reads every input's header: the empty file is left out) */
+    OK("python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" ref bill_id "
+       "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz tiny2.csv.gz bills_a.csv.gz bills_c.csv > /dev/null");
+    for (int R = 1; R <= 4; R++)
+        for (int T = 1; T <= 2; T++) {
+            OK(MPIRUN "%d \"$RS\" bucket --quiet -j %d --key bill_id --memory 32M -o r%d_%d " INPUTS
+                      " && " SAME("ref", "r%d_%d"),
+               R, T, R, T, R, T, R, T, R, T, R, T);
+        }
+}
+
+Test(mpi, plain_keys_only_and_quarantine_identical)
+{
+    make_inputs();
+    /* a stray quote in a small file in the middle, and one in the last */
+    OK("{ head -n 1 tiny1.csv; printf 'ab\"c,1\\nok1,2\\n'; } > bad1.csv && "
+       "{ head -n 1 tiny1.csv; printf 'ok2,1\\nq\"q,2\\n'; } > bad2.csv");
+#define QIN "tiny1.csv big.csv.gz bad1.csv bills_b.csv.gz tiny2.csv.gz bad2.csv"
+    for (int k = 0; k < 2; k++) {
+        const char *opts = k ? "--keys-only --key bill_id" : "--compress none --key bill_id";
+        OK("\"$RS\" bucket --quiet %s --on-bad-row quarantine=ref.q --memory 32M -o ref " QIN, opts);
+        for (int R = 2; R <= 4; R++)
+            OK(MPIRUN "%d \"$RS\" bucket --quiet -j 1 %s --on-bad-row quarantine=r%d.q --memory 32M -o r%d " QIN
+                      " && " SAME("ref", "r%d") " && cmp ref.q r%d.q",
+               R, opts, R, R, R, R, R, R, R);
+        OK("grep -c . ref.q | grep -qx 3 && rm -r ref r2 r3 r4 *.q");
+    }
+}
+
+Test(mpi, more_ranks_than_inputs)
+{
+    OK("cp " DATA "bills_a.csv.gz . && \"$RS\" bucket --quiet --nodes 50 -o ref bills_a.csv.gz && " MPIRUN
+       "4 \"$RS\" bucket --quiet --nodes 50 -o r bills_a.csv.gz && " SAME("ref", "r"));
+}
+
+/* The message a single process prints, the exit code, and: nothing
+ * published, a previous output intact, no temporary left. */
+static void expect_same_failure(int want_rc, const char *inputs, const char *extra)
+{
+    res s = sh("\"$RS\" bucket --quiet --force %s -o single %s", extra, inputs);
+    cr_assert_eq(s.rc, want_rc, "single process: exit %d: %s", s.rc, s.err);
+    for (int R = 2; R <= 4; R++) {
+        OK("rm -rf out && mkdir out && echo keep > out/marker");
+        res m = sh(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --force %s -o out %s", R, extra, inputs);
+        cr_assert_eq(m.rc, want_rc, "R=%d: exit %d, want %d: %s", R, m.rc, want_rc, m.err);
+        char *line = strstr(m.err, "ringshard bucket: ");
+        cr_assert(line, "R=%d: no message: %s", R, m.err);
+        cr_assert(!strncmp(line, s.err, strlen(s.err)), "R=%d: message\n%s\ndiffers from one process's\n%s", R,
+                  line, s.err);
+        cr_assert(!strstr(line + 1, "ringshard bucket: "), "R=%d: reported more than once: %s", R, m.err);
+        res_free(&m);
+        res k = sh("ls -A out; cat out/marker; find . -name '*ringshard-tmp*' -o -name '*.rank[0-9]*' | wc -l");
+        cr_assert_str_eq(k.out, "marker\nkeep\n0\n", "R=%d: previous output intact, nothing left: %s", R, k.out);
+        res_free(&k);
+    }
+    res_free(&s);
+}
+
+Test(mpi, one_bad_input_fails_the_job_with_the_first_error)
+{
+    make_inputs();
+    /* a corrupt gzip file late in the list, and a malformed row before it:
+     * the row comes first in input order, so it is the error */
+    OK("gzip -c tiny1.csv > late.gz && printf 'XXXXXXXX' | dd of=late.gz bs=1 seek=30 conv=notrunc 2>/dev/null && "
+       "{ head -n 1 tiny1.csv; printf 'ab\"c,1\\n'; } > early.csv");
+    expect_same_failure(2, "tiny1.csv big.csv.gz bills_b.csv.gz late.gz", "");
+    expect_same_failure(2, "tiny1.csv early.csv big.csv.gz bills_b.csv.gz late.gz", "");
+    /* different headers on different ranks */
+    OK("printf 'other,cols\\n1,2\\n' > other.csv");
+    expect_same_failure(2, "bills_c.csv big.csv.gz tiny2.csv.gz other.csv", "");
+}
+
+Test(mpi, write_failure_on_a_rank_publishes_nothing)
+{
+    make_inputs();
+    /* a 2 MB file-size limit: the pieces or the files outgrow it */
+    OK("rm -rf out && mkdir out && echo keep > out/marker");
+    /* The limit is set inside each rank (mpirun's own PMIx files need
+     * more), and the ranks talk over TCP: the shared-memory transport's
+     * segment files would outgrow the limit inside MPI_Init. */
+    res m = sh("mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp -n 3 sh -c 'ulimit -f 4096 && exec \"$RS\" \"$@\"' sh bucket --quiet -j 1 --nodes 2 "
+               "--compress none --force -o out big.csv.gz bills_a.csv.gz bills_c.csv");
+    cr_assert_eq(m.rc, 1, "exit %d: %s", m.rc, m.err);
+    cr_assert(strstr(m.err, "ringshard bucket: ") && strstr(m.err, "File too large"), "%s", m.err);
+    res_free(&m);
+    res k = sh("ls -A out; find . -name '*ringshard-tmp*' -o -name '*.rank[0-9]*' | wc -l");
+    cr_assert_str_eq(k.out, "marker\n0\n", "%s", k.out);
+    res_free(&k);
+}
+
+Test(mpi, standard_input_needs_one_rank)
+{
+    res m = sh("cat " DATA "bills_c.csv | " MPIRUN "2 \"$RS\" bucket --quiet -o out -");
+    cr_assert_eq(m.rc, 64, "exit %d: %s", m.rc, m.err);
+    cr_assert(strstr(m.err, "standard input cannot be divided"), "%s", m.err);
+    res_free(&m);
+    OK("cat " DATA "bills_c.csv | " MPIRUN "1 \"$RS\" bucket --quiet -o one - && "
+       "\"$RS\" bucket --quiet -o ref - < " DATA "bills_c.csv && " SAME("ref", "one"));
+}
+
+/* Rank 1 blocks opening a FIFO (its only input) and is killed with
+ * SIGKILL: the job fails, nothing is published; the same command again,
+ * with a real file in the FIFO's place, gives the single-process output. */
+Test(mpi, killed_rank_then_rerun)
+{
+    make_inputs();
+    OK("mkfifo mid.csv");
+    res m = sh(MPIRUN "3 \"$RS\" bucket --quiet -j 1 -o out big.csv.gz mid.csv bills_a.csv.gz > mpirun.log 2>&1 & "
+               "job=$!; victim=; for i in $(seq 1 300); do "
+               "  for p in $(pgrep -x ringshard); do "
+               "    [ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && "
+               "    tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$p; done; "
+               "  [ -n \"$victim\" ] && break; sleep 0.1; done; "
+               "[ -n \"$victim\" ] || { echo no rank 1; kill $job; exit 9; }; sleep 1; kill -9 $victim; wait $job; "
+               "echo rc=$?");
+    cr_assert_eq(m.rc, 0, "%s %s", m.out, m.err);
+    cr_assert(!strstr(m.out, "rc=0"), "the job must fail: %s", m.out);
+    res_free(&m);
+    OK("test ! -e out");
+    OK("rm mid.csv && cp tiny1.csv mid.csv && \"$RS\" bucket --quiet -o ref big.csv.gz mid.csv bills_a.csv.gz && "
+       MPIRUN "3 \"$RS\" bucket --quiet -j 1 -o out big.csv.gz mid.csv bills_a.csv.gz && " SAME("ref", "out") " && "
+       "test $(find . -name '*ringshard-tmp*' | wc -l) = 0");
+}
