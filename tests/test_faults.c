@@ -354,19 +354,58 @@ Test(faults, nodes_file_duplicate_name)
                    "dup.txt:4: duplicate node name 'b' (first on line 2)", NULL);
 }
 
-/* A name with a space or a tab is not one name (the line is "name [weight]
- * [down]"); a control character is refused: exit 2, file:line. */
+/* A name with spaces or tabs is written in double quotes ("" for a quote):
+ * it works end to end, into a safe file name (space -> %20, tab -> %09)
+ * directly in the output directory, holding the rows locate assigns to it.
+ * An unterminated quote and a control character are refused: exit 2,
+ * file:line. */
 Test(faults, nodes_file_spaces_and_control_characters)
 {
     make_good_csv();
+    res r = sh("printf 'ok\\n\"node a\" 2\\n  \"t\\tab\"  # tab\\n\"q\"\"uote # not a comment\"\\nz\\n' > nodes.txt && "
+               "\"$RS\" bucket --quiet --nodes-file nodes.txt --compress none -o out good.csv && "
+               "ls out | LC_ALL=C sort | tr '\\n' ' ' && find out -mindepth 1 -not -type f | wc -l && "
+               "tail -n +2 good.csv | cut -d, -f1 | \"$RS\" locate --nodes-file nodes.txt --no-header | cut -f3- | "
+               "LC_ALL=C sort | uniq -c | tr -s ' ' && for f in ok 'node%%20a' 't%%09ab' 'q%%22uote%%20%%23%%20not%%20a%%20comment' z; do "
+               "tail -n +2 \"out/$f.csv\" | wc -l; done");
+    cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
+    /* the files, no subdirectory; then the rows per node by locate and in the files */
+    const char *files = "manifest.json node%20a.csv ok.csv q%22uote%20%23%20not%20a%20comment.csv t%09ab.csv z.csv 0\n";
+    cr_assert(!strncmp(r.out, files, strlen(files)), "%s", r.out);
+    long by_locate[5] = {0}, in_file[5];
+    const char *p = r.out + strlen(files);
+    static const char *const names[] = {"ok", "node a", "t\tab", "q\"uote # not a comment", "z"};
+    for (int i = 0; i < 5; i++) {
+        long n;
+        char name[64];
+        cr_assert_eq(sscanf(p, " %ld %63[^\n]\n", &n, name), 2, "%s", p);
+        int k;
+        for (k = 0; k < 5 && strcmp(names[k], name); k++)
+            ;
+        cr_assert_lt(k, 5, "unexpected node '%s'", name);
+        by_locate[k] = n;
+        p = strchr(p, '\n') + 1;
+    }
+    for (int i = 0; i < 5; i++) {
+        cr_assert_eq(sscanf(p, "%ld", &in_file[i]), 1, "%s", p);
+        p = strchr(p, '\n') + 1;
+        cr_assert_eq(in_file[i], by_locate[i], "node '%s': %ld rows in its file, locate says %ld", names[i],
+                     in_file[i], by_locate[i]);
+    }
+    cr_assert_gt(by_locate[1], by_locate[0], "\"node a\" has weight 2");
+    res_free(&r);
+    assert_verify(path_join(tmp, "out"));
+    PREP("rm -rf out");
     static const struct {
         const char *line, *msg;
     } bad[] = {
-        {"a b", "nodes.txt:2: weight 'b' of node 'a' is not a positive number"},
-        {"a\\tb", "nodes.txt:2: weight 'b' of node 'a' is not a positive number"},
+        {"\"a b", "nodes.txt:2: unterminated quoted node name (the quote at column 1)"},
+        {"  \"a\"\"b 2", "nodes.txt:2: unterminated quoted node name (the quote at column 3)"},
+        {"\"a\"b", "nodes.txt:2: unexpected 'b' after the quoted node name"},
         {"x\\001y", "nodes.txt:2: control character in node name"},
-        {"x\\033y", "nodes.txt:2: control character in node name"},
+        {"\"x\\033y\"", "nodes.txt:2: control character in node name"},
         {"x\\177y", "nodes.txt:2: control character in node name"},
+        {"a b", "nodes.txt:2: weight 'b' of node 'a' is not a positive number"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         PREP("rm -rf out && printf 'ok\\n%s\\nz\\n' > nodes.txt", bad[i].line);

@@ -25,7 +25,11 @@ int rs_nodes_init_count(rs_nodes *nodes, uint32_t n, rs_error *err);
 
 /* Parses a node file's text: one node a line, `name [weight] [down]`,
  * separated by spaces or tabs; `#` starts a comment; blank lines are ignored; CRLF is
- * accepted. A duplicate name, a name with control characters, a
+ * accepted. A name in double quotes may hold spaces, tabs and `#`, with `""`
+ * for a literal quote (`"node a" 2 down`); an unquoted name is everything up
+ * to the first blank (a quote inside it is literal). An unterminated quote,
+ * or a character other than a blank or `#` right after the closing quote,
+ * is an error. A duplicate name, a name with control characters, a
  * non-positive or malformed weight, or no node at all is an error naming
  * `origin` and the line (RS_EXIT_DATA). */
 int rs_nodes_parse(rs_nodes *nodes, const char *text, size_t len, const char *origin,

@@ -27,15 +27,37 @@ static int grow(rs_nodes *n, rs_error *err)
 }
 
 /* A name must be printable: control characters would break node files,
- * descriptions and messages. Non-ASCII UTF-8 is fine. */
+ * descriptions and messages. Non-ASCII UTF-8 is fine, and so is a tab
+ * (written in a node file inside a quoted name). */
 static const char *name_problem(const char *name)
 {
     if (*name == '\0')
         return "empty node name";
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-        if (*p < 0x20 || *p == 0x7f)
+        if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
             return "control character in node name";
     return NULL;
+}
+
+/* A quoted name at line[0] == '"': "" is a literal quote. Undoubles it in
+ * place (the name starts at line + 1 and is NUL-terminated) and returns the
+ * rest of the line after the closing quote, or NULL if the quote is not
+ * closed. */
+static char *unquote(char *line)
+{
+    char *r = line + 1, *w = line + 1;
+    for (;;) {
+        if (*r == '\0')
+            return NULL;
+        if (*r == '"') {
+            if (r[1] != '"') {
+                *w = '\0';
+                return r + 1;
+            }
+            r++;
+        }
+        *w++ = *r++;
+    }
 }
 
 int64_t rs_nodes_find(const rs_nodes *n, const char *name)
@@ -129,13 +151,36 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
             rs_error_set(err, RS_EXIT_DATA, "%s:%u: NUL byte in node list", origin, lineno);
             goto fail;
         }
-        char *hash = strchr(line, '#');
+        /* a name in double quotes may hold blanks and '#' ("" is a quote) */
+        char *start = line + strspn(line, " \t"), *name, *rest;
+        if (*start == '"') {
+            name = start + 1;
+            rest = unquote(start);
+            if (!rest) {
+                rs_error_set(err, RS_EXIT_DATA, "%s:%u: unterminated quoted node name (the quote at column %zu)",
+                             origin, lineno, (size_t)(start - line) + 1);
+                goto fail;
+            }
+            if (*rest && *rest != ' ' && *rest != '\t' && *rest != '#') {
+                rs_error_set(err, RS_EXIT_DATA,
+                             "%s:%u: unexpected '%c' after the quoted node name (expected a blank, '#' or the end)",
+                             origin, lineno, *rest);
+                goto fail;
+            }
+        } else {
+            name = NULL;
+            rest = line;
+        }
+        char *hash = strchr(rest, '#');
         if (hash)
             *hash = '\0';
         char *save = NULL;
-        char *name = strtok_r(line, " \t", &save);
-        if (!name)
-            continue;
+        if (!name) {
+            name = strtok_r(rest, " \t", &save);
+            if (!name)
+                continue;
+            rest = NULL;
+        }
         const char *why = name_problem(name);
         if (why) {
             rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why);
@@ -143,7 +188,7 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
         }
         double weight = 1.0;
         int down = 0;
-        char *tok = strtok_r(NULL, " \t", &save);
+        char *tok = strtok_r(rest, " \t", &save);
         if (tok && strcmp(tok, "down") != 0) {
             char *endp;
             errno = 0;
