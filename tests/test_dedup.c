@@ -117,6 +117,8 @@ Test(dedup, keep_last_row_by_row_against_python)
                 tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 27536 distinct of 29000 rows"), "%s", out);
+    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(tmp, "first"));
     free(out);
     free(err);
 }
@@ -132,6 +134,8 @@ Test(dedup, generated_data_with_line_breaks_first_and_last)
                 tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok "), "%s", out);
+    assert_verify(path_join(tmp, "first"));
+    assert_verify(path_join(tmp, "last"));
     free(out);
     free(err);
 }
@@ -147,6 +151,7 @@ Test(dedup, whole_row_duplicates)
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 23000 distinct of 26000 rows"), "%s", out);
     cr_assert(strstr(err, "3000 duplicates removed"), "%s", err);
+    assert_verify(path_join(tmp, "out"));
     free(out);
     free(err);
 }
@@ -238,6 +243,8 @@ Test(dedup, gzip_temporary_area_and_plain_output)
                 tmp);
     cr_assert_eq(rc, 1, "grep finds no temporary area: %s %s", out, err);
     cr_assert_str_eq(out, "0\n");
+    assert_verify(path_join(tmp, "g"));
+    assert_verify(path_join(tmp, "p"));
     free(out);
     free(err);
 }
@@ -300,6 +307,7 @@ Test(dedup, conservation_checked_before_publishing)
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert_str_eq(out, "6001 700 700 5300 1 6001\n", "records, kept, manifest rows, removed, rejected, sum: %s",
                      out);
+    assert_verify(path_join(tmp, "d2"));
     free(out);
     free(err);
     /* a manifest that claims more than its file holds: rows, then bytes */

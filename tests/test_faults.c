@@ -2,7 +2,9 @@
  * failing case checks the exit code, the message (naming the file and the
  * line, record or byte offset), that nothing is published and no
  * `*.ringshard-tmp.*` is left, and that a previous output in the same place
- * is intact. Each valid edge case checks where its rows land.
+ * is intact. Each valid edge case checks where its rows land, and
+ * `ringshard verify` passes on every output a successful run produced
+ * (assert_verify).
  * (test_bucket.c already covers: stray quote, truncated gzip, an existing
  * bucket output, the file-size limit, SIGINT/SIGTERM, quarantine.) */
 #define _GNU_SOURCE
@@ -137,6 +139,8 @@ Test(faults, gzip_empty_inputs_contribute_nothing)
     cr_assert_str_eq(r.out, "[('empty.dat', 0, 0), ('good.csv', 20000, 277780), ('empty.csv', 0, 0), "
                             "('member.gz', 0, 0)] 20000\n0 0 3\n", "%s", r.out);
     assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(tmp, "ref"));
+    assert_verify(path_join(tmp, "alone"));
     res_free(&r);
 }
 
@@ -185,6 +189,7 @@ Test(faults, gzip_named_gz_but_not_gzip)
     res_free(&r);
     r = sh("\"$RS\" bucket --quiet --nodes 1 --compress none -o g gzip.csv && cmp good.csv g/0.csv && echo same");
     cr_assert_str_eq(r.out, "same\n", "gzip content named .csv is read by its magic: %s %s", r.out, r.err);
+    assert_verify(path_join(tmp, "g"));
     res_free(&r);
 }
 
@@ -227,6 +232,8 @@ Test(faults, csv_nul_bytes_are_kept_byte_exact)
     r = sh("cat out/*.csv | grep -av '^id,v$' | LC_ALL=C sort > got && tail -n +2 nul.csv | LC_ALL=C sort > want && "
            "cmp got want && echo ok");
     cr_assert_str_eq(r.out, "ok\n", "%s", r.err);
+    assert_verify(path_join(tmp, "one"));
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -238,6 +245,7 @@ Test(faults, csv_mixed_crlf_and_lf)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     /* record line ends become LF; a CRLF inside quotes is data */
     cr_assert_str_eq(r.out, "4 0 1\n", "%s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -247,6 +255,7 @@ Test(faults, csv_header_only_file)
                "for f in out/*.csv.gz; do gzip -dc $f; done && " PY_TOTALS, "out");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "id,v\nid,v\nid,v\n0 0 3\n", "three header-only files, no rows: %s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -258,6 +267,8 @@ Test(faults, csv_no_trailing_newline_last_row_counts)
                "g");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "id,v\n1,a\n2,b\nid,v\n1,a\n2,b\n2 0 1\n", "%s", r.out);
+    assert_verify(path_join(tmp, "p"));
+    assert_verify(path_join(tmp, "g"));
     res_free(&r);
 }
 
@@ -277,6 +288,7 @@ Test(faults, keys_invalid_utf8_hash_as_bytes)
                " > in.csv && \"$RS\" bucket --quiet --nodes 50 --compress none -o out in.csv && " LANDS_WHERE_LOCATE_SAYS);
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, " 5 hit\n", "%s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
     /* bytes, not decoded text: the two different invalid keys are not merged */
     r = sh("\"$RS\" locate --no-header < keys.txt | cut -f2 | sort -u | wc -l");
@@ -293,6 +305,7 @@ Test(faults, keys_empty_hash_as_the_empty_string)
     /* MurmurHash3_x64_128 of no bytes with seed 0 is all zeros: position 0 */
     char node[32];
     cr_assert_eq(sscanf(r.out, " 2 hit\n0\t%31s\n", node), 1, "%s", r.out);
+    assert_verify(path_join(tmp, "out"));
     char *last = strrchr(r.out, '\n');
     *last = '\0';
     cr_assert_str_eq(strrchr(r.out, '\n') + 1, node, "locate '' and locate on an empty line agree: %s", r.out);
@@ -307,6 +320,7 @@ Test(faults, keys_100kB_long)
                " && cat out/*.csv | python3 -c \"import sys; print(sum(l == 'K' * 100000 + ',v1\\n' for l in sys.stdin))\"");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, " 3 hit\n1\n", "the 100 kB key's row is whole, where locate says: %s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -325,6 +339,7 @@ Test(faults, nodes_one_gets_every_row_in_order)
                "echo same");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "0.csv.gz\nmanifest.json\nsame\n", "%s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -430,6 +445,7 @@ Test(faults, nodes_file_names_stay_inside_the_output)
                      "out/%E6%97%A5.csv\nout/a%2Fb.csv\nout/manifest.json\nout/na%C3%AFve.csv\n"
                      "good.csv\nnames.txt\nw\n20000 0 8\n",
                      "%s", r.out);
+    assert_verify(path_join(tmp, "w/out"));
     res_free(&r);
 }
 
@@ -454,6 +470,8 @@ Test(faults, plan_emit_output_exists)
     res r = sh("\"$RS\" plan --from-buckets b3 --add 1 --emit out --force > /dev/null && ls out");
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "0__3.csv.gz\n1__3.csv.gz\n2__3.csv.gz\nmanifest.json\n", "--force replaces it");
+    assert_verify(path_join(tmp, "b3"));
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -485,6 +503,8 @@ Test(faults, sigkill_then_rerun_is_byte_identical)
     cr_assert_str_eq(r.out, "killed=1\nrc=0\n0\n1001\n",
                      "killed mid-run with a temporary left; the rerun removes it and writes the same output: %s %s",
                      r.out, r.err);
+    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(tmp, "ref"));
     res_free(&r);
 }
 
@@ -512,6 +532,7 @@ Test(faults, skip_several_bad_rows_conserves_the_count)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "3000 3000 31 31 True\n", "records in, rows + rejected, rejected, bad rows made, "
                      "rows in the outputs == manifest rows: %s", r.out);
+    assert_verify(path_join(tmp, "out"));
     res_free(&r);
 }
 
@@ -540,6 +561,9 @@ Test(faults, stray_quote_skip_loses_nothing_else_for_any_j)
                   tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "199 1\n1\n"), "199 rows kept, 1 rejected, 1 quarantined: %s", out);
+    assert_verify(path_join(tmp, "out1"));
+    assert_verify(path_join(tmp, "out2"));
+    assert_verify(path_join(tmp, "out4"));
     free(out);
     free(err);
 }
@@ -555,6 +579,7 @@ Test(faults, empty_inputs_give_valid_gzip_files)
                   tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert_eq(atoi(out), 0, "no data: %s", out);
+    assert_verify(path_join(tmp, "out"));
     free(out);
     free(err);
 }
