@@ -206,3 +206,35 @@ Test(mpi, killed_rank_then_rerun)
        MPIRUN "3 \"$RS\" bucket --quiet -j 1 -o out big.csv.gz mid.csv bills_a.csv.gz && " SAME("ref", "out") " && "
        "test $(find . -name '*ringshard-tmp*' | wc -l) = 0");
 }
+
+Test(mpi, plan_counts_and_emit_identical)
+{
+    make_inputs();
+#define PLAN "plan --old-nodes 100 --new-nodes 103 --key bill_id --memory 32M --batch-bytes 64K"
+    OK("\"$RS\" " PLAN " --emit ref --json ref.json " INPUTS " > ref.txt");
+    for (int R = 2; R <= 4; R++)
+        OK(MPIRUN "%d \"$RS\" " PLAN " -j 1 --emit r%d --json r%d.json " INPUTS " > r%d.txt && " SAME("ref", "r%d")
+               " && grep -v -e second -e emit ref.json > a.json && grep -v -e second -e emit r%d.json > b.json && "
+               "cmp a.json b.json && grep -v -e method -e emitted ref.txt > a.txt && "
+               "grep -v -e method -e emitted r%d.txt > b.txt && cmp a.txt b.txt",
+           R, R, R, R, R, R, R, R, R, R);
+    /* from a bucket directory: the bucket files are the inputs */
+    OK("\"$RS\" bucket --quiet --nodes 100 --key bill_id -o b " INPUTS " && "
+       "\"$RS\" plan --new-nodes 97 --from-buckets b --emit fb1 > /dev/null && "
+       MPIRUN "3 \"$RS\" plan -j 1 --new-nodes 97 --from-buckets b --emit fb3 > /dev/null && " SAME("fb1", "fb3"));
+}
+
+Test(mpi, dedup_identical_with_split_buckets)
+{
+    make_inputs();
+    /* 40% duplicates; --memory 32M over 3 buckets makes pass 2 split them again */
+    OK(GEN " --rows 60000 --seed 9 --dup-share 0.4 -o dups.csv 2>/dev/null");
+#define DEDUP "dedup --key bill_id --nodes 3 --memory 32M --quiet"
+    OK("\"$RS\" " DEDUP " --duplicates ref.dups -o ref dups.csv " INPUTS);
+    for (int R = 2; R <= 4; R++)
+        OK(MPIRUN "%d \"$RS\" " DEDUP " -j 1 --duplicates r%d.dups -o r%d dups.csv " INPUTS " && " SAME("ref", "r%d")
+               " && cmp ref.dups r%d.dups",
+           R, R, R, R, R, R, R, R);
+    OK("\"$RS\" dedup --quiet --keep last --buckets ref -o again1 && " MPIRUN
+       "3 \"$RS\" dedup --quiet -j 1 --keep last --buckets ref -o again3 && " SAME("again1", "again3"));
+}

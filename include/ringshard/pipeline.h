@@ -71,6 +71,8 @@ typedef struct {
     int level;                   /* gzip level */
     int keys_only;               /* write only the key, not the row */
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
+    uint32_t input_base;         /* added to the input index routers see (a
+                                    cluster rank's first input), 0 normally */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
                                     res->header_out still says what it would be) */

@@ -62,6 +62,16 @@ int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_erro
     return 0;
 }
 
+void rs_cluster_outdir_abort(rs_outdir *od)
+{
+    if (rs_world_rank() == 0) {
+        rs_outdir_abort(od);
+    } else {
+        free(od->tmp);
+        memset(od, 0, sizeof *od);
+    }
+}
+
 int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
 {
     if (rs_world_size() == 1) {
@@ -384,6 +394,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     local.inputs = o->inputs + lo;
     local.ninputs = hi - lo;
     local.no_header = 1;
+    local.input_base = (uint32_t)lo;
     local.progress = o->progress && me == 0;
     char **parts = NULL, *qpart = NULL;
     if (o->dest_paths) {

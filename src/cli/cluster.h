@@ -20,6 +20,10 @@ int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_erro
  * rank's error on entry). *od is released either way. */
 int rs_cluster_outdir_end(rs_outdir *od, rs_error *err);
 
+/* Removes the temporary directory (rank 0) without publishing; the other
+ * ranks only release *od. Not collective: call it on every rank. */
+void rs_cluster_outdir_abort(rs_outdir *od);
+
 /* rs_pipeline_run across the ranks. The inputs are divided into contiguous
  * ranges, balanced by size on disk (compressed size for gzip); each rank
  * runs the threaded pipeline on its range, writing its rows for every
@@ -29,7 +33,7 @@ int rs_cluster_outdir_end(rs_outdir *od, rs_error *err);
  * rows in input order exactly as a single process writes it. Statistics
  * are merged (sums, per-input lists, CRC-32s concatenated in rank order)
  * and are the same on every rank. A quarantine file is assembled the same
- * way. Collective; on failure -1 on every rank with the error of the
+ * way. Routers see global input indexes (opts->input_base). Collective; on failure -1 on every rank with the error of the
  * lowest failing rank (the first in input order). Standard input ("-")
  * cannot be divided: with more than one rank it is an error. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);

@@ -19,6 +19,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "cli/cluster.h"
+#include "cli/world.h"
 #include "rs_config.h"
 #include "ringshard/dedup.h"
 #include "ringshard/manifest.h"
@@ -85,9 +87,10 @@ static int cmp_size(const void *a, const void *b)
     return x->i < y->i ? -1 : x->i > y->i;
 }
 
-/* Pass 2: every job, biggest first, dynamic schedule. Returns 0, or -1
- * with err (the failure of the lowest-numbered bucket). */
-static int pass2(job *jobs, uint32_t n, const rs_dedup_opts *base, int threads, rs_error *err)
+/* Pass 2: every job, biggest first, dynamic schedule. jobs are buckets
+ * first.. of the whole run (split files are named by that number). Returns
+ * 0, or -1 with err (the failure of the lowest-numbered bucket). */
+static int pass2(job *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *base, int threads, rs_error *err)
 {
     by_size *bs = malloc((n ? n : 1) * sizeof *bs);
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
@@ -121,7 +124,7 @@ static int pass2(job *jobs, uint32_t n, const rs_dedup_opts *base, int threads, 
             } else {
                 rs_dedup_opts o = *base;
                 char name[32];
-                snprintf(name, sizeof name, "b%u", order[k]);
+                snprintf(name, sizeof name, "b%u", first + order[k]);  /* unique across MPI ranks */
                 o.tmpname = name;
                 o.dups = NULL;
                 if (j->dups && !(o.dups = fopen(j->dups, "wb")))
@@ -271,6 +274,33 @@ static int check_conservation(const dedup_args *a, const rs_pipeline_result *res
     if (in_rows != out_rows + dup_rows || in_bytes != out_bytes + dup_bytes)
         return not_conserved(err, "total", in_rows, in_bytes, out_rows, out_bytes, dup_rows, dup_bytes, rejected);
     return 0;
+}
+
+/* Under MPI each rank deduplicated buckets [lo, hi): every rank gets every
+ * bucket's result (each is zero outside its owner, so a sum gathers them). */
+enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
+       R_STREAMED, R_FIELDS };
+
+static void share_results(job *jobs, uint32_t n, size_t lo, size_t hi)
+{
+    uint64_t *v = calloc(n ? (size_t)n * R_FIELDS : 1, sizeof *v);
+    if (!v)
+        abort();
+    for (size_t i = lo; i < hi; i++) {
+        const rs_dedup_result *d = &jobs[i].res;
+        uint64_t *f = v + i * R_FIELDS;
+        f[R_ROWS_IN] = d->rows_in, f[R_BYTES_IN] = d->bytes_in, f[R_ROWS] = d->rows, f[R_BYTES] = d->bytes;
+        f[R_DUP_ROWS] = d->dup_rows, f[R_DUP_BYTES] = d->dup_bytes, f[R_FILE_BYTES] = d->file_bytes;
+        f[R_CRC] = d->crc, f[R_DUP_KEYS] = d->dup_keys, f[R_SPLITS] = d->splits, f[R_STREAMED] = d->streamed;
+    }
+    rs_world_sum_u64(v, (size_t)n * R_FIELDS);
+    for (uint32_t i = 0; i < n; i++) {
+        const uint64_t *f = v + (size_t)i * R_FIELDS;
+        jobs[i].res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS],
+                                        f[R_DUP_BYTES], f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS],
+                                        (uint32_t)f[R_SPLITS], (uint32_t)f[R_STREAMED]};
+    }
+    free(v);
 }
 
 static void summary(const dedup_args *a, const job *jobs, uint32_t n, double t1, double t2, uint64_t rejected)
@@ -461,14 +491,14 @@ int rs_cmd_dedup(int argc, char **argv)
         if (!ring)
             goto out;
     }
-    if (rs_outdir_begin(&od, a.outdir, a.force, &err) != 0)
+    if (rs_cluster_outdir_begin(&od, a.outdir, a.force, &err) != 0)
         goto out;
     begun = 1;
     pass1 = rs_outdir_path(&od, ".pass1");
-    if (!pass1 || mkdir(pass1, 0700) != 0) {
+    if (!pass1 || (rs_world_rank() == 0 && mkdir(pass1, 0700) != 0))
         rs_error_set(&err, RS_EXIT_IO, "%s: cannot create: %s", pass1 ? pass1 : a.outdir, strerror(errno));
+    if (rs_world_agree(&err) != 0)
         goto out;
-    }
 
     /* the buckets: their names, and pass 1 when reading inputs */
     njobs = a.buckets_dir ? (uint32_t)in_m.nfiles : rs_ring_nodes(ring)->count;
@@ -514,7 +544,7 @@ int rs_cmd_dedup(int argc, char **argv)
         a.po.dest_paths = (const char *const *)paths;
         a.po.compress = a.temp_compress;
         a.po.level = 1;
-        int prc = rs_pipeline_run(&a.po, &res, &err);
+        int prc = rs_cluster_pipeline_run(&a.po, &res, &err);  /* whole buckets on the shared file system */
         free(paths);
         a.po.dest_paths = NULL;
         if (prc != 0)
@@ -543,18 +573,37 @@ int rs_cmd_dedup(int argc, char **argv)
     if (!a.by_row && rs_dedup_keyspec(a.po.key, a.po.key_sep, &o.dialect, header, header_len, &o.keyspec, &err) != 0)
         goto out;
     double t2s = rs_cli_now();
-    if (pass2(jobs, njobs, &o, threads, &err) != 0)
+    /* Under MPI each rank takes a contiguous range of buckets, balanced by
+     * bytes: a failure of the lowest rank is that of the lowest bucket. */
+    size_t blo = 0, bhi = njobs;
+    if (rs_world_size() > 1) {
+        uint64_t *w = malloc((njobs ? njobs : 1) * sizeof *w);
+        if (!w)
+            abort();
+        for (uint32_t i = 0; i < njobs; i++)
+            w[i] = jobs[i].bytes + 4096;
+        rs_cluster_partition(w, njobs, rs_world_size(), rs_world_rank(), &blo, &bhi);
+        free(w);
+    }
+    pass2(jobs + blo, (uint32_t)(bhi - blo), (uint32_t)blo, &o, threads, &err);
+    if (rs_world_agree(&err) != 0)
         goto out;
+    if (rs_world_size() > 1)
+        share_results(jobs, njobs, blo, bhi);
     if (check_conservation(&a, &res, &in_m, jobs, njobs, &err) != 0)
         goto out;
-    for (uint32_t i = 0; i < njobs; i++)
+    for (size_t i = blo; i < bhi; i++)
         if (!a.buckets_dir)
             unlink(jobs[i].in);
+    /* the rest is rank 0's (its errors are agreed on at publication) */
+    rs_world_barrier();
+    if (rs_world_rank() != 0)
+        goto publish;
     if (a.dups_path && write_duplicates(a.dups_path, jobs, njobs, &err) != 0)
-        goto out;
+        goto publish;
     if (rmdir(pass1) != 0) {
         rs_error_set(&err, RS_EXIT_IO, "%s: cannot remove: %s", pass1, strerror(errno));
-        goto out;
+        goto publish;
     }
     t2 = rs_cli_now() - t2s;
 
@@ -580,7 +629,7 @@ int rs_cmd_dedup(int argc, char **argv)
         m.inputs = calloc(a.po.ninputs ? a.po.ninputs : 1, sizeof *m.inputs);
         if (!m.inputs) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
+            goto publish;
         }
         for (size_t i = 0; i < a.po.ninputs; i++) {
             const rs_input_stats *in = &res.input[i];
@@ -593,7 +642,7 @@ int rs_cmd_dedup(int argc, char **argv)
     m.files = calloc(njobs ? njobs : 1, sizeof *m.files);
     if (!m.files) {
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
-        goto out;
+        goto publish;
     }
     for (uint32_t i = 0; i < njobs; i++) {
         const rs_dedup_result *d = &jobs[i].res;
@@ -606,16 +655,16 @@ int rs_cmd_dedup(int argc, char **argv)
     char *mpath = rs_outdir_path(&od, "manifest.json");
     int mrc = mpath ? rs_manifest_write(&m, mpath, &err) : rs_error_set(&err, RS_EXIT_IO, "out of memory");
     free(mpath);
-    if (mrc != 0)
-        goto out;
-    if (rs_outdir_commit(&od, &err) != 0)
-        goto out;
+    (void)mrc;
+publish:
     begun = 0;
-    if (!a.quiet)
+    if (rs_cluster_outdir_end(&od, &err) != 0)
+        goto out;
+    if (!a.quiet && rs_world_rank() == 0)
         summary(&a, jobs, njobs, t1, t2, m.rejected);
 out:
     if (begun)
-        rs_outdir_abort(&od);
+        rs_cluster_outdir_abort(&od);
     if (err.code)
         rc = rs_cli_fail("dedup", &err);
     if (a.buckets_dir)

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "cli/cluster.h"
+#include "cli/world.h"
 #include "rs_config.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
@@ -454,7 +456,7 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     if (a->emit) {
         /* no pairs: the pipeline still wants a destination; it is removed below */
         static const char *const no_moves[] = {"no-moves.tmp"};
-        if (rs_outdir_begin(&od, a->emit, a->force, err) != 0)
+        if (rs_cluster_outdir_begin(&od, a->emit, a->force, err) != 0)
             goto out;
         begun = 1;
         if (!(names = pair_file_names(p, po->compress, err)))
@@ -463,8 +465,30 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
             goto out;
         po->dest_paths = (const char *const *)files;
     }
-    if (rs_pipeline_run(po, &res, err) != 0)
+    if (rs_cluster_pipeline_run(po, &res, err) != 0)
         goto out;
+    /* Under MPI each rank counted its own inputs: one thread's counters
+     * take every thread's, then the ranks' are summed. */
+    for (int t = 1; t < T; t++) {
+        for (uint32_t k = 0; k <= npairs; k++) {
+            tc[0].keys[k] += tc[t].keys[k], tc[t].keys[k] = 0;
+            tc[0].bytes[k] += tc[t].bytes[k], tc[t].bytes[k] = 0;
+        }
+        for (size_t i = 0; i < po->ninputs; i++) {
+            tc[0].mismatch[i] += tc[t].mismatch[i], tc[t].mismatch[i] = 0;
+            tc[0].in_rows[i] += tc[t].in_rows[i], tc[t].in_rows[i] = 0;
+            tc[0].in_bytes[i] += tc[t].in_bytes[i], tc[t].in_bytes[i] = 0;
+        }
+        tc[0].mismatch_bytes += tc[t].mismatch_bytes, tc[t].mismatch_bytes = 0;
+        tc[0].unknown += tc[t].unknown, tc[t].unknown = 0;
+    }
+    rs_world_sum_u64(tc[0].keys, npairs + 1);
+    rs_world_sum_u64(tc[0].bytes, npairs + 1);
+    rs_world_sum_u64(tc[0].mismatch, po->ninputs);
+    rs_world_sum_u64(tc[0].in_rows, po->ninputs);
+    rs_world_sum_u64(tc[0].in_bytes, po->ninputs);
+    rs_world_sum_u64(&tc[0].mismatch_bytes, 1);
+    rs_world_sum_u64(&tc[0].unknown, 1);
     d->have = 1;
     d->seconds = res.seconds;
     d->keys = calloc(npairs + 1, sizeof *d->keys);
@@ -546,32 +570,31 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     em.new_ring_fingerprint = (char *)rs_ring_fingerprint(p->new_ring);
     em.keys_only = po->keys_only || (m && m->keys_only);
     const rs_nodes *new_nodes = rs_ring_nodes(p->new_ring);
-    for (uint32_t k = 0; k < po->ndest; k++) {
+    for (uint32_t k = 0; k < po->ndest && !err->code; k++) {
         if (k < npairs && res.dest[k].rows) {
             const rs_dest_stats *ds = &res.dest[k];
             em.files[em.nfiles++] = (rs_manifest_file){names[k], NULL, old_nodes->names[p->pairs[k].from],
                                                        new_nodes->names[p->pairs[k].to], ds->rows, ds->bytes,
                                                        ds->file_bytes, ds->crc, d->wave ? d->wave[k] : 0};
-        } else if (unlink(files[k]) != 0) {
+        } else if (rs_world_rank() == 0 && unlink(files[k]) != 0) {
             rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[k], strerror(errno));
-            goto out;
         }
     }
     em.rows = written;
     em.bytes = d->moved_bytes;
-    if (rs_cli_outdir_manifest(&od, &em, err) != 0)
-        goto out;
-    if (rs_outdir_commit(&od, err) != 0)
-        goto out;
+    if (rs_world_rank() == 0 && !err->code)
+        rs_cli_outdir_manifest(&od, &em, err);
     begun = 0;
+    if (rs_cluster_outdir_end(&od, err) != 0)
+        goto out;
     d->emitted = 1;
     rc = 0;
 out:
-    if (!quiet && d->have)
+    if (!quiet && d->have && rs_world_rank() == 0)
         fprintf(stderr, "ringshard plan: %llu rows read in %.2f s (%.2f M rows/s)\n", (unsigned long long)res.rows,
                 res.seconds, res.seconds > 0 ? res.rows / res.seconds / 1e6 : 0);
     if (begun)
-        rs_outdir_abort(&od);
+        rs_cluster_outdir_abort(&od);
     for (int t = 0; t < T; t++) {
         free(tc[t].keys);
         free(tc[t].bytes);
@@ -1418,6 +1441,10 @@ int rs_cmd_plan(int argc, char **argv)
         }
         if (run_data(&a, &po, &plan, a.from_buckets ? &m : NULL, quiet, &d, &err) != 0)
             goto out;
+    }
+    if (rs_world_rank() != 0) {  /* under MPI, rank 0 writes every report */
+        rc = d.mismatches || (a.strict && have_plan && (plan.nviolations || !plan.pairs_complete)) ? RS_EXIT_VERIFY : 0;
+        goto out;
     }
     if (a.json && write_json(a.json, &a, &plan, &d, &err) != 0)
         goto out;

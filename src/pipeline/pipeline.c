@@ -571,7 +571,7 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             pr->prefetch_point(o->route_ctx, pend[i_].pos);                                   \
         for (int i_ = 0; i_ < npend; i_++) {                                                 \
             const char *row_ = base + pend[i_].off;                                          \
-            uint32_t d_ = pr->route(o->route_ctx, tid, b->input, pend[i_].pos, row_, pend[i_].len); \
+            uint32_t d_ = pr->route(o->route_ctx, tid, b->input + o->input_base, pend[i_].pos, row_, pend[i_].len); \
             if (d_ != RS_ROUTE_DROP) {                                                       \
                 drows[d_]++;                                                                 \
                 if (writing)                                                                 \
@@ -610,7 +610,7 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
                 pos += rec.consumed;
                 continue;
             }
-            uint32_t d = o->route(o->route_ctx, tid, b->input, key, keylen, row, rec.len);
+            uint32_t d = o->route(o->route_ctx, tid, b->input + o->input_base, key, keylen, row, rec.len);
             if (d != RS_ROUTE_DROP) {
                 drows[d]++;
                 if (writing) {
