@@ -238,3 +238,11 @@ Test(mpi, dedup_identical_with_split_buckets)
     OK("\"$RS\" dedup --quiet --keep last --buckets ref -o again1 && " MPIRUN
        "3 \"$RS\" dedup --quiet -j 1 --keep last --buckets ref -o again3 && " SAME("again1", "again3"));
 }
+
+Test(mpi, other_commands_run_once_on_rank_0)
+{
+    OK("\"$RS\" bucket --quiet --nodes 20 -o b " DATA "bills_c.csv && \"$RS\" verify b > v1.txt 2>&1 && "
+       "\"$RS\" locate --nodes 20 k1 k2 > l1.txt && " MPIRUN "3 \"$RS\" verify b > v3.txt 2>&1 && "
+       MPIRUN "3 \"$RS\" locate --nodes 20 k1 k2 > l3.txt && cmp l1.txt l3.txt && "
+       "test $(grep -c . v3.txt) = $(grep -c . v1.txt)");
+}

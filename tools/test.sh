@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (Release), installs into a scratch prefix
 # and builds a program against that with pkg-config, runs the whole test
-# suite, then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
+# suite, builds the MPI-aware command and runs the MPI suite under mpirun,
+# then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
 # and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 30 s
 # each here); SANITIZE=0 skips these for a quick local run.
@@ -23,6 +24,14 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 "$prefix/bin/ringshard" --version
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
+
+# The MPI-aware build (issue #8): the same command, built with
+# -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and
+# compared byte for byte with single-process runs (tests/test_mpi.c).
+tools/deps.sh --mpi
+cmake -S . -B "$BUILD-mpi" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_MPI=ON >/dev/null
+cmake --build "$BUILD-mpi" -j"$(nproc)" --target ringshard gen_bills test_mpi
+ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$'
 if [ "${SANITIZE:-1}" != 0 ]; then
   FUZZ_SECONDS=${FUZZ_SECONDS:-30} tools/fuzz.sh
   tools/tsan.sh

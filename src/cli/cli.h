@@ -209,17 +209,19 @@ int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const r
 void rs_cli_install_signals(void);
 
 /* The commands. */
-#define RS_COMMAND_TABLE(X)                                                          \
-    X(locate, "print each key's position and node")                                  \
-    X(ring, "describe a ring: points, collisions, shares, fingerprint")              \
-    X(bucket, "split CSV rows into one output per node")                           \
-    X(dedup, "keep one row per key, at scale")                                     \
-    X(plan, "plan a node-set change: what moves where, with or without data")      \
-    X(verify, "prove a bucket or move directory matches its manifest and ring")    \
-    X(stats, "per-node balance of data or a bucket directory, against theory")     \
-    X(simulate, "balance and movement of synthetic keys, vnode sweeps")
+/* name, summary, and whether the command divides its work among MPI ranks
+ * (the others run on rank 0 alone when started by mpirun). */
+#define RS_COMMAND_TABLE(X)                                                             \
+    X(locate, 0, "print each key's position and node")                                  \
+    X(ring, 0, "describe a ring: points, collisions, shares, fingerprint")              \
+    X(bucket, 1, "split CSV rows into one output per node")                             \
+    X(dedup, 1, "keep one row per key, at scale")                                       \
+    X(plan, 1, "plan a node-set change: what moves where, with or without data")        \
+    X(verify, 0, "prove a bucket or move directory matches its manifest and ring")      \
+    X(stats, 0, "per-node balance of data or a bucket directory, against theory")       \
+    X(simulate, 0, "balance and movement of synthetic keys, vnode sweeps")
 
-#define RS_COMMAND_DECL(name, summary) int rs_cmd_##name(int argc, char **argv);
+#define RS_COMMAND_DECL(name, cluster, summary) int rs_cmd_##name(int argc, char **argv);
 RS_COMMAND_TABLE(RS_COMMAND_DECL)
 #undef RS_COMMAND_DECL
 

@@ -9,11 +9,12 @@
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
+    int cluster;  /* divides its work among MPI ranks */
     const char *summary;
 } command;
 
 static const command commands[] = {
-#define RS_COMMAND_ROW(name, summary) {#name, rs_cmd_##name, summary},
+#define RS_COMMAND_ROW(name, cluster, summary) {#name, rs_cmd_##name, cluster, summary},
     RS_COMMAND_TABLE(RS_COMMAND_ROW)
 #undef RS_COMMAND_ROW
 };
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 
 static int dispatch(int argc, char **argv)
 {
+    if (rs_world_rank() != 0 && (argc < 2 || argv[1][0] == '-' || !strcmp(argv[1], "help")))
+        return argc < 2 ? RS_EXIT_USAGE : 0;  /* usage, help, version: rank 0 says it */
     if (argc < 2) {
         usage(stderr);
         return RS_EXIT_USAGE;
@@ -45,8 +48,13 @@ static int dispatch(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name))
+        if (!strcmp(argv[1], commands[i].name)) {
+            /* under mpirun, a command that does not divide its work runs
+             * once, on rank 0 */
+            if (!commands[i].cluster && rs_world_rank() != 0)
+                return 0;
             return commands[i].run(argc - 1, argv + 1);
+        }
     fprintf(stderr, "ringshard: unknown command '%s'\nTry 'ringshard --help'.\n", argv[1]);
     return RS_EXIT_USAGE;
 }
