@@ -99,3 +99,18 @@ Test(cli, ring_summary)
     cr_assert(strstr(out, "fingerprint  "));
     free(out);
 }
+
+/* Node names may hold tabs (quoted in a node file): the tab-separated
+ * outputs escape them as keys are escaped, so the columns stay intact. */
+Test(cli, node_names_with_tabs_are_escaped_in_tsv)
+{
+    char *out;
+    cr_assert_eq(run("d=$(mktemp -d) && printf '\"a\\tb\"\\n\"c\\\\d\"\\n' > $d/n.txt && "
+                     "\"$RS\" ring --nodes-file $d/n.txt --vnodes 2 --shares | cut -f1 | tail -n +2 && "
+                     "\"$RS\" ring --nodes-file $d/n.txt --vnodes 2 --points | awk -F'\\t' '{print NF}' | sort -u && "
+                     "\"$RS\" locate --nodes-file $d/n.txt k | awk -F'\\t' 'NR > 1 {print NF}'; rm -r $d",
+                     &out, NULL),
+                 0);
+    cr_assert_str_eq(out, "a\\tb\nc\\\\d\n3\n3\n", "%s", out);
+    free(out);
+}

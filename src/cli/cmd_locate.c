@@ -22,7 +22,9 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
     uint64_t pos = rs_ring_position(r, key, len);
     uint32_t node = rs_ring_owner(r, pos);
     rs_cli_put_escaped(out, key, len);
-    fprintf(out, "\t%llu\t%s", (unsigned long long)pos, rs_ring_nodes(r)->names[node]);
+    const char *name = rs_ring_nodes(r)->names[node];
+    fprintf(out, "\t%llu\t", (unsigned long long)pos);
+    rs_cli_put_escaped(out, name, strlen(name));  /* node names may hold tabs */
     if (explain) {
         uint32_t p = rs_ring_point_at(r, pos);
         if (p == UINT32_MAX) {

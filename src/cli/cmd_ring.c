@@ -79,8 +79,13 @@ static int print_points(const rs_ring *r)
     fputs("point\tnode\tvnode\n", stdout);
     for (uint32_t i = 0; i < rs_ring_npoints(r); i++) {
         rs_ring_point_label_text(r, i, label, sizeof label);
-        printf("%llu\t%s\t%s\n", (unsigned long long)rs_ring_point_pos(r, i), nodes->names[rs_ring_point_node(r, i)],
-               label);
+        /* names and labels escaped as keys are (\\ \t \n \r): node names may hold tabs */
+        const char *name = nodes->names[rs_ring_point_node(r, i)];
+        printf("%llu\t", (unsigned long long)rs_ring_point_pos(r, i));
+        rs_cli_put_escaped(stdout, name, strlen(name));
+        putchar('\t');
+        rs_cli_put_escaped(stdout, label, strlen(label));
+        putchar('\n');
     }
     return 0;
 }
@@ -102,8 +107,10 @@ static int print_shares(const rs_ring *r)
     char buf[48];
     fputs("node\tpoints\towned_hash_values\towned_fraction\n", stdout);
     for (uint32_t i = 0; i < nodes->count; i++)
-        printf("%s\t%u\t%s\t%.9f\n", nodes->names[i], points[i], rs_u128_str(owned[i], buf),
-               u128_to_double(owned[i]) / space);
+    {
+        rs_cli_put_escaped(stdout, nodes->names[i], strlen(nodes->names[i]));
+        printf("\t%u\t%s\t%.9f\n", points[i], rs_u128_str(owned[i], buf), u128_to_double(owned[i]) / space);
+    }
     free(owned);
     free(points);
     return 0;
