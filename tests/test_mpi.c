@@ -246,3 +246,20 @@ Test(mpi, other_commands_run_once_on_rank_0)
        MPIRUN "3 \"$RS\" locate --nodes 20 k1 k2 > l3.txt && cmp l1.txt l3.txt && "
        "test $(grep -c . v3.txt) = $(grep -c . v1.txt)");
 }
+
+/* SIGINT to mpirun (as a terminal's ^C does): it passes the signal on, every
+ * rank stops at its next batch, the ranks agree, and nothing is published;
+ * the message is said once. */
+Test(mpi, sigint_stops_every_rank_and_publishes_nothing)
+{
+    OK(GEN " --rows 400000 --seed 3 -o s1.csv 2>/dev/null && " GEN " --rows 400000 --seed 4 -o s2.csv 2>/dev/null");
+    res m = sh(MPIRUN "2 \"$RS\" bucket --quiet -j 1 -o out s1.csv s2.csv > mpirun.log 2>&1 & job=$!; "
+               "for i in $(seq 1 300); do n=0; for p in $(pgrep -x ringshard); do "
+               "  [ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && n=$((n + 1)); done; "
+               "  [ $n = 2 ] && break; sleep 0.05; done; sleep 0.3; kill -INT $job; wait $job; echo rc=$?; "
+               "grep -c 'ringshard bucket: interrupted' mpirun.log; ls -A | grep -c -e '^out' -e 'ringshard-tmp' -e rank || true");
+    cr_assert_eq(m.rc, 0, "%s %s", m.out, m.err);
+    cr_assert(!strstr(m.out, "rc=0\n"), "the job must fail: %s", m.out);
+    cr_assert(strstr(m.out, "\n1\n0\n"), "one message, nothing left: %s", m.out);
+    res_free(&m);
+}
