@@ -15,7 +15,10 @@ Then reads every output file listed in OUTDIR/manifest.json and checks:
   - within each file, survivors keep their input order;
   - the manifest's per-file rows and total match.
 With --dups FILE, also checks the duplicates report: exactly the keys (rows)
-with more than one copy, each with its count and (first/last) the kept row.
+with more than one copy, each with its count and (first/last) the kept row,
+and their order: by output file (the manifest's order), then by the key's
+first occurrence in the inputs (which is its first occurrence in its bucket
+file, whatever the splitting).
 Prints "ok <distinct> distinct of <rows> rows in <files> files" and exits 0,
 or prints the first difference and exits 1.
 """
@@ -82,8 +85,8 @@ def main():
     expect = set(winner.values())
 
     manifest = json.load(open(os.path.join(outdir, "manifest.json")))
-    seen, total = set(), 0
-    for f in manifest["files"]:
+    seen, total, file_of = set(), 0, {}
+    for fi, f in enumerate(manifest["files"]):
         rows = rows_of(open_text(os.path.join(outdir, f["file"])))
         if not rows or rows[0] != header:
             return fail(f"{f['file']}: header missing or different")
@@ -104,6 +107,7 @@ def main():
                 return fail(f"{f['file']}: rows out of input order at key {key!r}")
             last = w
             seen.add(w)
+            file_of[key] = fi
         total += len(rows)
     if seen != expect:
         return fail(f"{len(expect - seen)} survivors missing, e.g. {data[min(expect - seen)]}")
@@ -112,7 +116,7 @@ def main():
 
     if dups is not None:
         want = {key: n for key, n in count.items() if n > 1}
-        got = {}
+        got, prev = {}, None
         for line in open(dups, encoding="utf-8", errors="surrogateescape", newline="\n"):
             parts = line.rstrip("\n").split("\t")
             if mode == "row":
@@ -122,6 +126,13 @@ def main():
                 key = unescape(parts[0])
             if key in got:
                 return fail(f"duplicates: {key!r} listed twice")
+            if key in file_of:
+                place = (file_of[key], first[key])
+                if prev is not None and place < prev[0]:
+                    return fail(f"duplicates: {key!r} (file {place[0]}, first row {place[1]}) listed after "
+                                f"{prev[1]!r} (file {prev[0][0]}, first row {prev[0][1]}): not in "
+                                "first-occurrence order")
+                prev = (place, key)
             got[key] = int(parts[1])
             if got[key] != want.get(key):
                 return fail(f"duplicates: {key!r} count {parts[1]}, expected {want.get(key)}")

@@ -23,7 +23,12 @@
  * the kept rows for the duplicates report are fetched by a second pass.
  * The survivors of the sub-files are marked in a bitmap (one bit per row)
  * and the original file is streamed once more to write them, so the output
- * of a split file is byte-identical to the unsplit one. */
+ * of a split file is byte-identical to the unsplit one. The sub-files'
+ * duplicates reports (temporary files of records tagged with each key's
+ * first row in the sub-file) are merged by that same pass, which maps
+ * sub-file rows back to the file's rows, into the order of the keys' first
+ * occurrence in the file: the report of a split file is byte-identical to
+ * the unsplit one too, so nothing depends on the budget (or the threads). */
 #ifndef RINGSHARD_DEDUP_H
 #define RINGSHARD_DEDUP_H
 
@@ -76,8 +81,8 @@ typedef struct {
  * split. dz is the calling thread's compressor. With o->dups, every key with
  * more than one copy is written as one line "KEY<TAB>COUNT<TAB>WINNER"
  * (WINNER: the kept row; BY_ROW: "ROW<TAB>COUNT"), escaped as \\ \t \n \r,
- * in the order of the keys' first occurrence (for a split file: by
- * sub-file, then first occurrence). Returns 0, or -1 with err (RS_EXIT_DATA
+ * in the order of the keys' first occurrence in the file, split or not.
+ * Returns 0, or -1 with err (RS_EXIT_DATA
  * for a malformed row, naming the file and record; RS_EXIT_IO). */
 int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint64_t rows_hint,
                   uint64_t bytes_hint, const char *out, rs_dedup_result *res, rs_error *err);

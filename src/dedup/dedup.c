@@ -17,7 +17,8 @@
  * streamed once more to translate the sub-files' bitmaps back to its own
  * rows (recomputing each row's sub-file and its rank in it). The output
  * rows are therefore exactly those of the unsplit computation, in the same
- * order. */
+ * order; the same pass merges the sub-files' duplicates reports by the
+ * original row of each key's first occurrence (see "duplicates report"). */
 #include "ringshard/dedup.h"
 #include <errno.h>
 #include <stdlib.h>
@@ -264,6 +265,55 @@ void rs_dedup_put_escaped(FILE *f, const char *p, size_t len)
     fwrite(p + run, 1, len - run, f);
 }
 
+/* Appends bytes to b with \\ \t \n \r escaped, as rs_dedup_put_escaped. */
+static int esc_append(rs_buf *b, const char *p, size_t len)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < len; i++) {
+        char e;
+        switch (p[i]) {
+        case '\\': e = '\\'; break;
+        case '\t': e = 't'; break;
+        case '\n': e = 'n'; break;
+        case '\r': e = 'r'; break;
+        default: continue;
+        }
+        char pair[2] = {'\\', e};
+        if (rs_buf_append(b, p + run, i - run) != 0 || rs_buf_append(b, pair, 2) != 0)
+            return -1;
+        run = i + 1;
+    }
+    return rs_buf_append(b, p + run, len - run);
+}
+
+/* ------------------------------------------------------ duplicates report
+ *
+ * The report of a file lists its duplicated keys in the order of their
+ * first occurrence in that file. A file that is split again gets the
+ * reports of its sub-files, each in first-occurrence order by the
+ * sub-file's own row numbers; to merge them it needs those row numbers, so
+ * below the top level (depth > 0) every line is written as a tagged record
+ * {uint64 first row, uint64 length, the line}. The split's mapping pass
+ * (which streams the file in order and knows every row's sub-file and rank
+ * in it) emits each sub-file's next record when it reaches the row that is
+ * that record's first occurrence: a merge by original first row, with one
+ * record per sub-file pending, and the result tagged with this file's own
+ * row numbers in turn. At the top level the lines are written as they are. */
+
+typedef struct {
+    uint64_t first, len;
+} dtag;
+
+static int dups_line(FILE *f, int tagged, uint64_t first, const rs_buf *line)
+{
+    if (tagged) {
+        dtag t = {first, line->len};
+        if (fwrite(&t, sizeof t, 1, f) != 1)
+            return -1;
+    }
+    return line->len && fwrite(line->data, 1, line->len, f) != line->len ? -1 : 0;
+}
+
 /* ------------------------------------------------------------- key spec */
 
 int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const char *header_line,
@@ -365,9 +415,10 @@ static int skip_header(rstream *s, rs_error *err);
  * into the arena, and the kept rows of duplicated keys are fetched by a
  * second pass over the file (only for the duplicates report). */
 static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_header, uint64_t rows_hint,
-                     int depth, uint64_t **bits, uint64_t *nrows, rowref **refs, rs_dedup_result *res, rs_error *err)
+                     int depth, FILE *dups, uint64_t **bits, uint64_t *nrows, rowref **refs, rs_dedup_result *res,
+                     rs_error *err)
 {
-    rs_buf rowbuf = {0};
+    rs_buf rowbuf = {0}, line = {0};
     rstream s2;
     memset(&s2, 0, sizeof s2);
     size_t nref = 0, capref = 0;
@@ -461,7 +512,7 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
             ndup++;
     }
     res->dup_keys += ndup;
-    if (o->dups && ndup) {
+    if (dups && ndup) {
         dl = malloc(ndup * sizeof *dl);
         if (!dl) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -499,19 +550,29 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
         }
         qsort(dl, n, sizeof *dl, cmp_first);
         for (size_t k = 0; k < n; k++) {
-            rs_dedup_put_escaped(o->dups, tb_key(&t, base, dl[k]), dl[k]->klen);
-            fprintf(o->dups, "\t%llu", (unsigned long long)dl[k]->count);
-            if (o->mode != RS_DEDUP_BY_ROW) {
-                fputc('\t', o->dups);
-                rs_dedup_put_escaped(o->dups, rows + dl[k]->woff, dl[k]->wlen);
+            char num[32];
+            int nl = snprintf(num, sizeof num, "\t%llu", (unsigned long long)dl[k]->count);
+            line.len = 0;
+            if (esc_append(&line, tb_key(&t, base, dl[k]), dl[k]->klen) != 0 ||
+                rs_buf_append(&line, num, (size_t)nl) != 0 ||
+                (o->mode != RS_DEDUP_BY_ROW &&
+                 (rs_buf_append(&line, "\t", 1) != 0 || esc_append(&line, rows + dl[k]->woff, dl[k]->wlen) != 0)) ||
+                rs_buf_append(&line, "\n", 1) != 0) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory");
+                goto out;
             }
-            fputc('\n', o->dups);
+            /* at the top level the caller checks ferror(o->dups) and names the file */
+            if (dups_line(dups, depth > 0, dl[k]->first, &line) != 0 && depth > 0) {
+                rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
+                goto out;
+            }
         }
     }
     rc = 0;
 out:
     rs_close(&s2);
     rs_buf_free(&rowbuf);
+    rs_buf_free(&line);
     free(dl);
     free(t.e);
     rs_buf_free(&t.arena);
@@ -521,7 +582,7 @@ out:
 /* ---------------------------------------------------------------- split */
 
 static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, int depth, int hot,
-                      uint64_t rows_hint, uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows,
+                      uint64_t rows_hint, uint64_t bytes_hint, FILE *dups, uint64_t **bits, uint64_t *nrows,
                       rs_dedup_result *res, rs_error *err);
 
 static int fits(const rs_dedup_opts *o, uint64_t rows, uint64_t bytes)
@@ -544,8 +605,19 @@ static int skip_header(rstream *s, rs_error *err)
     return r < 0 ? -1 : 0;
 }
 
+/* Reads the next tagged record's header from a sub-file's report: 1, 0 at
+ * its end, -1 on error. */
+static int dr_next(FILE *f, dtag *t)
+{
+    size_t n = fread(t, sizeof *t, 1, f);
+    if (n == 1)
+        return 1;
+    return ferror(f) ? -1 : 0;
+}
+
 static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header, int depth, uint64_t rows_hint,
-                       uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows, rs_dedup_result *res, rs_error *err)
+                       uint64_t bytes_hint, FILE *dups, uint64_t **bits, uint64_t *nrows, rs_dedup_result *res,
+                       rs_error *err)
 {
     uint64_t need = bytes_hint + rows_hint * RS_DEDUP_ROW_COST + 2ULL * RS_DEDUP_CHUNK;
     uint64_t k64 = 2 * ((need + o->budget - 1) / o->budget);
@@ -554,13 +626,19 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     FILE **f = calloc(k, sizeof *f);
     uint64_t *rows = calloc(k, sizeof *rows), *bytes = calloc(k, sizeof *bytes), *rank = calloc(k, sizeof *rank);
     uint64_t **sb = calloc(k, sizeof *sb);
+    /* with dups: the sub-files' reports (tagged records, see dups_line) */
+    char **dnames = dups ? calloc(k, sizeof *dnames) : NULL;
+    FILE **df = dups ? calloc(k, sizeof *df) : NULL;
+    dtag *pend = dups ? calloc(k, sizeof *pend) : NULL;
+    unsigned char *has = dups ? calloc(k, 1) : NULL;
+    rs_buf line = {0};
     rstream s = {0};
     int rc = -1, r;
     const char *row, *key;
     size_t rowlen, keylen;
     uint64_t n = 0;
     res->splits++;
-    if (!names || !f || !rows || !bytes || !rank || !sb) {
+    if (!names || !f || !rows || !bytes || !rank || !sb || (dups && (!dnames || !df || !pend || !has))) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
@@ -572,6 +650,14 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
             goto out;
         }
         snprintf(names[i], len, "%s/%s.split%d.%u", o->tmpdir, o->tmpname, depth, i);
+        if (dups) {
+            dnames[i] = malloc(len);
+            if (!dnames[i]) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory");
+                goto out;
+            }
+            snprintf(dnames[i], len, "%s/%s.dups%d.%u", o->tmpdir, o->tmpname, depth, i);
+        }
         f[i] = fopen(names[i], "wb");
         if (!f[i]) {
             rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", names[i], strerror(errno));
@@ -611,13 +697,45 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         /* a sub-file that got (nearly) everything holds few keys with many
          * copies: splitting it again would not help */
         int hot = rows[i] > 1000 && rows[i] * 10 >= rows_total * 9;
-        if (dedup_bits(o, names[i], 0, depth + 1, hot, rows[i], bytes[i], &sb[i], &nr, res, err) != 0)
+        FILE *sd = NULL;
+        if (dups && !(sd = fopen(dnames[i], "wb"))) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", dnames[i], strerror(errno));
+            goto out;
+        }
+        if (sd)
+            setvbuf(sd, NULL, _IOFBF, 1u << 16);
+        int c = dedup_bits(o, names[i], 0, depth + 1, hot, rows[i], bytes[i], sd, &sb[i], &nr, res, err);
+        if (sd) {
+            int bad = ferror(sd);
+            if (fclose(sd) != 0)
+                bad = 1;
+            if (bad && c == 0) {
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", dnames[i], strerror(errno));
+                c = -1;
+            }
+        }
+        if (c != 0)
             goto out;
         unlink(names[i]);
         free(names[i]);
         names[i] = NULL;
     }
-    /* 3: map the sub-files' survivors back to this file's rows */
+    /* the reports are read back together, one record pending per sub-file */
+    for (uint32_t i = 0; dups && i < k; i++) {
+        if (!(df[i] = fopen(dnames[i], "rb"))) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", dnames[i], strerror(errno));
+            goto out;
+        }
+        int c = dr_next(df[i], &pend[i]);
+        if (c < 0) {
+            rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[i]);
+            goto out;
+        }
+        has[i] = (unsigned char)c;
+    }
+    /* 3: map the sub-files' survivors back to this file's rows; with dups,
+     * emit each sub-file's report records when this pass reaches the row
+     * of their first occurrence (so in first-occurrence order here) */
     uint64_t total = 0;
     for (uint32_t i = 0; i < k; i++)
         total += rows[i];
@@ -637,10 +755,37 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         }
         if (sb[j][q / 64] >> (q % 64) & 1)
             (*bits)[n / 64] |= 1ULL << (n % 64);
+        if (dups && has[j] && pend[j].first == q) {
+            line.len = 0;
+            if (rs_buf_reserve(&line, (size_t)pend[j].len) != 0) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory");
+                goto out;
+            }
+            if (fread(line.data, 1, (size_t)pend[j].len, df[j]) != pend[j].len) {
+                rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[j]);
+                goto out;
+            }
+            line.len = (size_t)pend[j].len;
+            if (dups_line(dups, depth > 0, n, &line) != 0 && depth > 0) {
+                rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
+                goto out;
+            }
+            int c = dr_next(df[j], &pend[j]);
+            if (c < 0 || (c == 1 && pend[j].first <= q)) {
+                rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[j]);
+                goto out;
+            }
+            has[j] = (unsigned char)c;
+        }
         n++;
     }
     if (r < 0)
         goto out;
+    for (uint32_t i = 0; dups && i < k; i++)
+        if (has[i]) {
+            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
+            goto out;
+        }
     *nrows = n;
     rc = 0;
 out:
@@ -654,7 +799,18 @@ out:
         }
         if (sb)
             free(sb[i]);
+        if (df && df[i])
+            fclose(df[i]);
+        if (dnames && dnames[i]) {
+            unlink(dnames[i]);
+            free(dnames[i]);
+        }
     }
+    free(dnames);
+    free(df);
+    free(pend);
+    free(has);
+    rs_buf_free(&line);
     if (rc != 0 && bits) {
         free(*bits);
         *bits = NULL;
@@ -671,19 +827,19 @@ out:
 /* In memory if the file fits; else split again; else (a hot sub-file, or
  * the last level) streamed: only the keys are kept in memory. */
 static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, int depth, int hot,
-                      uint64_t rows_hint, uint64_t bytes_hint, uint64_t **bits, uint64_t *nrows,
+                      uint64_t rows_hint, uint64_t bytes_hint, FILE *dups, uint64_t **bits, uint64_t *nrows,
                       rs_dedup_result *res, rs_error *err)
 {
     int in_memory = fits(o, rows_hint, bytes_hint);
     if (!in_memory && !hot && depth < RS_DEDUP_MAX_DEPTH)
-        return dedup_split(o, path, has_header, depth, rows_hint, bytes_hint, bits, nrows, res, err);
+        return dedup_split(o, path, has_header, depth, rows_hint, bytes_hint, dups, bits, nrows, res, err);
     if (!in_memory)
         res->streamed++;
     rstream s;
     int rc = -1;
     if (rs_open(&s, path, o, 1, err) == 0 && (!in_memory || rs_load(&s, bytes_hint, err) == 0) &&
         (!has_header || skip_header(&s, err) == 0))
-        rc = dedup_mem(o, &s, !in_memory, has_header, rows_hint, depth, bits, nrows, NULL, res, err);
+        rc = dedup_mem(o, &s, !in_memory, has_header, rows_hint, depth, dups, bits, nrows, NULL, res, err);
     rs_close(&s);
     return rc;
 }
@@ -718,10 +874,10 @@ int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint6
             goto out;
     }
     if (split) {
-        if (dedup_split(o, in, o->header, 0, rows_hint, bytes_hint, &bits, &nrows, res, err) != 0)
+        if (dedup_split(o, in, o->header, 0, rows_hint, bytes_hint, o->dups, &bits, &nrows, res, err) != 0)
             goto out;
     } else {
-        if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, &bits, &nrows, &refs, res, err) != 0)
+        if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, o->dups, &bits, &nrows, &refs, res, err) != 0)
             goto out;
         for (uint64_t i = 0; i < nrows; i++) {
             if (!(bits[i / 64] >> (i % 64) & 1)) {
