@@ -6,16 +6,17 @@
  * in input order; a batch never spans two inputs, and its cut points
  * depend only on the input's bytes and --memory. So the member sequence of
  * one input is the same whoever processes it. Ranks therefore take
- * CONTIGUOUS ranges of inputs (balanced by size), run the ordinary
- * threaded pipeline on their range into private piece files (no header),
- * and the file for destination d is
+ * CONTIGUOUS ranges of inputs (balanced by size) and run the ordinary
+ * threaded pipeline on their range, and the file for destination d is
  *
- *     header | piece(rank 0, d) | piece(rank 1, d) | ... | piece(R-1, d)
+ *     header | rows(rank 0, d) | piece(rank 1, d) | ... | piece(R-1, d)
  *
- * Each rank learns where its piece goes from an exclusive scan of the
- * piece sizes, and copies it there (copy_file_range: on one file system
- * the kernel, or the file server, moves the bytes); the header comes from
- * the lowest input that has one, as in a single process. No rank ever
+ * Rank 0 writes the files themselves, header first (the header of the
+ * lowest input that has one, as in a single process: rank 0's own unless
+ * all its inputs were empty, when it is replaced). The other ranks write
+ * private piece files without a header, learn where each piece goes from
+ * an exclusive scan of the sizes, and copy it there (copy_file_range: on
+ * one file system the kernel, or the file server, moves the bytes). No rank ever
  * holds more than its pipeline's buffers, and nothing is copied through
  * rank 0. The statistics are merged with reductions: sums for counts, a
  * rank-ordered (non-commutative) reduction for the CRC-32s.
@@ -393,11 +394,11 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     rs_pipeline_opts local = *o;
     local.inputs = o->inputs + lo;
     local.ninputs = hi - lo;
-    local.no_header = 1;
+    local.no_header = me != 0;  /* rank 0 writes the files themselves, header first */
     local.input_base = (uint32_t)lo;
     local.progress = o->progress && me == 0;
     char **parts = NULL, *qpart = NULL;
-    if (o->dest_paths) {
+    if (o->dest_paths && me != 0) {
         parts = calloc(ndest ? ndest : 1, sizeof *parts);
         if (!parts)
             abort();
@@ -425,6 +426,32 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     if (rs_world_agree(err) != 0)
         goto done;
 
+    /* The files' first bytes: the header of the lowest input that has one.
+     * Rank 0 wrote its own; it differs only when all of rank 0's inputs
+     * were empty (no header, hence no rows): then it is replaced. */
+    if (o->dest_paths && ((res->header_out && rs_pipeline_header_bytes(o, res->header_out, res->header_out_len, &head) != 0) ||
+                          (!res->header_out && rs_pipeline_header_bytes(o, "", 0, &head) != 0)))
+        abort();
+    if (o->dest_paths && me == 0) {
+        rs_buf own = {0};
+        if (rs_pipeline_header_bytes(o, mine.header_out ? mine.header_out : "", mine.header_out_len, &own) != 0)
+            abort();
+        if ((own.len != head.len || memcmp(own.data, head.data, own.len) != 0) && mine.rows == 0)
+            for (uint32_t d = 0; d < ndest && !err->code; d++) {
+                int fd = open(o->dest_paths[d], O_WRONLY | O_TRUNC | O_CLOEXEC);
+                if (fd < 0 || (head.len && pwrite(fd, head.data, head.len, 0) != (ssize_t)head.len))
+                    rs_error_set(err, RS_EXIT_IO, "%s: cannot write: %s", o->dest_paths[d], strerror(errno));
+                if (fd >= 0 && close(fd) != 0 && !err->code)
+                    rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
+                mine.dest[d].file_bytes = head.len;
+            }
+        else if (own.len != head.len || memcmp(own.data, head.data, own.len) != 0)
+            rs_error_set(err, RS_EXIT_IO, "internal error: rank 0 wrote rows without the header");
+        rs_buf_free(&own);
+    }
+    if (rs_world_agree(err) != 0)
+        goto done;
+
     /* Statistics: sums, scans and the rank-ordered CRC. */
     merge_inputs(o, &mine, local.ninputs, res);
     uint64_t tot[3] = {mine.rows, mine.bytes, mine.rejected};
@@ -445,35 +472,20 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     for (uint32_t d = 0; d < ndest; d++)
         crc[2 * d] = mine.dest[d].crc, crc[2 * d + 1] = mine.dest[d].bytes;
     rs_world_crc_concat(crc, ndest);
-    if (o->dest_paths && ((res->header_out && rs_pipeline_header_bytes(o, res->header_out, res->header_out_len, &head) != 0) ||
-                          (!res->header_out && rs_pipeline_header_bytes(o, "", 0, &head) != 0)))
-        abort();
-    for (uint32_t d = 0; d < ndest; d++)
-        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], (o->dest_paths ? head.len : 0) + v[2 * ndest + d],
-                                       (uint32_t)crc[2 * d]};
+    for (uint32_t d = 0; d < ndest; d++)  /* rank 0's file bytes include the header */
+        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
     free(crc);
 
     if (o->dest_paths) {
-        /* Rank 0 creates every file with its header; then each rank copies
-         * its pieces into place. */
-        if (me == 0)
-            for (uint32_t d = 0; d < ndest && !err->code; d++) {
-                int fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                if (fd < 0 || (head.len && pwrite(fd, head.data, head.len, 0) != (ssize_t)head.len)) {
-                    rs_error_set(err, RS_EXIT_IO, "%s: cannot write: %s", o->dest_paths[d], strerror(errno));
-                }
-                if (fd >= 0 && close(fd) != 0 && !err->code)
-                    rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
-            }
-        if (rs_world_agree(err) != 0)
-            goto done;
+        /* Rank 0's pipeline created every file and wrote its own rows
+         * into them; the other ranks copy their pieces after those. */
         int last = -1;
-        for (uint32_t d = 0; d < ndest && !err->code; d++) {
+        for (uint32_t d = 0; d < ndest && !err->code && me != 0; d++) {
             uint64_t len = mine.dest[d].file_bytes;
             if (len == 0)
                 continue;
             int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
-            if (in < 0 || out < 0 || copy_into(in, len, out, head.len + at[d]) != 0)
+            if (in < 0 || out < 0 || copy_into(in, len, out, at[d]) != 0)
                 rs_error_set(err, RS_EXIT_IO, "%s: cannot assemble from %s: %s", o->dest_paths[d], parts[d],
                              strerror(errno));
             if (in >= 0)

@@ -26,11 +26,11 @@ void rs_cluster_outdir_abort(rs_outdir *od);
 
 /* rs_pipeline_run across the ranks. The inputs are divided into contiguous
  * ranges, balanced by size on disk (compressed size for gzip); each rank
- * runs the threaded pipeline on its range, writing its rows for every
- * destination into a piece file beside it; the pieces are then copied into
- * the destination files at offsets from an exclusive scan of the piece
- * sizes, after the header that rank 0 writes, so that each file holds its
- * rows in input order exactly as a single process writes it. Statistics
+ * runs the threaded pipeline on its range: rank 0 into the destination
+ * files themselves, the others into a piece file beside each, copied after
+ * rank 0's part at offsets from an exclusive scan of the piece sizes, so
+ * that each file holds its rows in input order exactly as a single process
+ * writes it. Statistics
  * are merged (sums, per-input lists, CRC-32s concatenated in rank order)
  * and are the same on every rank. A quarantine file is assembled the same
  * way. Routers see global input indexes (opts->input_base). Collective; on failure -1 on every rank with the error of the
