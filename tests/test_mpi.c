@@ -153,6 +153,10 @@ Test(mpi, one_bad_input_fails_the_job_with_the_first_error)
     /* different headers on different ranks */
     OK("printf 'other,cols\\n1,2\\n' > other.csv");
     expect_same_failure(2, "bills_c.csv big.csv.gz tiny2.csv.gz other.csv", "");
+    /* a different header on a rank whose file also fails later: the header
+     * comes first, as in one process */
+    OK("printf 'other,cols\\n1,2\\nx\"y,3\\n' > other_bad.csv");
+    expect_same_failure(2, "bills_c.csv big.csv.gz other_bad.csv", "");
 }
 
 Test(mpi, write_failure_on_a_rank_publishes_nothing)
@@ -262,4 +266,24 @@ Test(mpi, sigint_stops_every_rank_and_publishes_nothing)
     cr_assert(!strstr(m.out, "rc=0\n"), "the job must fail: %s", m.out);
     cr_assert(strstr(m.out, "\n1\n0\n"), "one message, nothing left: %s", m.out);
     res_free(&m);
+}
+
+/* A rank that fails before any collective step (here: rank 1 reads an
+ * empty node list, since mpirun gives standard input to rank 0 only) fails
+ * the job with its message, at once, instead of leaving the others
+ * waiting; one help text for all ranks. */
+Test(mpi, set_up_failure_on_one_rank_and_help_once)
+{
+    OK("printf 'bill_id,x\\n1,2\\n' > a.csv");
+    const char *cmds[] = {"bucket --quiet --nodes-file /dev/stdin -o out a.csv",
+                          "dedup --quiet --nodes-file /dev/stdin -o out a.csv",
+                          "plan --quiet --old-nodes-file /dev/stdin --new-nodes 3 --emit out a.csv"};
+    for (int k = 0; k < 3; k++) {
+        res m = sh("printf 'a\\nb\\n' | timeout 120 " MPIRUN "2 \"$RS\" %s", cmds[k]);
+        cr_assert_eq(m.rc, 2, "%s: exit %d (124: hung): %s", cmds[k], m.rc, m.err);
+        cr_assert(strstr(m.err, "/dev/stdin: no nodes"), "%s: %s", cmds[k], m.err);
+        res_free(&m);
+        OK("test ! -e out && test $(ls -A | grep -c ringshard-tmp) = 0");
+    }
+    OK(MPIRUN "3 \"$RS\" bucket --help > h3.txt && \"$RS\" bucket --help > h1.txt && cmp h1.txt h3.txt");
 }

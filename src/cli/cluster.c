@@ -46,12 +46,16 @@
 int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
 {
     memset(od, 0, sizeof *od);
+    if (err->code)  /* this rank failed before: only agree (and fail) */
+        return rs_world_agree(err), -1;
     if (rs_world_size() == 1)
         return rs_outdir_begin(od, final, force, err);
     if (rs_world_rank() == 0)
         rs_outdir_begin(od, final, force, err);
-    if (rs_world_agree(err) != 0)
+    if (rs_world_agree(err) != 0) {
+        rs_outdir_abort(od);  /* rank 0's, if another rank failed */
         return -1;
+    }
     uint64_t len = rs_world_rank() == 0 ? strlen(od->tmp) : 0;
     rs_world_bcast(&len, sizeof len, 0);
     if (rs_world_rank() != 0) {
@@ -277,7 +281,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
          * equals the output's: say so with the output's reference, as a
          * single process does. */
         int64_t fail = mine->fail_input >= 0 ? (int64_t)lo + mine->fail_input : INT64_MAX;
-        if (h.input >= 0 && h.input != res->header_input && h.input < fail &&
+        if (h.input >= 0 && h.input != res->header_input && h.input <= fail &&
             (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
              memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0)) {
             rs_error_clear(err);

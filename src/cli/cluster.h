@@ -11,7 +11,9 @@
 
 /* rs_outdir_begin on rank 0; the other ranks get the same temporary
  * directory path in od->tmp (and no od->final: only rank 0 publishes or
- * removes it). Collective; -1 on every rank with rank 0's err on failure. */
+ * removes it). Collective; -1 on every rank with the first failure, the
+ * directory removed. A rank whose err is already set on entry makes every
+ * rank fail (errors before this point are agreed on here). */
 int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
 
 /* Ends the output: with ok (every rank's err clear), rank 0 commits the

@@ -136,8 +136,10 @@ int rs_cmd_bucket(int argc, char **argv)
     if (quiet < 0)
         return rs_cli_fail("bucket", &err);
     rs_ring *ring = rs_cli_ring_build(&ro, &err);
-    if (!ring)
+    if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
+        rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);
+    }
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
     char **names = calloc(nodes->count, sizeof *names), **files = NULL;
@@ -145,19 +147,17 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_manifest m = {0};
     int rc = 0, begun = 0;
     (void)begun;
-    if (!names) {
+    /* Failures up to the pipeline are agreed on by every rank (under MPI) */
+    for (uint32_t i = 0; names && i < nodes->count && !err.code; i++)
+        if (!(names[i] = rs_cli_data_file(nodes->names[i], NULL, po.compress)))
+            rs_error_set(&err, RS_EXIT_IO, "out of memory");
+    if (!names)
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
-        goto out;
-    }
     if (rs_cluster_outdir_begin(&od, outdir, force, &err) != 0)
         goto out;
     begun = 1;
-    for (uint32_t i = 0; i < nodes->count; i++)
-        if (!(names[i] = rs_cli_data_file(nodes->names[i], NULL, po.compress))) {
-            rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-    if (!(files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err)))
+    files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err);
+    if (rs_world_agree(&err) != 0)
         goto out;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;

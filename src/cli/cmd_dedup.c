@@ -9,7 +9,9 @@
  * --memory / threads), and writes the survivors as a bucket directory with
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets. */
+#define _GNU_SOURCE  /* syncfs */
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <omp.h>
 #include <signal.h>
@@ -449,7 +451,7 @@ int rs_cmd_dedup(int argc, char **argv)
     uint32_t njobs = 0;
     char *pass1 = NULL;
     char **out_names = NULL;
-    int rc = 0, begun = 0;
+    int rc = 0, begun = 0, agreed = 0;
     double t0 = rs_cli_now(), t1 = 0, t2 = 0;
     const char *header = NULL;
     size_t header_len = 0;
@@ -491,6 +493,10 @@ int rs_cmd_dedup(int argc, char **argv)
         if (!ring)
             goto out;
     }
+    /* under MPI, a rank that failed so far (a node file or manifest it
+     * could not read) stops every rank here; see also out: */
+    if (rs_world_agree_once(&agreed, &err) != 0)
+        goto out;
     if (rs_cluster_outdir_begin(&od, a.outdir, a.force, &err) != 0)
         goto out;
     begun = 1;
@@ -506,7 +512,7 @@ int rs_cmd_dedup(int argc, char **argv)
     out_names = calloc(njobs ? njobs : 1, sizeof *out_names);
     if (!jobs || !out_names) {
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
-        goto out;
+        goto setup_done;
     }
     for (uint32_t i = 0; i < njobs; i++) {
         char num[32];
@@ -529,15 +535,16 @@ int rs_cmd_dedup(int argc, char **argv)
         jobs[i].dups = a.dups_path ? join(pass1, num, ".dups") : NULL;
         if (!out_names[i] || !jobs[i].in || !jobs[i].out || (a.dups_path && !jobs[i].dups)) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
+            goto setup_done;
         }
     }
+setup_done:  /* every rank agrees before the collective pass 1 */
+    if (rs_world_agree(&err) != 0)
+        goto out;
     if (!a.buckets_dir) {
         char **paths = malloc((njobs ? njobs : 1) * sizeof *paths);
-        if (!paths) {
-            rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
+        if (!paths)
+            abort();  /* a few KiB: not worth a path that other ranks must follow */
         for (uint32_t i = 0; i < njobs; i++)
             paths[i] = jobs[i].in;
         rs_pipeline_route_by_ring(&a.po, ring);  /* njobs == the node count here */
@@ -586,6 +593,15 @@ int rs_cmd_dedup(int argc, char **argv)
         free(w);
     }
     pass2(jobs + blo, (uint32_t)(bhi - blo), (uint32_t)blo, &o, threads, &err);
+    if (rs_world_size() > 1 && rs_world_rank() != 0 && bhi > blo && !err.code) {
+        /* on a network file system rank 0's fsyncs at publication do not
+         * reach this rank's writes: flush them first */
+        int fd = open(pass1, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || syncfs(fd) != 0)
+            rs_error_set(&err, RS_EXIT_IO, "%s: sync failed: %s", pass1, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
     if (rs_world_agree(&err) != 0)
         goto out;
     if (rs_world_size() > 1)
@@ -663,6 +679,7 @@ publish:
     if (!a.quiet && rs_world_rank() == 0)
         summary(&a, jobs, njobs, t1, t2, m.rejected);
 out:
+    rs_world_agree_once(&agreed, &err);  /* meets the others' first agreement if this rank failed before it */
     if (begun)
         rs_cluster_outdir_abort(&od);
     if (err.code)

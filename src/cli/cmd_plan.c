@@ -413,32 +413,34 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     route_ctx rc_ctx = {p, npairs, NULL, a->emit != NULL, NULL};
     int T = rs_pipeline_threads(po);
     thread_counts *tc = calloc((size_t)T, sizeof *tc);
-    if (!tc)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (!tc) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto agree;
+    }
     if (!p->pairs_complete) {
         rs_error_set(err, RS_EXIT_USAGE,
                      "this change has too many (from, to) pairs to count (more than %u): no data mode",
                      RS_PLAN_MAX_PAIRS);
-        goto out;
+        goto agree;
     }
     if (m) {
         input_node = malloc((po->ninputs ? po->ninputs : 1) * sizeof *input_node);
         if (!input_node) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto out;
+            goto agree;
         }
         for (size_t i = 0; i < po->ninputs; i++) {
             int64_t k = rs_nodes_find(old_nodes, d->input_nodes[i]);
             if (k < 0) {
                 rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json: file %s belongs to node '%s', not on its ring",
                              a->from_buckets, d->input_labels[i], d->input_nodes[i]);
-                goto out;
+                goto agree;
             }
             input_node[i] = (uint32_t)k;
         }
         rc_ctx.input_node = input_node;
     }
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; t < T && !err->code; t++) {
         tc[t].keys = calloc(npairs + 1, sizeof(uint64_t));
         tc[t].bytes = calloc(npairs + 1, sizeof(uint64_t));
         tc[t].mismatch = calloc(po->ninputs ? po->ninputs : 1, sizeof(uint64_t));
@@ -446,9 +448,13 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         tc[t].in_bytes = calloc(po->ninputs ? po->ninputs : 1, sizeof(uint64_t));
         if (!tc[t].keys || !tc[t].bytes || !tc[t].mismatch || !tc[t].in_rows || !tc[t].in_bytes) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto out;
+            goto agree;
         }
     }
+    /* under MPI, a failure so far on any rank stops every rank here */
+agree:
+    if (rs_world_agree(err) != 0)
+        goto out;
     rc_ctx.tc = tc;
     po->ndest = npairs ? npairs : 1;
     po->route = route_plan;
@@ -459,11 +465,11 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
         if (rs_cluster_outdir_begin(&od, a->emit, a->force, err) != 0)
             goto out;
         begun = 1;
-        if (!(names = pair_file_names(p, po->compress, err)))
-            goto out;
-        if (!(files = rs_cli_outdir_paths(&od, npairs ? (const char *const *)names : no_moves, po->ndest, err)))
-            goto out;
+        if ((names = pair_file_names(p, po->compress, err)))
+            files = rs_cli_outdir_paths(&od, npairs ? (const char *const *)names : no_moves, po->ndest, err);
         po->dest_paths = (const char *const *)files;
+        if (rs_world_agree(err) != 0)
+            goto out;
     }
     if (rs_cluster_pipeline_run(po, &res, err) != 0)
         goto out;
@@ -595,7 +601,7 @@ out:
                 res.seconds, res.seconds > 0 ? res.rows / res.seconds / 1e6 : 0);
     if (begun)
         rs_cluster_outdir_abort(&od);
-    for (int t = 0; t < T; t++) {
+    for (int t = 0; tc && t < T; t++) {
         free(tc[t].keys);
         free(tc[t].bytes);
         free(tc[t].mismatch);
@@ -1389,7 +1395,7 @@ int rs_cmd_plan(int argc, char **argv)
     rs_plan plan = {0};
     data_result d = {0};
     char **paths = NULL;
-    int rc = 0, have_plan = 0, quiet = po.progress < 0;
+    int rc = 0, have_plan = 0, quiet = po.progress < 0, agreed = 0;
     double t0 = rs_cli_now();
     if (build_rings(&a, &m, &old_ring, &new_ring, &err) != 0)
         goto out;
@@ -1439,6 +1445,10 @@ int rs_cmd_plan(int argc, char **argv)
             if (qr < 0)
                 goto out;
         }
+        /* under MPI, a rank that failed so far (a node file or manifest it
+         * could not read) stops every rank here; see also out: */
+        if (rs_world_agree_once(&agreed, &err) != 0)
+            goto out;
         if (run_data(&a, &po, &plan, a.from_buckets ? &m : NULL, quiet, &d, &err) != 0)
             goto out;
     }
@@ -1468,6 +1478,8 @@ int rs_cmd_plan(int argc, char **argv)
         rc = RS_EXIT_VERIFY;
     }
 out:
+    if (data)
+        rs_world_agree_once(&agreed, &err);
     if (err.code)
         rc = rs_cli_fail("plan", &err);
     if (have_plan)

@@ -14,6 +14,7 @@
 #if RS_HAVE_MPI
 #include <limits.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <unistd.h>
 
 static int world_on, world_rank, world_size = 1;
@@ -39,8 +40,13 @@ void rs_world_init(int *argc, char ***argv)
     world_on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    if (world_rank != 0)
-        opterr = 0;  /* every rank parses the same command line: one complaint is enough */
+    if (world_rank != 0) {
+        /* every rank parses the same command line and the commands report
+         * on rank 0 alone: one complaint, one help text, one report */
+        opterr = 0;
+        if (!freopen("/dev/null", "w", stdout))
+            fclose(stdout);
+    }
 }
 
 void rs_world_finish(void)
@@ -206,3 +212,11 @@ void rs_world_crc_concat(uint64_t *v, size_t n) { (void)v, (void)n; }
 int rs_world_agree(rs_error *err) { return err->code ? -1 : 0; }
 
 #endif
+
+int rs_world_agree_once(int *done, rs_error *err)
+{
+    if (*done)
+        return err->code ? -1 : 0;
+    *done = 1;
+    return rs_world_agree(err);
+}

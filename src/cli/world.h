@@ -48,4 +48,11 @@ void rs_world_crc_concat(uint64_t *v, size_t n);
  * have stopped at. */
 int rs_world_agree(rs_error *err);
 
+/* rs_world_agree the first time it is called with *done == 0 (then sets
+ * *done); afterwards only reports err. Commands call it just before their
+ * first collective step AND on their way out, so that a rank failing in
+ * set-up (a node file it cannot read, say) meets the others in the same
+ * agreement instead of leaving them waiting. */
+int rs_world_agree_once(int *done, rs_error *err);
+
 #endif
