@@ -104,6 +104,23 @@ int runf(char **out, char **err, const char *fmt, ...)
     return rc;
 }
 
+cmd_result vsh_in(const char *dir, const char *fmt, va_list ap)
+{
+    char *cmd;
+    if (vasprintf(&cmd, fmt, ap) < 0)
+        abort();
+    cmd_result r;
+    r.rc = runf(&r.out, &r.err, "cd '%s' || exit 99\n%s", dir, cmd);
+    free(cmd);
+    return r;
+}
+
+void cmd_result_free(cmd_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
 char *make_tmpdir(void)
 {
     char *t = strdup("/tmp/rs-test.XXXXXX");

@@ -1,6 +1,7 @@
 /* Test helpers shared by the suites: paths, files, running the command. */
 #ifndef RS_TEST_SUPPORT_H
 #define RS_TEST_SUPPORT_H
+#include <stdarg.h>
 #include <stddef.h>
 
 /* "dir/name" in one of 16 static buffers used in turn (valid for the next
@@ -21,6 +22,19 @@ int run(const char *cmd, char **out, char **err);
 
 /* run() on the command formatted printf-style from fmt. */
 int runf(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* A command's exit status (as run() gives it) and its captured output. */
+typedef struct {
+    int rc;
+    char *out, *err;  /* malloc'd, NUL-terminated */
+} cmd_result;
+
+/* Runs the command formatted from fmt and ap in directory dir (a failed
+ * cd exits 99; the command may be several lines). */
+cmd_result vsh_in(const char *dir, const char *fmt, va_list ap);
+
+/* Frees what a cmd_result holds. */
+void cmd_result_free(cmd_result *r);
 
 /* A fresh empty temporary directory (malloc'd path). */
 char *make_tmpdir(void);

@@ -27,31 +27,18 @@ static void teardown(void)
 
 TestSuite(faults, .init = setup, .fini = teardown, .timeout = 300);
 
-typedef struct {
-    int rc;
-    char *out, *err;
-} res;
+typedef cmd_result res;
+#define res_free cmd_result_free
 
 /* Runs the formatted command in tmp. */
 static res sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static res sh(const char *fmt, ...)
 {
-    char *cmd;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&cmd, fmt, ap) < 0)
-        abort();
+    res r = vsh_in(tmp, fmt, ap);
     va_end(ap);
-    res r;
-    r.rc = runf(&r.out, &r.err, "cd '%s' && %s", tmp, cmd);
-    free(cmd);
     return r;
-}
-
-static void res_free(res *r)
-{
-    free(r->out);
-    free(r->err);
 }
 
 /* Runs a setup command that must succeed. */

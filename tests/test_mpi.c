@@ -26,30 +26,18 @@ static void teardown(void)
 
 TestSuite(mpi, .init = setup, .fini = teardown, .timeout = 600);
 
-typedef struct {
-    int rc;
-    char *out, *err;
-} res;
+typedef cmd_result res;
+#define res_free cmd_result_free
 
+/* Runs the formatted command in tmp. */
 static res sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static res sh(const char *fmt, ...)
 {
-    char cmd[8192];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    res r = vsh_in(tmp, fmt, ap);
     va_end(ap);
-    char full[8400];
-    snprintf(full, sizeof full, "cd %s || exit 99\n%s", tmp, cmd);
-    res r;
-    r.rc = run(full, &r.out, &r.err);
     return r;
-}
-
-static void res_free(res *r)
-{
-    free(r->out);
-    free(r->err);
 }
 
 #define OK(...)                                                                              \
