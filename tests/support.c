@@ -115,6 +115,26 @@ cmd_result vsh_in(const char *dir, const char *fmt, va_list ap)
     return r;
 }
 
+char *test_dir;
+
+void test_dir_setup(void) { test_dir = make_tmpdir(); }
+
+void test_dir_teardown(void)
+{
+    remove_tree(test_dir);
+    free(test_dir);
+    test_dir = NULL;
+}
+
+cmd_result sh_in_test_dir(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    cmd_result r = vsh_in(test_dir, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
 void cmd_result_free(cmd_result *r)
 {
     free(r->out);

@@ -36,6 +36,14 @@ cmd_result vsh_in(const char *dir, const char *fmt, va_list ap);
 /* Frees what a cmd_result holds. */
 void cmd_result_free(cmd_result *r);
 
+/* The suites that run commands in a fresh directory per test: test_dir is
+ * made by test_dir_setup and removed by test_dir_teardown (use them as a
+ * TestSuite's .init and .fini); sh_in_test_dir runs the printf-formatted command there. */
+extern char *test_dir;
+void test_dir_setup(void);
+void test_dir_teardown(void);
+cmd_result sh_in_test_dir(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A fresh empty temporary directory (malloc'd path). */
 char *make_tmpdir(void);
 

@@ -16,30 +16,11 @@
 #include <unistd.h>
 #include "support.h"
 
-static char *tmp;
-
-static void setup(void) { tmp = make_tmpdir(); }
-static void teardown(void)
-{
-    remove_tree(tmp);
-    free(tmp);
-}
-
-TestSuite(faults, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(faults, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
 
 typedef cmd_result res;
 #define res_free cmd_result_free
-
-/* Runs the formatted command in tmp. */
-static res sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static res sh(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    res r = vsh_in(tmp, fmt, ap);
-    va_end(ap);
-    return r;
-}
+#define sh sh_in_test_dir
 
 /* Runs a setup command that must succeed. */
 #define PREP(...)                                                                    \
@@ -55,7 +36,7 @@ static void previous_output(const char *dir)
     PREP("mkdir %s && echo keep > %s/marker", dir, dir);
 }
 
-/* DIR still holds only its marker; no temporary directory anywhere in tmp. */
+/* DIR still holds only its marker; no temporary directory anywhere in test_dir. */
 static void assert_previous_intact(const char *dir)
 {
     res r = sh("ls -A %s | tr '\\n' ' '; cat %s/marker; find . -name '*ringshard-tmp*' | wc -l", dir, dir);
@@ -125,9 +106,9 @@ Test(faults, gzip_empty_inputs_contribute_nothing)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "[('empty.dat', 0, 0), ('good.csv', 20000, 277780), ('empty.csv', 0, 0), "
                             "('member.gz', 0, 0)] 20000\n0 0 3\n", "%s", r.out);
-    assert_verify(path_join(tmp, "out"));
-    assert_verify(path_join(tmp, "ref"));
-    assert_verify(path_join(tmp, "alone"));
+    assert_verify(path_join(test_dir, "out"));
+    assert_verify(path_join(test_dir, "ref"));
+    assert_verify(path_join(test_dir, "alone"));
     res_free(&r);
 }
 
@@ -176,7 +157,7 @@ Test(faults, gzip_named_gz_but_not_gzip)
     res_free(&r);
     r = sh("\"$RS\" bucket --quiet --nodes 1 --compress none -o g gzip.csv && cmp good.csv g/0.csv && echo same");
     cr_assert_str_eq(r.out, "same\n", "gzip content named .csv is read by its magic: %s %s", r.out, r.err);
-    assert_verify(path_join(tmp, "g"));
+    assert_verify(path_join(test_dir, "g"));
     res_free(&r);
 }
 
@@ -219,8 +200,8 @@ Test(faults, csv_nul_bytes_are_kept_byte_exact)
     r = sh("cat out/*.csv | grep -av '^id,v$' | LC_ALL=C sort > got && tail -n +2 nul.csv | LC_ALL=C sort > want && "
            "cmp got want && echo ok");
     cr_assert_str_eq(r.out, "ok\n", "%s", r.err);
-    assert_verify(path_join(tmp, "one"));
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "one"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -232,7 +213,7 @@ Test(faults, csv_mixed_crlf_and_lf)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     /* record line ends become LF; a CRLF inside quotes is data */
     cr_assert_str_eq(r.out, "4 0 1\n", "%s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -242,7 +223,7 @@ Test(faults, csv_header_only_file)
                "for f in out/*.csv.gz; do gzip -dc $f; done && " PY_TOTALS, "out");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "id,v\nid,v\nid,v\n0 0 3\n", "three header-only files, no rows: %s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -254,8 +235,8 @@ Test(faults, csv_no_trailing_newline_last_row_counts)
                "g");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "id,v\n1,a\n2,b\nid,v\n1,a\n2,b\n2 0 1\n", "%s", r.out);
-    assert_verify(path_join(tmp, "p"));
-    assert_verify(path_join(tmp, "g"));
+    assert_verify(path_join(test_dir, "p"));
+    assert_verify(path_join(test_dir, "g"));
     res_free(&r);
 }
 
@@ -275,7 +256,7 @@ Test(faults, keys_invalid_utf8_hash_as_bytes)
                " > in.csv && \"$RS\" bucket --quiet --nodes 50 --compress none -o out in.csv && " LANDS_WHERE_LOCATE_SAYS);
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, " 5 hit\n", "%s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
     /* bytes, not decoded text: the two different invalid keys are not merged */
     r = sh("\"$RS\" locate --no-header < keys.txt | cut -f2 | sort -u | wc -l");
@@ -292,7 +273,7 @@ Test(faults, keys_empty_hash_as_the_empty_string)
     /* MurmurHash3_x64_128 of no bytes with seed 0 is all zeros: position 0 */
     char node[32];
     cr_assert_eq(sscanf(r.out, " 2 hit\n0\t%31s\n", node), 1, "%s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     char *last = strrchr(r.out, '\n');
     *last = '\0';
     cr_assert_str_eq(strrchr(r.out, '\n') + 1, node, "locate '' and locate on an empty line agree: %s", r.out);
@@ -307,7 +288,7 @@ Test(faults, keys_100kB_long)
                " && cat out/*.csv | python3 -c \"import sys; print(sum(l == 'K' * 100000 + ',v1\\n' for l in sys.stdin))\"");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, " 3 hit\n1\n", "the 100 kB key's row is whole, where locate says: %s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -326,7 +307,7 @@ Test(faults, nodes_one_gets_every_row_in_order)
                "echo same");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "0.csv.gz\nmanifest.json\nsame\n", "%s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -335,7 +316,7 @@ Test(faults, nodes_one_gets_every_row_in_order)
 Test(faults, nodes_100000, .timeout = 600)
 {
     char shm[] = "/dev/shm/rs-faults.XXXXXX";
-    const char *where = mkdtemp(shm) ? shm : tmp;
+    const char *where = mkdtemp(shm) ? shm : test_dir;
     res r = sh("cd %s && printf 'id\\nalpha\\nbeta\\ngamma\\n' > tiny.csv && "
                "\"$RS\" bucket --quiet --nodes 100000 --compress none -o out tiny.csv && "
                "ls out | wc -l && find out -name '*.csv' | wc -l && find out -name '*.csv' -exec cat {} + | grep -vc '^id$' && "
@@ -397,7 +378,7 @@ Test(faults, nodes_file_spaces_and_control_characters)
     }
     cr_assert_gt(by_locate[1], by_locate[0], "\"node a\" has weight 2");
     res_free(&r);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     PREP("rm -rf out");
     static const struct {
         const char *line, *msg;
@@ -433,7 +414,7 @@ Test(faults, nodes_file_names_stay_inside_the_output)
                      "out/%E6%97%A5.csv\nout/a%2Fb.csv\nout/manifest.json\nout/na%C3%AFve.csv\n"
                      "good.csv\nnames.txt\nw\n20000 0 8\n",
                      "%s", r.out);
-    assert_verify(path_join(tmp, "w/out"));
+    assert_verify(path_join(test_dir, "w/out"));
     res_free(&r);
 }
 
@@ -458,8 +439,8 @@ Test(faults, plan_emit_output_exists)
     res r = sh("\"$RS\" plan --from-buckets b3 --add 1 --emit out --force > /dev/null && ls out");
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert_str_eq(r.out, "0__3.csv.gz\n1__3.csv.gz\n2__3.csv.gz\nmanifest.json\n", "--force replaces it");
-    assert_verify(path_join(tmp, "b3"));
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "b3"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -491,8 +472,8 @@ Test(faults, sigkill_then_rerun_is_byte_identical)
     cr_assert_str_eq(r.out, "killed=1\nrc=0\n0\n1001\n",
                      "killed mid-run with a temporary left; the rerun removes it and writes the same output: %s %s",
                      r.out, r.err);
-    assert_verify(path_join(tmp, "out"));
-    assert_verify(path_join(tmp, "ref"));
+    assert_verify(path_join(test_dir, "out"));
+    assert_verify(path_join(test_dir, "ref"));
     res_free(&r);
 }
 
@@ -520,7 +501,7 @@ Test(faults, skip_several_bad_rows_conserves_the_count)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "3000 3000 31 31 True\n", "records in, rows + rejected, rejected, bad rows made, "
                      "rows in the outputs == manifest rows: %s", r.out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     res_free(&r);
 }
 
@@ -532,7 +513,7 @@ Test(faults, skip_several_bad_rows_conserves_the_count)
 Test(faults, stray_quote_skip_loses_nothing_else_for_any_j)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/m.csv", tmp);
+    snprintf(path, sizeof path, "%s/m.csv", test_dir);
     FILE *f = fopen(path, "w");
     cr_assert_not_null(f);
     fputs("id,name,note\n0,na\"me,x\n", f);
@@ -546,12 +527,12 @@ Test(faults, stray_quote_skip_loses_nothing_else_for_any_j)
                   "diff -r -x manifest.json out1 out4 && "
                   "python3 -c \"import json; m = json.load(open('out2/manifest.json')); "
                   "print(m['totals']['rows'], m['totals']['rejected'])\" && tail -n +2 q2.tsv | wc -l",
-                  tmp);
+                  test_dir);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "199 1\n1\n"), "199 rows kept, 1 rejected, 1 quarantined: %s", out);
-    assert_verify(path_join(tmp, "out1"));
-    assert_verify(path_join(tmp, "out2"));
-    assert_verify(path_join(tmp, "out4"));
+    assert_verify(path_join(test_dir, "out1"));
+    assert_verify(path_join(test_dir, "out2"));
+    assert_verify(path_join(test_dir, "out4"));
     free(out);
     free(err);
 }
@@ -564,10 +545,10 @@ Test(faults, empty_inputs_give_valid_gzip_files)
     int rc = runf(&out, &err,
                   "cd %s && : > empty.csv && \"$RS\" bucket --quiet --nodes 3 -o out empty.csv && gzip -t out/*.csv.gz && "
                   "cat out/*.csv.gz | gzip -dc | wc -c",
-                  tmp);
+                  test_dir);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert_eq(atoi(out), 0, "no data: %s", out);
-    assert_verify(path_join(tmp, "out"));
+    assert_verify(path_join(test_dir, "out"));
     free(out);
     free(err);
 }

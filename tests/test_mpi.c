@@ -15,30 +15,11 @@
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define DATA RS_SOURCE_DIR "/fixtures/data/"
 
-static char *tmp;
-
-static void setup(void) { tmp = make_tmpdir(); }
-static void teardown(void)
-{
-    remove_tree(tmp);
-    free(tmp);
-}
-
-TestSuite(mpi, .init = setup, .fini = teardown, .timeout = 600);
+TestSuite(mpi, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
 
 typedef cmd_result res;
 #define res_free cmd_result_free
-
-/* Runs the formatted command in tmp. */
-static res sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static res sh(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    res r = vsh_in(tmp, fmt, ap);
-    va_end(ap);
-    return r;
-}
+#define sh sh_in_test_dir
 
 #define OK(...)                                                                              \
     do {                                                                                     \
