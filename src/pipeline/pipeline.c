@@ -72,7 +72,7 @@
 static volatile sig_atomic_t interrupted;
 
 void rs_pipeline_interrupt(void) { interrupted = 1; }
-int rs_pipeline_interrupted(void) { return interrupted != 0; }
+int rs_pipeline_interrupted(void) { return __atomic_load_n(&interrupted, __ATOMIC_RELAXED) != 0; }
 
 int rs_pipeline_threads(const rs_pipeline_opts *o)
 {
@@ -1034,7 +1034,8 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             produce(&s, next);
 #pragma omp for schedule(dynamic, 1)
             for (int g = 0; g < G; g++)
-                parse_range(&s, b, t, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
+                if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
+                    parse_range(&s, b, t, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
 #pragma omp single
             failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
             if (!failed && o->dest_paths) {
@@ -1042,11 +1043,19 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 size_t lens[RS_SEGMENTS];
 #pragma omp for schedule(dynamic, 4) reduction(| : werr)
                 for (uint32_t d = 0; d < ndest; d++) {
-                    if (werr)
+                    if (werr || rs_pipeline_interrupted())
                         continue;
                     werr |= write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0;
                 }
             }
+        }
+        /* Stop within the batch: under mpirun, the launcher kills a rank
+         * that does not exit about two seconds after a ^C (Open MPI's
+         * odls_base_sigkill_timeout), too soon to finish a large batch. */
+        if (rs_pipeline_interrupted()) {
+            rs_error_clear(err);
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            break;
         }
         if (failed) {
             res->fail_input = b->input;
