@@ -147,7 +147,9 @@ int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t
 /* Frees what rs_pipeline_run allocated in res. */
 void rs_pipeline_result_free(rs_pipeline_result *res);
 
-/* Asks a running pipeline to stop at the next batch (async-signal-safe). */
+/* Asks a running pipeline to stop (async-signal-safe): the batch in
+ * progress is abandoned (its remaining parse groups and outputs are
+ * skipped) and the run fails with RS_EXIT_INTERRUPTED. */
 void rs_pipeline_interrupt(void);
 
 /* 1 once rs_pipeline_interrupt was called. */

@@ -135,7 +135,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
 
 /* Takes argv[first..argc) as the inputs, decides on the progress line
  * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
- * handlers (they stop the pipeline at the next batch) and ignores SIGXFSZ.
+ * handlers (they stop the pipeline within the batch in progress) and ignores SIGXFSZ.
  * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs). */
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
 
