@@ -283,7 +283,10 @@ Test(dedup, gzip_temporary_area_and_plain_output)
     int rc = sh(&out, &err,
                 "cd %s && \"$RS\" dedup --quiet --temp-compress gzip -o g " INPUTS " && "
                 "\"$RS\" dedup --quiet --compress none -o p " INPUTS " && "
-                "for f in g/*.csv.gz; do gzip -dc $f | cmp - p/$(basename $f .gz) || exit 7; done && "
+                /* one process for the 1000 comparisons, not 2000 */
+                "python3 -c \"import gzip, glob, os, sys\n"
+                "for f in glob.glob('g/*.csv.gz'):\n"
+                "    if gzip.open(f).read() != open('p/' + os.path.basename(f)[:-3], 'rb').read(): sys.exit(7)\" && "
                 "gzip -t g/*.csv.gz && ls -a g p | grep -c pass1",
                 tmp);
     cr_assert_eq(rc, 1, "grep finds no temporary area: %s %s", out, err);

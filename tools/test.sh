@@ -4,7 +4,7 @@
 # suite, builds the MPI-aware command and runs the MPI suite under mpirun,
 # then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
-# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 30 s
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 20 s
 # each here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
@@ -33,7 +33,7 @@ cmake -S . -B "$BUILD-mpi" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_MPI=ON >/dev/n
 cmake --build "$BUILD-mpi" -j"$(nproc)" --target ringshard gen_bills test_mpi
 ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$'
 if [ "${SANITIZE:-1}" != 0 ]; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-30} tools/fuzz.sh
+  FUZZ_SECONDS=${FUZZ_SECONDS:-20} tools/fuzz.sh
   tools/tsan.sh
   tools/sanitize.sh
 fi
