@@ -209,7 +209,8 @@ static size_t fields_len(const rs_pipeline_result *res)
     return n;
 }
 
-/* Copies rank `from`'s header (parsed out of the gathered bytes) into res. */
+/* Copies a rank's header record (header_info, then its bytes, as
+ * exchange_headers gathers them) into res. */
 static void adopt_header(rs_pipeline_result *res, const char *rec)
 {
     header_info h;
@@ -238,13 +239,21 @@ static void adopt_header(rs_pipeline_result *res, const char *rec)
     res->header_line = h.line;
 }
 
+/* Replaces err with the pipeline's own message for a header mismatch. */
+static void header_differs(rs_error *err, const char *path, uint64_t line, const char *ref)
+{
+    rs_error_clear(err);
+    rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
+                 (unsigned long long)line, ref);
+}
+
 /* The header exchange: every rank learns each rank's header; the first
  * one (lowest input) is the output's; a rank whose own header differs
  * fails with the single-process message. */
 static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipeline_result *mine,
                              rs_pipeline_result *res, rs_error *err)
 {
-    int R = rs_world_size(), me = rs_world_rank();
+    int R = rs_world_size();
     rs_buf rec = {0};
     header_info h = {-1, 0, 0, 0, 0, 0};
     if (mine->header && mine->header_input >= 0) {
@@ -284,16 +293,11 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
         if (h.input >= 0 && h.input != res->header_input && h.input <= fail &&
             (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
              memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0)) {
-            rs_error_clear(err);
-            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s",
-                         o->inputs[h.input], (unsigned long long)h.line, ref);
+            header_differs(err, o->inputs[h.input], h.line, ref);
         } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
-            rs_error_clear(err);
-            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", o->inputs[fail],
-                         (unsigned long long)mine->mismatch_line, ref);
+            header_differs(err, o->inputs[fail], mine->mismatch_line, ref);
         }
     }
-    (void)me;
     free(all);
     free(lens);
     rs_buf_free(&rec);

@@ -146,7 +146,6 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_pipeline_result res = {0};
     rs_manifest m = {0};
     int rc = 0, begun = 0;
-    (void)begun;
     /* Failures up to the pipeline are agreed on by every rank (under MPI) */
     for (uint32_t i = 0; names && i < nodes->count && !err.code; i++)
         if (!(names[i] = rs_cli_data_file(nodes->names[i], NULL, po.compress)))
