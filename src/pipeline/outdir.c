@@ -192,11 +192,25 @@ static int split_path(const char *final, char **fin, char **parent, const char *
     return 0;
 }
 
+/* A process that has exited but was never reaped (a zombie: its parent,
+ * e.g. mpirun, died first and nothing reaps orphans, as in containers
+ * without an init) still answers kill(pid, 0): it is gone all the same. */
 static int pid_gone(long pid)
 {
     if (pid <= 0 || pid != (long)(pid_t)pid)
         return 0;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    if (kill((pid_t)pid, 0) != 0)
+        return errno == ESRCH;
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *st = strrchr(buf, ')');  /* "pid (comm) S ...": comm may hold ')' */
+    return st && st[1] == ' ' && st[2] == 'Z';
 }
 
 /* If name is base + tag + <digits> + (rest): the pid, with *rest after the
