@@ -52,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <omp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -743,6 +744,29 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
     return 0;
 }
 
+/* Where a batch's region stands. Work is claimed with atomic counters
+ * rather than omp for, whose barriers would make the team wait for the
+ * producer: inflating the next batch then overlaps the whole batch. */
+typedef struct {
+    int producer;           /* claimed by the first thread to arrive */
+    int next_group, groups_done;
+    int phase;              /* 0 parsing, 1 merged, 2 merged and failed */
+    uint32_t next_dest;     /* claimed 4 at a time */
+    int werr;
+} batch_sched;
+
+/* Waits for the last group's merge: a group is a few milliseconds, so spin
+ * briefly, then yield (more threads than cores). */
+static void wait_for_phase(const int *phase)
+{
+    for (unsigned n = 0; __atomic_load_n(phase, __ATOMIC_ACQUIRE) == 0; n++) {
+        if (n < 4096)
+            _mm_pause();
+        else
+            sched_yield();
+    }
+}
+
 /* Writes destination d's rows of this batch (the groups' pieces in order)
  * as one gzip member, or as they are. Returns 0 or -1 with err. */
 static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d, rs_deflater *dz, rs_buf *member,
@@ -1013,8 +1037,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
 
         /* One parallel region a batch. Whoever arrives first produces the
          * next batch (inflating it) while the others parse this one's
-         * groups; one thread then merges the counts and checks for errors
-         * in input order; then all compress and write. */
+         * groups; the thread that finishes the last group merges the counts
+         * and checks for errors in input order; then all compress and
+         * write. The producer joins whatever step is under way when it is
+         * done: no barrier waits for it before the end of the region. */
         input_lines[b->input] += b->start_line;
         for (int g = 0; g < G; g++) {
             thread_acc *a = &acc[g];
@@ -1026,29 +1052,42 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             a->qmarks.len = 0;
         }
         memset(sc.rows, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc.rows);
-        int failed = 0, werr = 0;
+        batch_sched bs = {0};
+        int failed = 0;
 #pragma omp parallel num_threads(T)
         {
             int t = omp_get_thread_num();
-#pragma omp single nowait
-            produce(&s, next);
-#pragma omp for schedule(dynamic, 1)
-            for (int g = 0; g < G; g++)
+            if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0)
+                produce(&s, next);
+            for (;;) {
+                int g = __atomic_fetch_add(&bs.next_group, 1, __ATOMIC_RELAXED);
+                if (g >= G)
+                    break;
                 if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
                     parse_range(&s, b, t, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
-#pragma omp single
-            failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
-            if (!failed && o->dest_paths) {
+                if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
+                    failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
+                    __atomic_store_n(&bs.phase, failed ? 2 : 1, __ATOMIC_RELEASE);
+                }
+            }
+            wait_for_phase(&bs.phase);
+            if (bs.phase == 1 && o->dest_paths) {
                 const void *pieces[RS_SEGMENTS];
                 size_t lens[RS_SEGMENTS];
-#pragma omp for schedule(dynamic, 4) reduction(| : werr)
-                for (uint32_t d = 0; d < ndest; d++) {
-                    if (werr || rs_pipeline_interrupted())
-                        continue;
-                    werr |= write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0;
+                for (;;) {
+                    uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
+                    if (d0 >= ndest)
+                        break;
+                    for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
+                        if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
+                            break;
+                        if (write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0)
+                            __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
+                    }
                 }
             }
         }
+        int werr = bs.werr;
         /* Stop within the batch: under mpirun, the launcher kills a rank
          * that does not exit about two seconds after a ^C (Open MPI's
          * odls_base_sigkill_timeout), too soon to finish a large batch. */
