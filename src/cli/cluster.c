@@ -385,6 +385,25 @@ static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
     return err->code ? -1 : 0;
 }
 
+/* Prints "rank R: items A-B, from INPUT byte N" (N: the first unit's
+ * offset in its input, from the weights: unit sizes, plus 4096 on each
+ * input's first unit). */
+static void show_range(const rs_pipeline_opts *o, const uint64_t *nunits, const uint64_t *w, int me, size_t ilo,
+                       size_t ihi)
+{
+    size_t item = 0;
+    for (size_t i = 0; i < o->ninputs; item += nunits[i], i++)
+        if (ilo < item + nunits[i]) {
+            uint64_t off = 0;
+            for (size_t k = item; k < ilo; k++)
+                off += w[k] - (k == item ? 4096 : 0);
+            fprintf(stderr, "ringshard: rank %d: items %zu-%zu, from %s byte %llu\n", me, ilo, ihi, o->inputs[i],
+                    (unsigned long long)off);
+            return;
+        }
+    fprintf(stderr, "ringshard: rank %d: nothing\n", me);
+}
+
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     int R = rs_world_size(), me = rs_world_rank();
@@ -431,6 +450,8 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     rs_world_bcast(wb.data, nitems * sizeof(uint64_t), 0);
     size_t ilo, ihi;
     rs_cluster_partition((const uint64_t *)wb.data, nitems, R, me, &ilo, &ihi);
+    if (getenv("RINGSHARD_SHOW_RANGES"))  /* a testing knob: where each rank starts */
+        show_range(o, nunits, (const uint64_t *)wb.data, me, ilo, ihi);
     rs_buf_free(&wb);
     /* items [ilo, ihi) -> inputs [lo, hi), from unit ulo of the first to
      * unit uhi (exclusive) of the last */
