@@ -45,7 +45,7 @@ int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *
  *    2     1     08               CM = deflate
  *    3     1     04               FLG = FEXTRA (no name, comment or HCRC)
  *    4     4     0                MTIME (none: outputs are reproducible)
- *    8     1     XFL              0 (ISA-L) or zlib's value for the level
+ *    8     1     XFL              0
  *    9     1     03               OS = Unix
  *   10     2     32               XLEN: one subfield of 4 + 28 bytes
  *   12     1     'R' (0x52)       SI1

@@ -3,11 +3,14 @@
  *
  * Why this shape. A single process writes, for every destination file, a
  * header and then one gzip member per batch that had rows for it, batches
- * in input order; a batch never spans two inputs, and its cut points
- * depend only on the input's bytes and --memory. So the member sequence of
- * one input is the same whoever processes it. Ranks therefore take
- * CONTIGUOUS ranges of inputs (balanced by size) and run the ordinary
- * threaded pipeline on their range, and the file for destination d is
+ * in input order; a batch never spans two inputs nor two units of one
+ * input (reader.h: ringshard's own gzip files are cut into units of whole
+ * members, any other input is one unit), and its cut points depend only
+ * on the unit's bytes and --memory. So the member sequence of one unit is
+ * the same whoever processes it. Ranks therefore take CONTIGUOUS ranges of
+ * (input, unit) work items (balanced by compressed size) and run the
+ * ordinary threaded pipeline on their range, and the file for destination
+ * d is
  *
  *     header | rows(rank 0, d) | piece(rank 1, d) | ... | piece(R-1, d)
  *

@@ -6,7 +6,14 @@
  * byte-identical for any thread count. So:
  *
  *  - The input is cut into BATCHES (up to --memory/8, at most 64 MiB) of
- *    whole records. A batch never spans two inputs and ends at a record
+ *    whole records. A batch never spans two inputs, nor two UNITS of one
+ *    input (reader.h: byte ranges of ringshard's own gzip members, which
+ *    MPI ranks share out; any other input is one unit), so the batches -
+ *    hence the output's members - do not depend on who reads which unit.
+ *    Each unit is read as its own byte range; one after the first takes
+ *    the header from the file's start and numbers lines and records from
+ *    its base (the member headers' counts), checked when the unit ends.
+ *    A batch ends at a record
  *    boundary: quote parity is counted from the batch start (always a
  *    boundary) with a vectorised quote count, and the incomplete last
  *    record is carried into the next batch. Each batch is also cut into
