@@ -21,12 +21,7 @@ typedef cmd_result res;
 #define res_free cmd_result_free
 #define sh sh_in_test_dir
 
-#define OK(...)                                                                              \
-    do {                                                                                     \
-        res r_ = sh(__VA_ARGS__);                                                            \
-        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
-        res_free(&r_);                                                                       \
-    } while (0)
+#define OK SH_OK
 
 /* Inputs of very unequal sizes: a 120,000-row gzip file (several batches at
  * --memory 32M), the fixtures (one of them CRLF and two members, one plain),

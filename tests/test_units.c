@@ -18,12 +18,7 @@
 
 TestSuite(units, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
 
-#define OK(...)                                                                              \
-    do {                                                                                     \
-        cmd_result r_ = sh_in_test_dir(__VA_ARGS__);                                         \
-        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
-        cmd_result_free(&r_);                                                                \
-    } while (0)
+#define OK SH_OK
 
 /* ------------------------------------------------------------- format */
 
