@@ -44,6 +44,15 @@ void test_dir_setup(void);
 void test_dir_teardown(void);
 cmd_result sh_in_test_dir(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Runs the command (sh_in_test_dir) and asserts exit 0, showing its output
+ * otherwise (for Criterion tests). */
+#define SH_OK(...)                                                                           \
+    do {                                                                                     \
+        cmd_result r_ = sh_in_test_dir(__VA_ARGS__);                                         \
+        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
+        cmd_result_free(&r_);                                                                \
+    } while (0)
+
 /* A fresh empty temporary directory (malloc'd path). */
 char *make_tmpdir(void);
 

@@ -204,7 +204,7 @@ static size_t one_member(rs_deflater *d, const void *const *pieces, const size_t
 {
     size_t before = out->len;
     uint32_t crc = 0xdeadbeef;
-    cr_assert_eq(rs_deflater_member(d, pieces, lens, n, out, &crc), 0);
+    cr_assert_eq(rs_deflater_member(d, pieces, lens, n, 0, out, &crc), 0);
     uint32_t want = (uint32_t)crc32(0, NULL, 0);
     size_t total = 0;
     for (size_t i = 0; i < n; i++) {
@@ -338,7 +338,7 @@ static void roundtrip(rs_codec_choice codec, int level)
     /* a member with no pieces at all */
     size_t before = out.len;
     uint32_t crc = 1;
-    cr_assert_eq(rs_deflater_member(d, NULL, NULL, 0, &out, &crc), 0);
+    cr_assert_eq(rs_deflater_member(d, NULL, NULL, 0, 0, &out, &crc), 0);
     cr_assert_eq(crc, 0u);
     cr_assert_gt(out.len, before);
     MEMBER({csv + 5, 100}, {csv + 7, 100}, {csv + 9, 100});
@@ -387,7 +387,7 @@ Test(deflate, compresses_and_reuses_buffers)
         const void *p[] = {csv};
         size_t n[] = {1u << 20};
         uint32_t crc;
-        cr_assert_eq(rs_deflater_member(d, p, n, 1, &out, &crc), 0);
+        cr_assert_eq(rs_deflater_member(d, p, n, 1, 0, &out, &crc), 0);
         cr_assert_lt(out.len, (1u << 20) / 2, "%s level 1 ratio too poor: %zu",
                      rs_codec_name(CODECS[c]), out.len);
         size_t first = out.len;
@@ -396,7 +396,7 @@ Test(deflate, compresses_and_reuses_buffers)
         out.len = 0;
         char *cap_before = out.data;
         size_t capb = out.cap;
-        cr_assert_eq(rs_deflater_member(d, p, n, 1, &out, &crc), 0);
+        cr_assert_eq(rs_deflater_member(d, p, n, 1, 0, &out, &crc), 0);
         cr_assert_eq(out.len, first);
         cr_assert_eq(out.data, cap_before);
         cr_assert_eq(out.cap, capb);
@@ -547,7 +547,7 @@ static void tiny_blocks(rs_codec_choice codec)
         const void *p[] = {in.csv + off};
         size_t l[] = {n};
         uint32_t crc;
-        cr_assert_eq(rs_deflater_member(d, p, l, 1, &out, &crc), 0);
+        cr_assert_eq(rs_deflater_member(d, p, l, 1, 0, &out, &crc), 0);
     }
     write_file(many, out.data, out.len);
     size_t el;

@@ -21,12 +21,7 @@ typedef cmd_result res;
 #define res_free cmd_result_free
 #define sh sh_in_test_dir
 
-#define OK(...)                                                                              \
-    do {                                                                                     \
-        res r_ = sh(__VA_ARGS__);                                                            \
-        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
-        res_free(&r_);                                                                       \
-    } while (0)
+#define OK SH_OK
 
 /* Inputs of very unequal sizes: a 120,000-row gzip file (several batches at
  * --memory 32M), the fixtures (one of them CRLF and two members, one plain),
@@ -265,4 +260,80 @@ Test(mpi, set_up_failure_on_one_rank_and_help_once)
         OK("test ! -e out && test $(ls -A | grep -c ringshard-tmp) = 0");
     }
     OK(MPIRUN "3 \"$RS\" bucket --help > h3.txt && \"$RS\" bucket --help > h1.txt && cmp h1.txt h3.txt");
+}
+
+/* One large file of ringshard gzip members (120,000 rows, written by
+ * `bucket --nodes 1`), split among the ranks by member ranges (units of
+ * about 1 MB: RINGSHARD_UNIT_BYTES, set here and so inherited by mpirun's
+ * local ranks), and a small plain file. With `bad`, the record after
+ * row 110,000 (about 92% into the file) has one field only; badoff gets
+ * the byte offset of the member that holds it. */
+static void make_split_inputs(int bad)
+{
+    setenv("RINGSHARD_UNIT_BYTES", "1000000", 1);
+    OK(GEN " --rows 120000 --seed 12 --newline-share 0.01 -o in.csv 2>/dev/null && "
+       GEN " --rows 50 --seed 13 -o small.csv 2>/dev/null && python3 -c '\n"
+       "lines = open(\"in.csv\", \"rb\").read().split(b\"\\n\"); quotes = 0; want = [110000] if %d else []\n"
+       "for i, l in enumerate(lines):\n"
+       "    if want and quotes %% 2 == 0 and i >= want[0] and b\"\\x22\" not in l:\n"
+       "        lines[i] = l.split(b\",\")[0]; want.pop(0); open(\"badline\", \"w\").write(str(i + 1))\n"
+       "    quotes += l.count(b\"\\x22\")\n"
+       "open(\"in2.csv\", \"wb\").write(b\"\\n\".join(lines))' && "
+       "\"$RS\" bucket --quiet --key 1 --nodes 1 --memory 32M -o w in2.csv && mv w/0.csv.gz big.rs.gz && rm -r w",
+       bad);
+    if (bad)  /* the member holding the bad line, from the RS headers' line counts */
+        OK("python3 -c '\n"
+           "import struct\n"
+           "d = open(\"big.rs.gz\", \"rb\").read(); bad = int(open(\"badline\").read()); off = 0; lines = 0\n"
+           "while off < len(d):\n"
+           "    size, n = struct.unpack(\"<QQ\", d[off + 20:off + 36])\n"
+           "    if lines < bad <= lines + n: print(off)\n"
+           "    off += size; lines += n' > badoff && test -s badoff");
+}
+
+#define SPLIT_IN "big.rs.gz small.csv"
+
+Test(mpi, split_file_identical_for_1_to_4_ranks_and_any_threads)
+{
+    make_split_inputs(0);
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 7 --memory 32M -o ref " SPLIT_IN " && "
+       "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" ref bill_id in2.csv small.csv -- --nodes 7 > /dev/null");
+    for (int R = 1; R <= 4; R++)
+        for (int T = 1; T <= 2; T++)
+            OK(MPIRUN "%d -x RINGSHARD_SHOW_RANGES=1 \"$RS\" bucket --quiet -j %d --key bill_id --nodes 7 --memory 32M "
+                      "-o r%d_%d " SPLIT_IN " 2> ranges%d_%d && " SAME("ref", "r%d_%d"),
+               R, T, R, T, R, T, R, T, R, T, R, T, R, T);
+    /* the file was split: with 4 ranks, ranks 1-3 start inside it */
+    OK("test $(grep -c 'from big.rs.gz byte [1-9]' ranges4_1) = 3 && grep -q 'rank 0: .* byte 0$' ranges4_1");
+    /* plan --emit and dedup use the same pipeline */
+    OK("\"$RS\" " PLAN " --emit pref " SPLIT_IN " > /dev/null && " MPIRUN "3 \"$RS\" " PLAN " -j 1 --emit p3 " SPLIT_IN
+       " > /dev/null && " SAME("pref", "p3"));
+    OK("\"$RS\" " DEDUP " -o dref " SPLIT_IN " && " MPIRUN "3 \"$RS\" " DEDUP " -j 1 -o d3 " SPLIT_IN " && "
+       SAME("dref", "d3"));
+}
+
+Test(mpi, bad_row_in_a_unit_on_rank_2_reported_as_one_process)
+{
+    make_split_inputs(1);
+    /* with 3 ranks, the last third of the file, bad row included, is rank 2's */
+    res m = sh(MPIRUN "3 -x RINGSHARD_SHOW_RANGES=1 \"$RS\" bucket --quiet -j 1 --key 3 -o out " SPLIT_IN
+                      " 2>&1 | grep 'rank 2:' | sed 's/.*byte //'; cat badoff");
+    unsigned long long start = 0, badoff = 0;
+    cr_assert_eq(sscanf(m.out, "%llu %llu", &start, &badoff), 2, "%s", m.out);
+    cr_assert(start > 0 && start <= badoff, "rank 2 starts at %llu, the bad row's member at %llu", start, badoff);
+    res_free(&m);
+    /* the message names the line and record a whole-file read gives */
+    res s = sh("gzip -6 -c in2.csv > whole.gz && \"$RS\" bucket --quiet --key 3 -o w whole.gz small.csv");
+    cr_assert_eq(s.rc, 2);
+    res b = sh("cat badline");
+    char want[128];
+    snprintf(want, sizeof want, "whole.gz: line %d (record ", atoi(b.out));
+    cr_assert(strstr(s.err, want), "want \"%s\": %s", want, s.err);
+    res_free(&b);
+    const char *msg = strstr(s.err, ": line ");
+    res one = sh("\"$RS\" bucket --quiet --key 3 -o w " SPLIT_IN);
+    cr_assert(strstr(one.err, msg), "split, one process: %s\nwhole: %s", one.err, s.err);
+    res_free(&one);
+    res_free(&s);
+    expect_same_failure(2, SPLIT_IN, "-j 2 --key 3");
 }

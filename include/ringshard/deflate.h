@@ -25,10 +25,71 @@ typedef struct rs_deflater rs_deflater;
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec);
 
 /* Compresses the concatenation of npieces pieces (pieces[i], lens[i]) into
- * one gzip member appended to out. *crc_out receives the CRC-32 of the
- * uncompressed bytes (gzip's CRC). Returns 0, or -1 (out of memory). */
+ * one gzip member appended to out, with the RS extra subfield below.
+ * `records` is the number of CSV records the bytes hold (the caller knows
+ * it: ringshard's members are whole rows); the line ends are counted here.
+ * The data must start at a record boundary (the member's flag says so).
+ * *crc_out receives the CRC-32 of the uncompressed bytes (gzip's CRC).
+ * Returns 0, or -1 (out of memory). */
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
-                       size_t npieces, rs_buf *out, uint32_t *crc_out);
+                       size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out);
+
+/* The RS subfield: every member ringshard writes describes itself, so that
+ * a reader can list a file's members by hopping from header to header
+ * (no inflating) and split the file among MPI ranks (see reader.h,
+ * rs_input_units). Full description: docs/format.md. Byte layout of the
+ * member header, all integers little-endian (gzip's byte order):
+ *
+ *   offset size  field
+ *    0     2     1f 8b            gzip magic
+ *    2     1     08               CM = deflate
+ *    3     1     04               FLG = FEXTRA (no name, comment or HCRC)
+ *    4     4     0                MTIME (none: outputs are reproducible)
+ *    8     1     XFL              0
+ *    9     1     03               OS = Unix
+ *   10     2     32               XLEN: one subfield of 4 + 28 bytes
+ *   12     1     'R' (0x52)       SI1
+ *   13     1     'S' (0x53)       SI2
+ *   14     2     28               LEN of the payload
+ *   16     1     1                version
+ *   17     1     flags            bit 0: the data starts at a CSV record
+ *                                 boundary (always set by ringshard);
+ *                                 other bits 0, readers ignore them
+ *   18     2     0                reserved
+ *   20     8     size             the whole member in bytes, header to
+ *                                 trailer: the next member starts at
+ *                                 offset + size
+ *   28     8     lines            line ends in the uncompressed data: LF,
+ *                                 and CR not followed by LF (within the
+ *                                 member), as the CSV scanner counts lines
+ *   36     8     records          CSV records in the uncompressed data
+ *   44     ...   deflate data, then CRC-32 and ISIZE (4 + 4 bytes)
+ *
+ * A reader looks for SI1 SI2 = 'R' 'S' anywhere in the extra field (other
+ * subfields may come first) and accepts LEN >= 28 with version 1. */
+#define RS_MEMBER_SI1 'R'
+#define RS_MEMBER_SI2 'S'
+#define RS_MEMBER_VERSION 1
+#define RS_MEMBER_PAYLOAD 28
+#define RS_MEMBER_HEADER_LEN 44   /* as ringshard writes it */
+#define RS_MEMBER_BOUNDARY 1u     /* flags bit 0 */
+
+typedef struct {
+    uint64_t size, lines, records;
+    uint8_t version, flags;
+} rs_member_info;
+
+/* Parses the gzip member header at p[0..n): returns 1 with *mi filled when
+ * it is a gzip header whose extra field holds an RS subfield (version 1,
+ * LEN >= 28), 0 when it is not (no magic, no FEXTRA, no RS subfield, an
+ * unknown version, or n too short to hold the extra field: pass at least
+ * 12 + XLEN bytes). *hdr_need gets 12 + XLEN when the header has FEXTRA
+ * (else 0), so a caller can read more and ask again. */
+int rs_member_parse(const void *p, size_t n, rs_member_info *mi, size_t *hdr_need);
+
+/* Line ends in p[0..n) as the CSV scanner counts them: LF, and CR not
+ * followed by LF (a CR at the very end counts). */
+uint64_t rs_count_line_ends(const void *p, size_t n);
 
 void rs_deflater_free(rs_deflater *d);
 

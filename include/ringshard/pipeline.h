@@ -76,6 +76,11 @@ typedef struct {
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
                                     res->header_out still says what it would be) */
+    /* units (reader.h, rs_input_units): a batch never spans two. A cluster
+     * rank reads units [unit_lo, ...) of inputs[0] and [..., unit_hi) of
+     * inputs[ninputs - 1] (unit_hi 0: all); 0 and 0 read everything. */
+    uint32_t unit_lo, unit_hi;
+    uint64_t unit_bytes;         /* 0: rs_unit_bytes() */
 } rs_pipeline_opts;
 
 typedef struct {

@@ -26,6 +26,42 @@ typedef enum { RS_CODEC_AUTO = 0, RS_CODEC_ZLIB = 1 } rs_codec_choice;
  * (cannot open: RS_EXIT_IO). */
 rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err);
 
+/* Opens the byte range [offset, offset + length) of the file `path` (not
+ * standard input) as if it were the whole input: a range of whole gzip
+ * members (see rs_input_units). Messages give file offsets, not offsets
+ * in the range; rs_reader_consumed counts from the range's start. A range
+ * that ends inside a member is a truncated gzip stream (RS_EXIT_DATA). */
+rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
+                                rs_error *err);
+
+/* A UNIT of an input: what one batch sequence reads, and what MPI ranks
+ * share out (a rank takes whole units). A gzip file whose members all
+ * carry the RS subfield (deflate.h: ringshard's own outputs) is cut into
+ * units at member boundaries, independently of the number of ranks and
+ * threads: a new unit starts at the first member that starts at a record
+ * boundary at or after each multiple of the unit size (compressed bytes).
+ * Any other input (gzip from gzip, pigz or bgzip, plain CSV, a pipe,
+ * standard input, or a chain of RS headers that does not add up to the
+ * file) is one unit, the whole file, read as before. */
+typedef struct {
+    uint64_t offset, size;          /* compressed byte range in the file */
+    uint64_t line_base, record_base; /* line ends and records of the file before the unit */
+    uint64_t lines, records;        /* in the unit, from its members' headers */
+    int counted;                    /* 1: the counts come from RS headers (the
+                                       pipeline checks them); 0: a whole file */
+} rs_input_unit;
+
+/* The unit size: RINGSHARD_UNIT_BYTES from the environment when set (a
+ * testing knob: tests use tiny units), else 64 MiB. */
+uint64_t rs_unit_bytes(void);
+
+/* Lists the units of `path` ("-": standard input, one unit) by hopping
+ * from member header to member header with pread (nothing is inflated).
+ * *units is malloc'd (*n >= 1); *size gets the file's size (0 for a pipe).
+ * Returns 0, or -1 with err when the file cannot be opened (RS_EXIT_IO). */
+int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
+                   rs_error *err);
+
 /* Reads up to cap decompressed bytes into buf. Returns the number of bytes
  * (> 0), 0 at the end of the input, or -1 on error (err filled: corrupt or
  * truncated gzip is RS_EXIT_DATA and names the file and the compressed byte

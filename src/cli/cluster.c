@@ -3,11 +3,14 @@
  *
  * Why this shape. A single process writes, for every destination file, a
  * header and then one gzip member per batch that had rows for it, batches
- * in input order; a batch never spans two inputs, and its cut points
- * depend only on the input's bytes and --memory. So the member sequence of
- * one input is the same whoever processes it. Ranks therefore take
- * CONTIGUOUS ranges of inputs (balanced by size) and run the ordinary
- * threaded pipeline on their range, and the file for destination d is
+ * in input order; a batch never spans two inputs nor two units of one
+ * input (reader.h: ringshard's own gzip files are cut into units of whole
+ * members, any other input is one unit), and its cut points depend only
+ * on the unit's bytes and --memory. So the member sequence of one unit is
+ * the same whoever processes it. Ranks therefore take CONTIGUOUS ranges of
+ * (input, unit) work items (balanced by compressed size) and run the
+ * ordinary threaded pipeline on their range, and the file for destination
+ * d is
  *
  *     header | rows(rank 0, d) | piece(rank 1, d) | ... | piece(R-1, d)
  *
@@ -303,20 +306,23 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
     rs_buf_free(&rec);
 }
 
-/* Per-input statistics, as u64 fields, every rank's in input order. */
-enum { IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_FIELDS };
+/* Per-input statistics, as u64 fields, every rank's in input order. An
+ * input split into units among ranks appears on each of them: its counts
+ * are summed, its CRC-32s combined in rank (= unit) order. */
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_FIELDS };
 
-static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t n,
+static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo, size_t n,
                          rs_pipeline_result *res)
 {
     uint64_t *v = calloc(n ? n * IN_FIELDS : 1, sizeof *v);
     size_t *lens = calloc((size_t)rs_world_size(), sizeof *lens);
-    if (!v || !lens)
+    unsigned char *seen = calloc(o->ninputs ? o->ninputs : 1, 1);
+    if (!v || !lens || !seen)
         abort();
     for (size_t i = 0; i < n; i++) {
         const rs_input_stats *in = &mine->input[i];
         uint64_t *f = v + i * IN_FIELDS;
-        f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
+        f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
     }
     char *all;
@@ -324,17 +330,29 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
     size_t total = 0;
     for (int r = 0; r < rs_world_size(); r++)
         total += lens[r];
-    if (total != o->ninputs * IN_FIELDS * sizeof *v)
-        abort();  /* the ranges cover every input once */
-    for (size_t i = 0; i < o->ninputs; i++) {
+    for (size_t k = 0; k < total / sizeof(uint64_t[IN_FIELDS]); k++) {
         uint64_t f[IN_FIELDS];
-        memcpy(f, all + i * sizeof f, sizeof f);
-        res->input[i] = (rs_input_stats){o->inputs[i], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
-                                         f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC]};
+        memcpy(f, all + k * sizeof f, sizeof f);
+        if (f[IN_INDEX] >= o->ninputs)
+            abort();
+        rs_input_stats *in = &res->input[f[IN_INDEX]];
+        if (!seen[f[IN_INDEX]]) {
+            seen[f[IN_INDEX]] = 1;
+            *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
+                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC]};
+            continue;
+        }
+        in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
+        in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
+        in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
     }
+    for (size_t i = 0; i < o->ninputs; i++)
+        if (!seen[i])
+            abort();  /* the ranges cover every input */
     free(all);
     free(v);
     free(lens);
+    free(seen);
 }
 
 /* Rank 0 appends the other ranks' quarantine pieces, without their
@@ -370,6 +388,25 @@ static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
     return err->code ? -1 : 0;
 }
 
+/* Prints "rank R: items A-B, from INPUT byte N" (N: the first unit's
+ * offset in its input, from the weights: unit sizes, plus 4096 on each
+ * input's first unit). */
+static void show_range(const rs_pipeline_opts *o, const uint64_t *nunits, const uint64_t *w, int me, size_t ilo,
+                       size_t ihi)
+{
+    size_t item = 0;
+    for (size_t i = 0; i < o->ninputs; item += nunits[i], i++)
+        if (ilo < item + nunits[i]) {
+            uint64_t off = 0;
+            for (size_t k = item; k < ilo; k++)
+                off += w[k] - (k == item ? 4096 : 0);
+            fprintf(stderr, "ringshard: rank %d: items %zu-%zu, from %s byte %llu\n", me, ilo, ihi, o->inputs[i],
+                    (unsigned long long)off);
+            return;
+        }
+    fprintf(stderr, "ringshard: rank %d: nothing\n", me);
+}
+
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     int R = rs_world_size(), me = rs_world_rank();
@@ -380,28 +417,69 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     double t0 = rs_cli_now();
     uint32_t ndest = o->ndest;
 
-    /* Who reads what: sizes as rank 0 sees them, so every rank cuts the
-     * same ranges. A per-input constant keeps many empty files spread. */
-    uint64_t *w = calloc(o->ninputs ? o->ninputs : 1, sizeof *w);
-    if (!w)
-        abort();
-    for (size_t i = 0; i < o->ninputs; i++) {
+    /* Who reads what: work items are the inputs' units (reader.h: a file
+     * of ringshard gzip members is cut at member boundaries, any other
+     * input is one unit), listed by rank 0 so that every rank cuts the same
+     * ranges. A per-input constant keeps many empty files spread. */
+    for (size_t i = 0; i < o->ninputs; i++)
         if (!strcmp(o->inputs[i], "-"))
             rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
-        struct stat st;
-        if (me == 0)
-            w[i] = (stat(o->inputs[i], &st) == 0 ? (uint64_t)st.st_size : 0) + 4096;
+    uint64_t *nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *nunits);
+    uint64_t unit_bytes = rs_unit_bytes(), nitems = 0;
+    rs_buf wb = {0};
+    if (!nunits)
+        abort();
+    for (size_t i = 0; i < o->ninputs && me == 0; i++) {
+        rs_input_unit *u = NULL;
+        size_t n = 0;
+        uint64_t size;
+        rs_error e2 = {0};
+        if (rs_input_units(o->inputs[i], unit_bytes, &u, &n, &size, &e2) != 0)
+            n = 0;  /* the pipeline of the rank that reads it reports the error */
+        nunits[i] = n ? n : 1;
+        for (size_t k = 0; k < nunits[i]; k++) {
+            uint64_t wk = (n ? u[k].size : 0) + (k == 0 ? 4096 : 0);
+            if (rs_buf_append(&wb, &wk, sizeof wk) != 0)
+                abort();
+        }
+        free(u);
     }
-    rs_world_bcast(w, o->ninputs * sizeof *w, 0);
-    size_t lo, hi;
-    rs_cluster_partition(w, o->ninputs, R, me, &lo, &hi);
-    free(w);
+    rs_world_bcast(&unit_bytes, sizeof unit_bytes, 0);
+    rs_world_bcast(nunits, o->ninputs * sizeof *nunits, 0);
+    for (size_t i = 0; i < o->ninputs; i++)
+        nitems += nunits[i];
+    if (me != 0 && rs_buf_reserve(&wb, nitems * sizeof(uint64_t)) != 0)
+        abort();
+    rs_world_bcast(wb.data, nitems * sizeof(uint64_t), 0);
+    size_t ilo, ihi;
+    rs_cluster_partition((const uint64_t *)wb.data, nitems, R, me, &ilo, &ihi);
+    if (getenv("RINGSHARD_SHOW_RANGES"))  /* a testing knob: where each rank starts */
+        show_range(o, nunits, (const uint64_t *)wb.data, me, ilo, ihi);
+    rs_buf_free(&wb);
+    /* items [ilo, ihi) -> inputs [lo, hi), from unit ulo of the first to
+     * unit uhi (exclusive) of the last */
+    size_t lo = 0, hi = 0;
+    uint32_t ulo = 0, uhi = 0;
+    for (size_t i = 0, first = 0; i < o->ninputs; first += nunits[i], i++) {
+        if (ilo >= first && ilo < first + nunits[i])
+            lo = i, ulo = (uint32_t)(ilo - first);
+        if (ihi > first && ihi <= first + nunits[i])
+            hi = i + 1, uhi = (uint32_t)(ihi - first);
+    }
+    if (ihi == ilo) {  /* nothing for this rank (ranges past the last one) */
+        lo = hi = o->ninputs;
+        ulo = uhi = 0;
+    }
+    free(nunits);
     if (rs_world_agree(err) != 0)
         return -1;
 
     rs_pipeline_opts local = *o;
     local.inputs = o->inputs + lo;
     local.ninputs = hi - lo;
+    local.unit_lo = ulo;
+    local.unit_hi = uhi;
+    local.unit_bytes = unit_bytes;
     local.no_header = me != 0;  /* rank 0 writes the files themselves, header first */
     local.input_base = (uint32_t)lo;
     local.progress = o->progress && me == 0;
@@ -461,7 +539,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         goto done;
 
     /* Statistics: sums, scans and the rank-ordered CRC. */
-    merge_inputs(o, &mine, local.ninputs, res);
+    merge_inputs(o, &mine, lo, local.ninputs, res);
     uint64_t tot[3] = {mine.rows, mine.bytes, mine.rejected};
     rs_world_sum_u64(tot, 3);
     res->rows = tot[0], res->bytes = tot[1], res->rejected = tot[2];

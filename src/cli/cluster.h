@@ -26,17 +26,18 @@ int rs_cluster_outdir_end(rs_outdir *od, rs_error *err);
  * ranks only release *od. Not collective: call it on every rank. */
 void rs_cluster_outdir_abort(rs_outdir *od);
 
-/* rs_pipeline_run across the ranks. The inputs are divided into contiguous
- * ranges, balanced by size on disk (compressed size for gzip); each rank
+/* rs_pipeline_run across the ranks. The inputs' units (reader.h: whole
+ * files, or member ranges of ringshard's own gzip files) are divided into
+ * contiguous ranges, balanced by size on disk (compressed size); each rank
  * runs the threaded pipeline on its range: rank 0 into the destination
  * files themselves, the others into a piece file beside each, copied after
  * rank 0's part at offsets from an exclusive scan of the piece sizes, so
  * that each file holds its rows in input order exactly as a single process
  * writes it. Statistics
- * are merged (sums, per-input lists, CRC-32s concatenated in rank order)
- * and are the same on every rank. A quarantine file is assembled the same
+ * are merged (sums, per-input lists - an input split among ranks summed -,
+ * CRC-32s concatenated in rank order) and are the same on every rank. A quarantine file is assembled the same
  * way. Routers see global input indexes (opts->input_base). Collective; on failure -1 on every rank with the error of the
- * lowest failing rank (the first in input order). Standard input ("-")
+ * lowest failing rank (the first in (input, unit) order). Standard input ("-")
  * cannot be divided: with more than one rank it is an error. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
 

@@ -156,6 +156,7 @@ typedef struct {
     rs_deflater *dz;
     rs_buf chunk, member;
     uint64_t rows, bytes, file_bytes;
+    uint64_t chunk_rows;    /* rows in chunk: the member's record count */
     uint32_t crc;
 } owriter;
 
@@ -167,7 +168,7 @@ static int ow_write(owriter *w, const void *p, size_t n, rs_error *err)
     return 0;
 }
 
-static int ow_member(owriter *w, const char *p, size_t n, uint32_t *crc, rs_error *err)
+static int ow_member(owriter *w, const char *p, size_t n, uint64_t records, uint32_t *crc, rs_error *err)
 {
     if (!w->compress) {
         *crc = rs_crc32(0, p, n);
@@ -176,7 +177,7 @@ static int ow_member(owriter *w, const char *p, size_t n, uint32_t *crc, rs_erro
     const void *pieces[1] = {p};
     size_t lens[1] = {n};
     w->member.len = 0;
-    if (rs_deflater_member(w->dz, pieces, lens, 1, &w->member, crc) != 0)
+    if (rs_deflater_member(w->dz, pieces, lens, 1, records, &w->member, crc) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory compressing %s", w->path);
     return ow_write(w, w->member.data, w->member.len, err);
 }
@@ -186,8 +187,9 @@ static int ow_flush(owriter *w, rs_error *err)
     if (!w->chunk.len)
         return 0;
     uint32_t c;
-    if (ow_member(w, w->chunk.data, w->chunk.len, &c, err) != 0)
+    if (ow_member(w, w->chunk.data, w->chunk.len, w->chunk_rows, &c, err) != 0)
         return -1;
+    w->chunk_rows = 0;
     w->crc = rs_crc32_combine(w->crc, c, w->chunk.len);
     w->bytes += w->chunk.len;
     w->chunk.len = 0;
@@ -215,7 +217,7 @@ static int ow_header(owriter *w, const char *h, size_t n, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     uint32_t c;
-    int rc = ow_member(w, line.data, line.len, &c, err);
+    int rc = ow_member(w, line.data, line.len, 1, &c, err);
     rs_buf_free(&line);
     return rc;
 }
@@ -225,6 +227,7 @@ static int ow_row(owriter *w, const char *row, size_t n, rs_error *err)
     if (rs_buf_append(&w->chunk, row, n) != 0 || rs_buf_append(&w->chunk, "\n", 1) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     w->rows++;
+    w->chunk_rows++;
     if (w->chunk.len >= RS_DEDUP_CHUNK)
         return ow_flush(w, err);
     return 0;

@@ -3,11 +3,17 @@
  * ISA-L (when built with it and the codec is RS_CODEC_AUTO): gzip levels 0-3
  * are ISA-L levels 0-3, 4-9 are ISA-L level 3. ISA-L level 0 still compresses
  * (it has no "store" level). zlib: the level as given (0 stores).
- * The member's CRC-32 is read back from its trailer, so it costs no extra pass. */
+ * The member's CRC-32 is read back from its trailer, so it costs no extra pass.
+ *
+ * Every member starts with ringshard's own 44-byte header carrying the RS
+ * extra subfield (layout in deflate.h, docs/format.md): the libraries write
+ * the deflate data and (ISA-L) the trailer only, and the member's size is
+ * patched into the header once it is known. */
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <emmintrin.h>
 #include <zlib.h>
 
 #include "rs_config.h"
@@ -60,7 +66,7 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
             goto fail;
         isal_deflate_init(d->is);
         d->is->level = (uint32_t)il;
-        d->is->gzip_flag = IGZIP_GZIP;
+        d->is->gzip_flag = IGZIP_GZIP_NO_HDR;
         d->is->hist_bits = 0;
         if (bufsz[il] > 0) {
             d->level_buf = calloc(1, bufsz[il]);  /* level 3 reads its hash map before writing it (valgrind) */
@@ -74,7 +80,8 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 #else
     (void)codec;
 #endif
-    if (deflateInit2(&d->zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    /* raw deflate: the header and trailer are ours (see member_zlib) */
+    if (deflateInit2(&d->zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
         goto fail;
     d->zs_live = true;
     return d;
@@ -109,16 +116,115 @@ static uint32_t get_le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+static uint64_t get_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void put_le(unsigned char *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+uint64_t rs_count_line_ends(const void *buf, size_t n)
+{
+    const char *p = buf;
+    uint64_t c = 0;
+    size_t i = 0;
+    /* LFs 16 bytes at a time (as count_quotes in the pipeline): cmpeq gives
+     * 0xFF per LF, 0 - that is 1, psadbw sums, flushed every 255 blocks. */
+    const __m128i lf = _mm_set1_epi8('\n'), zero = _mm_setzero_si128();
+    while (i + 16 <= n) {
+        __m128i acc = zero;
+        size_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
+        for (; i + 16 <= stop; i += 16)
+            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(p + i)), lf));
+        __m128i sums = _mm_sad_epu8(acc, zero);
+        c += (uint64_t)_mm_cvtsi128_si64(sums) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
+    }
+    for (; i < n; i++)
+        c += p[i] == '\n';
+    /* lone CRs: rare in CSV, so memchr skips most of the data */
+    for (const char *s = p, *e = p + n, *q; s < e && (q = memchr(s, '\r', (size_t)(e - s))) != NULL; s = q + 1)
+        c += q + 1 == e || q[1] != '\n';
+    return c;
+}
+
+/* The line ends of the pieces' concatenation: a CR ending one piece and an
+ * LF starting the next non-empty one are a single CRLF. */
+static uint64_t count_pieces(const void *const *pieces, const size_t *lens, size_t npieces)
+{
+    uint64_t c = 0;
+    int cr_end = 0;
+    for (size_t k = 0; k < npieces; k++) {
+        if (lens[k] == 0)
+            continue;
+        const char *p = pieces[k];
+        c += rs_count_line_ends(p, lens[k]);
+        c -= cr_end && p[0] == '\n';
+        cr_end = p[lens[k] - 1] == '\r';
+    }
+    return c;
+}
+
+/* Appends the member header (deflate.h) with size 0: patched at the end. */
+static int write_header(rs_buf *out, uint64_t lines, uint64_t records)
+{
+    unsigned char h[RS_MEMBER_HEADER_LEN] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 3};
+    put_le(h + 10, 4 + RS_MEMBER_PAYLOAD, 2);
+    h[12] = RS_MEMBER_SI1;
+    h[13] = RS_MEMBER_SI2;
+    put_le(h + 14, RS_MEMBER_PAYLOAD, 2);
+    h[16] = RS_MEMBER_VERSION;
+    h[17] = RS_MEMBER_BOUNDARY;
+    put_le(h + 28, lines, 8);
+    put_le(h + 36, records, 8);
+    return rs_buf_append(out, h, sizeof h);
+}
+
+int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_need)
+{
+    const unsigned char *p = buf;
+    *hdr_need = 0;
+    if (n < 12 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 || !(p[3] & 4))
+        return 0;
+    size_t xlen = (size_t)get_le(p + 10, 2);
+    *hdr_need = 12 + xlen;
+    if (n < 12 + xlen)
+        return 0;
+    /* subfields: SI1 SI2 LEN(2) payload */
+    for (size_t at = 12; at + 4 <= 12 + xlen;) {
+        size_t len = (size_t)get_le(p + at + 2, 2);
+        if (at + 4 + len > 12 + xlen)
+            return 0;  /* malformed extra field */
+        if (p[at] == RS_MEMBER_SI1 && p[at + 1] == RS_MEMBER_SI2) {
+            const unsigned char *q = p + at + 4;
+            if (len < RS_MEMBER_PAYLOAD || q[0] != RS_MEMBER_VERSION)
+                return 0;
+            mi->version = q[0];
+            mi->flags = q[1];
+            mi->size = get_le(q + 4, 8);
+            mi->lines = get_le(q + 12, 8);
+            mi->records = get_le(q + 20, 8);
+            return 1;
+        }
+        at += 4 + len;
+    }
+    return 0;
+}
+
 #if RS_HAVE_ISAL
 static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, rs_buf *out)
 {
     struct isal_zstream *s = d->is;
     isal_deflate_reset(s);  /* keeps level, level_buf, gzip_flag and end_of_stream */
-    /* isal_deflate turns gzip_flag IGZIP_GZIP into IGZIP_GZIP_NO_HDR once it
-     * has written the header, and reset keeps it: without this line every
-     * member after the first would lack its gzip header. */
-    s->gzip_flag = IGZIP_GZIP;
+    /* deflate data and the gzip trailer: the header is ours (write_header) */
+    s->gzip_flag = IGZIP_GZIP_NO_HDR;
     s->end_of_stream = 0;
     s->flush = NO_FLUSH;
 
@@ -221,25 +327,38 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
             left -= chunk;
         }
         if (final)
-            return 0;
+            break;
     }
+    /* the gzip trailer: CRC-32 and ISIZE (length mod 2^32), little-endian */
+    uint32_t crc = 0;
+    uint64_t total = 0;
+    for (size_t k = 0; k < npieces; k++) {
+        crc = rs_crc32(crc, pieces[k], lens[k]);
+        total += lens[k];
+    }
+    unsigned char t[8];
+    put_le(t, crc, 4);
+    put_le(t + 4, total, 4);
+    return rs_buf_append(out, t, sizeof t);
 }
 
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
-                       size_t npieces, rs_buf *out, uint32_t *crc_out)
+                       size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out)
 {
     size_t start = out->len;
-    int rc;
+    int rc = write_header(out, count_pieces(pieces, lens, npieces), records);
 #if RS_HAVE_ISAL
-    if (d->use_isal)
+    if (rc == 0 && d->use_isal)
         rc = member_isal(d, pieces, lens, npieces, out);
     else
 #endif
+    if (rc == 0)
         rc = member_zlib(d, pieces, lens, npieces, out);
     if (rc != 0) {
         out->len = start;  /* no partial member */
         return -1;
     }
+    put_le((unsigned char *)out->data + start + 20, out->len - start, 8);
     if (crc_out)
         *crc_out = get_le32((const unsigned char *)out->data + out->len - 8);
     return 0;

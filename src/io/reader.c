@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "rs_config.h"
+#include "ringshard/deflate.h"
 #include "ringshard/reader.h"
 #include "io/io_internal.h"
 
@@ -50,7 +51,9 @@ struct rs_reader {
     size_t in_cap;
     unsigned char *in_next;  /* unconsumed input */
     size_t in_avail;
-    uint64_t in_total;       /* bytes read from fd so far */
+    uint64_t in_total;       /* file offset after the bytes read from fd so far */
+    uint64_t range_start;    /* rs_reader_open_range: the range's first byte, else 0 */
+    uint64_t range_end;      /* the range's end, or UINT64_MAX (read to EOF) */
     bool eof;
 
     bool started;            /* format detected */
@@ -120,7 +123,10 @@ static int fill(rs_reader *r, rs_error *err)
     r->in_next = r->in;
     if (r->in_avail == r->in_cap)
         return 0;
-    ssize_t k = read_fd(r->fd, r->in + r->in_avail, r->in_cap - r->in_avail);
+    size_t want = r->in_cap - r->in_avail;
+    if (r->range_end - r->in_total < want)
+        want = (size_t)(r->range_end - r->in_total);
+    ssize_t k = want ? read_fd(r->fd, r->in + r->in_avail, want) : 0;
     if (k < 0) {
         int e = errno;
         fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
@@ -150,6 +156,7 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
         goto fail;
     }
     r->in_next = r->in;
+    r->range_end = UINT64_MAX;
 #if RS_HAVE_ISAL
     r->use_isal = codec == RS_CODEC_AUTO;
 #else
@@ -182,9 +189,26 @@ fail:
     return NULL;
 }
 
+rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
+                                rs_error *err)
+{
+    rs_reader *r = rs_reader_open(path, codec, err);
+    if (r == NULL)
+        return NULL;
+    if (offset > 0 && lseek(r->fd, (off_t)offset, SEEK_SET) != (off_t)offset) {
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot seek to byte offset %llu: %s", r->name,
+                     (unsigned long long)offset, strerror(errno));
+        rs_reader_close(r);
+        return NULL;
+    }
+    r->in_total = r->range_start = r->member_start = offset;
+    r->range_end = offset + length;
+    return r;
+}
+
 int rs_reader_set_block_size(rs_reader *r, size_t block)
 {
-    if (r->started || r->in_total != 0 || block < 2)
+    if (r->started || r->in_total != r->range_start || block < 2)
         return -1;
     unsigned char *p = realloc(r->in, block);
     if (p == NULL)
@@ -491,7 +515,7 @@ static int detect(rs_reader *r, rs_error *err)
 static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
 {
     if (r->in_avail == 0 && !r->eof) {
-        if (cap >= RS_PLAIN_DIRECT) {
+        if (cap >= RS_PLAIN_DIRECT && r->range_end == UINT64_MAX) {
             ssize_t k = read_fd(r->fd, buf, cap);
             if (k < 0) {
                 int e = errno;
@@ -594,7 +618,7 @@ ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err)
 
 uint64_t rs_reader_consumed(const rs_reader *r)
 {
-    return consumed(r);
+    return consumed(r) - r->range_start;
 }
 
 uint64_t rs_reader_size(const rs_reader *r)
@@ -621,4 +645,124 @@ void rs_reader_close(rs_reader *r)
     free(r->in);
     free(r->name);
     free(r);
+}
+
+/* ---- units ------------------------------------------------------------- */
+
+uint64_t rs_unit_bytes(void)
+{
+    const char *e = getenv("RINGSHARD_UNIT_BYTES");
+    if (e && *e) {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 10);
+        if (*end == '\0' && v > 0)
+            return v;
+    }
+    return (uint64_t)64 << 20;
+}
+
+static ssize_t pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return k < 0 ? -1 : (ssize_t)got;
+        got += (size_t)k;
+    }
+    return (ssize_t)got;
+}
+
+/* The member chain of a file of `size` bytes: appends its units to *u.
+ * Returns 1 when every member from offset 0 carries an RS subfield and the
+ * sizes end exactly at the end of the file, 0 otherwise (not splittable),
+ * -1 when out of memory. */
+static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u, size_t *n)
+{
+    unsigned char *h = malloc(12 + 65535);
+    size_t cap = 0;
+    uint64_t off = 0, lines = 0, records = 0, next_cut = unit;
+    int ok = h != NULL ? 1 : -1;
+    *n = 0;
+    while (ok == 1 && off < size) {
+        rs_member_info mi;
+        size_t need = 0;
+        ssize_t k = pread_all(fd, h, RS_MEMBER_HEADER_LEN, off);
+        if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
+                       (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
+                        rs_member_parse(h, need, &mi, &need) != 1))) {
+            ok = 0;  /* no RS subfield here: gzip from another tool, or garbage */
+            break;
+        }
+        /* a member holds at least its header, an empty deflate block and
+         * the trailer; it must end inside the file */
+        if (mi.size < need + 2 + 8 || mi.size > size - off) {
+            ok = 0;
+            break;
+        }
+        if (*n == 0 || (off >= next_cut && (mi.flags & RS_MEMBER_BOUNDARY))) {
+            if (*n == cap) {
+                cap = cap ? 2 * cap : 16;
+                rs_input_unit *g = realloc(*u, cap * sizeof *g);
+                if (!g) {
+                    ok = -1;
+                    break;
+                }
+                *u = g;
+            }
+            (*u)[(*n)++] = (rs_input_unit){off, 0, lines, records, 0, 0, 1};
+            next_cut = (off / unit + 1) * unit;
+        }
+        rs_input_unit *cur = &(*u)[*n - 1];
+        cur->size += mi.size;
+        cur->lines += mi.lines;
+        cur->records += mi.records;
+        lines += mi.lines;
+        records += mi.records;
+        off += mi.size;
+    }
+    free(h);
+    return ok;
+}
+
+int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
+                   rs_error *err)
+{
+    *units = NULL;
+    *n = 0;
+    *size = 0;
+    int fd = -1;
+    if (strcmp(path, "-") != 0) {
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+            *size = (uint64_t)st.st_size;
+        else if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+            close(fd);
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
+        }
+    }
+    int ok = 0;
+    if (fd >= 0 && *size > 0)
+        ok = list_members(fd, *size, unit_bytes ? unit_bytes : 1, units, n);
+    if (fd >= 0)
+        close(fd);
+    if (ok < 0) {
+        free(*units);
+        *units = NULL;
+        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory listing gzip members", path);
+    }
+    if (ok == 0) {  /* one unit: the whole input, read as a stream */
+        free(*units);
+        *units = malloc(sizeof **units);
+        if (!*units)
+            return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+        **units = (rs_input_unit){0, *size, 0, 0, 0, 0, 0};
+        *n = 1;
+    }
+    return 0;
 }

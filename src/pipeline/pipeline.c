@@ -6,7 +6,14 @@
  * byte-identical for any thread count. So:
  *
  *  - The input is cut into BATCHES (up to --memory/8, at most 64 MiB) of
- *    whole records. A batch never spans two inputs and ends at a record
+ *    whole records. A batch never spans two inputs, nor two UNITS of one
+ *    input (reader.h: byte ranges of ringshard's own gzip members, which
+ *    MPI ranks share out; any other input is one unit), so the batches -
+ *    hence the output's members - do not depend on who reads which unit.
+ *    Each unit is read as its own byte range; one after the first takes
+ *    the header from the file's start and numbers lines and records from
+ *    its base (the member headers' counts), checked when the unit ends.
+ *    A batch ends at a record
  *    boundary: quote parity is counted from the batch start (always a
  *    boundary) with a vectorised quote count, and the incomplete last
  *    record is carried into the next batch. Each batch is also cut into
@@ -105,6 +112,14 @@ typedef struct {
     size_t seg[RS_SEGMENTS + 1];
     int end;                /* no more batches */
     rs_error err;           /* the reader failed before this batch */
+    /* units (reader.h): a batch never spans two */
+    uint32_t unit;          /* of the input */
+    int unit_first;         /* the unit's first batch: numbering starts at
+                               line_base and record_base (units after the first) */
+    int unit_last;          /* its last batch: check the counts after the merge */
+    uint64_t line_base, record_base;
+    const rs_input_unit *u; /* the unit (NULL: a whole input, nothing to check) */
+    uint64_t hdr_records;   /* records before the data: blank lines and the header */
 } batch;
 
 typedef struct {
@@ -114,6 +129,11 @@ typedef struct {
     size_t cap;
     /* the producer's position */
     uint32_t next_input;
+    uint32_t unit;          /* of next_input */
+    int unit_last_sent;     /* a batch of this unit was marked unit_last */
+    uint64_t hdr_records;   /* of next_input, see batch */
+    rs_input_unit **units;  /* per input */
+    size_t *nunits;
     rs_reader *rd;
     int eof;
     rs_buf carry;           /* the incomplete last record of the last batch */
@@ -290,7 +310,8 @@ static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
 
 /* Reads the header record of input i at b->data[0..len), reading more as
  * needed. Returns bytes consumed (0 if the input is empty), -1 on error. */
-static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, rs_error *err)
+static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, uint64_t *records,
+                           rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
     const char *path = o->inputs[i];
@@ -319,6 +340,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: malformed header: %s (field %u)", path,
                                 (unsigned long long)*lines + 1, fault.what, fault.field);
         *lines += rec.lines;
+        ++*records;
         if (rec.nfields == 0) {  /* blank line before the header */
             off += rec.consumed;
             continue;
@@ -365,9 +387,88 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
     }
 }
 
-/* Produces the next batch into b: records of one input, ending at a
- * record boundary (its incomplete last record waits in s->carry), or sets
- * b->end after the last input, or b->err. One thread at a time. */
+/* The units of input i this run reads: [unit_from, unit_to). A cluster
+ * rank's range may start and end inside a file (opts unit_lo, unit_hi). */
+static uint32_t unit_from(const pipe_state *s, uint32_t i)
+{
+    return i == 0 ? s->o->unit_lo : 0;
+}
+
+static uint32_t unit_to(const pipe_state *s, uint32_t i)
+{
+    uint32_t n = (uint32_t)s->nunits[i];
+    return i + 1 == s->o->ninputs && s->o->unit_hi && s->o->unit_hi < n ? s->o->unit_hi : n;
+}
+
+/* Moves the producer to the next unit (or input) after the current one. */
+static void next_unit(pipe_state *s)
+{
+    if (++s->unit < unit_to(s, s->next_input))
+        return;
+    s->next_input++;
+    s->unit = s->next_input < s->o->ninputs ? unit_from(s, s->next_input) : 0;
+}
+
+/* Opens unit s->unit of input i into s->rd, with its header handled:
+ * the first unit reads the header as a whole input does; a later one reads
+ * it from the start of the file (for the key columns and the comparison
+ * with other inputs' headers) and continues the numbering from the unit's
+ * base, so that every message is the one a whole-file read gives.
+ * 0 or -1 with err. */
+static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    const rs_input_unit *u = &s->units[i][s->unit];
+    const char *path = o->inputs[i];
+    s->eof = 0;
+    s->carry.len = 0;
+    s->unit_last_sent = 0;
+    b->len = 0;
+    b->unit_first = 1;
+    s->hdr_records = 0;
+    if (s->unit > 0) {
+        uint64_t lines = 0;
+        if (o->header) {
+            rs_reader *hr = rs_reader_open(path, o->codec, err);
+            ssize_t h = hr ? read_header(s, hr, b, i, &lines, &s->hdr_records, err) : -1;
+            rs_reader_close(hr);
+            b->len = 0;
+            if (h < 0)
+                return -1;
+            if (lines > u->line_base)
+                return rs_error_set(err, RS_EXIT_DATA,
+                                    "%s: the header (line %llu) is not in the first gzip members (it ends past "
+                                    "the unit at byte offset %llu)",
+                                    path, (unsigned long long)lines, (unsigned long long)u->offset);
+        } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
+            return -1;
+        }
+        b->line_base = u->line_base;
+        b->record_base = u->record_base - s->hdr_records;
+    }
+    s->rd = u->counted ? rs_reader_open_range(path, o->codec, u->offset, u->size, err)
+                       : rs_reader_open(path, o->codec, err);
+    if (!s->rd)
+        return -1;
+    if (s->unit == 0 && o->header) {
+        uint64_t lines = 0;
+        ssize_t h = read_header(s, s->rd, b, i, &lines, &s->hdr_records, err);
+        if (h < 0)
+            return -1;
+        memmove(b->data, b->data + h, b->len - (size_t)h);
+        b->len -= (size_t)h;
+        b->start_line = lines;
+    } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Produces the next batch into b: records of one unit of one input, ending
+ * at a record boundary (its incomplete last record waits in s->carry), or
+ * sets b->end after the last input, or b->err. One thread at a time. A
+ * unit whose counts are to be checked ends with a batch marked unit_last,
+ * an empty one if need be. */
 static void produce(pipe_state *s, batch *b)
 {
     const rs_pipeline_opts *o = s->o;
@@ -376,6 +477,7 @@ static void produce(pipe_state *s, batch *b)
     b->end = 0;
     b->err.code = 0;
     b->start_line = 0;
+    b->unit_first = b->unit_last = 0;
     for (;;) {
         uint32_t i = s->next_input;
         if (!s->rd) {
@@ -383,29 +485,19 @@ static void produce(pipe_state *s, batch *b)
                 b->end = 1;
                 return;
             }
-            s->rd = rs_reader_open(o->inputs[i], o->codec, &err);
-            if (!s->rd)
+            if (open_unit(s, b, i, &err) != 0)
                 goto fail;
-            s->eof = 0;
-            s->carry.len = 0;
-            b->len = 0;
-            if (o->header) {
-                uint64_t lines = 0;
-                ssize_t h = read_header(s, s->rd, b, i, &lines, &err);
-                if (h < 0)
-                    goto fail;
-                memmove(b->data, b->data + h, b->len - (size_t)h);
-                b->len -= (size_t)h;
-                b->start_line = lines;
-            } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, o->inputs[i], &err) != 0) {
-                goto fail;
-            }
         } else {
             if (s->carry.len)
                 memcpy(b->data, s->carry.data, s->carry.len);
             b->len = s->carry.len;
             s->carry.len = 0;
         }
+        const rs_input_unit *u = &s->units[i][s->unit];
+        b->input = i;
+        b->unit = s->unit;
+        b->u = u->counted ? u : NULL;
+        b->hdr_records = s->hdr_records;
         while (!s->eof && b->len < s->cap) {
             ssize_t n = rs_reader_read(s->rd, b->data + b->len, s->cap - b->len, &err);
             if (n < 0)
@@ -419,11 +511,18 @@ static void produce(pipe_state *s, batch *b)
                 goto fail;
             }
         }
-        if (b->len == 0 && s->eof) {  /* this input is done */
+        if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
             rs_reader_close(s->rd);
             s->rd = NULL;
-            s->next_input++;
+            int check = u->counted && !s->unit_last_sent;
+            next_unit(s);
+            if (check) {  /* a unit without data rows: its counts are checked all the same */
+                b->unit_last = 1;
+                memset(b->seg, 0, sizeof b->seg);
+                return;
+            }
+            b->unit_first = 0;
             continue;
         }
         int by_records = o->bad_rows != RS_BAD_ROW_FAIL;
@@ -439,7 +538,8 @@ static void produce(pipe_state *s, batch *b)
             goto fail;
         }
         b->len = cut;
-        b->input = i;
+        b->unit_last = s->eof && s->carry.len == 0;
+        s->unit_last_sent |= b->unit_last;
         if (!by_records)
             cut_segments(b);
         return;
@@ -647,9 +747,8 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
         /* skip / quarantine: the batch was cut with the same rule */
         size_t step = bad_record_end(&o->dialect, base + pos, end - pos, fault.offset, 1);
         size_t next = pos + (step ? step : end - pos);
-        uint64_t nl = 0;
-        for (size_t i = pos; i < next; i++)
-            nl += base[i] == '\n';
+        /* line ends as the scanner and the RS headers count them */
+        uint64_t nl = rs_count_line_ends(base + pos, next - pos);
         if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
             /* line and record are relative to this thread's range until
              * the batch is done (see write_quarantine) */
@@ -806,7 +905,7 @@ static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d,
         pieces[0] = first->data;
         lens[0] = first->len;
         member->len = 0;
-        if (rs_deflater_member(dz, pieces, lens, 1, member, &crc) != 0)
+        if (rs_deflater_member(dz, pieces, lens, 1, rows, member, &crc) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory while compressing");
         rc = dest_write(o, df, d, member->data, member->len, err);
     } else {
@@ -872,7 +971,7 @@ int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t
     const void *pieces[1] = {line};
     size_t lens[1] = {len};
     uint32_t crc;
-    int rc = dz && rs_deflater_member(dz, pieces, lens, 1, out, &crc) == 0 ? 0 : -1;
+    int rc = dz && rs_deflater_member(dz, pieces, lens, 1, len ? 1 : 0, out, &crc) == 0 ? 0 : -1;
     rs_deflater_free(dz);
     return rc;
 }
@@ -891,6 +990,30 @@ static int write_headers(const rs_pipeline_opts *o, const rs_buf *line, dest_fil
         rc = dest_write(o, &df[d], d, bytes.data, bytes.len, err);
     rs_buf_free(&bytes);
     return rc;
+}
+
+/* After the last batch of a unit with RS member headers: the line ends and
+ * records the team counted must be what the headers declared, else the
+ * headers lie (a corrupt or hand-edited file), and so would every line
+ * number of a later unit read on its own. 0, or -1 with err. */
+static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t *input_lines,
+                      const uint64_t *input_records, rs_error *err)
+{
+    const rs_input_unit *u = b->u;
+    if (!u)
+        return 0;
+    /* input_records excludes what precedes the data (blank lines, header) */
+    uint64_t lines = input_lines[b->input] - u->line_base;
+    uint64_t records = input_records[b->input] + b->hdr_records - u->record_base;
+    if (lines == u->lines && records == u->records)
+        return 0;
+    return rs_error_set(err, RS_EXIT_DATA,
+                        "%s: the gzip members at byte offsets %llu to %llu declare %llu lines and %llu records "
+                        "in their RS headers but hold %llu lines and %llu records (corrupt or altered member "
+                        "headers)",
+                        o->inputs[b->input], (unsigned long long)u->offset,
+                        (unsigned long long)(u->offset + u->size), (unsigned long long)u->lines,
+                        (unsigned long long)u->records, (unsigned long long)lines, (unsigned long long)records);
 }
 
 static void progress_line(pipe_state *s, double t0, int final)
@@ -959,20 +1082,25 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     }
     for (uint32_t d = 0; d < ndest; d++)
         df[d].fd = -1;
+    s.units = calloc(o->ninputs ? o->ninputs : 1, sizeof *s.units);
+    s.nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *s.nunits);
+    if (!s.units || !s.nunits) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto done;
+    }
+    uint64_t unit_bytes = o->unit_bytes ? o->unit_bytes : rs_unit_bytes();
     for (size_t i = 0; i < o->ninputs; i++) {
         res->input[i].path = o->inputs[i];
-        if (strcmp(o->inputs[i], "-") != 0) {
-            rs_error e2 = {0};
-            rs_reader *rd = rs_reader_open(o->inputs[i], o->codec, &e2);
-            if (!rd) {
-                rs_error_set(err, e2.code, "%s", e2.msg);
-                goto done;
-            }
-            res->input[i].size = rs_reader_size(rd);
-            s.total_size += res->input[i].size;
-            rs_reader_close(rd);
-        }
+        if (rs_input_units(o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i], &res->input[i].size, err) != 0)
+            goto done;
+        s.total_size += res->input[i].size;
     }
+    /* a cluster rank's range names existing units and is not empty */
+    if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && unit_to(&s, 0) <= o->unit_lo))) {
+        rs_error_set(err, RS_EXIT_IO, "internal error: unit range %u..%u of %s", o->unit_lo, o->unit_hi, o->inputs[0]);
+        goto done;
+    }
+    s.unit = o->ninputs ? o->unit_lo : 0;
     if (o->dest_paths && open_dests(o, df, err) != 0)
         goto done;
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
@@ -1046,6 +1174,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
          * and checks for errors in input order; then all compress and
          * write. The producer joins whatever step is under way when it is
          * done: no barrier waits for it before the end of the region. */
+        if (b->unit_first && b->unit > 0) {  /* numbering continues from the unit's base */
+            input_lines[b->input] = b->line_base;
+            input_records[b->input] = b->record_base;
+        }
         input_lines[b->input] += b->start_line;
         for (int g = 0; g < G; g++) {
             thread_acc *a = &acc[g];
@@ -1101,7 +1233,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
             break;
         }
-        if (failed) {
+        if (failed || (b->unit_last && check_unit(o, b, input_lines, input_records, err) != 0)) {
             res->fail_input = b->input;
             break;
         }
@@ -1143,6 +1275,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
 done:
     if (s.rd)
         rs_reader_close(s.rd);
+    for (size_t i = 0; s.units && i < o->ninputs; i++)
+        free(s.units[i]);
+    free(s.units);
+    free(s.nunits);
     rs_buf_free(&s.carry);
     if (quarantine)
         fclose(quarantine);
