@@ -72,6 +72,25 @@ static void make_good_csv(void)
     PREP("python3 -c \"open('good.csv','w').write('id,v\\n' + ''.join('%%d,val%%d\\n' %% (i, i) for i in range(20000)))\"");
 }
 
+/* ---- memory -------------------------------------------------------------- */
+
+/* A bucket buffer that cannot grow fails the run (exit 1, nothing
+ * published) instead of losing rows: with one node every row goes to one
+ * buffer, which must double past 8 KiB, and tests/failalloc.c makes that
+ * realloc fail. */
+Test(faults, out_of_memory_while_scattering_rows_fails_cleanly)
+{
+    make_good_csv();
+    const char *pre = "LD_PRELOAD=\"" RS_FAILALLOC "\" RS_FAIL_REALLOC_MIN=8192 "
+                      "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\"";
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s \"$RS\" bucket --quiet --nodes 1 --compress none --force -o out good.csv", pre);
+    expect_failure(1, cmd, "out of memory for the rows of a batch", NULL);
+    PREP("rm -r out");
+    snprintf(cmd, sizeof cmd, "%s \"$RS\" bucket --quiet --nodes 1 --keys-only --compress none --force -o out good.csv", pre);
+    expect_failure(1, cmd, "out of memory for the rows of a batch", NULL);
+}
+
 Test(faults, gzip_flipped_bytes_in_the_middle)
 {
     make_good_csv();

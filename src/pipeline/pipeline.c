@@ -570,6 +570,7 @@ typedef struct {
     uint32_t crc;
     uint64_t crc_len;
     thread_fault fault;
+    int oom;                /* a buffer could not grow: the batch fails */
     rs_buf quarantine;      /* "reason\trow\n" entries */
     rs_buf qmarks;          /* quarantine_mark per entry */
     rs_buf scratch;
@@ -638,14 +639,15 @@ static void escape_into(rs_buf *b, const char *p, size_t n)
 
 #define RS_BLOCK 32
 
-/* Appends row + LF to a destination buffer. */
-static inline void scatter_row(rs_buf *out, const char *row, size_t len)
+/* Appends row + LF to a destination buffer. 0, or -1 if out of memory. */
+static inline int scatter_row(rs_buf *out, const char *row, size_t len)
 {
-    if (out->cap - out->len > len || rs_buf_reserve(out, len + 1) == 0) {
-        memcpy(out->data + out->len, row, len);
-        out->data[out->len + len] = '\n';
-        out->len += len + 1;
-    }
+    if (out->cap - out->len <= len && rs_buf_reserve(out, len + 1) != 0)
+        return -1;
+    memcpy(out->data + out->len, row, len);
+    out->data[out->len + len] = '\n';
+    out->len += len + 1;
+    return 0;
 }
 
 /* Parses segments [sa, sb) of batch b on thread tid. */
@@ -680,8 +682,8 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             uint32_t d_ = pr->route(o->route_ctx, tid, b->input + o->input_base, pend[i_].pos, row_, pend[i_].len); \
             if (d_ != RS_ROUTE_DROP) {                                                       \
                 drows[d_]++;                                                                 \
-                if (writing)                                                                 \
-                    scatter_row(&bufs[d_], row_, pend[i_].len);                               \
+                if (writing && scatter_row(&bufs[d_], row_, pend[i_].len) != 0)               \
+                    acc->oom = 1;                                                            \
             }                                                                                \
         }                                                                                    \
         npend = 0;                                                                           \
@@ -722,10 +724,15 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
                 if (writing) {
                     rs_buf *out = &bufs[d];
                     if (o->keys_only) {
-                        quote_key(out, key, keylen, o->dialect.delim);
-                        rs_buf_append(out, "\n", 1);
-                    } else {
-                        scatter_row(out, row, rec.len);
+                        /* room first: quoting at most doubles the key */
+                        if (rs_buf_reserve(out, 2 * keylen + 3) != 0) {
+                            acc->oom = 1;
+                        } else {
+                            quote_key(out, key, keylen, o->dialect.delim);
+                            rs_buf_append(out, "\n", 1);
+                        }
+                    } else if (scatter_row(out, row, rec.len) != 0) {
+                        acc->oom = 1;
                     }
                 }
             }
@@ -753,12 +760,19 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             /* line and record are relative to this thread's range until
              * the batch is done (see write_quarantine) */
             quarantine_mark m = {acc->quarantine.len, acc->lines + 1, acc->records + 1};
-            rs_buf_append(&acc->qmarks, &m, sizeof m);
-            rs_buf_append(&acc->quarantine, fault.what, strlen(fault.what));
-            rs_buf_append(&acc->quarantine, "\t", 1);
             size_t rl = next - pos;
             while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
                 rl--;
+            /* room first (escaping at most doubles the row), so that an
+             * entry is whole or absent */
+            if (rs_buf_reserve(&acc->qmarks, sizeof m) != 0 ||
+                rs_buf_reserve(&acc->quarantine, strlen(fault.what) + 2 * rl + 2) != 0) {
+                acc->oom = 1;
+                return;
+            }
+            rs_buf_append(&acc->qmarks, &m, sizeof m);
+            rs_buf_append(&acc->quarantine, fault.what, strlen(fault.what));
+            rs_buf_append(&acc->quarantine, "\t", 1);
             escape_into(&acc->quarantine, base + pos, rl);
             rs_buf_append(&acc->quarantine, "\n", 1);
         }
@@ -820,6 +834,11 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
     uint64_t lines = 0, records = 0;
     for (int g = 0; g < G; g++) {
         thread_acc *a = &acc[g];
+        if (a->oom) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory for the rows of a batch (--memory %llu)",
+                         (unsigned long long)o->memory);
+            return 1;
+        }
         if (a->fault.failed) {
             rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
                          o->inputs[b->input], (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
@@ -1185,6 +1204,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             a->crc = 0;
             a->crc_len = 0;
             a->fault.failed = 0;
+            a->oom = 0;
             a->quarantine.len = 0;
             a->qmarks.len = 0;
         }
