@@ -576,15 +576,20 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
                              strerror(errno));
             if (in >= 0)
                 close(in);
+            /* A piece is gone once copied: unlinked before the syncfs
+             * below, its pages are dropped instead of written to disk. */
+            if (!err->code)
+                unlink(parts[d]);
             if (out >= 0 && close(out) != 0 && !err->code)
                 rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
             last = (int)d;
         }
         /* The bytes this rank wrote must be on disk before rank 0 renames
-         * the directory: one syncfs covers them all (rank 0's own fsyncs
-         * at publication reach only its page cache on a network file
-         * system). */
-        if (last >= 0 && !err->code) {
+         * the directory. Under rank 0's kernel they are in the page cache
+         * that rank 0's fsyncs at publication flush; elsewhere (another
+         * machine, a network file system) rank 0's fsyncs do not reach
+         * them, and one syncfs covers them all. */
+        if (last >= 0 && !err->code && !rs_world_same_kernel_as_root()) {
             int fd = open(o->dest_paths[last], O_RDONLY | O_CLOEXEC);
             if (fd < 0 || syncfs(fd) != 0)
                 rs_error_set(err, RS_EXIT_IO, "%s: sync failed: %s", o->dest_paths[last], strerror(errno));

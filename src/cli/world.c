@@ -17,7 +17,19 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static int world_on, world_rank, world_size = 1;
+static int world_on, world_rank, world_size = 1, same_kernel_as_root = 1;
+
+/* This kernel's boot id (36 characters), or "" if unreadable. */
+static void boot_id(char id[64])
+{
+    memset(id, 0, 64);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(id, 64, f))
+            id[0] = 0;
+        fclose(f);
+    }
+}
 
 /* Started by a launcher? Open MPI's mpirun sets OMPI_COMM_WORLD_SIZE; Slurm's
  * srun sets PMIX_RANK (PMIx) or PMI_RANK (PMI-2). A binary started by hand
@@ -40,6 +52,13 @@ void rs_world_init(int *argc, char ***argv)
     world_on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    /* Ranks under the kernel that rank 0 runs under share its page cache
+     * (containers too): rank 0's fsyncs cover what they write there. */
+    char mine[64], root[64];
+    boot_id(mine);
+    memcpy(root, mine, sizeof root);
+    MPI_Bcast(root, sizeof root, MPI_CHAR, 0, MPI_COMM_WORLD);
+    same_kernel_as_root = mine[0] != 0 && memcmp(mine, root, sizeof mine) == 0;
     if (world_rank != 0) {
         /* every rank parses the same command line and the commands report
          * on rank 0 alone: one complaint, one help text, one report */
@@ -58,6 +77,7 @@ void rs_world_finish(void)
 
 int rs_world_rank(void) { return world_rank; }
 int rs_world_size(void) { return world_size; }
+int rs_world_same_kernel_as_root(void) { return same_kernel_as_root; }
 
 void rs_world_barrier(void)
 {
@@ -192,6 +212,7 @@ void rs_world_init(int *argc, char ***argv) { (void)argc, (void)argv; }
 void rs_world_finish(void) {}
 int rs_world_rank(void) { return 0; }
 int rs_world_size(void) { return 1; }
+int rs_world_same_kernel_as_root(void) { return 1; }
 void rs_world_barrier(void) {}
 void rs_world_bcast(void *buf, size_t bytes, int root) { (void)buf, (void)bytes, (void)root; }
 void rs_world_sum_u64(uint64_t *v, size_t n) { (void)v, (void)n; }

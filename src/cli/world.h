@@ -25,6 +25,11 @@ void rs_world_finish(void);
 int rs_world_rank(void);  /* 0 for a single process */
 int rs_world_size(void);  /* 1 for a single process */
 
+/* 1 if this rank runs under the same kernel as rank 0 (same boot id), so
+ * that the files it writes are in the page cache rank 0 flushes; 0 if not
+ * or unknown. Always 1 for a single process. */
+int rs_world_same_kernel_as_root(void);
+
 /* The collectives (no-ops or copies with one rank). Sizes are in elements. */
 void rs_world_barrier(void);
 void rs_world_bcast(void *buf, size_t bytes, int root);
