@@ -198,6 +198,14 @@ Test(bucket, many_outputs_under_a_low_open_file_limit)
                   CHECK "out 1 " DATA "bills_c.csv", tmp);
     cr_assert_eq(rc, 0, "%s %s", out, err);
     cr_assert(strstr(out, "ok 3000 rows in 1000 files"), "%s", out);
+    cr_assert(!strstr(err, "open-file limit"), "quiet at the default log level: %s", err);
+    free(out);
+    free(err);
+    /* RINGSHARD_LOG=info says which way the files were written */
+    rc = runf(&out, &err, "cd %s && (ulimit -n 128 && RINGSHARD_LOG=info \"$RS\" bucket --quiet -o out2 " DATA
+                  "bills_c.csv)", tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(err, "ringshard: info: open-file limit reached at "), "%s", err);
     free(out);
     free(err);
 }

@@ -81,6 +81,12 @@ Test(cli, errors_and_exit_codes)
     free(err);
     cr_assert_eq(run("\"$RS\" frobnicate", NULL, &err), 64);
     free(err);
+    /* RINGSHARD_LOG: a bad value is a warning, not a failure (test_bucket
+     * checks info) */
+    cr_assert_eq(run("RINGSHARD_LOG=loud \"$RS\" locate --nodes 3 k", NULL, &err), 0);
+    cr_assert(strstr(err, "RINGSHARD_LOG=loud is not one of error, warn, info, debug: ignored"), "%s", err);
+    free(err);
+
     char *out;
     cr_assert_eq(run("\"$RS\" --help", &out, NULL), 0);
     cr_assert(strstr(out, "locate") && strstr(out, "Exit codes"));

@@ -45,6 +45,7 @@
 #include "cli/cli.h"
 #include "cli/world.h"
 #include "ringshard/deflate.h"
+#include "ringshard/log.h"
 
 int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
 {
@@ -500,7 +501,9 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     }
 
     rs_pipeline_result mine;
+    double t_pipe = rs_cli_now();
     rs_pipeline_run(&local, &mine, err);
+    t_pipe = rs_cli_now() - t_pipe;
     res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     uint64_t *v = calloc(ndest ? 4 * (size_t)ndest : 1, sizeof *v), *at = NULL;
@@ -562,6 +565,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
     free(crc);
 
+    double t_copy = rs_cli_now();
     if (o->dest_paths) {
         /* Rank 0's pipeline created every file and wrote its own rows
          * into them; the other ranks copy their pieces after those. */
@@ -596,6 +600,8 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
             if (fd >= 0)
                 close(fd);
         }
+        rs_log(RS_LOG_INFO, "rank %d of %d: pipeline %.2f s (%llu rows), pieces copied and synced %.2f s", me,
+               rs_world_size(), t_pipe, (unsigned long long)mine.rows, rs_cli_now() - t_copy);
         if (rs_world_agree(err) != 0)
             goto done;
     }

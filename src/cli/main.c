@@ -1,10 +1,12 @@
 /* ringshard: the command dispatcher. Each command lives in cmd_<name>.c
  * and is listed once in RS_COMMAND_TABLE (cli.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/world.h"
 #include "rs_config.h"
+#include "ringshard/log.h"
 
 typedef struct {
     const char *name;
@@ -59,8 +61,25 @@ static int dispatch(int argc, char **argv)
     return RS_EXIT_USAGE;
 }
 
+/* RINGSHARD_LOG=error|warn|info|debug: how much the log facility prints
+ * (default warn). info adds each step's timing, per rank under MPI. */
+static void log_level_from_env(void)
+{
+    static const char *names[] = {"error", "warn", "info", "debug"};
+    const char *v = getenv("RINGSHARD_LOG");
+    if (!v || !*v)
+        return;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(v, names[i]) == 0) {
+            rs_log_set_level((rs_log_level)i);
+            return;
+        }
+    rs_log(RS_LOG_WARN, "RINGSHARD_LOG=%s is not one of error, warn, info, debug: ignored", v);
+}
+
 int main(int argc, char **argv)
 {
+    log_level_from_env();
     rs_world_init(&argc, &argv);
     int rc = dispatch(argc, argv);
     rs_world_finish();
