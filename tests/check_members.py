@@ -11,7 +11,10 @@ extra subfield (docs/format.md), and checks with Python's zlib that:
     there) and the chain ends exactly at the end of the file;
   - its lines field is the member's line ends (LF, and CR not followed by
     LF) and its records field is the CSV records Python's csv module reads
-    in it.
+    in it;
+  - its data is empty or ends with an LF outside quotes (even quote count):
+    whole records, so that the next member does start at a record boundary
+    as its flag says (readers cut units there, docs/format.md).
 Prints "ok <members> members <lines> lines <records> records" and exits 0,
 or prints the first problem and exits 1.
 """
@@ -53,6 +56,9 @@ def main():
             got_r = len(list(csv.reader(io.StringIO(body.decode("utf-8", "surrogateescape"), newline=""))))
             if line_ends(body) != nl or got_r != nr:
                 print(f"{path}: offset {off}: {line_ends(body)} lines, {got_r} records; header says {nl}, {nr}")
+                return 1
+            if body and (body[-1:] != b"\n" or body.count(b'"') % 2):
+                print(f"{path}: offset {off}: the member's data ends inside a record, not with a line end outside quotes")
                 return 1
             members += 1
             lines += nl

@@ -10,6 +10,7 @@
 #include <zlib.h>
 #include "ringshard/deflate.h"
 #include "ringshard/reader.h"
+#include "rs_config.h"
 #include "support.h"
 
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
@@ -269,3 +270,200 @@ Test(units, unit_lists_of_ringshard_and_other_files)
     free(a);
     free(b);
 }
+
+/* ------------------------------------- reading settings, unit ends, growth */
+
+/* Runs `bucket OPTS` on FILE in dir d and on `zcat FILE | ... -` (a
+ * whole-file read, one stream), each with its own quarantine file when
+ * OPTS has QFILE, and compares exit codes, outputs, quarantine lines
+ * (without the input's name) and messages (from ": line" on). */
+static void same_as_stdin(const char *d, const char *units, const char *file, const char *opts)
+{
+    cmd_result a = sh_in_test_dir("cd %s && rm -rf u s qfile qu && RINGSHARD_UNIT_BYTES=%s \"$RS\" bucket --quiet %s "
+                                  "-o u %s",
+                                  d, units, opts, file);
+    cmd_result b = sh_in_test_dir("cd %s && mv -f qfile qu 2>/dev/null; zcat %s | \"$RS\" bucket --quiet %s -o s -",
+                                  d, file, opts);
+    cr_assert_eq(a.rc, b.rc, "units %s, %s: exit %d, stdin %d\n%s\n%s", units, opts, a.rc, b.rc, a.err, b.err);
+    if (a.rc) {
+        const char *ma = strstr(a.err, ": line"), *mb = strstr(b.err, ": line");
+        cr_assert(ma && mb && !strcmp(ma, mb), "units %s, %s:\n%s\n%s", units, opts, a.err, b.err);
+    } else {
+        OK("cd %s && diff -r -x manifest.json u s && if test -e qfile; then cut -f2- qu > qu2 && cut -f2- qfile > qs2 "
+           "&& cmp qu2 qs2 && test $(wc -l < qfile) -gt 1; fi",
+           d);
+    }
+    cmd_result_free(&a);
+    cmd_result_free(&b);
+}
+
+Test(units, other_reading_settings_never_reject_own_output)
+{
+    /* the reviewer's file: a quoted record of three lines */
+    OK("printf 'id,v\\n1,\"aaaaaaaaaaaa\\nbbbbbbbbbbbbbbbbb\\nccccccccccccccc\"\\n2,x\\n3,y\\n' > long.csv && "
+       "\"$RS\" bucket --quiet --nodes 1 -o l1 long.csv && "
+       "RINGSHARD_UNIT_BYTES=1 \"$RS\" bucket --quiet --nodes 1 -o l2 --max-record 20 --on-bad-row skip l1/0.csv.gz && "
+       "test \"$(zcat l2/0.csv.gz)\" = \"$(printf 'id,v\\n2,x\\n3,y')\"");
+    const char *units[] = {"1", "100000000"};
+    for (int u = 0; u < 2; u++) {
+        same_as_stdin("l1", units[u], "0.csv.gz", "--nodes 1 --max-record 20 --on-bad-row skip");
+        same_as_stdin("l1", units[u], "0.csv.gz", "--nodes 1 --delimiter ';' --on-bad-row quarantine=qfile");
+    }
+    OK("test $(wc -l < l1/qu) = 3");
+    /* A record that recovery splits can start a quoted field that runs
+     * past a member's end: two ringshard outputs end to end, the first
+     * ending with a line `"` (inside a quoted field the writer kept
+     * whole), the second with no header. */
+    OK("printf 'id,v\\nk1,\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\\n\"\",x\\n\"\\n' > p1.csv && printf 'k2,y\\nk3,\"z\"\\nk4,w\\n' > p2.csv && "
+       "\"$RS\" bucket --quiet --nodes 1 -o p1 p1.csv && \"$RS\" bucket --quiet --nodes 1 --no-header -o p2 p2.csv && "
+       "mkdir st && cat p1/0.csv.gz p2/0.csv.gz > st/both.gz");
+    for (int u = 0; u < 2; u++) {
+        same_as_stdin("st", units[u], "both.gz", "--nodes 1 --max-record 20 --on-bad-row quarantine=qfile");
+        same_as_stdin("st", units[u], "both.gz", "--nodes 1 --max-record 20");
+    }
+    /* 120,000 rows in several members, with every member a unit (-j 1
+     * and 2), and the default units */
+    make_split_input(0);
+    const char *opts[] = {
+        "--key 1 --nodes 7 --memory 32M --max-record 150 --on-bad-row quarantine=qfile",
+        "--key 1 --nodes 7 --memory 32M -j 1 --delimiter ';' --on-bad-row quarantine=qfile",
+        "--key 1 --nodes 7 --memory 32M --delimiter ';' --on-bad-row skip",
+        /* --on-bad-row fail: units stay split, the first fault is the
+         * whole-file read's, at the same line and record */
+        "--key 1 --nodes 7 --memory 32M --max-record 150",
+        "--key 1 --nodes 7 --memory 32M --delimiter ';'",
+        "--key 1 --nodes 7 --memory 32M --delimiter tab",
+    };
+    for (size_t k = 0; k < sizeof opts / sizeof *opts; k++)
+        for (int u = 0; u < 2; u++)
+            same_as_stdin("a", units[u], "data.gz", opts[k]);
+}
+
+/* Two crafted members: A ends inside a record that B, flagged as starting
+ * at a record boundary, completes; the counts agree with the false split.
+ * A whole-file read joins the record. */
+#define CRAFT_MEMBERS                                                                                          \
+    "python3 -c '\n"                                                                                         \
+    "import struct, zlib\n"                                                                                  \
+    "def member(data, lines, records):\n"                                                                    \
+    "    c = zlib.compressobj(6, zlib.DEFLATED, -15); body = c.compress(data) + c.flush()\n"                 \
+    "    h = b\"\\x1f\\x8b\\x08\\x04\\0\\0\\0\\0\\0\\x03\\x20\\0RS\\x1c\\0\\x01\\x01\\0\\0\"\n"                \
+    "    h += struct.pack(\"<QQQ\", 44 + len(body) + 8, lines, records)\n"                                   \
+    "    return h + body + struct.pack(\"<II\", zlib.crc32(data), len(data))\n"                             \
+    "a = member(b\"id,v\\nk1,abc\", 1, 2); open(\"ab.gz\", \"wb\").write(a + member(b\"def\\nk2,x\\n\", 2, 2))\n" \
+    "q = member(b\"id,v\\nk1,\\x22abc\\n\", 2, 2); open(\"q.gz\", \"wb\").write(q + member(b\"def\\x22\\nk2,x\\n\", 2, 2))\n" \
+    "print(len(a), len(q))'"
+
+Test(units, unit_ending_inside_a_record_fails_naming_file_and_offset)
+{
+    /* the independent checker sees it too (after the first member's counts) */
+    cmd_result m = sh_in_test_dir(CRAFT_MEMBERS " > ends && for f in ab.gz q.gz; do ! " CHECK_MEMBERS "$f || exit 9; "
+                                  "done && cat ends");
+    cr_assert_eq(m.rc, 0, "%s%s", m.out, m.err);
+    cr_assert(strstr(m.out, "ab.gz: offset 0: the member's data ends inside a record") &&
+                  strstr(m.out, "q.gz: offset 0: the member's data ends inside a record"),
+              "%s", m.out);
+    int ea = 0, eq = 0;
+    cr_assert_eq(sscanf(strchr(strstr(m.out, "q.gz: offset 0"), '\n') + 1, "%d %d", &ea, &eq), 2, "%s", m.out);
+    cmd_result_free(&m);
+    const char *files[] = {"ab.gz", "q.gz"};
+    int ends[] = {ea, eq};
+    for (int f = 0; f < 2; f++)
+        for (int j = 1; j <= 2; j++) {
+            cmd_result r = sh_in_test_dir("RINGSHARD_UNIT_BYTES=1 \"$RS\" bucket --quiet -j %d --nodes 1 -o o %s", j,
+                                          files[f]);
+            char want[160];
+            snprintf(want, sizeof want, "%s: the gzip members at byte offsets 0 to %d end inside a record", files[f],
+                     ends[f]);
+            cr_assert_eq(r.rc, 2, "%s: exit %d, %s", files[f], r.rc, r.err);
+            cr_assert(strstr(r.err, want) && strstr(r.err, "the member at byte offset"), "want \"%s\": %s", want,
+                      r.err);
+            cmd_result_free(&r);
+        }
+    /* skip and quarantine read such a file whole: the joined record */
+    OK("RINGSHARD_UNIT_BYTES=1 \"$RS\" bucket --quiet --nodes 1 --on-bad-row skip -o s ab.gz && "
+       "test \"$(zcat s/0.csv.gz)\" = \"$(printf 'id,v\\nk1,abcdef\\nk2,x')\" && "
+       "RINGSHARD_UNIT_BYTES=1 \"$RS\" bucket --quiet --nodes 1 --on-bad-row quarantine=qf -o q q.gz && "
+       "test \"$(zcat q/0.csv.gz)\" = \"$(printf 'id,v\\nk1,\"abc\\ndef\"\\nk2,x')\" && test $(wc -l < qf) = 1");
+}
+
+/* Units cover a file as it was listed; bytes appended while the run reads
+ * an earlier input (a FIFO, held open until then) are not ignored. */
+Test(units, data_appended_after_listing_fails_naming_the_file)
+{
+    OK("printf 'id,v\\n1,a\\n2,b\\n' > t.csv && \"$RS\" bucket --quiet --nodes 1 -o t t.csv && cp t/0.csv.gz target.gz && "
+       "printf 'id,v\\n3,c\\n' > m.csv && \"$RS\" bucket --quiet --nodes 1 --no-header -o m m.csv && mkfifo fifo");
+    for (int u = 0; u < 2; u++) {
+        /* Our end of the FIFO is opened read-write (no wait for a reader,
+         * and the pipe keeps what we write until the run reads it), not
+         * inherited by the run, and closed (end of input) once the run has
+         * opened the FIFO to read. */
+        cmd_result r = sh_in_test_dir(
+            "cp t/0.csv.gz target.gz && rm -rf out && exec 3<> fifo && "
+            "{ RINGSHARD_UNIT_BYTES=%s \"$RS\" bucket --quiet --nodes 1 -o out fifo target.gz 2> err 3>&- & } && pid=$! && "
+            /* listed (the outputs are opened after the inputs are listed) */
+            "for i in $(seq 200); do ls out.ringshard-tmp.*/0.csv.gz > /dev/null 2>&1 && break; sleep 0.05; done; "
+            "cat m/0.csv.gz >> target.gz && printf 'id,v\\n9,z\\n' >&3 && "
+            "found=0; for i in $(seq 200); do ls -l /proc/$pid/fd | grep -q fifo && found=1 && break; sleep 0.05; done; "
+            /* (had it not opened the FIFO, it would wait for a writer forever) */
+            "exec 3>&-; test $found = 1 || kill -9 $pid; wait $pid; echo $?; cat err",
+            u ? "1" : "100000000");
+        cr_assert(strstr(r.out, "1\n") == r.out, "%s%s", r.out, r.err);
+        cr_assert(strstr(r.out, "target.gz: the file changed while it was read: its gzip members ended at byte offset "),
+                  "%s", r.out);
+        cmd_result_free(&r);
+        OK("test ! -e out");
+    }
+    /* the reader itself: the last unit's range must still end the file */
+    rs_error err = {0};
+    rs_input_unit *u;
+    size_t n;
+    uint64_t size;
+    char *path = strdup(path_join(test_dir, "t/0.csv.gz"));
+    static char buf[4096];
+    for (int grow = 0; grow < 2; grow++) {
+        cr_assert_eq(rs_input_units(path, 1, &u, &n, &size, &err), 0, "%s", err.msg);
+        cr_assert(n >= 2 && u[n - 1].counted);
+        if (grow)
+            OK("printf 'x' >> t/0.csv.gz");
+        rs_reader *r = rs_reader_open_range(path, RS_CODEC_AUTO, u[n - 1].offset, u[n - 1].size, &err);
+        cr_assert_not_null(r);
+        rs_reader_expect_file_end(r);
+        ssize_t k;
+        while ((k = rs_reader_read(r, buf, sizeof buf, &err)) > 0)
+            ;
+        cr_assert_eq(k, grow ? -1 : 0, "%s", err.msg);
+        if (grow)
+            cr_assert(err.code == RS_EXIT_IO && strstr(err.msg, "0.csv.gz: the file changed") &&
+                          strstr(err.msg, "now holds"),
+                      "%s", err.msg);
+        rs_reader_close(r);
+        free(u);
+        rs_error_clear(&err);
+    }
+    free(path);
+}
+
+#if RS_HAVE_MPI
+/* Under MPI (this suite in a -DRINGSHARD_MPI=ON build): a file read whole
+ * because of the settings is read by the rank that holds its first unit,
+ * and the output is still the single process's, byte for byte. */
+Test(units, settings_that_read_files_whole_same_output_under_mpi)
+{
+    make_split_input(0);
+    OK(GEN " --rows 50 --seed 13 -o a/small.csv 2>/dev/null");
+    const char *opts[] = {"--max-record 150 --on-bad-row quarantine=q.tsv", "--delimiter ';' --on-bad-row skip",
+                          "--max-record 150 --on-bad-row skip"};
+    for (int k = 0; k < 3; k++) {
+        OK("cd a && rm -rf ref q.tsv && RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --key 1 --nodes 7 "
+           "--memory 32M %s -o ref data.gz small.csv && touch q.tsv && mv q.tsv ref.tsv",
+           opts[k]);
+        for (int R = 2; R <= 3; R++)
+            OK("cd a && rm -rf r q.tsv && RINGSHARD_UNIT_BYTES=1000000 mpirun --allow-run-as-root --oversubscribe "
+               "--mca btl self,vader -n %d \"$RS\" bucket --quiet -j 1 --key 1 --nodes 7 --memory 32M %s -o r "
+               "data.gz small.csv && touch q.tsv && cmp q.tsv ref.tsv && diff -r -x manifest.json ref r && "
+               "grep -v '\"seconds\"' ref/manifest.json > m1 && grep -v '\"seconds\"' r/manifest.json > m2 && cmp m1 m2",
+               R, opts[k]);
+    }
+}
+#endif

@@ -34,6 +34,14 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
 rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
                                 rs_error *err);
 
+/* Says that a reader from rs_reader_open_range reads its file's last
+ * unit: when its range is used up, the file must still end there. Units
+ * cover the file as rs_input_units found it, while every other input is
+ * read to its end; so a file that has grown (or shrunk) since then fails
+ * the read (RS_EXIT_IO, naming the file, the range's end and the size)
+ * instead of its new bytes being ignored. No effect on other readers. */
+void rs_reader_expect_file_end(rs_reader *r);
+
 /* A UNIT of an input: what one batch sequence reads, and what MPI ranks
  * share out (a rank takes whole units). A gzip file whose members all
  * carry the RS subfield (deflate.h: ringshard's own outputs) is cut into
@@ -42,7 +50,9 @@ rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_
  * boundary at or after each multiple of the unit size (compressed bytes).
  * Any other input (gzip from gzip, pigz or bgzip, plain CSV, a pipe,
  * standard input, or a chain of RS headers that does not add up to the
- * file) is one unit, the whole file, read as before. */
+ * file) is one unit, the whole file, read as before. (The pipeline reads
+ * even an RS file whole when its settings can move record boundaries:
+ * docs/format.md, "Units and reading settings".) */
 typedef struct {
     uint64_t offset, size;          /* compressed byte range in the file */
     uint64_t line_base, record_base; /* line ends and records of the file before the unit */

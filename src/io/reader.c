@@ -54,6 +54,7 @@ struct rs_reader {
     uint64_t in_total;       /* file offset after the bytes read from fd so far */
     uint64_t range_start;    /* rs_reader_open_range: the range's first byte, else 0 */
     uint64_t range_end;      /* the range's end, or UINT64_MAX (read to EOF) */
+    bool expect_end;         /* the file must end at range_end (rs_reader_expect_file_end) */
     bool eof;
 
     bool started;            /* format detected */
@@ -133,6 +134,22 @@ static int fill(rs_reader *r, rs_error *err)
              (unsigned long long)r->in_total, strerror(e));
         return -1;
     }
+    if (want == 0 && r->expect_end) {
+        /* the range is exhausted (once: eof is set below) */
+        struct stat st;
+        if (fstat(r->fd, &st) != 0) {
+            int e = errno;
+            fail(r, err, RS_EXIT_IO, "cannot stat: %s", strerror(e));
+            return -1;
+        }
+        if ((uint64_t)st.st_size != r->range_end) {
+            fail(r, err, RS_EXIT_IO,
+                 "the file changed while it was read: its gzip members ended at byte offset %llu when they "
+                 "were listed, and it now holds %llu bytes (written to during the run?)",
+                 (unsigned long long)r->range_end, (unsigned long long)st.st_size);
+            return -1;
+        }
+    }
     if (k == 0)
         r->eof = true;
     r->in_avail += (size_t)k;
@@ -204,6 +221,11 @@ rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_
     r->in_total = r->range_start = r->member_start = offset;
     r->range_end = offset + length;
     return r;
+}
+
+void rs_reader_expect_file_end(rs_reader *r)
+{
+    r->expect_end = r->range_end != UINT64_MAX;
 }
 
 int rs_reader_set_block_size(rs_reader *r, size_t block)

@@ -12,8 +12,11 @@
  *    hence the output's members - do not depend on who reads which unit.
  *    Each unit is read as its own byte range; one after the first takes
  *    the header from the file's start and numbers lines and records from
- *    its base (the member headers' counts), checked when the unit ends.
- *    A batch ends at a record
+ *    its base (the member headers' counts), checked when the unit ends;
+ *    a unit before the file's last must end with a whole record, and the
+ *    last one where the file ends. Under --on-bad-row skip|quarantine the
+ *    headers' record counts and boundaries need not be this reader's, so
+ *    every file is read whole (units_read_whole). A batch ends at a record
  *    boundary: quote parity is counted from the batch start (always a
  *    boundary) with a vectorised quote count, and the incomplete last
  *    record is carried into the next batch. Each batch is also cut into
@@ -134,6 +137,8 @@ typedef struct {
     uint64_t hdr_records;   /* of next_input, see batch */
     rs_input_unit **units;  /* per input */
     size_t *nunits;
+    int whole;              /* the settings may move record boundaries: every
+                               file is read whole (units_read_whole) */
     rs_reader *rd;
     int eof;
     rs_buf carry;           /* the incomplete last record of the last batch */
@@ -388,7 +393,10 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
 }
 
 /* The units of input i this run reads: [unit_from, unit_to). A cluster
- * rank's range may start and end inside a file (opts unit_lo, unit_hi). */
+ * rank's range may start and end inside a file (opts unit_lo, unit_hi);
+ * the indexes are those of the unit list, which the cluster made too. A
+ * file read whole (s->whole) is its unit 0 only: whoever holds that unit
+ * reads the file, a rank holding only later units reads none of it. */
 static uint32_t unit_from(const pipe_state *s, uint32_t i)
 {
     return i == 0 ? s->o->unit_lo : 0;
@@ -396,17 +404,44 @@ static uint32_t unit_from(const pipe_state *s, uint32_t i)
 
 static uint32_t unit_to(const pipe_state *s, uint32_t i)
 {
-    uint32_t n = (uint32_t)s->nunits[i];
+    uint32_t n = s->whole ? 1 : (uint32_t)s->nunits[i];
     return i + 1 == s->o->ninputs && s->o->unit_hi && s->o->unit_hi < n ? s->o->unit_hi : n;
+}
+
+/* Moves the producer past inputs of which it reads no unit. */
+static void skip_empty_ranges(pipe_state *s)
+{
+    while (s->next_input < s->o->ninputs && s->unit >= unit_to(s, s->next_input)) {
+        s->next_input++;
+        s->unit = s->next_input < s->o->ninputs ? unit_from(s, s->next_input) : 0;
+    }
 }
 
 /* Moves the producer to the next unit (or input) after the current one. */
 static void next_unit(pipe_state *s)
 {
-    if (++s->unit < unit_to(s, s->next_input))
-        return;
-    s->next_input++;
-    s->unit = s->next_input < s->o->ninputs ? unit_from(s, s->next_input) : 0;
+    ++s->unit;
+    skip_empty_ranges(s);
+}
+
+/* Whether the reading settings can move record boundaries relative to the
+ * writer's (docs/format.md, "Units and reading settings"). With
+ * --on-bad-row fail, every record before the first fault is well-formed,
+ * and a well-formed RFC 4180 record ends at the first line end at even
+ * quote parity from its start, whatever the delimiter and --max-record: the
+ * same records the writer counted in its RS headers, or the run stops at
+ * the first record these settings reject, exactly where a whole-file read
+ * stops. skip|quarantine recover from a malformed record at the next LF
+ * (bad_record_end), which can split a record the writer kept whole (too
+ * long for this --max-record, a stray quote under this --delimiter) and
+ * then start a quoted field that runs past a member's end: neither the
+ * headers' record counts nor their member boundaries then say where this
+ * reader's records are. A quote, CR or LF as the delimiter breaks the
+ * parity rule itself. */
+static int units_read_whole(const rs_pipeline_opts *o)
+{
+    char c = o->dialect.delim;
+    return o->bad_rows != RS_BAD_ROW_FAIL || c == '"' || c == '\n' || c == '\r';
 }
 
 /* Opens unit s->unit of input i into s->rd, with its header handled:
@@ -450,6 +485,10 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
                        : rs_reader_open(path, o->codec, err);
     if (!s->rd)
         return -1;
+    /* The units cover the file as it was listed; other inputs are read to
+     * their end, so bytes appended since must not be ignored silently. */
+    if (u->counted && s->unit + 1 == s->nunits[i])
+        rs_reader_expect_file_end(s->rd);
     if (s->unit == 0 && o->header) {
         uint64_t lines = 0;
         ssize_t h = read_header(s, s->rd, b, i, &lines, &s->hdr_records, err);
@@ -526,8 +565,23 @@ static void produce(pipe_state *s, batch *b)
             continue;
         }
         int by_records = o->bad_rows != RS_BAD_ROW_FAIL;
-        size_t cut = by_records ? cut_by_records(&o->dialect, b, s->eof)
-                                : (s->eof ? b->len : last_boundary(b->data, b->len));
+        /* Only the file's end completes a record without a line end. A
+         * unit before the last is cut as if more followed: a tail that is
+         * not a whole record (a record the headers' boundary flag falsely
+         * splits, which a whole-file read would join) waits in carry, and
+         * fails the unit once the records before it are done. */
+        int file_end = s->eof && !(u->counted && s->unit + 1 < s->nunits[i]);
+        size_t cut = by_records ? cut_by_records(&o->dialect, b, file_end)
+                                : (file_end ? b->len : last_boundary(b->data, b->len));
+        if (cut == 0 && s->eof && !file_end) {
+            rs_error_set(&err, RS_EXIT_DATA,
+                         "%s: the gzip members at byte offsets %llu to %llu end inside a record (their last %zu "
+                         "bytes are not a whole record with its line end), yet the member at byte offset %llu is "
+                         "flagged as starting a record (corrupt or altered member headers)",
+                         o->inputs[i], (unsigned long long)u->offset, (unsigned long long)(u->offset + u->size),
+                         b->len, (unsigned long long)(u->offset + u->size));
+            goto fail;
+        }
         if (cut == 0) {
             rs_error_set(&err, RS_EXIT_DATA, "%s: record longer than the limit of %zu bytes (raise --memory)",
                          o->inputs[i], s->cap / 2);
@@ -1108,18 +1162,26 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
         goto done;
     }
     uint64_t unit_bytes = o->unit_bytes ? o->unit_bytes : rs_unit_bytes();
+    s.whole = units_read_whole(o);
     for (size_t i = 0; i < o->ninputs; i++) {
         res->input[i].path = o->inputs[i];
         if (rs_input_units(o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i], &res->input[i].size, err) != 0)
             goto done;
         s.total_size += res->input[i].size;
+        /* Read whole: unit 0 becomes the file, read as a stream to its end
+         * with nothing checked, as gzip from another tool is. The list
+         * keeps its length: a cluster rank's range indexes the same list
+         * (see unit_to). */
+        if (s.whole)
+            s.units[i][0] = (rs_input_unit){0, res->input[i].size, 0, 0, 0, 0, 0};
     }
     /* a cluster rank's range names existing units and is not empty */
-    if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && unit_to(&s, 0) <= o->unit_lo))) {
+    if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && o->unit_hi && o->unit_hi <= o->unit_lo))) {
         rs_error_set(err, RS_EXIT_IO, "internal error: unit range %u..%u of %s", o->unit_lo, o->unit_hi, o->inputs[0]);
         goto done;
     }
     s.unit = o->ninputs ? o->unit_lo : 0;
+    skip_empty_ranges(&s);
     if (o->dest_paths && open_dests(o, df, err) != 0)
         goto done;
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
