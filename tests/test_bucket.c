@@ -248,6 +248,31 @@ Test(bucket, interrupted_runs_publish_nothing)
     }
 }
 
+/* A stop signal ends a run blocked in a read that would never return: a
+ * FIFO whose writer keeps it open and writes nothing, or one that no
+ * writer has opened yet (the open blocks). */
+Test(bucket, a_signal_ends_a_read_blocked_on_a_quiet_pipe)
+{
+    for (int k = 0; k < 2; k++) {
+        char *out, *err;
+        int rc = runf(&out, &err,
+                      "cd %s && rm -rf out quiet && mkfifo quiet && "
+                      "( %s \"$RS\" bucket --quiet --nodes 3 -o out quiet & p=$!; sleep 2; kill -TERM $p; "
+                      "t0=$(date +%%s%%N); wait $p; echo rc=$?; t1=$(date +%%s%%N); echo ms=$(( (t1 - t0) / 1000000 )); "
+                      "kill $w 2>/dev/null; true ); ls -a | grep -c -e '^out$' -e ringshard-tmp || true",
+                      tmp, k ? "(exec 3>quiet; sleep 60) & w=$!;" : "w=;");
+        cr_assert_eq(rc, 0);
+        cr_assert(strstr(out, "rc=130\n"), "%s: %s / %s", k ? "quiet writer" : "no writer", out, err);
+        int ms = -1;
+        const char *m = strstr(out, "ms=");
+        cr_assert(m && sscanf(m, "ms=%d", &ms) == 1 && ms < 15000, "stopped long before the writer (60 s): %s", out);
+        cr_assert(strstr(out, "\n0\n"), "nothing published, no temporary: %s", out);
+        cr_assert(strstr(err, "interrupted"), "%s", err);
+        free(out);
+        free(err);
+    }
+}
+
 /* The progress line appears only on a terminal (script(1) provides one) and
  * never with --quiet; the summary appears unless --quiet. */
 Test(bucket, progress_only_on_a_terminal)

@@ -27,6 +27,7 @@
 #include <zlib.h>
 
 #include "rs_config.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/deflate.h"
 #include "ringshard/reader.h"
 #include "io/io_internal.h"
@@ -108,7 +109,9 @@ static ssize_t read_fd(int fd, void *buf, size_t n)
         n = RS_MAX_CHUNK;
     for (;;) {
         ssize_t k = read(fd, buf, n);
-        if (k >= 0 || errno != EINTR)
+        /* A stop signal interrupts a read that may never return (a pipe
+         * whose writer went quiet): give up, the caller checks the flag */
+        if (k >= 0 || errno != EINTR || rs_interrupt_pending())
             return k;
     }
 }

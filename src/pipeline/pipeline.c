@@ -77,6 +77,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ringshard/deflate.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
@@ -85,10 +86,8 @@
 #define RS_BATCH_MAX ((size_t)64 << 20)
 #define RS_BATCH_MIN ((size_t)64 << 10)
 
-static volatile sig_atomic_t interrupted;
-
-void rs_pipeline_interrupt(void) { interrupted = 1; }
-int rs_pipeline_interrupted(void) { return __atomic_load_n(&interrupted, __ATOMIC_RELAXED) != 0; }
+void rs_pipeline_interrupt(void) { rs_interrupt_raise(); }
+int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
 
 int rs_pipeline_threads(const rs_pipeline_opts *o)
 {
@@ -545,7 +544,7 @@ static void produce(pipe_state *s, batch *b)
                 s->eof = 1;
             b->len += (size_t)n;
             s->consumed_now = s->consumed_done + rs_reader_consumed(s->rd);
-            if (interrupted) {
+            if (rs_interrupt_pending()) {
                 rs_error_set(&err, RS_EXIT_INTERRUPTED, "interrupted");
                 goto fail;
             }
@@ -1165,8 +1164,13 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     s.whole = units_read_whole(o);
     for (size_t i = 0; i < o->ninputs; i++) {
         res->input[i].path = o->inputs[i];
-        if (rs_input_units(o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i], &res->input[i].size, err) != 0)
+        if (rs_input_units(o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i], &res->input[i].size, err) != 0) {
+            if (rs_interrupt_pending()) {  /* an open of a FIFO cut short by a signal */
+                rs_error_clear(err);
+                rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            }
             goto done;
+        }
         s.total_size += res->input[i].size;
         /* Read whole: unit 0 becomes the file, read as a stream to its end
          * with nothing checked, as gzip from another tool is. The list
@@ -1207,13 +1211,14 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     produce(&s, &s.b[0]);
     for (;;) {
         batch *b = &s.b[slot], *next = &s.b[1 - slot];
+        /* First: a read that a signal cut short failed because of it */
+        if (rs_interrupt_pending()) {
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            break;
+        }
         if (b->err.code) {
             rs_error_set(err, b->err.code, "%s", b->err.msg);
             res->fail_input = b->input;
-            break;
-        }
-        if (interrupted) {
-            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
             break;
         }
         if (o->dest_paths && !headers_written && (b->end || b->len)) {
