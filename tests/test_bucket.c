@@ -248,6 +248,24 @@ Test(bucket, interrupted_runs_publish_nothing)
     }
 }
 
+/* The thread count: OMP_NUM_THREADS when set, -j over it (the info log
+ * says what the pipeline used); the output is the same either way. */
+Test(bucket, threads_from_omp_num_threads_and_j)
+{
+    char *out, *err;
+    int rc = runf(&out, &err,
+                  "cd %s && OMP_NUM_THREADS=3 RINGSHARD_LOG=info \"$RS\" bucket --quiet --nodes 5 -o a " DATA
+                  "bills_c.csv && OMP_NUM_THREADS=3 RINGSHARD_LOG=info \"$RS\" bucket --quiet -j 1 --nodes 5 -o b " DATA
+                  "bills_c.csv && diff -r -x manifest.json a b && echo same",
+                  tmp);
+    cr_assert_eq(rc, 0, "%s %s", out, err);
+    cr_assert(strstr(err, "ringshard: info: pipeline: 3 threads,"), "%s", err);
+    cr_assert(strstr(err, "ringshard: info: pipeline: 1 thread,"), "%s", err);
+    cr_assert(strstr(out, "same"), "%s", out);
+    free(out);
+    free(err);
+}
+
 /* A stop signal ends a run blocked in a read that would never return: a
  * FIFO whose writer keeps it open and writes nothing, or one that no
  * writer has opened yet (the open blocks). */

@@ -89,7 +89,7 @@ Test(mpi, log_info_reports_every_rank_once)
        "2 \"$RS\" bucket --quiet --nodes 50 -o r bills_a.csv.gz bills_c.csv 2> log.txt && "
        "test $(grep -c '^ringshard: info: rank 0 of 2: pipeline [0-9.]* s ([0-9]* rows), pieces copied' log.txt) = 1 && "
        "test $(grep -c '^ringshard: info: rank 1 of 2: pipeline [0-9.]* s ([0-9]* rows), pieces copied' log.txt) = 1 && "
-       "test $(wc -l < log.txt) = 2");
+       "test $(grep -c '^ringshard: info: pipeline: ' log.txt) = 2 && test $(wc -l < log.txt) = 4");
 }
 
 /* The message a single process prints, the exit code, and: nothing

@@ -39,7 +39,7 @@ static const char simulate_help[] =
     "                      [capacity load_after]\n"
     "  --svg FILE          write the pictures as one SVG file (a sweep: a line chart)\n"
     "  --html FILE         write a self-contained HTML report\n"
-    "  -j, --threads N     worker threads (default: all cores)\n"
+    "  -j, --threads N     worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  -h, --help          this help\n\n";
 
 enum {

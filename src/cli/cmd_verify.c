@@ -25,7 +25,7 @@ static const char verify_help[] =
     "  - every file's rows, bytes, CRC-32 of the data and size match the manifest,\n"
     "    and the totals add up.\n"
     "Exit 0 when everything holds; 3 with one line per difference otherwise.\n\n"
-    "  -j, --threads N   worker threads (default: all cores)\n"
+    "  -j, --threads N   worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE     bound on buffers (default 1G)\n"
     "  --zlib            use zlib instead of ISA-L for gzip\n"
     "  --quiet           print only the differences\n"

@@ -91,7 +91,10 @@ int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
 
 int rs_pipeline_threads(const rs_pipeline_opts *o)
 {
-    int t = o->threads > 0 ? o->threads : omp_get_num_procs();
+    /* omp_get_max_threads: OMP_NUM_THREADS if set, else the CPUs this
+     * process may run on (its affinity mask: an MPI rank bound to a core
+     * gets one) */
+    int t = o->threads > 0 ? o->threads : omp_get_max_threads();
     return t < 1 ? 1 : (t > 256 ? 256 : t);
 }
 
@@ -1135,6 +1138,8 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
      * inflates the next batch simply takes fewer; each has its own scatter
      * buffers and counts, merged in order. */
     int G = 4 * T > RS_SEGMENTS ? RS_SEGMENTS : 4 * T;
+    rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
+           T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
     dest_file *df = calloc(ndest ? ndest : 1, sizeof *df);
     scatter sc = {0};
     sc.rows = calloc((size_t)G * (ndest ? ndest : 1), sizeof *sc.rows);
