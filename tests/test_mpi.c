@@ -322,6 +322,27 @@ Test(mpi, split_file_identical_for_1_to_4_ranks_and_any_threads)
        SAME("dref", "d3"));
 }
 
+/* A file that lists differently on another rank changed after rank 0 cut
+ * the ranges: an error, not units silently skipped or read twice. Each
+ * rank runs in its own directory, where rank 1's copy has 100 rows more
+ * (one more member at its end). */
+Test(mpi, a_file_changed_between_listings_is_an_error)
+{
+    make_split_inputs(0);
+    OK("mkdir d0 d1 && cp big.rs.gz d0/in.gz && head -101 small.csv > extra.csv && "
+       "\"$RS\" bucket --quiet --key 1 --nodes 1 -o e extra.csv && gzip -dc e/0.csv.gz | sed 1d > /dev/null && "
+       "python3 -c '\n"
+       "import struct\n"
+       "d = open(\"e/0.csv.gz\", \"rb\").read(); size = struct.unpack(\"<Q\", d[20:28])[0]\n"
+       "open(\"d1/in.gz\", \"wb\").write(open(\"big.rs.gz\", \"rb\").read() + d[size:])' && "
+       "mkdir out && echo keep > out/marker");
+    res m = sh(MPIRUN "2 sh -c 'cd d$OMPI_COMM_WORLD_RANK && exec \"$RS\" bucket --quiet -j 1 --key 1 --force -o ../out in.gz'");
+    cr_assert_eq(m.rc, 1, "rc %d: %s", m.rc, m.err);
+    cr_assert(strstr(m.err, "in.gz: the file changed while it was read ("), "%s", m.err);
+    res_free(&m);
+    OK("ls -A out | tr '\\n' ' ' | grep -qx 'marker ' && test $(find . -name '*ringshard-tmp*' | wc -l) = 0");
+}
+
 Test(mpi, bad_row_in_a_unit_on_rank_2_reported_as_one_process)
 {
     make_split_inputs(1);

@@ -81,6 +81,10 @@ typedef struct {
      * inputs[ninputs - 1] (unit_hi 0: all); 0 and 0 read everything. */
     uint32_t unit_lo, unit_hi;
     uint64_t unit_bytes;         /* 0: rs_unit_bytes() */
+    /* A cluster rank: the size and unit count of each of its inputs as
+     * rank 0 listed them (the ranges were cut from that listing); a file
+     * that lists otherwise here changed meanwhile, an error. NULL: none. */
+    const uint64_t *expect_size, *expect_units;
 } rs_pipeline_opts;
 
 typedef struct {

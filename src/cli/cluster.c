@@ -426,9 +426,10 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         if (!strcmp(o->inputs[i], "-"))
             rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
     uint64_t *nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *nunits);
+    uint64_t *sizes = calloc(o->ninputs ? o->ninputs : 1, sizeof *sizes);  /* UINT64_MAX: unlisted */
     uint64_t unit_bytes = rs_unit_bytes(), nitems = 0;
     rs_buf wb = {0};
-    if (!nunits)
+    if (!nunits || !sizes)
         abort();
     for (size_t i = 0; i < o->ninputs && me == 0; i++) {
         rs_input_unit *u = NULL;
@@ -438,6 +439,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         if (rs_input_units(o->inputs[i], unit_bytes, &u, &n, &size, &e2) != 0)
             n = 0;  /* the pipeline of the rank that reads it reports the error */
         nunits[i] = n ? n : 1;
+        sizes[i] = n ? size : UINT64_MAX;
         for (size_t k = 0; k < nunits[i]; k++) {
             uint64_t wk = (n ? u[k].size : 0) + (k == 0 ? 4096 : 0);
             if (rs_buf_append(&wb, &wk, sizeof wk) != 0)
@@ -447,6 +449,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     }
     rs_world_bcast(&unit_bytes, sizeof unit_bytes, 0);
     rs_world_bcast(nunits, o->ninputs * sizeof *nunits, 0);
+    rs_world_bcast(sizes, o->ninputs * sizeof *sizes, 0);
     for (size_t i = 0; i < o->ninputs; i++)
         nitems += nunits[i];
     if (me != 0 && rs_buf_reserve(&wb, nitems * sizeof(uint64_t)) != 0)
@@ -471,9 +474,11 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         lo = hi = o->ninputs;
         ulo = uhi = 0;
     }
-    free(nunits);
-    if (rs_world_agree(err) != 0)
+    if (rs_world_agree(err) != 0) {
+        free(nunits);
+        free(sizes);
         return -1;
+    }
 
     rs_pipeline_opts local = *o;
     local.inputs = o->inputs + lo;
@@ -481,6 +486,8 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     local.unit_lo = ulo;
     local.unit_hi = uhi;
     local.unit_bytes = unit_bytes;
+    local.expect_size = sizes + lo;
+    local.expect_units = nunits + lo;
     local.no_header = me != 0;  /* rank 0 writes the files themselves, header first */
     local.input_base = (uint32_t)lo;
     local.progress = o->progress && me == 0;
@@ -626,6 +633,8 @@ done:
     free(at);
     free(v);
     rs_pipeline_result_free(&mine);
+    free(nunits);
+    free(sizes);
     res->seconds = rs_cli_now() - t0;
     return rc;
 }

@@ -1176,6 +1176,15 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             }
             goto done;
         }
+        if (o->expect_size && o->expect_size[i] != UINT64_MAX &&
+            (o->expect_size[i] != res->input[i].size || o->expect_units[i] != (uint64_t)s.nunits[i])) {
+            rs_error_set(err, RS_EXIT_IO,
+                         "%s: the file changed while it was read (%llu bytes in %llu units when the ranks divided "
+                         "the work, %llu bytes in %llu units now)",
+                         o->inputs[i], (unsigned long long)o->expect_size[i], (unsigned long long)o->expect_units[i],
+                         (unsigned long long)res->input[i].size, (unsigned long long)s.nunits[i]);
+            goto done;
+        }
         s.total_size += res->input[i].size;
         /* Read whole: unit 0 becomes the file, read as a stream to its end
          * with nothing checked, as gzip from another tool is. The list
