@@ -727,7 +727,9 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
             ok = 0;
             break;
         }
-        if (*n == 0 || (off >= next_cut && (mi.flags & RS_MEMBER_BOUNDARY))) {
+        /* The first unit holds at least the file's first line (its header,
+         * when read with one): a later unit takes the header from there. */
+        if (*n == 0 || (off >= next_cut && (mi.flags & RS_MEMBER_BOUNDARY) && lines > 0)) {
             if (*n == cap) {
                 cap = cap ? 2 * cap : 16;
                 rs_input_unit *g = realloc(*u, cap * sizeof *g);
