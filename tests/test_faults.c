@@ -166,7 +166,7 @@ Test(faults, gzip_named_gz_but_not_gzip)
                    NULL);
     PREP("rm -rf out");
     expect_failure(2, "\"$RS\" dedup --quiet --nodes 3 --force -o out good.csv PLAIN.CSV.GZ",
-                   "PLAIN.CSV.GZ: not gzip data (named .gz, but byte offset 0 holds 0x69 0x64", NULL);
+                   "PLAIN.CSV.GZ: not gzip data (named .GZ, but byte offset 0 holds 0x69 0x64", NULL);
     PREP("rm -rf out");
     expect_failure(2, "\"$RS\" plan --nodes 3 --add 1 --emit out --force plain.gz",
                    "plain.gz: not gzip data (named .gz, but byte offset 0", NULL);

@@ -927,7 +927,7 @@ static void named_gzip_must_be_gzip(rs_codec_choice codec)
         const char *name, *data, *msg;
     } cases[] = {
         {"plain.gz", "id,v\n1,a\n", "plain.gz: not gzip data (named .gz, but byte offset 0 holds 0x69 0x64, not the gzip magic 1f 8b)"},
-        {"PLAIN.CSV.GZ", "AB", "PLAIN.CSV.GZ: not gzip data (named .gz, but byte offset 0 holds 0x41 0x42"},
+        {"PLAIN.CSV.GZ", "AB", "PLAIN.CSV.GZ: not gzip data (named .GZ, but byte offset 0 holds 0x41 0x42"},
         {"x.gzip", "\x1f", "x.gzip: not gzip data (named .gzip, but byte offset 0 holds 0x1f and then the file ends"},
         {"x.tgz", "\x1f\x8c", "x.tgz: not gzip data (named .tgz, but byte offset 0 holds 0x1f 0x8c"},
         {"empty.gz", "", "empty.gz: empty file (named .gz, but holds no gzip member: end of file at byte offset 0)"},

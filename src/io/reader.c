@@ -505,7 +505,7 @@ static const char *named_gzip(const char *name)
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
         size_t k = strlen(suffixes[i]);
         if (n > k && strcasecmp(name + n - k, suffixes[i]) == 0)
-            return suffixes[i];
+            return name + n - k;  /* as the user wrote it: ".GZ" */
     }
     return NULL;
 }
