@@ -30,6 +30,7 @@
 #include "check_common.h"
 #include "io/io_internal.h"
 #include "ringshard/buf.h"
+#include "ringshard/deflate.h"
 #include "ringshard/error.h"
 #include "ringshard/reader.h"
 
@@ -166,6 +167,64 @@ static int fzgz_same(const rs_buf *a, const rs_buf *b)
     return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
 }
 
+/* The unit listing (reader.h) over the same bytes, with units of 1 to 64
+ * bytes so that every record-boundary member starts one: the units tile
+ * the file in order, their bases add up, and reading them as ranges either
+ * gives exactly the whole read's bytes or fails as bad data (headers that
+ * lie about member sizes). Never other bytes. */
+static void fzgz_check_units(const uint8_t *data, size_t size, int whole_ok, const rs_buf *whole)
+{
+    rs_member_info mi;
+    size_t need = 0;
+    int pr = rs_member_parse(data, size, &mi, &need);
+    FZ_CHECK(pr == 0 || pr == 1, "rs_member_parse returned %d", pr);
+    FZ_CHECK(pr == 0 || (need <= size && mi.version == 1), "parsed a header of %zu bytes from %zu", need, size);
+
+    rs_input_unit *u = NULL;
+    size_t n = 0;
+    uint64_t fsize = 0;
+    rs_error err;
+    rs_error_clear(&err);
+    FZ_CHECK(rs_input_units(fzgz_path, 1 + size % 64, &u, &n, &fsize, &err) == 0, "rs_input_units: %s", err.msg);
+    FZ_CHECK(n >= 1 && fsize == size, "%zu units, size %llu of %zu", n, (unsigned long long)fsize, size);
+    uint64_t at = 0;
+    for (size_t k = 0; k < n; k++) {
+        FZ_CHECK(u[k].offset == at, "unit %zu starts at %llu, not %llu", k, (unsigned long long)u[k].offset,
+                 (unsigned long long)at);
+        FZ_CHECK(k == 0 || u[k].size > 0, "empty unit %zu", k);
+        if (k > 0)
+            FZ_CHECK(u[k].counted && u[k].line_base == u[k - 1].line_base + u[k - 1].lines &&
+                         u[k].record_base == u[k - 1].record_base + u[k - 1].records,
+                     "unit %zu: bases do not add up", k);
+        at += u[k].size;
+    }
+    FZ_CHECK(at == size, "units end at %llu, the file at %zu", (unsigned long long)at, size);
+    if (n > 1 && whole_ok) {
+        rs_buf cat = {0};
+        static unsigned char chunk[1 << 16];
+        int failed = 0;
+        for (size_t k = 0; k < n && !failed; k++) {
+            rs_reader *r = rs_reader_open_range(fzgz_path, RS_CODEC_AUTO, u[k].offset, u[k].size, &err);
+            FZ_CHECK(r != NULL, "rs_reader_open_range: %s", err.msg);
+            for (;;) {
+                ssize_t got = rs_reader_read(r, chunk, sizeof chunk, &err);
+                if (got < 0) {
+                    FZ_CHECK(err.code == RS_EXIT_DATA, "a range fails with code %d: %s", err.code, err.msg);
+                    failed = 1;
+                    break;
+                }
+                if (got == 0)
+                    break;
+                FZ_CHECK(rs_buf_append(&cat, chunk, (size_t)got) == 0, "out of memory");
+            }
+            rs_reader_close(r);
+        }
+        FZ_CHECK(failed || fzgz_same(&cat, whole), "the units read %zu bytes, the whole file %zu", cat.len, whole->len);
+        rs_buf_free(&cat);
+    }
+    free(u);
+}
+
 static int check_gzip(const uint8_t *data, size_t size)
 {
     rs_buf a = {0}, z = {0}, ref = {0}, g = {0};
@@ -204,6 +263,7 @@ static int check_gzip(const uint8_t *data, size_t size)
         FZ_CHECK(pa == 0 || memcmp(a.data, ref.data, pa) == 0, "AUTO bytes before the error differ from zlib");
         FZ_CHECK(pz == 0 || memcmp(z.data, ref.data, pz) == 0, "ZLIB bytes before the error differ from zlib");
     }
+    fzgz_check_units(data, size, ra == 0, &a);
     rs_buf_free(&a);
     rs_buf_free(&z);
     rs_buf_free(&ref);
