@@ -73,6 +73,9 @@ typedef struct {
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
     uint32_t input_base;         /* added to the input index routers see (a
                                     cluster rank's first input), 0 normally */
+    int write_behind;            /* 1: start writing the outputs to disk as
+                                    batches complete (writeback.h): for outputs
+                                    that are kept and will be fsync'd */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
                                     res->header_out still says what it would be) */

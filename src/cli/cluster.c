@@ -500,6 +500,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
             if (!(parts[d] = part_path(o->dest_paths[d], me)))
                 abort();
         local.dest_paths = (const char *const *)parts;
+        local.write_behind = 0;  /* pieces are deleted once copied */
     }
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE && me != 0) {
         if (!(qpart = part_path(o->quarantine, me)))

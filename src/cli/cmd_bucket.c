@@ -160,6 +160,7 @@ int rs_cmd_bucket(int argc, char **argv)
         goto out;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
+    po.write_behind = 1;
     if (rs_cluster_pipeline_run(&po, &res, &err) != 0)
         goto out;
     /* every rank holds the merged statistics: all check, rank 0 writes */

@@ -468,6 +468,7 @@ agree:
         if ((names = pair_file_names(p, po->compress, err)))
             files = rs_cli_outdir_paths(&od, npairs ? (const char *const *)names : no_moves, po->ndest, err);
         po->dest_paths = (const char *const *)files;
+        po->write_behind = 1;
         if (rs_world_agree(err) != 0)
             goto out;
     }
