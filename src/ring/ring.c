@@ -101,6 +101,50 @@ static int cmp_raw(const void *a, const void *b)
     return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* Sorts points as cmp_raw orders them, by position then seq. The schemes
+ * emit points in insertion order (seq = index), so a stable sort by
+ * position alone orders ties by seq: an LSD radix sort, a byte a pass
+ * (passes where every point has the same byte are skipped). qsort took 35
+ * of the 80 ms that `ringshard locate` spent building the default ring of
+ * 200,000 points; this takes about 5. Points in another order, or no memory
+ * for the scratch copy: qsort. */
+static void sort_raw(rs_raw_point *a, size_t n)
+{
+    int in_order = 1;
+    for (size_t i = 0; i < n && in_order; i++)
+        in_order = a[i].seq == i;
+    rs_raw_point *tmp = in_order && n > 1 ? malloc(n * sizeof *tmp) : NULL;
+    if (!tmp) {
+        qsort(a, n, sizeof *a, cmp_raw);
+        return;
+    }
+    size_t count[8][256];  /* 16 KiB */
+    memset(count, 0, sizeof count);
+    for (size_t i = 0; i < n; i++)
+        for (int b = 0; b < 8; b++)
+            count[b][(a[i].pos >> (8 * b)) & 255]++;
+    rs_raw_point *src = a, *dst = tmp;
+    for (int b = 0; b < 8; b++) {
+        size_t *c = count[b];
+        if (c[(a[0].pos >> (8 * b)) & 255] == n)
+            continue;  /* one value: the pass would not move anything */
+        size_t at = 0;
+        for (int v = 0; v < 256; v++) {
+            size_t k = c[v];
+            c[v] = at;
+            at += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            dst[c[(src[i].pos >> (8 * b)) & 255]++] = src[i];
+        rs_raw_point *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
+    free(tmp);
+}
+
 static unsigned bits_for(rs_u128 space)
 {
     unsigned b = 0;
@@ -144,7 +188,7 @@ static int build_points(rs_ring *r, rs_error *err)
         free(raw);
         return rs_error_set(err, RS_EXIT_USAGE, "too many points on the ring");
     }
-    qsort(raw, n, sizeof *raw, cmp_raw);
+    sort_raw(raw, n);
     /* Keep the last of each run of equal positions: TreeMap.put replaces. */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
