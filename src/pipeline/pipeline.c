@@ -97,6 +97,7 @@
 #define RS_PREFETCH ((size_t)8 << 10)  /* parse: bytes prefetched ahead */
 #define RS_QCK ((size_t)64 << 10)     /* quote-count checkpoint spacing (see batch) */
 #define RS_READ_STEP ((size_t)256 << 10) /* bytes inflated per call: counted while hot */
+#define RS_RAMP 3                           /* an input's first batches: cap/8, cap/4, cap/2 */
 
 void rs_pipeline_interrupt(void) { rs_interrupt_raise(); }
 int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
@@ -162,6 +163,7 @@ typedef struct {
                                file is read whole (units_read_whole) */
     rs_reader *rd;
     int eof;
+    int ramp;               /* batches of the unit produced, up to RS_RAMP (see produce) */
     rs_buf carry;           /* the incomplete last record of the last batch */
     uint64_t consumed_done; /* compressed bytes of finished inputs */
     uint64_t consumed_now;  /* written by the producer, read between regions */
@@ -251,10 +253,10 @@ static size_t bad_record_end(const rs_csv_dialect *d, const char *p, size_t len,
  * quote parity is wrong after a malformed quote. Slower than the parity
  * cut (one scan of the batch on the producing thread), and only used when
  * bad rows do not stop the run. Returns the cut (0: no complete record). */
-static size_t cut_by_records(const rs_csv_dialect *d, batch *b, int at_eof)
+static size_t cut_by_records(const rs_csv_dialect *d, batch *b, size_t len, int at_eof)
 {
     const char *p = b->data;
-    size_t len = b->len, pos = 0;
+    size_t pos = 0;
     int k = 1;
     b->seg[0] = 0;
     while (pos < len) {
@@ -346,7 +348,9 @@ static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
 {
     if (b->cap - b->len < (size_t)1 << 16 && grow_batch(b, b->len + ((size_t)1 << 20)) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    ssize_t n = rs_reader_read(rd, b->data + b->len, b->cap - b->len, err);
+    /* a step at a time: the first batch is then the producer's to size */
+    size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
+    ssize_t n = rs_reader_read(rd, b->data + b->len, want, err);
     if (n < 0)
         return -1;
     if (n == 0)
@@ -498,6 +502,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     const rs_input_unit *u = &s->units[i][s->unit];
     const char *path = o->inputs[i];
     s->eof = 0;
+    s->ramp = s->unit == 0 ? 0 : RS_RAMP;
     s->carry.len = 0;
     s->unit_last_sent = 0;
     b->len = 0;
@@ -582,8 +587,18 @@ static void produce(pipe_state *s, batch *b)
         b->quotes = 0;
         b->qck[0] = 0;
         count_new(b, 0, b->len);  /* the carry, or what follows the header */
-        while (!s->eof && b->len < s->cap) {
-            size_t want = s->cap - b->len < RS_READ_STEP ? s->cap - b->len : RS_READ_STEP;
+        /* An input's first batches ramp up, an eighth, a quarter, a half
+         * of the others: until the first is read the rest of the team has
+         * nothing to do (one core idle for the 0.1 s a 64 MiB batch takes
+         * to inflate), and as each batch's rows take about twice as long
+         * to compress as to inflate, doubling keeps the producer of the
+         * next batch from holding up the team. A rule of the input alone,
+         * so the batches - the output's members - stay the same for any
+         * thread or rank count. */
+        size_t target = s->ramp < RS_RAMP ? s->cap >> (RS_RAMP - s->ramp) : s->cap;
+    read:
+        while (!s->eof && b->len < target) {
+            size_t want = target - b->len < RS_READ_STEP ? target - b->len : RS_READ_STEP;
             ssize_t n = rs_reader_read(s->rd, b->data + b->len, want, &err);
             if (n < 0)
                 goto fail;
@@ -612,15 +627,30 @@ static void produce(pipe_state *s, batch *b)
             continue;
         }
         int by_records = o->bad_rows != RS_BAD_ROW_FAIL;
+        /* The batch is cut within its first `target` bytes, whatever was
+         * read: reading the header may have read past them, by as much as
+         * the reads happened to return (a pipe returns less than a file),
+         * and the batches must not depend on that. */
+        size_t span = b->len;
+        int more = !s->eof;  /* bytes follow the span */
+        if (span > target) {
+            span = target;
+            more = 1;
+        }
         /* Only the file's end completes a record without a line end. A
          * unit before the last is cut as if more followed: a tail that is
          * not a whole record (a record the headers' boundary flag falsely
          * splits, which a whole-file read would join) waits in carry, and
          * fails the unit once the records before it are done. */
-        int file_end = s->eof && !(u->counted && s->unit + 1 < s->nunits[i]);
-        size_t cut = by_records ? cut_by_records(&o->dialect, b, file_end)
-                                : (file_end ? b->len : last_boundary(b->data, b->len, b->quotes));
-        if (cut == 0 && s->eof && !file_end) {
+        int file_end = !more && !(u->counted && s->unit + 1 < s->nunits[i]);
+        size_t cut = by_records ? cut_by_records(&o->dialect, b, span, file_end)
+                     : file_end ? span
+                                : last_boundary(b->data, span, span == b->len ? b->quotes : quotes_before(b, span));
+        if (cut == 0 && more && target < s->cap) {  /* a first record longer than the first batch */
+            target = s->cap;
+            goto read;
+        }
+        if (cut == 0 && !more && !file_end) {
             rs_error_set(&err, RS_EXIT_DATA,
                          "%s: the gzip members at byte offsets %llu to %llu end inside a record (their last %zu "
                          "bytes are not a whole record with its line end), yet the member at byte offset %llu is "
@@ -639,6 +669,8 @@ static void produce(pipe_state *s, batch *b)
             goto fail;
         }
         b->len = cut;
+        if (s->ramp < RS_RAMP)
+            s->ramp++;
         b->unit_last = s->eof && s->carry.len == 0;
         s->unit_last_sent |= b->unit_last;
         if (!by_records)
