@@ -51,13 +51,16 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 #if RS_HAVE_ISAL
     if (codec == RS_CODEC_AUTO) {
         d->use_isal = true;
-        /* Every gzip level 1-9 is ISA-L level 3. ISA-L 2.30's levels 1 and 2
-         * are not deterministic when two threads compress at the same time
-         * (the same member comes out as different, equally valid bytes in
-         * about half of the stress runs; stateless and stateful alike), and
-         * ringshard's outputs must be byte-identical for any thread count.
-         * Level 3 never differed (tests/test_determinism.c); it costs about
-         * 10% of speed against level 1 for a slightly better ratio. */
+        /* Every gzip level 1-9 is ISA-L level 3. ISA-L 2.30's level 1 is
+         * not deterministic: the same member comes out as different,
+         * equally valid bytes depending on where the process's memory lies
+         * (run to run, with address-space randomisation; thread to thread;
+         * stateless and stateful alike; tools/isal_levels.c shows it in one
+         * thread), and ringshard's outputs must be byte-identical on every
+         * run and for any thread count. Level 2 differed across threads
+         * too. Level 3 never differed (tests/test_determinism.c,
+         * tools/isal_levels.c); it costs about 10% of speed against level
+         * 1 for a slightly better ratio. */
         int il = level == 0 ? 0 : ISAL_DEF_MAX_LEVEL;
         static const uint32_t bufsz[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
                                          ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
