@@ -203,23 +203,30 @@ Test(faults, csv_record_longer_than_max_record)
                    "long.csv: line 3 (record 2): record longer than the limit", NULL);
 }
 
-/* An input's first batch is an eighth of the others (pipeline.c: they ramp up); a first
- * record longer than that, but within the limit, is read whole all the same.
- * --memory 32M: batches of 1.5 MiB, a first batch of 192 KiB, records up
- * to 768 KiB. */
-Test(faults, csv_first_record_longer_than_the_first_batch)
+/* An input's first batches ramp up (pipeline.c: 1/8, 1/4, 1/2 of a batch);
+ * a record longer than the batch it starts in, but within the limit, is
+ * read whole all the same. --memory 32M: batches of 1.5 MiB, the first
+ * three of 192, 384 and 768 KiB, records up to 768 KiB. big.csv starts
+ * with such a record; late.csv has 190,000 bytes of short rows, then one
+ * of 500,000 that the second batch cannot hold. */
+Test(faults, csv_record_longer_than_a_ramp_batch)
 {
     PREP("python3 -c \"open('big.csv','w').write('id,v\\n1,' + 'x' * 400000 + '\\n2,b\\n3,' + 'y' * 700000 + "
-         "'\\n4,d\\n')\" && gzip -k big.csv");
-    for (int k = 0; k < 3; k++) {
-        const char *extra = k == 2 ? "--on-bad-row skip" : "";
-        const char *in = k == 0 ? "big.csv" : "big.csv.gz";
-        res r = sh("\"$RS\" bucket --quiet --memory 32M %s --nodes 1 --compress none --force -o out %s && "
-                   "cmp big.csv out/0.csv && echo same", extra, in);
-        cr_assert_eq(r.rc, 0, "%s %s: %s", in, extra, r.err);
-        cr_assert_str_eq(r.out, "same\n", "%s %s", in, extra);
-        res_free(&r);
-    }
+         "'\\n4,d\\n')\" && gzip -k big.csv && "
+         "python3 -c \"open('late.csv','w').write('id,v\\n' + ''.join('%%05d,%%s\\n' %% (i, 'z' * 93) for i in "
+         "range(1900)) + 'L,' + 'w' * 499997 + '\\n9,e\\n')\" && gzip -k late.csv");
+    static const char *const files[] = {"big", "late"};
+    for (int f = 0; f < 2; f++)
+        for (int k = 0; k < 3; k++) {
+            const char *extra = k == 2 ? "--on-bad-row skip" : "";
+            const char *gz = k == 0 ? "" : ".gz";
+            res r = sh("\"$RS\" bucket --quiet --memory 32M %s --nodes 1 --compress none --force -o out %s.csv%s && "
+                       "cmp %s.csv out/0.csv && echo same",
+                       extra, files[f], gz, files[f]);
+            cr_assert_eq(r.rc, 0, "%s.csv%s %s: %s", files[f], gz, extra, r.err);
+            cr_assert_str_eq(r.out, "same\n", "%s.csv%s %s", files[f], gz, extra);
+            res_free(&r);
+        }
 }
 
 /* NUL bytes are data: kept byte-exact, in keys too (a NUL key lands where

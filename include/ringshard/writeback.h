@@ -27,12 +27,13 @@ typedef struct rs_writeback rs_writeback;
 rs_writeback *rs_writeback_start(const int *fds, uint32_t n);
 
 /* Hands over the files' current lengths: bytes below lens[d] of file d are
- * written (by write(2)) and will not change. If the thread is still busy
- * with an earlier hand-over this one is dropped; the next one covers its
- * bytes too. Never blocks on I/O. */
+ * written (by write(2)) and will not change. The thread starts the
+ * writeback of every whole page below them; a partial last page waits for
+ * a later hand-over (or the final fsync). If the thread is busy, it takes
+ * the latest lengths when it is done. Never blocks on I/O. */
 void rs_writeback_post(rs_writeback *wb, const uint64_t *lens);
 
-/* Waits for the thread to finish the hand-over in progress, ends it and
+/* Waits for the thread to finish the hand-overs made so far, ends it and
  * frees wb. */
 void rs_writeback_stop(rs_writeback *wb);
 

@@ -1,15 +1,19 @@
 /* io/writeback.c - write-behind thread (see ringshard/writeback.h).
  *
  * One pthread, mostly asleep: a hand-over (a generation number and the
- * files' lengths) wakes it; it starts the writeback of each file's bytes
- * between what it started last time and the new length, then sleeps again.
- * A hand-over that arrives while it works is dropped rather than queued, so
- * the producer of hand-overs never waits for the disk. */
+ * files' lengths) wakes it; it starts the writeback of each file's whole
+ * pages between what it started last time and the new length, then sleeps
+ * again. Hand-overs that arrive while it works only replace the lengths it
+ * will take next, so the producer of hand-overs never waits for the disk
+ * and the last one is never lost. A file's partial last page is left
+ * alone: the next batch's write would dirty it again and send it to disk
+ * once more (and, on a device that wants stable pages, wait for it). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ringshard/writeback.h"
 
@@ -17,11 +21,13 @@ struct rs_writeback {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned posted, taken;  /* hand-overs made; the one the thread works on (or last did) */
-    int busy, stop;
+    unsigned posted, taken;  /* hand-overs made; the last one the thread took */
+    int stop;
     uint32_t n;
+    uint64_t page;
     int *fd;
-    uint64_t *len;           /* handed over (written under mu, read by the thread while busy) */
+    uint64_t *next;          /* the latest lengths handed over (under mu) */
+    uint64_t *len;           /* the thread's own: the lengths it works on */
     uint64_t *started;       /* the thread's own: writeback started below this */
 };
 
@@ -35,10 +41,10 @@ static void *writeback_main(void *arg)
         if (wb->taken == wb->posted)
             break;  /* stopping, nothing pending */
         wb->taken = wb->posted;
-        wb->busy = 1;
+        memcpy(wb->len, wb->next, wb->n * sizeof *wb->len);
         pthread_mutex_unlock(&wb->mu);
         for (uint32_t d = 0; d < wb->n; d++) {
-            uint64_t to = wb->len[d], from = wb->started[d];
+            uint64_t to = wb->len[d] / wb->page * wb->page, from = wb->started[d];
             if (wb->fd[d] < 0 || to <= from)
                 continue;
             /* errors are the final fsync's to report */
@@ -46,7 +52,6 @@ static void *writeback_main(void *arg)
             wb->started[d] = to;
         }
         pthread_mutex_lock(&wb->mu);
-        wb->busy = 0;
     }
     pthread_mutex_unlock(&wb->mu);
     return NULL;
@@ -55,6 +60,7 @@ static void *writeback_main(void *arg)
 static void release(rs_writeback *wb)
 {
     free(wb->fd);
+    free(wb->next);
     free(wb->len);
     free(wb->started);
     free(wb);
@@ -66,10 +72,13 @@ rs_writeback *rs_writeback_start(const int *fds, uint32_t n)
     if (!wb)
         return NULL;
     wb->n = n;
+    long page = sysconf(_SC_PAGESIZE);
+    wb->page = page > 0 ? (uint64_t)page : 4096;
     wb->fd = malloc((n ? n : 1) * sizeof *wb->fd);
+    wb->next = calloc(n ? n : 1, sizeof *wb->next);
     wb->len = calloc(n ? n : 1, sizeof *wb->len);
     wb->started = calloc(n ? n : 1, sizeof *wb->started);
-    if (!wb->fd || !wb->len || !wb->started) {
+    if (!wb->fd || !wb->next || !wb->len || !wb->started) {
         release(wb);
         return NULL;
     }
@@ -90,11 +99,9 @@ void rs_writeback_post(rs_writeback *wb, const uint64_t *lens)
     if (!wb)
         return;
     pthread_mutex_lock(&wb->mu);
-    if (!wb->busy) {  /* a hand-over not yet taken is replaced */
-        memcpy(wb->len, lens, wb->n * sizeof *lens);
-        wb->posted = wb->taken + 1;
-        pthread_cond_signal(&wb->cv);
-    }
+    memcpy(wb->next, lens, wb->n * sizeof *lens);  /* replaces one not yet taken */
+    wb->posted++;
+    pthread_cond_signal(&wb->cv);
     pthread_mutex_unlock(&wb->mu);
 }
 

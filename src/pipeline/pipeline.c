@@ -576,6 +576,14 @@ static void produce(pipe_state *s, batch *b)
             if (open_unit(s, b, i, &err) != 0)
                 goto fail;
         } else {
+            /* The carry is one incomplete record (at most half a batch),
+             * or, after an input's first batch, whatever reading its header
+             * brought in past that batch's target: with a small --memory,
+             * more than a batch. */
+            if (grow_batch(b, s->carry.len) != 0) {
+                rs_error_set(&err, RS_EXIT_IO, "out of memory");
+                goto fail;
+            }
             if (s->carry.len)
                 memcpy(b->data, s->carry.data, s->carry.len);
             b->len = s->carry.len;
@@ -648,7 +656,7 @@ static void produce(pipe_state *s, batch *b)
         size_t cut = by_records ? cut_by_records(&o->dialect, b, span, file_end)
                      : file_end ? span
                                 : last_boundary(b->data, span, span == b->len ? b->quotes : quotes_before(b, span));
-        if (cut == 0 && more && target < s->cap) {  /* a first record longer than the first batch */
+        if (cut == 0 && more && target < s->cap) {  /* a record longer than a ramp batch */
             target = s->cap;
             goto read;
         }
