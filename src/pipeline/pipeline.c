@@ -945,21 +945,6 @@ typedef struct {
     rs_dest_stats st;
 } dest_file;
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* writev(2) of all of iov[0..n), retried after short writes; consumes iov. */
 static int writev_all(int fd, struct iovec *iov, int n)
 {
@@ -1014,19 +999,8 @@ static int dest_writev(const rs_pipeline_opts *o, dest_file *df, uint32_t d, con
 
 static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, const char *p, size_t n, rs_error *err)
 {
-    int fd = df->fd;
-    if (fd < 0)
-        fd = open(o->dest_paths[d], O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0 || write_all(fd, p, n) != 0) {
-        int e = errno;
-        if (fd >= 0 && df->fd < 0)
-            close(fd);
-        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(e));
-    }
-    if (df->fd < 0)
-        close(fd);
-    df->st.file_bytes += n;
-    return 0;
+    const void *piece[1] = {p};
+    return dest_writev(o, df, d, piece, &n, 1, err);
 }
 
 /* Merges the groups' counts of a finished parse in input order: the first
