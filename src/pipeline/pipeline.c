@@ -45,7 +45,8 @@
  *    3. all threads COMPRESS and write: destinations are claimed from
  *       another counter; each destination's groups, in order, become ONE
  *       gzip member (one reused compressor per thread: 1000 live compressor
- *       states would thrash the caches), written with one write(2).
+ *       states would thrash the caches), written with one write(2); plain
+ *       output writes the pieces with one writev(2).
  *    The producer joins whichever step is under way when its batch is
  *    ready; nothing waits for it before the end of the region, so inflating
  *    overlaps parsing, merging and compressing alike. (With omp for and its
