@@ -77,6 +77,7 @@
 #include <emmintrin.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <omp.h>
 #include <sched.h>
 #include <signal.h>
@@ -84,7 +85,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <limits.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -148,7 +148,6 @@ typedef struct {
      * data[0..j*RS_QCK) for every checkpoint j*RS_QCK <= len. */
     size_t quotes;
     uint32_t *qck;
-    size_t qck_cap;
 } batch;
 
 typedef struct {
@@ -327,7 +326,6 @@ static int grow_batch(batch *b, size_t need)
     if (!ck)
         return -1;
     b->qck = ck;
-    b->qck_cap = nck;
     char *d = realloc(b->data, need);
     if (!d)
         return -1;
@@ -969,24 +967,23 @@ static int writev_all(int fd, struct iovec *iov, int n)
     return 0;
 }
 
-/* Writes pieces p[0..n) of lengths len[] to destination d's file, in one
- * system call when it can. 0, or -1 with err. */
+/* Writes pieces p[0..n) of lengths len[] (n <= RS_SEGMENTS: a piece per
+ * parse group) to destination d's file, in one system call when it can.
+ * 0, or -1 with err. */
 static int dest_writev(const rs_pipeline_opts *o, dest_file *df, uint32_t d, const void *const *p, const size_t *len,
                        size_t n, rs_error *err)
 {
     struct iovec iov[RS_SEGMENTS];
     size_t total = 0;
-    int k = 0;
     for (size_t i = 0; i < n; i++) {
-        iov[k].iov_base = (void *)p[i];
-        iov[k].iov_len = len[i];
+        iov[i].iov_base = (void *)p[i];
+        iov[i].iov_len = len[i];
         total += len[i];
-        k++;
     }
     int fd = df->fd;
     if (fd < 0)
         fd = open(o->dest_paths[d], O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0 || writev_all(fd, iov, k) != 0) {
+    if (fd < 0 || writev_all(fd, iov, (int)n) != 0) {
         int e = errno;
         if (fd >= 0 && df->fd < 0)
             close(fd);
