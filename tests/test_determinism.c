@@ -1,8 +1,9 @@
 /* Compressed members must not depend on which thread made them or what it
- * compressed before: bucket outputs are byte-identical for any -j. ISA-L
- * 2.30's level 1 fails this when two threads compress at once, which is why
- * rs_deflater maps level 1 to ISA-L level 2 (deflate.h). Plain pthreads
- * here: no OpenMP in the test runner's process. */
+ * compressed before: bucket outputs are byte-identical for any -j. ISA-L's
+ * levels 1 and 2 failed this on their own (the two threads' streams lie at
+ * different addresses, which those levels read as data: deflate.c,
+ * isal_head; tests/test_deflate_placement.c places the stream on purpose).
+ * Plain pthreads here: no OpenMP in the test runner's process. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>

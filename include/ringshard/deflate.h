@@ -15,12 +15,12 @@
 
 typedef struct rs_deflater rs_deflater;
 
-/* level: 0-9 as gzip's. ISA-L: 0 -> its level 0 (it still compresses: it
- * has no stored mode), 1-9 -> its level 3, the only level >= 1 whose output
- * does not depend on other threads compressing at the same time (see
- * deflate.c). zlib uses the level as given, 0 = stored. Levels outside 0-9
- * are clamped. The same input always gives the same member, on any thread
- * (tests/test_determinism.c).
+/* level: 0-9 as gzip's. ISA-L: 0-2 -> its levels 0-2 (0 still compresses:
+ * it has no stored mode), 3-9 -> its level 3, its highest. zlib uses the
+ * level as given, 0 = stored. Levels outside 0-9 are clamped. The same input
+ * always gives the same member, on any thread and wherever the state lies
+ * in memory (tests/test_determinism.c, tests/test_deflate_placement.c; ISA-L
+ * levels 1 and 2 need a workaround for that, see deflate.c).
  * Returns NULL if out of memory. */
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec);
 

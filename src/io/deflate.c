@@ -1,8 +1,10 @@
 /* io/deflate.c - one complete gzip member per call, with one reused state.
  *
- * ISA-L (when built with it and the codec is RS_CODEC_AUTO): gzip levels 0-3
- * are ISA-L levels 0-3, 4-9 are ISA-L level 3. ISA-L level 0 still compresses
- * (it has no "store" level). zlib: the level as given (0 stores).
+ * ISA-L (when built with it and the codec is RS_CODEC_AUTO): gzip levels 0-2
+ * are ISA-L levels 0-2, 3-9 are ISA-L level 3, its highest. ISA-L level 0
+ * still compresses (it has no "store" level). zlib: the level as given (0
+ * stores). ISA-L levels 1 and 2 need a workaround to be deterministic
+ * (isal_head below).
  * The member's CRC-32 is read back from its trailer, so it costs no extra pass.
  *
  * Every member starts with ringshard's own 44-byte header carrying the RS
@@ -18,6 +20,7 @@
 
 #include "rs_config.h"
 #include "ringshard/deflate.h"
+#include "io/io_internal.h"
 
 #if RS_HAVE_ISAL
 #include <isa-l/crc.h>
@@ -34,11 +37,26 @@ struct rs_deflater {
     bool zs_live;
 #if RS_HAVE_ISAL
     struct isal_zstream *is;
+    bool is_ours;  /* false: the caller's memory (rs_deflater_new_at) */
     uint8_t *level_buf;
 #endif
 };
 
+size_t rs_deflater_stream_size(void)
+{
+#if RS_HAVE_ISAL
+    return sizeof(struct isal_zstream);
+#else
+    return 0;
+#endif
+}
+
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
+{
+    return rs_deflater_new_at(level, codec, NULL);
+}
+
+rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream)
 {
     if (level < 0)
         level = 0;
@@ -51,22 +69,18 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 #if RS_HAVE_ISAL
     if (codec == RS_CODEC_AUTO) {
         d->use_isal = true;
-        /* Every gzip level 1-9 is ISA-L level 3. ISA-L 2.30's level 1 is
-         * not deterministic: the same member comes out as different,
-         * equally valid bytes depending on where the process's memory lies
-         * (run to run, with address-space randomisation; thread to thread;
-         * stateless and stateful alike; tools/isal_levels.c shows it in one
-         * thread), and ringshard's outputs must be byte-identical on every
-         * run and for any thread count. Level 2 differed across threads
-         * too. Level 3 never differed (tests/test_determinism.c,
-         * tools/isal_levels.c); it costs about 10% of speed against level
-         * 1 for a slightly better ratio. */
-        int il = level == 0 ? 0 : ISAL_DEF_MAX_LEVEL;
+        /* gzip 0-2 are ISA-L 0-2 and 3-9 its highest, 3: the ISA-L level
+         * nearest to what a gzip user asks for. Level 1, the default, is
+         * ISA-L's fastest: about 1.5 times level 3's speed on 64 KiB
+         * members, for 2.6% more output (issue 14). */
+        int il = level < ISAL_DEF_MAX_LEVEL ? level : ISAL_DEF_MAX_LEVEL;
         static const uint32_t bufsz[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
                                          ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
-        d->is = calloc(1, sizeof *d->is);  /* init leaves some fields (hist_bits) alone */
+        d->is_ours = stream == NULL;
+        d->is = d->is_ours ? malloc(sizeof *d->is) : stream;
         if (d->is == NULL)
             goto fail;
+        memset(d->is, 0, sizeof *d->is);  /* init leaves some fields (hist_bits) alone */
         isal_deflate_init(d->is);
         d->is->level = (uint32_t)il;
         d->is->gzip_flag = IGZIP_GZIP_NO_HDR;
@@ -82,6 +96,7 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
     }
 #else
     (void)codec;
+    (void)stream;
 #endif
     /* raw deflate: the header and trailer are ours (see member_zlib) */
     if (deflateInit2(&d->zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
@@ -100,7 +115,8 @@ void rs_deflater_free(rs_deflater *d)
     if (d->zs_live)
         deflateEnd(&d->zs);
 #if RS_HAVE_ISAL
-    free(d->is);
+    if (d->is_ours)
+        free(d->is);
     free(d->level_buf);
 #endif
     free(d);
@@ -221,6 +237,62 @@ int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_n
 }
 
 #if RS_HAVE_ISAL
+/* Bytes fed alone at the start of a member at ISA-L levels 1 and 2: the
+ * body's input slop when flushing (MIN_INBUF_PADDING in
+ * igzip_icf_body_h1_gr_bt.asm). */
+#define RS_ISAL_HEAD 16
+
+/* Runs isal_deflate on [p, p + n) until it is consumed (or, at the end of
+ * the stream, the trailer is out), appending to out. */
+static int isal_feed(struct isal_zstream *s, const uint8_t *p, size_t n, rs_buf *out)
+{
+    s->next_in = (uint8_t *)p;
+    s->avail_in = (uint32_t)n;
+    /* One call consumes its input as long as there is output space. The
+     * space offered is a function of the input length only, never of the
+     * buffer's capacity: isal_deflate shapes its blocks by avail_out, so
+     * offering whatever a reused buffer happened to have made the same
+     * input compress to different (valid) bytes depending on what the
+     * thread had compressed before. */
+    const size_t offer = n + (n >> 3) + 4096;
+    for (;;) {
+        if (room(out, offer) != 0)
+            return -1;
+        s->next_out = (uint8_t *)out->data + out->len;
+        s->avail_out = (uint32_t)offer;
+        int ret = isal_deflate(s);
+        out->len += offer - s->avail_out;
+        if (ret != COMP_OK)
+            return -1;
+        if (s->end_of_stream ? s->internal_state.state == ZSTATE_END : s->avail_in == 0)
+            return 0;
+    }
+}
+
+/* The workaround for levels 1 and 2 (ISA-L 2.30 to 2.32.1 and master, on
+ * every CPU with SSE4.2): the first body call of a stream takes the branch
+ * .write_first_byte of isal_deflate_icf_body_hash_hist_{01,02,04}, which
+ * hashes position 2 from a register (rcx) that still holds the stream's
+ * address instead of the input. Position 2 then goes into the hash slot
+ * crc32c(address >> 16) & mask, and the member's bytes depend, now and
+ * then, on where the isal_zstream lies. Fed alone with SYNC_FLUSH, the
+ * first 16 bytes are all slop to the body, which returns before that
+ * branch; ISA-L's C finish routine hashes them correctly and sets has_hist,
+ * so the body never takes the branch for the rest. About 11 bytes a
+ * member (one more block and the sync marker). head: the member's first
+ * RS_ISAL_HEAD bytes (it has more). */
+static int isal_head(struct isal_zstream *s, const uint8_t *head, rs_buf *out)
+{
+    s->flush = SYNC_FLUSH;
+    s->end_of_stream = 0;
+    if (isal_feed(s, head, RS_ISAL_HEAD, out) != 0)
+        return -1;
+    s->flush = NO_FLUSH;
+    /* what makes the rest safe: a new block next, with history */
+    return s->internal_state.state == ZSTATE_NEW_HDR && s->internal_state.has_hist == IGZIP_HIST
+               ? 0 : -1;
+}
+
 static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, rs_buf *out)
 {
@@ -231,6 +303,20 @@ static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *
     s->end_of_stream = 0;
     s->flush = NO_FLUSH;
 
+    /* skip: bytes already fed by isal_head */
+    size_t total = 0, skip = 0;
+    for (size_t k = 0; k < npieces; k++)
+        total += lens[k];
+    if ((s->level == 1 || s->level == 2) && total > RS_ISAL_HEAD) {
+        uint8_t head[RS_ISAL_HEAD];
+        for (size_t k = 0; skip < RS_ISAL_HEAD; k++) {
+            size_t take = lens[k] < RS_ISAL_HEAD - skip ? lens[k] : RS_ISAL_HEAD - skip;
+            memcpy(head + skip, pieces[k], take);
+            skip += take;
+        }
+        if (isal_head(s, head, out) != 0)
+            return -1;
+    }
     size_t last = npieces;  /* last non-empty piece, or npieces if none */
     for (size_t i = npieces; i-- > 0;)
         if (lens[i] > 0) {
@@ -242,33 +328,16 @@ static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *
     size_t left = 0;
     for (;;) {
         while (left == 0 && last != npieces && i <= last) {
-            p = pieces[i];
-            left = lens[i];
+            size_t drop = lens[i] < skip ? lens[i] : skip;
+            p = (const uint8_t *)pieces[i] + drop;
+            left = lens[i] - drop;
+            skip -= drop;
             i++;
         }
         size_t chunk = left > RS_MAX_IN ? RS_MAX_IN : left;
-        s->next_in = (uint8_t *)p;
-        s->avail_in = (uint32_t)chunk;
         s->end_of_stream = (last == npieces || i > last) && chunk == left;
-        /* One call consumes its input as long as there is output space.
-         * The space offered is a function of the input length only, never
-         * of the buffer's capacity: isal_deflate shapes its blocks by
-         * avail_out, so offering whatever a reused buffer happened to have
-         * made the same input compress to different (valid) bytes
-         * depending on what the thread had compressed before. */
-        const size_t offer = chunk + (chunk >> 3) + 4096;
-        for (;;) {
-            if (room(out, offer) != 0)
-                return -1;
-            s->next_out = (uint8_t *)out->data + out->len;
-            s->avail_out = (uint32_t)offer;
-            int ret = isal_deflate(s);
-            out->len += offer - s->avail_out;
-            if (ret != COMP_OK)
-                return -1;
-            if (s->end_of_stream ? s->internal_state.state == ZSTATE_END : s->avail_in == 0)
-                break;
-        }
+        if (isal_feed(s, p, chunk, out) != 0)
+            return -1;
         if (chunk) {
             p += chunk;
             left -= chunk;
