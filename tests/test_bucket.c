@@ -247,7 +247,7 @@ Test(bucket, interrupted_runs_publish_nothing)
                       "cd %s && rm -rf out && " WAIT_SH
                       "( { echo id,v; seq 1 500000 | sed 's/$/,x/'; } | RINGSHARD_TEST_PAUSE_AT=batch_written "
                       "\"$RS\" bucket --quiet --memory 32M --nodes 3 -o out - & p=$!; "
-                      "wait_stopped $p 'the first batch written' || { kill -9 $p; exit 124; }; "
+                      "wait_stopped $p 'the first batch written' || { kill -9 $p 2>/dev/null; exit 124; }; "
                       "ls -d out.ringshard-tmp.*/ > /dev/null && echo mid-run; "
                       "kill -%s $p; kill -CONT $p; wait $p; echo rc=$? ); "
                       "ls -a | grep -c -e '^out$' -e ringshard-tmp || true",
@@ -293,7 +293,7 @@ Test(bucket, a_signal_ends_a_read_blocked_on_a_quiet_pipe)
                       "( %s \"$RS\" bucket --quiet --nodes 3 -o out quiet & p=$!; "
                       "wait_for 'the temporary directory' 'ls -d out.ringshard-tmp.*/ > /dev/null 2>&1' && "
                       "{ [ -z \"$w\" ] || wait_for 'the FIFO open' 'ls -l /proc/$p/fd 2>/dev/null | grep -q /quiet$'; } "
-                      "|| { kill -9 $p; exit 124; }; "
+                      "|| { kill -9 $p $w 2>/dev/null; exit 124; }; "
                       "{ signal_until_gone TERM $p || kill -9 $p; }; wait $p; echo rc=$?; "
                       "[ -n \"$w\" ] && kill -0 $w && echo writer still there; kill $w 2>/dev/null; true ); "
                       "ls -a | grep -c -e '^out$' -e ringshard-tmp || true",

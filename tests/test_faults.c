@@ -510,7 +510,7 @@ Test(faults, sigkill_then_rerun_is_byte_identical)
     res r = sh(WAIT_SH "G=$(dirname \"$RS\")/gen_bills; killed=0; "
                "$G --rows 300000 --seed 5 2>/dev/null | gzip -1 > in.gz || exit 9; "
                "RINGSHARD_TEST_PAUSE_AT=batch_written \"$RS\" bucket --quiet --memory 32M -o out in.gz & p=$!; "
-               "wait_stopped $p 'the first batch written' || { kill -9 $p; exit 124; }; "
+               "wait_stopped $p 'the first batch written' || { kill -9 $p 2>/dev/null; exit 124; }; "
                "kill -9 $p; wait $p; rc=$?; "
                "[ $rc = 137 ] && ls -d out.ringshard-tmp.*/ > /dev/null 2>&1 && "
                "! ls out.ringshard-tmp.*/manifest.json > /dev/null 2>&1 && killed=1; "

@@ -415,10 +415,10 @@ Test(units, data_appended_after_listing_fails_naming_the_file)
             WAIT_SH "cp t/0.csv.gz target.gz && rm -rf out && exec 3<> fifo && "
             "{ RINGSHARD_UNIT_BYTES=%s \"$RS\" bucket --quiet --nodes 1 -o out fifo target.gz 2> err 3>&- & } && pid=$! && "
             /* listed (the outputs are opened after the inputs are listed) */
-            "wait_for 'the outputs opened' 'test -e out.ringshard-tmp.*/0.csv.gz' || { kill -9 $pid; exit 124; }; "
+            "wait_for 'the outputs opened' 'test -e out.ringshard-tmp.*/0.csv.gz' || { kill -9 $pid 2>/dev/null; exit 124; }; "
             "cat m/0.csv.gz >> target.gz && printf 'id,v\\n9,z\\n' >&3 && "
             /* (had it not opened the FIFO, it would wait for a writer forever) */
-            "wait_for 'the FIFO open to read' 'ls -l /proc/$pid/fd | grep -q fifo' || { kill -9 $pid; exit 124; }; "
+            "wait_for 'the FIFO open to read' 'ls -l /proc/$pid/fd 2>/dev/null | grep -q fifo' || { kill -9 $pid 2>/dev/null; exit 124; }; "
             "exec 3>&-; wait $pid; echo $?; cat err",
             u ? "1" : "100000000");
         cr_assert(strstr(r.out, "1\n") == r.out, "%s%s", r.out, r.err);
