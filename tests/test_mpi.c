@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "support.h"
+#include "wait.h"
 
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n "
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
@@ -161,28 +162,34 @@ Test(mpi, standard_input_needs_one_rank)
        "\"$RS\" bucket --quiet -o ref - < " DATA "bills_c.csv && " SAME("ref", "one"));
 }
 
-/* Rank 1 blocks opening a FIFO (its only input) and is killed with
- * SIGKILL: the job fails, nothing is published; the same command again,
- * with a real file in the FIFO's place, gives the single-process output. */
+/* ours: prints the PIDs of the ringshard processes of this test (those
+ * whose working directory is the test's). */
+#define OURS_SH                                                                                      \
+    "ours() { for p in $(pgrep -x ringshard); do [ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && echo $p; " \
+    "done; true; }; "
+
+/* The job blocks on a FIFO (rank 0 lists the inputs and waits for a writer;
+ * the others wait for rank 0) and rank 1 is killed with SIGKILL once the
+ * temporary directory exists: the job fails, nothing is published; the
+ * same command again, with a real file in the FIFO's place, gives the
+ * single-process output and removes the temporary. */
 Test(mpi, killed_rank_then_rerun)
 {
     make_inputs();
     OK("mkfifo mid.csv");
-    res m = sh(MPIRUN "3 \"$RS\" bucket --quiet -j 1 -o out big.csv.gz mid.csv bills_a.csv.gz > mpirun.log 2>&1 & "
-               "job=$!; victim=; for i in $(seq 1 300); do "
-               "  for p in $(pgrep -x ringshard); do "
-               "    [ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && "
-               "    tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=1 && victim=$p; done; "
-               "  [ -n \"$victim\" ] && break; sleep 0.1; done; "
-               "[ -n \"$victim\" ] || { echo no rank 1; kill $job; exit 9; }; sleep 1; kill -9 $victim; wait $job; "
+    res m = sh(WAIT_SH OURS_SH
+               "rank() { for p in $(ours); do tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | "
+               "grep -qx OMPI_COMM_WORLD_RANK=$1 && echo $p && return 0; done; return 1; }; "
+               MPIRUN "3 \"$RS\" bucket --quiet -j 1 -o out big.csv.gz mid.csv bills_a.csv.gz > mpirun.log 2>&1 & "
+               "job=$!; wait_for 'rank 1' 'victim=$(rank 1)' && "
+               "wait_for 'the temporary directory' 'ls -d out.ringshard-tmp.*/ > /dev/null 2>&1' || "
+               "{ for p in $(ours); do kill -9 $p; done; kill $job; exit 124; }; kill -9 $victim; wait $job; "
                "echo rc=$?; "
                /* the other ranks may outlive mpirun (blocked in a collective
                 * until the launcher's SIGKILL): finish them as a scheduler
                 * would, since a temporary directory is removed only once
                 * its rank 0 is gone */
-               "for i in $(seq 1 100); do n=0; for p in $(pgrep -x ringshard); do "
-               "[ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && n=1 && kill -9 $p; done; "
-               "[ $n = 0 ] && break; sleep 0.1; done");
+               "wait_for 'the other ranks gone' 'for p in $(ours); do kill -9 $p; done; [ -z \"$(ours)\" ]'");
     cr_assert_eq(m.rc, 0, "%s %s", m.out, m.err);
     cr_assert(!strstr(m.out, "rc=0"), "the job must fail: %s", m.out);
     res_free(&m);
@@ -240,15 +247,20 @@ Test(mpi, other_commands_run_once_on_rank_0)
 Test(mpi, sigint_stops_every_rank_and_publishes_nothing)
 {
     OK(GEN " --rows 1000000 --seed 3 -o s1.csv 2>/dev/null && " GEN " --rows 1000000 --seed 4 -o s2.csv 2>/dev/null");
-    /* the signal goes once both ranks are in their pipelines (rank 1's
-     * piece files exist), so that their handlers are in place */
-    res m = sh(MPIRUN "2 \"$RS\" bucket --quiet -j 1 -o out s1.csv s2.csv > mpirun.log 2>&1 & job=$!; "
-               "for i in $(seq 1 600); do ls out.ringshard-tmp.*/ 2>/dev/null | grep -q 'rank1$' && break; "
-               "sleep 0.05; done; for p in $(pgrep -x ringshard); do "
-               "[ \"$(readlink /proc/$p/cwd)\" = \"$PWD\" ] && kill -INT $p; done; wait $job; echo rc=$?; "
+    /* the signal goes mid-run, while both ranks are in their pipelines:
+     * each rank stops itself after its first batch (RINGSHARD_TEST_PAUSE_AT,
+     * inherited from mpirun), gets SIGINT there and is continued */
+    res m = sh(WAIT_SH OURS_SH
+               "stopped_ranks() { n=0; for p in $(ours); do is_stopped $p && n=$((n+1)); done; [ $n = $1 ]; }; "
+               "RINGSHARD_TEST_PAUSE_AT=batch_written "
+               MPIRUN "2 \"$RS\" bucket --quiet -j 1 -o out s1.csv s2.csv > mpirun.log 2>&1 & job=$!; "
+               "wait_for 'both ranks stopped after their first batch' 'stopped_ranks 2' || "
+               "{ for p in $(ours); do kill -9 $p; done; kill $job; exit 124; }; "
+               "ls out.ringshard-tmp.*/ | grep -q 'rank1$' && echo mid-run; "
+               "for p in $(ours); do kill -INT $p; kill -CONT $p; done; wait $job; echo rc=$?; "
                "grep -c 'ringshard bucket: interrupted' mpirun.log; ls -A | grep -c -e '^out' -e 'ringshard-tmp' -e rank || true");
     cr_assert_eq(m.rc, 0, "%s %s", m.out, m.err);
-    cr_assert(!strncmp(m.out, "rc=130\n1\n0\n", 12), "exit 130, one message, nothing left: %s", m.out);
+    cr_assert(!strncmp(m.out, "mid-run\nrc=130\n1\n0\n", 20), "exit 130, one message, nothing left: %s", m.out);
     res_free(&m);
 }
 

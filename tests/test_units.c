@@ -12,6 +12,7 @@
 #include "ringshard/reader.h"
 #include "rs_config.h"
 #include "support.h"
+#include "wait.h"
 
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define CHECK_MEMBERS "python3 " RS_SOURCE_DIR "/tests/check_members.py "
@@ -411,14 +412,14 @@ Test(units, data_appended_after_listing_fails_naming_the_file)
          * inherited by the run, and closed (end of input) once the run has
          * opened the FIFO to read. */
         cmd_result r = sh_in_test_dir(
-            "cp t/0.csv.gz target.gz && rm -rf out && exec 3<> fifo && "
+            WAIT_SH "cp t/0.csv.gz target.gz && rm -rf out && exec 3<> fifo && "
             "{ RINGSHARD_UNIT_BYTES=%s \"$RS\" bucket --quiet --nodes 1 -o out fifo target.gz 2> err 3>&- & } && pid=$! && "
             /* listed (the outputs are opened after the inputs are listed) */
-            "for i in $(seq 200); do ls out.ringshard-tmp.*/0.csv.gz > /dev/null 2>&1 && break; sleep 0.05; done; "
+            "wait_for 'the outputs opened' 'test -e out.ringshard-tmp.*/0.csv.gz' || { kill -9 $pid 2>/dev/null; exit 124; }; "
             "cat m/0.csv.gz >> target.gz && printf 'id,v\\n9,z\\n' >&3 && "
-            "found=0; for i in $(seq 200); do ls -l /proc/$pid/fd | grep -q fifo && found=1 && break; sleep 0.05; done; "
             /* (had it not opened the FIFO, it would wait for a writer forever) */
-            "exec 3>&-; test $found = 1 || kill -9 $pid; wait $pid; echo $?; cat err",
+            "wait_for 'the FIFO open to read' 'ls -l /proc/$pid/fd 2>/dev/null | grep -q fifo' || { kill -9 $pid 2>/dev/null; exit 124; }; "
+            "exec 3>&-; wait $pid; echo $?; cat err",
             u ? "1" : "100000000");
         cr_assert(strstr(r.out, "1\n") == r.out, "%s%s", r.out, r.err);
         cr_assert(strstr(r.out, "target.gz: the file changed while it was read: its gzip members ended at byte offset "),

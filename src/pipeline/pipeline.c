@@ -93,6 +93,7 @@
 #include "ringshard/log.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
+#include "ringshard/testhook.h"
 #include "ringshard/writeback.h"
 
 #define RS_SEGMENTS 64
@@ -1460,6 +1461,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             }
         }
         int werr = bs.werr;
+        rs_test_pause("batch_written");
         /* Stop within the batch: under mpirun, the launcher kills a rank
          * that does not exit about two seconds after a ^C (Open MPI's
          * odls_base_sigkill_timeout), too soon to finish a large batch. */

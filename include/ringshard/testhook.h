@@ -1,0 +1,23 @@
+/* ringshard/testhook.h - named points where a test can freeze the process.
+ *
+ * Tests must not sleep to hit a window (a loaded machine or ASan moves the
+ * window). Where the state a test needs (mid-run, the first batch written
+ * into the temporary directory) cannot be seen from outside, the process
+ * stops itself there: with RINGSHARD_TEST_PAUSE_AT=POINT in its
+ * environment, the first time it reaches rs_test_pause("POINT") it raises
+ * SIGSTOP. The test sees the stop (waitpid with WUNTRACED, or state T in
+ * /proc/PID/stat), then kills it or sends signals and SIGCONT. Points sit
+ * where a run passes once per batch or less, never in a per-row loop. */
+#ifndef RINGSHARD_TESTHOOK_H
+#define RINGSHARD_TESTHOOK_H
+
+/* Stops the whole process (raise(SIGSTOP)) if RINGSHARD_TEST_PAUSE_AT
+ * names point and no earlier call stopped it at that point: once per
+ * process, whichever thread gets there first. The variable is read once,
+ * at the first call. Returns after SIGCONT. Thread-safe. Points used:
+ *   batch_written  pipeline: a batch was parsed and written to the
+ *                  destination files (the next one read), before the
+ *                  check for a stop signal */
+void rs_test_pause(const char *point);
+
+#endif
