@@ -141,7 +141,7 @@ typedef struct {
     int unit_last;          /* its last batch: check the counts after the merge */
     uint64_t line_base, record_base;
     const rs_input_unit *u; /* the unit (NULL: a whole input, nothing to check) */
-    uint64_t hdr_records;   /* records before the data: blank lines and the header */
+    uint64_t hdr_records;   /* records before the data: the header (blank lines are not records) */
     /* Quote counts, taken as the producer reads (while the bytes are still
      * in its cache) instead of in two more passes over the whole batch:
      * quotes is the count in data[0..len), qck[j] the count in
@@ -393,11 +393,13 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: malformed header: %s (field %u)", path,
                                 (unsigned long long)*lines + 1, fault.what, fault.field);
         *lines += rec.lines;
-        ++*records;
-        if (rec.nfields == 0) {  /* blank line before the header */
+        if (rec.nfields == 0) {  /* blank line before the header: a line, not a record */
+            if (s->unit == 0)    /* counted once, not again by a later unit's look at the header */
+                s->res->input[i].blank_lines++;
             off += rec.consumed;
             continue;
         }
+        ++*records;
         rs_buf fields = {0};
         int nf = rs_csv_fields(&o->dialect, b->data + off, rec.len, &fields);
         if (nf < 0) {
@@ -846,12 +848,12 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
                             &fault);
         if (r == RS_CSV_OK) {
             acc->lines += rec.lines;
-            acc->records++;
-            if (rec.nfields == 0) {
+            if (rec.nfields == 0) {  /* a line, not a record */
                 acc->blank++;
                 pos += rec.consumed;
                 continue;
             }
+            acc->records++;
             const char *row = base + pos;
             acc->rows++;
             acc->bytes += rec.len + 1;
@@ -1200,7 +1202,7 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
     const rs_input_unit *u = b->u;
     if (!u)
         return 0;
-    /* input_records excludes what precedes the data (blank lines, header) */
+    /* input_records excludes the header record */
     uint64_t lines = input_lines[b->input] - u->line_base;
     uint64_t records = input_records[b->input] + b->hdr_records - u->record_base;
     if (lines == u->lines && records == u->records)
