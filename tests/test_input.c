@@ -48,3 +48,61 @@ Test(input, records_count_records_and_blank_lines_count_all_blank_lines)
     cr_assert(strstr(m, "\"blank_lines\": 3"), "blank lines before the header count: %s", m);
     free(m);
 }
+
+/* ------------------------------------------------------------ headers */
+
+/* A UTF-8 BOM before the header is not part of the first name: the key is
+ * found, a quoted first name parses, and headers differing only by it are
+ * the same header. The output's header line is the first input's, byte
+ * for byte (with its BOM when it has one); dedup --buckets and plan
+ * --from-buckets read such outputs. */
+Test(input, bom_before_the_header_is_ignored_for_matching_and_kept_in_the_output)
+{
+    OK("printf '\\357\\273\\277\"bill_id\",v\\n1,a\\n' > bom.csv && printf 'bill_id,v\\n2,b\\n' > plain.csv");
+    char *o = out_of("\"$RS\" bucket --quiet --nodes 1 --compress none --key bill_id -o a bom.csv plain.csv && "
+                     "od -An -c a/0.csv | tr -d '\\n' | tr -s ' ' && \"$RS\" bucket --quiet --nodes 1 --compress none "
+                     "--key bill_id -o b plain.csv bom.csv && echo && head -1 b/0.csv");
+    cr_assert(strstr(o, " 357 273 277 \" b i l l _ i d \" , v \\n 1 , a \\n 2 , b \\n"), "%s", o);
+    cr_assert(strstr(o, "\nbill_id,v\n"), "the first input's header line, without a BOM: %s", o);
+    free(o);
+    assert_verify(path_join(test_dir, "a"));
+    OK("\"$RS\" bucket --quiet --nodes 3 --key bill_id -o c bom.csv plain.csv && "
+       "\"$RS\" dedup --quiet --buckets c -o d && \"$RS\" plan --quiet --from-buckets c --add 2 --emit e");
+    assert_verify(path_join(test_dir, "d"));
+    assert_verify(path_join(test_dir, "e"));
+    OK("\"$RS\" dedup --quiet --key bill_id -o f bom.csv plain.csv");
+    assert_verify(path_join(test_dir, "f"));
+}
+
+/* With --no-header a BOM at the input's start is dropped, as DuckDB drops
+ * it: the first row is written without it and keyed by what follows. */
+Test(input, bom_without_a_header_is_dropped)
+{
+    char *o = out_of("printf '\\357\\273\\277k1,1\\nk2,2\\n' > n.csv && \"$RS\" bucket --quiet --nodes 1 --no-header "
+                     "--compress none -o a n.csv && od -An -c a/0.csv | tr -d '\\n' | tr -s ' ' && "
+                     "\"$RS\" dedup --quiet --no-header --compress none -o b n.csv && cat b/*.csv");
+    cr_assert(strstr(o, " k 1 , 1 \\n k 2 , 2 \\n"), "%s", o);
+    cr_assert(strstr(o, "k1,1\nk2,2\n"), "%s", o);
+    free(o);
+}
+
+/* "header differs" names the first field that differs, escaped, and says
+ * when a BOM was ignored. */
+Test(input, header_differs_names_the_first_differing_field)
+{
+    OK("printf 'id,v,x\\n1,a,b\\n' > a.csv && printf 'id,v,y\\n2,b,c\\n' > b.csv && printf 'id,v\\n' > c.csv && "
+       "printf 'id,v,x,w\\tz\\n' > d.csv && printf '\\357\\273\\277id,w\\n' > e.csv && "
+       "printf '\\nid,v,\\047q\\\\\\n' > f.csv");
+    fails_with(2, "b.csv: line 1: header differs from the header of a.csv: field 3 is 'y', a.csv has 'x'",
+               "\"$RS\" bucket --quiet -o out a.csv b.csv");
+    fails_with(2, "c.csv: line 1: header differs from the header of a.csv: it has only 2 fields, a.csv has 'x' as "
+                  "field 3", "\"$RS\" bucket --quiet -o out a.csv c.csv");
+    fails_with(2, "d.csv: line 1: header differs from the header of a.csv: field 4 is 'w\\x09z', a.csv has only 3 "
+                  "fields", "\"$RS\" bucket --quiet -o out a.csv d.csv");
+    fails_with(2, "e.csv: line 1: header differs from the header of a.csv: field 2 is 'w', a.csv has 'v' (its "
+                  "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out a.csv e.csv");
+    fails_with(2, "a.csv: line 1: header differs from the header of e.csv: field 2 is 'v', e.csv has 'w' (e.csv's "
+                  "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out e.csv a.csv");
+    fails_with(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\x5c', a.csv has 'x'",
+               "\"$RS\" bucket --quiet -o out a.csv f.csv");
+}

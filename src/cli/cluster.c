@@ -243,12 +243,13 @@ static void adopt_header(rs_pipeline_result *res, const char *rec)
     res->header_line = h.line;
 }
 
-/* Replaces err with the pipeline's own message for a header mismatch. */
-static void header_differs(rs_error *err, const char *path, uint64_t line, const char *ref)
+/* Replaces err with the pipeline's own message for a header mismatch;
+ * what: rs_pipeline_header_difference's text. */
+static void header_differs(rs_error *err, const char *path, uint64_t line, const char *ref, const char *what)
 {
     rs_error_clear(err);
-    rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
-                 (unsigned long long)line, ref);
+    rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s: %s", path,
+                 (unsigned long long)line, ref, what);
 }
 
 /* The header exchange: every rank learns each rank's header; the first
@@ -297,9 +298,19 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
         if (h.input >= 0 && h.input != res->header_input && h.input <= fail &&
             (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
              memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0)) {
-            header_differs(err, o->inputs[h.input], h.line, ref);
+            char what[512];
+            rs_pipeline_header_difference(what, sizeof what, mine->header_fields_storage, (uint32_t)h.nfields,
+                                          rs_csv_bom_len(mine->header, mine->header_len) != 0, ref,
+                                          res->header_fields_storage, res->nheader_fields,
+                                          rs_csv_bom_len(res->header, res->header_len) != 0);
+            header_differs(err, o->inputs[h.input], h.line, ref, what);
         } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
-            header_differs(err, o->inputs[fail], mine->mismatch_line, ref);
+            /* measured against my first header, which is the output's */
+            char what[512];
+            rs_pipeline_header_difference(what, sizeof what, mine->mismatch_fields, mine->mismatch_nfields,
+                                          mine->mismatch_bom, ref, res->header_fields_storage, res->nheader_fields,
+                                          rs_csv_bom_len(res->header, res->header_len) != 0);
+            header_differs(err, o->inputs[fail], mine->mismatch_line, ref, what);
         }
     }
     free(all);

@@ -173,6 +173,7 @@ typedef struct {
     uint64_t total_size;
     /* header and key */
     rs_buf header_fields;   /* the first input's fields, NUL-separated */
+    int header_bom;         /* its header line starts with a UTF-8 BOM */
     rs_csv_keyspec keyspec;
     int keyspec_ready;
 } pipe_state;
@@ -361,14 +362,82 @@ static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
     return 0;
 }
 
+/* Appends field f for a message, quoted, its odd bytes escaped, cut after
+ * RS_SHOW_FIELD bytes. */
+#define RS_SHOW_FIELD 64
+static void show_field(rs_buf *m, const char *f)
+{
+    rs_buf_append(m, "'", 1);
+    size_t n = strlen(f), i = 0;
+    for (; i < n && i < RS_SHOW_FIELD; i++) {
+        unsigned char c = (unsigned char)f[i];
+        char e[8];
+        if (rs_csv_bom_len(f + i, n - i)) {
+            rs_buf_append(m, "<UTF-8 BOM>", 11);
+            i += RS_CSV_BOM_LEN - 1;
+        } else if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+            rs_buf_append(m, e, (size_t)snprintf(e, sizeof e, "\\x%02x", c));
+        } else {
+            rs_buf_append(m, f + i, 1);
+        }
+    }
+    rs_buf_append(m, i < n ? "'..." : "'", i < n ? 4 : 1);
+}
+
+void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, uint32_t nf, int bom, const char *ref,
+                                   const char *ref_fields, uint32_t ref_nf, int ref_bom)
+{
+    rs_buf m = {0};
+    char num[64];
+    uint32_t k = 0;
+    const char *a = fields, *b = ref_fields;
+    while (k < nf && k < ref_nf && strcmp(a, b) == 0) {
+        a += strlen(a) + 1;
+        b += strlen(b) + 1;
+        k++;
+    }
+    if (k < nf && k < ref_nf) {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "field %u is ", k + 1));
+        show_field(&m, a);
+        rs_buf_append(&m, ", ", 2);
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, " has ", 5);
+        show_field(&m, b);
+    } else if (k < nf) {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "field %u is ", k + 1));
+        show_field(&m, a);
+        rs_buf_append(&m, ", ", 2);
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, " has only %u field%s", ref_nf, ref_nf == 1 ? "" : "s"));
+    } else {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "it has only %u field%s, ", nf, nf == 1 ? "" : "s"));
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, " has ", 5);
+        show_field(&m, b);
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, " as field %u", k + 1));
+    }
+    if (bom != ref_bom) {
+        const char *who = bom ? "its header" : ref;
+        rs_buf_append(&m, " (", 2);
+        rs_buf_append(&m, who, strlen(who));
+        rs_buf_append(&m, bom ? "" : "'s header", bom ? 0 : 9);
+        const char *tail = " starts with a UTF-8 BOM, which is ignored)";
+        rs_buf_append(&m, tail, strlen(tail));
+    }
+    snprintf(out, cap, "%.*s", m.data ? (int)m.len : 0, m.data ? m.data : "");
+    rs_buf_free(&m);
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
- * needed. Returns bytes consumed (0 if the input is empty), -1 on error. */
+ * needed: a UTF-8 BOM at the input's first byte is not part of it (see
+ * csv.h), but stays in res->header when the header follows it at once.
+ * Returns bytes consumed (0 if the input is empty), -1 on error. */
 static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, uint64_t *records,
                            rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
     const char *path = o->inputs[i];
-    size_t off = 0;
+    size_t off = 0, bom = SIZE_MAX;
     int eof = 0;
     rs_csv_record rec;
     rs_csv_fault fault;
@@ -378,6 +447,8 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                 return -1;
             continue;
         }
+        if (bom == SIZE_MAX)  /* the input's first bytes */
+            off = bom = rs_csv_bom_len(b->data, b->len);
         if (b->len == off)
             return (ssize_t)off;  /* empty input (or only blank lines) */
         int r = rs_csv_next(&o->dialect, NULL, b->data + off, b->len - off, eof, &rec, NULL, NULL, NULL, &fault);
@@ -408,16 +479,19 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                                 (unsigned long long)*lines);
         }
         rs_pipeline_result *res = s->res;
+        int has_bom = bom && off == bom;  /* the header follows the BOM at once */
         if (!res->header) {
-            res->header = malloc(rec.len + 1);
+            size_t keep = has_bom ? bom : 0;
+            res->header = malloc(keep + rec.len + 1);
             res->header_fields = malloc((size_t)nf * sizeof *res->header_fields);
             if (!res->header || !res->header_fields) {
                 rs_buf_free(&fields);
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
             }
-            memcpy(res->header, b->data + off, rec.len);
-            res->header[rec.len] = '\0';
-            res->header_len = rec.len;
+            memcpy(res->header, b->data + off - keep, keep + rec.len);
+            res->header[keep + rec.len] = '\0';
+            res->header_len = keep + rec.len;
+            s->header_bom = has_bom;
             res->header_input = i;
             res->header_line = *lines;
             s->header_fields = fields;
@@ -430,16 +504,40 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
         } else {
             int same = (uint32_t)nf == res->nheader_fields && fields.len == s->header_fields.len &&
                        memcmp(fields.data, s->header_fields.data, fields.len) == 0;
-            rs_buf_free(&fields);
-            if (!same)
-            {
+            if (same) {
+                rs_buf_free(&fields);
+            } else {
+                const char *ref = o->inputs[res->header_input];
+                char what[512];
+                rs_pipeline_header_difference(what, sizeof what, fields.data, (uint32_t)nf, has_bom, ref,
+                                              s->header_fields.data, res->nheader_fields, s->header_bom);
                 res->mismatch_line = *lines;
-                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
-                                    (unsigned long long)*lines, o->inputs[res->header_input]);
+                res->mismatch_fields = fields.data;  /* for a cluster's message (cluster.c) */
+                res->mismatch_nfields = (uint32_t)nf;
+                res->mismatch_bom = has_bom;
+                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s: %s",
+                                    path, (unsigned long long)*lines, ref, what);
             }
         }
         return (ssize_t)(off + rec.consumed);
     }
+}
+
+/* Without a header: drops a UTF-8 BOM at the input's first byte, which is
+ * not part of the first record (as DuckDB reads it): its first field, the
+ * key with --key 1, is what follows the BOM, and the row is written without
+ * it. 0 or -1 with err. */
+static int drop_bom(pipe_state *s, batch *b, rs_error *err)
+{
+    int eof = 0;
+    while (b->len < RS_CSV_BOM_LEN && !eof)
+        if (read_more(s->rd, b, &eof, err) != 0)
+            return -1;
+    s->eof |= eof;
+    size_t n = rs_csv_bom_len(b->data, b->len);
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    return 0;
 }
 
 /* The units of input i this run reads: [unit_from, unit_to). A cluster
@@ -548,8 +646,11 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
         memmove(b->data, b->data + h, b->len - (size_t)h);
         b->len -= (size_t)h;
         b->start_line = lines;
-    } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
-        return -1;
+    } else {
+        if (s->unit == 0 && drop_bom(s, b, err) != 0)
+            return -1;
+        if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0)
+            return -1;
     }
     return 0;
 }
@@ -1572,6 +1673,7 @@ void rs_pipeline_result_free(rs_pipeline_result *res)
     free(res->header_fields);
     free(res->header_fields_storage);
     free(res->header_out);
+    free(res->mismatch_fields);
     memset(res, 0, sizeof *res);
 }
 
