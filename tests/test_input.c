@@ -106,3 +106,22 @@ Test(input, header_differs_names_the_first_differing_field)
     fails_with(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\x5c', a.csv has 'x'",
                "\"$RS\" bucket --quiet -o out a.csv f.csv");
 }
+
+/* ------------------------------------------------------------- FIFOs */
+
+/* A named FIFO is opened once, by the reader: every row arrives. (Before,
+ * listing the input's units opened and closed it first, and the reader's
+ * own open then waited for a writer that had gone.) */
+Test(input, named_fifo_input_is_read_once_to_its_end)
+{
+    char *o = out_of("mkfifo f && { printf 'id,v\\n1,a\\n2,b\\n3,c\\n' > f & } && "
+                     "timeout 60 \"$RS\" bucket --quiet --nodes 1 --compress none -o out f; rc=$?; wait; "
+                     "echo \"rc=$rc\"; cat out/0.csv");
+    cr_assert(strstr(o, "rc=0\nid,v\n1,a\n2,b\n3,c\n"), "%s", o);
+    free(o);
+    o = out_of("mkfifo g && { printf 'id,v\\n1,a\\n' | gzip > g & } && "
+               "timeout 60 \"$RS\" bucket --quiet --nodes 1 --compress none -o out2 g; rc=$?; wait; "
+               "echo \"rc=$rc\"; cat out2/0.csv");
+    cr_assert(strstr(o, "rc=0\nid,v\n1,a\n"), "gzip through a FIFO: %s", o);
+    free(o);
+}

@@ -67,6 +67,8 @@ uint64_t rs_unit_bytes(void);
 
 /* Lists the units of `path` ("-": standard input, one unit) by hopping
  * from member header to member header with pread (nothing is inflated).
+ * Only a regular file is opened: a FIFO or a device is one unit, left
+ * unopened for the reader, which opens it once.
  * *units is malloc'd (*n >= 1); *size gets the file's size (0 for a pipe).
  * Returns 0, or -1 with err when the file cannot be opened (RS_EXIT_IO). */
 int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,

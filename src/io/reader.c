@@ -761,17 +761,23 @@ int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units,
     *n = 0;
     *size = 0;
     int fd = -1;
+    struct stat st;
     if (strcmp(path, "-") != 0) {
+        /* stat, not open: opening a FIFO here, and again to read it, would
+         * take the writer's data (or its only open) away from the reader.
+         * Only a regular file can be listed; anything else is one unit,
+         * opened once, by the reader. */
+        if (stat(path, &st) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (S_ISDIR(st.st_mode))
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
+    }
+    if (strcmp(path, "-") != 0 && S_ISREG(st.st_mode)) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
-        struct stat st;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
             *size = (uint64_t)st.st_size;
-        else if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-            close(fd);
-            return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
-        }
     }
     int ok = 0;
     if (fd >= 0 && *size > 0)
