@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/reader.h"
 #include "support.h"
 
 TestSuite(input, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
@@ -124,4 +125,60 @@ Test(input, named_fifo_input_is_read_once_to_its_end)
                "echo \"rc=$rc\"; cat out2/0.csv");
     cr_assert(strstr(o, "rc=0\nid,v\n1,a\n"), "gzip through a FIFO: %s", o);
     free(o);
+}
+
+/* ------------------------------------------------------- gzip padding */
+
+/* Zero bytes after the last member up to the end of the file are padding
+ * (gzip, zcat and pigz accept it): read, counted in the manifest, with
+ * either codec, and in ringshard's own files read in units. Anything else
+ * after a zero is garbage, another member included; the garbage message
+ * counts the bytes to the end of the file, in the singular for one. */
+Test(input, zero_padding_after_the_last_member_is_accepted_and_counted)
+{
+    OK("printf 'id,v\\n1,a\\n2,b\\n' | gzip > p.gz && cp p.gz pad.gz && head -c 1000 /dev/zero >> pad.gz && "
+       "zcat pad.gz > /dev/null");
+    for (int zlib = 0; zlib < 2; zlib++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "rm -rf out && \"$RS\" bucket --quiet %s --nodes 1 --compress none -o out pad.gz p.gz && "
+                 "cat out/0.csv && grep -o '\"zero_padding_bytes\": [0-9]*' out/manifest.json",
+                 zlib ? "--zlib" : "");
+        char *o = out_of(cmd);
+        cr_assert(strstr(o, "id,v\n1,a\n2,b\n1,a\n2,b\n\"zero_padding_bytes\": 1000\n\"zero_padding_bytes\": 0\n"),
+                  "%s", o);
+        free(o);
+        assert_verify(path_join(test_dir, "out"));
+        /* ringshard's own output, padded, read in units of every member */
+        snprintf(cmd, sizeof cmd,
+                 "rm -rf own o2 && \"$RS\" bucket --quiet --nodes 1 -o own pad.gz p.gz && cp own/0.csv.gz own.gz && "
+                 "head -c 4096 /dev/zero >> own.gz && RINGSHARD_UNIT_BYTES=1 \"$RS\" bucket --quiet %s --nodes 1 "
+                 "--compress none -o o2 own.gz && cat o2/0.csv && "
+                 "grep -o '\"zero_padding_bytes\": [0-9]*' o2/manifest.json",
+                 zlib ? "--zlib" : "");
+        o = out_of(cmd);
+        cr_assert(strstr(o, "id,v\n1,a\n2,b\n1,a\n2,b\n\"zero_padding_bytes\": 4096\n"), "%s", o);
+        free(o);
+        rs_input_unit *u;
+        size_t n;
+        uint64_t size;
+        rs_error err = {0};
+        cr_assert_eq(rs_input_units(path_join(test_dir, "own.gz"), 1, &u, &n, &size, &err), 0, "%s", err.msg);
+        cr_assert(n == 3 && u[n - 1].counted && u[n - 1].offset + u[n - 1].size == size,
+                  "split in units, the last one taking the padding: %zu units", n);
+        free(u);
+        const char *z = zlib ? "--zlib " : "";
+        snprintf(cmd, sizeof cmd, "cp pad.gz padm.gz && cat p.gz >> padm.gz && \"$RS\" bucket --quiet %s-o x padm.gz", z);
+        fails_with(2, "padm.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x1f at byte "
+                      "offset 1033: only zero bytes may follow the last member, up to the end of the file)", cmd);
+        snprintf(cmd, sizeof cmd, "cp pad.gz padx.gz && printf x >> padx.gz && \"$RS\" bucket --quiet %s-o x padx.gz", z);
+        fails_with(2, "padx.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x78 at byte "
+                      "offset 1033:", cmd);
+        snprintf(cmd, sizeof cmd, "cp p.gz g1.gz && printf x >> g1.gz && \"$RS\" bucket --quiet %s-o x g1.gz", z);
+        fails_with(2, "g1.gz: garbage after gzip member at byte offset 33 (1 trailing byte that does not start a gzip "
+                      "member)", cmd);
+        snprintf(cmd, sizeof cmd, "cat g1.gz | \"$RS\" bucket --quiet %s-o x -", z);
+        fails_with(2, "(standard input): garbage after gzip member at byte offset 33 (at least 1 trailing byte that "
+                      "does not start a gzip member)", cmd);
+    }
 }

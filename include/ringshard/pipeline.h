@@ -105,6 +105,7 @@ typedef struct {
     uint64_t blank_lines;        /* empty lines, skipped as libcsv skips them */
     uint32_t crc;                /* with input_crc: CRC-32 of the data rows, each
                                     as written to outputs (row bytes + LF) */
+    uint64_t zero_padding;       /* zero bytes after the last gzip member (reader.h) */
 } rs_input_stats;
 
 typedef struct {

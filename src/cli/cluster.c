@@ -321,7 +321,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
  * are summed, its CRC-32s combined in rank (= unit) order. */
-enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_FIELDS };
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_FIELDS };
 
 static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo, size_t n,
                          rs_pipeline_result *res)
@@ -336,6 +336,7 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
         uint64_t *f = v + i * IN_FIELDS;
         f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
+        f[IN_PAD] = in->zero_padding;
     }
     char *all;
     rs_world_gather_bytes(v, n * IN_FIELDS * sizeof *v, &all, lens);
@@ -351,12 +352,13 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
         if (!seen[f[IN_INDEX]]) {
             seen[f[IN_INDEX]] = 1;
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
-                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC]};
+                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD]};
             continue;
         }
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
+        in->zero_padding += f[IN_PAD];
     }
     for (size_t i = 0; i < o->ninputs; i++)
         if (!seen[i])

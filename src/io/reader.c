@@ -7,7 +7,10 @@
  * gzip members are decoded by ISA-L (isal_inflate, raw deflate plus trailer
  * check; the header is parsed here, see decoder_init) or zlib (inflate with
  * windowBits 15+16, which parses the header itself). After a member ends, the
- * next bytes must start another member (1f 8b) or be the end of the input.
+ * next bytes must start another member (1f 8b) or be the end of the input,
+ * or be zero bytes up to the end of the input: the padding tape and block
+ * writers leave (gzip, zcat, pigz and igzip accept it too). Anything after a
+ * zero byte but more zeros, another member included, is garbage.
  *
  * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
  * is where the problem was detected (for ISA-L this can be a few bytes past the
@@ -61,6 +64,9 @@ struct rs_reader {
     bool started;            /* format detected */
     bool is_gzip;
     bool member_done;        /* the current member ended; next: member, end or garbage */
+    bool padding;            /* in zero bytes after the last member */
+    uint64_t zero_padding;   /* how many so far */
+    uint64_t pad_start;      /* the offset of the first */
     bool finished;           /* clean end of input reached */
     uint64_t member_start;   /* compressed offset of the current member */
 
@@ -562,6 +568,42 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
     return (ssize_t)n;
 }
 
+/* Fails on bytes after a member that start neither a member nor padding,
+ * saying how many there are up to the end of the input ("at least" what is
+ * held when the end is unknown: a pipe). */
+static ssize_t garbage(rs_reader *r, rs_error *err)
+{
+    uint64_t at = consumed(r), end = r->size && r->range_end > r->size ? r->size : r->range_end;
+    int known = end != UINT64_MAX && end >= at;
+    uint64_t n = known ? end - at : r->in_avail;
+    return fail(r, err, RS_EXIT_DATA, "garbage after gzip member at byte offset %llu (%s%llu trailing byte%s that %s "
+                "not start a gzip member)", (unsigned long long)at, known ? "" : "at least ", (unsigned long long)n,
+                n == 1 ? "" : "s", n == 1 ? "does" : "do");
+}
+
+/* Consumes zero bytes after the last member. 0 when every byte held was
+ * zero (more may follow); -1 (err set) at a non-zero byte: zero padding
+ * must run to the end of the input. */
+static int skip_padding(rs_reader *r, rs_error *err)
+{
+    if (!r->padding)
+        r->pad_start = consumed(r);
+    r->padding = true;
+    size_t k = 0;
+    while (k < r->in_avail && r->in_next[k] == 0)
+        k++;
+    r->in_next += k;
+    r->in_avail -= k;
+    r->zero_padding += k;
+    if (r->in_avail == 0)
+        return 0;
+    return (int)fail(r, err, RS_EXIT_DATA,
+                     "garbage after gzip member at byte offset %llu (%llu zero byte%s, then byte 0x%02x at byte "
+                     "offset %llu: only zero bytes may follow the last member, up to the end of the file)",
+                     (unsigned long long)r->pad_start, (unsigned long long)r->zero_padding,
+                     r->zero_padding == 1 ? "" : "s", r->in_next[0], (unsigned long long)consumed(r));
+}
+
 static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
 {
     for (;;) {
@@ -576,11 +618,13 @@ static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
                 r->finished = true;
                 return 0;
             }
+            if (r->padding || r->in_next[0] == 0) {
+                if (skip_padding(r, err) != 0)
+                    return -1;
+                continue;
+            }
             if (r->in_avail < 2 || r->in_next[0] != 0x1f || r->in_next[1] != 0x8b)
-                return fail(r, err, RS_EXIT_DATA,
-                            "garbage after gzip member at byte offset %llu (%llu trailing "
-                            "bytes or more that are not a gzip member)",
-                            (unsigned long long)consumed(r), (unsigned long long)r->in_avail);
+                return garbage(r, err);
             decoder_reset(r);
             r->member_done = false;
             r->member_start = consumed(r);
@@ -656,6 +700,11 @@ int rs_reader_is_gzip(const rs_reader *r)
     return r->is_gzip;
 }
 
+uint64_t rs_reader_zero_padding(const rs_reader *r)
+{
+    return r->zero_padding;
+}
+
 void rs_reader_close(rs_reader *r)
 {
     if (r == NULL)
@@ -700,9 +749,26 @@ static ssize_t pread_all(int fd, void *buf, size_t n, uint64_t off)
     return (ssize_t)got;
 }
 
+/* Whether bytes [off, size) of the file are all zero (padding after the
+ * last member, see rs_reader_read). */
+static int all_zero(int fd, uint64_t off, uint64_t size, unsigned char *buf, size_t cap)
+{
+    while (off < size) {
+        size_t n = size - off < cap ? (size_t)(size - off) : cap;
+        if (pread_all(fd, buf, n, off) != (ssize_t)n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            if (buf[i])
+                return 0;
+        off += n;
+    }
+    return 1;
+}
+
 /* The member chain of a file of `size` bytes: appends its units to *u.
  * Returns 1 when every member from offset 0 carries an RS subfield and the
- * sizes end exactly at the end of the file, 0 otherwise (not splittable),
+ * sizes end exactly at the end of the file (or where zero padding runs to
+ * it: the last unit takes the padding), 0 otherwise (not splittable),
  * -1 when out of memory. */
 static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u, size_t *n)
 {
@@ -715,6 +781,11 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
         rs_member_info mi;
         size_t need = 0;
         ssize_t k = pread_all(fd, h, RS_MEMBER_HEADER_LEN, off);
+        if (k > 0 && h[0] == 0 && *n > 0 && all_zero(fd, off, size, h, 12 + 65535)) {
+            /* zero padding to the end: the last unit's reader skips it */
+            (*u)[*n - 1].size += size - off;
+            break;
+        }
         if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
                        (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
                         rs_member_parse(h, need, &mi, &need) != 1))) {

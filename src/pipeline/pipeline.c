@@ -727,6 +727,7 @@ static void produce(pipe_state *s, batch *b)
         }
         if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
+            s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
             rs_reader_close(s->rd);
             s->rd = NULL;
             int check = u->counted && !s->unit_last_sent;
