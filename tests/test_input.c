@@ -182,3 +182,40 @@ Test(input, zero_padding_after_the_last_member_is_accepted_and_counted)
                       "does not start a gzip member)", cmd);
     }
 }
+
+/* ----------------------------------------------- inputs that change */
+
+/* Runs bucket on FILE with the reader's test pause (the process stops
+ * itself after its first read of FILE), waits for the stopped state (no
+ * fixed sleep: it polls the state, for up to 60 s), runs CHANGE, lets the
+ * process go on and exits with its exit status (42 if it published out). */
+#define CHANGED_WHILE_READ(file, change)                                                                       \
+    "RINGSHARD_TEST_PAUSE_AT=first-read \"$RS\" bucket --quiet --nodes 3 -o out " file " & pid=$!\n"         \
+    "n=0; until grep -q '^State:[[:space:]]*T' /proc/$pid/status 2>/dev/null; do\n"                          \
+    "  n=$((n+1)); if [ $n -gt 6000 ] || ! kill -0 $pid 2>/dev/null; then echo never stopped >&2; kill $pid;" \
+    " exit 9; fi; sleep 0.01; done\n" change "\nkill -CONT $pid; wait $pid; rc=$?; if test -e out; then echo published >&2; exit 42; fi; exit $rc"
+
+/* A file cut, grown or rewritten in place while it is read fails the run
+ * (exit 1, nothing published) naming the file, instead of publishing the
+ * rows read with the cut last row taken as whole; gzip too (not a
+ * "truncated gzip stream"). A last record without a line end in a file
+ * that did not change is an ordinary record. */
+Test(input, a_file_that_changes_while_read_fails_the_run)
+{
+    OK("python3 -c \"open('big.csv','w').write('id,v\\n' + ''.join('k%%d,%%s\\n' %% (i, 'x' * 20) for i in "
+       "range(200000)))\" && cp big.csv grow.csv && cp big.csv same.csv && touch -d 2000-01-01 same.csv && "
+       "gzip -1 -c big.csv > big.gz");
+    fails_with(1, "big.csv: the file changed while it was read (size 5688895 at open, 2000001 now)",
+               CHANGED_WHILE_READ("big.csv", "truncate -s 2000001 big.csv"));
+    fails_with(1, "grow.csv: the file changed while it was read (size 5688895 at open, 5688899 now)",
+               CHANGED_WHILE_READ("grow.csv", "echo k,1 >> grow.csv"));
+    fails_with(1, "same.csv: the file changed while it was read (size 5688895, but modified since it was opened)",
+               CHANGED_WHILE_READ("same.csv", "printf zz | dd of=same.csv bs=1 seek=3000000 conv=notrunc 2>/dev/null"));
+    fails_with(1, "big.gz: the file changed while it was read (size ",
+               CHANGED_WHILE_READ("big.gz", "truncate -s 100000 big.gz"));
+    /* unchanged, without a final line end: the last record is whole */
+    char *o = out_of("printf 'id,v\\n1,a\\n2,b' > nolf.csv && \"$RS\" bucket --quiet --nodes 1 --compress none "
+                     "-o o nolf.csv && cat o/0.csv");
+    cr_assert_str_eq(o, "id,v\n1,a\n2,b\n");
+    free(o);
+}

@@ -20,12 +20,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -50,6 +52,9 @@ struct rs_reader {
     char *name;              /* for messages */
     bool use_isal;
     uint64_t size;           /* regular files: st_size; else 0 */
+    bool regular;            /* a regular file: checked for change at its end */
+    struct timespec mtime;   /* its st_mtim at open */
+    bool pause;              /* RINGSHARD_TEST_PAUSE_AT=first-read: stop after the first read */
 
     unsigned char *in;       /* the block buffer */
     size_t in_cap;
@@ -109,6 +114,41 @@ static ssize_t fail(rs_reader *r, rs_error *err, int code, const char *fmt, ...)
     return -1;
 }
 
+/* Fails when the regular file being read is not what was opened: its size
+ * or modification time differs from the fstat at open (truncated, grown or
+ * rewritten in place during the run). Called where the input ends, so that
+ * a cut file is not taken for a short one, nor its cut last record for a
+ * whole one. 0, or -1 with err (RS_EXIT_IO). */
+static int check_unchanged(rs_reader *r, rs_error *err)
+{
+    struct stat st;
+    if (!r->regular)
+        return 0;
+    if (fstat(r->fd, &st) != 0) {
+        int e = errno;
+        return (int)fail(r, err, RS_EXIT_IO, "cannot stat: %s", strerror(e));
+    }
+    if ((uint64_t)st.st_size != r->size)
+        return (int)fail(r, err, RS_EXIT_IO, "the file changed while it was read (size %llu at open, %llu now)",
+                         (unsigned long long)r->size, (unsigned long long)st.st_size);
+    if (st.st_mtim.tv_sec != r->mtime.tv_sec || st.st_mtim.tv_nsec != r->mtime.tv_nsec)
+        return (int)fail(r, err, RS_EXIT_IO,
+                         "the file changed while it was read (size %llu, but modified since it was opened)",
+                         (unsigned long long)r->size);
+    return 0;
+}
+
+/* The test hook (RINGSHARD_TEST_PAUSE_AT=first-read): the process stops
+ * itself after a reader's first read of a named file, so that a test can
+ * change the file at a known point and let it go on (SIGCONT). */
+static void test_pause(rs_reader *r)
+{
+    if (r->pause) {
+        r->pause = false;
+        raise(SIGSTOP);
+    }
+}
+
 static ssize_t read_fd(int fd, void *buf, size_t n)
 {
     if (n > RS_MAX_CHUNK)
@@ -159,8 +199,12 @@ static int fill(rs_reader *r, rs_error *err)
             return -1;
         }
     }
+    if (k == 0 && check_unchanged(r, err) != 0)
+        return -1;
     if (k == 0)
         r->eof = true;
+    else
+        test_pause(r);
     r->in_avail += (size_t)k;
     r->in_total += (uint64_t)k;
     return 0;
@@ -197,6 +241,8 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
             goto fail;
         }
         r->own_fd = true;
+        const char *pause = getenv("RINGSHARD_TEST_PAUSE_AT");
+        r->pause = pause && strcmp(pause, "first-read") == 0;
     }
     struct stat st;
     if (fstat(r->fd, &st) == 0) {
@@ -206,6 +252,8 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
         }
         if (S_ISREG(st.st_mode)) {
             r->size = (uint64_t)st.st_size;
+            r->regular = true;
+            r->mtime = st.st_mtim;
             (void)posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
@@ -553,8 +601,12 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
                 return fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
                             (unsigned long long)r->in_total, strerror(e));
             }
+            if (k == 0 && check_unchanged(r, err) != 0)
+                return -1;
             if (k == 0)
                 r->eof = true;
+            else
+                test_pause(r);
             r->in_total += (uint64_t)k;
             return k;
         }
