@@ -219,3 +219,45 @@ Test(input, a_file_that_changes_while_read_fails_the_run)
     cr_assert_str_eq(o, "id,v\n1,a\n2,b\n");
     free(o);
 }
+
+/* ---------------------------------------------------- long records */
+
+/* One rule for a record over the limit, whether or not it fits a batch
+ * (--memory 32M: batches of 1.5 MiB, a limit of 768 KiB; the record here is
+ * 3 MB): under fail an error with file, line and record; under skip it is
+ * skipped and the run goes on; under quarantine it is quarantined cut to
+ * the limit, with the limit in the reason, for any -j. --max-record above
+ * what --memory allows is a usage error saying the most it allows. */
+Test(input, a_record_longer_than_a_batch_is_a_bad_row_like_any_other)
+{
+    OK("python3 -c \"open('lr.csv','w').write('id,v\\n1,a\\n2,' + 'x' * 3000000 + '\\n3,c\\n4,' + 'y' * 100 + "
+       "'\\n5,e\\n')\"");
+    fails_with(2, "lr.csv: line 3 (record 2): record longer than the limit (field 2, byte 786433 of the record)",
+               "\"$RS\" bucket --quiet --memory 32M -o out lr.csv");
+    char *o = out_of("\"$RS\" bucket --quiet --memory 32M --on-bad-row skip --nodes 1 --compress none -o s lr.csv && "
+                     "cat s/0.csv && grep -o '\"rejected\": [0-9]*' s/manifest.json | head -1");
+    cr_assert_str_eq(o, "id,v\n1,a\n3,c\n4,yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+                        "yyyyyyyyyyyyyyyy\n5,e\n\"rejected\": 1\n");
+    free(o);
+    for (int j = 1; j <= 2; j++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "\"$RS\" bucket --quiet -j %d --memory 32M --max-record 50 --on-bad-row quarantine=q%d.tsv -o q%d "
+                 "lr.csv && cut -f 1-4 q%d.tsv && cut -f 5 q%d.tsv | awk '{ print length($0) }'",
+                 j, j, j, j, j);
+        o = out_of(cmd);
+        cr_assert_str_eq(o, "input\tline\trecord\treason\n"
+                            "lr.csv\t3\t2\trecord longer than the limit (50 bytes)\n"
+                            "lr.csv\t5\t4\trecord longer than the limit (50 bytes)\n"
+                            "3\n50\n50\n");
+        free(o);
+    }
+    o = out_of("\"$RS\" bucket --quiet --memory 32M --on-bad-row quarantine=q.tsv -o q lr.csv && "
+               "cut -f 1-4 q.tsv && cut -f 5 q.tsv | awk '{ print length($0) }'");
+    cr_assert_str_eq(o, "input\tline\trecord\treason\nlr.csv\t3\t2\trecord longer than the limit (786432 bytes)\n"
+                        "3\n786432\n");
+    free(o);
+    fails_with(64, "--max-record: 104857600 bytes is more than --memory 33554432 allows (at most 786432 bytes: half "
+                   "a batch of 1572864); raise --memory or lower --max-record",
+               "\"$RS\" bucket --quiet --memory 32M --max-record 100M -o out lr.csv");
+}

@@ -71,7 +71,9 @@
  * Memory: two batch buffers, the scatter buffers (about one batch, grown by
  * doubling and reused), and one compressed member per thread: about five
  * batches, hence the batch size of --memory / 8. A record longer than
- * half a batch is an error, not a reason to grow without bound.
+ * half a batch (the cap of --max-record) is a malformed row, not a reason to
+ * grow without bound: one with no end in a whole batch becomes a BAD batch
+ * (bad_record), skipped in bounded memory.
  */
 #define _GNU_SOURCE
 #include <emmintrin.h>
@@ -148,6 +150,13 @@ typedef struct {
      * data[0..j*RS_QCK) for every checkpoint j*RS_QCK <= len. */
     size_t quotes;
     uint32_t *qck;
+    /* A BAD batch holds no rows but stands for one malformed record that
+     * no batch could hold (see bad_record): the first fault in it, the
+     * line ends it spans, and (skip/quarantine) its first max_record bytes. */
+    int bad;
+    rs_csv_fault bad_fault;
+    uint64_t bad_lines;
+    rs_buf bad_row;
 } batch;
 
 typedef struct {
@@ -655,6 +664,83 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     return 0;
 }
 
+/* Whether a fault is a record over the length limit. */
+static int fault_is_long(const rs_csv_fault *f)
+{
+    return strcmp(f->what, "record longer than the limit") == 0;
+}
+
+/* The quarantine reason of a rejected record, and how many of its n bytes
+ * the quarantine keeps: a record over the limit is kept cut to the limit,
+ * its reason saying so, whether or not it fit a batch. */
+static size_t quarantine_reason(const rs_csv_fault *f, size_t max_record, size_t n, char *why, size_t cap)
+{
+    if (!fault_is_long(f)) {
+        snprintf(why, cap, "%s", f->what);
+        return n;
+    }
+    snprintf(why, cap, "record longer than the limit (%zu bytes)", max_record);
+    return n < max_record ? n : max_record;
+}
+
+/* A batch's worth of input (b->data[0..b->len), s->cap bytes or more) holds
+ * no record boundary: its first record is malformed or longer than any
+ * batch. Makes b a BAD batch (see batch) for the team to report or count
+ * in input order, as it does the faults of shorter records. Under
+ * --on-bad-row fail that is all; under skip|quarantine the record is
+ * consumed here, to where recovery ends it (bad_record_end: the first LF at
+ * or after the fault), reading on in steps and keeping only its first
+ * max_record bytes, so memory stays bounded; what follows it is carried
+ * into the next batch. 0, or -1 with err. */
+static int bad_record(pipe_state *s, batch *b, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_csv_record rec;
+    rs_csv_fault f;
+    if (rs_csv_next(&o->dialect, NULL, b->data, b->len, 0, &rec, NULL, NULL, NULL, &f) != RS_CSV_BAD)
+        f = (rs_csv_fault){"record longer than the limit", o->dialect.max_record, 1};
+    b->bad = 1;
+    b->bad_fault = f;
+    b->bad_lines = 0;
+    b->bad_row.len = 0;
+    if (o->bad_rows != RS_BAD_ROW_FAIL) {
+        size_t keep = b->len < o->dialect.max_record ? b->len : o->dialect.max_record;
+        if (rs_buf_append(&b->bad_row, b->data, keep) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        size_t from = f.offset < b->len ? f.offset : b->len;
+        for (;;) {
+            const char *lf = from < b->len ? memchr(b->data + from, '\n', b->len - from) : NULL;
+            size_t end = lf ? (size_t)(lf - b->data) + 1 : b->len;
+            /* a CR at the end may be half of a CRLF: count it with the next bytes */
+            size_t counted = !lf && !s->eof && end > 0 && b->data[end - 1] == '\r' ? end - 1 : end;
+            b->bad_lines += rs_count_line_ends(b->data, counted);
+            if (lf || s->eof) {
+                if (rs_buf_append(&s->carry, b->data + end, b->len - end) != 0)
+                    return rs_error_set(err, RS_EXIT_IO, "out of memory");
+                break;
+            }
+            memmove(b->data, b->data + counted, b->len - counted);
+            b->len -= counted;
+            from = 0;
+            size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
+            ssize_t n = rs_reader_read(s->rd, b->data + b->len, want, err);
+            if (n < 0)
+                return -1;
+            s->eof |= n == 0;
+            b->len += (size_t)n;
+            s->consumed_now = s->consumed_done + rs_reader_consumed(s->rd);
+            if (rs_interrupt_pending())
+                return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        }
+    }
+    b->len = 0;
+    b->quotes = 0;
+    memset(b->seg, 0, sizeof b->seg);
+    b->unit_last = s->eof && s->carry.len == 0;
+    s->unit_last_sent |= b->unit_last;
+    return 0;
+}
+
 /* Produces the next batch into b: records of one unit of one input, ending
  * at a record boundary (its incomplete last record waits in s->carry), or
  * sets b->end after the last input, or b->err. One thread at a time. A
@@ -669,6 +755,7 @@ static void produce(pipe_state *s, batch *b)
     b->err.code = 0;
     b->start_line = 0;
     b->unit_first = b->unit_last = 0;
+    b->bad = 0;
     for (;;) {
         uint32_t i = s->next_input;
         if (!s->rd) {
@@ -773,10 +860,10 @@ static void produce(pipe_state *s, batch *b)
                          b->len, (unsigned long long)(u->offset + u->size));
             goto fail;
         }
-        if (cut == 0) {
-            rs_error_set(&err, RS_EXIT_DATA, "%s: record longer than the limit of %zu bytes (raise --memory)",
-                         o->inputs[i], s->cap / 2);
-            goto fail;
+        if (cut == 0) {  /* no boundary in a whole batch */
+            if (bad_record(s, b, &err) != 0)
+                goto fail;
+            return;
         }
         if (rs_buf_append(&s->carry, b->data + cut, b->len - cut) != 0) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
@@ -1020,15 +1107,17 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             size_t rl = next - pos;
             while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
                 rl--;
+            char why[96];
+            rl = quarantine_reason(&fault, o->dialect.max_record, rl, why, sizeof why);
             /* room first (escaping at most doubles the row), so that an
              * entry is whole or absent */
             if (rs_buf_reserve(&acc->qmarks, sizeof m) != 0 ||
-                rs_buf_reserve(&acc->quarantine, strlen(fault.what) + 2 * rl + 2) != 0) {
+                rs_buf_reserve(&acc->quarantine, strlen(why) + 2 * rl + 2) != 0) {
                 acc->oom = 1;
                 return;
             }
             rs_buf_append(&acc->qmarks, &m, sizeof m);
-            rs_buf_append(&acc->quarantine, fault.what, strlen(fault.what));
+            rs_buf_append(&acc->quarantine, why, strlen(why));
             rs_buf_append(&acc->quarantine, "\t", 1);
             escape_into(&acc->quarantine, base + pos, rl);
             rs_buf_append(&acc->quarantine, "\n", 1);
@@ -1105,6 +1194,40 @@ static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, cons
     return dest_writev(o, df, d, piece, &n, 1, err);
 }
 
+/* The error for a malformed record under --on-bad-row fail. Returns -1. */
+static int bad_row_error(rs_error *err, const char *path, uint64_t line, uint64_t record, const rs_csv_fault *f)
+{
+    return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)", path,
+                        (unsigned long long)line, (unsigned long long)record, f->what, f->field, f->offset + 1);
+}
+
+/* Takes a BAD batch (see bad_record) in input order, where the team would
+ * have met its record: fails the run, or counts the record as rejected
+ * (and quarantines it, cut to the limit). 0, or -1 with err. */
+static int take_bad_batch(pipe_state *s, batch *b, FILE *quarantine, uint64_t *input_lines, uint64_t *input_records,
+                          rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    const char *path = o->inputs[b->input];
+    uint64_t line = input_lines[b->input] + 1, record = input_records[b->input] + 1;
+    if (o->bad_rows == RS_BAD_ROW_FAIL)
+        return bad_row_error(err, path, line, record, &b->bad_fault);
+    if (quarantine) {
+        char why[96];
+        size_t n = quarantine_reason(&b->bad_fault, o->dialect.max_record, b->bad_row.len, why, sizeof why);
+        rs_buf row = {0};
+        escape_into(&row, b->bad_row.data, n);
+        fprintf(quarantine, "%s\t%llu\t%llu\t%s\t%.*s\n", path, (unsigned long long)line, (unsigned long long)record,
+                why, (int)row.len, row.data ? row.data : "");
+        rs_buf_free(&row);
+    }
+    input_lines[b->input] += b->bad_lines ? b->bad_lines : 1;
+    input_records[b->input]++;
+    s->res->input[b->input].rejected++;
+    s->res->rejected++;
+    return 0;
+}
+
 /* Merges the groups' counts of a finished parse in input order: the first
  * fault (by position) becomes the error, quarantined rows get absolute
  * line and record numbers. Returns 1 if the batch failed. */
@@ -1122,10 +1245,8 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
             return 1;
         }
         if (a->fault.failed) {
-            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
-                         o->inputs[b->input], (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
-                         (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
-                         a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
+            bad_row_error(err, o->inputs[b->input], input_lines[b->input] + lines + a->fault.line + 1,
+                          input_records[b->input] + records + a->fault.record + 1, &a->fault.fault);
             return 1;
         }
         if (quarantine && a->quarantine.len)
@@ -1356,7 +1477,14 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
     s.cap = cap;
     rs_pipeline_opts local = *o;
-    if (local.dialect.max_record == 0 || local.dialect.max_record > cap / 2)
+    if (local.dialect.max_record > cap / 2) {
+        rs_error_set(err, RS_EXIT_USAGE,
+                     "--max-record: %zu bytes is more than --memory %llu allows (at most %zu bytes: half a batch of "
+                     "%zu); raise --memory or lower --max-record",
+                     local.dialect.max_record, (unsigned long long)o->memory, cap / 2, cap);
+        return -1;
+    }
+    if (local.dialect.max_record == 0)
         local.dialect.max_record = cap / 2;
     s.o = &local;
     o = &local;
@@ -1517,6 +1645,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             input_records[b->input] = b->record_base;
         }
         input_lines[b->input] += b->start_line;
+        if (b->bad && take_bad_batch(&s, b, quarantine, input_lines, input_records, err) != 0) {
+            res->fail_input = b->input;
+            break;
+        }
         for (int g = 0; g < G; g++) {
             thread_acc *a = &acc[g];
             a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
@@ -1656,6 +1788,8 @@ done:
     free(s.b[1].data);
     free(s.b[0].qck);
     free(s.b[1].qck);
+    rs_buf_free(&s.b[0].bad_row);
+    rs_buf_free(&s.b[1].bad_row);
     if (!s.header_fields.data || !res->header_fields) {
         rs_buf_free(&s.header_fields);
     } else {
