@@ -80,10 +80,9 @@ Test(input, bom_before_the_header_is_ignored_for_matching_and_kept_in_the_output
 Test(input, bom_without_a_header_is_dropped)
 {
     char *o = out_of("printf '\\357\\273\\277k1,1\\nk2,2\\n' > n.csv && \"$RS\" bucket --quiet --nodes 1 --no-header "
-                     "--compress none -o a n.csv && od -An -c a/0.csv | tr -d '\\n' | tr -s ' ' && "
-                     "\"$RS\" dedup --quiet --no-header --compress none -o b n.csv && cat b/*.csv");
-    cr_assert(strstr(o, " k 1 , 1 \\n k 2 , 2 \\n"), "%s", o);
-    cr_assert(strstr(o, "k1,1\nk2,2\n"), "%s", o);
+                     "--compress none -o a n.csv && \"$RS\" dedup --quiet --no-header --compress none -o b n.csv && "
+                     "cat a/0.csv b/*.csv | od -An -c | tr -d '\\n' | tr -s ' '");
+    cr_assert_str_eq(o, " k 1 , 1 \\n k 2 , 2 \\n k 1 , 1 \\n k 2 , 2 \\n");
     free(o);
 }
 
