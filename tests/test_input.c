@@ -166,19 +166,23 @@ Test(input, zero_padding_after_the_last_member_is_accepted_and_counted)
         cr_assert(n == 3 && u[n - 1].counted && u[n - 1].offset + u[n - 1].size == size,
                   "split in units, the last one taking the padding: %zu units", n);
         free(u);
-        const char *z = zlib ? "--zlib " : "";
-        snprintf(cmd, sizeof cmd, "cp pad.gz padm.gz && cat p.gz >> padm.gz && \"$RS\" bucket --quiet %s-o x padm.gz", z);
-        fails_with(2, "padm.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x1f at byte "
-                      "offset 1033: only zero bytes may follow the last member, up to the end of the file)", cmd);
-        snprintf(cmd, sizeof cmd, "cp pad.gz padx.gz && printf x >> padx.gz && \"$RS\" bucket --quiet %s-o x padx.gz", z);
-        fails_with(2, "padx.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x78 at byte "
-                      "offset 1033:", cmd);
-        snprintf(cmd, sizeof cmd, "cp p.gz g1.gz && printf x >> g1.gz && \"$RS\" bucket --quiet %s-o x g1.gz", z);
-        fails_with(2, "g1.gz: garbage after gzip member at byte offset 33 (1 trailing byte that does not start a gzip "
-                      "member)", cmd);
-        snprintf(cmd, sizeof cmd, "cat g1.gz | \"$RS\" bucket --quiet %s-o x -", z);
-        fails_with(2, "(standard input): garbage after gzip member at byte offset 33 (at least 1 trailing byte that "
-                      "does not start a gzip member)", cmd);
+        /* {shell up to the command, with $f the input; the message} */
+        static const char *const bad[][2] = {
+            {"cp pad.gz padm.gz && cat p.gz >> padm.gz && f=padm.gz &&",
+             "padm.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x1f at byte offset "
+             "1033: only zero bytes may follow the last member, up to the end of the file)"},
+            {"cp pad.gz padx.gz && printf x >> padx.gz && f=padx.gz &&",
+             "padx.gz: garbage after gzip member at byte offset 33 (1000 zero bytes, then byte 0x78 at byte offset "
+             "1033:"},
+            {"cp p.gz g1.gz && printf x >> g1.gz && f=g1.gz &&",
+             "g1.gz: garbage after gzip member at byte offset 33 (1 trailing byte that does not start a gzip member)"},
+            {"f=- && cat g1.gz |", "(standard input): garbage after gzip member at byte offset 33 (at least 1 "
+                                    "trailing byte that does not start a gzip member)"},
+        };
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            snprintf(cmd, sizeof cmd, "%s \"$RS\" bucket --quiet %s -o x $f", bad[k][0], zlib ? "--zlib" : "");
+            fails_with(2, bad[k][1], cmd);
+        }
     }
 }
 
