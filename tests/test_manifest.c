@@ -536,8 +536,8 @@ static void fill_buckets(rs_manifest *m)
     m->keys_only = 0;
     m->ninputs = 2;
     m->inputs = calloc(2, sizeof *m->inputs);
-    m->inputs[0] = (rs_manifest_input){strdup("data/a b.csv.gz"), 1, 2, 3, 4, 5};
-    m->inputs[1] = (rs_manifest_input){strdup("-"), 0, UINT64_MAX, UINT64_MAX - 1, 0, 18446744073709551ULL};
+    m->inputs[0] = (rs_manifest_input){strdup("data/a b.csv.gz"), 1, 2, 3, 4, 5, 6};
+    m->inputs[1] = (rs_manifest_input){strdup("-"), 0, UINT64_MAX, UINT64_MAX - 1, 0, 18446744073709551ULL, 0};
     m->nfiles = 3;
     m->files = calloc(3, sizeof *m->files);
     m->files[0] = (rs_manifest_file){.file = strdup("%22q%22uoted%22.csv.gz"), .node = strdup("\"q\"uoted\""),
@@ -580,7 +580,7 @@ static void assert_manifests_equal(const rs_manifest *a, const rs_manifest *b)
         const rs_manifest_input *x = &a->inputs[i], *y = &b->inputs[i];
         assert_str_or_null(x->path, y->path, "input path");
         cr_assert(x->size == y->size && x->rows == y->rows && x->bytes == y->bytes && x->rejected == y->rejected &&
-                      x->blank_lines == y->blank_lines,
+                      x->blank_lines == y->blank_lines && x->zero_padding == y->zero_padding,
                   "input %zu", i);
     }
     cr_assert_eq(a->nfiles, b->nfiles);

@@ -70,6 +70,15 @@ int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const
  * fields, or -1 if malformed. Used for headers, not in hot loops. */
 int rs_csv_fields(const rs_csv_dialect *d, const char *rec, size_t len, rs_buf *out);
 
+/* The UTF-8 byte order mark (EF BB BF). A header that starts with it is
+ * matched and compared without it (it is an encoding mark, not part of the
+ * first column's name: as DuckDB and Python's utf-8-sig read it); the
+ * header line is still written out byte for byte. */
+#define RS_CSV_BOM_LEN 3
+
+/* RS_CSV_BOM_LEN if p[0..len) starts with the UTF-8 byte order mark, else 0. */
+size_t rs_csv_bom_len(const char *p, size_t len);
+
 /* Finds the first record boundary at or after `from` in p[0..len), given
  * that p starts at a record boundary: quote parity is counted from p (a
  * doubled quote toggles twice). Returns the offset just past the record

@@ -13,6 +13,7 @@
 typedef struct {
     char *path;            /* as given on the command line */
     uint64_t size, rows, bytes, rejected, blank_lines;
+    uint64_t zero_padding;  /* "zero_padding_bytes" (optional when read: 0) */
 } rs_manifest_input;
 
 typedef struct {

@@ -105,6 +105,7 @@ typedef struct {
     uint64_t blank_lines;        /* empty lines, skipped as libcsv skips them */
     uint32_t crc;                /* with input_crc: CRC-32 of the data rows, each
                                     as written to outputs (row bytes + LF) */
+    uint64_t zero_padding;       /* zero bytes after the last gzip member (reader.h) */
 } rs_input_stats;
 
 typedef struct {
@@ -130,7 +131,22 @@ typedef struct {
      * first one, that header's line (else 0) */
     int64_t fail_input;
     uint64_t mismatch_line;
+    char *mismatch_fields;       /* and its fields (NUL-separated, malloc'd; NULL if none), */
+    uint32_t mismatch_nfields;   /* how many, */
+    int mismatch_bom;            /* whether it started with a UTF-8 BOM */
 } rs_pipeline_result;
+
+/* Says what first differs between a header's fields and the reference
+ * header's (both NUL-separated, as rs_csv_fields leaves them; compared
+ * without a leading UTF-8 BOM, see csv.h), for "header differs" messages:
+ * "field 3 is 'x', REF has 'y'", "field 4 is 'x', REF has only 3 fields" or
+ * "it has only 3 fields, REF has 'y' as field 4"; control bytes, quotes and
+ * backslashes escaped (\xNN), a UTF-8 BOM shown as <UTF-8 BOM>, long names
+ * cut. bom and ref_bom say whether each header line started with a BOM: when
+ * only one did, the text says that it was ignored. Writes a NUL-terminated
+ * text into out[0..cap). */
+void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, uint32_t nf, int bom, const char *ref,
+                                   const char *ref_fields, uint32_t ref_nf, int ref_bom);
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_DATA for bad input
  * (the message names the file, line and record, or the gzip byte offset),

@@ -67,6 +67,8 @@ uint64_t rs_unit_bytes(void);
 
 /* Lists the units of `path` ("-": standard input, one unit) by hopping
  * from member header to member header with pread (nothing is inflated).
+ * Only a regular file is opened: a FIFO or a device is one unit, left
+ * unopened for the reader, which opens it once.
  * *units is malloc'd (*n >= 1); *size gets the file's size (0 for a pipe).
  * Returns 0, or -1 with err when the file cannot be opened (RS_EXIT_IO). */
 int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
@@ -76,8 +78,11 @@ int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units,
  * (> 0), 0 at the end of the input, or -1 on error (err filled: corrupt or
  * truncated gzip is RS_EXIT_DATA and names the file and the compressed byte
  * offset; a failed read(2) is RS_EXIT_IO). An empty file is a valid, empty
- * input, unless it is named as gzip (see above). Garbage after the last
- * gzip member is an error. */
+ * input, unless it is named as gzip (see above). Zero bytes after the last
+ * gzip member, up to the end of the input, are padding (tape and block
+ * writers leave it), skipped and counted (rs_reader_zero_padding); any other
+ * byte after a member that does not start another member, and anything but
+ * zeros after a zero, is garbage: an error (RS_EXIT_DATA). */
 ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err);
 
 /* Compressed (on-disk) bytes consumed so far, for progress and messages. */
@@ -85,6 +90,10 @@ uint64_t rs_reader_consumed(const rs_reader *r);
 
 /* Size of the input file in bytes, or 0 when unknown (a pipe). */
 uint64_t rs_reader_size(const rs_reader *r);
+
+/* Zero bytes read after the last gzip member (padding, accepted up to the
+ * end of the input; see rs_reader_read). */
+uint64_t rs_reader_zero_padding(const rs_reader *r);
 
 /* 1 if the input is gzip, 0 if plain (valid after the first read). */
 int rs_reader_is_gzip(const rs_reader *r);

@@ -243,12 +243,13 @@ static void adopt_header(rs_pipeline_result *res, const char *rec)
     res->header_line = h.line;
 }
 
-/* Replaces err with the pipeline's own message for a header mismatch. */
-static void header_differs(rs_error *err, const char *path, uint64_t line, const char *ref)
+/* Replaces err with the pipeline's own message for a header mismatch;
+ * what: rs_pipeline_header_difference's text. */
+static void header_differs(rs_error *err, const char *path, uint64_t line, const char *ref, const char *what)
 {
     rs_error_clear(err);
-    rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
-                 (unsigned long long)line, ref);
+    rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s: %s", path,
+                 (unsigned long long)line, ref, what);
 }
 
 /* The header exchange: every rank learns each rank's header; the first
@@ -297,9 +298,19 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
         if (h.input >= 0 && h.input != res->header_input && h.input <= fail &&
             (h.nfields != res->nheader_fields || h.fields_len != fields_len(res) ||
              memcmp(mine->header_fields_storage, res->header_fields_storage, h.fields_len) != 0)) {
-            header_differs(err, o->inputs[h.input], h.line, ref);
+            char what[512];
+            rs_pipeline_header_difference(what, sizeof what, mine->header_fields_storage, (uint32_t)h.nfields,
+                                          rs_csv_bom_len(mine->header, mine->header_len) != 0, ref,
+                                          res->header_fields_storage, res->nheader_fields,
+                                          rs_csv_bom_len(res->header, res->header_len) != 0);
+            header_differs(err, o->inputs[h.input], h.line, ref, what);
         } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
-            header_differs(err, o->inputs[fail], mine->mismatch_line, ref);
+            /* measured against my first header, which is the output's */
+            char what[512];
+            rs_pipeline_header_difference(what, sizeof what, mine->mismatch_fields, mine->mismatch_nfields,
+                                          mine->mismatch_bom, ref, res->header_fields_storage, res->nheader_fields,
+                                          rs_csv_bom_len(res->header, res->header_len) != 0);
+            header_differs(err, o->inputs[fail], mine->mismatch_line, ref, what);
         }
     }
     free(all);
@@ -310,7 +321,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
  * are summed, its CRC-32s combined in rank (= unit) order. */
-enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_FIELDS };
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_FIELDS };
 
 static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo, size_t n,
                          rs_pipeline_result *res)
@@ -325,6 +336,7 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
         uint64_t *f = v + i * IN_FIELDS;
         f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
+        f[IN_PAD] = in->zero_padding;
     }
     char *all;
     rs_world_gather_bytes(v, n * IN_FIELDS * sizeof *v, &all, lens);
@@ -340,12 +352,13 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
         if (!seen[f[IN_INDEX]]) {
             seen[f[IN_INDEX]] = 1;
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
-                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC]};
+                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD]};
             continue;
         }
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
+        in->zero_padding += f[IN_PAD];
     }
     for (size_t i = 0; i < o->ninputs; i++)
         if (!seen[i])

@@ -650,7 +650,7 @@ setup_done:  /* every rank agrees before the collective pass 1 */
         for (size_t i = 0; i < a.po.ninputs; i++) {
             const rs_input_stats *in = &res.input[i];
             m.inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                              in->blank_lines};
+                                              in->blank_lines, in->zero_padding};
         }
         m.rejected = res.rejected;
     }

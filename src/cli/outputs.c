@@ -88,7 +88,7 @@ int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring,
     for (size_t i = 0; i < po->ninputs; i++) {
         const rs_input_stats *in = &res->input[i];
         m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                           in->blank_lines};
+                                           in->blank_lines, in->zero_padding};
     }
     m->rejected = res->rejected;
     m->seconds = res->seconds;

@@ -43,6 +43,8 @@ typedef struct {
     int eof;
     uint64_t rec;            /* records returned so far (header included) */
     rs_buf scratch;
+    int header;              /* the first record is a header */
+    int started;             /* a UTF-8 BOM at the start was looked for */
 } rstream;
 
 static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
@@ -51,6 +53,7 @@ static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int wan
     s->path = path;
     s->d = &o->dialect;
     s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
+    s->header = o->header;
     s->rd = rs_reader_open(path, o->codec, err);
     return s->rd ? 0 : -1;
 }
@@ -93,9 +96,20 @@ static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, cons
                    rs_error *err)
 {
     for (;;) {
-        if (s->pos < s->buf.len || s->eof) {
+        size_t bom = 0;
+        if (!s->started && (s->buf.len >= RS_CSV_BOM_LEN || s->eof)) {
+            /* a UTF-8 BOM at the file's start is no part of the first
+             * record: kept in a header's line, dropped before a row (as
+             * the pipeline reads it) */
+            s->started = 1;
+            bom = rs_csv_bom_len(s->buf.data, s->buf.len);
+            if (!s->header)
+                s->pos += bom, bom = 0;
+        }
+        if (s->started && (s->pos < s->buf.len || s->eof)) {
             if (s->pos >= s->buf.len)
                 return 0;
+            s->pos += bom;
             rs_csv_record rec;
             rs_csv_fault fault = {0};
             const char *k = NULL;
@@ -104,13 +118,13 @@ static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, cons
             int r = rs_csv_next(s->d, ks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, ks ? &k : NULL,
                                 ks ? &kl : NULL, &s->scratch, &fault);
             if (r == RS_CSV_OK) {
-                const char *p = s->buf.data + s->pos;
+                const char *p = s->buf.data + s->pos - bom;
                 s->pos += rec.consumed;
                 if (rec.nfields == 0)
                     continue;
                 s->rec++;
                 *row = p;
-                *rowlen = rec.len;
+                *rowlen = rec.len + bom;
                 if (key) {
                     *key = ks ? k : p;
                     *keylen = ks ? kl : rec.len;
@@ -325,7 +339,8 @@ int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const c
     rs_buf fields = {0};
     int nf = 0;
     if (header_line) {
-        nf = rs_csv_fields(d, header_line, header_len, &fields);
+        size_t bom = rs_csv_bom_len(header_line, header_len);  /* kept in the line, not in the name */
+        nf = rs_csv_fields(d, header_line + bom, header_len - bom, &fields);
         if (nf < 0) {
             rs_buf_free(&fields);
             return rs_error_set(err, RS_EXIT_DATA, "malformed header line");

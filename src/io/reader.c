@@ -7,7 +7,10 @@
  * gzip members are decoded by ISA-L (isal_inflate, raw deflate plus trailer
  * check; the header is parsed here, see decoder_init) or zlib (inflate with
  * windowBits 15+16, which parses the header itself). After a member ends, the
- * next bytes must start another member (1f 8b) or be the end of the input.
+ * next bytes must start another member (1f 8b) or be the end of the input,
+ * or be zero bytes up to the end of the input: the padding tape and block
+ * writers leave (gzip, zcat, pigz and igzip accept it too). Anything after a
+ * zero byte but more zeros, another member included, is garbage.
  *
  * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
  * is where the problem was detected (for ISA-L this can be a few bytes past the
@@ -17,12 +20,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -47,6 +52,9 @@ struct rs_reader {
     char *name;              /* for messages */
     bool use_isal;
     uint64_t size;           /* regular files: st_size; else 0 */
+    bool regular;            /* a regular file: checked for change at its end */
+    struct timespec mtime;   /* its st_mtim at open */
+    bool pause;              /* RINGSHARD_TEST_PAUSE_AT=first-read: stop after the first read */
 
     unsigned char *in;       /* the block buffer */
     size_t in_cap;
@@ -61,6 +69,9 @@ struct rs_reader {
     bool started;            /* format detected */
     bool is_gzip;
     bool member_done;        /* the current member ended; next: member, end or garbage */
+    bool padding;            /* in zero bytes after the last member */
+    uint64_t zero_padding;   /* how many so far */
+    uint64_t pad_start;      /* the offset of the first */
     bool finished;           /* clean end of input reached */
     uint64_t member_start;   /* compressed offset of the current member */
 
@@ -101,6 +112,41 @@ static ssize_t fail(rs_reader *r, rs_error *err, int code, const char *fmt, ...)
     }
     rs_error_set(err, r->err.code, "%s", r->err.msg);
     return -1;
+}
+
+/* Fails when the regular file being read is not what was opened: its size
+ * or modification time differs from the fstat at open (truncated, grown or
+ * rewritten in place during the run). Called where the input ends, so that
+ * a cut file is not taken for a short one, nor its cut last record for a
+ * whole one. 0, or -1 with err (RS_EXIT_IO). */
+static int check_unchanged(rs_reader *r, rs_error *err)
+{
+    struct stat st;
+    if (!r->regular)
+        return 0;
+    if (fstat(r->fd, &st) != 0) {
+        int e = errno;
+        return (int)fail(r, err, RS_EXIT_IO, "cannot stat: %s", strerror(e));
+    }
+    if ((uint64_t)st.st_size != r->size)
+        return (int)fail(r, err, RS_EXIT_IO, "the file changed while it was read (size %llu at open, %llu now)",
+                         (unsigned long long)r->size, (unsigned long long)st.st_size);
+    if (st.st_mtim.tv_sec != r->mtime.tv_sec || st.st_mtim.tv_nsec != r->mtime.tv_nsec)
+        return (int)fail(r, err, RS_EXIT_IO,
+                         "the file changed while it was read (size %llu, but modified since it was opened)",
+                         (unsigned long long)r->size);
+    return 0;
+}
+
+/* The test hook (RINGSHARD_TEST_PAUSE_AT=first-read): the process stops
+ * itself after a reader's first read of a named file, so that a test can
+ * change the file at a known point and let it go on (SIGCONT). */
+static void test_pause(rs_reader *r)
+{
+    if (r->pause) {
+        r->pause = false;
+        raise(SIGSTOP);
+    }
 }
 
 static ssize_t read_fd(int fd, void *buf, size_t n)
@@ -153,8 +199,12 @@ static int fill(rs_reader *r, rs_error *err)
             return -1;
         }
     }
+    if (k == 0 && check_unchanged(r, err) != 0)
+        return -1;
     if (k == 0)
         r->eof = true;
+    else
+        test_pause(r);
     r->in_avail += (size_t)k;
     r->in_total += (uint64_t)k;
     return 0;
@@ -191,6 +241,8 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
             goto fail;
         }
         r->own_fd = true;
+        const char *pause = getenv("RINGSHARD_TEST_PAUSE_AT");
+        r->pause = pause && strcmp(pause, "first-read") == 0;
     }
     struct stat st;
     if (fstat(r->fd, &st) == 0) {
@@ -200,6 +252,8 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
         }
         if (S_ISREG(st.st_mode)) {
             r->size = (uint64_t)st.st_size;
+            r->regular = true;
+            r->mtime = st.st_mtim;
             (void)posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
@@ -547,8 +601,12 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
                 return fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
                             (unsigned long long)r->in_total, strerror(e));
             }
+            if (k == 0 && check_unchanged(r, err) != 0)
+                return -1;
             if (k == 0)
                 r->eof = true;
+            else
+                test_pause(r);
             r->in_total += (uint64_t)k;
             return k;
         }
@@ -560,6 +618,42 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
     r->in_next += n;
     r->in_avail -= n;
     return (ssize_t)n;
+}
+
+/* Fails on bytes after a member that start neither a member nor padding,
+ * saying how many there are up to the end of the input ("at least" what is
+ * held when the end is unknown: a pipe). */
+static ssize_t garbage(rs_reader *r, rs_error *err)
+{
+    uint64_t at = consumed(r), end = r->size && r->range_end > r->size ? r->size : r->range_end;
+    int known = end != UINT64_MAX && end >= at;
+    uint64_t n = known ? end - at : r->in_avail;
+    return fail(r, err, RS_EXIT_DATA, "garbage after gzip member at byte offset %llu (%s%llu trailing byte%s that %s "
+                "not start a gzip member)", (unsigned long long)at, known ? "" : "at least ", (unsigned long long)n,
+                n == 1 ? "" : "s", n == 1 ? "does" : "do");
+}
+
+/* Consumes zero bytes after the last member. 0 when every byte held was
+ * zero (more may follow); -1 (err set) at a non-zero byte: zero padding
+ * must run to the end of the input. */
+static int skip_padding(rs_reader *r, rs_error *err)
+{
+    if (!r->padding)
+        r->pad_start = consumed(r);
+    r->padding = true;
+    size_t k = 0;
+    while (k < r->in_avail && r->in_next[k] == 0)
+        k++;
+    r->in_next += k;
+    r->in_avail -= k;
+    r->zero_padding += k;
+    if (r->in_avail == 0)
+        return 0;
+    return (int)fail(r, err, RS_EXIT_DATA,
+                     "garbage after gzip member at byte offset %llu (%llu zero byte%s, then byte 0x%02x at byte "
+                     "offset %llu: only zero bytes may follow the last member, up to the end of the file)",
+                     (unsigned long long)r->pad_start, (unsigned long long)r->zero_padding,
+                     r->zero_padding == 1 ? "" : "s", r->in_next[0], (unsigned long long)consumed(r));
 }
 
 static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
@@ -576,11 +670,13 @@ static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
                 r->finished = true;
                 return 0;
             }
+            if (r->padding || r->in_next[0] == 0) {
+                if (skip_padding(r, err) != 0)
+                    return -1;
+                continue;
+            }
             if (r->in_avail < 2 || r->in_next[0] != 0x1f || r->in_next[1] != 0x8b)
-                return fail(r, err, RS_EXIT_DATA,
-                            "garbage after gzip member at byte offset %llu (%llu trailing "
-                            "bytes or more that are not a gzip member)",
-                            (unsigned long long)consumed(r), (unsigned long long)r->in_avail);
+                return garbage(r, err);
             decoder_reset(r);
             r->member_done = false;
             r->member_start = consumed(r);
@@ -656,6 +752,11 @@ int rs_reader_is_gzip(const rs_reader *r)
     return r->is_gzip;
 }
 
+uint64_t rs_reader_zero_padding(const rs_reader *r)
+{
+    return r->zero_padding;
+}
+
 void rs_reader_close(rs_reader *r)
 {
     if (r == NULL)
@@ -700,9 +801,26 @@ static ssize_t pread_all(int fd, void *buf, size_t n, uint64_t off)
     return (ssize_t)got;
 }
 
+/* Whether bytes [off, size) of the file are all zero (padding after the
+ * last member, see rs_reader_read). */
+static int all_zero(int fd, uint64_t off, uint64_t size, unsigned char *buf, size_t cap)
+{
+    while (off < size) {
+        size_t n = size - off < cap ? (size_t)(size - off) : cap;
+        if (pread_all(fd, buf, n, off) != (ssize_t)n)
+            return 0;
+        for (size_t i = 0; i < n; i++)
+            if (buf[i])
+                return 0;
+        off += n;
+    }
+    return 1;
+}
+
 /* The member chain of a file of `size` bytes: appends its units to *u.
  * Returns 1 when every member from offset 0 carries an RS subfield and the
- * sizes end exactly at the end of the file, 0 otherwise (not splittable),
+ * sizes end exactly at the end of the file (or where zero padding runs to
+ * it: the last unit takes the padding), 0 otherwise (not splittable),
  * -1 when out of memory. */
 static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u, size_t *n)
 {
@@ -715,6 +833,11 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
         rs_member_info mi;
         size_t need = 0;
         ssize_t k = pread_all(fd, h, RS_MEMBER_HEADER_LEN, off);
+        if (k > 0 && h[0] == 0 && *n > 0 && all_zero(fd, off, size, h, 12 + 65535)) {
+            /* zero padding to the end: the last unit's reader skips it */
+            (*u)[*n - 1].size += size - off;
+            break;
+        }
         if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
                        (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
                         rs_member_parse(h, need, &mi, &need) != 1))) {
@@ -761,17 +884,23 @@ int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units,
     *n = 0;
     *size = 0;
     int fd = -1;
+    struct stat st;
     if (strcmp(path, "-") != 0) {
+        /* stat, not open: opening a FIFO here, and again to read it, would
+         * take the writer's data (or its only open) away from the reader.
+         * Only a regular file can be listed; anything else is one unit,
+         * opened once, by the reader. */
+        if (stat(path, &st) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (S_ISDIR(st.st_mode))
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
+    }
+    if (strcmp(path, "-") != 0 && S_ISREG(st.st_mode)) {
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
-        struct stat st;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
             *size = (uint64_t)st.st_size;
-        else if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-            close(fd);
-            return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
-        }
     }
     int ok = 0;
     if (fd >= 0 && *size > 0)

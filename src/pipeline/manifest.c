@@ -11,7 +11,7 @@
  *               "compress": "gzip" | "none", "level": 1, "keys_only": false},
  *   "header": "<header line without line end>" | null,
  *   "inputs": [{"path": ..., "size": n, "rows": n, "bytes": n,
- *               "rejected": n, "blank_lines": n}, ...],
+ *               "rejected": n, "blank_lines": n, "zero_padding_bytes": n}, ...],
  *   "files": [{"file": "<name in DIR>",
  *              "node": "<node>",                           buckets
  *              "from": "<node>", "to": "<node>",           moves
@@ -127,6 +127,7 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "bytes", in->bytes);
         write_u64(&j, "rejected", in->rejected);
         write_u64(&j, "blank_lines", in->blank_lines);
+        write_u64(&j, "zero_padding_bytes", in->zero_padding);
         rs_json_object_end(&j);
     }
     rs_json_array_end(&j);
@@ -360,7 +361,8 @@ static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
             get_u64(r, o, ctx, "rows", 1, UINT64_MAX, &in->rows) != 0 ||
             get_u64(r, o, ctx, "bytes", 1, UINT64_MAX, &in->bytes) != 0 ||
             get_u64(r, o, ctx, "rejected", 1, UINT64_MAX, &in->rejected) != 0 ||
-            get_u64(r, o, ctx, "blank_lines", 1, UINT64_MAX, &in->blank_lines) != 0)
+            get_u64(r, o, ctx, "blank_lines", 1, UINT64_MAX, &in->blank_lines) != 0 ||
+            get_u64(r, o, ctx, "zero_padding_bytes", 0, UINT64_MAX, &in->zero_padding) != 0)
             return -1;
     }
     return 0;

@@ -71,7 +71,9 @@
  * Memory: two batch buffers, the scatter buffers (about one batch, grown by
  * doubling and reused), and one compressed member per thread: about five
  * batches, hence the batch size of --memory / 8. A record longer than
- * half a batch is an error, not a reason to grow without bound.
+ * half a batch (the cap of --max-record) is a malformed row, not a reason to
+ * grow without bound: one with no end in a whole batch becomes a BAD batch
+ * (bad_record), skipped in bounded memory.
  */
 #define _GNU_SOURCE
 #include <emmintrin.h>
@@ -142,13 +144,20 @@ typedef struct {
     int unit_last;          /* its last batch: check the counts after the merge */
     uint64_t line_base, record_base;
     const rs_input_unit *u; /* the unit (NULL: a whole input, nothing to check) */
-    uint64_t hdr_records;   /* records before the data: blank lines and the header */
+    uint64_t hdr_records;   /* records before the data: the header (blank lines are not records) */
     /* Quote counts, taken as the producer reads (while the bytes are still
      * in its cache) instead of in two more passes over the whole batch:
      * quotes is the count in data[0..len), qck[j] the count in
      * data[0..j*RS_QCK) for every checkpoint j*RS_QCK <= len. */
     size_t quotes;
     uint32_t *qck;
+    /* A BAD batch holds no rows but stands for one malformed record that
+     * no batch could hold (see bad_record): the first fault in it, the
+     * line ends it spans, and (skip/quarantine) its first max_record bytes. */
+    int bad;
+    rs_csv_fault bad_fault;
+    uint64_t bad_lines;
+    rs_buf bad_row;
 } batch;
 
 typedef struct {
@@ -174,6 +183,7 @@ typedef struct {
     uint64_t total_size;
     /* header and key */
     rs_buf header_fields;   /* the first input's fields, NUL-separated */
+    int header_bom;         /* its header line starts with a UTF-8 BOM */
     rs_csv_keyspec keyspec;
     int keyspec_ready;
 } pipe_state;
@@ -362,14 +372,82 @@ static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
     return 0;
 }
 
+/* Appends field f for a message, quoted, its odd bytes escaped, cut after
+ * RS_SHOW_FIELD bytes. */
+#define RS_SHOW_FIELD 64
+static void show_field(rs_buf *m, const char *f)
+{
+    rs_buf_append(m, "'", 1);
+    size_t n = strlen(f), i = 0;
+    for (; i < n && i < RS_SHOW_FIELD; i++) {
+        unsigned char c = (unsigned char)f[i];
+        char e[8];
+        if (rs_csv_bom_len(f + i, n - i)) {
+            rs_buf_append(m, "<UTF-8 BOM>", 11);
+            i += RS_CSV_BOM_LEN - 1;
+        } else if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
+            rs_buf_append(m, e, (size_t)snprintf(e, sizeof e, "\\x%02x", c));
+        } else {
+            rs_buf_append(m, f + i, 1);
+        }
+    }
+    rs_buf_append(m, i < n ? "'..." : "'", i < n ? 4 : 1);
+}
+
+void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, uint32_t nf, int bom, const char *ref,
+                                   const char *ref_fields, uint32_t ref_nf, int ref_bom)
+{
+    rs_buf m = {0};
+    char num[64];
+    uint32_t k = 0;
+    const char *a = fields, *b = ref_fields;
+    while (k < nf && k < ref_nf && strcmp(a, b) == 0) {
+        a += strlen(a) + 1;
+        b += strlen(b) + 1;
+        k++;
+    }
+    if (k < nf && k < ref_nf) {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "field %u is ", k + 1));
+        show_field(&m, a);
+        rs_buf_append(&m, ", ", 2);
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, " has ", 5);
+        show_field(&m, b);
+    } else if (k < nf) {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "field %u is ", k + 1));
+        show_field(&m, a);
+        rs_buf_append(&m, ", ", 2);
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, " has only %u field%s", ref_nf, ref_nf == 1 ? "" : "s"));
+    } else {
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "it has only %u field%s, ", nf, nf == 1 ? "" : "s"));
+        rs_buf_append(&m, ref, strlen(ref));
+        rs_buf_append(&m, " has ", 5);
+        show_field(&m, b);
+        rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, " as field %u", k + 1));
+    }
+    if (bom != ref_bom) {
+        const char *who = bom ? "its header" : ref;
+        rs_buf_append(&m, " (", 2);
+        rs_buf_append(&m, who, strlen(who));
+        rs_buf_append(&m, bom ? "" : "'s header", bom ? 0 : 9);
+        const char *tail = " starts with a UTF-8 BOM, which is ignored)";
+        rs_buf_append(&m, tail, strlen(tail));
+    }
+    snprintf(out, cap, "%.*s", m.data ? (int)m.len : 0, m.data ? m.data : "");
+    rs_buf_free(&m);
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
- * needed. Returns bytes consumed (0 if the input is empty), -1 on error. */
+ * needed: a UTF-8 BOM at the input's first byte is not part of it (see
+ * csv.h), but stays in res->header when the header follows it at once.
+ * Returns bytes consumed (0 if the input is empty), -1 on error. */
 static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, uint64_t *lines, uint64_t *records,
                            rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
     const char *path = o->inputs[i];
-    size_t off = 0;
+    size_t off = 0, bom = SIZE_MAX;
     int eof = 0;
     rs_csv_record rec;
     rs_csv_fault fault;
@@ -379,6 +457,8 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                 return -1;
             continue;
         }
+        if (bom == SIZE_MAX)  /* the input's first bytes */
+            off = bom = rs_csv_bom_len(b->data, b->len);
         if (b->len == off)
             return (ssize_t)off;  /* empty input (or only blank lines) */
         int r = rs_csv_next(&o->dialect, NULL, b->data + off, b->len - off, eof, &rec, NULL, NULL, NULL, &fault);
@@ -394,11 +474,13 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: malformed header: %s (field %u)", path,
                                 (unsigned long long)*lines + 1, fault.what, fault.field);
         *lines += rec.lines;
-        ++*records;
-        if (rec.nfields == 0) {  /* blank line before the header */
+        if (rec.nfields == 0) {  /* blank line before the header: a line, not a record */
+            if (s->unit == 0)    /* counted once, not again by a later unit's look at the header */
+                s->res->input[i].blank_lines++;
             off += rec.consumed;
             continue;
         }
+        ++*records;
         rs_buf fields = {0};
         int nf = rs_csv_fields(&o->dialect, b->data + off, rec.len, &fields);
         if (nf < 0) {
@@ -407,16 +489,19 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                                 (unsigned long long)*lines);
         }
         rs_pipeline_result *res = s->res;
+        int has_bom = bom && off == bom;  /* the header follows the BOM at once */
         if (!res->header) {
-            res->header = malloc(rec.len + 1);
+            size_t keep = has_bom ? bom : 0;
+            res->header = malloc(keep + rec.len + 1);
             res->header_fields = malloc((size_t)nf * sizeof *res->header_fields);
             if (!res->header || !res->header_fields) {
                 rs_buf_free(&fields);
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
             }
-            memcpy(res->header, b->data + off, rec.len);
-            res->header[rec.len] = '\0';
-            res->header_len = rec.len;
+            memcpy(res->header, b->data + off - keep, keep + rec.len);
+            res->header[keep + rec.len] = '\0';
+            res->header_len = keep + rec.len;
+            s->header_bom = has_bom;
             res->header_input = i;
             res->header_line = *lines;
             s->header_fields = fields;
@@ -429,16 +514,40 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
         } else {
             int same = (uint32_t)nf == res->nheader_fields && fields.len == s->header_fields.len &&
                        memcmp(fields.data, s->header_fields.data, fields.len) == 0;
-            rs_buf_free(&fields);
-            if (!same)
-            {
+            if (same) {
+                rs_buf_free(&fields);
+            } else {
+                const char *ref = o->inputs[res->header_input];
+                char what[512];
+                rs_pipeline_header_difference(what, sizeof what, fields.data, (uint32_t)nf, has_bom, ref,
+                                              s->header_fields.data, res->nheader_fields, s->header_bom);
                 res->mismatch_line = *lines;
-                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s", path,
-                                    (unsigned long long)*lines, o->inputs[res->header_input]);
+                res->mismatch_fields = fields.data;  /* for a cluster's message (cluster.c) */
+                res->mismatch_nfields = (uint32_t)nf;
+                res->mismatch_bom = has_bom;
+                return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s: %s",
+                                    path, (unsigned long long)*lines, ref, what);
             }
         }
         return (ssize_t)(off + rec.consumed);
     }
+}
+
+/* Without a header: drops a UTF-8 BOM at the input's first byte, which is
+ * not part of the first record (as DuckDB reads it): its first field, the
+ * key with --key 1, is what follows the BOM, and the row is written without
+ * it. 0 or -1 with err. */
+static int drop_bom(pipe_state *s, batch *b, rs_error *err)
+{
+    int eof = 0;
+    while (b->len < RS_CSV_BOM_LEN && !eof)
+        if (read_more(s->rd, b, &eof, err) != 0)
+            return -1;
+    s->eof |= eof;
+    size_t n = rs_csv_bom_len(b->data, b->len);
+    memmove(b->data, b->data + n, b->len - n);
+    b->len -= n;
+    return 0;
 }
 
 /* The units of input i this run reads: [unit_from, unit_to). A cluster
@@ -547,9 +656,89 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
         memmove(b->data, b->data + h, b->len - (size_t)h);
         b->len -= (size_t)h;
         b->start_line = lines;
-    } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
-        return -1;
+    } else {
+        if (s->unit == 0 && drop_bom(s, b, err) != 0)
+            return -1;
+        if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0)
+            return -1;
     }
+    return 0;
+}
+
+/* Whether a fault is a record over the length limit. */
+static int fault_is_long(const rs_csv_fault *f)
+{
+    return strcmp(f->what, "record longer than the limit") == 0;
+}
+
+/* The quarantine reason of a rejected record, and how many of its n bytes
+ * the quarantine keeps: a record over the limit is kept cut to the limit,
+ * its reason saying so, whether or not it fit a batch. */
+static size_t quarantine_reason(const rs_csv_fault *f, size_t max_record, size_t n, char *why, size_t cap)
+{
+    if (!fault_is_long(f)) {
+        snprintf(why, cap, "%s", f->what);
+        return n;
+    }
+    snprintf(why, cap, "record longer than the limit (%zu bytes)", max_record);
+    return n < max_record ? n : max_record;
+}
+
+/* A batch's worth of input (b->data[0..b->len), s->cap bytes or more) holds
+ * no record boundary: its first record is malformed or longer than any
+ * batch. Makes b a BAD batch (see batch) for the team to report or count
+ * in input order, as it does the faults of shorter records. Under
+ * --on-bad-row fail that is all; under skip|quarantine the record is
+ * consumed here, to where recovery ends it (bad_record_end: the first LF at
+ * or after the fault), reading on in steps and keeping only its first
+ * max_record bytes, so memory stays bounded; what follows it is carried
+ * into the next batch. 0, or -1 with err. */
+static int bad_record(pipe_state *s, batch *b, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_csv_record rec;
+    rs_csv_fault f;
+    if (rs_csv_next(&o->dialect, NULL, b->data, b->len, 0, &rec, NULL, NULL, NULL, &f) != RS_CSV_BAD)
+        f = (rs_csv_fault){"record longer than the limit", o->dialect.max_record, 1};
+    b->bad = 1;
+    b->bad_fault = f;
+    b->bad_lines = 0;
+    b->bad_row.len = 0;
+    if (o->bad_rows != RS_BAD_ROW_FAIL) {
+        size_t keep = b->len < o->dialect.max_record ? b->len : o->dialect.max_record;
+        if (rs_buf_append(&b->bad_row, b->data, keep) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        size_t from = f.offset < b->len ? f.offset : b->len;
+        for (;;) {
+            const char *lf = from < b->len ? memchr(b->data + from, '\n', b->len - from) : NULL;
+            size_t end = lf ? (size_t)(lf - b->data) + 1 : b->len;
+            /* a CR at the end may be half of a CRLF: count it with the next bytes */
+            size_t counted = !lf && !s->eof && end > 0 && b->data[end - 1] == '\r' ? end - 1 : end;
+            b->bad_lines += rs_count_line_ends(b->data, counted);
+            if (lf || s->eof) {
+                if (rs_buf_append(&s->carry, b->data + end, b->len - end) != 0)
+                    return rs_error_set(err, RS_EXIT_IO, "out of memory");
+                break;
+            }
+            memmove(b->data, b->data + counted, b->len - counted);
+            b->len -= counted;
+            from = 0;
+            size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
+            ssize_t n = rs_reader_read(s->rd, b->data + b->len, want, err);
+            if (n < 0)
+                return -1;
+            s->eof |= n == 0;
+            b->len += (size_t)n;
+            s->consumed_now = s->consumed_done + rs_reader_consumed(s->rd);
+            if (rs_interrupt_pending())
+                return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        }
+    }
+    b->len = 0;
+    b->quotes = 0;
+    memset(b->seg, 0, sizeof b->seg);
+    b->unit_last = s->eof && s->carry.len == 0;
+    s->unit_last_sent |= b->unit_last;
     return 0;
 }
 
@@ -567,6 +756,7 @@ static void produce(pipe_state *s, batch *b)
     b->err.code = 0;
     b->start_line = 0;
     b->unit_first = b->unit_last = 0;
+    b->bad = 0;
     for (;;) {
         uint32_t i = s->next_input;
         if (!s->rd) {
@@ -625,6 +815,7 @@ static void produce(pipe_state *s, batch *b)
         }
         if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
+            s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
             rs_reader_close(s->rd);
             s->rd = NULL;
             int check = u->counted && !s->unit_last_sent;
@@ -670,10 +861,10 @@ static void produce(pipe_state *s, batch *b)
                          b->len, (unsigned long long)(u->offset + u->size));
             goto fail;
         }
-        if (cut == 0) {
-            rs_error_set(&err, RS_EXIT_DATA, "%s: record longer than the limit of %zu bytes (raise --memory)",
-                         o->inputs[i], s->cap / 2);
-            goto fail;
+        if (cut == 0) {  /* no boundary in a whole batch */
+            if (bad_record(s, b, &err) != 0)
+                goto fail;
+            return;
         }
         if (rs_buf_append(&s->carry, b->data + cut, b->len - cut) != 0) {
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
@@ -847,12 +1038,12 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
                             &fault);
         if (r == RS_CSV_OK) {
             acc->lines += rec.lines;
-            acc->records++;
-            if (rec.nfields == 0) {
+            if (rec.nfields == 0) {  /* a line, not a record */
                 acc->blank++;
                 pos += rec.consumed;
                 continue;
             }
+            acc->records++;
             const char *row = base + pos;
             acc->rows++;
             acc->bytes += rec.len + 1;
@@ -917,15 +1108,17 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
             size_t rl = next - pos;
             while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
                 rl--;
+            char why[96];
+            rl = quarantine_reason(&fault, o->dialect.max_record, rl, why, sizeof why);
             /* room first (escaping at most doubles the row), so that an
              * entry is whole or absent */
             if (rs_buf_reserve(&acc->qmarks, sizeof m) != 0 ||
-                rs_buf_reserve(&acc->quarantine, strlen(fault.what) + 2 * rl + 2) != 0) {
+                rs_buf_reserve(&acc->quarantine, strlen(why) + 2 * rl + 2) != 0) {
                 acc->oom = 1;
                 return;
             }
             rs_buf_append(&acc->qmarks, &m, sizeof m);
-            rs_buf_append(&acc->quarantine, fault.what, strlen(fault.what));
+            rs_buf_append(&acc->quarantine, why, strlen(why));
             rs_buf_append(&acc->quarantine, "\t", 1);
             escape_into(&acc->quarantine, base + pos, rl);
             rs_buf_append(&acc->quarantine, "\n", 1);
@@ -1002,6 +1195,40 @@ static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, cons
     return dest_writev(o, df, d, piece, &n, 1, err);
 }
 
+/* The error for a malformed record under --on-bad-row fail. Returns -1. */
+static int bad_row_error(rs_error *err, const char *path, uint64_t line, uint64_t record, const rs_csv_fault *f)
+{
+    return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)", path,
+                        (unsigned long long)line, (unsigned long long)record, f->what, f->field, f->offset + 1);
+}
+
+/* Takes a BAD batch (see bad_record) in input order, where the team would
+ * have met its record: fails the run, or counts the record as rejected
+ * (and quarantines it, cut to the limit). 0, or -1 with err. */
+static int take_bad_batch(pipe_state *s, batch *b, FILE *quarantine, uint64_t *input_lines, uint64_t *input_records,
+                          rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    const char *path = o->inputs[b->input];
+    uint64_t line = input_lines[b->input] + 1, record = input_records[b->input] + 1;
+    if (o->bad_rows == RS_BAD_ROW_FAIL)
+        return bad_row_error(err, path, line, record, &b->bad_fault);
+    if (quarantine) {
+        char why[96];
+        size_t n = quarantine_reason(&b->bad_fault, o->dialect.max_record, b->bad_row.len, why, sizeof why);
+        rs_buf row = {0};
+        escape_into(&row, b->bad_row.data, n);
+        fprintf(quarantine, "%s\t%llu\t%llu\t%s\t%.*s\n", path, (unsigned long long)line, (unsigned long long)record,
+                why, (int)row.len, row.data ? row.data : "");
+        rs_buf_free(&row);
+    }
+    input_lines[b->input] += b->bad_lines ? b->bad_lines : 1;
+    input_records[b->input]++;
+    s->res->input[b->input].rejected++;
+    s->res->rejected++;
+    return 0;
+}
+
 /* Merges the groups' counts of a finished parse in input order: the first
  * fault (by position) becomes the error, quarantined rows get absolute
  * line and record numbers. Returns 1 if the batch failed. */
@@ -1019,10 +1246,8 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
             return 1;
         }
         if (a->fault.failed) {
-            rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)",
-                         o->inputs[b->input], (unsigned long long)(input_lines[b->input] + lines + a->fault.line + 1),
-                         (unsigned long long)(input_records[b->input] + records + a->fault.record + 1),
-                         a->fault.fault.what, a->fault.fault.field, a->fault.fault.offset + 1);
+            bad_row_error(err, o->inputs[b->input], input_lines[b->input] + lines + a->fault.line + 1,
+                          input_records[b->input] + records + a->fault.record + 1, &a->fault.fault);
             return 1;
         }
         if (quarantine && a->quarantine.len)
@@ -1201,7 +1426,7 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
     const rs_input_unit *u = b->u;
     if (!u)
         return 0;
-    /* input_records excludes what precedes the data (blank lines, header) */
+    /* input_records excludes the header record */
     uint64_t lines = input_lines[b->input] - u->line_base;
     uint64_t records = input_records[b->input] + b->hdr_records - u->record_base;
     if (lines == u->lines && records == u->records)
@@ -1253,7 +1478,14 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
     s.cap = cap;
     rs_pipeline_opts local = *o;
-    if (local.dialect.max_record == 0 || local.dialect.max_record > cap / 2)
+    if (local.dialect.max_record > cap / 2) {
+        rs_error_set(err, RS_EXIT_USAGE,
+                     "--max-record: %zu bytes is more than --memory %llu allows (at most %zu bytes: half a batch of "
+                     "%zu); raise --memory or lower --max-record",
+                     local.dialect.max_record, (unsigned long long)o->memory, cap / 2, cap);
+        return -1;
+    }
+    if (local.dialect.max_record == 0)
         local.dialect.max_record = cap / 2;
     s.o = &local;
     o = &local;
@@ -1414,6 +1646,10 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             input_records[b->input] = b->record_base;
         }
         input_lines[b->input] += b->start_line;
+        if (b->bad && take_bad_batch(&s, b, quarantine, input_lines, input_records, err) != 0) {
+            res->fail_input = b->input;
+            break;
+        }
         for (int g = 0; g < G; g++) {
             thread_acc *a = &acc[g];
             a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
@@ -1554,6 +1790,8 @@ done:
     free(s.b[1].data);
     free(s.b[0].qck);
     free(s.b[1].qck);
+    rs_buf_free(&s.b[0].bad_row);
+    rs_buf_free(&s.b[1].bad_row);
     if (!s.header_fields.data || !res->header_fields) {
         rs_buf_free(&s.header_fields);
     } else {
@@ -1572,6 +1810,7 @@ void rs_pipeline_result_free(rs_pipeline_result *res)
     free(res->header_fields);
     free(res->header_fields_storage);
     free(res->header_out);
+    free(res->mismatch_fields);
     memset(res, 0, sizeof *res);
 }
 
