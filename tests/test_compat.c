@@ -287,7 +287,7 @@ Test(compat, libketama) { cr_assert_geq(check_client("libketama"), 117 + 12); }
 /* The 39-label server counts: the presets' float arithmetic against the
  * counts the clients' source gives (25, 47, 50, 100 for libmemcached and
  * twemproxy; 7, 14, 28 for hashring; spymemcached's unweighted locator
- * always 40). */
+ * always 40; libketama's double product gives 39 first at 61). */
 static uint32_t points_of_first(rs_compat_id c, int n)
 {
     rs_error err = {0};
@@ -313,6 +313,8 @@ Test(compat, thirty_nine_labels)
     for (int i = 0; i < 3; i++)
         cr_assert_eq(points_of_first(RS_COMPAT_HASHRING, hr[i]), 156, "hashring n=%d", hr[i]);
     cr_assert_eq(points_of_first(RS_COMPAT_HASHRING, 25), 160);
+    cr_assert_eq(points_of_first(RS_COMPAT_LIBKETAMA, 61), 156);
+    cr_assert_eq(points_of_first(RS_COMPAT_LIBKETAMA, 25), 160);
 }
 
 Test(compat, twemproxy_empty_key_is_zero)
