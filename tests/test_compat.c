@@ -466,6 +466,10 @@ Test(compat_cli, bad_options)
     cr_assert_eq(r.rc, 64);
     cr_assert(strstr(r.err, "longer than libketama's 21 bytes"), "%s", r.err);
     cmd_result_free(&r);
+    r = sh_in_test_dir("\"$RS\" ring --compat twemproxy --nodes 3");
+    cr_assert_eq(r.rc, 0);
+    cr_assert(strstr(r.out, "\ncompat       twemproxy: twemproxy (nutcracker)"), "%s", r.out);
+    cmd_result_free(&r);
     r = sh_in_test_dir("\"$RS\" ring --compat libmemcached --nodes 3 --description");
     cr_assert_eq(r.rc, 0);
     cr_assert(strstr(r.out, "scheme\tketama\n") && strstr(r.out, "\ncompat\tlibmemcached\n"), "%s", r.out);
