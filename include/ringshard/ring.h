@@ -68,7 +68,11 @@ typedef enum { RS_ORDER_UNSIGNED = 0, RS_ORDER_SIGNED = 1 } rs_order;
  *   HASHRING   Math.floor(w/t*40*n) in double, t summed in node order
  * Collisions (equal points of different labels): FIRST keeps the point of
  * the earlier node (then the earlier label), as a stable sort and a search
- * for the first point >= the key do; LAST keeps the later one (TreeMap.put).
+ * for the first point >= the key do; LAST keeps the later one (TreeMap.put);
+ * NAMEORDER keeps the point of the node whose label prefix ("host" or
+ * "host:port") sorts first, shorter first, then by bytes: twemproxy sorts
+ * its servers so (conf_validate_server, to find duplicates) before it
+ * builds the continuum.
  * Every preset hashes keys with md5_ketama; twemproxy hashes the empty key
  * to 0. Every preset except hashring wants integer weights. */
 #define RS_COMPAT_TABLE(X)                                                                   \
@@ -77,7 +81,7 @@ typedef enum { RS_ORDER_UNSIGNED = 0, RS_ORDER_SIGNED = 1 } rs_order;
       "libmemcached KETAMA_WEIGHTED: host-i (port 11211 dropped), float point counts")     \
     X(LIBMEMCACHED_SPY, "libmemcached-spy", SLASH, MEMCACHED, FIRST,                         \
       "libmemcached KETAMA_WEIGHTED + DISTRIBUTION_CONSISTENT_KETAMA_SPY: /host:port-i")   \
-    X(TWEMPROXY, "twemproxy", NODEFAULT, TWEMPROXY, FIRST,                                   \
+    X(TWEMPROXY, "twemproxy", NODEFAULT, TWEMPROXY, NAMEORDER,                                   \
       "twemproxy (nutcracker) distribution ketama, hash md5: host-i, empty key -> 0")      \
     X(SPYMEMCACHED, "spymemcached", FULL, SPY, LAST,                                         \
       "spymemcached KetamaNodeLocator, KETAMA_HASH, format SPYMEMCACHED: host:port-i")     \
@@ -96,7 +100,7 @@ typedef enum {
     RS_COMPAT_COUNT_LIBKETAMA, RS_COMPAT_COUNT_MEMCACHED, RS_COMPAT_COUNT_TWEMPROXY,
     RS_COMPAT_COUNT_SPY, RS_COMPAT_COUNT_HASHRING
 } rs_compat_count;
-typedef enum { RS_COMPAT_KEEP_FIRST, RS_COMPAT_KEEP_LAST } rs_compat_keep;
+typedef enum { RS_COMPAT_KEEP_FIRST, RS_COMPAT_KEEP_LAST, RS_COMPAT_KEEP_NAMEORDER } rs_compat_keep;
 
 typedef struct {
     const char *name; /* the --compat name */

@@ -36,7 +36,7 @@ static int compat_check(rs_ring *r, rs_error *err)
                                 "--compat libketama: node name '%s' is longer than libketama's 21 bytes",
                                 r->nodes.names[j]);
     }
-    r->keep_first = c->keep == RS_COMPAT_KEEP_FIRST;
+    r->keep_first = c->keep != RS_COMPAT_KEEP_LAST;
     return 0;
 }
 
@@ -175,6 +175,51 @@ static void node_digests(const rs_ring *r, uint32_t *d)
                    : compat_digests(rs_compat_get(r->opts.compat)->count, r->nodes.weights[j], total, live, all_ones);
 }
 
+/* twemproxy's server order: by label prefix, shorter first, then bytes
+ * (string_compare); the prefixes travel with the nodes being sorted, as
+ * qsort has no context argument. */
+typedef struct {
+    char prefix[272];
+    size_t len;
+    uint32_t node;
+} named_node;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const named_node *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->prefix, y->prefix, x->len);
+}
+
+/* The order in which nodes emit points (their seq decides collisions):
+ * node order, or twemproxy's name order. Returns NULL out of memory. */
+static uint32_t *emit_order(const rs_ring *r)
+{
+    uint32_t count = r->nodes.count, *order = malloc(count * sizeof *order);
+    if (!order)
+        return NULL;
+    for (uint32_t j = 0; j < count; j++)
+        order[j] = j;
+    if (r->opts.compat == RS_COMPAT_NONE || rs_compat_get(r->opts.compat)->keep != RS_COMPAT_KEEP_NAMEORDER)
+        return order;
+    named_node *nn = malloc(count * sizeof *nn);
+    if (!nn) {
+        free(order);
+        return NULL;
+    }
+    for (uint32_t j = 0; j < count; j++) {
+        size_t len = compat_label(r, j, 0, nn[j].prefix, sizeof nn[j].prefix);
+        nn[j].len = len >= sizeof nn[j].prefix ? sizeof nn[j].prefix - 1 : len - 2; /* drop "-0" */
+        nn[j].node = j;
+    }
+    qsort(nn, count, sizeof *nn, cmp_named);
+    for (uint32_t j = 0; j < count; j++)
+        order[j] = nn[j].node;
+    free(nn);
+    return order;
+}
+
 static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
 {
     uint32_t *digests = malloc(r->nodes.count * sizeof *digests);
@@ -185,18 +230,23 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
     for (uint32_t j = 0; j < r->nodes.count; j++)
         total += 4 * (size_t)digests[j];
     rs_raw_point *p = malloc((total ? total : 1) * sizeof *p);
-    if (!p) {
+    uint32_t *order = emit_order(r);
+    if (!p || !order) {
+        free(p);
+        free(order);
         free(digests);
         return rs_error_set(err, RS_EXIT_IO, "out of memory for %zu ketama points", total);
     }
     size_t k = 0;
     char label[4096];
     uint8_t d[16];
-    for (uint32_t j = 0; j < r->nodes.count; j++) {
+    for (uint32_t o = 0; o < r->nodes.count; o++) {
+        uint32_t j = order[o];
         for (uint32_t i = 0; i < digests[j]; i++) {
             size_t len = label_of(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
+                free(order);
                 free(digests);
                 return rs_error_set(err, RS_EXIT_USAGE, "label of node '%s' is too long", r->nodes.names[j]);
             }
@@ -209,6 +259,7 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
             }
         }
     }
+    free(order);
     free(digests);
     *out = p;
     *n = k;
