@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ringshard needs, only those that are missing.
-# Usage: tools/deps.sh [--mpi]   (needs root or sudo; does nothing when all are present)
+# Usage: tools/deps.sh [--mpi] [--clients]   (needs root or sudo; does nothing when all are present)
+# --clients: the memcached clients tools/gen_client_vectors.sh regenerates
+# fixtures/vectors/clients/ from (the tests read the committed vectors);
+# it also needs java, javac, node and npm.
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config zlib1g-dev libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
-[ "${1:-}" = "--mpi" ] && pkgs+=(libopenmpi-dev openmpi-bin)
+for a in "$@"; do
+  case "$a" in
+    --mpi) pkgs+=(libopenmpi-dev openmpi-bin) ;;
+    --clients) pkgs+=(libmemcached-dev nutcracker libspymemcached-java default-jdk-headless nodejs npm) ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -51,6 +51,71 @@ typedef enum {
 
 typedef enum { RS_ORDER_UNSIGNED = 0, RS_ORDER_SIGNED = 1 } rs_order;
 
+/* The one table of client presets (--compat): ketama rings exactly as a
+ * memcached client builds them. Columns: id, name, label format, point-count
+ * arithmetic, collision rule, help. Label formats (i from 0; a node name
+ * "host:port" or "host", whose port is the digits after its last ':', 11211
+ * when absent):
+ *   FULL       "{name}-{i}", the name as given
+ *   NODEFAULT  "host-{i}" when the port is 11211, else "host:port-{i}"
+ *   SLASH      "/host:port-{i}" (port 11211 written out)
+ * Point counts (4 points a digest; n live nodes, w a node's weight, t the
+ * live nodes' total weight), each in its client's float/double operations:
+ *   LIBKETAMA  floorf(((float)w/(float)t) * 40.0 * (float)n) digests
+ *   MEMCACHED  floor((float)(pct*160/4*(float)n + 1e-10F)) digests, all float
+ *   TWEMPROXY  floorf((float)(pct*160/4*(float)n + 1e-10)): the add in double
+ *   SPY        40 digests when every weight is 1, else TWEMPROXY's formula
+ *   HASHRING   Math.floor(w/t*40*n) in double, t summed in node order
+ * Collisions (equal points of different labels): FIRST keeps the point of
+ * the earlier node (then the earlier label), as a stable sort and a search
+ * for the first point >= the key do; LAST keeps the later one (TreeMap.put);
+ * NAMEORDER keeps the point of the node whose label prefix ("host" or
+ * "host:port") sorts first, shorter first, then by bytes: twemproxy sorts
+ * its servers so (conf_validate_server, to find duplicates) before it
+ * builds the continuum.
+ * Every preset hashes keys with md5_ketama; twemproxy hashes the empty key
+ * to 0. Every preset except hashring wants integer weights. */
+#define RS_COMPAT_TABLE(X)                                                                   \
+    X(LIBKETAMA, "libketama", FULL, LIBKETAMA, FIRST, "libketama (RJ/ketama): host:port-i, floorf(pct*40*n)") \
+    X(LIBMEMCACHED, "libmemcached", NODEFAULT, MEMCACHED, FIRST,                             \
+      "libmemcached KETAMA_WEIGHTED: host-i (port 11211 dropped), float point counts")     \
+    X(LIBMEMCACHED_SPY, "libmemcached-spy", SLASH, MEMCACHED, FIRST,                         \
+      "libmemcached KETAMA_WEIGHTED + DISTRIBUTION_CONSISTENT_KETAMA_SPY: /host:port-i")   \
+    X(TWEMPROXY, "twemproxy", NODEFAULT, TWEMPROXY, NAMEORDER,                                   \
+      "twemproxy (nutcracker) distribution ketama, hash md5: host-i, empty key -> 0")      \
+    X(SPYMEMCACHED, "spymemcached", FULL, SPY, LAST,                                         \
+      "spymemcached KetamaNodeLocator, KETAMA_HASH, format SPYMEMCACHED: host:port-i")     \
+    X(HASHRING, "hashring", FULL, HASHRING, FIRST, "npm hashring: host:port-i, Math.floor(pct*40*n)")
+
+typedef enum {
+    RS_COMPAT_NONE = 0,
+#define RS_COMPAT_ENUM(id, name, label, count, keep, help) RS_COMPAT_##id,
+    RS_COMPAT_TABLE(RS_COMPAT_ENUM)
+#undef RS_COMPAT_ENUM
+    RS_COMPAT__COUNT
+} rs_compat_id;
+
+typedef enum { RS_COMPAT_LABEL_FULL, RS_COMPAT_LABEL_NODEFAULT, RS_COMPAT_LABEL_SLASH } rs_compat_label;
+typedef enum {
+    RS_COMPAT_COUNT_LIBKETAMA, RS_COMPAT_COUNT_MEMCACHED, RS_COMPAT_COUNT_TWEMPROXY,
+    RS_COMPAT_COUNT_SPY, RS_COMPAT_COUNT_HASHRING
+} rs_compat_count;
+typedef enum { RS_COMPAT_KEEP_FIRST, RS_COMPAT_KEEP_LAST, RS_COMPAT_KEEP_NAMEORDER } rs_compat_keep;
+
+typedef struct {
+    const char *name; /* the --compat name */
+    rs_compat_label label;
+    rs_compat_count count;
+    rs_compat_keep keep;
+    const char *help;
+} rs_compat_info;
+
+/* The row of preset id (1 <= id < RS_COMPAT__COUNT). */
+const rs_compat_info *rs_compat_get(rs_compat_id id);
+
+/* The preset named `name`, or -1. */
+int rs_compat_by_name(const char *name);
+
 #define RS_LABEL_MAX 64
 
 typedef struct {
@@ -62,6 +127,9 @@ typedef struct {
     uint32_t vnodes;        /* ring: points per node (V); ketama: points per
                                node, a multiple of 4; slots: S */
     char label[RS_LABEL_MAX]; /* ring/ketama label template: {node} and {i} */
+    rs_compat_id compat;    /* ketama only: a client preset (RS_COMPAT_NONE:
+                               none); it replaces the label template, the
+                               point counts and the collision rule */
 } rs_ring_opts;
 
 /* Fills opts with scheme's defaults:
@@ -72,6 +140,12 @@ typedef struct {
  *   jump:   murmur3_128, sign kept (Guava consistentHash(asLong(), N)) */
 void rs_ring_opts_default(rs_ring_opts *opts, rs_scheme_id scheme);
 
+/* Sets opts to client preset `compat` (see RS_COMPAT_TABLE): scheme
+ * ketama, md5_ketama, 160 points a node (as the description records it),
+ * the label template "{node}-{i}" (descriptive only: the preset formats
+ * the labels). */
+void rs_ring_opts_compat(rs_ring_opts *opts, rs_compat_id compat);
+
 /* Name <-> id of schemes (NULL / -1 when unknown). */
 const char *rs_scheme_name(rs_scheme_id id);
 int rs_scheme_by_name(const char *name);
@@ -80,8 +154,8 @@ const char *rs_scheme_help(rs_scheme_id id);
 typedef struct rs_ring rs_ring;
 
 /* Builds a ring. Points of equal position: the one inserted later (node
- * order, then label index) wins, as TreeMap.put; they are counted as
- * collisions. Weights scale a node's point count (ring: round(V*w),
+ * order, then label index) wins, as TreeMap.put (a client preset may keep
+ * the first instead); they are counted as collisions. Weights scale a node's point count (ring: round(V*w),
  * ketama: 4*round(P*w/4), at least 1 point or 4); slots, modulo and jump
  * refuse weights other than 1. Returns NULL and fills err on bad options. */
 rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error *err);

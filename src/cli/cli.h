@@ -14,7 +14,7 @@
 /* Long-option codes of the ring options shared by every command. */
 enum {
     RS_OPT_SCHEME = 1000, RS_OPT_HASH, RS_OPT_SEED, RS_OPT_NODES, RS_OPT_NODES_FILE,
-    RS_OPT_VNODES, RS_OPT_LABEL, RS_OPT_SIGN, RS_OPT_ORDER, RS_OPT_DOWN,
+    RS_OPT_VNODES, RS_OPT_LABEL, RS_OPT_SIGN, RS_OPT_ORDER, RS_OPT_DOWN, RS_OPT_COMPAT,
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
@@ -60,12 +60,13 @@ enum {
     {"label", required_argument, 0, RS_OPT_LABEL},                         \
     {"sign", required_argument, 0, RS_OPT_SIGN},                           \
     {"order", required_argument, 0, RS_OPT_ORDER},                         \
-    {"down", required_argument, 0, RS_OPT_DOWN}
+    {"down", required_argument, 0, RS_OPT_DOWN},                           \
+    {"compat", required_argument, 0, RS_OPT_COMPAT}
 
 /* The ring options as given; defaults are applied by rs_cli_ring_finish
  * once the scheme is known, so options may come in any order. */
 typedef struct {
-    const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *down;
+    const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *down, *compat;
 } rs_cli_ring;
 
 /* Help text of the ring options (for every command's --help). */

@@ -46,7 +46,9 @@ static int print_summary(const rs_ring *r)
     printf("hash         %s (seed %llu, sign %s, %s order)\n", rs_hash_get(o->hash)->name,
            (unsigned long long)o->seed, o->clear_sign ? "clear" : "keep",
            o->order == RS_ORDER_SIGNED ? "signed" : "unsigned");
-    if (o->scheme == RS_SCHEME_RING || o->scheme == RS_SCHEME_KETAMA)
+    if (o->compat != RS_COMPAT_NONE)
+        printf("compat       %s: %s\n", rs_compat_get(o->compat)->name, rs_compat_get(o->compat)->help);
+    else if (o->scheme == RS_SCHEME_RING || o->scheme == RS_SCHEME_KETAMA)
         printf("labels       %s, %u per node\n", o->label, o->vnodes);
     if (o->scheme == RS_SCHEME_SLOTS)
         printf("slots        %u\n", o->vnodes);

@@ -22,7 +22,10 @@ const char rs_cli_ring_help[] =
     "                      ketama: {node}{i}; libketama/twemproxy: {node}-{i})\n"
     "  --sign clear|keep   clear the hash value's sign bit (ring and modulo: clear)\n"
     "  --order unsigned|signed  compare positions as unsigned or as Java signed values\n"
-    "  --down NAMES        comma-separated nodes that are listed but down (own nothing)\n";
+    "  --down NAMES        comma-separated nodes that are listed but down (own nothing)\n"
+    "  --compat CLIENT     the ketama ring a client builds (sets scheme, hash, points,\n"
+    "                      labels, collisions): libketama, libmemcached, libmemcached-spy,\n"
+    "                      twemproxy, spymemcached, hashring; nodes named host:port\n";
 
 int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg)
 {
@@ -37,6 +40,7 @@ int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg)
     case RS_OPT_SIGN: ro->sign = arg; return 1;
     case RS_OPT_ORDER: ro->order = arg; return 1;
     case RS_OPT_DOWN: ro->down = arg; return 1;
+    case RS_OPT_COMPAT: ro->compat = arg; return 1;
     default: return 0;
     }
 }
@@ -90,6 +94,18 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
         return rs_error_set(err, RS_EXIT_USAGE, "--scheme: unknown scheme '%s' (ring, ketama, slots, modulo, jump)",
                             ro->scheme);
     rs_ring_opts_default(o, (rs_scheme_id)scheme);
+    if (ro->compat) {
+        int c = rs_compat_by_name(ro->compat);
+        if (c < 0)
+            return rs_error_set(err, RS_EXIT_USAGE,
+                                "--compat: unknown client '%s' (libketama, libmemcached, libmemcached-spy, twemproxy, "
+                                "spymemcached, hashring)", ro->compat);
+        if (ro->scheme || ro->hash || ro->seed || ro->vnodes || ro->label || ro->sign || ro->order)
+            return rs_error_set(err, RS_EXIT_USAGE,
+                                "--compat %s sets the scheme, hash, points and labels: it excludes --scheme, --hash, "
+                                "--seed, --vnodes, --label, --sign and --order", ro->compat);
+        rs_ring_opts_compat(o, (rs_compat_id)c);
+    }
     if (ro->hash) {
         const rs_hash_info *h = rs_hash_by_name(ro->hash);
         if (!h)
@@ -151,7 +167,7 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
 int rs_cli_ring_given(const rs_cli_ring *ro)
 {
     return ro->scheme || ro->hash || ro->seed || ro->nodes || ro->nodes_file || ro->vnodes || ro->label || ro->sign ||
-           ro->order || ro->down;
+           ro->order || ro->down || ro->compat;
 }
 
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)

@@ -27,6 +27,31 @@ static const char *const scheme_helps[RS_SCHEME__COUNT] = {
 #undef RS_SCHEME_HELP
 };
 
+static const rs_compat_info compat_table[RS_COMPAT__COUNT] = {
+    {"none", RS_COMPAT_LABEL_FULL, RS_COMPAT_COUNT_LIBKETAMA, RS_COMPAT_KEEP_LAST, "no preset"},
+#define RS_COMPAT_ROW(id, name, label, count, keep, help) \
+    {name, RS_COMPAT_LABEL_##label, RS_COMPAT_COUNT_##count, RS_COMPAT_KEEP_##keep, help},
+    RS_COMPAT_TABLE(RS_COMPAT_ROW)
+#undef RS_COMPAT_ROW
+};
+
+const rs_compat_info *rs_compat_get(rs_compat_id id) { return &compat_table[id]; }
+
+int rs_compat_by_name(const char *name)
+{
+    for (int i = 1; i < RS_COMPAT__COUNT; i++)
+        if (strcmp(compat_table[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+void rs_ring_opts_compat(rs_ring_opts *o, rs_compat_id compat)
+{
+    rs_ring_opts_default(o, RS_SCHEME_KETAMA);
+    strcpy(o->label, "{node}-{i}");
+    o->compat = compat;
+}
+
 const char *rs_scheme_name(rs_scheme_id id) { return id < RS_SCHEME__COUNT ? scheme_names[id] : NULL; }
 const char *rs_scheme_help(rs_scheme_id id) { return id < RS_SCHEME__COUNT ? scheme_helps[id] : NULL; }
 
@@ -189,10 +214,12 @@ static int build_points(rs_ring *r, rs_error *err)
         return rs_error_set(err, RS_EXIT_USAGE, "too many points on the ring");
     }
     sort_raw(raw, n);
-    /* Keep the last of each run of equal positions: TreeMap.put replaces. */
+    /* Keep the last of each run of equal positions: TreeMap.put replaces.
+     * Client presets that sort stably and search for the first point >= the
+     * key keep the first instead. */
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i + 1 < n && raw[i + 1].pos == raw[i].pos)
+        if (r->keep_first ? kept && raw[kept - 1].pos == raw[i].pos : i + 1 < n && raw[i + 1].pos == raw[i].pos)
             continue;
         raw[kept++] = raw[i];
     }
@@ -217,7 +244,7 @@ static int build_points(rs_ring *r, rs_error *err)
 static char *describe(const rs_ring *r)
 {
     const rs_ring_opts *o = &r->opts;
-    size_t cap = 256 + RS_LABEL_MAX;
+    size_t cap = 320 + RS_LABEL_MAX;
     for (uint32_t i = 0; i < r->nodes.count; i++)
         cap += strlen(r->nodes.names[i]) + 40;
     char *d = malloc(cap);
@@ -230,6 +257,10 @@ static char *describe(const rs_ring *r)
                                 (unsigned long long)o->seed, o->clear_sign ? "clear" : "keep",
                                 o->order == RS_ORDER_SIGNED ? "signed" : "unsigned", o->vnodes, o->label,
                                 r->nodes.count);
+    /* Appended only for a preset: every other ring keeps its description
+     * and fingerprint byte for byte. */
+    if (o->compat != RS_COMPAT_NONE)
+        n += (size_t)snprintf(d + n, cap - n, "compat\t%s\n", rs_compat_get(o->compat)->name);
     for (uint32_t i = 0; i < r->nodes.count; i++)
         n += (size_t)snprintf(d + n, cap - n, "node\t%.17g\t%s\t%s\n", r->nodes.weights[i],
                               r->nodes.down[i] ? "down" : "up", r->nodes.names[i]);
@@ -240,6 +271,10 @@ rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error
 {
     if (opts->scheme >= RS_SCHEME__COUNT || opts->hash >= RS_HASH__COUNT) {
         rs_error_set(err, RS_EXIT_USAGE, "unknown scheme or hash");
+        return NULL;
+    }
+    if (opts->compat != RS_COMPAT_NONE && opts->scheme != RS_SCHEME_KETAMA) {
+        rs_error_set(err, RS_EXIT_USAGE, "client presets are ketama rings");
         return NULL;
     }
     if (nodes->count == 0) {
@@ -491,6 +526,11 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
             if (strlen(val) >= RS_LABEL_MAX)
                 goto bad;
             strcpy(o->label, val);
+        } else if (!strcmp(key, "compat")) {
+            int c = rs_compat_by_name(val);
+            if (c < 0 || o->scheme != RS_SCHEME_KETAMA)
+                goto bad;
+            o->compat = (rs_compat_id)c;
         } else if (!strcmp(key, "nodes")) {
             declared = (unsigned)strtoul(val, NULL, 10);
         } else if (!strcmp(key, "node")) {

@@ -5,7 +5,8 @@
 #include "ringshard/ring.h"
 
 /* A point before sorting; seq is the insertion order, which decides who
- * wins a collision (the later one, as TreeMap.put). */
+ * wins a collision (the later one, as TreeMap.put; the first one when
+ * rs_ring.keep_first). */
 typedef struct {
     uint64_t pos;
     uint64_t seq;
@@ -48,6 +49,7 @@ struct rs_ring {
     uint32_t *node;
     uint32_t *label;
     uint32_t collisions;
+    int keep_first;      /* collisions keep the first point (presets) */
 
     uint32_t *index;     /* index[b] = first point with pos >> index_shift >= b */
     unsigned index_shift;

@@ -8,14 +8,49 @@
  * twemproxy scale by weight / total weight * number of servers, so adding a
  * server changes every other server's point count and moves keys between
  * servers that did not change; here a node's count depends on its own
- * weight only. */
+ * weight only.
+ *
+ * Client presets (opts.compat, RS_COMPAT_TABLE) reproduce those clients
+ * instead: their label formats, their point counts computed with the same
+ * float and double operations in the same order (so that equal weights give
+ * 39 digests where the client's arithmetic rounds down), their collision
+ * rule and twemproxy's empty key. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ring/ring_impl.h"
 
+/* A preset's weights: integers in [1, 2^32) except for hashring, whose
+ * weights are JavaScript numbers. libketama copies a name into 22 bytes. */
+static int compat_check(rs_ring *r, rs_error *err)
+{
+    const rs_compat_info *c = rs_compat_get(r->opts.compat);
+    for (uint32_t j = 0; j < r->nodes.count; j++) {
+        double w = r->nodes.weights[j];
+        if (c->count != RS_COMPAT_COUNT_HASHRING && (w != floor(w) || w > UINT32_MAX))
+            return rs_error_set(err, RS_EXIT_USAGE, "--compat %s: node '%s' has weight %g; %s weights are integers",
+                                c->name, r->nodes.names[j], w, c->name);
+        if (r->opts.compat == RS_COMPAT_LIBKETAMA && strlen(r->nodes.names[j]) > 21)
+            return rs_error_set(err, RS_EXIT_USAGE,
+                                "--compat libketama: node name '%s' is longer than libketama's 21 bytes",
+                                r->nodes.names[j]);
+    }
+    r->keep_first = c->keep != RS_COMPAT_KEEP_LAST;
+    return 0;
+}
+
 static int ketama_check(rs_ring *r, rs_error *err)
 {
+    if (r->opts.compat >= RS_COMPAT__COUNT)
+        return rs_error_set(err, RS_EXIT_USAGE, "unknown client preset");
+    if (r->opts.compat != RS_COMPAT_NONE) {
+        if (r->opts.hash != RS_HASH_MD5_KETAMA || r->opts.vnodes != 160)
+            return rs_error_set(err, RS_EXIT_USAGE, "client preset %s needs md5_ketama and 160 points",
+                                rs_compat_get(r->opts.compat)->name);
+        if (compat_check(r, err) != 0)
+            return -1;
+    }
     if (r->opts.vnodes == 0 || r->opts.vnodes % 4)
         return rs_error_set(err, RS_EXIT_USAGE, "ketama needs a positive multiple of 4 points per node (got %u)",
                             r->opts.vnodes);
@@ -37,26 +72,182 @@ static uint32_t digests_for(const rs_ring *r, uint32_t node)
     return d < 1 ? 1 : (d > 1e7 ? 10000000u : (uint32_t)d);
 }
 
+/* Digests of a node of weight w among n live nodes of total weight t
+ * (integers except for hashring), written as each client writes it.
+ * FLT_EVAL_METHOD is 0 on the targets (SSE): float operations round to
+ * float, as Java's do. The volatile stores keep a compiler that may fuse
+ * a multiply and an add (-ffp-contract with FMA) from rounding once where
+ * the client rounds twice. */
+static uint32_t compat_digests(rs_compat_count rule, double w, double t, uint32_t n, int all_ones)
+{
+    volatile float prod;
+    switch (rule) {
+    case RS_COMPAT_COUNT_LIBKETAMA: {
+        /* libketama: float pct = (float)memory / (float)total;
+         * unsigned ks = floorf(pct * 40.0 * (float)numservers);
+         * the product is double, floorf's argument rounds it to float. */
+        float pct = (float)(unsigned long)w / (float)(unsigned long)t;
+        volatile double x = pct * 40.0;
+        x = x * (float)n;
+        return (uint32_t)floorf((float)x);
+    }
+    case RS_COMPAT_COUNT_MEMCACHED: {
+        /* libmemcached: floor((float)(pct * 160 / 4 * (float)live + 0.0000000001F)) * 4 */
+        float pct = (float)(uint32_t)w / (float)(uint64_t)t;
+        prod = pct * 160 / 4 * (float)n;
+        return (uint32_t)floor((float)(prod + 0.0000000001F));
+    }
+    case RS_COMPAT_COUNT_SPY:
+        if (all_ones)
+            return 40; /* no weight map: numReps / 4 digests */
+        __attribute__((fallthrough)); /* the weighted locator's formula is twemproxy's */
+    case RS_COMPAT_COUNT_TWEMPROXY: {
+        /* twemproxy: floorf((float)(pct * 160 / 4 * (float)n + 0.0000000001)) * 4;
+         * spymemcached: Math.floor((float)(percent * (float)160 / 4 * (float)nodeCount
+         * + 0.0000000001)) * 4: the product in float, the add in double. */
+        float pct = (float)(uint32_t)w / (float)(uint32_t)t;
+        prod = pct * 160 / 4 * (float)n;
+        return (uint32_t)floorf((float)(prod + 0.0000000001));
+    }
+    case RS_COMPAT_COUNT_HASHRING:
+    default: {
+        /* hashring: Math.floor(server.weight / total * vnodes * servers.length) */
+        volatile double x = w / t * 40;
+        return (uint32_t)floor(x * n);
+    }
+    }
+}
+
+/* The port of a "host:port" name: the digits after the last ':' (11211
+ * when there are none); *hostlen is the length of the host part. */
+static unsigned name_port(const char *name, size_t *hostlen)
+{
+    const char *c = strrchr(name, ':');
+    *hostlen = strlen(name);
+    if (!c || !c[1] || strspn(c + 1, "0123456789") != strlen(c + 1) || strlen(c + 1) > 5)
+        return 11211;
+    *hostlen = (size_t)(c - name);
+    return (unsigned)atoi(c + 1);
+}
+
+/* A preset's label i of node `node` (see RS_COMPAT_TABLE). */
+static size_t compat_label(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
+{
+    const char *name = r->nodes.names[node];
+    size_t hl;
+    unsigned port = name_port(name, &hl);
+    switch (rs_compat_get(r->opts.compat)->label) {
+    case RS_COMPAT_LABEL_NODEFAULT:
+        if (port == 11211)
+            return (size_t)snprintf(buf, cap, "%.*s-%u", (int)hl, name, i);
+        return (size_t)snprintf(buf, cap, "%.*s:%u-%u", (int)hl, name, port, i);
+    case RS_COMPAT_LABEL_SLASH:
+        return (size_t)snprintf(buf, cap, "/%.*s:%u-%u", (int)hl, name, port, i);
+    case RS_COMPAT_LABEL_FULL:
+    default:
+        return (size_t)snprintf(buf, cap, "%s-%u", name, i);
+    }
+}
+
+static size_t label_of(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
+{
+    if (r->opts.compat != RS_COMPAT_NONE)
+        return compat_label(r, node, i, buf, cap);
+    return rs_label_expand(r, node, i, buf, cap);
+}
+
+/* Digests per node into d[0..count) (0 for down nodes). */
+static void node_digests(const rs_ring *r, uint32_t *d)
+{
+    double total = 0;
+    uint32_t live = 0;
+    int all_ones = 1;
+    for (uint32_t j = 0; j < r->nodes.count; j++)
+        if (!r->nodes.down[j]) {
+            total += r->nodes.weights[j];  /* hashring's reduce: in node order */
+            live++;
+            all_ones &= r->nodes.weights[j] == 1;
+        }
+    for (uint32_t j = 0; j < r->nodes.count; j++)
+        d[j] = r->nodes.down[j] ? 0
+               : r->opts.compat == RS_COMPAT_NONE
+                   ? digests_for(r, j)
+                   : compat_digests(rs_compat_get(r->opts.compat)->count, r->nodes.weights[j], total, live, all_ones);
+}
+
+/* twemproxy's server order: by label prefix, shorter first, then bytes
+ * (string_compare); the prefixes travel with the nodes being sorted, as
+ * qsort has no context argument. */
+typedef struct {
+    char prefix[272];
+    size_t len;
+    uint32_t node;
+} named_node;
+
+static int cmp_named(const void *a, const void *b)
+{
+    const named_node *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->prefix, y->prefix, x->len);
+}
+
+/* The order in which nodes emit points (their seq decides collisions):
+ * node order, or twemproxy's name order. Returns NULL out of memory. */
+static uint32_t *emit_order(const rs_ring *r)
+{
+    uint32_t count = r->nodes.count, *order = malloc(count * sizeof *order);
+    if (!order)
+        return NULL;
+    for (uint32_t j = 0; j < count; j++)
+        order[j] = j;
+    if (r->opts.compat == RS_COMPAT_NONE || rs_compat_get(r->opts.compat)->keep != RS_COMPAT_KEEP_NAMEORDER)
+        return order;
+    named_node *nn = malloc(count * sizeof *nn);
+    if (!nn) {
+        free(order);
+        return NULL;
+    }
+    for (uint32_t j = 0; j < count; j++) {
+        size_t len = compat_label(r, j, 0, nn[j].prefix, sizeof nn[j].prefix);
+        nn[j].len = len >= sizeof nn[j].prefix ? sizeof nn[j].prefix - 1 : len - 2; /* drop "-0" */
+        nn[j].node = j;
+    }
+    qsort(nn, count, sizeof *nn, cmp_named);
+    for (uint32_t j = 0; j < count; j++)
+        order[j] = nn[j].node;
+    free(nn);
+    return order;
+}
+
 static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
 {
+    uint32_t *digests = malloc(r->nodes.count * sizeof *digests);
+    if (!digests)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the ketama point counts");
+    node_digests(r, digests);
     size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
-        if (!r->nodes.down[j])
-            total += 4 * (size_t)digests_for(r, j);
+        total += 4 * (size_t)digests[j];
     rs_raw_point *p = malloc((total ? total : 1) * sizeof *p);
-    if (!p)
+    uint32_t *order = emit_order(r);
+    if (!p || !order) {
+        free(p);
+        free(order);
+        free(digests);
         return rs_error_set(err, RS_EXIT_IO, "out of memory for %zu ketama points", total);
+    }
     size_t k = 0;
     char label[4096];
     uint8_t d[16];
-    for (uint32_t j = 0; j < r->nodes.count; j++) {
-        if (r->nodes.down[j])
-            continue;
-        uint32_t digests = digests_for(r, j);
-        for (uint32_t i = 0; i < digests; i++) {
-            size_t len = rs_label_expand(r, j, i, label, sizeof label);
+    for (uint32_t o = 0; o < r->nodes.count; o++) {
+        uint32_t j = order[o];
+        for (uint32_t i = 0; i < digests[j]; i++) {
+            size_t len = label_of(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
+                free(order);
+                free(digests);
                 return rs_error_set(err, RS_EXIT_USAGE, "label of node '%s' is too long", r->nodes.names[j]);
             }
             rs_md5(label, len, d);
@@ -68,6 +259,8 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
             }
         }
     }
+    free(order);
+    free(digests);
     *out = p;
     *n = k;
     return 0;
@@ -75,13 +268,15 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
 
 static uint64_t ketama_position(const rs_ring *r, const void *key, size_t len)
 {
+    if (len == 0 && r->opts.compat == RS_COMPAT_TWEMPROXY)
+        return 0;  /* server_pool_hash: "if (keylen == 0) return 0;" */
     return (uint64_t)r->hash(key, len, r->opts.seed) & UINT32_MAX;
 }
 
 /* "{node}{i}#h": the label, then which of the digest's 4 words. */
 static size_t ketama_label_text(const rs_ring *r, uint32_t i, char *buf, size_t cap)
 {
-    size_t n = rs_label_expand(r, r->node[i], r->label[i] / 4, buf, cap);
+    size_t n = label_of(r, r->node[i], r->label[i] / 4, buf, cap);
     if (n + 3 < cap) {
         buf[n++] = '#';
         buf[n++] = (char)('0' + r->label[i] % 4);
