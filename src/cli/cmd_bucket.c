@@ -17,7 +17,8 @@ static const char bucket_help[] =
     "any -j. DIR appears only when complete (written beside it, then renamed).\n\n"
     "Output options:\n"
     "  -o, --output DIR       the output directory (required)\n"
-    "  --force                replace an existing DIR\n"
+    "  --force                replace an existing DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing DIR whatever it holds\n"
     "  --compress gzip|none   gzip members (default) or plain CSV\n"
     "  --level N              gzip level 1-9 (default 1)\n"
     "  --keys-only            write only the key column\n"
@@ -25,7 +26,7 @@ static const char bucket_help[] =
     "File names: a node's name with bytes other than [A-Za-z0-9._-] as %XX and a\n"
     "leading '.' as %2E, so no name can leave DIR.\n\n";
 
-enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY };
+enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 
 
 /* The manifest of a finished run: one file per node. */
@@ -93,6 +94,7 @@ int rs_cmd_bucket(int argc, char **argv)
         {"output", required_argument, 0, 'o'},
         RS_OUTPUT_LONGOPTS,
         {"force", no_argument, 0, OPT_FORCE},
+        {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -119,7 +121,8 @@ int rs_cmd_bucket(int argc, char **argv)
         }
         switch (c) {
         case 'o': outdir = optarg; break;
-        case OPT_FORCE: force = 1; break;
+        case OPT_FORCE: force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_KEYS_ONLY: po.keys_only = 1; break;
         case 'h':
             fputs(bucket_help, stdout);

@@ -50,7 +50,8 @@ static const char dedup_help[] =
     "                         gives the ring, key and dialect; no INPUT)\n"
     "  --temp-compress gzip|none  pass 1's temporary buckets: plain (default, faster)\n"
     "                         or gzip level 1 (less temporary disk space)\n"
-    "  --force                replace an existing DIR\n"
+    "  --force                replace an existing DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing DIR whatever it holds\n"
     "  --compress gzip|none   output as gzip members (default) or plain CSV\n"
     "  --level N              output gzip level 1-9 (default 1)\n"
     "  -h, --help             this help\n\n"
@@ -61,7 +62,7 @@ static const char dedup_help[] =
 
 enum {
     OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_COMPRESS, OPT_LEVEL, OPT_KEEP, OPT_BY, OPT_DUPLICATES, OPT_BUCKETS,
-    OPT_TEMP_COMPRESS
+    OPT_TEMP_COMPRESS, OPT_FORCE_ANY
 };
 
 
@@ -342,6 +343,7 @@ int rs_cmd_dedup(int argc, char **argv)
         RS_INPUT_LONGOPTS,
         {"output", required_argument, 0, 'o'},
         {"force", no_argument, 0, OPT_FORCE},
+        {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"compress", required_argument, 0, OPT_COMPRESS},
         {"level", required_argument, 0, OPT_LEVEL},
         {"keep", required_argument, 0, OPT_KEEP},
@@ -376,7 +378,8 @@ int rs_cmd_dedup(int argc, char **argv)
         }
         switch (c) {
         case 'o': a.outdir = optarg; break;
-        case OPT_FORCE: a.force = 1; break;
+        case OPT_FORCE: a.force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: a.force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_COMPRESS:
         case OPT_TEMP_COMPRESS: {
             int z;

@@ -1,0 +1,261 @@
+/* Publishing an output directory under crashes, concurrency and odd
+ * targets (issue #15, items 1, 3, 5, 8 and 17's long names): the real
+ * command, real files. Windows are hit with the testing knob
+ * RINGSHARD_TEST_PAUSE_AT (the process stops itself at a named point; the
+ * test waits for the stopped state with waitpid(WUNTRACED), never sleeps)
+ * and RINGSHARD_TEST_NO_EXCHANGE (acts as a file system without
+ * renameat2 RENAME_EXCHANGE). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "support.h"
+
+TestSuite(publish, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
+
+typedef cmd_result res;
+#define sh sh_in_test_dir
+
+/* Asserts that the command's output is `want`, showing stderr otherwise. */
+#define SH_EQ(want, ...)                                                                     \
+    do {                                                                                     \
+        res r_ = sh(__VA_ARGS__);                                                            \
+        cr_assert_str_eq(r_.out, want, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err); \
+        cmd_result_free(&r_);                                                                \
+    } while (0)
+
+/* Counts what ringshard may leave beside an output: temporaries, -old. */
+#define LITTER "find . -maxdepth 1 -name '*.ringshard-*' | wc -l"
+
+static void make_input(void)
+{
+    SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,v&/'; } > in.csv");
+}
+
+/* Runs `sh -c 'exec CMD'` in test_dir with RINGSHARD_TEST_PAUSE_AT=point
+ * (and `env`, "NAME=VALUE" or NULL), waits until the process stops itself
+ * there, then kills it with SIGKILL. Asserts it did stop (not exit). */
+static void kill_at(const char *point, const char *env, const char *cmd)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (chdir(test_dir) != 0)
+            _exit(99);
+        setenv("RS", RS_BINARY, 1);
+        setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
+        if (env)
+            putenv(strdup(env));
+        char *full;
+        if (asprintf(&full, "exec %s >/dev/null 2>&1", cmd) < 0)
+            _exit(99);
+        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        _exit(99);
+    }
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
+    cr_assert_eq(kill(pid, SIGKILL), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* out holds a complete output of `files` entries that verify accepts. */
+static void assert_complete(const char *dir, int files)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d\n", files);
+    SH_EQ(want, "ls %s | wc -l", dir);
+    assert_verify(path_join(test_dir, dir));
+}
+
+/* ---- item 1: --force is atomic -------------------------------------------- */
+
+/* Two --force runs at once, 20 times: each round leaves exactly one
+ * complete output and nothing beside it, both runs succeed. (Before: a run
+ * could find no DIR and publish into the window, the other then failed
+ * with "Directory not empty" and left an -old directory.) The same with
+ * the two-rename fallback, which starts again when a run published into
+ * its window. */
+Test(publish, concurrent_force_runs_leave_one_complete_output)
+{
+    make_input();
+    static const char *const mode[] = {"", "RINGSHARD_TEST_NO_EXCHANGE=1 "};
+    for (int m = 0; m < 2; m++) {
+        res r = sh("rm -rf out; bad=0; for i in $(seq 20); do "
+                   "%s\"$RS\" bucket --quiet -j 1 --nodes 3 --force -o out in.csv 2>e1 & a=$!; "
+                   "%s\"$RS\" bucket --quiet -j 1 --nodes 4 --force -o out in.csv 2>e2 & b=$!; "
+                   "wait $a || { bad=1; cat e1; }; wait $b || { bad=1; cat e2; }; "
+                   "n=$(ls out | wc -l); [ $n = 4 ] || [ $n = 5 ] || { bad=1; echo round $i: $n files; }; "
+                   "\"$RS\" verify --quiet out || bad=1; "
+                   "l=$(" LITTER "); [ $l = 0 ] || { bad=1; echo round $i: litter; ls -a; }; "
+                   "done; echo bad=$bad",
+                   mode[m], mode[m]);
+        cr_assert_str_eq(r.out, "bad=0\n", "%s: %s %s", m ? "two renames" : "exchange", r.out, r.err);
+        cmd_result_free(&r);
+    }
+}
+
+/* A SIGKILL anywhere leaves DIR complete, old or new: before the publish
+ * (the temporary is left, removed by the next run), after the exchange
+ * (the previous output is left at the temporary's name, removed by the
+ * next run). For bucket, dedup and plan --emit. */
+Test(publish, sigkill_at_each_point_leaves_the_old_or_the_new_output)
+{
+    make_input();
+    /* %d: the node count; each output has that many files and a manifest
+     * (plan --emit: one file per move, n -> n+1 for each of the n nodes) */
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 1 --nodes %d --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 1 --nodes %d --force -o out in.csv",
+        "\"$RS\" plan --nodes %d --add 1 --emit out --force in.csv",
+    };
+    static const char *const point[] = {"begun", "publish", "published"};
+    for (size_t k = 0; k < sizeof cmd / sizeof *cmd; k++)
+        for (int p = 0; p < 3; p++) {
+            char old[256], nw[256];
+            snprintf(old, sizeof old, cmd[k], 3);
+            snprintf(nw, sizeof nw, cmd[k], 4);
+            SH_OK("rm -rf out && %s > /dev/null", old);
+            kill_at(point[p], NULL, nw);
+            assert_complete("out", p < 2 ? 4 : 5);
+            /* the next run removes what the killed one left */
+            SH_OK("%s > /dev/null", nw);
+            SH_EQ("0\n", LITTER);
+            assert_complete("out", 5);
+        }
+}
+
+/* Without the exchange, a kill between the two renames leaves no DIR; the
+ * next run on DIR puts the previous output back (and, without --force,
+ * then refuses as for any existing output). */
+Test(publish, sigkill_between_two_renames_is_repaired_by_the_next_run)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    kill_at("old", "RINGSHARD_TEST_NO_EXCHANGE=1", "\"$RS\" bucket --quiet --nodes 4 --force -o out in.csv");
+    SH_EQ("missing\n1\n", "test -e out || echo missing; ls -d out.ringshard-old.* | wc -l");
+    res r = sh("\"$RS\" bucket --quiet --nodes 5 -o out in.csv");
+    cr_assert_eq(r.rc, 73, "%s", r.err);
+    cr_assert(strstr(r.err, "out: restored from out.ringshard-old.") &&
+                  strstr(r.err, ", left by an interrupted replacement (process ") &&
+                  strstr(r.err, "ringshard bucket: out: output exists (use --force to replace it)"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", LITTER);
+}
+
+/* The fallback says why it is used. */
+Test(publish, no_exchange_is_said)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    res r = sh("RINGSHARD_TEST_NO_EXCHANGE=1 \"$RS\" bucket --quiet --nodes 4 --force -o out in.csv");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard: warning: out: the file system cannot exchange two directories (renameat2 "
+                            "RENAME_EXCHANGE: Invalid argument): replacing it in two renames; if killed between "
+                            "them, the next run on it restores the previous output from out.ringshard-old."),
+              "%s", r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 5);
+    SH_EQ("0\n", LITTER);
+}
+
+/* ---- item 3: what --force may replace --------------------------------------- */
+
+Test(publish, force_refuses_what_is_not_a_ringshard_output)
+{
+    make_input();
+    SH_OK("mkdir mine && echo a > mine/a && echo b > mine/b && mkdir mine/sub");
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet --nodes 3 --force -o mine in.csv",
+        "\"$RS\" dedup --quiet --nodes 3 --force -o mine in.csv",
+        "\"$RS\" plan --nodes 3 --add 1 --force --emit mine in.csv",
+    };
+    for (int i = 0; i < 3; i++) {
+        res r = sh("%s", cmd[i]);
+        cr_assert_eq(r.rc, 73, "%s: %s", cmd[i], r.err);
+        cr_assert(strstr(r.err, ": mine: not a ringshard output (holds 3 entries, no manifest.json): refusing to "
+                                "replace it (--force-any replaces any directory)\n"),
+                  "%s: %s", cmd[i], r.err);
+        cmd_result_free(&r);
+        SH_EQ("a b sub \n0\n", "ls mine | tr '\\n' ' '; echo; " LITTER);
+    }
+    /* a manifest.json that is not ours does not make it an output */
+    SH_OK("echo '{\"name\": \"x\"}' > mine/manifest.json");
+    res r = sh("\"$RS\" bucket --quiet --nodes 3 --force -o mine in.csv");
+    cr_assert_eq(r.rc, 73, "%s", r.err);
+    cr_assert(strstr(r.err, "mine: not a ringshard output (holds 4 entries, a manifest.json that ringshard did "
+                            "not write): refusing to replace it"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    /* --force-any replaces it; an empty directory needs only --force */
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 --force-any -o mine in.csv");
+    assert_complete("mine", 4);
+    SH_OK("mkdir empty && \"$RS\" bucket --quiet --nodes 3 --force -o empty in.csv");
+    assert_complete("empty", 4);
+    /* a ringshard output of another command is replaced with --force */
+    SH_OK("\"$RS\" dedup --quiet --nodes 2 --force -o mine in.csv");
+    assert_complete("mine", 3);
+    SH_EQ("0\n", LITTER);
+}
+
+/* A file, or a symbolic link (to a directory or anything), is never
+ * replaced, not even with --force-any: the link's target is untouched. */
+Test(publish, force_never_replaces_a_file_or_a_link)
+{
+    make_input();
+    SH_OK("echo data > file && \"$RS\" bucket --quiet --nodes 3 -o real in.csv && ln -s real link && "
+          "ln -s nowhere dangling");
+    static const struct {
+        const char *target, *msg;
+    } t[] = {
+        {"file", "ringshard bucket: file: exists and is not a directory (not replacing it)\n"},
+        {"link", "ringshard bucket: link: is a symbolic link (not replacing it: name the directory itself)\n"},
+        {"dangling", "ringshard bucket: dangling: is a symbolic link (not replacing it: name the directory itself)\n"},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int any = 0; any < 2; any++) {
+            res r = sh("\"$RS\" bucket --quiet --nodes 2 %s -o %s in.csv", any ? "--force-any" : "--force",
+                       t[i].target);
+            cr_assert_eq(r.rc, 73, "%s: %s", t[i].target, r.err);
+            cr_assert_str_eq(r.err, t[i].msg);
+            cmd_result_free(&r);
+        }
+    SH_EQ("data\nlink real\n0\n", "cat file; test -L link && echo link $(readlink link); " LITTER);
+    assert_complete("real", 4);
+}
+
+/* ---- item 17 (part): names near NAME_MAX ------------------------------------- */
+
+/* A valid DIR name of 240, 250 or 255 bytes: the temporary and -old names
+ * are cut and hashed to fit; --force replaces; what a killed run left is
+ * still found and removed. (Before: "File name too long".) */
+Test(publish, output_names_up_to_name_max)
+{
+    make_input();
+    static const int len[] = {240, 250, 255};
+    for (int i = 0; i < 3; i++) {
+        char name[256];
+        memset(name, 'd', (size_t)len[i]);
+        name[len[i]] = '\0';
+        SH_OK("\"$RS\" bucket --quiet --nodes 3 -o %s in.csv", name);
+        assert_complete(name, 4);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "\"$RS\" bucket --quiet --nodes 4 --force -o %s in.csv", name);
+        kill_at("begun", NULL, cmd);
+        SH_EQ("1\n", "ls -a | grep -c 'ringshard-tmp'");
+        SH_OK("%s", cmd);
+        SH_EQ("0\n", LITTER);
+        assert_complete(name, 5);
+        SH_OK("RINGSHARD_TEST_NO_EXCHANGE=1 \"$RS\" bucket --quiet --nodes 2 --force -o %s in.csv 2>/dev/null", name);
+        SH_EQ("0\n", LITTER);
+        assert_complete(name, 3);
+        SH_OK("rm -rf %s", name);
+    }
+}
