@@ -259,3 +259,54 @@ Test(publish, output_names_up_to_name_max)
         SH_OK("rm -rf %s", name);
     }
 }
+
+/* ---- item 8: a side file inside DIR ------------------------------------------- */
+
+/* A quarantine file, a --duplicates report or a plan report inside the
+ * output directory would be lost when the output is replaced: refused
+ * (exit 64) in every spelling - relative, ./, .., absolute, a deeper
+ * directory, a symbolic link to the directory or to a file in it (even
+ * dangling) - before anything is written; the previous output is intact.
+ * A file beside it is fine. */
+Test(publish, side_file_inside_the_output_is_refused)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv && ln -s out ldir && ln -s out/q.tsv lq && mkdir sub");
+    static const char *const q[] = {"out/q.tsv", "./out/q.tsv", "sub/../out/q.tsv", "out/deeper/q.tsv", "ldir/q.tsv",
+                                    "lq", "@/out/q.tsv"};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
+        char path[4096];
+        if (q[i][0] == '@')
+            snprintf(path, sizeof path, "%s%s", test_dir, q[i] + 1);
+        else
+            snprintf(path, sizeof path, "%s", q[i]);
+        res r = sh("\"$RS\" bucket --quiet --nodes 4 --force --on-bad-row quarantine=%s -o out in.csv", path);
+        cr_assert_eq(r.rc, 64, "%s: %s", path, r.err);
+        char want[8192];
+        snprintf(want, sizeof want,
+                 "ringshard bucket: --on-bad-row quarantine=%s: inside the output directory out, which is replaced "
+                 "when the output is published (the file would be lost): write it elsewhere\n",
+                 path);
+        cr_assert_str_eq(r.err, want);
+        cmd_result_free(&r);
+    }
+    res r = sh("\"$RS\" dedup --quiet --nodes 4 --force --duplicates ./out/d.tsv -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard dedup: --duplicates ./out/d.tsv: inside the output directory out, which is"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" dedup --quiet --nodes 4 --force --on-bad-row quarantine=out/q.tsv -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" plan --nodes 3 --add 1 --emit out --force --json out/plan.json in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard plan: --json out/plan.json: inside the output directory out, which is"), "%s",
+              r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", "test -e out/q.tsv || test -e out/d.tsv || test -e out/plan.json || echo 0");
+    /* beside the output: fine */
+    SH_OK("\"$RS\" bucket --quiet --nodes 4 --force --on-bad-row quarantine=q.tsv -o out in.csv && "
+          "\"$RS\" dedup --quiet --nodes 4 --force --duplicates sub/d.tsv -o out in.csv && test -s q.tsv");
+    assert_complete("out", 5);
+}

@@ -176,6 +176,16 @@ int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring,
  * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
 int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
 
+/* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
+ * directory (a quarantine file, a report) when it lies inside outdir or
+ * below: publishing replaces outdir, so the file would be lost. Compared by
+ * real paths: the file's directory (an existing file's own real path, so a
+ * symbolic link into outdir counts) against outdir's (its parent's plus its
+ * name while it does not exist), so "./", "..", relative and linked forms
+ * are caught. what is the option as the message shows it ("--duplicates ").
+ * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
+int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
+
 /* Flushes standard output; a failed write anywhere before is an error
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);

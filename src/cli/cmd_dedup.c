@@ -444,6 +444,10 @@ int rs_cmd_dedup(int argc, char **argv)
             return rs_cli_fail("dedup", &err);
     }
 
+    if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
+        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0)
+        return rs_cli_fail("dedup", &err);
+
     rs_ring *ring = NULL;
     rs_manifest in_m, m;
     memset(&in_m, 0, sizeof in_m);

@@ -1393,6 +1393,14 @@ int rs_cmd_plan(int argc, char **argv)
         return rs_cli_usage_error("plan", "--emit and --batch-bytes need data (INPUT... or --from-buckets DIR)");
     if (a.have_order && !a.batch_bytes)
         return rs_cli_usage_error("plan", "--order smallest|largest goes with --batch-bytes");
+    {
+        const char *const side[][2] = {{"--on-bad-row quarantine=", po.quarantine}, {"--json ", a.json},
+                                       {"--arcs ", a.arcs}, {"--pairs ", a.pairs}, {"--svg ", a.svg},
+                                       {"--html ", a.html}};
+        for (size_t i = 0; i < sizeof side / sizeof *side; i++)
+            if (rs_cli_outside_output(side[i][0], side[i][1], a.emit, &err) != 0)
+                return rs_cli_fail("plan", &err);
+    }
 
     rs_manifest m = {0};
     rs_ring *old_ring = NULL, *new_ring = NULL;
