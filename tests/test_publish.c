@@ -36,10 +36,11 @@ static void make_input(void)
     SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,v&/'; } > in.csv");
 }
 
-/* Runs `sh -c 'exec CMD'` in test_dir with RINGSHARD_TEST_PAUSE_AT=point
- * (and `env`, "NAME=VALUE" or NULL), waits until the process stops itself
- * there, then kills it with SIGKILL. Asserts it did stop (not exit). */
-static void kill_at(const char *point, const char *env, const char *cmd)
+/* Starts `sh -c 'exec CMD'` in test_dir with RINGSHARD_TEST_PAUSE_AT=point
+ * (and `env`, "NAME=VALUE" or NULL), stdout and stderr to /dev/null, and
+ * waits until the process stops itself there. Asserts it did stop (did
+ * not exit first). Returns its pid. */
+static pid_t stop_at(const char *point, const char *env, const char *cmd)
 {
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -59,8 +60,25 @@ static void kill_at(const char *point, const char *env, const char *cmd)
     int st;
     cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
     cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
-    cr_assert_eq(kill(pid, SIGKILL), 0);
+    return pid;
+}
+
+/* Sends sig to the stopped pid, lets it continue, and returns its wait
+ * status. */
+static int signal_and_wait(pid_t pid, int sig)
+{
+    int st;
+    cr_assert_eq(kill(pid, sig), 0);
+    if (sig != SIGKILL)
+        cr_assert_eq(kill(pid, SIGCONT), 0);
     cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return st;
+}
+
+/* stop_at, then SIGKILL. */
+static void kill_at(const char *point, const char *env, const char *cmd)
+{
+    int st = signal_and_wait(stop_at(point, env, cmd), SIGKILL);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
@@ -309,4 +327,146 @@ Test(publish, side_file_inside_the_output_is_refused)
     SH_OK("\"$RS\" bucket --quiet --nodes 4 --force --on-bad-row quarantine=q.tsv -o out in.csv && "
           "\"$RS\" dedup --quiet --nodes 4 --force --duplicates sub/d.tsv -o out in.csv && test -s q.tsv");
     assert_complete("out", 5);
+}
+
+/* ---- item 5: other faults ---------------------------------------------------- */
+
+/* SIGHUP (a closed terminal, a cron session ending) is handled as SIGTERM:
+ * exit 130, the temporary removed, nothing published, a previous output
+ * intact. (Before: killed by the signal, 129, the temporary left.) */
+Test(publish, sighup_is_handled_as_sigterm)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 1 --nodes 4 --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 1 --nodes 4 --force -o out in.csv",
+    };
+    for (int i = 0; i < 2; i++) {
+        SH_OK("rm -rf out && \"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+        int st = signal_and_wait(stop_at("begun", NULL, cmd[i]), SIGHUP);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
+        SH_EQ("0\n", LITTER);
+        assert_complete("out", 4);
+    }
+}
+
+/* stderr closed before the summary: the write fails (EPIPE, SIGPIPE is
+ * ignored) and the exit code is the job's, 0, with the output published.
+ * (Before: killed by SIGPIPE after publishing, exit 141.) */
+Test(publish, closed_stderr_does_not_change_the_exit_code)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "exec \"$RS\" bucket --nodes 4 -o out in.csv",
+        "exec \"$RS\" dedup --nodes 4 --force -o out in.csv",
+    };
+    for (int i = 0; i < 2; i++) {
+        int fd[2];
+        cr_assert_eq(pipe(fd), 0);
+        close(fd[0]);   /* nobody reads: every write to stderr fails */
+        pid_t pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+            if (chdir(test_dir) != 0)
+                _exit(99);
+            setenv("RS", RS_BINARY, 1);
+            signal(SIGPIPE, SIG_DFL);   /* as a shell would start it */
+            dup2(fd[1], 2);
+            close(fd[1]);
+            execl("/bin/sh", "sh", "-c", cmd[i], (char *)NULL);
+            _exit(99);
+        }
+        close(fd[1]);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status 0x%x", cmd[i], st);
+        assert_complete("out", 5);
+    }
+}
+
+/* A thread that cannot be created (a process limit; here
+ * tests/failalloc.c's pthread_create fails from the 2nd call): a clear
+ * message, exit 1, no temporary, a previous output intact. (Before:
+ * libgomp's "Thread creation failed" and the temporary left.) */
+Test(publish, thread_creation_failure_fails_cleanly)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 4 --nodes 4 --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 4 --nodes 4 --force -o out in.csv",
+        "\"$RS\" plan -j 4 --nodes 4 --add 1 --force --emit out in.csv",
+    };
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    for (int i = 0; i < 3; i++) {
+        res r = sh("LD_PRELOAD='%s' RS_FAIL_PTHREAD_CREATE=2 %s", RS_FAILALLOC, cmd[i]);
+        cr_assert_eq(r.rc, 1, "%s: %s", cmd[i], r.err);
+        cr_assert(strstr(r.err, ": cannot start the threads of -j 4 (4 of them, with the write-behind thread): "
+                                "Resource temporarily unavailable (a limit on processes, ulimit -u?); nothing "
+                                "written\n"),
+                  "%s: %s", cmd[i], r.err);
+        cr_assert(!strstr(r.err, "libgomp"), "%s", r.err);
+        cmd_result_free(&r);
+        SH_EQ("0\n", LITTER);
+        assert_complete("out", 4);
+    }
+}
+
+/* A quarantine file that cannot be written says why. (Before: "write
+ * failed" and no reason.) */
+Test(publish, quarantine_write_failure_says_why)
+{
+    SH_OK("printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv");
+    res r = sh("\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=/dev/full -o out bad.csv");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard bucket: /dev/full: write failed: No space left on device\n");
+    cmd_result_free(&r);
+    SH_EQ("0\n", "ls -a | grep -c 'out' || true");
+}
+
+/* dedup --duplicates FILE is written beside FILE and renamed over it only
+ * with the publication: a run that fails - the report cannot be written,
+ * the output appeared meanwhile, a SIGKILL just before publishing - leaves
+ * a previous FILE as it was, and the next run removes a killed run's
+ * temporary; a run that succeeds replaces FILE. (Before: FILE was
+ * overwritten in place before publishing.) */
+Test(publish, duplicates_report_is_published_with_the_output)
+{
+    SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&/'; "
+          "seq 1 3000 | sed 's/.*/&,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb&/'; } > dup.csv && "
+          "echo previous > d.tsv");
+    /* a report larger than the file-size limit (every other file is smaller) */
+    res r = sh("ulimit -f 100; \"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard dedup: d.tsv: write failed: File too large\n");
+    cmd_result_free(&r);
+    SH_EQ("previous\n0\n0\n", "cat d.tsv; ls -a | grep -c ringshard; test -e out || echo 0");
+    /* the output appears while the run is about to publish */
+    pid_t pid = stop_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_OK("mkdir out");
+    int st = signal_and_wait(pid, SIGCONT);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 73, "status 0x%x", st);
+    SH_EQ("previous\n0\n", "cat d.tsv; ls -a | grep -c ringshard");
+    /* killed just before publishing, then run again */
+    SH_OK("rmdir out");
+    kill_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_EQ("previous\n1\n", "cat d.tsv; ls -a | grep -c '^d.tsv.ringshard-tmp.'");
+    SH_OK("\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_EQ("3000\n0\n", "wc -l < d.tsv; " LITTER);
+    assert_complete("out", 21);
+}
+
+/* The parent's fsync fails after the publishing rename: the output is
+ * published (readers may see it: no rollback) and the run says so, exit 1.
+ * (tests/failalloc.c makes fsync of that directory fail with EIO.) */
+Test(publish, parent_fsync_failure_says_published_but_not_durable)
+{
+    make_input();
+    res r = sh("LD_PRELOAD='%s' RS_FAIL_DIR_FSYNC=\"$PWD\" \"$RS\" bucket --quiet --nodes 3 -o out in.csv",
+               RS_FAILALLOC);
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard bucket: out: published, but may not be durable: fsync of . failed: "
+                            "Input/output error\n");
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", LITTER);
 }

@@ -213,10 +213,19 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
 int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
                             const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
-/* SIGINT and SIGTERM stop a running pipeline at its next read (exit 130,
- * nothing published); SIGXFSZ is ignored so that a file-size limit fails
- * the write instead of killing the process. */
+/* SIGINT, SIGTERM and SIGHUP stop a running pipeline at its next read
+ * (exit 130, nothing published); SIGXFSZ and SIGPIPE are ignored so that a
+ * file-size limit or a closed stderr/stdout fails the write (EFBIG, EPIPE)
+ * instead of killing the process. */
 void rs_cli_install_signals(void);
+
+/* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers
+ * and the write-behind thread), then fills the OpenMP pool with N. libgomp
+ * cannot report a thread it fails to create - it prints its own message
+ * and exits, which would leave the output's temporary directory behind -
+ * so the commands call this before creating it. Returns 0, or -1 with err
+ * (RS_EXIT_IO: the reason, "ulimit -u?"). */
+int rs_cli_threads_ready(int threads, rs_error *err);
 
 /* The commands. */
 /* name, summary, and whether the command divides its work among MPI ranks

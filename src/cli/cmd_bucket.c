@@ -155,6 +155,8 @@ int rs_cmd_bucket(int argc, char **argv)
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
     if (!names)
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
+    if (!err.code)
+        rs_cli_threads_ready(rs_pipeline_threads(&po), &err);
     if (rs_cluster_outdir_begin(&od, outdir, force, &err) != 0)
         goto out;
     begun = 1;

@@ -463,6 +463,8 @@ agree:
     if (a->emit) {
         /* no pairs: the pipeline still wants a destination; it is removed below */
         static const char *const no_moves[] = {"no-moves.tmp"};
+        if (!err->code)
+            rs_cli_threads_ready(rs_pipeline_threads(po), err);
         if (rs_cluster_outdir_begin(&od, a->emit, a->force, err) != 0)
             goto out;
         begun = 1;
