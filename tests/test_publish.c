@@ -36,11 +36,10 @@ static void make_input(void)
     SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,v&/'; } > in.csv");
 }
 
-/* Starts `sh -c 'exec CMD'` in test_dir with RINGSHARD_TEST_PAUSE_AT=point
- * (and `env`, "NAME=VALUE" or NULL), stdout and stderr to /dev/null, and
- * waits until the process stops itself there. Asserts it did stop (did
- * not exit first). Returns its pid. */
-static pid_t stop_at(const char *point, const char *env, const char *cmd)
+/* Starts `sh -c script` in test_dir, with RS set, SIGPIPE at its default
+ * (as a shell starts a command), RINGSHARD_TEST_PAUSE_AT=point unless NULL,
+ * `env` ("NAME=VALUE") unless NULL, and stderr on errfd unless -1. */
+static pid_t spawn(const char *script, const char *point, const char *env, int errfd)
 {
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -48,15 +47,28 @@ static pid_t stop_at(const char *point, const char *env, const char *cmd)
         if (chdir(test_dir) != 0)
             _exit(99);
         setenv("RS", RS_BINARY, 1);
-        setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
+        if (point)
+            setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
         if (env)
             putenv(strdup(env));
-        char *full;
-        if (asprintf(&full, "exec %s >/dev/null 2>&1", cmd) < 0)
+        signal(SIGPIPE, SIG_DFL);
+        if (errfd >= 0 && dup2(errfd, 2) < 0)
             _exit(99);
-        execl("/bin/sh", "sh", "-c", full, (char *)NULL);
+        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
         _exit(99);
     }
+    return pid;
+}
+
+/* Starts `exec CMD` (spawn) stopping at point, stdout and stderr to
+ * /dev/null, and waits until the process stops itself there. Asserts it
+ * did stop (did not exit first). Returns its pid. */
+static pid_t stop_at(const char *point, const char *env, const char *cmd)
+{
+    char *full;
+    cr_assert(asprintf(&full, "exec %s >/dev/null 2>&1", cmd) >= 0);
+    pid_t pid = spawn(full, point, env, -1);
+    free(full);
     int st;
     cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
     cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
@@ -364,18 +376,7 @@ Test(publish, closed_stderr_does_not_change_the_exit_code)
         int fd[2];
         cr_assert_eq(pipe(fd), 0);
         close(fd[0]);   /* nobody reads: every write to stderr fails */
-        pid_t pid = fork();
-        cr_assert(pid >= 0);
-        if (pid == 0) {
-            if (chdir(test_dir) != 0)
-                _exit(99);
-            setenv("RS", RS_BINARY, 1);
-            signal(SIGPIPE, SIG_DFL);   /* as a shell would start it */
-            dup2(fd[1], 2);
-            close(fd[1]);
-            execl("/bin/sh", "sh", "-c", cmd[i], (char *)NULL);
-            _exit(99);
-        }
+        pid_t pid = spawn(cmd[i], NULL, NULL, fd[1]);
         close(fd[1]);
         int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);
