@@ -28,6 +28,9 @@ typedef cmd_result res;
         cmd_result_free(&r_);                                                                \
     } while (0)
 
+/* With tests/failalloc.c preloaded, ASan must not insist on coming first. */
+#define NO_ASAN_ORDER "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\""
+
 /* Counts what ringshard may leave beside an output: temporaries, -old. */
 #define LITTER "find . -maxdepth 1 -name '*.ringshard-*' | wc -l"
 
@@ -399,7 +402,7 @@ Test(publish, thread_creation_failure_fails_cleanly)
     };
     SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
     for (int i = 0; i < 3; i++) {
-        res r = sh("LD_PRELOAD='%s' RS_FAIL_PTHREAD_CREATE=2 %s", RS_FAILALLOC, cmd[i]);
+        res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_PTHREAD_CREATE=2 %s", RS_FAILALLOC, cmd[i]);
         cr_assert_eq(r.rc, 1, "%s: %s", cmd[i], r.err);
         cr_assert(strstr(r.err, ": cannot start the threads of -j 4 (4 of them, with the write-behind thread): "
                                 "Resource temporarily unavailable (a limit on processes, ulimit -u?); nothing "
@@ -462,7 +465,7 @@ Test(publish, duplicates_report_is_published_with_the_output)
 Test(publish, parent_fsync_failure_says_published_but_not_durable)
 {
     make_input();
-    res r = sh("LD_PRELOAD='%s' RS_FAIL_DIR_FSYNC=\"$PWD\" \"$RS\" bucket --quiet --nodes 3 -o out in.csv",
+    res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_DIR_FSYNC=\"$PWD\" \"$RS\" bucket --quiet --nodes 3 -o out in.csv",
                RS_FAILALLOC);
     cr_assert_eq(r.rc, 1, "%s", r.err);
     cr_assert_str_eq(r.err, "ringshard bucket: out: published, but may not be durable: fsync of . failed: "
