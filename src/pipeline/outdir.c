@@ -32,7 +32,9 @@
  *
  * Side files (rs_outdir_side): a file published with the directory (dedup
  * --duplicates) is written as <stem>.ringshard-tmp.<pid>.<hex> beside it
- * and renamed over it only after the directory is published.
+ * and renamed over it only after the directory is published (a killed
+ * run's is removed by the next rs_outdir_side on the same path), so a
+ * previous file survives any run that does not publish.
  *
  * Removal never follows symbolic links: the tree is walked with
  * openat(O_NOFOLLOW)/fdopendir/unlinkat.
@@ -47,9 +49,11 @@
  * between hosts.
  *
  * Testing knobs (environment): RINGSHARD_TEST_PAUSE_AT=begun|publish|
- * exchanged|old stops the process with SIGSTOP at that point (a test then
- * kills it there); RINGSHARD_TEST_NO_EXCHANGE=1 acts as if the file system
- * refused RENAME_EXCHANGE. */
+ * published|old stops the process with SIGSTOP at that point - the
+ * temporary created, just before publishing, just after, between the two
+ * renames of the fallback - so that a test can kill it there;
+ * RINGSHARD_TEST_NO_EXCHANGE=1 acts as if the file system refused
+ * RENAME_EXCHANGE. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
