@@ -129,7 +129,15 @@ Test(bucket, existing_output_refused_without_force)
     cr_assert(strstr(out, "keep\n0"), "previous output intact, no temporary left: %s", out);
     free(out);
     free(err);
-    rc = runf(&out, &err, "cd %s && \"$RS\" bucket --quiet --force -o out " DATA "bills_c.csv && ls out | wc -l", tmp);
+    /* out is not a ringshard output: --force refuses it, --force-any replaces it */
+    rc = runf(&out, &err, "cd %s && \"$RS\" bucket --quiet --force -o out " DATA "bills_c.csv", tmp);
+    cr_assert_eq(rc, 73, "%s", err);
+    cr_assert(strstr(err, "out: not a ringshard output (holds 1 entry, no manifest.json): refusing to replace it"),
+              "%s", err);
+    free(out);
+    free(err);
+    rc = runf(&out, &err, "cd %s && \"$RS\" bucket --quiet --force-any -o out " DATA "bills_c.csv && ls out | wc -l",
+              tmp);
     cr_assert_eq(rc, 0, "%s", err);
     cr_assert_eq(atoi(out), 1001);
     free(out);
@@ -141,7 +149,7 @@ Test(bucket, malformed_row_fails_naming_file_and_line)
     char *out, *err;
     int rc = runf(&out, &err,
                   "cd %s && printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv && mkdir out && echo old > out/x && "
-                  "\"$RS\" bucket --quiet --force -o out bad.csv",
+                  "\"$RS\" bucket --quiet --force-any -o out bad.csv",
                   tmp);
     cr_assert_eq(rc, 2, "%s", err);
     cr_assert(strstr(err, "bad.csv: line 3 (record 2)"), "%s", err);
@@ -221,7 +229,7 @@ Test(bucket, file_size_limit_fails_cleanly)
         char *out, *err;
         int rc = runf(&out, &err,
                       "cd %s && rm -rf out && mkdir out && echo old > out/x && "
-                      "(ulimit -f 200; \"$RS\" bucket --quiet --force --nodes 2 %s -o out " DATA "bills_a.csv.gz); "
+                      "(ulimit -f 200; \"$RS\" bucket --quiet --force-any --nodes 2 %s -o out " DATA "bills_a.csv.gz); "
                       "echo rc=$?; cat out/x; ls -a | grep -c ringshard-tmp || true",
                       tmp, opt[k]);
         cr_assert_eq(rc, 0);

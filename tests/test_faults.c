@@ -31,17 +31,20 @@ typedef cmd_result res;
         res_free(&p_);                                                               \
     } while (0)
 
-/* A previous output DIR with a marker file. */
+/* A previous output DIR with a marker file (and a manifest.json as
+ * ringshard writes it starts, so that --force may replace it). */
 static void previous_output(const char *dir)
 {
-    PREP("mkdir %s && echo keep > %s/marker", dir, dir);
+    PREP("mkdir %s && echo keep > %s/marker && "
+         "echo '{\"schema\": 1, \"kind\": \"buckets\", \"tool\": {\"name\": \"ringshard\"}}' > %s/manifest.json",
+         dir, dir, dir);
 }
 
-/* DIR still holds only its marker; no temporary directory anywhere in test_dir. */
+/* DIR still holds only its marker and manifest; no temporary directory anywhere in test_dir. */
 static void assert_previous_intact(const char *dir)
 {
     res r = sh("ls -A %s | tr '\\n' ' '; cat %s/marker; find . -name '*ringshard-tmp*' | wc -l", dir, dir);
-    cr_assert_str_eq(r.out, "marker keep\n0\n", "previous %s intact, no temporary left: %s %s", dir, r.out, r.err);
+    cr_assert_str_eq(r.out, "manifest.json marker keep\n0\n", "previous %s intact, no temporary left: %s %s", dir, r.out, r.err);
     res_free(&r);
 }
 

@@ -1,50 +1,85 @@
 /* ringshard/outdir.h - atomic publication of an output directory.
  *
  * Everything is written into a temporary directory beside the target
- * (DIR.ringshard-tmp.<pid>.<random>) and renamed into place only when
- * complete and flushed (files and directory fsync'd). A failed or
- * interrupted run removes its temporary directory and leaves a previous DIR
- * untouched. Temporary directories left by a killed run are recognised by
- * their name and removed by the next run on the same DIR when their process
- * is gone. With force, an existing DIR is replaced: it is renamed aside,
- * the new one renamed in, then the old one removed. */
+ * (DIR.ringshard-tmp.<pid>.<random>) and published only when complete and
+ * flushed (files and directory fsync'd). A failed or interrupted run
+ * removes its temporary directory and leaves a previous DIR untouched.
+ * Temporary directories left by a killed run are recognised by their name
+ * and removed by the next run on the same DIR when their process is gone.
+ * With force, an existing DIR that is empty or a ringshard output is
+ * replaced in one step (renameat2 RENAME_EXCHANGE), then the old one
+ * removed; where the file system cannot, in two renames (the next run
+ * restores DIR if killed between them). The design note is at the top of
+ * src/pipeline/outdir.c. */
 #ifndef RINGSHARD_OUTDIR_H
 #define RINGSHARD_OUTDIR_H
 
+#include <stddef.h>
 #include "ringshard/error.h"
+
+/* rs_outdir_begin's force flags. FORCE replaces an existing DIR that is
+ * empty or holds a manifest.json written by ringshard; FORCE_ANY (implies
+ * FORCE) replaces any directory. Neither replaces a file or a link. */
+#define RS_OUTDIR_FORCE 1
+#define RS_OUTDIR_FORCE_ANY 2
 
 typedef struct {
     char *final;   /* the target path (trailing slashes removed) */
     char *tmp;     /* the temporary directory being filled */
-    int force;     /* as given to rs_outdir_begin */
+    int force;     /* the flags given to rs_outdir_begin */
+    char **side_final, **side_tmp;   /* rs_outdir_side's files */
+    size_t nside;
 } rs_outdir;
 
 /* Creates the temporary directory for `final`, mode 0755, beside it:
- * "<final>.ringshard-tmp.<pid>.<8 random hex digits>". Refuses
- * (RS_EXIT_EXISTS) if final exists and !force, or if final exists and is
- * not a directory (symbolic links included), even with force. A parent
- * that does not exist or cannot be written is RS_EXIT_IO. Removes sibling
- * "<final>.ringshard-tmp.<pid>.*" directories whose process is gone
- * (kill(pid, 0) fails with ESRCH), and "<final>.ringshard-old.<pid>" ones
- * of gone processes when final exists (a replacement that was interrupted
- * before final was renamed in is kept, with a warning). On failure *od is
- * zeroed. */
+ * "<stem>.ringshard-tmp.<pid>.<8 random hex digits>", where <stem> is
+ * final's base name, or when that leaves no room for the tag within
+ * NAME_MAX, its first bytes + '~' + 16 hex digits of its hash (so any valid
+ * name works). Refuses (RS_EXIT_EXISTS) if final exists and no force flag
+ * is given; if final is not a directory (a file, a symbolic link), whatever
+ * the flags; and with RS_OUTDIR_FORCE alone if it is a directory that is
+ * neither empty nor a ringshard output (one whose manifest.json starts as
+ * ringshard writes it), with a message saying how many entries it holds.
+ * A parent that does not exist or cannot be written is RS_EXIT_IO. Removes
+ * sibling "<stem>.ringshard-tmp.<pid>.*" directories whose process is gone
+ * (kill(pid, 0) fails with ESRCH), and "<stem>.ringshard-old.<pid>" ones of
+ * gone processes; when final is missing, the latest such -old directory
+ * (left by an interrupted two-rename replacement) is first renamed back to
+ * final, with a warning, so the previous output is restored. On failure
+ * *od is zeroed. */
 int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
 
 /* Path of `name` inside the temporary directory (malloc'd). */
 char *rs_outdir_path(const rs_outdir *od, const char *name);
 
-/* fsyncs every file and the directory, then renames it into place
- * (without force, never over an output that appeared meanwhile:
- * RS_EXIT_EXISTS), then fsyncs the parent directory. With force, an
- * existing final is renamed to "<final>.ringshard-old.<pid>", the new one
- * renamed in and the old one removed. On failure the temporary directory is
- * removed (a previous final is left or put back in place). Either way *od
- * is released and zeroed: a following rs_outdir_abort does nothing. */
+/* A file published with the directory (e.g. dedup's --duplicates
+ * report): creates an empty "<stem>.ringshard-tmp.<pid>.<hex>" beside path
+ * (stale ones of gone processes are removed first) and returns its name,
+ * for the caller to write; rs_outdir_commit renames it over path after the
+ * directory is published, rs_outdir_abort (or a failed commit) removes it,
+ * so a previous file at path is kept unless the directory is published.
+ * The name is owned by od. NULL with err (RS_EXIT_IO) on failure. */
+const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err);
+
+/* fsyncs every file and the directory, then publishes it: renamed into
+ * place when final does not exist (never over an output that appeared
+ * meanwhile without force: RS_EXIT_EXISTS); with force, exchanged with the
+ * existing final (checked again as rs_outdir_begin checks it) and the
+ * previous output, now at the temporary's name, removed. Where the file
+ * system refuses the exchange (EINVAL, ENOSYS) a warning says so and final
+ * is renamed to "<stem>.ringshard-old.<pid>", the new one renamed in and
+ * the old one removed. Then fsyncs the parent directory and renames the
+ * side files into place. On failure before publishing, the temporary
+ * directory and side files are removed (a previous final is left or put
+ * back in place). A failure after (the parent's fsync, a side file) is
+ * returned with a message saying that final is published: it cannot be
+ * undone once readers may see it. Either way *od is released and zeroed: a
+ * following rs_outdir_abort does nothing. */
 int rs_outdir_commit(rs_outdir *od, rs_error *err);
 
 /* Removes the temporary directory and everything in it (symbolic links are
- * removed, never followed), releases and zeroes *od. Does nothing on a
+ * removed, never followed) and the side files' temporaries, releases and
+ * zeroes *od. Does nothing on a
  * zeroed od, so it may be called after a commit or a failed begin. */
 void rs_outdir_abort(rs_outdir *od);
 

@@ -177,6 +177,16 @@ int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring,
  * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
 int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
 
+/* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
+ * directory (a quarantine file, a report) when it lies inside outdir or
+ * below: publishing replaces outdir, so the file would be lost. Compared by
+ * real paths: the file's directory (an existing file's own real path, so a
+ * symbolic link into outdir counts) against outdir's (its parent's plus its
+ * name while it does not exist), so "./", "..", relative and linked forms
+ * are caught. what is the option as the message shows it ("--duplicates ").
+ * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
+int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
+
 /* Flushes standard output; a failed write anywhere before is an error
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);
@@ -204,10 +214,19 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
 int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
                             const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
-/* SIGINT and SIGTERM stop a running pipeline at its next read (exit 130,
- * nothing published); SIGXFSZ is ignored so that a file-size limit fails
- * the write instead of killing the process. */
+/* SIGINT, SIGTERM and SIGHUP stop a running pipeline at its next read
+ * (exit 130, nothing published); SIGXFSZ and SIGPIPE are ignored so that a
+ * file-size limit or a closed stderr/stdout fails the write (EFBIG, EPIPE)
+ * instead of killing the process. */
 void rs_cli_install_signals(void);
+
+/* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers
+ * and the write-behind thread), then fills the OpenMP pool with N. libgomp
+ * cannot report a thread it fails to create - it prints its own message
+ * and exits, which would leave the output's temporary directory behind -
+ * so the commands call this before creating it. Returns 0, or -1 with err
+ * (RS_EXIT_IO: the reason, "ulimit -u?"). */
+int rs_cli_threads_ready(int threads, rs_error *err);
 
 /* The commands. */
 /* name, summary, and whether the command divides its work among MPI ranks

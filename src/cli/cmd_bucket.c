@@ -17,7 +17,8 @@ static const char bucket_help[] =
     "any -j. DIR appears only when complete (written beside it, then renamed).\n\n"
     "Output options:\n"
     "  -o, --output DIR       the output directory (required)\n"
-    "  --force                replace an existing DIR\n"
+    "  --force                replace an existing DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing DIR whatever it holds\n"
     "  --compress gzip|none   gzip members (default) or plain CSV\n"
     "  --level N              gzip level 1-9 (default 1): ISA-L's level 1, 2, or 3\n"
     "                         for 3-9; with --zlib, zlib's level N\n"
@@ -26,7 +27,7 @@ static const char bucket_help[] =
     "File names: a node's name with bytes other than [A-Za-z0-9._-] as %XX and a\n"
     "leading '.' as %2E, so no name can leave DIR.\n\n";
 
-enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY };
+enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 
 
 /* The manifest of a finished run: one file per node. */
@@ -94,6 +95,7 @@ int rs_cmd_bucket(int argc, char **argv)
         {"output", required_argument, 0, 'o'},
         RS_OUTPUT_LONGOPTS,
         {"force", no_argument, 0, OPT_FORCE},
+        {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -120,7 +122,8 @@ int rs_cmd_bucket(int argc, char **argv)
         }
         switch (c) {
         case 'o': outdir = optarg; break;
-        case OPT_FORCE: force = 1; break;
+        case OPT_FORCE: force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_KEYS_ONLY: po.keys_only = 1; break;
         case 'h':
             fputs(bucket_help, stdout);
@@ -134,7 +137,7 @@ int rs_cmd_bucket(int argc, char **argv)
     if (!outdir)
         return rs_cli_usage_error("bucket", "no output directory (-o DIR)");
     int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
-    if (quiet < 0)
+    if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
     rs_ring *ring = rs_cli_ring_build(&ro, &err);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
@@ -153,6 +156,8 @@ int rs_cmd_bucket(int argc, char **argv)
             rs_error_set(&err, RS_EXIT_IO, "out of memory");
     if (!names)
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
+    if (!err.code)
+        rs_cli_threads_ready(rs_pipeline_threads(&po), &err);
     if (rs_cluster_outdir_begin(&od, outdir, force, &err) != 0)
         goto out;
     begun = 1;

@@ -50,7 +50,8 @@ static const char dedup_help[] =
     "                         gives the ring, key and dialect; no INPUT)\n"
     "  --temp-compress gzip|none  pass 1's temporary buckets: plain (default, faster)\n"
     "                         or gzip level 1 (less temporary disk space)\n"
-    "  --force                replace an existing DIR\n"
+    "  --force                replace an existing DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing DIR whatever it holds\n"
     "  --compress gzip|none   output as gzip members (default) or plain CSV\n"
     "  --level N              output gzip level 1-9 (default 1)\n"
     "  -h, --help             this help\n\n"
@@ -61,7 +62,7 @@ static const char dedup_help[] =
 
 enum {
     OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_COMPRESS, OPT_LEVEL, OPT_KEEP, OPT_BY, OPT_DUPLICATES, OPT_BUCKETS,
-    OPT_TEMP_COMPRESS
+    OPT_TEMP_COMPRESS, OPT_FORCE_ANY
 };
 
 
@@ -87,6 +88,66 @@ static int cmp_size(const void *a, const void *b)
     if (x->bytes != y->bytes)
         return x->bytes > y->bytes ? -1 : 1;
     return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* A FILE over a file descriptor that keeps the errno of its first failed
+ * write: rs_dedup_file leaves the report's errors to ferror at the end,
+ * when errno no longer says why. */
+typedef struct {
+    int fd;
+    int err;
+} report_file;
+
+static ssize_t report_write(void *c, const char *buf, size_t n)
+{
+    report_file *r = c;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(r->fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (!r->err)
+                r->err = k < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+static int report_close(void *c)
+{
+    report_file *r = c;
+    int rc = close(r->fd);
+    if (rc != 0 && !r->err)
+        r->err = errno;
+    return rc;
+}
+
+/* Opens path for writing as a report_file; NULL with errno. */
+static FILE *report_open(const char *path, report_file *r)
+{
+    r->err = 0;
+    r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (r->fd < 0)
+        return NULL;
+    FILE *f = fopencookie(r, "w", (cookie_io_functions_t){NULL, report_write, NULL, report_close});
+    if (!f) {
+        int e = errno;
+        close(r->fd);
+        errno = e;
+    }
+    return f;
+}
+
+/* Closes a report_file's FILE: 0, or the errno of its first failure. */
+static int report_finish(FILE *f, report_file *r)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return r->err ? r->err : EIO;
+    return 0;
 }
 
 /* Pass 2: every job, biggest first, dynamic schedule. jobs are buckets
@@ -129,13 +190,14 @@ static int pass2(job *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *bas
                 snprintf(name, sizeof name, "b%u", first + order[k]);  /* unique across MPI ranks */
                 o.tmpname = name;
                 o.dups = NULL;
-                if (j->dups && !(o.dups = fopen(j->dups, "wb")))
+                report_file rf;
+                if (j->dups && !(o.dups = report_open(j->dups, &rf)))
                     rs_error_set(&j->err, RS_EXIT_IO, "%s: cannot create: %s", j->dups, strerror(errno));
-                else if (rs_dedup_file(&o, dz, j->in, j->rows, j->bytes, j->out, &j->res, &j->err) == 0 && o.dups &&
-                         ferror(o.dups))
-                    rs_error_set(&j->err, RS_EXIT_IO, "%s: write failed", j->dups);
-                if (o.dups && fclose(o.dups) != 0 && !j->err.code)
-                    rs_error_set(&j->err, RS_EXIT_IO, "%s: write failed: %s", j->dups, strerror(errno));
+                else
+                    rs_dedup_file(&o, dz, j->in, j->rows, j->bytes, j->out, &j->res, &j->err);
+                int e = o.dups ? report_finish(o.dups, &rf) : 0;
+                if (e && !j->err.code)
+                    rs_error_set(&j->err, RS_EXIT_IO, "%s: write failed: %s", j->dups, strerror(e));
             }
             if (j->err.code) {
 #pragma omp atomic write
@@ -153,14 +215,17 @@ static int pass2(job *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *bas
     return 0;
 }
 
-/* Concatenates the per-bucket --duplicates parts into path, in bucket order. */
-static int write_duplicates(const char *path, job *jobs, uint32_t n, rs_error *err)
+/* Concatenates the per-bucket --duplicates parts into tmp (the report's
+ * temporary beside it, renamed over it when the output is published), in
+ * bucket order, then fsyncs it. Messages name the report as given. */
+static int write_duplicates(const char *tmp, const char *shown, job *jobs, uint32_t n, rs_error *err)
 {
-    FILE *out = fopen(path, "wb");
+    report_file rf;
+    FILE *out = report_open(tmp, &rf);
     if (!out)
-        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", shown, strerror(errno));
     char buf[1 << 16];
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < n && !ferror(out); i++) {
         FILE *in = fopen(jobs[i].dups, "rb");
         if (!in) {
             fclose(out);
@@ -170,16 +235,20 @@ static int write_duplicates(const char *path, job *jobs, uint32_t n, rs_error *e
         while ((k = fread(buf, 1, sizeof buf, in)) > 0)
             if (fwrite(buf, 1, k, out) != k)
                 break;
-        int bad = ferror(in) || ferror(out);
+        int bad_in = ferror(in), e = errno;
         fclose(in);
         unlink(jobs[i].dups);
-        if (bad) {
+        if (bad_in) {
             fclose(out);
-            return rs_error_set(err, RS_EXIT_IO, "%s: write failed", path);
+            return rs_error_set(err, RS_EXIT_IO, "%s: read failed: %s", jobs[i].dups, strerror(e));
         }
     }
-    if (fclose(out) != 0)
-        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
+    int e = fflush(out) != 0 || ferror(out) ? (rf.err ? rf.err : EIO) : 0;
+    if (!e && fsync(rf.fd) != 0)
+        e = errno;
+    int ce = report_finish(out, &rf);
+    if (e || ce)
+        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", shown, strerror(e ? e : ce));
     return 0;
 }
 
@@ -342,6 +411,7 @@ int rs_cmd_dedup(int argc, char **argv)
         RS_INPUT_LONGOPTS,
         {"output", required_argument, 0, 'o'},
         {"force", no_argument, 0, OPT_FORCE},
+        {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"compress", required_argument, 0, OPT_COMPRESS},
         {"level", required_argument, 0, OPT_LEVEL},
         {"keep", required_argument, 0, OPT_KEEP},
@@ -376,7 +446,8 @@ int rs_cmd_dedup(int argc, char **argv)
         }
         switch (c) {
         case 'o': a.outdir = optarg; break;
-        case OPT_FORCE: a.force = 1; break;
+        case OPT_FORCE: a.force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: a.force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_COMPRESS:
         case OPT_TEMP_COMPRESS: {
             int z;
@@ -441,6 +512,10 @@ int rs_cmd_dedup(int argc, char **argv)
             return rs_cli_fail("dedup", &err);
     }
 
+    if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
+        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0)
+        return rs_cli_fail("dedup", &err);
+
     rs_ring *ring = NULL;
     rs_manifest in_m, m;
     memset(&in_m, 0, sizeof in_m);
@@ -497,6 +572,7 @@ int rs_cmd_dedup(int argc, char **argv)
      * could not read) stops every rank here; see also out: */
     if (rs_world_agree_once(&agreed, &err) != 0)
         goto out;
+    rs_cli_threads_ready(rs_pipeline_threads(&a.po), &err);
     if (rs_cluster_outdir_begin(&od, a.outdir, a.force, &err) != 0)
         goto out;
     begun = 1;
@@ -615,8 +691,11 @@ setup_done:  /* every rank agrees before the collective pass 1 */
     rs_world_barrier();
     if (rs_world_rank() != 0)
         goto publish;
-    if (a.dups_path && write_duplicates(a.dups_path, jobs, njobs, &err) != 0)
-        goto publish;
+    if (a.dups_path) {
+        const char *dtmp = rs_outdir_side(&od, a.dups_path, &err);   /* renamed with the publication */
+        if (!dtmp || write_duplicates(dtmp, a.dups_path, jobs, njobs, &err) != 0)
+            goto publish;
+    }
     if (rmdir(pass1) != 0) {
         rs_error_set(&err, RS_EXIT_IO, "%s: cannot remove: %s", pass1, strerror(errno));
         goto publish;

@@ -54,7 +54,8 @@ static const char plan_help[] =
     "  --emit DIR             write the moved rows, one <from>__<to>.csv.gz per pair,\n"
     "                         plus DIR/manifest.json (kind \"moves\"); rows that stay\n"
     "                         are not written\n"
-    "  --force                replace an existing --emit DIR\n"
+    "  --force                replace an existing --emit DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing --emit DIR whatever it holds\n"
     "  --compress gzip|none   --emit files gzip (default) or plain\n"
     "  --level N              gzip level 1-9 (default 1)\n"
     "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
@@ -68,7 +69,7 @@ enum {
     OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_ADD,
     OPT_ADD_NAMES, OPT_REMOVE, OPT_REWEIGHT, OPT_FROM_BUCKETS, OPT_RING_ONLY, OPT_JSON, OPT_JSON_ARCS, OPT_ARCS,
     OPT_PAIRS, OPT_TOP, OPT_STRICT, OPT_EMIT, OPT_FORCE, OPT_BATCH_BYTES,
-    OPT_WAVE_ORDER, OPT_SVG, OPT_HTML
+    OPT_WAVE_ORDER, OPT_SVG, OPT_HTML, OPT_FORCE_ANY
 };
 
 #define MAX_CHANGES 256
@@ -462,6 +463,8 @@ agree:
     if (a->emit) {
         /* no pairs: the pipeline still wants a destination; it is removed below */
         static const char *const no_moves[] = {"no-moves.tmp"};
+        if (!err->code)
+            rs_cli_threads_ready(rs_pipeline_threads(po), err);
         if (rs_cluster_outdir_begin(&od, a->emit, a->force, err) != 0)
             goto out;
         begun = 1;
@@ -1284,6 +1287,7 @@ int rs_cmd_plan(int argc, char **argv)
         {"strict", no_argument, 0, OPT_STRICT},
         {"emit", required_argument, 0, OPT_EMIT},
         {"force", no_argument, 0, OPT_FORCE},
+        {"force-any", no_argument, 0, OPT_FORCE_ANY},
         RS_OUTPUT_LONGOPTS,
         {"batch-bytes", required_argument, 0, OPT_BATCH_BYTES},
         {"wave-order", required_argument, 0, OPT_WAVE_ORDER},
@@ -1364,7 +1368,8 @@ int rs_cmd_plan(int argc, char **argv)
             break;
         case OPT_STRICT: a.strict = 1; break;
         case OPT_EMIT: a.emit = optarg; break;
-        case OPT_FORCE: a.force = 1; break;
+        case OPT_FORCE: a.force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: a.force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_BATCH_BYTES:
             if (rs_cli_size("--batch-bytes", optarg, &a.batch_bytes, &err) != 0)
                 return rs_cli_fail("plan", &err);
@@ -1390,6 +1395,14 @@ int rs_cmd_plan(int argc, char **argv)
         return rs_cli_usage_error("plan", "--emit and --batch-bytes need data (INPUT... or --from-buckets DIR)");
     if (a.have_order && !a.batch_bytes)
         return rs_cli_usage_error("plan", "--order smallest|largest goes with --batch-bytes");
+    {
+        const char *const side[][2] = {{"--on-bad-row quarantine=", po.quarantine}, {"--json ", a.json},
+                                       {"--arcs ", a.arcs}, {"--pairs ", a.pairs}, {"--svg ", a.svg},
+                                       {"--html ", a.html}};
+        for (size_t i = 0; i < sizeof side / sizeof *side; i++)
+            if (rs_cli_outside_output(side[i][0], side[i][1], a.emit, &err) != 0)
+                return rs_cli_fail("plan", &err);
+    }
 
     rs_manifest m = {0};
     rs_ring *old_ring = NULL, *new_ring = NULL;

@@ -1,8 +1,12 @@
 /* What the commands write: data files in an output directory and its
  * manifest (bucket, plan --emit), and the summary on standard output. */
+#define _GNU_SOURCE  /* asprintf */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "rs_config.h"
 
@@ -101,6 +105,96 @@ int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *
     int rc = path ? rs_manifest_write(m, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
     free(path);
     return rc;
+}
+
+/* The directory part of path ("." when none), trailing slashes of path
+ * removed first; *base gets the rest. malloc'd, NULL when out of memory. */
+static char *dir_part(const char *path, char **base)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t k = n;
+    while (k > 0 && path[k - 1] != '/')
+        k--;
+    *base = strndup(path + k, n - k);
+    char *dir = k == 0 ? strdup(".") : strndup(path, k > 1 ? k - 1 : 1);
+    if (!dir || !*base) {
+        free(dir);
+        free(*base);
+        return NULL;
+    }
+    return dir;
+}
+
+/* The canonical path of path, itself or, when it does not exist, its
+ * parent's + '/' + its name. malloc'd; NULL when neither resolves. */
+static char *canonical(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || errno != ENOENT)
+        return r;
+    char *base, *dir = dir_part(path, &base), *p = NULL;
+    char *rd = dir ? realpath(dir, NULL) : NULL;
+    if (rd && asprintf(&p, "%s%s%s", rd, strcmp(rd, "/") ? "/" : "", base) < 0)
+        p = NULL;
+    free(rd);
+    free(dir);
+    free(base);
+    return p;
+}
+
+/* path with symbolic links at its end followed, even dangling ones (an
+ * fopen "w" creates their target). malloc'd; NULL when out of memory. */
+static char *follow_links(const char *path)
+{
+    char *p = strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        if (n < 0)
+            break;
+        target[n] = '\0';
+        char *base, *dir = dir_part(p, &base), *next = NULL;
+        if (dir && (target[0] == '/' ? (next = strdup(target)) == NULL
+                                     : asprintf(&next, "%s/%s", dir, target) < 0))
+            next = NULL;
+        free(dir);
+        free(base);
+        free(p);
+        p = next;
+    }
+    return p;
+}
+
+int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err)
+{
+    if (!path || !outdir || !strcmp(path, "-"))
+        return 0;
+    char *out = canonical(outdir), *in = NULL, *real = follow_links(path);
+    char *file = real ? realpath(real, NULL) : NULL;   /* an existing file: where it really is */
+    if (file) {
+        char *base;
+        in = dir_part(file, &base);
+        free(base);
+        free(file);
+    } else {
+        char *base, *dir = real ? dir_part(real, &base) : NULL;
+        in = dir ? canonical(dir) : NULL;
+        free(dir);
+        free(base);
+    }
+    size_t n = out ? strlen(out) : 0;
+    int inside = out && in && !strncmp(in, out, n) && (in[n] == '\0' || in[n] == '/');
+    free(out);
+    free(in);
+    free(real);
+    if (inside)
+        return rs_error_set(err, RS_EXIT_USAGE,
+                            "%s%s: inside the output directory %s, which is replaced when the output is published "
+                            "(the file would be lost): write it elsewhere",
+                            what, path, outdir);
+    return 0;
 }
 
 int rs_cli_flush_stdout(rs_error *err)

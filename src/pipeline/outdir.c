@@ -1,26 +1,66 @@
 /* Atomic publication of an output directory (ringshard/outdir.h).
  *
- * FINAL is built as FINAL.ringshard-tmp.<pid>.<8 hex> in FINAL's parent
- * (same file system, so rename(2) is atomic), flushed (every file and
- * directory fsync'd) and renamed into place; then the parent is fsync'd so
- * that the rename itself is durable. With force an existing FINAL is first
- * renamed to FINAL.ringshard-old.<pid> and removed after the new one is in.
+ * FINAL is built as <stem>.ringshard-tmp.<pid>.<8 hex> in FINAL's parent
+ * (same file system, so renames are atomic), flushed (every file and
+ * directory fsync'd) and published; then the parent is fsync'd so that the
+ * publishing rename itself is durable. <stem> is FINAL's base name, or,
+ * when that is too long for the tags to fit in NAME_MAX, its first bytes
+ * and '~' and a hash of the whole name (see stem()).
+ *
+ * Publishing. When FINAL does not exist: renameat2(RENAME_NOREPLACE), so
+ * that an output another run published meanwhile is never replaced without
+ * force. With force over an existing FINAL: renameat2(RENAME_EXCHANGE)
+ * swaps the two directories in one step - readers see the old generation
+ * or the new one, never no FINAL - and the temporary's name then holds the
+ * old generation, which is removed (a kill before that leaves it as a
+ * stale temporary, removed by the next run). Two runs replacing the same
+ * FINAL at once each swap in turn: one FINAL, complete, is left.
+ *
+ * What force replaces: a directory that is empty or holds a manifest.json
+ * that ringshard wrote (its first bytes name the schema, the kind and
+ * "ringshard"). Anything else - a user's directory, the inputs themselves -
+ * is refused (RS_EXIT_EXISTS) unless RS_OUTDIR_FORCE_ANY; a file or a
+ * symbolic link is always refused. The check is made at begin (to fail
+ * before the work) and again just before the swap.
+ *
+ * Without the exchange (a file system that refuses it with EINVAL, e.g.
+ * some network file systems; a warning says so), FINAL is first renamed to
+ * <stem>.ringshard-old.<pid>, then the temporary renamed in, then the old
+ * one removed. A kill between the two renames leaves no FINAL: the next
+ * rs_outdir_begin on it puts the -old directory back (restores the previous
+ * output: it is complete, while the temporary beside it may not be).
+ *
+ * Side files (rs_outdir_side): a file published with the directory (dedup
+ * --duplicates) is written as <stem>.ringshard-tmp.<pid>.<hex> beside it
+ * and renamed over it only after the directory is published (a killed
+ * run's is removed by the next rs_outdir_side on the same path), so a
+ * previous file survives any run that does not publish.
+ *
  * Removal never follows symbolic links: the tree is walked with
  * openat(O_NOFOLLOW)/fdopendir/unlinkat.
  *
  * Stale temporaries: a run that was killed leaves its temporary directory;
  * the next rs_outdir_begin on the same FINAL removes every sibling
- * FINAL.ringshard-tmp.<pid>.* whose process no longer exists (kill(pid, 0)
+ * <stem>.ringshard-tmp.<pid>.* whose process no longer exists (kill(pid, 0)
  * fails with ESRCH). A pid that was reused by an unrelated process keeps its
  * directory until that process is gone too; directories of processes on
  * other hosts (a shared file system) cannot be told apart - they count as
  * alive or dead by the local pid, so do not share output directories
- * between hosts. */
+ * between hosts.
+ *
+ * Testing knobs (environment): RINGSHARD_TEST_PAUSE_AT=begun|publish|
+ * published|old stops the process with SIGSTOP at that point - the
+ * temporary created, just before publishing, just after, between the two
+ * renames of the fallback - so that a test can kill it there;
+ * RINGSHARD_TEST_NO_EXCHANGE=1 acts as if the file system refused
+ * RENAME_EXCHANGE. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -208,16 +248,20 @@ static int sync_tree(const char *path, int fd, int depth, rs_error *err)
     return rc;
 }
 
-static int sync_dir(const char *path, rs_error *err)
+static uint32_t random32(void)
 {
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
-    int rc = 0;
-    if (fsync(fd) != 0 && errno != EINVAL)
-        rc = rs_error_set(err, RS_EXIT_IO, "%s: fsync: %s", path, strerror(errno));
-    close(fd);
-    return rc;
+    uint32_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
+        return r;
+    static uint64_t counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 17) ^
+                 (++counter * 0x9E3779B97F4A7C15ULL);
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ULL;
+    x ^= x >> 29;
+    return (uint32_t)x;
 }
 
 /* ---- paths ---- */
@@ -246,6 +290,52 @@ static int split_path(const char *final, char **fin, char **parent, const char *
     return 0;
 }
 
+/* The longest tag after a stem: TMP_TAG, a pid (10 digits at most), '.'
+ * and 8 hex digits. A stem leaves room for it within NAME_MAX. */
+#define TAG_ROOM (sizeof TMP_TAG - 1 + 10 + 1 + 8)
+#define STEM_MAX (NAME_MAX - TAG_ROOM)
+
+/* What the tagged names of base start with: base itself when the longest
+ * tag fits after it, else base's first bytes (a UTF-8 sequence is not
+ * split) + '~' + 16 hex digits of MurmurHash3 of the whole base, STEM_MAX
+ * bytes at most. The same base always gives the same stem, so that the
+ * stale cleanup finds a killed run's names again. */
+static void make_stem(const char *base, char out[STEM_MAX + 1])
+{
+    size_t n = strlen(base);
+    if (n <= STEM_MAX) {
+        memcpy(out, base, n + 1);
+        return;
+    }
+    size_t cut = STEM_MAX - 17;
+    while (cut > 0 && ((unsigned char)base[cut] & 0xC0) == 0x80)
+        cut--;
+    uint64_t h[2];
+    rs_murmur3_x64_128(base, n, 0, h);
+    memcpy(out, base, cut);
+    snprintf(out + cut, 18, "~%016" PRIx64, h[0]);
+}
+
+/* fin with its base name replaced by stem + tag + pid (+ '.' + 8 hex
+ * digits when rnd): a sibling of fin. malloc'd, NULL when out of memory. */
+static char *tagged_path(const char *fin, const char *base, const char *stem, const char *tag, int rnd)
+{
+    char *p;
+    int n = rnd ? asprintf(&p, "%.*s%s%s%ld.%08" PRIx32, (int)(base - fin), fin, stem, tag, (long)getpid(),
+                           random32())
+                : asprintf(&p, "%.*s%s%s%ld", (int)(base - fin), fin, stem, tag, (long)getpid());
+    return n < 0 ? NULL : p;
+}
+
+/* RINGSHARD_TEST_PAUSE_AT=point: stop here (SIGSTOP), so that a test can
+ * kill the process at exactly this point. */
+static void pause_at(const char *point)
+{
+    const char *v = getenv("RINGSHARD_TEST_PAUSE_AT");
+    if (v != NULL && strcmp(v, point) == 0)
+        raise(SIGSTOP);
+}
+
 /* A process that has exited but was never reaped (a zombie: its parent,
  * e.g. mpirun, died first and nothing reaps orphans, as in containers
  * without an init) still answers kill(pid, 0): it is gone all the same. */
@@ -267,12 +357,12 @@ static int pid_gone(long pid)
     return st && st[1] == ' ' && st[2] == 'Z';
 }
 
-/* If name is base + tag + <digits> + (rest): the pid, with *rest after the
+/* If name is stem + tag + <digits> + (rest): the pid, with *rest after the
  * digits. Else -1. */
-static long tagged_pid(const char *name, const char *base, const char *tag, const char **rest)
+static long tagged_pid(const char *name, const char *stem, const char *tag, const char **rest)
 {
-    size_t bl = strlen(base), tl = strlen(tag);
-    if (strncmp(name, base, bl) != 0 || strncmp(name + bl, tag, tl) != 0)
+    size_t bl = strlen(stem), tl = strlen(tag);
+    if (strncmp(name, stem, bl) != 0 || strncmp(name + bl, tag, tl) != 0)
         return -1;
     const char *p = name + bl + tl;
     long pid = 0;
@@ -287,23 +377,98 @@ static long tagged_pid(const char *name, const char *base, const char *tag, cons
     return pid;
 }
 
-static void clean_stale(const char *parent, const char *base, int final_exists)
+/* rename only if `to` does not exist. 0, or -1 with errno (EEXIST or
+ * ENOTEMPTY: `to` exists). */
+static int rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
+{
+#ifdef RENAME_NOREPLACE
+    if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+#endif
+    struct stat st;
+    if (fstatat(tofd, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    return renameat(fromfd, from, tofd, to);   /* an empty directory created meanwhile would be replaced */
+}
+
+/* Swaps two directories in one step. -1 with EINVAL or ENOSYS where the
+ * file system (or the kernel) cannot, or RINGSHARD_TEST_NO_EXCHANGE=1. */
+static int exchange(const char *a, const char *b)
+{
+    const char *knob = getenv("RINGSHARD_TEST_NO_EXCHANGE");
+    if (knob != NULL && strcmp(knob, "1") == 0) {
+        errno = EINVAL;
+        return -1;
+    }
+#ifdef RENAME_EXCHANGE
+    return renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+typedef struct {
+    char *name;
+    long pid;
+    int old;
+    struct timespec ctime;
+} stale_entry;
+
+static int later(struct timespec a, struct timespec b)
+{
+    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
+}
+
+/* An interrupted two-rename replacement left base missing and its previous
+ * output in an -old directory: the latest one goes back to base (it is
+ * complete; the temporary beside it may not be). Returns the index of the
+ * restored entry, n if none was, or -1 if the restore failed (then no -old
+ * directory may be removed). */
+static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, const stale_entry *v, size_t n)
+{
+    size_t best = n;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].old && (best == n || later(v[i].ctime, v[best].ctime)))
+            best = i;
+    if (best == n)
+        return (ptrdiff_t)n;
+    if (rename_noreplace_at(dfd, v[best].name, dfd, base) != 0) {
+        if (errno == EEXIST || errno == ENOTEMPTY)
+            return (ptrdiff_t)n;   /* another run published meanwhile: the -old ones are stale */
+        rs_log(RS_LOG_WARN, "%s/%s: previous output left by an interrupted replacement (process %ld); "
+               "cannot restore it as %s/%s: %s; kept", parent, v[best].name, v[best].pid, parent, base,
+               strerror(errno));
+        return -1;
+    }
+    rs_log(RS_LOG_WARN, "%s/%s: restored from %s, left by an interrupted replacement (process %ld)", parent, base,
+           v[best].name, v[best].pid);
+    return (ptrdiff_t)best;
+}
+
+/* Removes the stale siblings of base in parent: temporaries (directories,
+ * or regular files when !dirs) of processes that are gone and, for
+ * directories, -old directories of such processes, once one is restored
+ * when base is missing (restore_old). */
+static void clean_stale(const char *parent, const char *base, const char *stem, int dirs)
 {
     DIR *d = opendir(parent);
     if (d == NULL)
         return;   /* mkdir will report a parent that is unusable */
-    struct {
-        char *name;
-        long pid;
-    } *victims = NULL;
+    int dfd = dirfd(d);
+    stale_entry *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *rest;
-        long pid = tagged_pid(de->d_name, base, TMP_TAG, &rest);
+        long pid = tagged_pid(de->d_name, stem, TMP_TAG, &rest);
         int old = 0;
         if (pid < 0 || rest[0] != '.' || rest[1] == '\0') {
-            pid = tagged_pid(de->d_name, base, OLD_TAG, &rest);
+            pid = dirs ? tagged_pid(de->d_name, stem, OLD_TAG, &rest) : -1;
             if (pid < 0 || rest[0] != '\0')
                 continue;
             old = 1;
@@ -311,49 +476,100 @@ static void clean_stale(const char *parent, const char *base, int final_exists)
         if (!pid_gone(pid))
             continue;
         struct stat st;
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            (dirs ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
             continue;
-        if (old && !final_exists) {
-            rs_log(RS_LOG_WARN, "%s/%s: previous output left by an interrupted replacement (process %ld); kept",
-                   parent, de->d_name, pid);
-            continue;
-        }
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 8;
-            void *p = realloc(victims, nc * sizeof *victims);
+            void *p = realloc(v, nc * sizeof *v);
             if (p == NULL)
                 break;
-            victims = p;
+            v = p;
             cap = nc;
         }
-        if ((victims[n].name = strdup(de->d_name)) != NULL)
-            victims[n++].pid = pid;
+        char *name = strdup(de->d_name);
+        if (name != NULL)
+            v[n++] = (stale_entry){name, pid, old, st.st_ctim};
     }
+    struct stat st;
+    ptrdiff_t restored = (ptrdiff_t)n;
+    if (dirs && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+        restored = restore_old(dfd, parent, base, v, n);
     for (size_t i = 0; i < n; i++) {
-        rs_log(RS_LOG_INFO, "removing %s/%s, left by process %ld which is gone", parent, victims[i].name,
-               victims[i].pid);
-        if (rm_tree_at(dirfd(d), victims[i].name, 0) != 0)
-            rs_log(RS_LOG_WARN, "%s/%s: cannot remove: %s", parent, victims[i].name, strerror(errno));
-        free(victims[i].name);
+        if ((ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
+            rs_log(RS_LOG_INFO, "removing %s/%s, left by process %ld which is gone", parent, v[i].name, v[i].pid);
+            if (rm_tree_at(dfd, v[i].name, 0) != 0)
+                rs_log(RS_LOG_WARN, "%s/%s: cannot remove: %s", parent, v[i].name, strerror(errno));
+        }
+        free(v[i].name);
     }
-    free(victims);
+    free(v);
     closedir(d);
 }
 
-static uint32_t random32(void)
+/* Does the directory hold a manifest.json that ringshard wrote? Its first
+ * bytes are enough: a JSON object naming "schema", "kind" and "ringshard"
+ * (the "tool" member), in the order the writer puts them. */
+static int holds_our_manifest(int dfd)
 {
-    uint32_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
-        return r;
-    static uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 17) ^
-                 (++counter * 0x9E3779B97F4A7C15ULL);
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 29;
-    return (uint32_t)x;
+    int fd = openat(dfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;   /* none */
+    char buf[4096];
+    ssize_t k = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (k <= 0)
+        return 0;
+    buf[k] = '\0';
+    const char *p = buf + strspn(buf, " \t\r\n");
+    const char *schema = strstr(p, "\"schema\""), *kind = schema ? strstr(schema, "\"kind\"") : NULL;
+    return *p == '{' && kind != NULL && strstr(kind, "\"ringshard\"") != NULL;
+}
+
+/* May fin (an existing directory) be replaced: empty, or a ringshard
+ * output, or any directory with RS_OUTDIR_FORCE_ANY? 0, or -1 with err
+ * (RS_EXIT_EXISTS) saying what is there. */
+static int check_replaceable(const char *fin, int flags, rs_error *err)
+{
+    if (flags & RS_OUTDIR_FORCE_ANY)
+        return 0;
+    int fd = open(fin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(errno));
+    int ours = holds_our_manifest(fd);
+    DIR *d = fdopendir(fd);
+    if (d == NULL) {
+        int e = errno;
+        close(fd);
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(e));
+    }
+    size_t entries = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL)
+        entries += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+    closedir(d);
+    if (entries == 0 || ours > 0)
+        return 0;
+    return rs_error_set(err, RS_EXIT_EXISTS,
+                        "%s: not a ringshard output (holds %zu %s, %s): refusing to replace it "
+                        "(--force-any replaces any directory)",
+                        fin, entries, entries == 1 ? "entry" : "entries",
+                        ours < 0 ? "no manifest.json" : "a manifest.json that ringshard did not write");
+}
+
+/* Refuses an existing fin (lstat'd into st) that must not be replaced:
+ * anything but a directory, any directory without force, and one that
+ * check_replaceable refuses. 0 or -1 with err. */
+static int check_existing(const char *fin, const struct stat *st, int flags, rs_error *err)
+{
+    if (S_ISLNK(st->st_mode))
+        return rs_error_set(err, RS_EXIT_EXISTS,
+                            "%s: is a symbolic link (not replacing it: name the directory itself)", fin);
+    if (!S_ISDIR(st->st_mode))
+        return rs_error_set(err, RS_EXIT_EXISTS, "%s: exists and is not a directory (not replacing it)", fin);
+    if (!(flags & (RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY)))
+        return rs_error_set(err, RS_EXIT_EXISTS, "%s: output exists (use --force to replace it)", fin);
+    return check_replaceable(fin, flags, err);
 }
 
 /* ---- the API ---- */
@@ -371,28 +587,22 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
         rs_error_set(err, RS_EXIT_USAGE, "%s: cannot be used as an output directory (name a new directory)", final);
         goto fail;
     }
+    char stem[STEM_MAX + 1];
+    make_stem(base, stem);
+    clean_stale(parent, base, stem, 1);   /* first: it may restore fin */
 
     struct stat st;
-    int exists = lstat(fin, &st) == 0;
-    if (exists) {
-        if (!S_ISDIR(st.st_mode)) {
-            rs_error_set(err, RS_EXIT_EXISTS, "%s: exists and is not a directory (not replacing it)", fin);
+    if (lstat(fin, &st) == 0) {
+        if (check_existing(fin, &st, force, err) != 0)
             goto fail;
-        }
-        if (!force) {
-            rs_error_set(err, RS_EXIT_EXISTS, "%s: output exists (use --force to replace it)", fin);
-            goto fail;
-        }
     } else if (errno != ENOENT) {
         rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(errno));
         goto fail;
     }
 
-    clean_stale(parent, base, exists);
-
     char *tmp = NULL;
     for (int attempt = 0;; attempt++) {
-        if (asprintf(&tmp, "%s" TMP_TAG "%ld.%08" PRIx32, fin, (long)getpid(), random32()) < 0) {
+        if ((tmp = tagged_path(fin, base, stem, TMP_TAG, 1)) == NULL) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
             goto fail;
         }
@@ -408,7 +618,8 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     free(parent);
     od->final = fin;
     od->tmp = tmp;
-    od->force = force != 0;
+    od->force = force;
+    pause_at("begun");
     return 0;
 
 fail:
@@ -425,29 +636,195 @@ char *rs_outdir_path(const rs_outdir *od, const char *name)
     return p;
 }
 
-/* rename(tmp, final) only if final does not exist. 0, or -1 with errno
- * (EEXIST/ENOTEMPTY: final exists). */
-static int rename_noreplace(const char *from, const char *to)
+const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err)
 {
-#ifdef RENAME_NOREPLACE
-    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-        return 0;
-    if (errno != EINVAL && errno != ENOSYS)
-        return -1;
-#endif
-    struct stat st;
-    if (lstat(to, &st) == 0) {
-        errno = EEXIST;
-        return -1;
+    char *fin, *parent, *tmp = NULL;
+    const char *base;
+    if (od->tmp == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
+        return NULL;
     }
-    return rename(from, to);   /* an empty directory created meanwhile would be replaced */
+    if (split_path(path, &fin, &parent, &base) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        return NULL;
+    }
+    char stem[STEM_MAX + 1];
+    make_stem(base, stem);
+    clean_stale(parent, base, stem, 0);
+    for (int attempt = 0;; attempt++) {
+        if ((tmp = tagged_path(fin, base, stem, TMP_TAG, 1)) == NULL) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+            goto fail;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            close(fd);
+            break;
+        }
+        int e = errno;
+        free(tmp);
+        tmp = NULL;
+        if (e != EEXIST || attempt >= 100) {
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot create a file in %s: %s", fin, parent, strerror(e));
+            goto fail;
+        }
+    }
+    char **f = realloc(od->side_final, (od->nside + 1) * sizeof *f);
+    if (f)
+        od->side_final = f;
+    char **t = f ? realloc(od->side_tmp, (od->nside + 1) * sizeof *t) : NULL;
+    if (t)
+        od->side_tmp = t;
+    if (!f || !t) {
+        unlink(tmp);
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto fail;
+    }
+    f[od->nside] = fin;
+    t[od->nside++] = tmp;
+    free(parent);
+    return tmp;
+
+fail:
+    free(tmp);
+    free(fin);
+    free(parent);
+    return NULL;
 }
 
 static void release(rs_outdir *od)
 {
     free(od->final);
     free(od->tmp);
+    for (size_t i = 0; i < od->nside; i++) {
+        free(od->side_final[i]);
+        free(od->side_tmp[i]);
+    }
+    free(od->side_final);
+    free(od->side_tmp);
     memset(od, 0, sizeof *od);
+}
+
+/* fsync of path's parent directory; 0, or -1 with errno. */
+static int sync_parent_of(const char *path)
+{
+    char *fin, *parent;
+    const char *base;
+    if (split_path(path, &fin, &parent, &base) != 0)
+        return -1;
+    int rc = 0, fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
+        rc = -1;
+    int e = errno;
+    if (fd >= 0)
+        close(fd);
+    free(fin);
+    free(parent);
+    errno = e;
+    return rc;
+}
+
+/* The file system refuses the exchange: FINAL is replaced in two renames,
+ * with a window without FINAL. Said once a process. */
+static void warn_no_exchange(const char *fin, const char *old, int e)
+{
+    static int said;
+    if (said++)
+        return;
+    rs_log(RS_LOG_WARN, "%s: the file system cannot exchange two directories (renameat2 RENAME_EXCHANGE: %s): "
+           "replacing it in two renames; if killed between them, the next run on it restores the previous "
+           "output from %s", fin, strerror(e), old);
+}
+
+/* The two-rename replacement: fin -> old, tmp -> fin. 0 when published
+ * (old then holds the previous output), 1 to start again (fin went away,
+ * or another run published into the window: what old holds is older than
+ * that, and removed), -1 with err (fin put back in place if possible). */
+static int replace_in_two(rs_outdir *od, const char *fin, const char *old, rs_error *err)
+{
+    struct stat st;
+    if (lstat(old, &st) == 0 && rm_tree(old) != 0)   /* ours, from an earlier commit */
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", old, strerror(errno));
+    if (rename(fin, old) != 0) {
+        if (errno == ENOENT)
+            return 1;
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, old, strerror(errno));
+    }
+    pause_at("old");
+    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+        return 0;
+    int e = errno;
+    if (e == EEXIST || e == ENOTEMPTY) {
+        if (rm_tree(old) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", old, strerror(errno));
+        return 1;
+    }
+    if (rename(old, fin) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous output is at %s", od->tmp,
+                            fin, strerror(e), old);
+    return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, fin, strerror(e));
+}
+
+/* Publishes od->tmp as fin. 0 with *displaced set to what now holds the
+ * previous output (od->tmp after an exchange, old after two renames) or
+ * NULL; -1 with err. */
+static int publish(rs_outdir *od, const char *fin, const char *old, const char **displaced, rs_error *err)
+{
+    *displaced = NULL;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+            return 0;
+        int e = errno;
+        if (e != EEXIST && e != ENOTEMPTY)
+            return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, fin, strerror(e));
+        struct stat st;
+        if (lstat(fin, &st) != 0) {
+            if (errno == ENOENT)
+                continue;   /* gone meanwhile: rename again */
+            return rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(errno));
+        }
+        if (check_existing(fin, &st, od->force, err) != 0)
+            return -1;
+        if (exchange(od->tmp, fin) == 0) {
+            *displaced = od->tmp;
+            return 0;
+        }
+        e = errno;
+        if (e == ENOENT)
+            continue;
+        if (e != EINVAL && e != ENOSYS)
+            return rs_error_set(err, RS_EXIT_IO, "cannot exchange %s and %s: %s", od->tmp, fin, strerror(e));
+        warn_no_exchange(fin, old, e);
+        int r = replace_in_two(od, fin, old, err);
+        if (r < 0)
+            return -1;
+        if (r == 0) {
+            *displaced = old;
+            return 0;
+        }
+    }
+    return rs_error_set(err, RS_EXIT_IO, "%s: cannot publish: it keeps changing (other runs replacing it?)", fin);
+}
+
+/* After the directory is published: its side files over their targets.
+ * A failure leaves the new file at its temporary name and says so. */
+static int publish_sides(rs_outdir *od, rs_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < od->nside; i++) {
+        if (rename(od->side_tmp[i], od->side_final[i]) != 0) {
+            if (rc == 0)
+                rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but %s cannot be put in place: %s (it is at %s)",
+                                  od->final, od->side_final[i], strerror(errno), od->side_tmp[i]);
+        } else if (sync_parent_of(od->side_final[i]) != 0 && rc == 0) {
+            rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of the directory of %s "
+                              "failed: %s", od->side_final[i], od->side_final[i], strerror(errno));
+        }
+        free(od->side_tmp[i]);
+        free(od->side_final[i]);
+    }
+    od->nside = 0;
+    return rc;
 }
 
 int rs_outdir_commit(rs_outdir *od, rs_error *err)
@@ -462,6 +839,12 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
         rs_outdir_abort(od);
         return -1;
     }
+    char stem[STEM_MAX + 1];
+    make_stem(base, stem);
+    if ((old = tagged_path(fin, base, stem, OLD_TAG, 0)) == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
 
     int fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
@@ -471,49 +854,25 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
     if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
         goto out;
 
-    if (rename_noreplace(od->tmp, fin) != 0) {
-        int e = errno;
-        if (e != EEXIST && e != ENOTEMPTY) {
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, fin, strerror(e));
-            goto out;
-        }
-        struct stat st;
-        if (!od->force) {
-            rs_error_set(err, RS_EXIT_EXISTS, "%s: output exists (use --force to replace it)", fin);
-            goto out;
-        }
-        if (lstat(fin, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            rs_error_set(err, RS_EXIT_EXISTS, "%s: exists and is not a directory (not replacing it)", fin);
-            goto out;
-        }
-        if (asprintf(&old, "%s" OLD_TAG "%ld", fin, (long)getpid()) < 0) {
-            old = NULL;
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-        if (lstat(old, &st) == 0 && rm_tree(old) != 0) {   /* ours, from an earlier commit */
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", old, strerror(errno));
-            goto out;
-        }
-        if (rename(fin, old) != 0) {
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, old, strerror(errno));
-            goto out;
-        }
-        if (rename(od->tmp, fin) != 0) {
-            e = errno;
-            if (rename(old, fin) != 0)
-                rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous output is at %s", od->tmp,
-                             fin, strerror(e), old);
-            else
-                rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, fin, strerror(e));
-            goto out;
-        }
-    }
-    free(od->tmp);
+    pause_at("publish");
+    const char *displaced;
+    if (publish(od, fin, old, &displaced, err) != 0)
+        goto out;
+    char *gone = displaced == od->tmp ? od->tmp : NULL;   /* now the previous output */
+    if (gone == NULL)
+        free(od->tmp);
     od->tmp = NULL;   /* published: nothing to remove any more */
-    rc = sync_dir(parent, err);
-    if (old != NULL && rm_tree(old) != 0)
-        rs_log(RS_LOG_WARN, "%s: cannot remove the replaced output: %s", old, strerror(errno));
+    pause_at("published");
+    /* readers may see fin now: a failure from here on cannot be undone */
+    rc = sync_parent_of(fin);
+    if (rc != 0)
+        rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of %s failed: %s", fin, parent,
+                     strerror(errno));
+    if (publish_sides(od, rc == 0 ? err : &(rs_error){0}) != 0)
+        rc = -1;
+    if (displaced != NULL && rm_tree(displaced) != 0)
+        rs_log(RS_LOG_WARN, "%s: cannot remove the replaced output: %s", displaced, strerror(errno));
+    free(gone);
 
 out:
     free(old);
@@ -527,6 +886,9 @@ void rs_outdir_abort(rs_outdir *od)
 {
     if (od->tmp != NULL && rm_tree(od->tmp) != 0)
         rs_log(RS_LOG_WARN, "%s: cannot remove the temporary directory: %s", od->tmp, strerror(errno));
+    for (size_t i = 0; i < od->nside; i++)
+        if (unlink(od->side_tmp[i]) != 0 && errno != ENOENT)
+            rs_log(RS_LOG_WARN, "%s: cannot remove: %s", od->side_tmp[i], strerror(errno));
     release(od);
 }
 

@@ -186,6 +186,7 @@ typedef struct {
     int header_bom;         /* its header line starts with a UTF-8 BOM */
     rs_csv_keyspec keyspec;
     int keyspec_ready;
+    int quarantine_errno;   /* the first failed write's, for the message */
 } pipe_state;
 
 /* Quotes in p[0..n), 16 bytes at a time. */
@@ -912,9 +913,12 @@ typedef struct {
 } thread_acc;
 
 /* Writes a thread's quarantined rows with absolute line and record
- * numbers: TSV input, line, record, reason, row (escaped). */
-static void write_quarantine(FILE *f, const char *path, const thread_acc *a, uint64_t line0, uint64_t rec0)
+ * numbers: TSV input, line, record, reason, row (escaped). Returns 0, or
+ * the errno of the first write that failed (stdio reports the error
+ * later, when errno no longer holds the reason). */
+static int write_quarantine(FILE *f, const char *path, const thread_acc *a, uint64_t line0, uint64_t rec0)
 {
+    int e = 0;
     size_t n = a->qmarks.len / sizeof(quarantine_mark);
     for (size_t i = 0; i < n; i++) {
         quarantine_mark m;
@@ -925,10 +929,14 @@ static void write_quarantine(FILE *f, const char *path, const thread_acc *a, uin
             memcpy(&next, a->qmarks.data + (i + 1) * sizeof next, sizeof next);
             end = next.start;
         }
-        fprintf(f, "%s\t%llu\t%llu\t", path, (unsigned long long)(line0 + m.line),
-                (unsigned long long)(rec0 + m.record));
-        fwrite(a->quarantine.data + m.start, 1, end - m.start, f);
+        errno = 0;
+        if ((fprintf(f, "%s\t%llu\t%llu\t", path, (unsigned long long)(line0 + m.line),
+                     (unsigned long long)(rec0 + m.record)) < 0 ||
+             fwrite(a->quarantine.data + m.start, 1, end - m.start, f) != end - m.start) &&
+            !e)
+            e = errno ? errno : EIO;
     }
+    return e;
 }
 
 typedef struct {
@@ -1250,9 +1258,12 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
                           input_records[b->input] + records + a->fault.record + 1, &a->fault.fault);
             return 1;
         }
-        if (quarantine && a->quarantine.len)
-            write_quarantine(quarantine, o->inputs[b->input], a, input_lines[b->input] + lines,
-                             input_records[b->input] + records);
+        if (quarantine && a->quarantine.len) {
+            int e = write_quarantine(quarantine, o->inputs[b->input], a, input_lines[b->input] + lines,
+                                     input_records[b->input] + records);
+            if (e && !s->quarantine_errno)
+                s->quarantine_errno = e;
+        }
         lines += a->lines;
         records += a->records;
         rs_input_stats *in = &res->input[b->input];
@@ -1746,8 +1757,13 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 rs_error_set(err, RS_EXIT_IO, "%s: close failed: %s", o->dest_paths[d], strerror(errno));
             df[d].fd = -1;
         }
-        if (quarantine && (fflush(quarantine) != 0 || ferror(quarantine)))
-            rs_error_set(err, RS_EXIT_IO, "%s: write failed", o->quarantine);
+        if (quarantine) {
+            errno = 0;
+            int flushed = fflush(quarantine) == 0 && !ferror(quarantine);
+            int e = s.quarantine_errno ? s.quarantine_errno : errno ? errno : EIO;
+            if (!flushed)
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->quarantine, strerror(e));
+        }
         rc = err->code ? -1 : 0;
     } else if (o->progress) {
         fputc('\n', stderr);

@@ -1,0 +1,476 @@
+/* Publishing an output directory under crashes, concurrency and odd
+ * targets (issue #15, items 1, 3, 5, 8 and 17's long names): the real
+ * command, real files. Windows are hit with the testing knob
+ * RINGSHARD_TEST_PAUSE_AT (the process stops itself at a named point; the
+ * test waits for the stopped state with waitpid(WUNTRACED), never sleeps)
+ * and RINGSHARD_TEST_NO_EXCHANGE (acts as a file system without
+ * renameat2 RENAME_EXCHANGE). */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "support.h"
+
+TestSuite(publish, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
+
+typedef cmd_result res;
+#define sh sh_in_test_dir
+
+/* Asserts that the command's output is `want`, showing stderr otherwise. */
+#define SH_EQ(want, ...)                                                                     \
+    do {                                                                                     \
+        res r_ = sh(__VA_ARGS__);                                                            \
+        cr_assert_str_eq(r_.out, want, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err); \
+        cmd_result_free(&r_);                                                                \
+    } while (0)
+
+/* With tests/failalloc.c preloaded, ASan must not insist on coming first. */
+#define NO_ASAN_ORDER "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\""
+
+/* Counts what ringshard may leave beside an output: temporaries, -old. */
+#define LITTER "find . -maxdepth 1 -name '*.ringshard-*' | wc -l"
+
+static void make_input(void)
+{
+    SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,v&/'; } > in.csv");
+}
+
+/* Starts `sh -c script` in test_dir, with RS set, SIGPIPE at its default
+ * (as a shell starts a command), RINGSHARD_TEST_PAUSE_AT=point unless NULL,
+ * `env` ("NAME=VALUE") unless NULL, and stderr on errfd unless -1. */
+static pid_t spawn(const char *script, const char *point, const char *env, int errfd)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (chdir(test_dir) != 0)
+            _exit(99);
+        setenv("RS", RS_BINARY, 1);
+        if (point)
+            setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
+        if (env)
+            putenv(strdup(env));
+        signal(SIGPIPE, SIG_DFL);
+        if (errfd >= 0 && dup2(errfd, 2) < 0)
+            _exit(99);
+        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+        _exit(99);
+    }
+    return pid;
+}
+
+/* Starts `exec CMD` (spawn) stopping at point, stdout and stderr to
+ * /dev/null, and waits until the process stops itself there. Asserts it
+ * did stop (did not exit first). Returns its pid. */
+static pid_t stop_at(const char *point, const char *env, const char *cmd)
+{
+    char *full;
+    cr_assert(asprintf(&full, "exec %s >/dev/null 2>&1", cmd) >= 0);
+    pid_t pid = spawn(full, point, env, -1);
+    free(full);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
+    return pid;
+}
+
+/* Sends sig to the stopped pid, lets it continue, and returns its wait
+ * status. */
+static int signal_and_wait(pid_t pid, int sig)
+{
+    int st;
+    cr_assert_eq(kill(pid, sig), 0);
+    if (sig != SIGKILL)
+        cr_assert_eq(kill(pid, SIGCONT), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    return st;
+}
+
+/* stop_at, then SIGKILL. */
+static void kill_at(const char *point, const char *env, const char *cmd)
+{
+    int st = signal_and_wait(stop_at(point, env, cmd), SIGKILL);
+    cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+}
+
+/* out holds a complete output of `files` entries that verify accepts. */
+static void assert_complete(const char *dir, int files)
+{
+    char want[32];
+    snprintf(want, sizeof want, "%d\n", files);
+    SH_EQ(want, "ls %s | wc -l", dir);
+    assert_verify(path_join(test_dir, dir));
+}
+
+/* ---- item 1: --force is atomic -------------------------------------------- */
+
+/* Two --force runs at once, 20 times: each round leaves exactly one
+ * complete output and nothing beside it, both runs succeed. (Before: a run
+ * could find no DIR and publish into the window, the other then failed
+ * with "Directory not empty" and left an -old directory.) The same with
+ * the two-rename fallback, which starts again when a run published into
+ * its window. */
+Test(publish, concurrent_force_runs_leave_one_complete_output)
+{
+    make_input();
+    static const char *const mode[] = {"", "RINGSHARD_TEST_NO_EXCHANGE=1 "};
+    for (int m = 0; m < 2; m++) {
+        res r = sh("rm -rf out; bad=0; for i in $(seq 20); do "
+                   "%s\"$RS\" bucket --quiet -j 1 --nodes 3 --force -o out in.csv 2>e1 & a=$!; "
+                   "%s\"$RS\" bucket --quiet -j 1 --nodes 4 --force -o out in.csv 2>e2 & b=$!; "
+                   "wait $a || { bad=1; cat e1; }; wait $b || { bad=1; cat e2; }; "
+                   "n=$(ls out | wc -l); [ $n = 4 ] || [ $n = 5 ] || { bad=1; echo round $i: $n files; }; "
+                   "\"$RS\" verify --quiet out || bad=1; "
+                   "l=$(" LITTER "); [ $l = 0 ] || { bad=1; echo round $i: litter; ls -a; }; "
+                   "done; echo bad=$bad",
+                   mode[m], mode[m]);
+        cr_assert_str_eq(r.out, "bad=0\n", "%s: %s %s", m ? "two renames" : "exchange", r.out, r.err);
+        cmd_result_free(&r);
+    }
+}
+
+/* A SIGKILL anywhere leaves DIR complete, old or new: before the publish
+ * (the temporary is left, removed by the next run), after the exchange
+ * (the previous output is left at the temporary's name, removed by the
+ * next run). For bucket, dedup and plan --emit. */
+Test(publish, sigkill_at_each_point_leaves_the_old_or_the_new_output)
+{
+    make_input();
+    /* %d: the node count; each output has that many files and a manifest
+     * (plan --emit: one file per move, n -> n+1 for each of the n nodes) */
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 1 --nodes %d --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 1 --nodes %d --force -o out in.csv",
+        "\"$RS\" plan --nodes %d --add 1 --emit out --force in.csv",
+    };
+    static const char *const point[] = {"begun", "publish", "published"};
+    for (size_t k = 0; k < sizeof cmd / sizeof *cmd; k++)
+        for (int p = 0; p < 3; p++) {
+            char old[256], nw[256];
+            snprintf(old, sizeof old, cmd[k], 3);
+            snprintf(nw, sizeof nw, cmd[k], 4);
+            SH_OK("rm -rf out && %s > /dev/null", old);
+            kill_at(point[p], NULL, nw);
+            assert_complete("out", p < 2 ? 4 : 5);
+            /* the next run removes what the killed one left */
+            SH_OK("%s > /dev/null", nw);
+            SH_EQ("0\n", LITTER);
+            assert_complete("out", 5);
+        }
+}
+
+/* Without the exchange, a kill between the two renames leaves no DIR; the
+ * next run on DIR puts the previous output back (and, without --force,
+ * then refuses as for any existing output). */
+Test(publish, sigkill_between_two_renames_is_repaired_by_the_next_run)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    kill_at("old", "RINGSHARD_TEST_NO_EXCHANGE=1", "\"$RS\" bucket --quiet --nodes 4 --force -o out in.csv");
+    SH_EQ("missing\n1\n", "test -e out || echo missing; ls -d out.ringshard-old.* | wc -l");
+    res r = sh("\"$RS\" bucket --quiet --nodes 5 -o out in.csv");
+    cr_assert_eq(r.rc, 73, "%s", r.err);
+    cr_assert(strstr(r.err, "out: restored from out.ringshard-old.") &&
+                  strstr(r.err, ", left by an interrupted replacement (process ") &&
+                  strstr(r.err, "ringshard bucket: out: output exists (use --force to replace it)"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", LITTER);
+}
+
+/* The fallback says why it is used. */
+Test(publish, no_exchange_is_said)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    res r = sh("RINGSHARD_TEST_NO_EXCHANGE=1 \"$RS\" bucket --quiet --nodes 4 --force -o out in.csv");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard: warning: out: the file system cannot exchange two directories (renameat2 "
+                            "RENAME_EXCHANGE: Invalid argument): replacing it in two renames; if killed between "
+                            "them, the next run on it restores the previous output from out.ringshard-old."),
+              "%s", r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 5);
+    SH_EQ("0\n", LITTER);
+}
+
+/* ---- item 3: what --force may replace --------------------------------------- */
+
+Test(publish, force_refuses_what_is_not_a_ringshard_output)
+{
+    make_input();
+    SH_OK("mkdir mine && echo a > mine/a && echo b > mine/b && mkdir mine/sub");
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet --nodes 3 --force -o mine in.csv",
+        "\"$RS\" dedup --quiet --nodes 3 --force -o mine in.csv",
+        "\"$RS\" plan --nodes 3 --add 1 --force --emit mine in.csv",
+    };
+    for (int i = 0; i < 3; i++) {
+        res r = sh("%s", cmd[i]);
+        cr_assert_eq(r.rc, 73, "%s: %s", cmd[i], r.err);
+        cr_assert(strstr(r.err, ": mine: not a ringshard output (holds 3 entries, no manifest.json): refusing to "
+                                "replace it (--force-any replaces any directory)\n"),
+                  "%s: %s", cmd[i], r.err);
+        cmd_result_free(&r);
+        SH_EQ("a b sub \n0\n", "ls mine | tr '\\n' ' '; echo; " LITTER);
+    }
+    /* a manifest.json that is not ours does not make it an output */
+    SH_OK("echo '{\"name\": \"x\"}' > mine/manifest.json");
+    res r = sh("\"$RS\" bucket --quiet --nodes 3 --force -o mine in.csv");
+    cr_assert_eq(r.rc, 73, "%s", r.err);
+    cr_assert(strstr(r.err, "mine: not a ringshard output (holds 4 entries, a manifest.json that ringshard did "
+                            "not write): refusing to replace it"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    /* --force-any replaces it; an empty directory needs only --force */
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 --force-any -o mine in.csv");
+    assert_complete("mine", 4);
+    SH_OK("mkdir empty && \"$RS\" bucket --quiet --nodes 3 --force -o empty in.csv");
+    assert_complete("empty", 4);
+    /* a ringshard output of another command is replaced with --force */
+    SH_OK("\"$RS\" dedup --quiet --nodes 2 --force -o mine in.csv");
+    assert_complete("mine", 3);
+    SH_EQ("0\n", LITTER);
+}
+
+/* A file, or a symbolic link (to a directory or anything), is never
+ * replaced, not even with --force-any: the link's target is untouched. */
+Test(publish, force_never_replaces_a_file_or_a_link)
+{
+    make_input();
+    SH_OK("echo data > file && \"$RS\" bucket --quiet --nodes 3 -o real in.csv && ln -s real link && "
+          "ln -s nowhere dangling");
+    static const struct {
+        const char *target, *msg;
+    } t[] = {
+        {"file", "ringshard bucket: file: exists and is not a directory (not replacing it)\n"},
+        {"link", "ringshard bucket: link: is a symbolic link (not replacing it: name the directory itself)\n"},
+        {"dangling", "ringshard bucket: dangling: is a symbolic link (not replacing it: name the directory itself)\n"},
+    };
+    for (int i = 0; i < 3; i++)
+        for (int any = 0; any < 2; any++) {
+            res r = sh("\"$RS\" bucket --quiet --nodes 2 %s -o %s in.csv", any ? "--force-any" : "--force",
+                       t[i].target);
+            cr_assert_eq(r.rc, 73, "%s: %s", t[i].target, r.err);
+            cr_assert_str_eq(r.err, t[i].msg);
+            cmd_result_free(&r);
+        }
+    SH_EQ("data\nlink real\n0\n", "cat file; test -L link && echo link $(readlink link); " LITTER);
+    assert_complete("real", 4);
+}
+
+/* ---- item 17 (part): names near NAME_MAX ------------------------------------- */
+
+/* A valid DIR name of 240, 250 or 255 bytes: the temporary and -old names
+ * are cut and hashed to fit; --force replaces; what a killed run left is
+ * still found and removed. (Before: "File name too long".) */
+Test(publish, output_names_up_to_name_max)
+{
+    make_input();
+    static const int len[] = {240, 250, 255};
+    for (int i = 0; i < 3; i++) {
+        char name[256];
+        memset(name, 'd', (size_t)len[i]);
+        name[len[i]] = '\0';
+        SH_OK("\"$RS\" bucket --quiet --nodes 3 -o %s in.csv", name);
+        assert_complete(name, 4);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "\"$RS\" bucket --quiet --nodes 4 --force -o %s in.csv", name);
+        kill_at("begun", NULL, cmd);
+        SH_EQ("1\n", "ls -a | grep -c 'ringshard-tmp'");
+        SH_OK("%s", cmd);
+        SH_EQ("0\n", LITTER);
+        assert_complete(name, 5);
+        SH_OK("RINGSHARD_TEST_NO_EXCHANGE=1 \"$RS\" bucket --quiet --nodes 2 --force -o %s in.csv 2>/dev/null", name);
+        SH_EQ("0\n", LITTER);
+        assert_complete(name, 3);
+        SH_OK("rm -rf %s", name);
+    }
+}
+
+/* ---- item 8: a side file inside DIR ------------------------------------------- */
+
+/* A quarantine file, a --duplicates report or a plan report inside the
+ * output directory would be lost when the output is replaced: refused
+ * (exit 64) in every spelling - relative, ./, .., absolute, a deeper
+ * directory, a symbolic link to the directory or to a file in it (even
+ * dangling) - before anything is written; the previous output is intact.
+ * A file beside it is fine. */
+Test(publish, side_file_inside_the_output_is_refused)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv && ln -s out ldir && ln -s out/q.tsv lq && mkdir sub");
+    static const char *const q[] = {"out/q.tsv", "./out/q.tsv", "sub/../out/q.tsv", "out/deeper/q.tsv", "ldir/q.tsv",
+                                    "lq", "@/out/q.tsv"};
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
+        char path[4096];
+        if (q[i][0] == '@')
+            snprintf(path, sizeof path, "%s%s", test_dir, q[i] + 1);
+        else
+            snprintf(path, sizeof path, "%s", q[i]);
+        res r = sh("\"$RS\" bucket --quiet --nodes 4 --force --on-bad-row quarantine=%s -o out in.csv", path);
+        cr_assert_eq(r.rc, 64, "%s: %s", path, r.err);
+        char want[8192];
+        snprintf(want, sizeof want,
+                 "ringshard bucket: --on-bad-row quarantine=%s: inside the output directory out, which is replaced "
+                 "when the output is published (the file would be lost): write it elsewhere\n",
+                 path);
+        cr_assert_str_eq(r.err, want);
+        cmd_result_free(&r);
+    }
+    res r = sh("\"$RS\" dedup --quiet --nodes 4 --force --duplicates ./out/d.tsv -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard dedup: --duplicates ./out/d.tsv: inside the output directory out, which is"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" dedup --quiet --nodes 4 --force --on-bad-row quarantine=out/q.tsv -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" plan --nodes 3 --add 1 --emit out --force --json out/plan.json in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard plan: --json out/plan.json: inside the output directory out, which is"), "%s",
+              r.err);
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", "test -e out/q.tsv || test -e out/d.tsv || test -e out/plan.json || echo 0");
+    /* beside the output: fine */
+    SH_OK("\"$RS\" bucket --quiet --nodes 4 --force --on-bad-row quarantine=q.tsv -o out in.csv && "
+          "\"$RS\" dedup --quiet --nodes 4 --force --duplicates sub/d.tsv -o out in.csv && test -s q.tsv");
+    assert_complete("out", 5);
+}
+
+/* ---- item 5: other faults ---------------------------------------------------- */
+
+/* SIGHUP (a closed terminal, a cron session ending) is handled as SIGTERM:
+ * exit 130, the temporary removed, nothing published, a previous output
+ * intact. (Before: killed by the signal, 129, the temporary left.) */
+Test(publish, sighup_is_handled_as_sigterm)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 1 --nodes 4 --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 1 --nodes 4 --force -o out in.csv",
+    };
+    for (int i = 0; i < 2; i++) {
+        SH_OK("rm -rf out && \"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+        int st = signal_and_wait(stop_at("begun", NULL, cmd[i]), SIGHUP);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
+        SH_EQ("0\n", LITTER);
+        assert_complete("out", 4);
+    }
+}
+
+/* stderr closed before the summary: the write fails (EPIPE, SIGPIPE is
+ * ignored) and the exit code is the job's, 0, with the output published.
+ * (Before: killed by SIGPIPE after publishing, exit 141.) */
+Test(publish, closed_stderr_does_not_change_the_exit_code)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "exec \"$RS\" bucket --nodes 4 -o out in.csv",
+        "exec \"$RS\" dedup --nodes 4 --force -o out in.csv",
+    };
+    for (int i = 0; i < 2; i++) {
+        int fd[2];
+        cr_assert_eq(pipe(fd), 0);
+        close(fd[0]);   /* nobody reads: every write to stderr fails */
+        pid_t pid = spawn(cmd[i], NULL, NULL, fd[1]);
+        close(fd[1]);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s: status 0x%x", cmd[i], st);
+        assert_complete("out", 5);
+    }
+}
+
+/* A thread that cannot be created (a process limit; here
+ * tests/failalloc.c's pthread_create fails from the 2nd call): a clear
+ * message, exit 1, no temporary, a previous output intact. (Before:
+ * libgomp's "Thread creation failed" and the temporary left.) */
+Test(publish, thread_creation_failure_fails_cleanly)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 4 --nodes 4 --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 4 --nodes 4 --force -o out in.csv",
+        "\"$RS\" plan -j 4 --nodes 4 --add 1 --force --emit out in.csv",
+    };
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv");
+    for (int i = 0; i < 3; i++) {
+        res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_PTHREAD_CREATE=2 %s", RS_FAILALLOC, cmd[i]);
+        cr_assert_eq(r.rc, 1, "%s: %s", cmd[i], r.err);
+        cr_assert(strstr(r.err, ": cannot start the threads of -j 4 (4 of them, with the write-behind thread): "
+                                "Resource temporarily unavailable (a limit on processes, ulimit -u?); nothing "
+                                "written\n"),
+                  "%s: %s", cmd[i], r.err);
+        cr_assert(!strstr(r.err, "libgomp"), "%s", r.err);
+        cmd_result_free(&r);
+        SH_EQ("0\n", LITTER);
+        assert_complete("out", 4);
+    }
+}
+
+/* A quarantine file that cannot be written says why. (Before: "write
+ * failed" and no reason.) */
+Test(publish, quarantine_write_failure_says_why)
+{
+    SH_OK("printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n' > bad.csv");
+    res r = sh("\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=/dev/full -o out bad.csv");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard bucket: /dev/full: write failed: No space left on device\n");
+    cmd_result_free(&r);
+    SH_EQ("0\n", "ls -a | grep -c 'out' || true");
+}
+
+/* dedup --duplicates FILE is written beside FILE and renamed over it only
+ * with the publication: a run that fails - the report cannot be written,
+ * the output appeared meanwhile, a SIGKILL just before publishing - leaves
+ * a previous FILE as it was, and the next run removes a killed run's
+ * temporary; a run that succeeds replaces FILE. (Before: FILE was
+ * overwritten in place before publishing.) */
+Test(publish, duplicates_report_is_published_with_the_output)
+{
+    SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa&/'; "
+          "seq 1 3000 | sed 's/.*/&,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb&/'; } > dup.csv && "
+          "echo previous > d.tsv");
+    /* a report larger than the file-size limit (every other file is smaller) */
+    res r = sh("ulimit -f 100; \"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard dedup: d.tsv: write failed: File too large\n");
+    cmd_result_free(&r);
+    SH_EQ("previous\n0\n0\n", "cat d.tsv; ls -a | grep -c ringshard; test -e out || echo 0");
+    /* the output appears while the run is about to publish */
+    pid_t pid = stop_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_OK("mkdir out");
+    int st = signal_and_wait(pid, SIGCONT);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 73, "status 0x%x", st);
+    SH_EQ("previous\n0\n", "cat d.tsv; ls -a | grep -c ringshard");
+    /* killed just before publishing, then run again */
+    SH_OK("rmdir out");
+    kill_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_EQ("previous\n1\n", "cat d.tsv; ls -a | grep -c '^d.tsv.ringshard-tmp.'");
+    SH_OK("\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    SH_EQ("3000\n0\n", "wc -l < d.tsv; " LITTER);
+    assert_complete("out", 21);
+}
+
+/* The parent's fsync fails after the publishing rename: the output is
+ * published (readers may see it: no rollback) and the run says so, exit 1.
+ * (tests/failalloc.c makes fsync of that directory fail with EIO.) */
+Test(publish, parent_fsync_failure_says_published_but_not_durable)
+{
+    make_input();
+    res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_DIR_FSYNC=\"$PWD\" \"$RS\" bucket --quiet --nodes 3 -o out in.csv",
+               RS_FAILALLOC);
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert_str_eq(r.err, "ringshard bucket: out: published, but may not be durable: fsync of . failed: "
+                            "Input/output error\n");
+    cmd_result_free(&r);
+    assert_complete("out", 4);
+    SH_EQ("0\n", LITTER);
+}
