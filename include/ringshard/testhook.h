@@ -17,7 +17,12 @@
  * at the first call. Returns after SIGCONT. Thread-safe. Points used:
  *   batch_written  pipeline: a batch was parsed and written to the
  *                  destination files (the next one read), before the
- *                  check for a stop signal */
+ *                  check for a stop signal
+ *   first-read     reader: after the first read of a named file
+ *   begun          outdir: the temporary directory was created
+ *   publish        outdir: just before the publishing rename
+ *   published      outdir: just after it
+ *   old            outdir, two-rename fallback: between the renames */
 void rs_test_pause(const char *point);
 
 #endif

@@ -35,6 +35,7 @@
 #include "ringshard/interrupt.h"
 #include "ringshard/deflate.h"
 #include "ringshard/reader.h"
+#include "ringshard/testhook.h"
 #include "io/io_internal.h"
 
 #if RS_HAVE_ISAL
@@ -138,14 +139,14 @@ static int check_unchanged(rs_reader *r, rs_error *err)
     return 0;
 }
 
-/* The test hook (RINGSHARD_TEST_PAUSE_AT=first-read): the process stops
- * itself after a reader's first read of a named file, so that a test can
- * change the file at a known point and let it go on (SIGCONT). */
+/* The test hook (RINGSHARD_TEST_PAUSE_AT=first-read, ringshard/testhook.h):
+ * the process stops itself after the first read of a named file, so that a
+ * test can change the file at a known point and let it go on (SIGCONT). */
 static void test_pause(rs_reader *r)
 {
     if (r->pause) {
         r->pause = false;
-        raise(SIGSTOP);
+        rs_test_pause("first-read");
     }
 }
 
@@ -241,8 +242,7 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
             goto fail;
         }
         r->own_fd = true;
-        const char *pause = getenv("RINGSHARD_TEST_PAUSE_AT");
-        r->pause = pause && strcmp(pause, "first-read") == 0;
+        r->pause = true;
     }
     struct stat st;
     if (fstat(r->fd, &st) == 0) {

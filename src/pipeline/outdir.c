@@ -73,6 +73,7 @@
 #include "ringshard/hash.h"
 #include "ringshard/log.h"
 #include "ringshard/outdir.h"
+#include "ringshard/testhook.h"
 
 #define TMP_TAG ".ringshard-tmp."
 #define OLD_TAG ".ringshard-old."
@@ -325,15 +326,6 @@ static char *tagged_path(const char *fin, const char *base, const char *stem, co
                            random32())
                 : asprintf(&p, "%.*s%s%s%ld", (int)(base - fin), fin, stem, tag, (long)getpid());
     return n < 0 ? NULL : p;
-}
-
-/* RINGSHARD_TEST_PAUSE_AT=point: stop here (SIGSTOP), so that a test can
- * kill the process at exactly this point. */
-static void pause_at(const char *point)
-{
-    const char *v = getenv("RINGSHARD_TEST_PAUSE_AT");
-    if (v != NULL && strcmp(v, point) == 0)
-        raise(SIGSTOP);
 }
 
 /* A process that has exited but was never reaped (a zombie: its parent,
@@ -619,7 +611,7 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     od->final = fin;
     od->tmp = tmp;
     od->force = force;
-    pause_at("begun");
+    rs_test_pause("begun");
     return 0;
 
 fail:
@@ -750,7 +742,7 @@ static int replace_in_two(rs_outdir *od, const char *fin, const char *old, rs_er
             return 1;
         return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, old, strerror(errno));
     }
-    pause_at("old");
+    rs_test_pause("old");
     if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
         return 0;
     int e = errno;
@@ -854,7 +846,7 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
     if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
         goto out;
 
-    pause_at("publish");
+    rs_test_pause("publish");
     const char *displaced;
     if (publish(od, fin, old, &displaced, err) != 0)
         goto out;
@@ -862,7 +854,7 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
     if (gone == NULL)
         free(od->tmp);
     od->tmp = NULL;   /* published: nothing to remove any more */
-    pause_at("published");
+    rs_test_pause("published");
     /* readers may see fin now: a failure from here on cannot be undone */
     rc = sync_parent_of(fin);
     if (rc != 0)
