@@ -37,12 +37,15 @@
  * "files"[].file must be a plain name (no '/', not empty, "." or ".."), and
  * totals.files must equal the number of "files" entries. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include "ringshard/hash.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
 #include "rs_config.h"
@@ -492,62 +495,82 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len, rs_error *err)
+/* Reads all of fd (closed here) into a malloc'd buffer. */
+static char *read_fd(int fd, const char *path, size_t *len, rs_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
     size_t cap = 1 << 16, n = 0;
     char *p = malloc(cap);
     for (;;) {
         if (p == NULL) {
-            fclose(f);
+            close(fd);
             rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
             return NULL;
         }
-        n += fread(p + n, 1, cap - n, f);
-        if (n < cap)
+        ssize_t k = read(fd, p + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            free(p);
+            rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(e));
+            return NULL;
+        }
+        if (k == 0)
             break;
+        n += (size_t)k;
+        if (n < cap)
+            continue;
         cap *= 2;
         char *q = realloc(p, cap);
         if (q == NULL)
             free(p);
         p = q;
     }
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        free(p);
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(e));
-        return NULL;
-    }
-    fclose(f);
+    close(fd);
     *len = n;
     return p;
 }
 
-int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
+int rs_manifest_parse(rs_manifest *m, const char *text, size_t len, const char *path, rs_error *err)
 {
     memset(m, 0, sizeof *m);
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text == NULL)
-        return -1;
     rs_jv root;
-    int rc = rs_jv_parse(&root, text, len, path, err, NULL);
-    free(text);
-    if (rc != 0)
+    if (rs_jv_parse(&root, text, len, path, err, NULL) != 0)
         return -1;
     reader r = {.path = path, .err = err};
-    rc = read_doc(&r, &root, m);
+    int rc = read_doc(&r, &root, m);
     rs_jv_free(&root);
     if (rc != 0) {
         rs_manifest_free(m);
         return -1;
     }
     return 0;
+}
+
+int rs_manifest_readat(rs_manifest *m, int dirfd, const char *name, const char *path, uint64_t digest[2],
+                       rs_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (path == NULL)
+        path = name;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
+    size_t len;
+    char *text = read_fd(fd, path, &len, err);
+    if (text == NULL)
+        return -1;
+    if (digest != NULL)
+        rs_murmur3_x64_128(text, len, 0, digest);
+    int rc = rs_manifest_parse(m, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
+{
+    return rs_manifest_readat(m, AT_FDCWD, path, path, NULL, err);
 }
 
 void rs_manifest_free(rs_manifest *m)
