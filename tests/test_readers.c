@@ -1,11 +1,13 @@
 /* Readers of a bucket directory (verify, plan --from-buckets, dedup
  * --buckets, stats DIR): each reads one generation of the directory, even
  * while a --force run replaces it, and trusts nothing it reads that
- * differs from the manifest (issue 15, items 2 and 6). */
+ * differs from the manifest (issue 15, items 2 and 6); headers and node
+ * names that are not UTF-8 survive the manifest (item 12). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/manifest.h"
 #include "support.h"
 
 #define sh sh_in_test_dir
@@ -198,4 +200,92 @@ Test(trust, plan_from_plain_buckets_refuses_a_byte_changed_in_place)
     SH_OK("rm -rf D && \"$RS\" bucket --quiet --compress none --key id --nodes 8 -o D a.csv");
     expect_untrusted("sed -i '3s/,x/,y/' D/2.csv", "\"$RS\" plan --quiet --from-buckets D --add 1 --emit M", "M",
                      "D/2.csv: CRC-32 of the data ", NULL);
+}
+
+/* ---- headers and node names that are not UTF-8 (item 12) ---- */
+
+/* A Latin-1 header "Gr\xf6\xdfe,x" keyed by its non-UTF-8 name, and a node
+ * named "n\xffode" (node files take any bytes but control characters). */
+static void latin1(void)
+{
+    test_dir_setup();
+    SH_OK("printf 'Gr\\366\\337e,x\\n' > l.csv && i=0; while [ $i -lt 500 ]; do echo k$i,$i >> l.csv; "
+          "i=$((i+1)); done; printf 'n\\377ode\\nnode2\\n' > nodes.txt && "
+          "\"$RS\" bucket --quiet --key \"$(printf 'Gr\\366\\337e')\" --nodes-file nodes.txt -o D l.csv");
+}
+
+TestSuite(latin1, .init = latin1, .fini = test_dir_teardown, .timeout = 300);
+
+Test(latin1, every_reader_takes_the_tools_own_output)
+{
+    /* the exact bytes beside the display strings */
+    char *m = slurp(path_join(test_dir, "D/manifest.json"), NULL);
+    cr_assert(m);
+    cr_assert(strstr(m, "\"header\": \"Gr\\u00f6\\u00dfe,x\",\n  \"header_hex\": \"4772f6df652c78\""), "%s", m);
+    cr_assert(strstr(m, "\"key_hex\": \"4772f6df65\""), "%s", m);
+    cr_assert(strstr(m, "\"node_hex\": \"6eff6f6465\""), "%s", m);
+    cr_assert(strstr(m, "\"description_hex\": "), "%s", m);
+    free(m);
+    SH_OK("test -f D/n%%FFode.csv.gz");
+    /* before: verify said "the manifest says 'Gr\xc3\xb6\xc3\x9fe,x'" or
+     * "no column 'Gr\xc3\xb6\xc3\x9fe'", plan exited 64 */
+    assert_verify(path_join(test_dir, "D"));
+    SH_OK("\"$RS\" plan --quiet --from-buckets D --add 1 --emit M");
+    assert_verify(path_join(test_dir, "M"));
+    cmd_result r = sh("grep -c '\"from_hex\": \"6eff6f6465\"' M/manifest.json");
+    cr_assert_neq(atoi(r.out), 0, "%s", r.out);
+    cmd_result_free(&r);
+    SH_OK("\"$RS\" dedup --quiet --buckets D -o X");
+    assert_verify(path_join(test_dir, "X"));
+    SH_OK("\"$RS\" stats D | grep -q 'bucket directory D: 2 files, 500 rows'");
+    /* an older manifest without the _hex members still reads (lossy as
+     * before: here a header of UTF-8 only) */
+    SH_OK("printf 'id,x\\n1,2\\n' > u.csv && \"$RS\" bucket --quiet --nodes 3 -o U u.csv && "
+          "! grep -v crc32_hex U/manifest.json | grep -q _hex && \"$RS\" verify --quiet U");
+}
+
+/* Reads text as a manifest; returns the error code (0: read). */
+static int parse(const char *text, rs_manifest *m, rs_error *err)
+{
+    memset(err, 0, sizeof *err);
+    int rc = rs_manifest_parse(m, text, strlen(text), "m.json", err);
+    return rc == 0 ? 0 : err->code;
+}
+
+static const char manifest_head[] =
+    "{\"schema\": 1, \"kind\": \"buckets\", \"ring\": {\"fingerprint\": \"f\", \"description\": \"d\"},"
+    "\"options\": {\"key\": \"k\", \"delimiter\": \",\", \"header\": true, \"compress\": \"none\", \"level\": 1,"
+    "\"keys_only\": false},";
+
+Test(latin1, hex_members_are_read_exactly_and_checked)
+{
+    char text[2048];
+    rs_manifest m;
+    rs_error err;
+    snprintf(text, sizeof text,
+             "%s\"header\": \"G\\u00f6\", \"header_hex\": \"47f6\", \"inputs\": [], \"files\": [{\"file\": "
+             "\"n.csv\", \"node\": \"n?\", \"node_hex\": \"6eff\", \"rows\": 0, \"bytes\": 0, \"file_bytes\": 0, "
+             "\"crc32\": 0}], \"totals\": {\"rows\": 0, \"bytes\": 0, \"rejected\": 0, \"files\": 1}}",
+             manifest_head);
+    cr_assert_eq(parse(text, &m, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(m.header_line, "G\xf6");
+    cr_assert_str_eq(m.files[0].node, "n\xff");
+    /* written back: the same bytes read again */
+    char path[512];
+    snprintf(path, sizeof path, "%s/w.json", test_dir);
+    cr_assert_eq(rs_manifest_write(&m, path, &err), 0, "%s", err.msg);
+    rs_manifest_free(&m);
+    cr_assert_eq(rs_manifest_read(&m, path, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(m.header_line, "G\xf6");
+    cr_assert_str_eq(m.files[0].node, "n\xff");
+    rs_manifest_free(&m);
+    static const char *const bad[] = {"4", "4G", "47F6", "4700"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text,
+                 "%s\"header\": \"G\", \"header_hex\": \"%s\", \"inputs\": [], \"files\": [], "
+                 "\"totals\": {\"rows\": 0, \"bytes\": 0, \"rejected\": 0, \"files\": 0}}",
+                 manifest_head, bad[i]);
+        cr_assert_eq(parse(text, &m, &err), 2, "'%s' accepted", bad[i]);
+        cr_assert(strstr(err.msg, "m.json: manifest member \"header_hex\": "), "%s", err.msg);
+    }
 }
