@@ -17,6 +17,7 @@
 
 #include "../fuzz/check_csv.h"
 #include "../fuzz/check_gzip.h"
+#include "../fuzz/check_json.h"
 #include "../fuzz/check_nodes.h"
 #include "../fuzz/check_size.h"
 
@@ -86,3 +87,4 @@ Test(fuzz_regressions, csv) { cr_assert_geq(replay("csv", check_csv), 1); }
 Test(fuzz_regressions, gzip) { cr_assert_geq(replay("gzip", check_gzip), 1); }
 Test(fuzz_regressions, nodes) { cr_assert_geq(replay("nodes", check_nodes), 1); }
 Test(fuzz_regressions, size) { cr_assert_geq(replay("size", check_size), 1); }
+Test(fuzz_regressions, json) { cr_assert_geq(replay("json", check_json), 1); }

@@ -935,12 +935,14 @@ Test(cli, misplaced_rows_are_reported_and_nothing_emitted)
 {
     write_csv("in.csv", 5);
     char *out, *err;
-    /* put one row of bucket 3 into bucket 4's file */
+    /* put one row of bucket 3 into bucket 4's file, the manifest restamped
+     * to match the file (else the count differs first: tests/test_readers.c) */
     int rc = runf(&out, &err,
                   "cd %s && \"$RS\" bucket --quiet --nodes 20 -o old in.csv && "
                   "gzip -dc old/4.csv.gz > t && gzip -dc old/3.csv.gz | sed -n 2p >> t && gzip -c t > old/4.csv.gz && "
+                  "python3 %s/tests/restamp.py old 4.csv.gz && "
                   "\"$RS\" plan --from-buckets old --add 2 --emit moves --json p.json",
-                  tmp);
+                  tmp, RS_SOURCE_DIR);
     cr_assert_eq(rc, 3, "%s\n%s", out, err);
     cr_assert(strstr(out, "MISMATCH     1 rows sit in a bucket their old ring does not assign"), "%s", out);
     cr_assert(strstr(out, "4.csv.gz (node 4): 1 rows"), "%s", out);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tools/fuzz.sh - build and run the libFuzzer harnesses (issue #6).
 #
-#   tools/fuzz.sh [build|run|all] [HARNESS...]     (default: all csv gzip nodes size)
+#   tools/fuzz.sh [build|run|all] [HARNESS...]     (default: all csv gzip nodes size json)
 #
 # Builds fuzz/fuzz_<h>.c with clang -fsanitize=fuzzer,address,undefined
 # against the library sources (compiled once into an instrumented archive;
@@ -25,7 +25,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 B=${FUZZ_BUILD:-$ROOT/build-fuzz}
 CC=${FUZZ_CC:-clang}
 JOBS=${FUZZ_JOBS:-2}
-ALL="csv gzip nodes size"
+ALL="csv gzip nodes size json"
 
 mode=all
 case "${1:-}" in

@@ -48,6 +48,22 @@
 
 typedef enum { RS_DEDUP_KEEP_FIRST = 0, RS_DEDUP_KEEP_LAST, RS_DEDUP_BY_ROW } rs_dedup_mode;
 
+/* What a bucket file read by rs_dedup_file must hold (dedup --buckets:
+ * its manifest entry), checked on the first read of the file, as it goes:
+ * every row's placement at once, the counts and CRC-32 at its end. */
+typedef struct {
+    uint64_t rows, bytes;        /* data rows, data bytes (rows + LF) */
+    uint64_t file_bytes;         /* size on disk */
+    uint32_t crc;                /* CRC-32 of the data bytes */
+    const char *manifest;        /* named in messages: "DIR/manifest.json" */
+    const char *node;            /* named in messages: the file's node */
+    const rs_csv_keyspec *keyspec; /* the key the ring places by (any mode) */
+    /* 1 when a row with this key belongs in the file (called from the
+     * deduplicating thread) */
+    int (*placed)(void *ctx, const char *key, size_t keylen);
+    void *ctx;
+} rs_dedup_check;
+
 typedef struct {
     rs_csv_dialect dialect;
     rs_csv_keyspec keyspec;      /* unused with RS_DEDUP_BY_ROW */
@@ -60,6 +76,14 @@ typedef struct {
     const char *tmpdir;          /* where split files go (removed after use) */
     const char *tmpname;         /* unique prefix for this file's split files */
     FILE *dups;                  /* NULL, or receives one line per duplicated key */
+    /* NULL, or the input file as a name relative to the directory
+     * descriptor in_dirfd (openat: a bucket directory opened once, so that
+     * every pass reads the same generation); `in` then names it in
+     * messages only */
+    const char *in_name;
+    int in_dirfd;
+    const rs_dedup_check *check; /* NULL, or what the input must hold */
+    const char *in_path_;        /* internal: set by rs_dedup_file */
 } rs_dedup_opts;
 
 typedef struct {
@@ -83,7 +107,8 @@ typedef struct {
  * (WINNER: the kept row; BY_ROW: "ROW<TAB>COUNT"), escaped as \\ \t \n \r,
  * in the order of the keys' first occurrence in the file, split or not.
  * Returns 0, or -1 with err (RS_EXIT_DATA
- * for a malformed row, naming the file and record; RS_EXIT_IO). */
+ * for a malformed row, naming the file and record; RS_EXIT_IO; with
+ * o->check, RS_EXIT_VERIFY naming the file and what differs from it). */
 int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint64_t rows_hint,
                   uint64_t bytes_hint, const char *out, rs_dedup_result *res, rs_error *err);
 

@@ -65,6 +65,18 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err);
  * failure m is left empty (zeroed). */
 int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err);
 
+/* rs_manifest_read of the file `name` relative to the directory descriptor
+ * dirfd (openat(2); AT_FDCWD: the working directory), named `path` in
+ * messages (NULL: name). With digest, it receives MurmurHash3_x64_128
+ * (seed 0) of the bytes read: what tells two generations of a directory
+ * apart (MPI ranks compare it, see rs_bucketdir). */
+int rs_manifest_readat(rs_manifest *m, int dirfd, const char *name, const char *path, uint64_t digest[2],
+                       rs_error *err);
+
+/* Parses a manifest held in memory (text[0..len), named `path` in
+ * messages), with the rules of rs_manifest_read. */
+int rs_manifest_parse(rs_manifest *m, const char *text, size_t len, const char *path, rs_error *err);
+
 /* Frees every string and array of m (all must be malloc'd, as
  * rs_manifest_read makes them) and zeroes m. */
 void rs_manifest_free(rs_manifest *m);

@@ -48,6 +48,12 @@ typedef struct {
     /* inputs */
     const char *const *inputs;  /* paths; "-" is standard input */
     size_t ninputs;
+    /* NULL, or the inputs as names relative to the directory descriptor
+     * input_dirfd, opened with openat(2) (inputs[] then only names them in
+     * messages): the files of a bucket directory opened once, so that a
+     * replacement of the directory during the run cannot mix generations */
+    const char *const *input_names;
+    int input_dirfd;
     rs_csv_dialect dialect;      /* delimiter, max_record */
     int header;                  /* 1: each input starts with a header line (all must agree) */
     const char *key;             /* column names or 1-based indexes, comma-separated */

@@ -26,6 +26,15 @@ typedef enum { RS_CODEC_AUTO = 0, RS_CODEC_ZLIB = 1 } rs_codec_choice;
  * (cannot open: RS_EXIT_IO). */
 rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err);
 
+/* Opens `name` relative to the directory descriptor dirfd (openat(2):
+ * AT_FDCWD is the working directory, where "-" is standard input), naming
+ * it `display` in messages (NULL: name). A reader of a directory that may
+ * be replaced while it is read (a bucket directory that a --force run
+ * republishes) opens the directory once and every file through its
+ * descriptor, so that all of them come from one generation. */
+rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs_codec_choice codec,
+                            rs_error *err);
+
 /* Opens the byte range [offset, offset + length) of the file `path` (not
  * standard input) as if it were the whole input: a range of whole gzip
  * members (see rs_input_units). Messages give file offsets, not offsets
@@ -33,6 +42,10 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
  * that ends inside a member is a truncated gzip stream (RS_EXIT_DATA). */
 rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
                                 rs_error *err);
+
+/* rs_reader_open_range relative to dirfd, as rs_reader_openat. */
+rs_reader *rs_reader_openat_range(int dirfd, const char *name, const char *display, rs_codec_choice codec,
+                                  uint64_t offset, uint64_t length, rs_error *err);
 
 /* Says that a reader from rs_reader_open_range reads its file's last
  * unit: when its range is used up, the file must still end there. Units
@@ -73,6 +86,11 @@ uint64_t rs_unit_bytes(void);
  * Returns 0, or -1 with err when the file cannot be opened (RS_EXIT_IO). */
 int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
                    rs_error *err);
+
+/* rs_input_units of `name` relative to dirfd, named `path` in messages
+ * (NULL: name), as rs_reader_openat. */
+int rs_input_units_at(int dirfd, const char *name, const char *path, uint64_t unit_bytes, rs_input_unit **units,
+                      size_t *n, uint64_t *size, rs_error *err);
 
 /* Reads up to cap decompressed bytes into buf. Returns the number of bytes
  * (> 0), 0 at the end of the input, or -1 on error (err filled: corrupt or

@@ -102,6 +102,25 @@ int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
     return rs_world_agree(err) == 0 && ok ? 0 : -1;
 }
 
+int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err)
+{
+    if (rs_world_size() == 1)
+        return 0;
+    uint64_t mine[4] = {bd->dev, bd->ino, bd->digest[0], bd->digest[1]}, root[4];
+    memcpy(root, mine, sizeof root);
+    rs_world_bcast(root, sizeof root, 0);
+    int same_kernel = rs_world_same_kernel_as_root();
+    if (!err->code && (mine[2] != root[2] || mine[3] != root[3] ||
+                       (same_kernel && (mine[0] != root[0] || mine[1] != root[1]))))
+        rs_error_set(err, RS_EXIT_IO,
+                     "%s: rank %d read another generation of the directory than rank 0 (%s; replaced by "
+                     "another run meanwhile?): run again",
+                     bd->path ? bd->path : "?", rs_world_rank(),
+                     mine[2] != root[2] || mine[3] != root[3] ? "its manifest.json differs"
+                                                              : "it is another directory (device and inode)");
+    return rs_world_agree(err);
+}
+
 /* ------------------------------------------------------------ partition */
 
 /* Can the weights be cut into at most R contiguous ranges of at most L? */
@@ -436,7 +455,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
      * input is one unit), listed by rank 0 so that every rank cuts the same
      * ranges. A per-input constant keeps many empty files spread. */
     for (size_t i = 0; i < o->ninputs; i++)
-        if (!strcmp(o->inputs[i], "-"))
+        if (!o->input_names && !strcmp(o->inputs[i], "-"))
             rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
     uint64_t *nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *nunits);
     uint64_t *sizes = calloc(o->ninputs ? o->ninputs : 1, sizeof *sizes);  /* UINT64_MAX: unlisted */
@@ -449,7 +468,9 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         size_t n = 0;
         uint64_t size;
         rs_error e2 = {0};
-        if (rs_input_units(o->inputs[i], unit_bytes, &u, &n, &size, &e2) != 0)
+        if (rs_input_units_at(o->input_names ? o->input_dirfd : AT_FDCWD,
+                              o->input_names ? o->input_names[i] : o->inputs[i], o->inputs[i], unit_bytes, &u, &n,
+                              &size, &e2) != 0)
             n = 0;  /* the pipeline of the rank that reads it reports the error */
         nunits[i] = n ? n : 1;
         sizes[i] = n ? size : UINT64_MAX;
@@ -495,6 +516,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
 
     rs_pipeline_opts local = *o;
     local.inputs = o->inputs + lo;
+    local.input_names = o->input_names ? o->input_names + lo : NULL;  /* this rank's own directory descriptor */
     local.ninputs = hi - lo;
     local.unit_lo = ulo;
     local.unit_hi = uhi;

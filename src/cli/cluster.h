@@ -6,6 +6,7 @@
 #ifndef RS_CLI_CLUSTER_H
 #define RS_CLI_CLUSTER_H
 
+#include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
 #include "ringshard/pipeline.h"
 
@@ -40,6 +41,16 @@ void rs_cluster_outdir_abort(rs_outdir *od);
  * lowest failing rank (the first in (input, unit) order). Standard input ("-")
  * cannot be divided: with more than one rank it is an error. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
+
+/* After every rank opened the same bucket directory with
+ * rs_bucketdir_open (ranks cannot share a descriptor): checks that each
+ * read the generation rank 0 read - the same manifest bytes (digest) and,
+ * on rank 0's kernel, the same directory (st_dev, st_ino) - so that a
+ * --force replacement between the ranks' opens fails the run clearly
+ * (RS_EXIT_IO) instead of mixing generations. Collective: call it on every
+ * rank, also one whose open failed (err set); -1 on every rank with the
+ * first failure (an agreement, see world.h). Size 1: returns 0. */
+int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err);
 
 /* Which inputs rank r of R gets: [*lo, *hi), contiguous, balanced by
  * weight (the largest rank load is minimal among contiguous splits). */

@@ -24,8 +24,8 @@
 #include "cli/cluster.h"
 #include "cli/world.h"
 #include "rs_config.h"
+#include "ringshard/bucketdir.h"
 #include "ringshard/dedup.h"
-#include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 
 static const char dedup_help[] =
@@ -66,9 +66,25 @@ enum {
 };
 
 
+/* dedup --buckets: a row belongs in its bucket when the manifest's ring
+ * puts its key on the bucket's node. */
+typedef struct {
+    const rs_ring *ring;
+    uint32_t node;
+} placement;
+
+static int placed_on(void *ctx, const char *key, size_t keylen)
+{
+    const placement *p = ctx;
+    return rs_ring_owner(p->ring, rs_ring_position(p->ring, key, keylen)) == p->node;
+}
+
 /* One bucket of pass 2. */
 typedef struct {
     char *in;            /* the bucket to deduplicate */
+    const char *in_name; /* --buckets: its name under the directory's descriptor */
+    rs_dedup_check check; /* --buckets: what it must hold (its manifest entry) */
+    placement place;     /* --buckets: check.ctx */
     char *out;           /* its output, inside the output's temporary directory */
     char *dups;          /* its --duplicates part, or NULL */
     const char *node;
@@ -186,6 +202,10 @@ static int pass2(job *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *bas
                 rs_error_set(&j->err, RS_EXIT_IO, "out of memory");
             } else {
                 rs_dedup_opts o = *base;
+                if (j->in_name) {
+                    o.in_name = j->in_name;
+                    o.check = &j->check;
+                }
                 char name[32];
                 snprintf(name, sizeof name, "b%u", first + order[k]);  /* unique across MPI ranks */
                 o.tmpname = name;
@@ -517,8 +537,11 @@ int rs_cmd_dedup(int argc, char **argv)
         return rs_cli_fail("dedup", &err);
 
     rs_ring *ring = NULL;
-    rs_manifest in_m, m;
-    memset(&in_m, 0, sizeof in_m);
+    rs_bucketdir bd;
+    rs_manifest m;
+    memset(&bd, 0, sizeof bd);
+    const rs_manifest *in_mp = &bd.m;
+    char *in_mpath = NULL;
     memset(&m, 0, sizeof m);
     rs_outdir od = {0};
     rs_pipeline_result res = {0};
@@ -539,29 +562,34 @@ int rs_cmd_dedup(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (a.buckets_dir) {
-        char *mpath = join(a.buckets_dir, "/", "manifest.json");
-        if (!mpath || rs_manifest_read(&in_m, mpath, &err) != 0) {
-            if (!mpath)
-                rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            free(mpath);
+        /* the directory is opened once: every bucket is read through it */
+        char *mpath = in_mpath = join(a.buckets_dir, "/", "manifest.json");
+        int opened = mpath ? rs_bucketdir_open(&bd, a.buckets_dir, &err)
+                           : rs_error_set(&err, RS_EXIT_IO, "out of memory");
+        if (rs_cluster_same_dir(&bd, &err) != 0 || opened != 0)  /* collective: every rank calls it */
             goto out;
-        }
+        const rs_manifest in_m = bd.m;
         if (!in_m.kind || strcmp(in_m.kind, "buckets") != 0) {
             rs_error_set(&err, RS_EXIT_DATA, "%s: kind '%s': dedup reads bucket directories", mpath,
                          in_m.kind ? in_m.kind : "?");
-            free(mpath);
             goto out;
         }
         if (in_m.keys_only) {
             rs_error_set(&err, RS_EXIT_DATA, "%s: a --keys-only bucket directory has no rows to keep", mpath);
-            free(mpath);
             goto out;
         }
-        free(mpath);
-        a.po.dialect.delim = in_m.delimiter;
-        a.po.header = in_m.header;
-        a.po.key = in_m.key;
-        header = in_m.header_line;
+        /* the ring every row's placement is checked against */
+        rs_ring_opts ropts;
+        rs_nodes rnodes = {0};
+        if (rs_ring_parse_description(in_m.ring_description, &ropts, &rnodes, &err) == 0)
+            ring = rs_ring_build(&ropts, &rnodes, &err);
+        rs_nodes_free(&rnodes);
+        if (!ring)
+            goto out;
+        a.po.dialect.delim = in_mp->delimiter;
+        a.po.header = in_mp->header;
+        a.po.key = in_mp->key;
+        header = in_mp->header_line;
         header_len = header ? strlen(header) : 0;
     } else {
         ring = rs_cli_ring_build(&a.ro, &err);
@@ -583,7 +611,7 @@ int rs_cmd_dedup(int argc, char **argv)
         goto out;
 
     /* the buckets: their names, and pass 1 when reading inputs */
-    njobs = a.buckets_dir ? (uint32_t)in_m.nfiles : rs_ring_nodes(ring)->count;
+    njobs = a.buckets_dir ? (uint32_t)in_mp->nfiles : rs_ring_nodes(ring)->count;
     jobs = calloc(njobs ? njobs : 1, sizeof *jobs);
     out_names = calloc(njobs ? njobs : 1, sizeof *out_names);
     if (!jobs || !out_names) {
@@ -594,11 +622,22 @@ int rs_cmd_dedup(int argc, char **argv)
         char num[32];
         snprintf(num, sizeof num, "/%u", i);
         if (a.buckets_dir) {
-            out_names[i] = renamed(in_m.files[i].file, a.compress);
-            jobs[i].in = join(a.buckets_dir, "/", in_m.files[i].file);
-            jobs[i].node = in_m.files[i].node ? in_m.files[i].node : in_m.files[i].file;
-            jobs[i].rows = in_m.files[i].rows;
-            jobs[i].bytes = in_m.files[i].bytes;
+            const rs_manifest_file *f = &in_mp->files[i];
+            int64_t node = f->node ? rs_nodes_find(rs_ring_nodes(ring), f->node) : -1;
+            if (node < 0) {
+                rs_error_set(&err, RS_EXIT_DATA, "%s: file %s belongs to node '%s', not on its ring", in_mpath,
+                             f->file, f->node ? f->node : "");
+                goto setup_done;
+            }
+            out_names[i] = renamed(f->file, a.compress);
+            jobs[i].in = join(a.buckets_dir, "/", f->file);
+            jobs[i].in_name = f->file;
+            jobs[i].node = f->node;
+            jobs[i].rows = f->rows;
+            jobs[i].bytes = f->bytes;
+            jobs[i].place = (placement){ring, (uint32_t)node};
+            jobs[i].check = (rs_dedup_check){f->rows, f->bytes, f->file_bytes, f->crc32, in_mpath, f->node,
+                                             &o.keyspec, placed_on, &jobs[i].place};
         } else {
             const char *node = rs_ring_nodes(ring)->names[i];
             char *safe = rs_safe_filename(node);
@@ -651,9 +690,11 @@ setup_done:  /* every rank agrees before the collective pass 1 */
     o.compress = a.compress;
     o.level = a.level;
     o.tmpdir = pass1;
+    o.in_dirfd = bd.fd;  /* --buckets: jobs[].in_name are under it */
     int threads = rs_pipeline_threads(&a.po);
     o.budget = a.po.memory / (uint64_t)(threads > 0 ? threads : 1);
-    if (!a.by_row && rs_dedup_keyspec(a.po.key, a.po.key_sep, &o.dialect, header, header_len, &o.keyspec, &err) != 0)
+    /* --buckets checks every row's placement by the key, in any mode */
+    if ((!a.by_row || a.buckets_dir) && rs_dedup_keyspec(a.po.key, a.po.key_sep, &o.dialect, header, header_len, &o.keyspec, &err) != 0)
         goto out;
     double t2s = rs_cli_now();
     /* Under MPI each rank takes a contiguous range of buckets, balanced by
@@ -682,7 +723,7 @@ setup_done:  /* every rank agrees before the collective pass 1 */
         goto out;
     if (rs_world_size() > 1)
         share_results(jobs, njobs, blo, bhi);
-    if (check_conservation(&a, &res, &in_m, jobs, njobs, &err) != 0)
+    if (check_conservation(&a, &res, in_mp, jobs, njobs, &err) != 0)
         goto out;
     for (size_t i = blo; i < bhi; i++)
         if (!a.buckets_dir)
@@ -706,9 +747,9 @@ setup_done:  /* every rank agrees before the collective pass 1 */
     m.schema = 1;
     m.kind = "buckets";
     m.tool_version = RS_VERSION;
-    m.ring_description = a.buckets_dir ? in_m.ring_description : (char *)rs_ring_description(ring);
-    m.ring_fingerprint = a.buckets_dir ? in_m.ring_fingerprint : (char *)rs_ring_fingerprint(ring);
-    m.key = a.buckets_dir ? in_m.key : (char *)(a.po.key ? a.po.key : "1");
+    m.ring_description = a.buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(ring);
+    m.ring_fingerprint = a.buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(ring);
+    m.key = a.buckets_dir ? in_mp->key : (char *)(a.po.key ? a.po.key : "1");
     m.delimiter = a.po.dialect.delim;
     m.header = header != NULL;
     m.header_line = (char *)header;
@@ -716,9 +757,9 @@ setup_done:  /* every rank agrees before the collective pass 1 */
     m.level = a.level;
     m.keys_only = 0;
     if (a.buckets_dir) {
-        m.ninputs = in_m.ninputs;
-        m.inputs = in_m.inputs;
-        m.rejected = in_m.rejected;
+        m.ninputs = in_mp->ninputs;
+        m.inputs = in_mp->inputs;
+        m.rejected = in_mp->rejected;
     } else {
         m.ninputs = a.po.ninputs;
         m.inputs = calloc(a.po.ninputs ? a.po.ninputs : 1, sizeof *m.inputs);
@@ -761,6 +802,7 @@ out:
     rs_world_agree_once(&agreed, &err);  /* meets the others' first agreement if this rank failed before it */
     if (begun)
         rs_cluster_outdir_abort(&od);
+    rs_bucketdir_explain(&bd, &err);
     if (err.code)
         rc = rs_cli_fail("dedup", &err);
     if (a.buckets_dir)
@@ -768,7 +810,8 @@ out:
     else
         free(m.inputs);
     free(m.files);
-    rs_manifest_free(&in_m);
+    rs_bucketdir_close(&bd);
+    free(in_mpath);
     rs_pipeline_result_free(&res);
     for (uint32_t i = 0; jobs && i < njobs; i++) {
         free(jobs[i].in);

@@ -12,7 +12,7 @@
 #include "cli/world.h"
 #include "rs_config.h"
 #include "ringshard/json.h"
-#include "ringshard/manifest.h"
+#include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
 #include "ringshard/plan.h"
 #include "ringshard/report.h"
@@ -176,9 +176,10 @@ static int node_spec(const char *count, const char *file, rs_nodes *nodes, const
     return rs_nodes_init_count(nodes, (uint32_t)n, err);
 }
 
-/* Builds both rings. *m is filled (and kept) with --from-buckets. */
-static int build_rings(plan_args *a, rs_manifest *m, rs_ring **old_ring, rs_ring **new_ring, rs_error *err)
+/* Builds both rings. *bd is opened (and kept) with --from-buckets. */
+static int build_rings(plan_args *a, rs_bucketdir *bd, rs_ring **old_ring, rs_ring **new_ring, rs_error *err)
 {
+    const rs_manifest *m = &bd->m;
     rs_ring_opts o;
     rs_nodes old_nodes = {0}, new_nodes = {0};
     int have_new = a->new_nodes || a->new_nodes_file;
@@ -193,13 +194,9 @@ static int build_rings(plan_args *a, rs_manifest *m, rs_ring **old_ring, rs_ring
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--from-buckets takes the old ring from %s/manifest.json: no ring or old-node options",
                                 a->from_buckets);
-        char *path = malloc(strlen(a->from_buckets) + 16);
-        if (!path)
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        sprintf(path, "%s/manifest.json", a->from_buckets);
-        int mr = rs_manifest_read(m, path, err);
-        free(path);
-        if (mr != 0)
+        /* the directory is opened once: its files are read through it */
+        int opened = rs_bucketdir_open(bd, a->from_buckets, err);
+        if (rs_cluster_same_dir(bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
             return -1;
         if (strcmp(m->kind, "buckets") != 0)
             return rs_error_set(err, RS_EXIT_USAGE, "--from-buckets: %s holds '%s', not buckets", a->from_buckets,
@@ -313,18 +310,11 @@ typedef struct {
     size_t ninputs;
     const char *const *inputs;
     char **input_labels;       /* --from-buckets: file names */
+    const size_t *input_files; /* --from-buckets: input -> index in the manifest's files */
     const char **input_nodes;
     double seconds;
     int emitted;
 } data_result;
-
-static char *join_path(const char *dir, const char *name)
-{
-    char *p = malloc(strlen(dir) + strlen(name) + 2);
-    if (p)
-        sprintf(p, "%s/%s", dir, name);
-    return p;
-}
 
 /* The file names of the emitted pairs: "<from>__<to>.csv[.gz]", made unique. */
 static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
@@ -400,9 +390,10 @@ static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_resu
     return 0;
 }
 
-static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, const rs_manifest *m, int quiet,
+static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, const rs_bucketdir *bd, int quiet,
                     data_result *d, rs_error *err)
 {
+    const rs_manifest *m = bd ? &bd->m : NULL;
     uint32_t npairs = (uint32_t)p->npairs;
     const rs_nodes *old_nodes = rs_ring_nodes(p->old_ring);
     char **files = NULL, **names = NULL;
@@ -477,6 +468,12 @@ agree:
     }
     if (rs_cluster_pipeline_run(po, &res, err) != 0)
         goto out;
+    /* Every file read is what the manifest says it is (rows, bytes, CRC-32,
+     * header; placement is counted by route_plan), before anything is
+     * counted as moved or published. */
+    for (size_t i = 0; bd && i < po->ninputs; i++)
+        if (rs_bucketdir_check_file(bd, d->input_files[i], &res.input[i], 1, res.header, err) != 0)
+            goto out;
     /* Under MPI each rank counted its own inputs: one thread's counters
      * take every thread's, then the ranks' are summed. */
     for (int t = 1; t < T; t++) {
@@ -1404,14 +1401,15 @@ int rs_cmd_plan(int argc, char **argv)
                 return rs_cli_fail("plan", &err);
     }
 
-    rs_manifest m = {0};
+    rs_bucketdir bd = {0};
+    const char **in_names = NULL, **in_paths = NULL;
+    size_t *in_files = NULL;
     rs_ring *old_ring = NULL, *new_ring = NULL;
     rs_plan plan = {0};
     data_result d = {0};
-    char **paths = NULL;
     int rc = 0, have_plan = 0, quiet = po.progress < 0, agreed = 0;
     double t0 = rs_cli_now();
-    if (build_rings(&a, &m, &old_ring, &new_ring, &err) != 0)
+    if (build_rings(&a, &bd, &old_ring, &new_ring, &err) != 0)
         goto out;
     double t1 = rs_cli_now();
     if (rs_plan_diff(old_ring, new_ring, &plan, &err) != 0)
@@ -1426,34 +1424,35 @@ int rs_cmd_plan(int argc, char **argv)
     if (data) {
         if (a.from_buckets) {
             size_t n = 0;
-            paths = calloc(m.nfiles + 1, sizeof *paths);
-            d.input_labels = calloc(m.nfiles + 1, sizeof *d.input_labels);
-            d.input_nodes = calloc(m.nfiles + 1, sizeof *d.input_nodes);
-            if (!paths || !d.input_labels || !d.input_nodes) {
+            const rs_manifest *m = &bd.m;
+            in_files = calloc(m->nfiles + 1, sizeof *in_files);
+            d.input_labels = calloc(m->nfiles + 1, sizeof *d.input_labels);
+            d.input_nodes = calloc(m->nfiles + 1, sizeof *d.input_nodes);
+            if (!in_files || !d.input_labels || !d.input_nodes) {
                 rs_error_set(&err, RS_EXIT_IO, "out of memory");
                 goto out;
             }
-            for (size_t i = 0; i < m.nfiles; i++) {
-                if (!m.files[i].node)
+            for (size_t i = 0; i < m->nfiles; i++) {
+                if (!m->files[i].node)
                     continue;
-                if (!(paths[n] = join_path(a.from_buckets, m.files[i].file))) {
-                    rs_error_set(&err, RS_EXIT_IO, "out of memory");
-                    goto out;
-                }
-                d.input_labels[n] = m.files[i].file;
-                d.input_nodes[n] = m.files[i].node;
+                in_files[n] = i;
+                d.input_labels[n] = m->files[i].file;
+                d.input_nodes[n] = m->files[i].node;
                 n++;
             }
             if (n == 0) {
                 rs_error_set(&err, RS_EXIT_DATA, "%s/manifest.json lists no bucket files", a.from_buckets);
                 goto out;
             }
-            po.header = m.header;
-            po.dialect.delim = m.delimiter;
-            po.key = m.keys_only ? "1" : m.key;
-            int qr = rs_cli_input_finish(&po, (int)n, paths, 0, &err);
-            if (qr < 0)
+            po.header = m->header;
+            po.dialect.delim = m->delimiter;
+            po.key = m->keys_only ? "1" : m->key;
+            po.input_crc = 1;  /* every file is checked against the manifest */
+            char *dummy[1] = {(char *)"-"};
+            if (rs_cli_input_finish(&po, 1, dummy, 0, &err) < 0 ||
+                rs_bucketdir_inputs(&bd, in_files, n, &po, &in_names, &in_paths, &err) != 0)
                 goto out;
+            d.input_files = in_files;
         } else {
             int qr = rs_cli_input_finish(&po, argc, argv, optind, &err);
             if (qr < 0)
@@ -1463,7 +1462,7 @@ int rs_cmd_plan(int argc, char **argv)
          * could not read) stops every rank here; see also out: */
         if (rs_world_agree_once(&agreed, &err) != 0)
             goto out;
-        if (run_data(&a, &po, &plan, a.from_buckets ? &m : NULL, quiet, &d, &err) != 0)
+        if (run_data(&a, &po, &plan, a.from_buckets ? &bd : NULL, quiet, &d, &err) != 0)
             goto out;
     }
     if (rs_world_rank() != 0) {  /* under MPI, rank 0 writes every report */
@@ -1494,17 +1493,17 @@ int rs_cmd_plan(int argc, char **argv)
 out:
     if (data)
         rs_world_agree_once(&agreed, &err);
+    rs_bucketdir_explain(&bd, &err);
     if (err.code)
         rc = rs_cli_fail("plan", &err);
     if (have_plan)
         rs_plan_free(&plan);
     rs_ring_free(old_ring);
     rs_ring_free(new_ring);
-    if (a.from_buckets)
-        rs_manifest_free(&m);
-    for (size_t i = 0; paths && paths[i]; i++)
-        free(paths[i]);
-    free(paths);
+    rs_bucketdir_close(&bd);
+    free(in_names);
+    free(in_paths);
+    free(in_files);
     free(d.input_labels);
     free(d.input_nodes);
     free(d.keys);

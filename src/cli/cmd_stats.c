@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli/cli.h"
-#include "ringshard/manifest.h"
+#include "ringshard/bucketdir.h"
 #include "ringshard/stats.h"
 
 static const char stats_help[] =
@@ -81,13 +81,15 @@ static int is_bucket_dir(const char *path, char *manifest, size_t cap)
 static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **counts_out, char *source, size_t scap,
                               rs_error *err)
 {
-    rs_manifest m;
-    memset(&m, 0, sizeof m);
+    rs_bucketdir bd;
     rs_ring *ring = NULL;
     rs_nodes nodes = {0};
     uint64_t *counts = NULL;
-    if (rs_manifest_read(&m, mpath, err) != 0)
+    /* stats reads only the manifest, through one descriptor of DIR as
+     * every reader of a bucket directory does */
+    if (rs_bucketdir_open(&bd, dir, err) != 0)
         return NULL;
+    const rs_manifest m = bd.m;
     if (!m.kind || strcmp(m.kind, "buckets") != 0) {
         rs_error_set(err, RS_EXIT_DATA, "%s: kind '%s': stats reads bucket directories (a move directory's flows: plan)",
                      mpath, m.kind ? m.kind : "?");
@@ -130,7 +132,7 @@ fail:
     free(counts);
 out:
     rs_nodes_free(&nodes);
-    rs_manifest_free(&m);
+    rs_bucketdir_close(&bd);
     return ring;
 }
 

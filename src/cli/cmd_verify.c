@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "ringshard/manifest.h"
+#include "ringshard/bucketdir.h"
 
 static const char verify_help[] =
     "Usage: ringshard verify [OPTIONS] DIR\n"
@@ -100,34 +100,30 @@ static rs_ring *ring_from(const char *desc, const char *fp, const char *what, re
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Runs the pipeline over inputs[idx[0..n)]; fills st and the wrong counts. */
-static int scan(rs_pipeline_opts *po, char **paths, const size_t *idx, size_t n, vctx *c, int T,
+static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx, size_t n, vctx *c, int T,
                 rs_input_stats *st, uint64_t *wrong, char **header, rs_error *err)
 {
-    const char **in = malloc((n ? n : 1) * sizeof *in);
+    const char **in = NULL, **names = NULL;
     uint32_t *want = malloc((n ? n : 1) * sizeof *want), *want_to = malloc((n ? n : 1) * sizeof *want_to);
-    if (!in || !want || !want_to) {
-        free(in);
+    if (!want || !want_to || rs_bucketdir_inputs(bd, idx, n, po, &names, &in, err) != 0) {
         free(want);
         free(want_to);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t k = 0; k < n; k++) {
-        in[k] = paths[idx[k]];
         want[k] = c->want[idx[k]];
         want_to[k] = c->want_to ? c->want_to[idx[k]] : 0;
     }
     vctx sub = {c->ring, c->new_ring, want, c->want_to ? want_to : NULL, c->vc};
     for (int t = 0; t < T; t++)
         memset(c->vc[t].wrong, 0, (n ? n : 1) * sizeof(uint64_t));
-    po->inputs = in;
-    po->ninputs = n;
     po->route_ctx = &sub;
     rs_pipeline_result res = {0};
     int rc = rs_pipeline_run(po, &res, err);
     if (rc == 0) {
         for (size_t k = 0; k < n; k++) {
             st[idx[k]] = res.input[k];
-            st[idx[k]].path = paths[idx[k]];
+            st[idx[k]].path = bd->paths[idx[k]];
             for (int t = 0; t < T; t++)
                 wrong[idx[k]] += c->vc[t].wrong[k];
         }
@@ -136,6 +132,7 @@ static int scan(rs_pipeline_opts *po, char **paths, const size_t *idx, size_t n,
     }
     rs_pipeline_result_free(&res);
     free(in);
+    free(names);
     free(want);
     free(want_to);
     return rc;
@@ -179,35 +176,34 @@ int rs_cmd_verify(int argc, char **argv)
     rep.dir = dir;
     int quiet = po.progress < 0;
 
-    rs_manifest m = {0};
+    rs_bucketdir bd = {0};
     rs_ring *ring = NULL, *new_ring = NULL;
-    char **paths = NULL, **present = NULL, *header = NULL;
+    char **present = NULL, *header = NULL;
     size_t npresent = 0, *idx = NULL, nidx = 0;
     uint32_t *want = NULL, *want_to = NULL;
     rs_input_stats *st = NULL;
     uint64_t *wrong = NULL;
     vcounts *vc = NULL;
     int rc = 0, T = 0;
-    char *mpath = malloc(strlen(dir) + 16);
-    if (!mpath) {
-        rs_error_set(&err, RS_EXIT_IO, "out of memory");
+    /* DIR is opened once, and everything is read through that descriptor:
+     * a replacement of DIR meanwhile cannot mix two generations */
+    if (rs_bucketdir_open(&bd, dir, &err) != 0)
         goto out;
-    }
-    sprintf(mpath, "%s/manifest.json", dir);
-    if (rs_manifest_read(&m, mpath, &err) != 0)
-        goto out;
-    int moves = strcmp(m.kind, "moves") == 0;
+    int moves = strcmp(bd.m.kind, "moves") == 0;
 
     /* rings */
-    if (!(ring = ring_from(m.ring_description, m.ring_fingerprint, moves ? "old ring" : "ring", &rep, &err)))
+    if (!(ring = ring_from(bd.m.ring_description, bd.m.ring_fingerprint, moves ? "old ring" : "ring", &rep, &err)))
         goto out;
-    if (moves && !(new_ring = ring_from(m.new_ring_description, m.new_ring_fingerprint, "new ring", &rep, &err)))
+    if (moves && !(new_ring = ring_from(bd.m.new_ring_description, bd.m.new_ring_fingerprint, "new ring", &rep, &err)))
         goto out;
 
     /* the files: listed vs present */
-    DIR *dh = opendir(dir);
+    int lfd = dup(bd.fd);
+    DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
     if (!dh) {
-        rs_error_set(&err, RS_EXIT_IO, "%s: cannot open: %s", dir, strerror(errno));
+        rs_error_set(&err, RS_EXIT_IO, "%s: cannot list: %s", dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
         goto out;
     }
     size_t pcap = 0;
@@ -233,15 +229,14 @@ int rs_cmd_verify(int argc, char **argv)
     }
     closedir(dh);
     qsort(present, npresent, sizeof *present, cmp_str);
-    size_t nf = m.nfiles;
-    paths = calloc(nf + 1, sizeof *paths);
+    size_t nf = bd.m.nfiles;
     want = calloc(nf + 1, sizeof *want);
     want_to = calloc(nf + 1, sizeof *want_to);
     idx = calloc(nf + 1, sizeof *idx);
     st = calloc(nf + 1, sizeof *st);
     wrong = calloc(nf + 1, sizeof *wrong);
     uint8_t *listed = calloc(npresent + 1, 1);
-    if (!paths || !want || !want_to || !idx || !st || !wrong || !listed) {
+    if (!want || !want_to || !idx || !st || !wrong || !listed) {
         free(listed);
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
         goto out;
@@ -249,11 +244,11 @@ int rs_cmd_verify(int argc, char **argv)
     const rs_nodes *on = rs_ring_nodes(ring), *nn = new_ring ? rs_ring_nodes(new_ring) : NULL;
     uint64_t sum_rows = 0, sum_bytes = 0;
     for (size_t i = 0; i < nf; i++) {
-        const rs_manifest_file *f = &m.files[i];
+        const rs_manifest_file *f = &bd.m.files[i];
         sum_rows += f->rows;
         sum_bytes += f->bytes;
         for (size_t q = 0; q < i; q++)
-            if (!strcmp(m.files[q].file, f->file)) {
+            if (!strcmp(bd.m.files[q].file, f->file)) {
                 diff_line(&rep, "manifest: file %s is listed twice", f->file);
                 break;
             }
@@ -280,14 +275,8 @@ int rs_cmd_verify(int argc, char **argv)
                 want[i] = (uint32_t)a;
             }
         }
-        if (!(paths[i] = malloc(strlen(dir) + strlen(f->file) + 2))) {
-            free(listed);
-            rs_error_set(&err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-        sprintf(paths[i], "%s/%s", dir, f->file);
         struct stat sb;
-        if (!hit || stat(paths[i], &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        if (!hit || fstatat(bd.fd, f->file, &sb, 0) != 0 || !S_ISREG(sb.st_mode)) {
             diff_line(&rep, "%s: missing (listed in the manifest with %llu rows)", f->file,
                       (unsigned long long)f->rows);
             continue;
@@ -303,15 +292,15 @@ int rs_cmd_verify(int argc, char **argv)
             diff_line(&rep, "%s: extra file, not in the manifest", present[k]);
     free(listed);
     /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
-    if (sum_rows != m.rows || (!m.keys_only && sum_bytes != m.bytes))
+    if (sum_rows != bd.m.rows || (!bd.m.keys_only && sum_bytes != bd.m.bytes))
         diff_line(&rep, "manifest: files add up to %llu rows and %llu bytes, totals say %llu and %llu",
-                  (unsigned long long)sum_rows, (unsigned long long)sum_bytes, (unsigned long long)m.rows,
-                  (unsigned long long)m.bytes);
+                  (unsigned long long)sum_rows, (unsigned long long)sum_bytes, (unsigned long long)bd.m.rows,
+                  (unsigned long long)bd.m.bytes);
 
     /* the rows */
-    po.header = m.header;
-    po.dialect.delim = m.delimiter;
-    po.key = m.keys_only ? "1" : m.key;
+    po.header = bd.m.header;
+    po.dialect.delim = bd.m.delimiter;
+    po.key = bd.m.keys_only ? "1" : bd.m.key;
     po.input_crc = 1;
     po.ndest = 1;
     po.route = route_verify;
@@ -335,13 +324,13 @@ int rs_cmd_verify(int argc, char **argv)
         rs_error_set(&err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    int check_header = m.header && m.header_line && !m.keys_only;
-    if (nidx && scan(&po, paths, idx, nidx, &ctx, T, st, wrong, &header, &err) == 0) {
+    int check_header = bd.m.header && bd.m.header_line && !bd.m.keys_only;
+    if (nidx && scan(&po, &bd, idx, nidx, &ctx, T, st, wrong, &header, &err) == 0) {
         for (size_t k = 0; k < nidx; k++)
             scanned[idx[k]] = 1;
-        if (check_header && (!header || strcmp(header, m.header_line) != 0))
+        if (check_header && (!header || strcmp(header, bd.m.header_line) != 0))
             diff_line(&rep, "header: the files start with '%s', the manifest says '%s'", header ? header : "",
-                      m.header_line);
+                      bd.m.header_line);
     } else if (nidx && err.code != RS_EXIT_DATA && err.code != RS_EXIT_USAGE) {
         free(scanned);
         goto out;
@@ -352,15 +341,15 @@ int rs_cmd_verify(int argc, char **argv)
         for (size_t k = 0; k < nidx; k++) {
             size_t one = idx[k];
             rs_error e1 = {0};
-            if (scan(&po, paths, &one, 1, &ctx, T, st, wrong, &header, &e1) == 0) {
+            if (scan(&po, &bd, &one, 1, &ctx, T, st, wrong, &header, &e1) == 0) {
                 scanned[one] = 1;
                 if (check_header && st[one].rows + st[one].blank_lines > 0 &&
-                    (!header || strcmp(header, m.header_line) != 0))
-                    diff_line(&rep, "%s: header '%s', the manifest says '%s'", m.files[one].file,
-                              header ? header : "", m.header_line);
+                    (!header || strcmp(header, bd.m.header_line) != 0))
+                    diff_line(&rep, "%s: header '%s', the manifest says '%s'", bd.m.files[one].file,
+                              header ? header : "", bd.m.header_line);
             }
             else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
-                diff_line(&rep, "%s: unreadable: %s", m.files[one].file, e1.msg);
+                diff_line(&rep, "%s: unreadable: %s", bd.m.files[one].file, e1.msg);
             else {
                 err = e1;
                 free(scanned);
@@ -372,7 +361,7 @@ int rs_cmd_verify(int argc, char **argv)
     for (size_t i = 0; i < nf; i++) {
         if (!scanned[i])
             continue;
-        const rs_manifest_file *f = &m.files[i];
+        const rs_manifest_file *f = &bd.m.files[i];
         const rs_input_stats *s = &st[i];
         rows += s->rows;
         bytes += s->bytes;
@@ -398,6 +387,13 @@ int rs_cmd_verify(int argc, char **argv)
                       (unsigned long long)s->blank_lines);
     }
     free(scanned);
+    /* Files that vanished or cannot be read because DIR was replaced and
+     * the generation opened was removed are not differences of DIR */
+    if (rep.differences && rs_bucketdir_replaced(&bd)) {
+        rs_error_set(&err, RS_EXIT_IO, "%llu differences (files missing or unreadable)",
+                     (unsigned long long)rep.differences);
+        goto out;  /* rs_bucketdir_explain says why */
+    }
     if (rep.printed < rep.differences)
         fprintf(stdout, "DIFF %s: ... %llu more differences not shown (--max-report)\n", dir,
                 (unsigned long long)(rep.differences - rep.printed));
@@ -413,13 +409,10 @@ int rs_cmd_verify(int argc, char **argv)
     (void)wrong_total;
     rs_cli_flush_stdout(&err);
 out:
+    rs_bucketdir_explain(&bd, &err);
     if (err.code)
         rc = rs_cli_fail("verify", &err);
-    free(mpath);
-    for (size_t i = 0; paths && i < m.nfiles; i++)
-        free(paths[i]);
-    free(paths);
-    rs_manifest_free(&m);
+    rs_bucketdir_close(&bd);
     rs_ring_free(ring);
     rs_ring_free(new_ring);
     for (size_t k = 0; k < npresent; k++)

@@ -45,6 +45,11 @@ typedef struct {
     rs_buf scratch;
     int header;              /* the first record is a header */
     int started;             /* a UTF-8 BOM at the start was looked for */
+    /* the input's first read, with o->check: what it held so far */
+    const rs_dedup_check *chk;
+    uint64_t size;           /* the file's size on disk at the open */
+    uint64_t c_rows, c_bytes;
+    uint32_t c_crc;
 } rstream;
 
 static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
@@ -54,8 +59,48 @@ static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int wan
     s->d = &o->dialect;
     s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
     s->header = o->header;
-    s->rd = rs_reader_open(path, o->codec, err);
+    if (o->in_name && path == o->in_path_)  /* the input itself, not a split file */
+        s->rd = rs_reader_openat(o->in_dirfd, o->in_name, path, o->codec, err);
+    else
+        s->rd = rs_reader_open(path, o->codec, err);
+    if (s->rd)
+        s->size = rs_reader_size(s->rd);
     return s->rd ? 0 : -1;
+}
+
+/* Checks one more row of the input against o->check (rs_next). */
+static int check_row(rstream *s, const char *row, size_t len, const char *key, size_t keylen, rs_error *err)
+{
+    const rs_dedup_check *c = s->chk;
+    s->c_rows++;
+    s->c_bytes += len + 1;
+    s->c_crc = rs_crc32(rs_crc32(s->c_crc, row, len), "\n", 1);
+    if (!c->placed(c->ctx, key, keylen))
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: data row %llu: its key belongs to another node than %s under the ring of %s",
+                            s->path, (unsigned long long)s->c_rows, c->node, c->manifest);
+    return 0;
+}
+
+/* At the input's end: its counts and CRC-32 against o->check. */
+static int check_end(rstream *s, rs_error *err)
+{
+    const rs_dedup_check *c = s->chk;
+    s->chk = NULL;
+    const char *what = s->c_rows != c->rows ? "rows" : s->c_bytes != c->bytes ? "data bytes" : NULL;
+    if (what)
+        return rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu %s, the manifest says %llu (the file does not match %s)",
+                            s->path, (unsigned long long)(what[0] == 'r' ? s->c_rows : s->c_bytes), what,
+                            (unsigned long long)(what[0] == 'r' ? c->rows : c->bytes), c->manifest);
+    if (s->c_crc != c->crc)
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: CRC-32 of the data %08x, the manifest says %08x (the file does not match %s)",
+                            s->path, s->c_crc, c->crc, c->manifest);
+    if (s->size != c->file_bytes)
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: %llu bytes on disk, the manifest says %llu (the file does not match %s)", s->path,
+                            (unsigned long long)s->size, (unsigned long long)c->file_bytes, c->manifest);
+    return 0;
 }
 
 static void rs_close(rstream *s)
@@ -108,21 +153,25 @@ static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, cons
         }
         if (s->started && (s->pos < s->buf.len || s->eof)) {
             if (s->pos >= s->buf.len)
-                return 0;
+                return s->chk ? check_end(s, err) : 0;
             s->pos += bom;
             rs_csv_record rec;
             rs_csv_fault fault = {0};
             const char *k = NULL;
             size_t kl = 0;
             const rs_csv_keyspec *ks = nokey ? NULL : s->ks;
-            int r = rs_csv_next(s->d, ks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, ks ? &k : NULL,
-                                ks ? &kl : NULL, &s->scratch, &fault);
+            /* a checked read parses the placement key whatever the caller wants */
+            const rs_csv_keyspec *pks = s->chk ? s->chk->keyspec : ks;
+            int r = rs_csv_next(s->d, pks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, pks ? &k : NULL,
+                                pks ? &kl : NULL, &s->scratch, &fault);
             if (r == RS_CSV_OK) {
                 const char *p = s->buf.data + s->pos - bom;
                 s->pos += rec.consumed;
                 if (rec.nfields == 0)
                     continue;
                 s->rec++;
+                if (s->chk && check_row(s, p, rec.len, k, kl, err) != 0)
+                    return -1;
                 *row = p;
                 *rowlen = rec.len + bom;
                 if (key) {
@@ -683,9 +732,11 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         }
         setvbuf(f[i], NULL, _IOFBF, 1u << 16);
     }
-    /* 1: distribute */
+    /* 1: distribute (the input's first read: checked) */
     if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
         goto out;
+    if (depth == 0)
+        s.chk = o->check;
     while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, k);
         if (fwrite(row, 1, rowlen, f[j]) != rowlen || putc('\n', f[j]) == EOF) {
@@ -864,9 +915,12 @@ static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, 
 
 /* ----------------------------------------------------------------- file */
 
-int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint64_t rows_hint,
+int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, uint64_t rows_hint,
                   uint64_t bytes_hint, const char *out, rs_dedup_result *res, rs_error *err)
 {
+    rs_dedup_opts oo = *opts;
+    oo.in_path_ = in;  /* rs_open: this path is the input (o->in_name) */
+    const rs_dedup_opts *o = &oo;
     memset(res, 0, sizeof *res);
     uint64_t *bits = NULL, nrows = 0;
     rowref *refs = NULL;
@@ -891,6 +945,8 @@ int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint6
         if (r == 1 && ow_header(&w, row, rowlen, err) != 0)
             goto out;
     }
+    if (!split)
+        s.chk = o->check;  /* dedup_mem's pass is the input's first read */
     if (split) {
         if (dedup_split(o, in, o->header, 0, rows_hint, bytes_hint, o->dups, &bits, &nrows, res, err) != 0)
             goto out;

@@ -211,19 +211,22 @@ static int fill(rs_reader *r, rs_error *err)
     return 0;
 }
 
-rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err)
+rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs_codec_choice codec,
+                            rs_error *err)
 {
+    if (display == NULL)
+        display = name;
     rs_reader *r = calloc(1, sizeof *r);
     if (r == NULL) {
-        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", display);
         return NULL;
     }
-    bool is_stdin = strcmp(path, "-") == 0;
-    r->name = strdup(is_stdin ? "(standard input)" : path);
+    bool is_stdin = dirfd == AT_FDCWD && strcmp(name, "-") == 0;
+    r->name = strdup(is_stdin ? "(standard input)" : display);
     r->in_cap = RS_READER_BLOCK;
     r->in = malloc(r->in_cap);
     if (r->name == NULL || r->in == NULL) {
-        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
+        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", display);
         goto fail;
     }
     r->in_next = r->in;
@@ -236,9 +239,9 @@ rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err
     if (is_stdin) {
         r->fd = STDIN_FILENO;
     } else {
-        r->fd = open(path, O_RDONLY | O_CLOEXEC);
+        r->fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
         if (r->fd < 0) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", display, strerror(errno));
             goto fail;
         }
         r->own_fd = true;
@@ -263,10 +266,15 @@ fail:
     return NULL;
 }
 
-rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
-                                rs_error *err)
+rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err)
 {
-    rs_reader *r = rs_reader_open(path, codec, err);
+    return rs_reader_openat(AT_FDCWD, path, path, codec, err);
+}
+
+rs_reader *rs_reader_openat_range(int dirfd, const char *name, const char *display, rs_codec_choice codec,
+                                  uint64_t offset, uint64_t length, rs_error *err)
+{
+    rs_reader *r = rs_reader_openat(dirfd, name, display, codec, err);
     if (r == NULL)
         return NULL;
     if (offset > 0 && lseek(r->fd, (off_t)offset, SEEK_SET) != (off_t)offset) {
@@ -278,6 +286,12 @@ rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_
     r->in_total = r->range_start = r->member_start = offset;
     r->range_end = offset + length;
     return r;
+}
+
+rs_reader *rs_reader_open_range(const char *path, rs_codec_choice codec, uint64_t offset, uint64_t length,
+                                rs_error *err)
+{
+    return rs_reader_openat_range(AT_FDCWD, path, path, codec, offset, length, err);
 }
 
 void rs_reader_expect_file_end(rs_reader *r)
@@ -877,26 +891,29 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
     return ok;
 }
 
-int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
-                   rs_error *err)
+int rs_input_units_at(int dirfd, const char *name, const char *path, uint64_t unit_bytes, rs_input_unit **units,
+                      size_t *n, uint64_t *size, rs_error *err)
 {
+    if (path == NULL)
+        path = name;
     *units = NULL;
     *n = 0;
     *size = 0;
     int fd = -1;
     struct stat st;
-    if (strcmp(path, "-") != 0) {
+    int named = dirfd != AT_FDCWD || strcmp(name, "-") != 0;
+    if (named) {
         /* stat, not open: opening a FIFO here, and again to read it, would
          * take the writer's data (or its only open) away from the reader.
          * Only a regular file can be listed; anything else is one unit,
          * opened once, by the reader. */
-        if (stat(path, &st) != 0)
+        if (fstatat(dirfd, name, &st, 0) != 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
         if (S_ISDIR(st.st_mode))
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: is a directory", path);
     }
-    if (strcmp(path, "-") != 0 && S_ISREG(st.st_mode)) {
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (named && S_ISREG(st.st_mode)) {
+        fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
@@ -921,4 +938,10 @@ int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units,
         *n = 1;
     }
     return 0;
+}
+
+int rs_input_units(const char *path, uint64_t unit_bytes, rs_input_unit **units, size_t *n, uint64_t *size,
+                   rs_error *err)
+{
+    return rs_input_units_at(AT_FDCWD, path, path, unit_bytes, units, n, size, err);
 }

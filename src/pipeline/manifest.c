@@ -29,7 +29,9 @@
  * (ISO-HDLC, as zlib's crc32()) as an unsigned decimal integer; crc32_hex
  * is the same value as 8 lowercase hex digits, most significant first
  * (printf "%08x"). Strings are UTF-8; bytes that are not valid UTF-8 are
- * written as \u00xx (see json.h) and so do not read back identically.
+ * written as \u00xx (see json.h) and so do not read back identically:
+ * such a string is followed by "<name>_hex" with its exact bytes, which
+ * the reader uses instead (header, key, descriptions, paths, node names).
  *
  * Reading: unknown members are ignored. Optional: "tool", "seconds"
  * (default 0), files[].wave (default 0), files[].crc32_hex (checked against
@@ -37,12 +39,15 @@
  * "files"[].file must be a plain name (no '/', not empty, "." or ".."), and
  * totals.files must equal the number of "files" entries. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include "ringshard/hash.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
 #include "rs_config.h"
@@ -52,14 +57,58 @@
 
 static int is_moves(const char *kind) { return kind != NULL && strcmp(kind, "moves") == 0; }
 
+/* 1 if s is well-formed UTF-8 (then the JSON string holds it exactly). */
+static int is_utf8(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        if (p[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t k = rs_utf8_seq_len(p + i, n - i);
+        if (k == 0)
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+/* "key": s, and when s is not UTF-8 (the JSON string then shows each bad
+ * byte as U+00xx: lossy), "key_hex": the bytes of s in lowercase hex, which
+ * readers use instead (docs/manifest.md, "Strings"). */
+static void write_str(rs_json *j, const char *key, const char *s)
+{
+    rs_json_key(j, key);
+    rs_json_string(j, s);
+    if (s == NULL || is_utf8(s))
+        return;
+    static const char digits[] = "0123456789abcdef";
+    size_t n = strlen(s);
+    char *hex = malloc(2 * n + 1), name[64];
+    if (hex == NULL) {
+        j->error = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        hex[2 * i] = digits[(unsigned char)s[i] >> 4];
+        hex[2 * i + 1] = digits[(unsigned char)s[i] & 15];
+    }
+    hex[2 * n] = '\0';
+    snprintf(name, sizeof name, "%s_hex", key);
+    rs_json_key(j, name);
+    rs_json_string(j, hex);
+    free(hex);
+}
+
 static void write_ring(rs_json *j, const char *name, const char *fingerprint, const char *description)
 {
     rs_json_key(j, name);
     rs_json_object_begin(j);
     rs_json_key(j, "fingerprint");
     rs_json_string(j, fingerprint);
-    rs_json_key(j, "description");
-    rs_json_string(j, description);
+    write_str(j, "description", description);
     rs_json_object_end(j);
 }
 
@@ -98,8 +147,7 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
 
     rs_json_key(&j, "options");
     rs_json_object_begin(&j);
-    rs_json_key(&j, "key");
-    rs_json_string(&j, m->key);
+    write_str(&j, "key", m->key);
     rs_json_key(&j, "delimiter");
     rs_json_string_n(&j, &m->delimiter, 1);
     rs_json_key(&j, "header");
@@ -112,16 +160,14 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json_bool(&j, m->keys_only);
     rs_json_object_end(&j);
 
-    rs_json_key(&j, "header");
-    rs_json_string(&j, m->header_line);   /* NULL -> null */
+    write_str(&j, "header", m->header_line);   /* NULL -> null */
 
     rs_json_key(&j, "inputs");
     rs_json_array_begin(&j);
     for (size_t i = 0; i < m->ninputs; i++) {
         const rs_manifest_input *in = &m->inputs[i];
         rs_json_object_begin(&j);
-        rs_json_key(&j, "path");
-        rs_json_string(&j, in->path);
+        write_str(&j, "path", in->path);
         write_u64(&j, "size", in->size);
         write_u64(&j, "rows", in->rows);
         write_u64(&j, "bytes", in->bytes);
@@ -142,15 +188,12 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         rs_json_key(&j, "file");
         rs_json_string(&j, fl->file);
         if (moves) {
-            rs_json_key(&j, "from");
-            rs_json_string(&j, fl->from);
-            rs_json_key(&j, "to");
-            rs_json_string(&j, fl->to);
+            write_str(&j, "from", fl->from);
+            write_str(&j, "to", fl->to);
             if (fl->wave != 0)
                 write_u64(&j, "wave", fl->wave);
         } else {
-            rs_json_key(&j, "node");
-            rs_json_string(&j, fl->node);
+            write_str(&j, "node", fl->node);
         }
         write_u64(&j, "rows", fl->rows);
         write_u64(&j, "bytes", fl->bytes);
@@ -236,6 +279,33 @@ static const rs_jv *member(reader *r, const rs_jv *obj, const char *ctx, const c
     return v;
 }
 
+static int hex_digit(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A "<key>_hex" member: lowercase hex digits, two per byte, no NUL byte. */
+static int get_hex(reader *r, const rs_jv *v, const char *ctx, const char *name, char **out)
+{
+    if (v->type != RS_JV_STRING || v->len % 2 != 0)
+        return bad(r, ctx, name, "an even number of lowercase hex digits expected");
+    char *b = malloc(v->len / 2 + 1);
+    if (b == NULL)
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; i < v->len / 2; i++) {
+        int hi = hex_digit(v->str[2 * i]), lo = hex_digit(v->str[2 * i + 1]);
+        if (hi < 0 || lo < 0 || (hi | lo) == 0) {
+            free(b);
+            return bad(r, ctx, name, hi < 0 || lo < 0 ? "an even number of lowercase hex digits expected"
+                                                      : "contains a NUL byte (00)");
+        }
+        b[i] = (char)(hi << 4 | lo);
+    }
+    b[v->len / 2] = '\0';
+    *out = b;
+    return 0;
+}
+
 static int get_str(reader *r, const rs_jv *obj, const char *ctx, const char *key, char **out)
 {
     int failed = 0;
@@ -244,6 +314,11 @@ static int get_str(reader *r, const rs_jv *obj, const char *ctx, const char *key
         return -1;
     if (strlen(v->str) != v->len)
         return bad(r, ctx, key, "contains a NUL character");
+    char name[64];
+    snprintf(name, sizeof name, "%s_hex", key);
+    const rs_jv *hex = rs_jv_get(obj, name);
+    if (hex != NULL)  /* the exact bytes of a string that is not UTF-8 */
+        return get_hex(r, hex, ctx, name, out);
     *out = strdup(v->str);
     if (*out == NULL)
         return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
@@ -494,62 +569,82 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len, rs_error *err)
+/* Reads all of fd (closed here) into a malloc'd buffer. */
+static char *read_fd(int fd, const char *path, size_t *len, rs_error *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
     size_t cap = 1 << 16, n = 0;
     char *p = malloc(cap);
     for (;;) {
         if (p == NULL) {
-            fclose(f);
+            close(fd);
             rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
             return NULL;
         }
-        n += fread(p + n, 1, cap - n, f);
-        if (n < cap)
+        ssize_t k = read(fd, p + n, cap - n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            free(p);
+            rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(e));
+            return NULL;
+        }
+        if (k == 0)
             break;
+        n += (size_t)k;
+        if (n < cap)
+            continue;
         cap *= 2;
         char *q = realloc(p, cap);
         if (q == NULL)
             free(p);
         p = q;
     }
-    if (ferror(f)) {
-        int e = errno;
-        fclose(f);
-        free(p);
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(e));
-        return NULL;
-    }
-    fclose(f);
+    close(fd);
     *len = n;
     return p;
 }
 
-int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
+int rs_manifest_parse(rs_manifest *m, const char *text, size_t len, const char *path, rs_error *err)
 {
     memset(m, 0, sizeof *m);
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text == NULL)
-        return -1;
     rs_jv root;
-    int rc = rs_jv_parse(&root, text, len, path, err, NULL);
-    free(text);
-    if (rc != 0)
+    if (rs_jv_parse(&root, text, len, path, err, NULL) != 0)
         return -1;
     reader r = {.path = path, .err = err};
-    rc = read_doc(&r, &root, m);
+    int rc = read_doc(&r, &root, m);
     rs_jv_free(&root);
     if (rc != 0) {
         rs_manifest_free(m);
         return -1;
     }
     return 0;
+}
+
+int rs_manifest_readat(rs_manifest *m, int dirfd, const char *name, const char *path, uint64_t digest[2],
+                       rs_error *err)
+{
+    memset(m, 0, sizeof *m);
+    if (path == NULL)
+        path = name;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
+    size_t len;
+    char *text = read_fd(fd, path, &len, err);
+    if (text == NULL)
+        return -1;
+    if (digest != NULL)
+        rs_murmur3_x64_128(text, len, 0, digest);
+    int rc = rs_manifest_parse(m, text, len, path, err);
+    free(text);
+    return rc;
+}
+
+int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
+{
+    return rs_manifest_readat(m, AT_FDCWD, path, path, NULL, err);
 }
 
 void rs_manifest_free(rs_manifest *m)

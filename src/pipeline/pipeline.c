@@ -439,6 +439,18 @@ void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, ui
     rs_buf_free(&m);
 }
 
+/* Where input i is opened: relative to opts->input_dirfd when the inputs
+ * are the files of one directory opened once (pipeline.h), else by path. */
+static int input_dirfd(const rs_pipeline_opts *o)
+{
+    return o->input_names ? o->input_dirfd : AT_FDCWD;
+}
+
+static const char *input_name(const rs_pipeline_opts *o, size_t i)
+{
+    return o->input_names ? o->input_names[i] : o->inputs[i];
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
  * needed: a UTF-8 BOM at the input's first byte is not part of it (see
  * csv.h), but stays in res->header when the header follows it at once.
@@ -624,7 +636,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     if (s->unit > 0) {
         uint64_t lines = 0;
         if (o->header) {
-            rs_reader *hr = rs_reader_open(path, o->codec, err);
+            rs_reader *hr = rs_reader_openat(input_dirfd(o), input_name(o, i), path, o->codec, err);
             ssize_t h = hr ? read_header(s, hr, b, i, &lines, &s->hdr_records, err) : -1;
             rs_reader_close(hr);
             b->len = 0;
@@ -641,8 +653,9 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
         b->line_base = u->line_base;
         b->record_base = u->record_base - s->hdr_records;
     }
-    s->rd = u->counted ? rs_reader_open_range(path, o->codec, u->offset, u->size, err)
-                       : rs_reader_open(path, o->codec, err);
+    s->rd = u->counted ? rs_reader_openat_range(input_dirfd(o), input_name(o, i), path, o->codec, u->offset, u->size,
+                                                err)
+                       : rs_reader_openat(input_dirfd(o), input_name(o, i), path, o->codec, err);
     if (!s->rd)
         return -1;
     /* The units cover the file as it was listed; other inputs are read to
@@ -1538,7 +1551,8 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     s.whole = units_read_whole(o);
     for (size_t i = 0; i < o->ninputs; i++) {
         res->input[i].path = o->inputs[i];
-        if (rs_input_units(o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i], &res->input[i].size, err) != 0) {
+        if (rs_input_units_at(input_dirfd(o), input_name(o, i), o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i],
+                              &res->input[i].size, err) != 0) {
             if (rs_interrupt_pending()) {  /* an open of a FIFO cut short by a signal */
                 rs_error_clear(err);
                 rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
