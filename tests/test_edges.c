@@ -1,0 +1,228 @@
+/* Edges of correct behaviour found by outside tests (issue 15): jump's
+ * integer edges, option checks, messages, interrupts and the memory bound. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ringshard/hash.h"
+#include "ringshard/ring.h"
+#include "support.h"
+
+TestSuite(edges, .init = test_dir_setup, .fini = test_dir_teardown);
+
+/* ---- --scheme jump: Guava's int overflow and saturating cast ------------ */
+
+#define LCG_MUL 2862933555777941757ULL
+
+/* Java's int addition: wraps. (uint32_t -> int32_t of a value above
+ * INT32_MAX is implementation-defined in C; GCC and Clang wrap.) */
+static int32_t java_iadd(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+
+/* Java's (int) of a double: NaN -> 0, saturating at both ends. */
+static int32_t java_d2i(double x)
+{
+    if (x != x)
+        return 0;
+    if (x >= 2147483647.0)
+        return INT32_MAX;
+    if (x <= -2147483648.0)
+        return INT32_MIN;
+    return (int32_t)x;
+}
+
+/* Hashing.consistentHash(input, buckets) transcribed line by line with
+ * Java's semantics; *edge_step gets the step at which state >>> 33 was
+ * 2^31 - 1 (the int overflow), or 0. */
+static int32_t guava_model(uint64_t input, int32_t buckets, int *edge_step)
+{
+    uint64_t state = input;
+    int32_t candidate = 0;
+    *edge_step = 0;
+    for (int step = 1;; step++) {
+        state = LCG_MUL * state + 1;
+        if ((state >> 33) == 0x7fffffffu)
+            *edge_step = step;
+        double next_double = (double)java_iadd((int32_t)(state >> 33), 1) / 0x1.0p31;
+        int32_t next = java_d2i((double)java_iadd(candidate, 1) / next_double);
+        if (next >= 0 && next < buckets)
+            candidate = next;
+        else
+            return candidate;
+    }
+}
+
+static uint64_t inverse64(uint64_t a)  /* a odd; Newton doubles the good bits */
+{
+    uint64_t x = a;
+    for (int i = 0; i < 6; i++)
+        x *= 2 - a * x;
+    return x;
+}
+
+static uint64_t rotr64(uint64_t x, int r) { return (x >> r) | (x << (64 - r)); }
+
+static uint64_t unfmix64(uint64_t k)  /* k ^= k >> 33 is its own inverse */
+{
+    k ^= k >> 33;
+    k *= inverse64(0xc4ceb9fe1a85ec53ULL);
+    k ^= k >> 33;
+    k *= inverse64(0xff51afd7ed558ccdULL);
+    k ^= k >> 33;
+    return k;
+}
+
+/* The 16-byte key whose MurmurHash3_x64_128 (seed 0) digest is (h1, h2):
+ * one block, every step undone in reverse order. */
+static void murmur_preimage(uint64_t h1, uint64_t h2, unsigned char key[16])
+{
+    const uint64_t c1 = 0x87c37b91114253d5ULL, c2 = 0x4cf5ad432745937fULL;
+    uint64_t b = h2 - h1, a = h1 - b;
+    uint64_t f1 = unfmix64(a), f2 = unfmix64(b);
+    uint64_t x2 = f2 - f1, x1 = f1 - x2;
+    uint64_t b1 = x1 ^ 16, b2 = x2 ^ 16;
+    uint64_t k1m = rotr64((b1 - 0x52dce729) * inverse64(5), 27);
+    uint64_t k2m = rotr64((b2 - 0x38495ab5) * inverse64(5) - b1, 31);
+    uint64_t k1 = rotr64(k1m * inverse64(c2), 31) * inverse64(c1);
+    uint64_t k2 = rotr64(k2m * inverse64(c1), 33) * inverse64(c2);
+    for (int i = 0; i < 8; i++) {
+        key[i] = (unsigned char)(k1 >> (8 * i));
+        key[8 + i] = (unsigned char)(k2 >> (8 * i));
+    }
+}
+
+static uint64_t rng = 0x9e3779b97f4a7c15ULL;
+static uint64_t next_rand(void)  /* splitmix64 */
+{
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct {
+    unsigned char key[16];
+    uint64_t input;
+    int32_t buckets, expect;
+} jump_case;
+
+/* A key (no byte 0x00, LF or CR) whose jump walk over `buckets` meets
+ * state >>> 33 == 2^31 - 1 at LCG step `step`: choose that state, step the
+ * LCG back to the input, invert MurmurHash3 for it. 0 if none was found. */
+static int craft_overflow(int32_t buckets, int step, jump_case *c)
+{
+    const uint64_t back = inverse64(LCG_MUL);
+    for (int tries = 0; tries < 1000000; tries++) {
+        uint64_t state = (0x7fffffffULL << 33) | (next_rand() >> 31);
+        for (int i = 0; i < step; i++)
+            state = (state - 1) * back;
+        int at;
+        int32_t expect = guava_model(state, buckets, &at);
+        if (at != step)
+            continue;
+        murmur_preimage(state, next_rand(), c->key);
+        if (memchr(c->key, 0, 16) || memchr(c->key, '\n', 16) || memchr(c->key, '\r', 16))
+            continue;
+        c->input = state;
+        c->buckets = buckets;
+        c->expect = expect;
+        return 1;
+    }
+    return 0;
+}
+
+/* Runs `ringshard locate --scheme jump --nodes N` over the keys (one a
+ * line) and asserts each line's position and node (nodes are "0".."N-1",
+ * so the node's name is the bucket). */
+static void assert_locate(const jump_case *cs, size_t n)
+{
+    FILE *f = fopen(path_join(test_dir, "keys"), "wb");
+    cr_assert(f);
+    for (size_t i = 0; i < n; i++) {
+        fwrite(cs[i].key, 1, 16, f);
+        putc('\n', f);
+    }
+    fclose(f);
+    cmd_result r = sh_in_test_dir("\"$RS\" locate --scheme jump --nodes %d --no-header < keys", cs[0].buckets);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    char *line = r.out;
+    for (size_t i = 0; i < n; i++) {
+        char *end = strchr(line, '\n');
+        cr_assert(end, "line %zu missing: %s", i, r.out);
+        *end = 0;
+        char *node = strrchr(line, '\t');
+        cr_assert(node);
+        *node++ = 0;
+        char *pos = strrchr(line, '\t');
+        cr_assert(pos);
+        cr_assert_eq(strtoull(pos + 1, NULL, 10), cs[i].input);
+        cr_assert_eq(atoi(node), cs[i].expect, "key %zu, %d buckets: node %s, Guava %d", i, cs[i].buckets,
+                     node, cs[i].expect);
+        line = end + 1;
+    }
+    cmd_result_free(&r);
+}
+
+/* Overflow at the first and at later steps: ringshard agrees with the
+ * transcription of Guava, in process and through `locate`. */
+Test(edges, jump_overflow_crafted_keys, .timeout = 120)
+{
+    static const int32_t counts[] = {10, 1000, 100000};
+    for (size_t b = 0; b < 3; b++) {
+        jump_case cs[4 * 8];
+        size_t n = 0;
+        for (int step = 1; step <= 4; step++) {
+            for (int k = 0; k < 8; k++) {
+                jump_case *c = &cs[n];
+                cr_assert(craft_overflow(counts[b], step, c), "no key for %d buckets, step %d", counts[b], step);
+                cr_assert_eq((uint64_t)rs_hash(RS_HASH_MURMUR3_128, c->key, 16, 0), c->input,
+                             "the preimage must hash to the chosen input");
+                cr_assert_eq(rs_jump_consistent_hash(c->input, c->buckets), c->expect,
+                             "consistentHash(%" PRId64 ", %d), overflow at step %d", (int64_t)c->input,
+                             c->buckets, step);
+                n++;
+            }
+        }
+        assert_locate(cs, n);
+    }
+}
+
+/* fixtures/vectors/guava_jump_edges.tsv: the real Guava 31.1's answers for
+ * keys meeting the overflow and the saturating cast at steps 1-4
+ * (tools/GuavaJumpVectors.java). */
+Test(edges, jump_edges_match_real_guava, .timeout = 120)
+{
+    size_t len;
+    char *text = slurp(fixture("vectors/guava_jump_edges.tsv"), &len);
+    cr_assert(text);
+    char *save, *line = strtok_r(text, "\n", &save);  /* the header */
+    jump_case locate_cases[3][64];
+    size_t nlocate[3] = {0};
+    int rows = 0, overflows = 0;
+    while ((line = strtok_r(NULL, "\n", &save))) {
+        char hex[64], edge[16];
+        long long aslong;
+        int buckets, step, guava;
+        cr_assert_eq(sscanf(line, "%63s %lld %d %15s %d %d", hex, &aslong, &buckets, edge, &step, &guava), 6);
+        jump_case c = {.input = (uint64_t)aslong, .buckets = buckets, .expect = guava};
+        cr_assert_eq(unhex(hex, c.key, 16), 16);
+        cr_assert_eq(rs_hash(RS_HASH_MURMUR3_128, c.key, 16, 0), aslong);
+        int at;
+        cr_assert_eq(guava_model(c.input, buckets, &at), guava, "the model disagrees with Guava: %s", line);
+        overflows += strcmp(edge, "overflow") == 0 && at == step;
+        cr_assert_eq(rs_jump_consistent_hash(c.input, buckets), guava, "%s", line);
+        int slot = buckets == 10 ? 0 : buckets == 1000 ? 1 : buckets == 100000 ? 2 : -1;
+        if (slot >= 0)
+            locate_cases[slot][nlocate[slot]++] = c;
+        rows++;
+    }
+    cr_assert_geq(rows, 70);
+    cr_assert_geq(overflows, 30);
+    for (int s = 0; s < 3; s++) {
+        cr_assert_geq(nlocate[s], 16);
+        assert_locate(locate_cases[s], nlocate[s]);
+    }
+    free(text);
+}
