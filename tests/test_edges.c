@@ -226,3 +226,85 @@ Test(edges, jump_edges_match_real_guava, .timeout = 120)
     }
     free(text);
 }
+
+/* ---- option checks -------------------------------------------------------- */
+
+/* An empty --key or an empty item in it (an unset $COL) is a usage error
+ * in every command that reads data, before anything is written. */
+Test(edges, key_with_an_empty_item_is_a_usage_error)
+{
+    static const char *const specs[] = {"", "1,", ",1", "a,", "a,,b", ","};
+    static const char *const cmds[] = {"bucket --nodes 3 -o out", "dedup -o out", "stats --nodes 3"};
+    SH_OK("printf 'a,b\\n1,2\\n3,4\\n' > in.csv");
+    for (size_t c = 0; c < 3; c++)
+        for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+            cmd_result r = sh_in_test_dir("\"$RS\" %s --quiet --key '%s' in.csv; echo \"rc=$?\"; ls", cmds[c], specs[i]);
+            cr_assert(strstr(r.out, "rc=64"), "%s --key '%s': %s %s", cmds[c], specs[i], r.out, r.err);
+            cr_assert(strstr(r.err, "--key: empty column name"), "%s --key '%s': %s", cmds[c], specs[i], r.err);
+            cr_assert(!strstr(r.out, "out"), "nothing written: %s", r.out);
+            cmd_result_free(&r);
+        }
+    cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --key 'a,' --nodes 3 -o out in.csv");
+    cr_assert(strstr(r.err, "empty column name in 'a,' (column 2 of the list)"), "%s", r.err);
+    cmd_result_free(&r);
+}
+
+/* Without a header a column can only be a number. */
+Test(edges, no_header_key_name_says_names_need_a_header)
+{
+    SH_OK("printf '1,2\\n3,4\\n' > in.csv");
+    cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --no-header --key name --nodes 3 -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "--key: 'name' is a column name, and names need a header: with --no-header give 1-based "
+                            "column numbers"),
+              "%s", r.err);
+    cmd_result_free(&r);
+    r = sh_in_test_dir("\"$RS\" bucket --quiet --no-header --key 0 --nodes 3 -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "--key: column numbers start at 1, not '0'"), "%s", r.err);
+    cmd_result_free(&r);
+    SH_OK("\"$RS\" bucket --quiet --no-header --key 2 --nodes 3 -o out in.csv");
+}
+
+/* The quarantine TSV's input column is escaped like its row column: a
+ * name holding a tab, LF, CR or backslash keeps the five columns. */
+Test(edges, quarantine_escapes_the_input_name)
+{
+    SH_OK("printf 'id,v\\n1,a\\n2,b\"c\\n' > \"$(printf 'a\\tb\\nc\\rd\\\\e.csv')\"");
+    SH_OK("\"$RS\" bucket --quiet --on-bad-row quarantine=q.tsv --nodes 3 -o out a*.csv");
+    size_t len;
+    char *q = slurp(path_join(test_dir, "q.tsv"), &len);
+    cr_assert(q);
+    cr_assert_str_eq(q, "input\tline\trecord\treason\trow\n"
+                        "a\\tb\\nc\\rd\\\\e.csv\t3\t2\tstray quote in unquoted field"
+                        "\t2,b\"c\n");
+    free(q);
+}
+
+/* A delimiter that cannot delimit says why. */
+Test(edges, impossible_delimiters_say_why)
+{
+    static const struct {
+        const char *arg, *msg;
+    } cases[] = {
+        {"'\"'", "--delimiter: a double quote cannot be the delimiter (it quotes fields)"},
+        {"\"$(printf '\\n_')\"", "--delimiter: expected one character (one byte) or 'tab', not '"},
+        {"\"$(printf '\\r')\"", "--delimiter: a line end (CR) cannot be the delimiter (it ends records)"},
+        {"\"$(printf '\\n')\"", NULL},  /* $(...) drops a trailing LF: tested below */
+        {"''", "--delimiter: empty (expected one character or 'tab')"},
+        {"';;'", "--delimiter: expected one character (one byte) or 'tab', not ';;' (2 bytes)"},
+    };
+    SH_OK("printf 'a,b\\n1,2\\n' > in.csv");
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        if (!cases[i].msg)
+            continue;
+        cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --delimiter %s -o out in.csv", cases[i].arg);
+        cr_assert_eq(r.rc, 64, "%s: %s", cases[i].arg, r.err);
+        cr_assert(strstr(r.err, cases[i].msg), "%s: %s", cases[i].arg, r.err);
+        cmd_result_free(&r);
+    }
+    cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --delimiter '\n' -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "--delimiter: a line end (LF) cannot be the delimiter (it ends records)"), "%s", r.err);
+    cmd_result_free(&r);
+}

@@ -719,8 +719,22 @@ typedef struct {
     rs_buf scratch;
 } thread_acc;
 
+/* The TSV escape of byte c (\\, \t, \n, \r), or NULL if it stands as is. */
+static const char *tsv_escape(char c)
+{
+    switch (c) {
+    case '\\': return "\\\\";
+    case '\t': return "\\t";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    default: return NULL;
+    }
+}
+
 /* Writes a thread's quarantined rows with absolute line and record
- * numbers: TSV input, line, record, reason, row (escaped). */
+ * numbers: TSV input, line, record, reason, row. The input's name is
+ * escaped as the row is: a file name may hold a tab or a line end, which
+ * would otherwise shift or split the TSV's columns. */
 static void write_quarantine(FILE *f, const char *path, const thread_acc *a, uint64_t line0, uint64_t rec0)
 {
     size_t n = a->qmarks.len / sizeof(quarantine_mark);
@@ -733,7 +747,14 @@ static void write_quarantine(FILE *f, const char *path, const thread_acc *a, uin
             memcpy(&next, a->qmarks.data + (i + 1) * sizeof next, sizeof next);
             end = next.start;
         }
-        fprintf(f, "%s\t%llu\t%llu\t", path, (unsigned long long)(line0 + m.line),
+        for (const char *c = path; *c; c++) {
+            const char *e = tsv_escape(*c);
+            if (e)
+                fputs(e, f);
+            else
+                putc(*c, f);
+        }
+        fprintf(f, "\t%llu\t%llu\t", (unsigned long long)(line0 + m.line),
                 (unsigned long long)(rec0 + m.record));
         fwrite(a->quarantine.data + m.start, 1, end - m.start, f);
     }
@@ -766,13 +787,7 @@ static void quote_key(rs_buf *b, const char *k, size_t n, char delim)
 static void escape_into(rs_buf *b, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *e = NULL;
-        switch (p[i]) {
-        case '\\': e = "\\\\"; break;
-        case '\t': e = "\\t"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        }
+        const char *e = tsv_escape(p[i]);
         if (e)
             rs_buf_append(b, e, 2);
         else
