@@ -308,3 +308,122 @@ Test(edges, impossible_delimiters_say_why)
     cr_assert(strstr(r.err, "--delimiter: a line end (LF) cannot be the delimiter (it ends records)"), "%s", r.err);
     cmd_result_free(&r);
 }
+
+/* ---- messages --------------------------------------------------------------- */
+
+/* Every refresh of the progress line (shown only on a terminal) clears to
+ * the end of the line, so a shorter refresh (the last one has no ETA)
+ * leaves nothing of a longer one behind. Run under a pseudo-terminal in
+ * raw mode (no LF -> CR LF translation). */
+Test(edges, progress_refresh_clears_to_end_of_line, .timeout = 120)
+{
+    SH_OK("printf 'id,v\\n1,a\\n2,b\\n' > in.csv");
+    SH_OK("python3 -c \"\nimport os, pty, subprocess, sys, tty\n"
+          "m, s = pty.openpty()\ntty.setraw(s)\n"
+          "p = subprocess.Popen([sys.argv[1], 'bucket', '--nodes', '3', '-o', 'out', 'in.csv'], "
+          "stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=s)\n"
+          "os.close(s)\ndata = b''\nwhile True:\n"
+          "    try:\n        chunk = os.read(m, 65536)\n    except OSError:\n        break\n"
+          "    if not chunk:\n        break\n    data += chunk\n"
+          "open('tty.out', 'wb').write(data)\nsys.exit(p.wait())\n\" \"$RS\"");
+    size_t len;
+    char *t = slurp(path_join(test_dir, "tty.out"), &len);
+    cr_assert(t);
+    int refreshes = 0;
+    for (char *p = memchr(t, '\r', len); p; p = memchr(p + 1, '\r', len - (size_t)(p + 1 - t))) {
+        size_t n = strcspn(p + 1, "\r\n");
+        cr_assert_geq(n, 3, "%s", t);
+        cr_assert(!strncmp(p + 1 + n - 3, "\033[K", 3), "a refresh that does not clear to end of line: %.*s",
+                  (int)n, p + 1);
+        refreshes++;
+    }
+    cr_assert_geq(refreshes, 1, "no progress line on a terminal: %s", t);
+    free(t);
+}
+
+/* A 10 KB node name: the message keeps its start and its end (the reason
+ * after the name) with the middle left out, within one message. */
+Test(edges, long_node_name_message_keeps_the_reason)
+{
+    SH_OK("python3 -c \"n = 'x' * 10240; open('dup', 'w').write(n + '\\n' + n + '\\n'); "
+          "open('w0', 'w').write(n + ' 0\\n')\"");
+    static const struct {
+        const char *file, *start, *end;
+    } cases[] = {
+        {"dup", "dup:2: duplicate node name 'xxx", "xxx' (first on line 1)\n"},
+        {"w0", "w0:1: weight '0' of node 'xxx", "xxx' is not a positive number\n"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        cmd_result r = sh_in_test_dir("\"$RS\" ring --nodes-file %s", cases[i].file);
+        cr_assert_eq(r.rc, 2, "%s", r.err);
+        size_t n = strlen(r.err);
+        cr_assert_lt(n, 1100, "one bounded message");
+        cr_assert(strstr(r.err, cases[i].start), "%.100s", r.err);
+        cr_assert(n > strlen(cases[i].end) && !strcmp(r.err + n - strlen(cases[i].end), cases[i].end), "...%s",
+                  r.err + (n > 200 ? n - 200 : 0));
+        cr_assert(strstr(r.err, " bytes left out ...] "), "%s", r.err);
+        cmd_result_free(&r);
+    }
+}
+
+/* ---- SIGTERM / SIGINT during a ring build ---------------------------------- */
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Starts `ringshard bucket` in test_dir with the ring build's test pause
+ * hook on a FIFO, waits until it is inside the build (no timing: the FIFO
+ * opens when it gets there), signals it and returns its exit status;
+ * *err_text gets its stderr. */
+static int signal_during_ring_build(int sig, char **err_text)
+{
+    const char *paused = path_join(test_dir, "paused");
+    cr_assert_eq(mkfifo(paused, 0600), 0);
+    char errpath[4096];
+    snprintf(errpath, sizeof errpath, "%s/stderr", test_dir);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (chdir(test_dir) != 0)
+            _exit(99);
+        int fd = open("stderr", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 2);
+        setenv("RINGSHARD_TEST_RING_PAUSE", "paused", 1);
+        execl(RS_BINARY, RS_BINARY, "bucket", "--quiet", "--nodes", "2000", "--vnodes", "500", "-o", "out", "in.csv",
+              (char *)NULL);
+        _exit(98);
+    }
+    /* The hook opens the FIFO for writing: this open returns once the
+     * child is inside the build; EOF once it waits there. */
+    int fd = open(paused, O_RDONLY);
+    cr_assert_geq(fd, 0);
+    char c;
+    while (read(fd, &c, 1) > 0)
+        ;
+    close(fd);
+    int status;
+    kill(pid, sig);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    size_t len;
+    *err_text = slurp(errpath, &len);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Test(edges, sigterm_during_ring_build_stops_it, .timeout = 120)
+{
+    static const int sigs[] = {SIGTERM, SIGINT};
+    SH_OK("printf 'id,v\\n1,a\\n2,b\\n' > in.csv");
+    for (int i = 0; i < 2; i++) {
+        char *e = NULL;
+        int rc = signal_during_ring_build(sigs[i], &e);
+        cr_assert_eq(rc, 130, "%s", e);
+        cr_assert(e && strstr(e, "ringshard bucket: interrupted while building the ring"), "%s", e);
+        cmd_result r = sh_in_test_dir("ls -a; rm -f paused");
+        cr_assert(!strstr(r.out, "out"), "nothing published, no temporary: %s", r.out);
+        cmd_result_free(&r);
+        free(e);
+    }
+}

@@ -1240,7 +1240,7 @@ static void progress_line(pipe_state *s, double t0, int final)
     double frac = s->total_size ? (double)s->consumed_now / (double)s->total_size : 0;
     if (s->total_size && frac > 0.001 && !final)
         snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
-    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s   ", frac * 100, mb,
+    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s\033[K", frac * 100, mb,
             (unsigned long long)res->rows, res->rows / el / 1e6, mb / el, eta);
     if (final)
         fputc('\n', stderr);

@@ -61,6 +61,13 @@ struct rs_ring {
     char fingerprint[33];
 };
 
+/* Called by the point loops every RS_RING_POLL points: a big ring takes
+ * seconds to build, and SIGINT/SIGTERM must stop it then, not once it is
+ * built. Returns 0, or -1 with RS_EXIT_INTERRUPTED in err if the process's
+ * interrupt flag (util/interrupt) is raised. */
+#define RS_RING_POLL 65536
+int rs_ring_check_interrupt(rs_error *err);
+
 /* The ordinal transform shared by the hashed schemes. */
 static inline uint64_t rs_value_pos(const rs_ring *r, int64_t v)
 {

@@ -45,6 +45,10 @@ static int ring_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
             continue;
         uint32_t count = node_points(r, j, r->opts.vnodes);
         for (uint32_t i = 0; i < count; i++) {
+            if (k % RS_RING_POLL == 0 && rs_ring_check_interrupt(err) != 0) {
+                free(p);
+                return -1;
+            }
             size_t len = rs_label_expand(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
