@@ -91,6 +91,14 @@ rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error
 
 void rs_ring_free(rs_ring *ring);
 
+/* The bytes rs_ring_build(opts, nodes) needs at its peak (the raw points
+ * and the sort's copy: 48 bytes a point), estimated before building it, so
+ * that a ring too big for --memory is refused before it is made. */
+uint64_t rs_ring_build_bytes(const rs_ring_opts *opts, const rs_nodes *nodes);
+
+/* The bytes a built ring holds (16 a point, the index, the node list). */
+uint64_t rs_ring_bytes(const rs_ring *ring);
+
 /* The position of a key (see the top of this file). */
 uint64_t rs_ring_position(const rs_ring *ring, const void *key, size_t len);
 

@@ -38,6 +38,21 @@ struct rs_deflater {
 #endif
 };
 
+size_t rs_deflater_bytes(int level, rs_codec_choice codec)
+{
+#if RS_HAVE_ISAL
+    if (codec == RS_CODEC_AUTO)  /* ISA-L level 0 or 3, as rs_deflater_new picks */
+        return sizeof(rs_deflater) + sizeof(struct isal_zstream) +
+               (level <= 0 ? ISAL_DEF_LVL0_DEFAULT : ISAL_DEF_LVL3_DEFAULT);
+#else
+    (void)codec;
+#endif
+    (void)level;
+    /* zlib.h: deflate needs (1 << (windowBits + 2)) + (1 << (memLevel + 9))
+     * bytes, windowBits 15 and memLevel 8 here, plus its state */
+    return sizeof(rs_deflater) + ((size_t)1 << 17) + ((size_t)1 << 17) + (8u << 10);
+}
+
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 {
     if (level < 0)

@@ -340,6 +340,52 @@ fail:
     return NULL;
 }
 
+/* The nodes' names, weights and flags, as the ring copies them, and the
+ * description (a line per node); slots' prefix table; the index. */
+static uint64_t nodes_bytes(const rs_nodes *nodes)
+{
+    uint64_t b = 0;
+    for (uint32_t i = 0; i < nodes->count; i++)
+        b += 2 * (strlen(nodes->names[i]) + 1) + 40 + sizeof(char *) + sizeof(double) + 2 * sizeof(uint32_t);
+    return b + 4096;
+}
+
+static uint64_t index_bytes(uint64_t npoints)
+{
+    uint64_t b = 16;
+    while (b < ((uint64_t)1 << 20) && b < npoints * 4)
+        b *= 2;
+    return (b + 1) * sizeof(uint32_t);
+}
+
+uint64_t rs_ring_build_bytes(const rs_ring_opts *opts, const rs_nodes *nodes)
+{
+    if (opts->scheme >= RS_SCHEME__COUNT)
+        return 0;
+    rs_ring probe;
+    memset(&probe, 0, sizeof probe);
+    probe.opts = *opts;
+    probe.nodes = *nodes;  /* read only: count looks at weights and down */
+    probe.ops = scheme_ops[opts->scheme];
+    uint64_t n = probe.ops->count ? probe.ops->count(&probe) : 0;
+    uint64_t extra = opts->scheme == RS_SCHEME_SLOTS ? 2 * (uint64_t)opts->vnodes * sizeof(rs_u128) : 0;
+    /* The raw points and the radix sort's copy live together; then the
+     * kept arrays (pos, node, label) beside the raw points. */
+    return n * 2 * sizeof(rs_raw_point) + index_bytes(n) + nodes_bytes(nodes) + extra;
+}
+
+uint64_t rs_ring_bytes(const rs_ring *r)
+{
+    uint64_t b = sizeof *r + nodes_bytes(&r->nodes);
+    if (r->npoints)
+        b += (uint64_t)r->npoints * (sizeof *r->pos + sizeof *r->node + sizeof *r->label) + index_bytes(r->npoints);
+    if (r->live_map)
+        b += (uint64_t)r->nodes.count * sizeof *r->live_map;
+    if (r->prefix)
+        b += 2 * (uint64_t)r->opts.vnodes * sizeof *r->prefix;
+    return b;
+}
+
 void rs_ring_free(rs_ring *r)
 {
     if (!r)

@@ -16,6 +16,9 @@ typedef struct {
 typedef struct rs_scheme_ops {
     /* Validates r->opts against the scheme; may set scheme state. */
     int (*check)(rs_ring *r, rs_error *err);
+    /* The number of points `points` will emit, before it runs (for the
+     * memory estimate; NULL: no points). */
+    size_t (*count)(const rs_ring *r);
     /* Emits the points in insertion order (NULL: no points). */
     int (*points)(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err);
     uint64_t (*position)(const rs_ring *r, const void *key, size_t len);

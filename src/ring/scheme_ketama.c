@@ -37,12 +37,18 @@ static uint32_t digests_for(const rs_ring *r, uint32_t node)
     return d < 1 ? 1 : (d > 1e7 ? 10000000u : (uint32_t)d);
 }
 
-static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
+static size_t ketama_count(const rs_ring *r)
 {
     size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
         if (!r->nodes.down[j])
             total += 4 * (size_t)digests_for(r, j);
+    return total;
+}
+
+static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
+{
+    size_t total = ketama_count(r);
     rs_raw_point *p = malloc((total ? total : 1) * sizeof *p);
     if (!p)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for %zu ketama points", total);
@@ -96,6 +102,7 @@ static size_t ketama_label_text(const rs_ring *r, uint32_t i, char *buf, size_t 
 
 const rs_scheme_ops rs_scheme_ketama = {
     .check = ketama_check,
+    .count = ketama_count,
     .points = ketama_points,
     .position = ketama_position,
     .shares_exact = 1,
