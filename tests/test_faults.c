@@ -211,8 +211,9 @@ Test(faults, csv_record_longer_than_max_record)
 
 /* An input's first batches ramp up (pipeline.c: 1/8, 1/4, 1/2 of a batch);
  * a record longer than the batch it starts in, but within the limit, is
- * read whole all the same. --memory 32M: batches of 1.5 MiB, the first
- * three of 192, 384 and 768 KiB, records up to 768 KiB. big.csv starts
+ * read whole all the same. --memory 40M: batches of 1.6 MiB (a sixteenth
+ * of what the 14 MiB allowance and the ring leave), the first three of
+ * 208, 416 and 832 KiB, records up to 832 KiB. big.csv starts
  * with such a record; late.csv has 190,000 bytes of short rows, then one
  * of 500,000 that the second batch cannot hold. */
 Test(faults, csv_record_longer_than_a_ramp_batch)
@@ -226,7 +227,7 @@ Test(faults, csv_record_longer_than_a_ramp_batch)
         for (int k = 0; k < 3; k++) {
             const char *extra = k == 2 ? "--on-bad-row skip" : "";
             const char *gz = k == 0 ? "" : ".gz";
-            res r = sh("\"$RS\" bucket --quiet --memory 32M %s --nodes 1 --compress none --force -o out %s.csv%s && "
+            res r = sh("\"$RS\" bucket --quiet --memory 40M %s --nodes 1 --compress none --force -o out %s.csv%s && "
                        "cmp %s.csv out/0.csv && echo same",
                        extra, files[f], gz, files[f]);
             cr_assert_eq(r.rc, 0, "%s.csv%s %s: %s", files[f], gz, extra, r.err);

@@ -41,8 +41,9 @@ static char *write_input(const char *path, size_t blank, int rows)
 }
 
 /* Reading the header of an input that starts with many blank lines reads
- * far past the first batch's target; with 4 MiB of --memory (256 KiB
- * batches) what is carried into the next batch is larger than a batch. */
+ * far past the first batch's target; with 4 MiB of --memory beyond the
+ * fixed allowance (256 KiB batches) what is carried into the next batch is
+ * larger than a batch. */
 Test(pipeline, carry_larger_than_a_batch_under_a_small_memory)
 {
     const char *in = path_join(test_dir, "in.csv");
@@ -65,7 +66,7 @@ Test(pipeline, carry_larger_than_a_batch_under_a_small_memory)
         o.key = "id";
         o.key_sep = '|';
         o.threads = threads;
-        o.memory = (uint64_t)4 << 20;
+        o.memory = RS_MEMORY_FIXED + ((uint64_t)4 << 20);
         o.ndest = ndest;
         o.route = first_byte;
         o.route_ctx = &ndest;

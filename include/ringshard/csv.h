@@ -57,9 +57,16 @@ int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *
                 int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
                 rs_buf *scratch, rs_csv_fault *fault);
 
+/* Checks a --key spec's form before any input is read: NULL (column 1)
+ * passes; an empty spec or an empty item ("", "1,", ",1", "a,,b"), more
+ * than RS_CSV_MAX_KEY_COLS items, and without a header (header == 0) a
+ * name or a number below 1 are errors. Returns 0, or -1 with RS_EXIT_USAGE. */
+int rs_csv_keyspec_check(const char *spec, int header, rs_error *err);
+
 /* Resolves a --key spec ("name", "3", "a,b": header names or 1-based
- * indexes; NULL or "" means column 1) against a header's fields (stored
- * NUL-separated as rs_csv_fields leaves them; NULL without a header) into
+ * indexes; NULL means column 1; rs_csv_keyspec_check's errors first)
+ * against a header's fields (stored NUL-separated as rs_csv_fields leaves
+ * them; NULL without a header) into
  * ks, joining composite keys with sep. `origin` names the header's file in
  * messages. Returns 0, or -1 with RS_EXIT_USAGE. */
 int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const char *fields, uint32_t nfields,

@@ -24,6 +24,10 @@ typedef struct rs_deflater rs_deflater;
  * Returns NULL if out of memory. */
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec);
 
+/* The bytes one rs_deflater_new(level, codec) holds (its state and work
+ * buffers), for the --memory budget. */
+size_t rs_deflater_bytes(int level, rs_codec_choice codec);
+
 /* Compresses the concatenation of npieces pieces (pieces[i], lens[i]) into
  * one gzip member appended to out, with the RS extra subfield below.
  * `records` is the number of CSV records the bytes hold (the caller knows

@@ -31,7 +31,9 @@ typedef struct {
 
 /* Records an error (only the first one: a set error is never overwritten).
  * Always returns -1, so that `return rs_error_set(err, ...)` reads well.
- * err may be NULL. */
+ * err may be NULL. A message longer than msg keeps its beginning and its
+ * end with " [... N bytes left out ...] " between them, so that what
+ * follows a long name (often the reason) is never lost. */
 int rs_error_set(rs_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

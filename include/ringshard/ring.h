@@ -157,10 +157,21 @@ typedef struct rs_ring rs_ring;
  * order, then label index) wins, as TreeMap.put (a client preset may keep
  * the first instead); they are counted as collisions. Weights scale a node's point count (ring: round(V*w),
  * ketama: 4*round(P*w/4), at least 1 point or 4); slots, modulo and jump
- * refuse weights other than 1. Returns NULL and fills err on bad options. */
+ * refuse weights other than 1. Returns NULL and fills err on bad options,
+ * and (RS_EXIT_INTERRUPTED) when the process's interrupt flag
+ * (ringshard/interrupt.h) is raised while the points are made or sorted:
+ * a ring of 10^8 points takes seconds, and SIGINT/SIGTERM must not wait. */
 rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error *err);
 
 void rs_ring_free(rs_ring *ring);
+
+/* The bytes rs_ring_build(opts, nodes) needs at its peak (the raw points
+ * and the sort's copy: 48 bytes a point), estimated before building it, so
+ * that a ring too big for --memory is refused before it is made. */
+uint64_t rs_ring_build_bytes(const rs_ring_opts *opts, const rs_nodes *nodes);
+
+/* The bytes a built ring holds (16 a point, the index, the node list). */
+uint64_t rs_ring_bytes(const rs_ring *ring);
 
 /* The position of a key (see the top of this file). */
 uint64_t rs_ring_position(const rs_ring *ring, const void *key, size_t len);

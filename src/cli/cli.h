@@ -88,6 +88,11 @@ int rs_cli_ring_given(const rs_cli_ring *ro);
 /* rs_cli_ring_finish + rs_ring_build. */
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
 
+/* rs_cli_ring_build for a run bounded by --memory: a ring whose build
+ * would not fit in `memory` (with RS_MEMORY_FIXED) is refused before it is
+ * made (RS_EXIT_USAGE, saying how much it needs). */
+rs_ring *rs_cli_ring_build_within(const rs_cli_ring *ro, uint64_t memory, rs_error *err);
+
 /* --add K: appends k nodes of weight 1 to a non-empty list, named after the
  * last node: its numeric suffix continues (keeping its zero padding) after
  * the largest number any node with the same prefix carries, skipping names

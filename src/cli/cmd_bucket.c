@@ -139,7 +139,7 @@ int rs_cmd_bucket(int argc, char **argv)
     int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
     if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
-    rs_ring *ring = rs_cli_ring_build(&ro, &err);
+    rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
         rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);

@@ -592,7 +592,7 @@ int rs_cmd_dedup(int argc, char **argv)
         header = in_mp->header_line;
         header_len = header ? strlen(header) : 0;
     } else {
-        ring = rs_cli_ring_build(&a.ro, &err);
+        ring = rs_cli_ring_build_within(&a.ro, a.po.memory, &err);
         if (!ring)
             goto out;
     }

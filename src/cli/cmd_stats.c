@@ -199,7 +199,7 @@ int rs_cmd_stats(int argc, char **argv)
     } else {
         if ((quiet = rs_cli_input_finish(&po, argc, argv, optind, &err)) < 0)
             goto fail;
-        if (!(ring = rs_cli_ring_build(&ro, &err)))
+        if (!(ring = rs_cli_ring_build_within(&ro, po.memory, &err)))
             goto fail;
         ctx.ring = ring;
         if (!isnan(bo.factor)) {

@@ -38,10 +38,19 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
     case RS_OPT_DELIMITER:
         if (!strcmp(arg, "tab") || !strcmp(arg, "\\t"))
             po->dialect.delim = '\t';
-        else if (strlen(arg) == 1 && arg[0] != '"' && arg[0] != '\n' && arg[0] != '\r')
+        else if (!strcmp(arg, "\""))
+            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: a double quote cannot be the delimiter (it quotes "
+                                                    "fields)"), -1;
+        else if (!strcmp(arg, "\n") || !strcmp(arg, "\r"))
+            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: a line end (%s) cannot be the delimiter (it ends "
+                                                    "records)", arg[0] == '\n' ? "LF" : "CR"), -1;
+        else if (strlen(arg) == 1)
             po->dialect.delim = arg[0];
+        else if (!*arg)
+            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: empty (expected one character or 'tab')"), -1;
         else
-            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: expected one character or 'tab', not '%s'", arg), -1;
+            return rs_error_set(err, RS_EXIT_USAGE, "--delimiter: expected one character (one byte) or 'tab', not "
+                                                    "'%s' (%zu bytes)", arg, strlen(arg)), -1;
         return 1;
     case RS_OPT_HEADER: po->header = 1; return 1;
     case RS_OPT_NO_HEADER: po->header = 0; return 1;
@@ -100,6 +109,8 @@ static void on_signal(int sig)
 
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
 {
+    if (rs_csv_keyspec_check(po->key, po->header, err) != 0)
+        return -1;
     if (first >= argc)
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (use '-' for standard input)");
     po->inputs = (const char *const *)(argv + first);

@@ -181,6 +181,25 @@ rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)
     return r;
 }
 
+rs_ring *rs_cli_ring_build_within(const rs_cli_ring *ro, uint64_t memory, rs_error *err)
+{
+    rs_ring_opts o;
+    rs_nodes nodes;
+    if (rs_cli_ring_finish(ro, &o, &nodes, err) != 0)
+        return NULL;
+    uint64_t need = RS_MEMORY_FIXED + rs_ring_build_bytes(&o, &nodes);
+    rs_ring *r = NULL;
+    if (memory && need > memory)
+        rs_error_set(err, RS_EXIT_USAGE,
+                     "--memory %.0f MiB is below what the ring of %u nodes needs while it is built: at least %.0f MiB "
+                     "(48 bytes a point, then 16); raise --memory, or use fewer nodes or --vnodes",
+                     memory / 1048576.0, nodes.count, (double)((need + (1 << 20) - 1) >> 20));
+    else
+        r = rs_ring_build(&o, &nodes, err);
+    rs_nodes_free(&nodes);
+    return r;
+}
+
 int rs_cli_fail(const char *cmd, const rs_error *err)
 {
     if (rs_world_rank() == 0)  /* the ranks agree on one error: say it once */

@@ -51,6 +51,36 @@ size_t rs_deflater_stream_size(void)
 #endif
 }
 
+#if RS_HAVE_ISAL
+/* ISA-L's level for a gzip level: 0-2 as they are, 3-9 its highest, 3:
+ * the ISA-L level nearest to what a gzip user asks for. Level 1, the
+ * default, is ISA-L's fastest: about 1.5 times level 3's speed on 64 KiB
+ * members, for 2.6% more output (issue 14). */
+static int isal_level(int level)
+{
+    if (level < 0)
+        level = 0;
+    return level < ISAL_DEF_MAX_LEVEL ? level : ISAL_DEF_MAX_LEVEL;
+}
+
+static const uint32_t isal_level_bytes[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
+                                            ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+#endif
+
+size_t rs_deflater_bytes(int level, rs_codec_choice codec)
+{
+#if RS_HAVE_ISAL
+    if (codec == RS_CODEC_AUTO)  /* the ISA-L level rs_deflater_new picks */
+        return sizeof(rs_deflater) + sizeof(struct isal_zstream) + isal_level_bytes[isal_level(level)];
+#else
+    (void)codec;
+#endif
+    (void)level;
+    /* zlib.h: deflate needs (1 << (windowBits + 2)) + (1 << (memLevel + 9))
+     * bytes, windowBits 15 and memLevel 8 here, plus its state */
+    return sizeof(rs_deflater) + ((size_t)1 << 17) + ((size_t)1 << 17) + (8u << 10);
+}
+
 rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 {
     return rs_deflater_new_at(level, codec, NULL);
@@ -69,13 +99,7 @@ rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream)
 #if RS_HAVE_ISAL
     if (codec == RS_CODEC_AUTO) {
         d->use_isal = true;
-        /* gzip 0-2 are ISA-L 0-2 and 3-9 its highest, 3: the ISA-L level
-         * nearest to what a gzip user asks for. Level 1, the default, is
-         * ISA-L's fastest: about 1.5 times level 3's speed on 64 KiB
-         * members, for 2.6% more output (issue 14). */
-        int il = level < ISAL_DEF_MAX_LEVEL ? level : ISAL_DEF_MAX_LEVEL;
-        static const uint32_t bufsz[] = {ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
-                                         ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT};
+        int il = isal_level(level);
         d->is_ours = stream == NULL;
         d->is = d->is_ours ? malloc(sizeof *d->is) : stream;
         if (d->is == NULL)
@@ -85,12 +109,12 @@ rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream)
         d->is->level = (uint32_t)il;
         d->is->gzip_flag = IGZIP_GZIP_NO_HDR;
         d->is->hist_bits = 0;
-        if (bufsz[il] > 0) {
-            d->level_buf = calloc(1, bufsz[il]);  /* level 3 reads its hash map before writing it (valgrind) */
+        if (isal_level_bytes[il] > 0) {
+            d->level_buf = calloc(1, isal_level_bytes[il]);  /* level 3 reads its hash map before writing it (valgrind) */
             if (d->level_buf == NULL)
                 goto fail;
             d->is->level_buf = d->level_buf;
-            d->is->level_buf_size = bufsz[il];
+            d->is->level_buf_size = isal_level_bytes[il];
         }
         return d;
     }

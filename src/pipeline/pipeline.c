@@ -925,10 +925,24 @@ typedef struct {
     rs_buf scratch;
 } thread_acc;
 
+/* The TSV escape of byte c (\\, \t, \n, \r), or NULL if it stands as is. */
+static const char *tsv_escape(char c)
+{
+    switch (c) {
+    case '\\': return "\\\\";
+    case '\t': return "\\t";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    default: return NULL;
+    }
+}
+
 /* Writes a thread's quarantined rows with absolute line and record
- * numbers: TSV input, line, record, reason, row (escaped). Returns 0, or
- * the errno of the first write that failed (stdio reports the error
- * later, when errno no longer holds the reason). */
+ * numbers: TSV input, line, record, reason, row. The input's name is
+ * escaped as the row is: a file name may hold a tab or a line end, which
+ * would otherwise shift or split the TSV's columns. Returns 0, or the errno
+ * of the first write that failed (stdio reports the error later, when
+ * errno no longer holds the reason). */
 static int write_quarantine(FILE *f, const char *path, const thread_acc *a, uint64_t line0, uint64_t rec0)
 {
     int e = 0;
@@ -943,8 +957,13 @@ static int write_quarantine(FILE *f, const char *path, const thread_acc *a, uint
             end = next.start;
         }
         errno = 0;
-        if ((fprintf(f, "%s\t%llu\t%llu\t", path, (unsigned long long)(line0 + m.line),
-                     (unsigned long long)(rec0 + m.record)) < 0 ||
+        int bad = 0;
+        for (const char *c = path; *c && !bad; c++) {
+            const char *x = tsv_escape(*c);
+            bad = (x ? fputs(x, f) : putc(*c, f)) == EOF;
+        }
+        if ((bad ||
+             fprintf(f, "\t%llu\t%llu\t", (unsigned long long)(line0 + m.line), (unsigned long long)(rec0 + m.record)) < 0 ||
              fwrite(a->quarantine.data + m.start, 1, end - m.start, f) != end - m.start) &&
             !e)
             e = errno ? errno : EIO;
@@ -979,13 +998,7 @@ static void quote_key(rs_buf *b, const char *k, size_t n, char delim)
 static void escape_into(rs_buf *b, const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *e = NULL;
-        switch (p[i]) {
-        case '\\': e = "\\\\"; break;
-        case '\t': e = "\\t"; break;
-        case '\n': e = "\\n"; break;
-        case '\r': e = "\\r"; break;
-        }
+        const char *e = tsv_escape(p[i]);
         if (e)
             rs_buf_append(b, e, 2);
         else
@@ -1464,6 +1477,76 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
                         (unsigned long long)u->records, (unsigned long long)lines, (unsigned long long)records);
 }
 
+/* --memory accounting. Outside the buffers: code, C library, codec tables
+ * and OpenMP runtime (RS_MEMORY_FIXED), the caller's share (the ring) and
+ * per output its file state. Per thread: its stack pages and malloc arena
+ * slack, the member buffer it keeps (member_keep) and its compressor. Per
+ * parse group and output: a row count and, for files, a scatter buffer
+ * (256 bytes at least once used). The buffers are 8 batches (see the top).
+ * The batch size must not depend on the thread count (the output's bytes
+ * follow the batches), so it is a sixteenth of what is left after the
+ * fixed parts, and the threads and groups must fit in the other half. */
+#define RS_MEM_THREAD ((uint64_t)192 << 10)
+
+typedef struct {
+    uint64_t base, threads, outputs, per_group;
+    int G;
+    size_t cap;
+} mem_plan;
+
+static void plan_parts(const rs_pipeline_opts *o, int T, mem_plan *m)
+{
+    uint32_t ndest = o->ndest;
+    int files = o->dest_paths != NULL;
+    m->outputs = (uint64_t)ndest * (sizeof(rs_dest_stats) + (files ? sizeof(dest_file) + 2 * sizeof(uint64_t) : 0));
+    m->base = RS_MEMORY_FIXED + o->held + m->outputs;
+    m->threads = (uint64_t)T * (RS_MEM_THREAD + sizeof(rs_error) + sizeof(rs_buf) +
+                                (o->compress && files ? rs_deflater_bytes(o->level, o->codec) : 0));
+    m->per_group = sizeof(thread_acc) + (uint64_t)ndest * (sizeof(uint64_t) + (files ? sizeof(rs_buf) + 256 : 0));
+}
+
+static uint64_t plan_floor(const mem_plan *m)
+{
+    uint64_t room = 2 * (m->threads + m->per_group), batches = 16 * (uint64_t)RS_BATCH_MIN;
+    return m->base + (room > batches ? room : batches);
+}
+
+uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *o)
+{
+    mem_plan m;
+    plan_parts(o, rs_pipeline_threads(o), &m);
+    return plan_floor(&m);
+}
+
+/* Fits the run into o->memory: batches as above; as many parse groups as
+ * useful (4 a thread, at most RS_SEGMENTS) that fit beside the threads
+ * (the output does not depend on the groups). Refuses (RS_EXIT_USAGE)
+ * when even one group or the smallest batches do not fit. */
+static int plan_memory(const rs_pipeline_opts *o, int T, mem_plan *m, rs_error *err)
+{
+    plan_parts(o, T, m);
+    uint64_t floor = plan_floor(m);
+    if (o->memory < floor) {
+        double mib = 1048576.0;
+        return rs_error_set(err, RS_EXIT_USAGE,
+                            "--memory %.0f MiB is below what these options need: at least %.0f MiB (%d thread%s: %.1f "
+                            "MiB of compressor state, stacks and buffers, kept to half of what the ring and "
+                            "libraries leave; %u output%s: %.1f MiB; the ring: %.1f MiB; code and libraries: %.0f "
+                            "MiB); raise --memory or lower -j",
+                            o->memory / mib, (double)((floor + (1 << 20) - 1) >> 20), T, T == 1 ? "" : "s",
+                            m->threads / mib, o->ndest, o->ndest == 1 ? "" : "s", (m->outputs + m->per_group) / mib,
+                            o->held / mib, (double)RS_MEMORY_FIXED / mib);
+    }
+    uint64_t cap = (o->memory - m->base) / 16;
+    m->cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : (size_t)cap);
+    uint64_t room = o->memory - m->base - 8 * (uint64_t)m->cap - m->threads;  /* >= per_group: the floor */
+    int G = 4 * T > RS_SEGMENTS ? RS_SEGMENTS : 4 * T;
+    while (G > 1 && (uint64_t)G * m->per_group > room)
+        G /= 2;
+    m->G = G;
+    return 0;
+}
+
 static void progress_line(pipe_state *s, double t0, int final)
 {
     rs_pipeline_result *res = s->res;
@@ -1475,7 +1558,7 @@ static void progress_line(pipe_state *s, double t0, int final)
     double frac = s->total_size ? (double)s->consumed_now / (double)s->total_size : 0;
     if (s->total_size && frac > 0.001 && !final)
         snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
-    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s   ", frac * 100, mb,
+    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s\033[K", frac * 100, mb,
             (unsigned long long)res->rows, res->rows / el / 1e6, mb / el, eta);
     if (final)
         fputc('\n', stderr);
@@ -1489,17 +1572,16 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     double t0 = now();
     int T = rs_pipeline_threads(o);
     uint32_t ndest = o->ndest;
+    mem_plan mp;
+    if (plan_memory(o, T, &mp, err) != 0)
+        return -1;
     res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     pipe_state s;
     memset(&s, 0, sizeof s);
     s.o = o;
     s.res = res;
-    /* About 20 MiB go to what is not a buffer (the ring and its index, the
-     * code, the C library, thread stacks); the buffers are about 8 batches
-     * (see top). --memory is at least 32 MiB (the command line checks). */
-    size_t cap = o->memory > (28u << 20) ? (o->memory - (20u << 20)) / 8 : o->memory / 16;
-    cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : cap);
+    size_t cap = mp.cap;  /* plan_memory */
     s.cap = cap;
     rs_pipeline_opts local = *o;
     if (local.dialect.max_record > cap / 2) {
@@ -1517,7 +1599,8 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     /* Groups of segments are parsed dynamically, so that the thread that
      * inflates the next batch simply takes fewer; each has its own scatter
      * buffers and counts, merged in order. */
-    int G = 4 * T > RS_SEGMENTS ? RS_SEGMENTS : 4 * T;
+    int G = mp.G;
+    size_t member_keep = cap / (size_t)T > ((size_t)64 << 10) ? cap / (size_t)T : (size_t)64 << 10;
     rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
            T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
     dest_file *df = calloc(ndest ? ndest : 1, sizeof *df);
@@ -1717,6 +1800,11 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                             break;
                         if (write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0)
                             __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
+                        /* A thread keeps a small member buffer only: T
+                         * of them sized for the largest member each met
+                         * would be T batches (-j 256). */
+                        if (members[t].cap > member_keep)
+                            rs_buf_free(&members[t]);
                     }
                 }
             }
@@ -1876,4 +1964,5 @@ void rs_pipeline_route_by_ring(rs_pipeline_opts *o, const rs_ring *ring)
     o->route = ring_route;
     o->pos_router = &ring_pos_router;
     o->route_ctx = (void *)ring;
+    o->held += rs_ring_bytes(ring);
 }

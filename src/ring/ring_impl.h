@@ -17,6 +17,9 @@ typedef struct {
 typedef struct rs_scheme_ops {
     /* Validates r->opts against the scheme; may set scheme state. */
     int (*check)(rs_ring *r, rs_error *err);
+    /* The number of points `points` will emit, before it runs (for the
+     * memory estimate; NULL: no points). */
+    size_t (*count)(const rs_ring *r);
     /* Emits the points in insertion order (NULL: no points). */
     int (*points)(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err);
     uint64_t (*position)(const rs_ring *r, const void *key, size_t len);
@@ -62,6 +65,13 @@ struct rs_ring {
     char *description;
     char fingerprint[33];
 };
+
+/* Called by the point loops every RS_RING_POLL points: a big ring takes
+ * seconds to build, and SIGINT/SIGTERM must stop it then, not once it is
+ * built. Returns 0, or -1 with RS_EXIT_INTERRUPTED in err if the process's
+ * interrupt flag (util/interrupt) is raised. */
+#define RS_RING_POLL 65536
+int rs_ring_check_interrupt(rs_error *err);
 
 /* The ordinal transform shared by the hashed schemes. */
 static inline uint64_t rs_value_pos(const rs_ring *r, int64_t v)

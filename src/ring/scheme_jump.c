@@ -14,9 +14,18 @@ int32_t rs_jump_consistent_hash(uint64_t input, int32_t buckets)
     int32_t candidate = 0;
     for (;;) {
         state = 2862933555777941757ULL * state + 1;
-        double d = (double)((int32_t)(state >> 33) + 1) / 0x1.0p31;
-        double next = (candidate + 1) / d;
-        /* Java's (int) cast saturates; anything >= buckets ends the walk. */
+        uint32_t top = (uint32_t)(state >> 33);  /* [0, 2^31) */
+        /* Guava computes (int) top + 1 in int, which wraps to MIN_VALUE
+         * for top = 2^31 - 1: nextDouble is -1.0, next is negative and
+         * Guava returns the current candidate. Adding in int32_t here
+         * would be undefined behaviour, so that case is taken first. */
+        if (top == INT32_MAX)
+            return candidate;
+        double d = (double)(top + 1) / 0x1.0p31;  /* (0, 1] */
+        double next = (double)(candidate + 1) / d;
+        /* Java's (int) saturates at MAX_VALUE >= buckets, and a quotient
+         * >= buckets truncates to >= buckets: both end the walk; anything
+         * below converts exactly as Java's cast does. */
         if (next >= buckets)
             return candidate;
         candidate = (int32_t)next;

@@ -156,23 +156,50 @@ static size_t label_of(const rs_ring *r, uint32_t node, uint32_t i, char *buf, s
     return rs_label_expand(r, node, i, buf, cap);
 }
 
+/* The sums over the live nodes that every client's point count uses. */
+typedef struct {
+    double total;
+    uint32_t live;
+    int all_ones;
+} live_sums;
+
+static live_sums sum_live(const rs_ring *r)
+{
+    live_sums s = {0, 0, 1};
+    for (uint32_t j = 0; j < r->nodes.count; j++)
+        if (!r->nodes.down[j]) {
+            s.total += r->nodes.weights[j];  /* hashring's reduce: in node order */
+            s.live++;
+            s.all_ones &= r->nodes.weights[j] == 1;
+        }
+    return s;
+}
+
+static uint32_t digests_of(const rs_ring *r, uint32_t j, const live_sums *s)
+{
+    if (r->nodes.down[j])
+        return 0;
+    if (r->opts.compat == RS_COMPAT_NONE)
+        return digests_for(r, j);
+    return compat_digests(rs_compat_get(r->opts.compat)->count, r->nodes.weights[j], s->total, s->live, s->all_ones);
+}
+
 /* Digests per node into d[0..count) (0 for down nodes). */
 static void node_digests(const rs_ring *r, uint32_t *d)
 {
-    double total = 0;
-    uint32_t live = 0;
-    int all_ones = 1;
+    live_sums s = sum_live(r);
     for (uint32_t j = 0; j < r->nodes.count; j++)
-        if (!r->nodes.down[j]) {
-            total += r->nodes.weights[j];  /* hashring's reduce: in node order */
-            live++;
-            all_ones &= r->nodes.weights[j] == 1;
-        }
+        d[j] = digests_of(r, j, &s);
+}
+
+/* The points the ring will hold, for the memory budget before it is built. */
+static size_t ketama_count(const rs_ring *r)
+{
+    live_sums s = sum_live(r);
+    size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
-        d[j] = r->nodes.down[j] ? 0
-               : r->opts.compat == RS_COMPAT_NONE
-                   ? digests_for(r, j)
-                   : compat_digests(rs_compat_get(r->opts.compat)->count, r->nodes.weights[j], total, live, all_ones);
+        total += 4 * (size_t)digests_of(r, j, &s);
+    return total;
 }
 
 /* twemproxy's server order: by label prefix, shorter first, then bytes
@@ -243,6 +270,12 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
     for (uint32_t o = 0; o < r->nodes.count; o++) {
         uint32_t j = order[o];
         for (uint32_t i = 0; i < digests[j]; i++) {
+            if (k % RS_RING_POLL == 0 && rs_ring_check_interrupt(err) != 0) {
+                free(p);
+                free(order);
+                free(digests);
+                return -1;
+            }
             size_t len = label_of(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
@@ -287,6 +320,7 @@ static size_t ketama_label_text(const rs_ring *r, uint32_t i, char *buf, size_t 
 
 const rs_scheme_ops rs_scheme_ketama = {
     .check = ketama_check,
+    .count = ketama_count,
     .points = ketama_points,
     .position = ketama_position,
     .shares_exact = 1,

@@ -29,12 +29,18 @@ static uint32_t node_points(const rs_ring *r, uint32_t node, uint32_t base)
     return p < 1 ? 1 : (p > 1e8 ? 100000000u : (uint32_t)p);
 }
 
-static int ring_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
+static size_t ring_count(const rs_ring *r)
 {
     size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
         if (!r->nodes.down[j])
             total += node_points(r, j, r->opts.vnodes);
+    return total;
+}
+
+static int ring_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
+{
+    size_t total = ring_count(r);
     rs_raw_point *p = malloc((total ? total : 1) * sizeof *p);
     if (!p)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for %zu ring points", total);
@@ -45,6 +51,10 @@ static int ring_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
             continue;
         uint32_t count = node_points(r, j, r->opts.vnodes);
         for (uint32_t i = 0; i < count; i++) {
+            if (k % RS_RING_POLL == 0 && rs_ring_check_interrupt(err) != 0) {
+                free(p);
+                return -1;
+            }
             size_t len = rs_label_expand(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
@@ -67,6 +77,7 @@ static uint64_t ring_position(const rs_ring *r, const void *key, size_t len)
 
 const rs_scheme_ops rs_scheme_ring = {
     .check = ring_check,
+    .count = ring_count,
     .points = ring_points,
     .position = ring_position,
     .shares_exact = 1,

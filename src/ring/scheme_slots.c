@@ -53,6 +53,8 @@ static int slots_check(rs_ring *r, rs_error *err)
     return 0;
 }
 
+static size_t slots_count(const rs_ring *r) { return r->opts.vnodes; }
+
 static int slots_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
 {
     uint32_t S = r->opts.vnodes, N = r->nodes.count;
@@ -91,6 +93,7 @@ static size_t slots_label_text(const rs_ring *r, uint32_t i, char *buf, size_t c
 
 const rs_scheme_ops rs_scheme_slots = {
     .check = slots_check,
+    .count = slots_count,
     .points = slots_points,
     .position = slots_position,
     .weight = slots_weight,
