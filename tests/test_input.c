@@ -235,7 +235,7 @@ Test(input, a_record_longer_than_a_batch_is_a_bad_row_like_any_other)
 {
     OK("python3 -c \"open('lr.csv','w').write('id,v\\n1,a\\n2,' + 'x' * 3000000 + '\\n3,c\\n4,' + 'y' * 100 + "
        "'\\n5,e\\n')\"");
-    fails_with(2, "lr.csv: line 3 (record 2): record longer than the limit (field 2, byte 786433 of the record)",
+    fails_with(2, "lr.csv: line 3 (record 2): record longer than the limit (field 2, byte 353621 of the record)",
                "\"$RS\" bucket --quiet --memory 32M -o out lr.csv");
     char *o = out_of("\"$RS\" bucket --quiet --memory 32M --on-bad-row skip --nodes 1 --compress none -o s lr.csv && "
                      "cat s/0.csv && grep -o '\"rejected\": [0-9]*' s/manifest.json | head -1");
@@ -257,10 +257,10 @@ Test(input, a_record_longer_than_a_batch_is_a_bad_row_like_any_other)
     }
     o = out_of("\"$RS\" bucket --quiet --memory 32M --on-bad-row quarantine=q.tsv -o q lr.csv && "
                "cut -f 1-4 q.tsv && cut -f 5 q.tsv | awk '{ print length($0) }'");
-    cr_assert_str_eq(o, "input\tline\trecord\treason\nlr.csv\t3\t2\trecord longer than the limit (786432 bytes)\n"
-                        "3\n786432\n");
+    cr_assert_str_eq(o, "input\tline\trecord\treason\nlr.csv\t3\t2\trecord longer than the limit (353620 bytes)\n"
+                        "3\n353620\n");
     free(o);
-    fails_with(64, "--max-record: 104857600 bytes is more than --memory 33554432 allows (at most 786432 bytes: half "
-                   "a batch of 1572864); raise --memory or lower --max-record",
+    fails_with(64, "--max-record: 104857600 bytes is more than --memory 33554432 allows (at most 353620 bytes: half "
+                   "a batch of 707241); raise --memory or lower --max-record",
                "\"$RS\" bucket --quiet --memory 32M --max-record 100M -o out lr.csv");
 }
