@@ -101,7 +101,7 @@ static void expect_same_failure(int want_rc, const char *inputs, const char *ext
     cr_assert_eq(s.rc, want_rc, "single process: exit %d: %s", s.rc, s.err);
     for (int R = 2; R <= 4; R++) {
         OK("rm -rf out && mkdir out && echo keep > out/marker");
-        res m = sh(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --force %s -o out %s", R, extra, inputs);
+        res m = sh(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --force-any %s -o out %s", R, extra, inputs);
         cr_assert_eq(m.rc, want_rc, "R=%d: exit %d, want %d: %s", R, m.rc, want_rc, m.err);
         char *line = strstr(m.err, "ringshard bucket: ");
         cr_assert(line, "R=%d: no message: %s", R, m.err);
@@ -143,7 +143,7 @@ Test(mpi, write_failure_on_a_rank_publishes_nothing)
      * more), and the ranks talk over TCP: the shared-memory transport's
      * segment files would outgrow the limit inside MPI_Init. */
     res m = sh("mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp -n 3 sh -c 'ulimit -f 4096 && exec \"$RS\" \"$@\"' sh bucket --quiet -j 1 --nodes 2 "
-               "--compress none --force -o out big.csv.gz bills_a.csv.gz bills_c.csv");
+               "--compress none --force-any -o out big.csv.gz bills_a.csv.gz bills_c.csv");
     cr_assert_eq(m.rc, 1, "exit %d: %s", m.rc, m.err);
     cr_assert(strstr(m.err, "ringshard bucket: ") && strstr(m.err, "File too large"), "%s", m.err);
     res_free(&m);
@@ -348,7 +348,7 @@ Test(mpi, a_file_changed_between_listings_is_an_error)
        "d = open(\"e/0.csv.gz\", \"rb\").read(); size = struct.unpack(\"<Q\", d[20:28])[0]\n"
        "open(\"d1/in.gz\", \"wb\").write(open(\"big.rs.gz\", \"rb\").read() + d[size:])' && "
        "mkdir out && echo keep > out/marker");
-    res m = sh(MPIRUN "2 sh -c 'cd d$OMPI_COMM_WORLD_RANK && exec \"$RS\" bucket --quiet -j 1 --key 1 --force -o ../out in.gz'");
+    res m = sh(MPIRUN "2 sh -c 'cd d$OMPI_COMM_WORLD_RANK && exec \"$RS\" bucket --quiet -j 1 --key 1 --force-any -o ../out in.gz'");
     cr_assert_eq(m.rc, 1, "rc %d: %s", m.rc, m.err);
     cr_assert(strstr(m.err, "in.gz: the file changed while it was read ("), "%s", m.err);
     res_free(&m);
