@@ -9,9 +9,10 @@
  * same bytes, or both fail with RS_EXIT_DATA and a message that names the
  * byte offset. The reference is a direct zlib decode: input not starting
  * with 1f 8b is plain (read as is); otherwise gzip members (inflate with
- * windowBits 15+16) follow each other to the end of the input, and
- * anything else (a truncated member, corrupt data, garbage after a member)
- * is an error. zlib's gzread, which tolerates trailing garbage, must give a
+ * windowBits 15+16) follow each other to the end of the input, where
+ * zero bytes up to the end after the last member are padding, and
+ * anything else (a truncated member, corrupt data, garbage after a member,
+ * zeros followed by anything) is an error. zlib's gzread, which tolerates trailing garbage, must give a
  * prefix-consistent result: where the reference accepts, the same bytes. */
 #ifndef RINGSHARD_FUZZ_CHECK_GZIP_H
 #define RINGSHARD_FUZZ_CHECK_GZIP_H
@@ -110,8 +111,13 @@ static int fzgz_read_ref(const uint8_t *data, size_t size, rs_buf *out)
     static unsigned char chunk[1 << 16];
     size_t pos = 0;
     while (pos < size) {
-        if (size - pos < 2 || data[pos] != 0x1f || data[pos + 1] != 0x8b)
-            return -1; /* garbage after a member */
+        if (size - pos < 2 || data[pos] != 0x1f || data[pos + 1] != 0x8b) {
+            /* zero padding (tape and block writers) up to the end is
+             * accepted after the last member; anything else is garbage */
+            while (pos < size && data[pos] == 0)
+                pos++;
+            return pos == size ? 0 : -1;
+        }
         z_stream z;
         memset(&z, 0, sizeof z);
         FZ_CHECK(inflateInit2(&z, 15 + 16) == Z_OK, "inflateInit2");
