@@ -7,6 +7,7 @@
 #include <string.h>
 #include "ringshard/reader.h"
 #include "support.h"
+#include "wait.h"
 
 TestSuite(input, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
 
@@ -124,6 +125,24 @@ Test(input, named_fifo_input_is_read_once_to_its_end)
                "echo \"rc=$rc\"; cat out2/0.csv");
     cr_assert(strstr(o, "rc=0\nid,v\n1,a\n"), "gzip through a FIFO: %s", o);
     free(o);
+}
+
+/* A stop signal that lands after the reader last looked at the stop flag
+ * but before it blocks in read() on a quiet pipe still ends the run: the
+ * reader waits on the flag's self-pipe beside the input. The run stops
+ * itself after its first read (RINGSHARD_TEST_PAUSE_AT=first-read); one
+ * SIGTERM, sent while it is stopped, is handled as it goes on, just before
+ * its next read, while the FIFO's writer stays open and silent. Before,
+ * that read blocked until the writer wrote or went away. */
+Test(input, one_stop_signal_ends_a_run_waiting_on_a_quiet_pipe)
+{
+    fails_with(130, "interrupted",
+               WAIT_SH "mkfifo q && exec 3<>q && printf 'id,v\\n1,a\\n' >&3 && "
+                       "{ RINGSHARD_TEST_PAUSE_AT=first-read \"$RS\" bucket --quiet --nodes 3 -o out q & } && pid=$! && "
+                       "wait_stopped $pid 'the first read of the FIFO' || exit 124; "
+                       "kill -TERM $pid && kill -CONT $pid && "
+                       "wait_for 'the run to end on one SIGTERM' \"is_gone $pid\" || { kill -9 $pid; exit 124; }; "
+                       "wait $pid; rc=$?; if test -e out; then echo published >&2; exit 42; fi; exit $rc");
 }
 
 /* ------------------------------------------------------- gzip padding */

@@ -23,9 +23,10 @@
  *                          sends SIG to PID, and again each second until PID
  *                          has ended (exited, possibly a zombie): a stop
  *                          signal that lands after the run last looked at
- *                          its stop flag but before it blocks in an open or
- *                          a read only raises the flag, and the next one
- *                          interrupts the call, as a second ^C would.
+ *                          its stop flag but before it blocks in an open of
+ *                          a FIFO only raises the flag, and the next one
+ *                          interrupts the call, as a second ^C would (reads
+ *                          do not need this: they wait on the flag too).
  *                          Returns 124 saying so at the limit.
  *   is_stopped PID, is_gone PID
  *                          the states (is_gone: no such process, or a

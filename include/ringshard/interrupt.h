@@ -7,6 +7,17 @@
 #ifndef RINGSHARD_INTERRUPT_H
 #define RINGSHARD_INTERRUPT_H
 
+/* Makes the flag pollable: creates a pipe that rs_interrupt_raise writes a
+ * byte to, so that a blocking read can wait on its descriptor and on the
+ * flag at once (rs_interrupt_fd). Call it once, before the signal handlers
+ * are installed. Returns 0, or -1 (no pipe: reads then only see a signal
+ * that interrupts them, not one that lands just before they block). */
+int rs_interrupt_init(void);
+
+/* The descriptor that becomes readable once the flag is raised, or -1
+ * before rs_interrupt_init. */
+int rs_interrupt_fd(void);
+
 /* Raises the flag. Async-signal-safe; it stays raised. */
 void rs_interrupt_raise(void);
 

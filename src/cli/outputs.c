@@ -179,7 +179,7 @@ int rs_cli_outside_output(const char *what, const char *path, const char *outdir
         free(base);
         free(file);
     } else {
-        char *base, *dir = real ? dir_part(real, &base) : NULL;
+        char *base = NULL, *dir = real ? dir_part(real, &base) : NULL;
         in = dir ? canonical(dir) : NULL;
         free(dir);
         free(base);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "ringshard/interrupt.h"
 
 const char rs_cli_input_help[] =
     "Input options:\n"
@@ -123,6 +124,7 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
 
 void rs_cli_install_signals(void)
 {
+    (void)rs_interrupt_init();   /* without it a read of a quiet pipe can miss a signal */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -150,11 +151,34 @@ static void test_pause(rs_reader *r)
     }
 }
 
-static ssize_t read_fd(int fd, void *buf, size_t n)
+/* Waits until fd has data or the stop flag is raised. A pipe, FIFO or
+ * terminal can block for ever; waiting on the flag's self-pipe too means a
+ * signal that lands just before the read is not lost. Returns 0 (read now),
+ * or -1 with errno EINTR (stop). */
+static int wait_readable(int fd)
+{
+    int ifd = rs_interrupt_fd();
+    if (ifd < 0)
+        return 0;
+    struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = ifd, .events = POLLIN}};
+    for (;;) {
+        if (poll(p, 2, -1) >= 0 || errno != EINTR || rs_interrupt_pending())
+            break;
+    }
+    if (rs_interrupt_pending() || (p[1].revents & POLLIN)) {
+        errno = EINTR;
+        return -1;
+    }
+    return 0;   /* data, end of input or an error: read() tells which */
+}
+
+static ssize_t read_fd(int fd, bool may_block, void *buf, size_t n)
 {
     if (n > RS_MAX_CHUNK)
         n = RS_MAX_CHUNK;
     for (;;) {
+        if (may_block && wait_readable(fd) != 0)
+            return -1;
         ssize_t k = read(fd, buf, n);
         /* A stop signal interrupts a read that may never return (a pipe
          * whose writer went quiet): give up, the caller checks the flag */
@@ -177,7 +201,7 @@ static int fill(rs_reader *r, rs_error *err)
     size_t want = r->in_cap - r->in_avail;
     if (r->range_end - r->in_total < want)
         want = (size_t)(r->range_end - r->in_total);
-    ssize_t k = want ? read_fd(r->fd, r->in + r->in_avail, want) : 0;
+    ssize_t k = want ? read_fd(r->fd, !r->regular, r->in + r->in_avail, want) : 0;
     if (k < 0) {
         int e = errno;
         fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",
@@ -609,7 +633,7 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
 {
     if (r->in_avail == 0 && !r->eof) {
         if (cap >= RS_PLAIN_DIRECT && r->range_end == UINT64_MAX) {
-            ssize_t k = read_fd(r->fd, buf, cap);
+            ssize_t k = read_fd(r->fd, !r->regular, buf, cap);
             if (k < 0) {
                 int e = errno;
                 return fail(r, err, RS_EXIT_IO, "read error at byte offset %llu: %s",

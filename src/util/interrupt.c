@@ -1,9 +1,46 @@
 /* util/interrupt.c - see ringshard/interrupt.h. */
-#include <signal.h>
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include "ringshard/interrupt.h"
 
-static volatile sig_atomic_t raised;
+/* Both sides go through the atomic builtins: the handler can run on any
+ * thread (a pipeline worker, not only main), and a plain store racing with
+ * the workers' atomic loads is a data race (TSan reports it). A lock-free
+ * int atomic is async-signal-safe. */
+static int raised;
 
-void rs_interrupt_raise(void) { raised = 1; }
+/* The self-pipe: a signal that lands between a reader's check of the flag
+ * and its blocking read() would otherwise be lost until the read returns,
+ * which for a quiet pipe is never. Readers poll this descriptor beside
+ * theirs. It is never drained: the flag stays raised. */
+static int pipe_fd[2] = {-1, -1};
+
+int rs_interrupt_init(void)
+{
+    if (__atomic_load_n(&pipe_fd[0], __ATOMIC_ACQUIRE) >= 0)
+        return 0;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0)
+        return -1;
+    __atomic_store_n(&pipe_fd[1], fds[1], __ATOMIC_RELEASE);
+    __atomic_store_n(&pipe_fd[0], fds[0], __ATOMIC_RELEASE);
+    return 0;
+}
+
+int rs_interrupt_fd(void) { return __atomic_load_n(&pipe_fd[0], __ATOMIC_ACQUIRE); }
+
+void rs_interrupt_raise(void)
+{
+    __atomic_store_n(&raised, 1, __ATOMIC_RELAXED);
+    int w = __atomic_load_n(&pipe_fd[1], __ATOMIC_ACQUIRE);
+    if (w >= 0) {
+        int saved = errno;   /* the interrupted code may be about to read errno */
+        ssize_t k = write(w, "!", 1);   /* a full pipe already says it */
+        (void)k;
+        errno = saved;
+    }
+}
 
 int rs_interrupt_pending(void) { return __atomic_load_n(&raised, __ATOMIC_RELAXED) != 0; }
