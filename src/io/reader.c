@@ -193,6 +193,11 @@ static int fill(rs_reader *r, rs_error *err)
 {
     if (r->eof)
         return 0;
+    if (r->in == NULL) {
+        r->in = r->in_next = malloc(r->in_cap);
+        if (r->in == NULL)
+            return (int)fail(r, err, RS_EXIT_IO, "out of memory for a read buffer of %zu bytes", r->in_cap);
+    }
     if (r->in_avail > 0 && r->in_next != r->in)
         memmove(r->in, r->in_next, r->in_avail);
     r->in_next = r->in;
@@ -247,13 +252,12 @@ rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs
     }
     bool is_stdin = dirfd == AT_FDCWD && strcmp(name, "-") == 0;
     r->name = strdup(is_stdin ? "(standard input)" : display);
-    r->in_cap = RS_READER_BLOCK;
-    r->in = malloc(r->in_cap);
-    if (r->name == NULL || r->in == NULL) {
+    r->in_cap = RS_READER_BLOCK;   /* allocated by the first fill: a reader opened to be sized or
+                                      * given another block size never pays for this one */
+    if (r->name == NULL) {
         rs_error_set(err, RS_EXIT_IO, "%s: out of memory", display);
         goto fail;
     }
-    r->in_next = r->in;
     r->range_end = UINT64_MAX;
 #if RS_HAVE_ISAL
     r->use_isal = codec == RS_CODEC_AUTO;
@@ -327,6 +331,10 @@ int rs_reader_set_block_size(rs_reader *r, size_t block)
 {
     if (r->started || r->in_total != r->range_start || block < 2)
         return -1;
+    if (r->in == NULL) {
+        r->in_cap = block;
+        return 0;
+    }
     unsigned char *p = realloc(r->in, block);
     if (p == NULL)
         return -1;
