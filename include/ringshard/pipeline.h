@@ -68,7 +68,10 @@ typedef struct {
                                     rs_pipeline_route_by_ring sets it) */
     int progress;                /* 1: progress line on stderr (caller checks isatty) */
     rs_bad_row_policy bad_rows;
-    const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows */
+    const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows (created or
+                                  * truncated; appended to when rs_outfile_in_place says so) */
+    const char *quarantine_name; /* how messages name that file (NULL: quarantine): a caller that
+                                  * writes a temporary to publish it whole names the target */
     /* routing */
     uint32_t ndest;
     rs_route_fn route;

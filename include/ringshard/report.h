@@ -102,9 +102,11 @@ int rs_report_lines_html(FILE *f, const rs_report_lines *r);
 
 /* ---- whole documents into files ---- */
 
-/* Writes the document into the file at path (created or truncated): the
- * SVG form, or the HTML form if html. Returns 0, or -1 with err
- * (RS_EXIT_IO, naming path: "cannot create" or "write error"). */
+/* Writes the document into the file at path, published whole
+ * (ringshard/outfile.h: a temporary beside it renamed over it, so a failure
+ * leaves a previous file as it was): the SVG form, or the HTML form if
+ * html. Returns 0, or -1 with err (RS_EXIT_IO, naming path: "cannot
+ * create", "write error" or "write failed"). */
 int rs_report_save_loads(const char *path, int html, const rs_report_loads *r, rs_error *err);
 int rs_report_save_lines(const char *path, int html, const rs_report_lines *r, rs_error *err);
 

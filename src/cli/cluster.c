@@ -102,6 +102,54 @@ int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
     return rs_world_agree(err) == 0 && ok ? 0 : -1;
 }
 
+int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err)
+{
+    memset(q, 0, sizeof *q);
+    if (po->bad_rows != RS_BAD_ROW_QUARANTINE || po->quarantine == NULL)
+        return 0;
+    const char *tmp = NULL;
+    if (rs_world_rank() == 0 && !err->code) {
+        if (od)
+            tmp = rs_outdir_side(od, po->quarantine, err);
+        else if (rs_outfile_reserve(&q->of, po->quarantine, err) == 0)
+            tmp = q->of.tmp;
+    }
+    if (rs_world_agree(err) != 0)
+        return -1;
+    uint64_t len = tmp ? strlen(tmp) : 0;
+    rs_world_bcast(&len, sizeof len, 0);
+    q->name = calloc(len + 1, 1);
+    if (!q->name)
+        abort();
+    if (tmp)
+        memcpy(q->name, tmp, len);
+    rs_world_bcast(q->name, len, 0);
+    q->slot = &po->quarantine;
+    q->given = po->quarantine;
+    q->name_slot = &po->quarantine_name;
+    *q->name_slot = po->quarantine;
+    po->quarantine = q->name;
+    return 0;
+}
+
+int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
+{
+    int rc = 0;
+    if (q->of.tmp) {
+        if (ok && err->code == 0)
+            rc = rs_outfile_commit(&q->of, err);
+        else
+            rs_outfile_abort(&q->of);
+    }
+    if (q->slot) {
+        *q->slot = q->given;
+        *q->name_slot = NULL;
+    }
+    free(q->name);
+    memset(q, 0, sizeof *q);
+    return rc;
+}
+
 int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err)
 {
     if (rs_world_size() == 1)
@@ -396,7 +444,7 @@ static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
         return 0;
     FILE *out = fopen(o->quarantine, "a");
     if (!out)
-        return rs_error_set(err, RS_EXIT_IO, "%s: cannot append: %s", o->quarantine, strerror(errno));
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot append: %s", o->quarantine_name ? o->quarantine_name : o->quarantine, strerror(errno));
     for (int r = 1; r < rs_world_size() && !err->code; r++) {
         char *pp = part_path(o->quarantine, r);
         FILE *in = pp ? fopen(pp, "r") : NULL;

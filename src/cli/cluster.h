@@ -8,6 +8,7 @@
 
 #include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
+#include "ringshard/outfile.h"
 #include "ringshard/pipeline.h"
 
 /* rs_outdir_begin on rank 0; the other ranks get the same temporary
@@ -51,6 +52,32 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
  * rank, also one whose open failed (err set); -1 on every rank with the
  * first failure (an agreement, see world.h). Size 1: returns 0. */
 int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err);
+
+/* A run's quarantine file (--on-bad-row quarantine=FILE), published whole:
+ * the run writes a temporary beside FILE, which replaces FILE only once the
+ * run succeeds, so a run that fails or is killed leaves a previous FILE as
+ * it was. With od (a begun output directory), the temporary is a side file
+ * of od (ringshard/outdir.h), published with the directory; without, it is
+ * published by rs_cluster_quarantine_end. FILE written in place
+ * (rs_outfile_in_place: /dev/stderr, a FIFO) stays so. */
+typedef struct {
+    rs_outfile of;   /* rank 0, without od */
+    char *name;      /* the temporary, on every rank */
+    const char **slot, *given;   /* po->quarantine, and what it said: put back at the end */
+    const char **name_slot;      /* po->quarantine_name: the target's name, for messages */
+} rs_cluster_quarantine;
+
+/* Points po->quarantine at the temporary (the same name on every rank: the
+ * ranks' pieces are named after it) when po quarantines bad rows; does
+ * nothing otherwise. Collective; 0, or -1 on every rank with the first
+ * error (a failure already in err on entry included). */
+int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err);
+
+/* After the run (and after od's publication, if any): rank 0 publishes the
+ * temporary when ok and err is clear, else removes it (od's side files are od's).
+ * Puts po->quarantine back and releases *q. 0, or -1 with err. Not
+ * collective. */
+int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err);
 
 /* Which inputs rank r of R gets: [*lo, *hi), contiguous, balanced by
  * weight (the largest rank load is minimal among contiguous splits). */

@@ -146,6 +146,7 @@ int rs_cmd_bucket(int argc, char **argv)
     }
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
+    rs_cluster_quarantine q = {0};
     char **names = calloc(nodes->count, sizeof *names), **files = NULL;
     rs_pipeline_result res = {0};
     rs_manifest m = {0};
@@ -162,7 +163,7 @@ int rs_cmd_bucket(int argc, char **argv)
         goto out;
     begun = 1;
     files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err);
-    if (rs_world_agree(&err) != 0)
+    if (rs_cluster_quarantine_begin(&po, &od, &q, &err) != 0)   /* agrees on the above */
         goto out;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
@@ -182,6 +183,7 @@ out:;
             fprintf(stderr, "  flushed to disk and published in %.2f s\n", rs_cli_now() - t_publish);
         }
     }
+    rs_cluster_quarantine_end(&q, 1, &err);   /* published with the directory: only released here */
     if (err.code)
         rc = rs_cli_fail("bucket", &err);
     free(m.inputs);

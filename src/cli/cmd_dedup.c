@@ -544,6 +544,7 @@ int rs_cmd_dedup(int argc, char **argv)
     char *in_mpath = NULL;
     memset(&m, 0, sizeof m);
     rs_outdir od = {0};
+    rs_cluster_quarantine q = {0};
     rs_pipeline_result res = {0};
     job *jobs = NULL;
     uint32_t njobs = 0;
@@ -607,7 +608,7 @@ int rs_cmd_dedup(int argc, char **argv)
     pass1 = rs_outdir_path(&od, ".pass1");
     if (!pass1 || (rs_world_rank() == 0 && mkdir(pass1, 0700) != 0))
         rs_error_set(&err, RS_EXIT_IO, "%s: cannot create: %s", pass1 ? pass1 : a.outdir, strerror(errno));
-    if (rs_world_agree(&err) != 0)
+    if (rs_world_agree(&err) != 0 || rs_cluster_quarantine_begin(&a.po, &od, &q, &err) != 0)
         goto out;
 
     /* the buckets: their names, and pass 1 when reading inputs */
@@ -803,6 +804,7 @@ out:
     if (begun)
         rs_cluster_outdir_abort(&od);
     rs_bucketdir_explain(&bd, &err);
+    rs_cluster_quarantine_end(&q, 1, &err);   /* published with the directory: only released here */
     if (err.code)
         rc = rs_cli_fail("dedup", &err);
     if (a.buckets_dir)

@@ -14,6 +14,7 @@
 #include "ringshard/json.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
+#include "ringshard/outfile.h"
 #include "ringshard/plan.h"
 #include "ringshard/report.h"
 
@@ -399,6 +400,7 @@ static int run_data(const plan_args *a, rs_pipeline_opts *po, const rs_plan *p, 
     char **files = NULL, **names = NULL;
     uint32_t *input_node = NULL;
     rs_outdir od = {0};
+    rs_cluster_quarantine q = {0};
     int begun = 0, rc = -1;
     rs_pipeline_result res = {0};
     rs_manifest em = {0};
@@ -466,7 +468,8 @@ agree:
         if (rs_world_agree(err) != 0)
             goto out;
     }
-    if (rs_cluster_pipeline_run(po, &res, err) != 0)
+    if (rs_cluster_quarantine_begin(po, a->emit ? &od : NULL, &q, err) != 0 ||
+        rs_cluster_pipeline_run(po, &res, err) != 0)
         goto out;
     /* Every file read is what the manifest says it is (rows, bytes, CRC-32,
      * header; placement is counted by route_plan), before anything is
@@ -602,6 +605,7 @@ out:
                 res.seconds, res.seconds > 0 ? res.rows / res.seconds / 1e6 : 0);
     if (begun)
         rs_cluster_outdir_abort(&od);
+    rs_cluster_quarantine_end(&q, rc == 0, err);   /* without --emit, published here if all went well */
     for (int t = 0; tc && t < T; t++) {
         free(tc[t].keys);
         free(tc[t].bytes);
@@ -829,22 +833,27 @@ static void csv_field(FILE *f, const char *s)
     putc('"', f);
 }
 
-static int close_file(FILE *f, const char *path, rs_error *err)
+/* The plan's files are published whole (ringshard/outfile.h): a failed or
+ * killed run leaves a previous --json, --pairs, --arcs, --svg or --html as
+ * it was. One file is open at a time. */
+static rs_outfile out_file;
+
+/* Publishes the open file; wrote: its writer's result (non-zero: a write
+ * failed, and the file is dropped instead). */
+static int close_file(FILE *f, const char *path, int wrote, rs_error *err)
 {
-    int bad = fflush(f) != 0 || ferror(f);
-    if (fclose(f) != 0)
-        bad = 1;
-    if (bad)
-        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+    (void)f;
+    if (wrote != 0 || ferror(out_file.f)) {
+        int e = errno;
+        rs_outfile_abort(&out_file);
+        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(e ? e : EIO));
+    }
+    return rs_outfile_commit(&out_file, err);
 }
 
 static FILE *open_out(const char *path, rs_error *err)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
-    return f;
+    return rs_outfile_open(&out_file, path, err);
 }
 
 static void tsv_name(FILE *f, const char *s)
@@ -879,7 +888,7 @@ static int write_arcs(const char *path, const rs_plan *p, rs_error *err)
         tsv_name(f, bn->names[r->to]);
         fprintf(f, "\t%s\t%.17g\n", w, (double)r->weight / (double)p->total);
     }
-    return close_file(f, path, err);
+    return close_file(f, path, 0, err);
 }
 
 static int write_pairs(const char *path, const rs_plan *p, const data_result *d, rs_error *err)
@@ -906,7 +915,7 @@ static int write_pairs(const char *path, const rs_plan *p, const data_result *d,
             fprintf(f, "%u", d->wave[k]);
         fprintf(f, ",%d\n", q->violation);
     }
-    return close_file(f, path, err);
+    return close_file(f, path, 0, err);
 }
 
 static void json_u128(rs_json *j, const char *key, rs_u128 v)
@@ -1158,12 +1167,7 @@ static int write_json(const char *path, const plan_args *a, const rs_plan *p, co
     }
     rs_json_object_end(&j);
     fputc('\n', f);
-    int jr = rs_json_finish(&j);
-    if (close_file(f, path, err) != 0)
-        return -1;
-    if (jr != 0)
-        return rs_error_set(err, RS_EXIT_IO, "%s: write failed", path);
-    return 0;
+    return close_file(f, path, rs_json_finish(&j), err);
 }
 
 /* The flow matrix: nodes are the union of both sides' names (old ones
@@ -1233,12 +1237,8 @@ static int write_report(const plan_args *a, const rs_plan *p, const data_result 
         if (!f)
             goto out;
         int wr = m == 0 ? rs_report_flows_svg(f, &fl) : rs_report_flows_html(f, &fl);
-        if (close_file(f, paths[m], err) != 0)
+        if (close_file(f, paths[m], wr, err) != 0)
             goto out;
-        if (wr != 0) {
-            rs_error_set(err, RS_EXIT_IO, "%s: write failed", paths[m]);
-            goto out;
-        }
     }
     rc = 0;
 out:

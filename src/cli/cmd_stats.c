@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli/cli.h"
+#include "cli/cluster.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/stats.h"
 
@@ -211,7 +212,10 @@ int rs_cmd_stats(int argc, char **argv)
         po.route = route_count;
         po.route_ctx = &ctx;
         po.dest_paths = NULL;
-        if (rs_pipeline_run(&po, &res, &err) != 0) {
+        rs_cluster_quarantine q;
+        int prc = rs_cluster_quarantine_begin(&po, NULL, &q, &err) != 0 ? -1 : rs_pipeline_run(&po, &res, &err);
+        rs_cluster_quarantine_end(&q, prc == 0, &err);   /* a failed run leaves a previous file as it was */
+        if (prc != 0 || err.code) {
             if (ctx.oom) {
                 rs_error_clear(&err);
                 rs_error_set(&err, RS_EXIT_IO, "out of memory: --capacity-factor keeps 4 bytes per row");

@@ -1,5 +1,6 @@
 /* ringshard: the command dispatcher. Each command lives in cmd_<name>.c
  * and is listed once in RS_COMMAND_TABLE (cli.h). */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,10 @@ static void log_level_from_env(void)
 int main(int argc, char **argv)
 {
     log_level_from_env();
+    /* a file-size limit (ulimit -f) makes a write fail with EFBIG, which
+     * every command reports naming the file, instead of killing the run
+     * (SIGXFSZ) where it stands */
+    signal(SIGXFSZ, SIG_IGN);
     rs_world_init(&argc, &argv);
     int rc = dispatch(argc, argv);
     rs_world_finish();

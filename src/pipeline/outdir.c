@@ -66,16 +66,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include "ringshard/hash.h"
 #include "ringshard/log.h"
 #include "ringshard/outdir.h"
+#include "ringshard/outfile.h"
 #include "ringshard/testhook.h"
+#include "util/tmpname.h"
 
-#define TMP_TAG ".ringshard-tmp."
+#define TMP_TAG RS_TMP_TAG
 #define OLD_TAG ".ringshard-old."
 #define MAX_TREE_DEPTH 256
 
@@ -249,126 +250,6 @@ static int sync_tree(const char *path, int fd, int depth, rs_error *err)
     return rc;
 }
 
-static uint32_t random32(void)
-{
-    uint32_t r;
-    if (getrandom(&r, sizeof r, GRND_NONBLOCK) == (ssize_t)sizeof r)
-        return r;
-    static uint64_t counter;
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 17) ^
-                 (++counter * 0x9E3779B97F4A7C15ULL);
-    x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ULL;
-    x ^= x >> 29;
-    return (uint32_t)x;
-}
-
-/* ---- paths ---- */
-
-/* Splits final (trailing slashes removed) into its parent and base name. */
-static int split_path(const char *final, char **fin, char **parent, const char **base)
-{
-    size_t n = strlen(final);
-    while (n > 1 && final[n - 1] == '/')
-        n--;
-    *fin = strndup(final, n);
-    if (*fin == NULL)
-        return -1;
-    char *slash = strrchr(*fin, '/');
-    if (slash == NULL) {
-        *parent = strdup(".");
-        *base = *fin;
-    } else {
-        *parent = slash == *fin ? strdup("/") : strndup(*fin, (size_t)(slash - *fin));
-        *base = slash + 1;
-    }
-    if (*parent == NULL) {
-        free(*fin);
-        return -1;
-    }
-    return 0;
-}
-
-/* The longest tag after a stem: TMP_TAG, a pid (10 digits at most), '.'
- * and 8 hex digits. A stem leaves room for it within NAME_MAX. */
-#define TAG_ROOM (sizeof TMP_TAG - 1 + 10 + 1 + 8)
-#define STEM_MAX (NAME_MAX - TAG_ROOM)
-
-/* What the tagged names of base start with: base itself when the longest
- * tag fits after it, else base's first bytes (a UTF-8 sequence is not
- * split) + '~' + 16 hex digits of MurmurHash3 of the whole base, STEM_MAX
- * bytes at most. The same base always gives the same stem, so that the
- * stale cleanup finds a killed run's names again. */
-static void make_stem(const char *base, char out[STEM_MAX + 1])
-{
-    size_t n = strlen(base);
-    if (n <= STEM_MAX) {
-        memcpy(out, base, n + 1);
-        return;
-    }
-    size_t cut = STEM_MAX - 17;
-    while (cut > 0 && ((unsigned char)base[cut] & 0xC0) == 0x80)
-        cut--;
-    uint64_t h[2];
-    rs_murmur3_x64_128(base, n, 0, h);
-    memcpy(out, base, cut);
-    snprintf(out + cut, 18, "~%016" PRIx64, h[0]);
-}
-
-/* fin with its base name replaced by stem + tag + pid (+ '.' + 8 hex
- * digits when rnd): a sibling of fin. malloc'd, NULL when out of memory. */
-static char *tagged_path(const char *fin, const char *base, const char *stem, const char *tag, int rnd)
-{
-    char *p;
-    int n = rnd ? asprintf(&p, "%.*s%s%s%ld.%08" PRIx32, (int)(base - fin), fin, stem, tag, (long)getpid(),
-                           random32())
-                : asprintf(&p, "%.*s%s%s%ld", (int)(base - fin), fin, stem, tag, (long)getpid());
-    return n < 0 ? NULL : p;
-}
-
-/* A process that has exited but was never reaped (a zombie: its parent,
- * e.g. mpirun, died first and nothing reaps orphans, as in containers
- * without an init) still answers kill(pid, 0): it is gone all the same. */
-static int pid_gone(long pid)
-{
-    if (pid <= 0 || pid != (long)(pid_t)pid)
-        return 0;
-    if (kill((pid_t)pid, 0) != 0)
-        return errno == ESRCH;
-    char path[64], buf[256];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *st = strrchr(buf, ')');  /* "pid (comm) S ...": comm may hold ')' */
-    return st && st[1] == ' ' && st[2] == 'Z';
-}
-
-/* If name is stem + tag + <digits> + (rest): the pid, with *rest after the
- * digits. Else -1. */
-static long tagged_pid(const char *name, const char *stem, const char *tag, const char **rest)
-{
-    size_t bl = strlen(stem), tl = strlen(tag);
-    if (strncmp(name, stem, bl) != 0 || strncmp(name + bl, tag, tl) != 0)
-        return -1;
-    const char *p = name + bl + tl;
-    long pid = 0;
-    if (*p < '0' || *p > '9')
-        return -1;
-    while (*p >= '0' && *p <= '9') {
-        if (pid > 100000000L)
-            return -1;
-        pid = pid * 10 + (*p++ - '0');
-    }
-    *rest = p;
-    return pid;
-}
-
 /* rename only if `to` does not exist. 0, or -1 with errno (EEXIST or
  * ENOTEMPTY: `to` exists). */
 static int rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
@@ -442,11 +323,11 @@ static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, cons
     return (ptrdiff_t)best;
 }
 
-/* Removes the stale siblings of base in parent: temporaries (directories,
- * or regular files when !dirs) of processes that are gone and, for
- * directories, -old directories of such processes, once one is restored
- * when base is missing (restore_old). */
-static void clean_stale(const char *parent, const char *base, const char *stem, int dirs)
+/* Removes the stale siblings of base in parent: temporary and -old
+ * directories of processes that are gone, once one -old directory is
+ * restored when base is missing (restore_old). (Stale temporary files:
+ * rs_tmp_create_beside.) */
+static void clean_stale(const char *parent, const char *base, const char *stem)
 {
     DIR *d = opendir(parent);
     if (d == NULL)
@@ -457,19 +338,19 @@ static void clean_stale(const char *parent, const char *base, const char *stem, 
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *rest;
-        long pid = tagged_pid(de->d_name, stem, TMP_TAG, &rest);
+        long pid = rs_tmp_tagged_pid(de->d_name, stem, TMP_TAG, &rest);
         int old = 0;
         if (pid < 0 || rest[0] != '.' || rest[1] == '\0') {
-            pid = dirs ? tagged_pid(de->d_name, stem, OLD_TAG, &rest) : -1;
+            pid = rs_tmp_tagged_pid(de->d_name, stem, OLD_TAG, &rest);
             if (pid < 0 || rest[0] != '\0')
                 continue;
             old = 1;
         }
-        if (!pid_gone(pid))
+        if (!rs_tmp_pid_gone(pid))
             continue;
         struct stat st;
         if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            (dirs ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)))
+            !S_ISDIR(st.st_mode))
             continue;
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 8;
@@ -485,7 +366,7 @@ static void clean_stale(const char *parent, const char *base, const char *stem, 
     }
     struct stat st;
     ptrdiff_t restored = (ptrdiff_t)n;
-    if (dirs && fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
         restored = restore_old(dfd, parent, base, v, n);
     for (size_t i = 0; i < n; i++) {
         if ((ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
@@ -573,15 +454,15 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     memset(od, 0, sizeof *od);
     if (final == NULL || final[0] == '\0')
         return rs_error_set(err, RS_EXIT_USAGE, "an empty path is not an output directory");
-    if (split_path(final, &fin, &parent, &base) != 0)
+    if (rs_tmp_split_path(final, &fin, &parent, &base) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (base[0] == '\0' || strcmp(base, ".") == 0 || strcmp(base, "..") == 0) {
         rs_error_set(err, RS_EXIT_USAGE, "%s: cannot be used as an output directory (name a new directory)", final);
         goto fail;
     }
-    char stem[STEM_MAX + 1];
-    make_stem(base, stem);
-    clean_stale(parent, base, stem, 1);   /* first: it may restore fin */
+    char stem[RS_TMP_STEM_MAX + 1];
+    rs_tmp_stem(base, stem);
+    clean_stale(parent, base, stem);   /* first: it may restore fin */
 
     struct stat st;
     if (lstat(fin, &st) == 0) {
@@ -594,7 +475,7 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
 
     char *tmp = NULL;
     for (int attempt = 0;; attempt++) {
-        if ((tmp = tagged_path(fin, base, stem, TMP_TAG, 1)) == NULL) {
+        if ((tmp = rs_tmp_tagged_path(fin, base, stem, TMP_TAG, 1)) == NULL) {
             rs_error_set(err, RS_EXIT_IO, "out of memory");
             goto fail;
         }
@@ -630,36 +511,16 @@ char *rs_outdir_path(const rs_outdir *od, const char *name)
 
 const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err)
 {
-    char *fin, *parent, *tmp = NULL;
-    const char *base;
     if (od->tmp == NULL) {
         rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
         return NULL;
     }
-    if (split_path(path, &fin, &parent, &base) != 0) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rs_outfile_in_place(path))
+        return path;   /* /dev/stdout, a FIFO: nothing to replace */
+    char *fin, *tmp = rs_tmp_create_beside(path, &fin);
+    if (tmp == NULL) {
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot create a file beside it: %s", path, strerror(errno));
         return NULL;
-    }
-    char stem[STEM_MAX + 1];
-    make_stem(base, stem);
-    clean_stale(parent, base, stem, 0);
-    for (int attempt = 0;; attempt++) {
-        if ((tmp = tagged_path(fin, base, stem, TMP_TAG, 1)) == NULL) {
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto fail;
-        }
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            close(fd);
-            break;
-        }
-        int e = errno;
-        free(tmp);
-        tmp = NULL;
-        if (e != EEXIST || attempt >= 100) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot create a file in %s: %s", fin, parent, strerror(e));
-            goto fail;
-        }
     }
     char **f = realloc(od->side_final, (od->nside + 1) * sizeof *f);
     if (f)
@@ -669,19 +530,14 @@ const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err)
         od->side_tmp = t;
     if (!f || !t) {
         unlink(tmp);
+        free(tmp);
+        free(fin);
         rs_error_set(err, RS_EXIT_IO, "out of memory");
-        goto fail;
+        return NULL;
     }
     f[od->nside] = fin;
     t[od->nside++] = tmp;
-    free(parent);
     return tmp;
-
-fail:
-    free(tmp);
-    free(fin);
-    free(parent);
-    return NULL;
 }
 
 static void release(rs_outdir *od)
@@ -695,25 +551,6 @@ static void release(rs_outdir *od)
     free(od->side_final);
     free(od->side_tmp);
     memset(od, 0, sizeof *od);
-}
-
-/* fsync of path's parent directory; 0, or -1 with errno. */
-static int sync_parent_of(const char *path)
-{
-    char *fin, *parent;
-    const char *base;
-    if (split_path(path, &fin, &parent, &base) != 0)
-        return -1;
-    int rc = 0, fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || (fsync(fd) != 0 && errno != EINVAL))
-        rc = -1;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
-    free(fin);
-    free(parent);
-    errno = e;
-    return rc;
 }
 
 /* The file system refuses the exchange: FINAL is replaced in two renames,
@@ -808,7 +645,7 @@ static int publish_sides(rs_outdir *od, rs_error *err)
             if (rc == 0)
                 rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but %s cannot be put in place: %s (it is at %s)",
                                   od->final, od->side_final[i], strerror(errno), od->side_tmp[i]);
-        } else if (sync_parent_of(od->side_final[i]) != 0 && rc == 0) {
+        } else if (rs_tmp_sync_parent(od->side_final[i]) != 0 && rc == 0) {
             rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of the directory of %s "
                               "failed: %s", od->side_final[i], od->side_final[i], strerror(errno));
         }
@@ -826,14 +663,14 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
     char *fin, *parent, *old = NULL;
     const char *base;
     int rc = -1;
-    if (split_path(od->final, &fin, &parent, &base) != 0) {
+    if (rs_tmp_split_path(od->final, &fin, &parent, &base) != 0) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         rs_outdir_abort(od);
         return -1;
     }
-    char stem[STEM_MAX + 1];
-    make_stem(base, stem);
-    if ((old = tagged_path(fin, base, stem, OLD_TAG, 0)) == NULL) {
+    char stem[RS_TMP_STEM_MAX + 1];
+    rs_tmp_stem(base, stem);
+    if ((old = rs_tmp_tagged_path(fin, base, stem, OLD_TAG, 0)) == NULL) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
@@ -856,7 +693,7 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
     od->tmp = NULL;   /* published: nothing to remove any more */
     rs_test_pause("published");
     /* readers may see fin now: a failure from here on cannot be undone */
-    rc = sync_parent_of(fin);
+    rc = rs_tmp_sync_parent(fin);
     if (rc != 0)
         rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of %s failed: %s", fin, parent,
                      strerror(errno));

@@ -92,6 +92,7 @@
 #include <unistd.h>
 #include "ringshard/deflate.h"
 #include "ringshard/interrupt.h"
+#include "ringshard/outfile.h"
 #include "ringshard/log.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
@@ -105,6 +106,11 @@
 #define RS_QCK ((size_t)64 << 10)     /* quote-count checkpoint spacing (see batch) */
 #define RS_READ_STEP ((size_t)256 << 10) /* bytes inflated per call: counted while hot */
 #define RS_RAMP 3                           /* an input's first batches: cap/8, cap/4, cap/2 */
+
+static const char *quarantine_name(const rs_pipeline_opts *o)
+{
+    return o->quarantine_name ? o->quarantine_name : o->quarantine;
+}
 
 void rs_pipeline_interrupt(void) { rs_interrupt_raise(); }
 int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
@@ -1669,9 +1675,11 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     if (o->dest_paths && open_dests(o, df, err) != 0)
         goto done;
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
-        quarantine = fopen(o->quarantine, "w");
+        /* /dev/stdout may be a shell's `>> log`: "w" would empty it */
+        quarantine = fopen(o->quarantine, rs_outfile_in_place(o->quarantine) ? "a" : "w");
         if (!quarantine) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", o->quarantine, strerror(errno));
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", quarantine_name(o),
+                         strerror(errno));
             goto done;
         }
         fputs("input\tline\trecord\treason\trow\n", quarantine);
@@ -1864,7 +1872,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             int flushed = fflush(quarantine) == 0 && !ferror(quarantine);
             int e = s.quarantine_errno ? s.quarantine_errno : errno ? errno : EIO;
             if (!flushed)
-                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->quarantine, strerror(e));
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", quarantine_name(o), strerror(e));
         }
         rc = err->code ? -1 : 0;
     } else if (o->progress) {

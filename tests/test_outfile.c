@@ -1,0 +1,186 @@
+/* Single files published whole (ringshard/outfile.h): plan's --json,
+ * --pairs, --arcs, --svg and --html, the stats and simulate reports, and
+ * the quarantine file are written beside their target and renamed over it
+ * only when complete, so a run that fails, or is killed at any point,
+ * leaves a previous file as it was; a killed run's temporary is removed
+ * by the next run; /dev/stdout and FIFOs are written in place; through a
+ * symbolic link the file it points at is replaced (the link stays), with
+ * its mode. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ringshard/outfile.h"
+#include "support.h"
+#include "wait.h"
+
+TestSuite(outfile, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
+
+#define OK SH_OK
+
+/* The stdout of a command that must succeed (malloc'd). */
+static char *out_of(const char *cmd)
+{
+    cmd_result r = sh_in_test_dir("%s", cmd);
+    cr_assert_eq(r.rc, 0, "%s\nexit %d\nstderr: %s", cmd, r.rc, r.err);
+    free(r.err);
+    return r.out;
+}
+
+static void fails_with(int rc, const char *want, const char *cmd)
+{
+    cmd_result r = sh_in_test_dir("%s", cmd);
+    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstderr: %s", cmd, r.rc, rc, r.err);
+    cr_assert(strstr(r.err, want), "%s\nstderr: %s\nwant: %s", cmd, r.err, want);
+    cmd_result_free(&r);
+}
+
+/* No temporary is left beside the targets. */
+static void no_temporaries(void)
+{
+    char *o = out_of("ls -a | grep ringshard-tmp || true");
+    cr_assert_str_eq(o, "", "temporaries left: %s", o);
+    free(o);
+}
+
+/* A write that fails part way (a file-size limit: EFBIG, SIGXFSZ is
+ * ignored) leaves each previous plan file byte for byte as it was, and no
+ * temporary. Before, the files were truncated at open and left half
+ * written. */
+Test(outfile, a_failed_write_leaves_the_previous_plan_files_intact)
+{
+    OK("\"$RS\" plan --nodes 400 --add 30 --json p.json --arcs a.tsv --svg p.svg --html p.html --quiet && "
+       "for f in p.json a.tsv p.svg p.html; do cp $f $f.orig; done && test $(wc -c < a.tsv) -gt 8192");
+    const char *const files[] = {"--json p.json", "--arcs a.tsv", "--svg p.svg", "--html p.html"};
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd,
+                 "(ulimit -f 8; exec \"$RS\" plan --nodes 400 --add 31 %s --quiet); rc=$?; "
+                 "for f in p.json a.tsv p.svg p.html; do cmp $f $f.orig >&2 || echo \"$f changed\" >&2; done; exit $rc",
+                 files[k]);
+        cmd_result r = sh_in_test_dir("%s", cmd);
+        cr_assert_eq(r.rc, 1, "%s\nexit %d\nstderr: %s", cmd, r.rc, r.err);
+        cr_assert(strstr(r.err, "File too large") && !strstr(r.err, "changed"), "%s\nstderr: %s", cmd, r.err);
+        cmd_result_free(&r);
+    }
+    no_temporaries();
+}
+
+/* The same for the stats and simulate reports. */
+Test(outfile, a_failed_write_leaves_the_previous_reports_intact)
+{
+    OK("seq 0 999 | sed 1s/^/id\\\\n/ > in.csv && \"$RS\" stats --nodes 300 --html s.html in.csv > /dev/null && cp s.html s.orig && "
+       "\"$RS\" simulate --nodes 50 --keys 20000 --vnodes 10,20,40,80,160,320,640 --html m.html > /dev/null && cp m.html m.orig && "
+       "test $(wc -c < s.html) -gt 8192 && test $(wc -c < m.html) -gt 8192");
+    fails_with(1, "File too large",
+               "(ulimit -f 8; exec \"$RS\" stats --nodes 301 --html s.html in.csv > /dev/null); rc=$?; cmp s.html s.orig >&2 "
+               "|| exit 9; exit $rc");
+    fails_with(1, "File too large",
+               "(ulimit -f 8; exec \"$RS\" simulate --nodes 51 --keys 20000 --vnodes 10,20,40,80,160,320,640 --html m.html > /dev/null); rc=$?; "
+               "cmp m.html m.orig >&2 || exit 9; exit $rc");
+    no_temporaries();
+}
+
+/* A run that fails after its quarantine file was begun (a corrupt gzip
+ * input after a good one) leaves the previous quarantine file as it was;
+ * one that succeeds replaces it. Also without an output directory (plan
+ * and stats counting from data). */
+Test(outfile, a_failed_run_leaves_the_previous_quarantine_file_intact)
+{
+    OK("printf 'id,v\\n1,a\\n\"bad\\n' > bad.csv && printf 'id,v\\n2,b\\n3,\"x\"y\\n' > more.csv && "
+       "printf 'id,v\\n4,c\\n' | gzip > c.gz && head -c 15 c.gz > cut.gz && "
+       "\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=q.tsv -o out more.csv && cp q.tsv q.orig && "
+       "grep -q more.csv q.tsv");
+    const char *const runs[] = {
+        "\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=q.tsv -o out2 bad.csv cut.gz",
+        "\"$RS\" bucket --quiet -j 2 --nodes 3 --on-bad-row quarantine=q.tsv -o out2 bad.csv cut.gz",
+        "\"$RS\" plan --quiet --nodes 3 --add 1 --on-bad-row quarantine=q.tsv bad.csv cut.gz",
+        "\"$RS\" stats --nodes 3 --on-bad-row quarantine=q.tsv bad.csv cut.gz",
+        "\"$RS\" dedup --quiet --nodes 3 --key id --on-bad-row quarantine=q.tsv -o out3 bad.csv cut.gz",
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "%s; rc=$?; cmp q.tsv q.orig >&2 || exit 9; test ! -e out2 || exit 8; exit $rc",
+                 runs[k]);
+        fails_with(2, "cut.gz: ", cmd);
+    }
+    no_temporaries();
+    char *o = out_of("\"$RS\" stats --nodes 3 --on-bad-row quarantine=q.tsv bad.csv > /dev/null && cut -f 1,3 q.tsv");
+    cr_assert_str_eq(o, "input\trecord\nbad.csv\t2\n");
+    free(o);
+    no_temporaries();
+}
+
+/* Killed while the quarantine temporary is open (stopped after its first
+ * batch, then SIGKILL): the previous file is intact, the temporary is left,
+ * and the next run on the same file removes it (its process is gone) and
+ * publishes. */
+Test(outfile, a_killed_run_leaves_the_previous_quarantine_and_the_next_cleans_up)
+{
+    OK("printf 'id,v\\n1,a\\n\"bad\\n' > bad.csv && echo previous > q.tsv");
+    char *o = out_of(WAIT_SH "RINGSHARD_TEST_PAUSE_AT=batch_written \"$RS\" bucket --quiet --nodes 3 "
+                     "--on-bad-row quarantine=q.tsv -o out bad.csv & pid=$!; "
+                     "wait_stopped $pid 'the first batch' || exit 124; kill -KILL $pid; wait $pid; "
+                     "cat q.tsv; ls | grep -c 'q.tsv.ringshard-tmp'");
+    cr_assert_str_eq(o, "previous\n1\n", "%s", o);
+    free(o);
+    o = out_of("\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=q.tsv -o out bad.csv && cut -f 1,3 q.tsv");
+    cr_assert_str_eq(o, "input\trecord\nbad.csv\t2\n");
+    free(o);
+    no_temporaries();
+}
+
+/* /dev/stdout (here a pipe, or a shell's redirection into a file that must
+ * be written, not replaced) and a FIFO are written in place; a symbolic
+ * link keeps pointing at the replaced file, which keeps its mode. */
+Test(outfile, devices_fifos_links_and_modes)
+{
+    char *o = out_of("\"$RS\" plan --nodes 10 --add 1 --quiet --json /dev/stdout | head -c 1");
+    cr_assert_str_eq(o, "{");
+    free(o);
+    o = out_of("echo 'keep me' > log && { \"$RS\" plan --nodes 10 --add 1 --quiet --json /dev/stdout; } >> log && "
+               "head -n 1 log && tail -c 2 log | od -An -c | tr -d ' '");
+    cr_assert_str_eq(o, "keep me\n}\\n\n", "%s", o);
+    free(o);
+    o = out_of("mkfifo f && { cat f > got & } && \"$RS\" plan --nodes 10 --add 1 --quiet --json f && wait && "
+               "head -c 1 got && test -p f && echo fifo");
+    cr_assert_str_eq(o, "{fifo\n");
+    free(o);
+    o = out_of("mkdir real && echo old > real/p.json && chmod 600 real/p.json && ln -s real/p.json p.json && "
+               "\"$RS\" plan --nodes 10 --add 1 --quiet --json p.json && test -L p.json && head -c 1 real/p.json && "
+               "stat -c ' %a' real/p.json");
+    cr_assert_str_eq(o, "{ 600\n");
+    free(o);
+    no_temporaries();
+}
+
+/* The library call: reserve, write, commit; abort leaves the target. */
+Test(outfile, library_commit_and_abort)
+{
+    OK("echo old > t.txt");
+    char *dir = sh_in_test_dir("pwd").out;
+    dir[strcspn(dir, "\n")] = '\0';
+    char path[4096];
+    snprintf(path, sizeof path, "%s/t.txt", dir);
+    rs_error err = {0};
+    rs_outfile of;
+    FILE *f = rs_outfile_open(&of, path, &err);
+    cr_assert(f != NULL, "%s", err.msg);
+    fputs("new\n", f);
+    rs_outfile_abort(&of);
+    char *o = out_of("cat t.txt");
+    cr_assert_str_eq(o, "old\n");
+    free(o);
+    f = rs_outfile_open(&of, path, &err);
+    cr_assert(f != NULL, "%s", err.msg);
+    fputs("new\n", f);
+    cr_assert_eq(rs_outfile_commit(&of, &err), 0, "%s", err.msg);
+    o = out_of("cat t.txt");
+    cr_assert_str_eq(o, "new\n");
+    free(o);
+    snprintf(path, sizeof path, "%s/no/such/dir/t.txt", dir);
+    cr_assert(rs_outfile_open(&of, path, &err) == NULL);
+    cr_assert(strstr(err.msg, "no/such/dir/t.txt: cannot create: No such file or directory"), "%s", err.msg);
+    free(dir);
+    no_temporaries();
+}
