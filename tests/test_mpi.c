@@ -380,3 +380,35 @@ Test(mpi, bad_row_in_a_unit_on_rank_2_reported_as_one_process)
     res_free(&s);
     expect_same_failure(2, SPLIT_IN, "-j 2 --key 3");
 }
+
+/* Ranks that open a bucket directory at different moments with a
+ * replacement in between - rank 0 has read generation A (it waits at the
+ * hold, RINGSHARD_TEST_HOLD_DIR), rank 1 stops before its open
+ * (RINGSHARD_TEST_PAUSE_AT=dir-open), D becomes generation B, then both go
+ * on - fail the run on every rank naming the directory (exit 1), nothing
+ * emitted, instead of mixing the generations' rows (plan --from-buckets
+ * --emit, dedup --buckets). Waits for the states, never for a time. */
+Test(mpi, ranks_that_read_two_generations_fail_the_run)
+{
+    OK("{ echo id,v; i=0; while [ $i -lt 3000 ]; do echo a$i,x$i; i=$((i+1)); done; } > a.csv && "
+       "{ echo id,v; i=0; while [ $i -lt 3500 ]; do echo b$i,y$i; i=$((i+1)); done; } > b.csv && "
+       "\"$RS\" bucket --quiet --key id --nodes 8 -o D a.csv && \"$RS\" bucket --quiet --key id --nodes 8 -o D.B b.csv");
+    const char *const cmds[] = {"plan --quiet --from-buckets D --add 1 --emit M", "dedup --quiet --buckets D -o M"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        res r = sh(WAIT_SH "rm -f hold rank1.pid; " MPIRUN "2 sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then "
+                   "export RINGSHARD_TEST_HOLD_DIR=\"$PWD/hold\"; else echo $$ > rank1.pid; "
+                   "export RINGSHARD_TEST_PAUSE_AT=dir-open; fi; exec \"$RS\" \"$@\"' sh %s > mpirun.log 2>&1 & job=$!; "
+                   "wait_for 'rank 0 to read generation A' '[ -e hold ]' || { kill $job; exit 124; }; "
+                   "wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
+                   "wait_stopped $(cat rank1.pid) 'rank 1 before its open' || { kill $job; exit 124; }; "
+                   "mv D D.A && mv D.B D && rm hold && kill -CONT $(cat rank1.pid); "
+                   "wait $job; rc=$?; mv D D.B && mv D.A D; cat mpirun.log >&2; "
+                   "if test -e M; then echo emitted >&2; exit 42; fi; exit $rc",
+                   cmds[k]);
+        cr_assert_eq(r.rc, 1, "%s: exit %d\n%s", cmds[k], r.rc, r.err);
+        cr_assert(strstr(r.err, "D: rank 1 read another generation of the directory than rank 0 (its manifest.json "
+                                "differs; replaced by another run meanwhile?): run again"),
+                  "%s: %s", cmds[k], r.err);
+        res_free(&r);
+    }
+}

@@ -22,7 +22,8 @@
  *   begun          outdir: the temporary directory was created
  *   publish        outdir: just before the publishing rename
  *   published      outdir: just after it
- *   old            outdir, two-rename fallback: between the renames */
+ *   old            outdir, two-rename fallback: between the renames
+ *   dir-open       bucketdir: just before a bucket directory is opened */
 void rs_test_pause(const char *point);
 
 #endif

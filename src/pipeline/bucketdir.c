@@ -2,6 +2,7 @@
  * (ringshard/bucketdir.h). */
 #define _GNU_SOURCE
 #include "ringshard/bucketdir.h"
+#include "ringshard/testhook.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ static void test_hold(void)
 int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
 {
     memset(bd, 0, sizeof *bd);
+    rs_test_pause("dir-open");
     /* path is set first: rs_bucketdir_close closes fd only when it is */
     if (!(bd->path = strdup(dir)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
