@@ -175,3 +175,54 @@ Test(filesfrom, each_list_fault_names_the_list_and_its_line)
         cmd_result_free(&r);
     }
 }
+
+/* The text of the progress line's final refresh in what a terminal got:
+ * the refresh is "\r" TEXT "\033[K", the final one is the last (the summary
+ * after it has no ESC [K). A malloc'd copy, or NULL if there is none. */
+static char *final_refresh(const char *tty)
+{
+    const char *end = NULL;
+    for (const char *p = strstr(tty, "\033[K"); p; p = strstr(p + 1, "\033[K"))
+        end = p;
+    if (!end)
+        return NULL;
+    const char *start = end;
+    while (start > tty && start[-1] != '\r')
+        start--;
+    return strndup(start, (size_t)(end - start));
+}
+
+/* The progress line on a terminal (script(1) gives the run one) counts the
+ * files done of all of them and the bytes read of all inputs' bytes: the
+ * final refresh says all of them, 100%. With a pipe among the inputs its
+ * size is not known: the total is "?" and there is no percentage. */
+Test(filesfrom, progress_counts_files_and_bytes_of_all_inputs)
+{
+    make_inputs();
+    OK("printf 'c.gz\\nb.csv\\n' > l");
+    res r = sh("wc -c < a.csv; wc -c < c.gz; wc -c < b.csv");
+    long sa = 0, sc = 0, sb = 0;
+    cr_assert_eq(sscanf(r.out, "%ld %ld %ld", &sa, &sc, &sb), 3, "%s", r.out);
+    cmd_result_free(&r);
+    char want[256];
+    snprintf(want, sizeof want, "100.0%%  files 3/3  read %.1f kB of %.1f kB  900 rows  0.0 MB  ",
+             (sa + sb + sc) / 1e3, (sa + sb + sc) / 1e3);
+    r = sh("script -qec '\"$RS\" bucket --nodes 8 -o tty a.csv --files-from l' /dev/null");
+    cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
+    char *line = final_refresh(r.out);
+    cr_assert(line, "no progress line: %s", r.out);
+    cr_assert(!strncmp(line, want, strlen(want)), "final refresh '%s', expected it to start with '%s'", line, want);
+    cr_assert(strstr(line, " M rows/s ") && !strstr(line, "ETA"), "%s", line);
+    free(line);
+    cmd_result_free(&r);
+
+    /* standard input is a pipe: 2 files, bytes read of "?" */
+    snprintf(want, sizeof want, "files 2/2  read %.1f kB of ?  700 rows  0.0 MB  ", (sa + sb) / 1e3);
+    r = sh("script -qec 'cat b.csv | \"$RS\" bucket --nodes 8 -o pipe a.csv -' /dev/null");
+    cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
+    line = final_refresh(r.out);
+    cr_assert(line, "no progress line: %s", r.out);
+    cr_assert(!strncmp(line, want, strlen(want)), "final refresh '%s', expected it to start with '%s'", line, want);
+    free(line);
+    cmd_result_free(&r);
+}
