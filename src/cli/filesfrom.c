@@ -92,10 +92,13 @@ static int read_list(file_list *l, rs_error *err)
     if (fd < 0)
         return rs_error_set(err, RS_EXIT_IO, "--files-from %s: cannot open: %s", l->name, strerror(errno));
     struct stat st;
+    memset(&st, 0, sizeof st);  /* unknown: neither a directory nor a regular file */
     size_t cap = (size_t)1 << 16, len = 0;
     int rc = -1;
     char *text = NULL;
-    if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (fstat(fd, &st) != 0)
+        memset(&st, 0, sizeof st);
+    if (S_ISDIR(st.st_mode)) {
         rs_error_set(err, RS_EXIT_IO, "--files-from %s: cannot read: is a directory", l->name);
         goto out;
     }
@@ -176,9 +179,10 @@ static int split_list(file_list *l, rs_error *err)
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--files-from %s: line %zu: ends in a carriage return (a list with Windows line "
                                 "ends? convert it, e.g. with tr -d '\\r')", l->name, k + 1), -1;
-        if (!strcmp(l->name, "-") && n == 1 && p[0] == '-')
+        if (n == 1 && p[0] == '-' && stdin_is_a_list())
             return rs_error_set(err, RS_EXIT_USAGE,
-                                "--files-from -: %s %zu: '-' (standard input) is the list itself", what, k + 1), -1;
+                                "--files-from %s: %s %zu: '-' names standard input, which is a file list here "
+                                "(--files-from -)", l->name, what, k + 1), -1;
         p[n] = 0;  /* the separator, or the NUL after the text */
         ff.inputs[l->first + k] = p;
     }
