@@ -1585,15 +1585,16 @@ static void progress_line(pipe_state *s, double t0, int final)
     double mb = res->bytes / 1e6;
     char eta[32] = "", pct[16] = "", done[24], total[24] = "?";
     int known = !s->size_unknown;
-    uint64_t read = final ? s->consumed_done : s->consumed_now;  /* the last unit's reads may stop short of its end */
-    double frac = s->total_size ? (double)read / (double)s->total_size : 1;
+    /* at the end, what every unit consumed (the last read may not show it all) */
+    uint64_t got = final ? s->consumed_done : s->consumed_now;
+    double frac = s->total_size ? (double)got / (double)s->total_size : 1;
     if (known && frac > 0.001 && frac < 1 && !final)
         snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
     if (known) {
         snprintf(pct, sizeof pct, "%5.1f%%  ", frac * 100);
         human_bytes(total, sizeof total, s->total_size);
     }
-    human_bytes(done, sizeof done, read);
+    human_bytes(done, sizeof done, got);
     fprintf(stderr, "\r%sfiles %u/%zu  read %s of %s  %llu rows  %.1f MB  %.2f M rows/s  %.0f MB/s%s\033[K", pct,
             s->next_input, s->o->ninputs, done, total, (unsigned long long)res->rows, mb, res->rows / el / 1e6,
             mb / el, eta);
