@@ -407,3 +407,19 @@ Test(mpi, files_from_lists_read_by_rank_0)
     res_free(&m);
     OK("test ! -e bad && ! ls -a | grep -q ringshard-tmp");
 }
+
+/* 20,000 files through a list under `ulimit -n 1024` on 2 ranks: rank 0's
+ * unit listing and each rank's change checks open one input at a time. */
+Test(mpi, files_from_many_files_under_ulimit)
+{
+    OK("mkdir many && python3 -c '\n"
+       "lst = open(\"list\", \"w\")\n"
+       "for i in range(20000):\n"
+       "    p = \"many/f%%05d.csv\" %% i\n"
+       "    open(p, \"w\").write(\"id,v\\nk%%d,%%d\\n\" %% (i, i))\n"
+       "    lst.write(p + \"\\n\")\n"
+       "'");
+    OK("\"$RS\" bucket --quiet --nodes 16 --compress none -o ref --files-from list");
+    OK("sh -c 'ulimit -n 1024 && exec " MPIRUN "2 \"$RS\" bucket --quiet -j 1 --nodes 16 --compress none -o r2 "
+       "--files-from list' && " SAME("ref", "r2"));
+}
