@@ -411,4 +411,46 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
                   "%s: %s", cmds[k], r.err);
         res_free(&r);
     }
+
+/* --files-from under mpirun (issue 17 item 3): rank 0 reads the list - a
+ * file, or standard input, which mpirun gives to rank 0 alone - and sends it
+ * to the other ranks, so every rank divides the same inputs: the output is
+ * one process's. A list's error is said once, nothing published; stats
+ * (run by rank 0 alone) takes a list on standard input too. */
+Test(mpi, files_from_lists_read_by_rank_0)
+{
+    make_inputs();
+    OK("printf '%%s\\n' " INPUTS " > list && printf 'tiny1.csv\\nnope.csv\\n' > bad.lst");
+    OK("\"$RS\" bucket --quiet --key bill_id --memory 32M -o ref " INPUTS);
+    for (int R = 2; R <= 3; R++) {
+        OK(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --key bill_id --memory 32M -o f%d --files-from list && "
+               SAME("ref", "f%d"), R, R, R, R, R, R);
+        OK(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --key bill_id --memory 32M -o s%d --files-from - < list && "
+               SAME("ref", "s%d"), R, R, R, R, R, R);
+    }
+    OK("\"$RS\" stats --quiet --tsv --key bill_id " INPUTS " > st1 && "
+       MPIRUN "3 \"$RS\" stats --quiet --tsv --key bill_id --files-from - < list > st3 && cmp st1 st3 && test -s st1");
+    res m = sh(MPIRUN "3 \"$RS\" bucket --quiet -j 1 --key bill_id -o bad --files-from bad.lst");
+    cr_assert_eq(m.rc, 1, "%s", m.err);
+    const char *msg = "ringshard bucket: --files-from bad.lst: line 2: nope.csv: cannot open: No such file or directory\n";
+    const char *first = strstr(m.err, msg);
+    cr_assert(first && !strstr(first + 1, msg), "said once: %s", m.err);
+    res_free(&m);
+    OK("test ! -e bad && ! ls -a | grep -q ringshard-tmp");
+}
+
+/* 20,000 files through a list under `ulimit -n 1024` on 2 ranks: rank 0's
+ * unit listing and each rank's change checks open one input at a time. */
+Test(mpi, files_from_many_files_under_ulimit)
+{
+    OK("mkdir many && python3 -c '\n"
+       "lst = open(\"list\", \"w\")\n"
+       "for i in range(20000):\n"
+       "    p = \"many/f%%05d.csv\" %% i\n"
+       "    open(p, \"w\").write(\"id,v\\nk%%d,%%d\\n\" %% (i, i))\n"
+       "    lst.write(p + \"\\n\")\n"
+       "'");
+    OK("\"$RS\" bucket --quiet --nodes 16 --compress none -o ref --files-from list");
+    OK("sh -c 'ulimit -n 1024 && exec " MPIRUN "2 \"$RS\" bucket --quiet -j 1 --nodes 16 --compress none -o r2 "
+       "--files-from list' && " SAME("ref", "r2"));
 }

@@ -18,6 +18,7 @@ enum {
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
+    RS_OPT_FILES_FROM, RS_OPT_NULL,
     /* output options (rs_cli_output_option) */
     RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL,
     /* balance options (rs_cli_balance_option) */
@@ -36,7 +37,9 @@ enum {
     {"threads", required_argument, 0, RS_OPT_THREADS},                     \
     {"memory", required_argument, 0, RS_OPT_MEMORY},                       \
     {"zlib", no_argument, 0, RS_OPT_ZLIB},                                 \
-    {"quiet", no_argument, 0, RS_OPT_QUIET}
+    {"quiet", no_argument, 0, RS_OPT_QUIET},                               \
+    {"files-from", required_argument, 0, RS_OPT_FILES_FROM},               \
+    {"null", no_argument, 0, RS_OPT_NULL}
 
 #define RS_OUTPUT_LONGOPTS                                                 \
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
@@ -139,10 +142,30 @@ void rs_cli_input_defaults(rs_pipeline_opts *po);
  * if handled, 0 if not an input option, -1 with err on a bad value. */
 int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_error *err);
 
-/* Takes argv[first..argc) as the inputs, decides on the progress line
+/* Records --files-from LIST (several allowed, at most one "-") and --null
+ * (cli/filesfrom.c). Returns 1 if `code` is one of them, 0 if not, -1 with
+ * err (RS_EXIT_USAGE: "-" twice). */
+int rs_cli_files_from_option(int code, const char *arg, rs_error *err);
+
+/* 1 if a --files-from was given (commands that take no INPUT refuse it). */
+int rs_cli_files_from_given(void);
+
+/* The inputs: args[0..nargs), then every list's entries, lists in option
+ * order; *inputs stays valid until exit. Collective under MPI (rank 0 reads
+ * the lists and sends them to the others, and checks the files). Returns 0,
+ * or -1 with err naming the list and its line: RS_EXIT_USAGE for an empty
+ * line or entry, a CR at a line's end, a NUL in a line, '-' both as the list
+ * and as an input, a file given twice (by any name: st_dev and st_ino) where
+ * the second is a list's; RS_EXIT_IO for a list or a listed file that cannot
+ * be opened, or a directory. */
+int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
+                             rs_error *err);
+
+/* Takes argv[first..argc) as the inputs (then the --files-from lists'), decides on the progress line
  * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
  * handlers (they stop the pipeline within the batch in progress) and ignores SIGXFSZ.
- * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs). */
+ * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs, or
+ * rs_cli_files_from_inputs's errors). */
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
 
 /* Records output option `code` (RS_OPT_COMPRESS: gzip|none; RS_OPT_LEVEL:

@@ -9,7 +9,7 @@
 #include "ringshard/outdir.h"
 
 static const char bucket_help[] =
-    "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...\n"
+    "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
     "Streams every row of the inputs, places its key on the ring and writes the\n"
     "row into DIR/<node>.csv.gz, one file per node (a node that gets nothing has\n"
     "a header-only file), plus DIR/manifest.json. Rows keep their bytes and\n"

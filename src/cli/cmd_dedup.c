@@ -29,7 +29,7 @@
 #include "ringshard/outdir.h"
 
 static const char dedup_help[] =
-    "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...\n"
+    "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
     "       ringshard dedup [OPTIONS] -o DIR --buckets BUCKETDIR\n"
     "Keeps one row per key. Pass 1 buckets the rows by key on the ring (as\n"
     "`ringshard bucket`) into a temporary area; pass 2 deduplicates every bucket\n"
@@ -519,8 +519,9 @@ int rs_cmd_dedup(int argc, char **argv)
     if (!a.outdir)
         return rs_cli_usage_error("dedup", "no output directory (-o DIR)");
     if (a.buckets_dir) {
-        if (optind < argc)
-            return rs_cli_usage_error("dedup", "--buckets takes no INPUT (the bucket directory is the input)");
+        if (optind < argc || rs_cli_files_from_given())
+            return rs_cli_usage_error("dedup", "--buckets takes no INPUT nor --files-from (the bucket directory is "
+                                               "the input)");
         if (ring_given || a.key_given)
             return rs_cli_usage_error("dedup", "--buckets: the ring, key and CSV options come from its manifest");
         a.quiet = a.po.progress < 0;

@@ -19,7 +19,7 @@
 #include "ringshard/report.h"
 
 static const char plan_help[] =
-    "Usage: ringshard plan [OPTIONS] [INPUT...]\n"
+    "Usage: ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]\n"
     "Compares an old and a new node set on the same ring options and tells what\n"
     "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
     "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
@@ -1382,9 +1382,9 @@ int rs_cmd_plan(int argc, char **argv)
         default: return rs_cli_usage_error("plan", "bad option");
         }
     }
-    int have_inputs = optind < argc;
+    int have_inputs = optind < argc || rs_cli_files_from_given();
     if (a.from_buckets && have_inputs)
-        return rs_cli_usage_error("plan", "--from-buckets reads the bucket files: no INPUT arguments");
+        return rs_cli_usage_error("plan", "--from-buckets reads the bucket files: no INPUT arguments nor --files-from");
     int data = have_inputs || (a.from_buckets && !a.ring_only);
     if (a.ring_only && !a.from_buckets)
         return rs_cli_usage_error("plan", "--ring-only goes with --from-buckets");

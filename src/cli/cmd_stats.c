@@ -13,7 +13,7 @@
 #include "ringshard/stats.h"
 
 static const char stats_help[] =
-    "Usage: ringshard stats [OPTIONS] INPUT...\n"
+    "Usage: ringshard stats [OPTIONS] INPUT...             (or --files-from LIST)\n"
     "       ringshard stats [OPTIONS] DIR          (DIR/manifest.json of `bucket`)\n"
     "On INPUT files, reads the rows as `bucket` does and counts them per node\n"
     "(nothing is written); on a bucket directory, takes the rows per node and\n"

@@ -56,6 +56,8 @@ static int dispatch(int argc, char **argv)
              * once, on rank 0 */
             if (!commands[i].cluster && rs_world_rank() != 0)
                 return 0;
+            if (!commands[i].cluster)
+                rs_world_solo();
             return commands[i].run(argc - 1, argv + 1);
         }
     fprintf(stderr, "ringshard: unknown command '%s'\nTry 'ringshard --help'.\n", argv[1]);

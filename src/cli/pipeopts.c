@@ -24,7 +24,12 @@ const char rs_cli_input_help[] =
     "  -j, --threads N        worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
-    "  --quiet                no progress line and no summary\n";
+    "  --quiet                no progress line and no summary\n"
+    "  --files-from LIST      also read the inputs named in LIST, one path a line ('-':\n"
+    "                         stdin), after those on the command line; may be repeated.\n"
+    "                         Empty lines, a CR at a line's end, a missing file, a\n"
+    "                         directory or a file given twice (by any name) are errors\n"
+    "  --null                 the lists' paths end with NUL (find -print0), not LF\n";
 
 int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_error *err)
 {
@@ -87,7 +92,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         return 1;
     case RS_OPT_ZLIB: po->codec = RS_CODEC_ZLIB; return 1;
     case RS_OPT_QUIET: po->progress = -1; return 1;
-    default: return 0;
+    default: return rs_cli_files_from_option(code, arg, err);
     }
 }
 
@@ -112,13 +117,19 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
 {
     if (rs_csv_keyspec_check(po->key, po->header, err) != 0)
         return -1;
-    if (first >= argc)
+    size_t nargs = first < argc ? (size_t)(argc - first) : 0;
+    if (!nargs && !rs_cli_files_from_given())
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (use '-' for standard input)");
+    rs_cli_install_signals();  /* before a list is read: it may be a quiet pipe */
     po->inputs = (const char *const *)(argv + first);
-    po->ninputs = (size_t)(argc - first);
+    po->ninputs = nargs;
+    if (rs_cli_files_from_given() &&
+        rs_cli_files_from_inputs(argv + first, nargs, &po->inputs, &po->ninputs, err) != 0)
+        return -1;
+    if (!po->ninputs)
+        return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");
     int quiet = po->progress < 0;
     po->progress = !quiet && isatty(STDERR_FILENO);
-    rs_cli_install_signals();
     return quiet;
 }
 

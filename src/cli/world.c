@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <unistd.h>
 
-static int world_on, world_rank, world_size = 1, same_kernel_as_root = 1;
+/* world_on: collectives go to MPI; joined: MPI_Finalize is due (a solo
+ * command turns the first off, not the second) */
+static int world_on, joined, world_rank, world_size = 1, same_kernel_as_root = 1;
 
 /* This kernel's boot id (36 characters), or "" if unreadable. */
 static void boot_id(char id[64])
@@ -49,7 +51,7 @@ void rs_world_init(int *argc, char ***argv)
         return;
     int provided;
     MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
-    world_on = 1;
+    world_on = joined = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world_size);
     /* Ranks under the kernel that rank 0 runs under share its page cache
@@ -70,9 +72,15 @@ void rs_world_init(int *argc, char ***argv)
 
 void rs_world_finish(void)
 {
-    if (world_on)
+    if (joined)
         MPI_Finalize();
+    world_on = joined = 0;
+}
+
+void rs_world_solo(void)
+{
     world_on = 0;
+    world_size = 1;
 }
 
 int rs_world_rank(void) { return world_rank; }
@@ -210,6 +218,7 @@ int rs_world_agree(rs_error *err)
 
 void rs_world_init(int *argc, char ***argv) { (void)argc, (void)argv; }
 void rs_world_finish(void) {}
+void rs_world_solo(void) {}
 int rs_world_rank(void) { return 0; }
 int rs_world_size(void) { return 1; }
 int rs_world_same_kernel_as_root(void) { return 1; }

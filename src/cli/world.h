@@ -22,6 +22,12 @@ void rs_world_init(int *argc, char ***argv);
 /* Leaves the job (MPI_Finalize); a no-op for a single process. */
 void rs_world_finish(void);
 
+/* The command runs on this rank alone (one that does not divide its work,
+ * on rank 0; the other ranks returned): from now on the collectives act as
+ * for a single process and rs_world_size() is 1, so that shared code (the
+ * input options' --files-from) need not know which kind of command calls it. */
+void rs_world_solo(void);
+
 int rs_world_rank(void);  /* 0 for a single process */
 int rs_world_size(void);  /* 1 for a single process */
 

@@ -87,6 +87,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -187,6 +188,7 @@ typedef struct {
     uint64_t consumed_done; /* compressed bytes of finished inputs */
     uint64_t consumed_now;  /* written by the producer, read between regions */
     uint64_t total_size;
+    int size_unknown;       /* an input is a pipe: total_size is not the total */
     /* header and key */
     rs_buf header_fields;   /* the first input's fields, NUL-separated */
     int header_bom;         /* its header line starts with a UTF-8 BOM */
@@ -1553,6 +1555,33 @@ static int plan_memory(const rs_pipeline_opts *o, int T, mem_plan *m, rs_error *
     return 0;
 }
 
+/* Whether input i's size is known up front: a regular file (an empty one
+ * too), not standard input nor another pipe. For the progress line only. */
+static int input_size_known(const rs_pipeline_opts *o, size_t i)
+{
+    struct stat st;
+    if (!o->input_names && !strcmp(o->inputs[i], "-"))
+        return 0;
+    return fstatat(input_dirfd(o), input_name(o, i), &st, 0) == 0 && S_ISREG(st.st_mode);
+}
+
+/* n bytes as "123 B", "12.3 kB", "12.3 MB" or "12.3 GB". */
+static void human_bytes(char *out, size_t cap, uint64_t n)
+{
+    if (n < 1000)
+        snprintf(out, cap, "%llu B", (unsigned long long)n);
+    else if (n < 1000000)
+        snprintf(out, cap, "%.1f kB", n / 1e3);
+    else if (n < 10000000000ULL)
+        snprintf(out, cap, "%.1f MB", n / 1e6);
+    else
+        snprintf(out, cap, "%.1f GB", n / 1e9);
+}
+
+/* "45.0%  files 3/8  read 12.3 MB of 27.3 MB  ..." - the inputs done (the
+ * producer's: it has moved past them) and their bytes as stored (gzip
+ * compressed), of all inputs; with a pipe among them the total is "?" and
+ * there is no percentage nor ETA. Then the rows and data bytes routed. */
 static void progress_line(pipe_state *s, double t0, int final)
 {
     rs_pipeline_result *res = s->res;
@@ -1560,12 +1589,21 @@ static void progress_line(pipe_state *s, double t0, int final)
     if (el <= 0)
         el = 1e-9;
     double mb = res->bytes / 1e6;
-    char eta[32] = "";
-    double frac = s->total_size ? (double)s->consumed_now / (double)s->total_size : 0;
-    if (s->total_size && frac > 0.001 && !final)
+    char eta[32] = "", pct[16] = "", done[24], total[24] = "?";
+    int known = !s->size_unknown;
+    /* at the end, what every unit consumed (the last read may not show it all) */
+    uint64_t got = final ? s->consumed_done : s->consumed_now;
+    double frac = s->total_size ? (double)got / (double)s->total_size : 1;
+    if (known && frac > 0.001 && frac < 1 && !final)
         snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
-    fprintf(stderr, "\r%5.1f%%  %.1f MB  %llu rows  %.2f M rows/s  %.0f MB/s%s\033[K", frac * 100, mb,
-            (unsigned long long)res->rows, res->rows / el / 1e6, mb / el, eta);
+    if (known) {
+        snprintf(pct, sizeof pct, "%5.1f%%  ", frac * 100);
+        human_bytes(total, sizeof total, s->total_size);
+    }
+    human_bytes(done, sizeof done, got);
+    fprintf(stderr, "\r%sfiles %u/%zu  read %s of %s  %llu rows  %.1f MB  %.2f M rows/s  %.0f MB/s%s\033[K", pct,
+            s->next_input, s->o->ninputs, done, total, (unsigned long long)res->rows, mb, res->rows / el / 1e6,
+            mb / el, eta);
     if (final)
         fputc('\n', stderr);
 }
@@ -1658,6 +1696,8 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
             goto done;
         }
         s.total_size += res->input[i].size;
+        if (o->progress && res->input[i].size == 0 && !input_size_known(o, i))
+            s.size_unknown = 1;
         /* Read whole: unit 0 becomes the file, read as a stream to its end
          * with nothing checked, as gzip from another tool is. The list
          * keeps its length: a cluster rank's range indexes the same list
@@ -1669,6 +1709,12 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && o->unit_hi && o->unit_hi <= o->unit_lo))) {
         rs_error_set(err, RS_EXIT_IO, "internal error: unit range %u..%u of %s", o->unit_lo, o->unit_hi, o->inputs[0]);
         goto done;
+    }
+    if (o->unit_lo || o->unit_hi) {  /* a cluster rank: the total is that of its units */
+        s.total_size = 0;
+        for (uint32_t i = 0; i < o->ninputs; i++)
+            for (uint32_t k = unit_from(&s, i); k < unit_to(&s, i); k++)
+                s.total_size += s.units[i][k].size;
     }
     s.unit = o->ninputs ? o->unit_lo : 0;
     skip_empty_ranges(&s);
