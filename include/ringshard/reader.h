@@ -63,8 +63,9 @@ void rs_reader_expect_file_end(rs_reader *r);
 
 /* A UNIT of an input: what one batch sequence reads, and what MPI ranks
  * share out (a rank takes whole units). A gzip file whose members all
- * carry the RS subfield (deflate.h: ringshard's own outputs) is cut into
- * units at member boundaries, independently of the number of ranks and
+ * carry the RS subfield (deflate.h: ringshard's own outputs), or a zstd
+ * file whose frames all follow an RS metadata frame (ringshard's own
+ * .csv.zst), is cut into units at member (frame) boundaries, independently of the number of ranks and
  * threads: a new unit starts at the first member that starts at a record
  * boundary at or after each multiple of the unit size (compressed bytes).
  * Any other input (gzip from gzip, pigz or bgzip, plain CSV, a pipe,
@@ -78,6 +79,8 @@ typedef struct {
     uint64_t lines, records;        /* in the unit, from its members' headers */
     int counted;                    /* 1: the counts come from RS headers (the
                                        pipeline checks them); 0: a whole file */
+    int zstd;                       /* 1: the pieces are zstd frames with RS
+                                       metadata frames; 0: gzip members */
 } rs_input_unit;
 
 /* The unit size: RINGSHARD_UNIT_BYTES from the environment when set (a

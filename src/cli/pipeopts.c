@@ -110,7 +110,8 @@ static void on_signal(int sig)
 
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
 {
-    if (rs_csv_keyspec_check(po->key, po->header, err) != 0)
+    if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
+        rs_cli_level_check("--level", po->compress, po->level, err) != 0)
         return -1;
     if (first >= argc)
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (use '-' for standard input)");

@@ -31,6 +31,7 @@
 #define RS_MAX_IN ((size_t)1 << 30)
 
 struct rs_deflater {
+    void *zstd;     /* a ZSTD_CCtx: this compressor writes zstd frames */
     bool use_isal;
     int level;
     z_stream zs;
@@ -86,6 +87,25 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
     return rs_deflater_new_at(level, codec, NULL);
 }
 
+rs_deflater *rs_compressor_new(int compress, int level, rs_codec_choice codec)
+{
+    if (compress != RS_COMPRESS_ZSTD)
+        return rs_deflater_new(level, codec);
+    rs_deflater *d = calloc(1, sizeof *d);
+    if (d && !(d->zstd = rs_zstd_cctx_new(level))) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+size_t rs_compressor_bytes(int compress, int level, rs_codec_choice codec)
+{
+    if (compress == RS_COMPRESS_ZSTD)
+        return sizeof(rs_deflater) + rs_zstd_cctx_bytes(level);
+    return rs_deflater_bytes(level, codec);
+}
+
 rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream)
 {
     if (level < 0)
@@ -136,6 +156,7 @@ void rs_deflater_free(rs_deflater *d)
 {
     if (d == NULL)
         return;
+    rs_zstd_cctx_free(d->zstd);
     if (d->zs_live)
         deflateEnd(&d->zs);
 #if RS_HAVE_ISAL
@@ -438,9 +459,31 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
     return rs_buf_append(out, t, sizeof t);
 }
 
+/* rs_deflater_member for a zstd compressor: metadata frame, data frame. */
+static int member_zstd(rs_deflater *d, const void *const *pieces, const size_t *lens, size_t npieces,
+                       uint64_t records, rs_buf *out, uint32_t *crc_out)
+{
+    size_t start = out->len;
+    if (rs_zstd_meta_write(out, count_pieces(pieces, lens, npieces), records) != 0 ||
+        rs_zstd_frame(d->zstd, pieces, lens, npieces, out) != 0) {
+        out->len = start;  /* no partial piece */
+        return -1;
+    }
+    rs_zstd_meta_set_size((char *)out->data + start, out->len - start);
+    if (crc_out) {  /* zstd checks with XXH64; the manifest's figure is CRC-32 */
+        uint32_t crc = 0;
+        for (size_t k = 0; k < npieces; k++)
+            crc = rs_crc32(crc, pieces[k], lens[k]);
+        *crc_out = crc;
+    }
+    return 0;
+}
+
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out)
 {
+    if (d->zstd)
+        return member_zstd(d, pieces, lens, npieces, records, out, crc_out);
     size_t start = out->len;
     int rc = write_header(out, count_pieces(pieces, lens, npieces), records);
 #if RS_HAVE_ISAL

@@ -27,4 +27,15 @@ size_t rs_deflater_stream_size(void);
  * and require the same members. */
 rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream);
 
+/* zstd output (zstdout.c), for deflate.c. The context is a ZSTD_CCtx
+ * (void: no zstd.h outside io/). */
+void *rs_zstd_cctx_new(int level);
+void rs_zstd_cctx_free(void *cctx);
+size_t rs_zstd_cctx_bytes(int level);
+/* Appends one zstd frame of the pieces' concatenation; 0, or -1. */
+int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, size_t npieces, rs_buf *out);
+/* Appends a metadata frame (size 0), and patches its size field. */
+int rs_zstd_meta_write(rs_buf *out, uint64_t lines, uint64_t records);
+void rs_zstd_meta_set_size(void *meta, uint64_t size);
+
 #endif

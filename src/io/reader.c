@@ -233,9 +233,9 @@ static int fill(rs_reader *r, rs_error *err)
         }
         if ((uint64_t)st.st_size != r->range_end) {
             fail(r, err, RS_EXIT_IO,
-                 "the file changed while it was read: its gzip members ended at byte offset %llu when they "
+                 "the file changed while it was read: its %s ended at byte offset %llu when they "
                  "were listed, and it now holds %llu bytes (written to during the run?)",
-                 (unsigned long long)r->range_end, (unsigned long long)st.st_size);
+                 r->is_zstd ? "zstd frames" : "gzip members", (unsigned long long)r->range_end, (unsigned long long)st.st_size);
             return -1;
         }
     }
@@ -1073,26 +1073,39 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
     unsigned char *h = malloc(12 + 65535);
     size_t cap = 0;
     uint64_t off = 0, lines = 0, records = 0, next_cut = unit;
-    int ok = h != NULL ? 1 : -1;
+    int ok = h != NULL ? 1 : -1, zstd = -1;  /* zstd: the first piece's kind, every piece's */
     *n = 0;
     while (ok == 1 && off < size) {
         rs_member_info mi;
-        size_t need = 0;
+        size_t need = 0, least;
         ssize_t k = pread_all(fd, h, RS_MEMBER_HEADER_LEN, off);
         if (k > 0 && h[0] == 0 && *n > 0 && all_zero(fd, off, size, h, 12 + 65535)) {
             /* zero padding to the end: the last unit's reader skips it */
             (*u)[*n - 1].size += size - off;
             break;
         }
-        if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
-                       (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
-                        rs_member_parse(h, need, &mi, &need) != 1))) {
+        if (zstd < 0)
+            zstd = k >= 4 && rs_zstd_meta_parse(h, (size_t)k, &mi);
+        if (zstd) {
+            /* the metadata frame, then at least a frame header and one
+             * empty block (zstd's smallest frame: 4 + 2 + 3 bytes) */
+            least = RS_ZSTD_META_LEN + 9;
+            if (k < RS_ZSTD_META_LEN || !rs_zstd_meta_parse(h, (size_t)k, &mi)) {
+                ok = 0;
+                break;
+            }
+        } else if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
+                              (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
+                               rs_member_parse(h, need, &mi, &need) != 1))) {
             ok = 0;  /* no RS subfield here: gzip from another tool, or garbage */
             break;
+        } else {
+            /* a member holds at least its header, an empty deflate block
+             * and the trailer */
+            least = need + 2 + 8;
         }
-        /* a member holds at least its header, an empty deflate block and
-         * the trailer; it must end inside the file */
-        if (mi.size < need + 2 + 8 || mi.size > size - off) {
+        /* it must end inside the file */
+        if (mi.size < least || mi.size > size - off) {
             ok = 0;
             break;
         }
@@ -1108,7 +1121,7 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
                 }
                 *u = g;
             }
-            (*u)[(*n)++] = (rs_input_unit){off, 0, lines, records, 0, 0, 1};
+            (*u)[(*n)++] = (rs_input_unit){off, 0, lines, records, 0, 0, 1, zstd};
             next_cut = (off / unit + 1) * unit;
         }
         rs_input_unit *cur = &(*u)[*n - 1];
@@ -1159,14 +1172,14 @@ int rs_input_units_at(int dirfd, const char *name, const char *path, uint64_t un
     if (ok < 0) {
         free(*units);
         *units = NULL;
-        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory listing gzip members", path);
+        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory listing gzip members or zstd frames", path);
     }
     if (ok == 0) {  /* one unit: the whole input, read as a stream */
         free(*units);
         *units = malloc(sizeof **units);
         if (!*units)
             return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
-        **units = (rs_input_unit){0, *size, 0, 0, 0, 0, 0};
+        **units = (rs_input_unit){0, *size, 0, 0, 0, 0, 0, 0};
         *n = 1;
     }
     return 0;
