@@ -1,4 +1,4 @@
-/* io/reader.c - the input layer: a file or stdin, plain or (multi-member) gzip.
+/* io/reader.c - the input layer: a file or stdin, plain, (multi-member) gzip or zstd.
  *
  * Compressed input is read in large blocks (RS_READER_BLOCK) into one buffer;
  * the inflater writes straight into the caller's buffer. Plain input is read
@@ -15,7 +15,13 @@
  * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
  * is where the problem was detected (for ISA-L this can be a few bytes past the
  * exact spot, because it reads ahead into a 64-bit bit buffer); the member's
- * start offset is given as well where it helps. */
+ * start offset is given as well where it helps.
+ *
+ * zstd frames are decoded by libzstd's ZSTD_decompressStream, from the same
+ * input block into the caller's buffer; the frame boundaries are found
+ * here, so that skippable frames, padding and garbage are handled as for
+ * gzip members and a message can give the failing frame's start offset
+ * (libzstd does not say where inside a frame it found a fault). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +50,7 @@
 #endif
 #if RS_HAVE_ZSTD
 #include <zstd.h>
+#include <zstd_errors.h>
 #endif
 
 /* Plain reads of at least this many bytes bypass the block buffer. */
@@ -934,11 +941,16 @@ static ssize_t read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
         size_t ret = ZSTD_decompressStream(r->zd, &out, &in);
         r->in_next += in.pos;
         r->in_avail -= in.pos;
+        if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
+            return fail(r, err, RS_EXIT_DATA,
+                        "the zstd frame starting at byte offset %llu needs a window larger than %u MiB (window "
+                        "log %d), the most ringshard allows (written with zstd --long=%d or more?)",
+                        (unsigned long long)r->member_start, 1u << (RS_ZSTD_WINDOW_LOG_MAX - 20),
+                        RS_ZSTD_WINDOW_LOG_MAX, RS_ZSTD_WINDOW_LOG_MAX + 1);
         if (ZSTD_isError(ret))
             return fail(r, err, RS_EXIT_DATA,
-                        "corrupt zstd data (%s) at byte offset %llu in the frame starting at byte offset %llu",
-                        ZSTD_getErrorName(ret), (unsigned long long)consumed(r),
-                        (unsigned long long)r->member_start);
+                        "corrupt zstd data (%s) in the frame starting at byte offset %llu",
+                        ZSTD_getErrorName(ret), (unsigned long long)r->member_start);
         if (ret == 0)
             r->member_done = true;  /* decoded and flushed */
         if (out.pos > 0)
