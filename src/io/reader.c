@@ -257,6 +257,27 @@ static int fill(rs_reader *r, rs_error *err)
     return 0;
 }
 
+/* Holds at least n unconsumed bytes, or all that is left before the end:
+ * what a decision on the next bytes needs (a magic, a zstd frame header).
+ * Grows a block smaller than n (tests use tiny ones). 0, or -1 (err set). */
+static int lookahead(rs_reader *r, size_t n, rs_error *err)
+{
+    if (r->in_cap < n && r->in != NULL) {
+        size_t at = (size_t)(r->in_next - r->in);
+        unsigned char *p = realloc(r->in, n);
+        if (p == NULL)
+            return (int)fail(r, err, RS_EXIT_IO, "out of memory for a read buffer of %zu bytes", n);
+        r->in = p;
+        r->in_next = p + at;
+    }
+    if (r->in_cap < n)
+        r->in_cap = n;
+    while (r->in_avail < n && !r->eof)
+        if (fill(r, err) != 0)
+            return -1;
+    return 0;
+}
+
 rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs_codec_choice codec,
                             rs_error *err)
 {
@@ -696,9 +717,8 @@ static int misnamed(rs_reader *r, const char *suffix, const char *codec, const c
 
 static int detect(rs_reader *r, rs_error *err)
 {
-    while (r->in_avail < 4 && !r->eof)
-        if (fill(r, err) != 0)
-            return -1;
+    if (lookahead(r, 4, err) != 0)
+        return -1;
     r->started = true;
     r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
     r->is_zstd = !r->is_gzip && r->in_avail >= 4 && zstd_magic(r->in_next);
@@ -856,11 +876,8 @@ static int zstd_next_frame(rs_reader *r, rs_error *err)
 {
     for (;;) {
         /* a frame header is at most 18 bytes (ZSTD_FRAMEHEADERSIZE_MAX) */
-        if (r->in_avail < 18 && !r->eof) {
-            if (fill(r, err) != 0)
-                return -1;
-            continue;
-        }
+        if (lookahead(r, 18, err) != 0)
+            return -1;
         if (r->in_avail == 0) {
             r->finished = true;
             return 0;
@@ -955,11 +972,20 @@ static ssize_t read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
             r->member_done = true;  /* decoded and flushed */
         if (out.pos > 0)
             return (ssize_t)out.pos;
-        if (ret != 0 && in.pos == 0 && r->in_avail == 0 && r->eof)
+        if (ret == 0 || in.pos > 0)
+            continue;
+        /* no progress: the frame needs more input than we hold */
+        if (r->eof && r->in_avail == 0)
             return fail(r, err, RS_EXIT_DATA,
                         "truncated zstd stream at byte offset %llu (unexpected end of file in the frame starting "
                         "at byte offset %llu)",
                         (unsigned long long)r->in_total, (unsigned long long)r->member_start);
+        if (r->eof || r->in_avail == r->in_cap)
+            return fail(r, err, RS_EXIT_DATA, "corrupt zstd data at byte offset %llu (decoder stalled) in the frame "
+                        "starting at byte offset %llu", (unsigned long long)consumed(r),
+                        (unsigned long long)r->member_start);
+        if (fill(r, err) != 0)
+            return -1;
     }
 }
 #else
