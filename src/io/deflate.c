@@ -175,25 +175,6 @@ static int room(rs_buf *out, size_t want)
     return 0;
 }
 
-static uint32_t get_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++, v >>= 8)
-        p[i] = (unsigned char)v;
-}
-
 uint64_t rs_count_line_ends(const void *buf, size_t n)
 {
     const char *p = buf;
@@ -239,14 +220,14 @@ static uint64_t count_pieces(const void *const *pieces, const size_t *lens, size
 static int write_header(rs_buf *out, uint64_t lines, uint64_t records)
 {
     unsigned char h[RS_MEMBER_HEADER_LEN] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 3};
-    put_le(h + 10, 4 + RS_MEMBER_PAYLOAD, 2);
+    rs_put_le(h + 10, 4 + RS_MEMBER_PAYLOAD, 2);
     h[12] = RS_MEMBER_SI1;
     h[13] = RS_MEMBER_SI2;
-    put_le(h + 14, RS_MEMBER_PAYLOAD, 2);
+    rs_put_le(h + 14, RS_MEMBER_PAYLOAD, 2);
     h[16] = RS_MEMBER_VERSION;
     h[17] = RS_MEMBER_BOUNDARY;
-    put_le(h + 28, lines, 8);
-    put_le(h + 36, records, 8);
+    rs_put_le(h + 28, lines, 8);
+    rs_put_le(h + 36, records, 8);
     return rs_buf_append(out, h, sizeof h);
 }
 
@@ -256,13 +237,13 @@ int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_n
     *hdr_need = 0;
     if (n < 12 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 || !(p[3] & 4))
         return 0;
-    size_t xlen = (size_t)get_le(p + 10, 2);
+    size_t xlen = (size_t)rs_get_le(p + 10, 2);
     *hdr_need = 12 + xlen;
     if (n < 12 + xlen)
         return 0;
     /* subfields: SI1 SI2 LEN(2) payload */
     for (size_t at = 12; at + 4 <= 12 + xlen;) {
-        size_t len = (size_t)get_le(p + at + 2, 2);
+        size_t len = (size_t)rs_get_le(p + at + 2, 2);
         if (at + 4 + len > 12 + xlen)
             return 0;  /* malformed extra field */
         if (p[at] == RS_MEMBER_SI1 && p[at + 1] == RS_MEMBER_SI2) {
@@ -271,9 +252,9 @@ int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_n
                 return 0;
             mi->version = q[0];
             mi->flags = q[1];
-            mi->size = get_le(q + 4, 8);
-            mi->lines = get_le(q + 12, 8);
-            mi->records = get_le(q + 20, 8);
+            mi->size = rs_get_le(q + 4, 8);
+            mi->lines = rs_get_le(q + 12, 8);
+            mi->records = rs_get_le(q + 20, 8);
             return 1;
         }
         at += 4 + len;
@@ -454,8 +435,8 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
         total += lens[k];
     }
     unsigned char t[8];
-    put_le(t, crc, 4);
-    put_le(t + 4, total, 4);
+    rs_put_le(t, crc, 4);
+    rs_put_le(t + 4, total, 4);
     return rs_buf_append(out, t, sizeof t);
 }
 
@@ -497,9 +478,9 @@ int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *
         out->len = start;  /* no partial member */
         return -1;
     }
-    put_le((unsigned char *)out->data + start + 20, out->len - start, 8);
+    rs_put_le((unsigned char *)out->data + start + 20, out->len - start, 8);
     if (crc_out)
-        *crc_out = get_le32((const unsigned char *)out->data + out->len - 8);
+        *crc_out = (uint32_t)rs_get_le((const unsigned char *)out->data + out->len - 8, 4);
     return 0;
 }
 

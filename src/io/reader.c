@@ -666,15 +666,10 @@ static const char *named_zstd(const char *name)
 #define RS_ZSTD_SKIP_MASK 0xFFFFFFF0u
 #define RS_ZSTD_SKIP_MAGIC 0x184D2A50u
 
-static uint32_t le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* 1 when p (4 bytes) starts a zstd frame or a skippable frame. */
 static int zstd_magic(const unsigned char *p)
 {
-    uint32_t m = le32(p);
+    uint32_t m = (uint32_t)rs_get_le(p, 4);
     return m == RS_ZSTD_MAGIC || (m & RS_ZSTD_SKIP_MASK) == RS_ZSTD_SKIP_MAGIC;
 }
 
@@ -800,6 +795,21 @@ static int skip_padding(rs_reader *r, rs_error *err)
                      r->is_zstd ? "frame" : "member");
 }
 
+/* After a member or frame, with the bytes that decide held: 0 at the clean
+ * end (finished set), 2 after consuming zero padding (look again), 3 when
+ * the next bytes must start a member or frame; -1 when padding is
+ * followed by anything but zeros (err set). */
+static int after_piece(rs_reader *r, rs_error *err)
+{
+    if (r->in_avail == 0) {
+        r->finished = true;
+        return 0;
+    }
+    if (r->padding || r->in_next[0] == 0)
+        return skip_padding(r, err) != 0 ? -1 : 2;
+    return 3;
+}
+
 static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
 {
     for (;;) {
@@ -810,15 +820,11 @@ static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
                     return -1;
                 continue;
             }
-            if (r->in_avail == 0) {
-                r->finished = true;
-                return 0;
-            }
-            if (r->padding || r->in_next[0] == 0) {
-                if (skip_padding(r, err) != 0)
-                    return -1;
+            int k = after_piece(r, err);
+            if (k < 2)
+                return k;
+            if (k == 2)
                 continue;
-            }
             if (r->in_avail < 2 || r->in_next[0] != 0x1f || r->in_next[1] != 0x8b)
                 return garbage(r, err);
             decoder_reset(r);
@@ -878,28 +884,22 @@ static int zstd_next_frame(rs_reader *r, rs_error *err)
         /* a frame header is at most 18 bytes (ZSTD_FRAMEHEADERSIZE_MAX) */
         if (lookahead(r, 18, err) != 0)
             return -1;
-        if (r->in_avail == 0) {
-            r->finished = true;
-            return 0;
-        }
-        if (r->padding || r->in_next[0] == 0) {
-            if (skip_padding(r, err) != 0)
-                return -1;
-            if (r->in_avail == 0 && !r->eof && fill(r, err) != 0)
-                return -1;
+        int k = after_piece(r, err);
+        if (k < 2)
+            return k;
+        if (k == 2)
             continue;
-        }
         if (r->in_avail < 4 || !zstd_magic(r->in_next))
             return (int)garbage(r, err);
         r->member_start = consumed(r);
         unsigned long long ms = (unsigned long long)r->member_start;
-        if ((le32(r->in_next) & RS_ZSTD_SKIP_MASK) == RS_ZSTD_SKIP_MAGIC) {
+        if (((uint32_t)rs_get_le(r->in_next, 4) & RS_ZSTD_SKIP_MASK) == RS_ZSTD_SKIP_MAGIC) {
             if (r->in_avail < 8)
                 return (int)fail(r, err, RS_EXIT_DATA,
                                  "truncated zstd stream at byte offset %llu (unexpected end of file in the "
                                  "header of the skippable frame starting at byte offset %llu)",
                                  (unsigned long long)r->in_total, ms);
-            r->skip_left = (uint64_t)le32(r->in_next + 4);
+            r->skip_left = rs_get_le(r->in_next + 4, 4);
             r->in_next += 8;
             r->in_avail -= 8;
             r->in_skip = true;

@@ -21,31 +21,17 @@
 #include <zstd.h>
 #endif
 
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++, v >>= 8)
-        p[i] = (unsigned char)v;
-}
-
 int rs_zstd_meta_parse(const void *buf, size_t n, rs_member_info *mi)
 {
     const unsigned char *p = buf;
-    if (n < RS_ZSTD_META_LEN || get_le(p, 4) != RS_ZSTD_META_MAGIC || get_le(p + 4, 4) < RS_ZSTD_META_LEN - 8 ||
+    if (n < RS_ZSTD_META_LEN || rs_get_le(p, 4) != RS_ZSTD_META_MAGIC || rs_get_le(p + 4, 4) < RS_ZSTD_META_LEN - 8 ||
         p[8] != RS_MEMBER_SI1 || p[9] != RS_MEMBER_SI2 || p[10] != RS_MEMBER_VERSION)
         return 0;
     mi->version = p[10];
     mi->flags = p[11];
-    mi->size = get_le(p + 16, 8);
-    mi->lines = get_le(p + 24, 8);
-    mi->records = get_le(p + 32, 8);
+    mi->size = rs_get_le(p + 16, 8);
+    mi->lines = rs_get_le(p + 24, 8);
+    mi->records = rs_get_le(p + 32, 8);
     return 1;
 }
 
@@ -53,20 +39,20 @@ int rs_zstd_meta_parse(const void *buf, size_t n, rs_member_info *mi)
 int rs_zstd_meta_write(rs_buf *out, uint64_t lines, uint64_t records)
 {
     unsigned char h[RS_ZSTD_META_LEN] = {0};
-    put_le(h, RS_ZSTD_META_MAGIC, 4);
-    put_le(h + 4, RS_ZSTD_META_LEN - 8, 4);
+    rs_put_le(h, RS_ZSTD_META_MAGIC, 4);
+    rs_put_le(h + 4, RS_ZSTD_META_LEN - 8, 4);
     h[8] = RS_MEMBER_SI1;
     h[9] = RS_MEMBER_SI2;
     h[10] = RS_MEMBER_VERSION;
     h[11] = RS_MEMBER_BOUNDARY;
-    put_le(h + 24, lines, 8);
-    put_le(h + 32, records, 8);
+    rs_put_le(h + 24, lines, 8);
+    rs_put_le(h + 32, records, 8);
     return rs_buf_append(out, h, sizeof h);
 }
 
 void rs_zstd_meta_set_size(void *meta, uint64_t size)
 {
-    put_le((unsigned char *)meta + 16, size, 8);
+    rs_put_le((unsigned char *)meta + 16, size, 8);
 }
 
 #if RS_HAVE_ZSTD
