@@ -1,4 +1,5 @@
-/* ringshard/deflate.h - gzip output as a sequence of complete members.
+/* ringshard/deflate.h - gzip output as a sequence of complete members
+ * (and, from rs_compressor_new, zstd output as metadata + data frames).
  *
  * Each call compresses one piece into one complete gzip member (header,
  * deflate stream, CRC-32 and ISIZE trailer), so any gzip reader reads the

@@ -11,7 +11,7 @@
 
 const char rs_cli_input_help[] =
     "Input options:\n"
-    "  INPUT...               CSV files, gzip or plain (recognised by content), '-' = stdin\n"
+    "  INPUT...               CSV files, gzip, zstd or plain (by content), '-' = stdin\n"
     "  --key COL[,COL...]     key column(s) by header name or 1-based index (default 1);\n"
     "                         several columns make a composite key joined by --key-sep\n"
     "  --key-sep C            separator of composite keys (default '|')\n"
