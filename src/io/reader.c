@@ -242,7 +242,8 @@ static int fill(rs_reader *r, rs_error *err)
             fail(r, err, RS_EXIT_IO,
                  "the file changed while it was read: its %s ended at byte offset %llu when they "
                  "were listed, and it now holds %llu bytes (written to during the run?)",
-                 r->is_zstd ? "zstd frames" : "gzip members", (unsigned long long)r->range_end, (unsigned long long)st.st_size);
+                 r->is_zstd ? "zstd frames" : "gzip members", (unsigned long long)r->range_end,
+                 (unsigned long long)st.st_size);
             return -1;
         }
     }
