@@ -347,32 +347,6 @@ Test(zstd, data_appended_after_listing_fails)
     free(path);
 }
 
-/* --memory bounds a zstd in -> zstd out run as a gzip one (tests/test_memory.c):
- * peak RSS of 300,000 rows (many batches) at 32M and 64M, and at 64M with
- * -j 2, measured by the kernel (getrusage of the child). */
-Test(zstd, peak_rss_within_memory)
-{
-    OK(GEN " --rows 300000 --seed 9 --newline-share 0.01 2>/dev/null | zstd -q -3 > in.csv.zst");
-    const char *opts[] = {"--memory 32M", "--memory 64M", "-j 2 --memory 64M"};
-    const long mib[] = {32, 64, 64};
-    for (int i = 0; i < 3; i++) {
-        cmd_result r = sh_in_test_dir(
-            "rm -rf out; python3 -c \"\nimport resource, subprocess, sys\n"
-            "p = subprocess.run([sys.argv[1], 'bucket', '--quiet', '--compress', 'zstd'] + sys.argv[2].split() + "
-            "['-o', 'out', 'in.csv.zst'])\n"
-            "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n\" \"$RS\" '%s'",
-            opts[i]);
-        int rc = -1;
-        long peak = 0;
-        cr_assert_eq(sscanf(r.out, "%d %ld", &rc, &peak), 2, "%s %s", r.out, r.err);
-        cr_assert_eq(rc, 0, "%s: %s", opts[i], r.err);
-        cr_assert_leq(peak, mib[i] * 1024, "%s: peak RSS %ld KiB", opts[i], peak);
-        cr_assert_gt(peak, 4 * 1024, "the measurement must see the process (%ld KiB)", peak);
-        cmd_result_free(&r);
-        assert_verify(path_join(test_dir, "out"));
-    }
-}
-
 /* ---------------------------------------------------------- commands */
 
 /* dedup, plan --emit, plan --from-buckets, verify and stats on .csv.zst
