@@ -13,7 +13,13 @@
  * zero bytes up to the end after the last member are padding, and
  * anything else (a truncated member, corrupt data, garbage after a member,
  * zeros followed by anything) is an error. zlib's gzread, which tolerates trailing garbage, must give a
- * prefix-consistent result: where the reference accepts, the same bytes. */
+ * prefix-consistent result: where the reference accepts, the same bytes.
+ * Input starting with a zstd magic (28 b5 2f fd, or a skippable frame's
+ * 5X 2a 4d 18) is zstd: the reference decodes it with libzstd directly,
+ * frame by frame (ZSTD_decompressStream, window log up to 27, no
+ * dictionary), skippable frames skipped, with the same rules for what may
+ * follow the last frame; in a build without zstd the reader must refuse it
+ * (RS_EXIT_USAGE). */
 #ifndef RINGSHARD_FUZZ_CHECK_GZIP_H
 #define RINGSHARD_FUZZ_CHECK_GZIP_H
 
@@ -34,6 +40,10 @@
 #include "ringshard/deflate.h"
 #include "ringshard/error.h"
 #include "ringshard/reader.h"
+#include "rs_config.h"
+#if RS_HAVE_ZSTD
+#include <zstd.h>
+#endif
 
 static int fzgz_fd = -1;
 static char fzgz_path[256];
@@ -100,10 +110,75 @@ static int fzgz_read_rs(rs_codec_choice codec, size_t block, int small, rs_buf *
     return rc;
 }
 
+static uint32_t fzgz_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* 1 when p[0..4) is a zstd frame's or a skippable frame's magic. */
+static int fzgz_zstd_magic(const uint8_t *p)
+{
+    uint32_t m = fzgz_le32(p);
+    return m == 0xFD2FB528u || (m & 0xFFFFFFF0u) == 0x184D2A50u;
+}
+
+#if RS_HAVE_ZSTD
+/* The zstd reference: 0 with out filled, -1 on bad input. */
+static int fzgz_read_zstd_ref(const uint8_t *data, size_t size, rs_buf *out)
+{
+    static unsigned char chunk[1 << 16];
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    FZ_CHECK(d != NULL, "ZSTD_createDCtx");
+    ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, RS_ZSTD_WINDOW_LOG_MAX);
+    size_t pos = 0;
+    int rc = 0;
+    while (pos < size && rc == 0) {
+        if (size - pos < 4 || !fzgz_zstd_magic(data + pos)) {
+            while (pos < size && data[pos] == 0)  /* zero padding to the end, as for gzip */
+                pos++;
+            rc = pos == size ? 0 : -1;
+            break;
+        }
+        if ((fzgz_le32(data + pos) & 0xFFFFFFF0u) == 0x184D2A50u) {
+            if (size - pos < 8 || fzgz_le32(data + pos + 4) > size - pos - 8)
+                rc = -1;
+            else
+                pos += 8 + (size_t)fzgz_le32(data + pos + 4);
+            continue;
+        }
+        if (ZSTD_getDictID_fromFrame(data + pos, size - pos) != 0) {
+            rc = -1;
+            break;
+        }
+        ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+        ZSTD_inBuffer in = {data + pos, size - pos, 0};
+        size_t ret;
+        do {
+            ZSTD_outBuffer ob = {chunk, sizeof chunk, 0};
+            ret = ZSTD_decompressStream(d, &ob, &in);
+            if (ZSTD_isError(ret))
+                break;
+            FZ_CHECK(rs_buf_append(out, chunk, ob.pos) == 0, "out of memory");
+            if (ret != 0 && in.pos == in.size && ob.pos < ob.size)
+                break;  /* wants input that is not there: truncated */
+        } while (ret != 0);
+        if (ZSTD_isError(ret) || ret != 0)
+            rc = -1;
+        pos += in.pos;
+    }
+    ZSTD_freeDCtx(d);
+    return rc;
+}
+#endif
+
 /* The reference: 0 with out filled, -1 on bad input. */
 static int fzgz_read_ref(const uint8_t *data, size_t size, rs_buf *out)
 {
     out->len = 0;
+#if RS_HAVE_ZSTD
+    if (size >= 4 && fzgz_zstd_magic(data))
+        return fzgz_read_zstd_ref(data, size, out);
+#endif
     if (size < 2 || data[0] != 0x1f || data[1] != 0x8b) {
         FZ_CHECK(rs_buf_append(out, size ? (const void *)data : "", size) == 0, "out of memory");
         return 0;
@@ -246,6 +321,17 @@ static int check_gzip(const uint8_t *data, size_t size)
     int rz = fzgz_read_rs(RS_CODEC_ZLIB, block_z, 0, &z, &ez);
     int rr = fzgz_read_ref(data, size, &ref);
     int is_gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+    int is_zst = !is_gz && size >= 4 && fzgz_zstd_magic(data);
+#if !RS_HAVE_ZSTD
+    if (is_zst) {  /* refused by a build without zstd, and read as plain by nothing else */
+        FZ_CHECK(ra == -1 && rz == -1 && ea.code == RS_EXIT_USAGE && strstr(ea.msg, "no zstd support"),
+                 "zstd input in a build without zstd: %s", ea.msg);
+        rs_buf_free(&a);
+        rs_buf_free(&z);
+        rs_buf_free(&ref);
+        return 0;
+    }
+#endif
     FZ_CHECK(ra == rz, "AUTO (block %zu) %s, ZLIB (block %zu) %s (%s)", block_a, ra ? "fails" : "succeeds", block_z,
              rz ? "fails" : "succeeds", ra ? ea.msg : ez.msg);
     FZ_CHECK(ra == rr, "rs_reader %s, zlib reference %s (%s)", ra ? "fails" : "succeeds",
@@ -260,7 +346,7 @@ static int check_gzip(const uint8_t *data, size_t size)
                      g.len, a.len);
         }
     } else {
-        FZ_CHECK(is_gz, "plain input rejected: %s", ea.msg);
+        FZ_CHECK(is_gz || is_zst, "plain input rejected: %s", ea.msg);
         FZ_CHECK(ea.code == RS_EXIT_DATA && ez.code == RS_EXIT_DATA, "error codes %d and %d", ea.code, ez.code);
         FZ_CHECK(strstr(ea.msg, "offset") != NULL, "AUTO message without an offset: %s", ea.msg);
         FZ_CHECK(strstr(ez.msg, "offset") != NULL, "ZLIB message without an offset: %s", ez.msg);

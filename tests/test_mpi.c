@@ -453,4 +453,22 @@ Test(mpi, files_from_many_files_under_ulimit)
     OK("\"$RS\" bucket --quiet --nodes 16 --compress none -o ref --files-from list");
     OK("sh -c 'ulimit -n 1024 && exec " MPIRUN "2 \"$RS\" bucket --quiet -j 1 --nodes 16 --compress none -o r2 "
        "--files-from list' && " SAME("ref", "r2"));
+
+/* zstd (issue 18): ringshard's own .zst cut into units across ranks, next
+ * to zstd from the CLI and gzip, written as zstd: the single process's
+ * bytes for any R; and dedup --buckets of that .csv.zst directory. */
+Test(mpi, zstd_units_and_outputs_identical)
+{
+    OK(GEN " --rows 120000 --seed 12 --newline-share 0.01 -o big.csv 2>/dev/null && "
+       "\"$RS\" bucket --quiet --key 1 --nodes 1 --memory 32M --compress zstd -o w big.csv && mv w/0.csv.zst own.zst && "
+       GEN " --rows 3000 --seed 13 -o small.csv 2>/dev/null && zstd -q -3 small.csv -o cli.csv.zst && "
+       "gzip -c small.csv > small.csv.gz && "
+       "RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --key bill_id --memory 32M --compress zstd -o ref "
+       "own.zst cli.csv.zst small.csv.gz && test $(ls ref/*.csv.zst | wc -l) = 1000");
+    for (int R = 1; R <= 3; R++)
+        OK("RINGSHARD_UNIT_BYTES=1000000 " MPIRUN "%d \"$RS\" bucket --quiet -j %d --key bill_id --memory 32M "
+           "--compress zstd -o r%d own.zst cli.csv.zst small.csv.gz && " SAME("ref", "r%d"),
+           R, R == 1 ? 2 : 1, R, R, R, R, R);
+    OK("\"$RS\" dedup --quiet --buckets ref --compress zstd -o d1 && "
+       MPIRUN "3 \"$RS\" dedup --quiet -j 1 --buckets ref --compress zstd -o d3 && " SAME("d1", "d3"));
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmarks `ringshard bucket` against igzip (the (de)compression floor), the
 # output disk's write-and-fsync rate (the disk floor), a naive zcat | awk
-# split and DuckDB's COPY ... PARTITION_BY, and prints a Markdown table for
+# split and DuckDB's COPY ... PARTITION_BY, and (issue 18) zstd in and out
+# against zstd itself (the zstd codec floor), and prints a Markdown table for
 # the README.
 #
 # Usage (from the repo root):  tools/bench_bucket.sh [ROWS] [RUNS]
@@ -23,7 +24,11 @@
 # CSV, (c) ringshard bucket (gzip output), (d) ringshard bucket --compress none,
 # (e) the awk baseline (first AWK_RUNS runs only), (f) DuckDB (first
 # DUCKDB_RUNS runs only), (g) dd of DD_MB MiB with conv=fsync into $WORK (the
-# output file system's sustained write-and-fsync rate). Medians are reported.
+# output file system's sustained write-and-fsync rate), and with zstd (the
+# zstd CLI and a ringshard built with libzstd; ZSTD=0 skips it): (h) zstd -dc
+# of the input as zstd -1 (bills.csv.zst, cached), (i) zstd -1 and (j)
+# zstd --fast=3 of the CSV, (k) ringshard gzip in -> zstd out, (l) zstd in ->
+# zstd out, (m) zstd in -> gzip out. Medians are reported.
 # The disk floor of a step is the bytes it wrote over that rate.
 # Every step writes into a directory of its own and all of them are kept
 # until the end of the script, then deleted: ext4 avoids reusing inodes
@@ -47,6 +52,7 @@ AWK_RUNS=${AWK_RUNS:-1}
 DUCKDB_RUNS=${DUCKDB_RUNS:-1}
 DUCKDB_VERSION=${DUCKDB_VERSION:-1.5.6-r.1}
 DD_MB=${DD_MB:-1024}
+ZSTD=${ZSTD:-1}
 
 die() { echo "bench_bucket: $1" >&2; exit "${2:-1}"; }
 note() { echo "bench_bucket: $*" >&2; }
@@ -69,6 +75,7 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 GZ=$WORK/bills.csv.gz
+ZST=$WORK/bills.csv.zst
 CSV=$WORK/bills.csv
 META=$WORK/bills.meta
 RUNS_DIR=$WORK/runs  # every step's output, kept until the end (see above)
@@ -96,6 +103,28 @@ if [ ! -f "$CSV" ] || [ "$CSV" -ot "$GZ" ]; then
 fi
 CSV_BYTES=$(stat -c %s "$CSV")
 GZ_BYTES=$(stat -c %s "$GZ")
+
+# zstd: the CLI and a ringshard that writes it (a build with libzstd)
+if [ "$ZSTD" = 1 ]; then
+  if ! command -v zstd >/dev/null 2>&1; then
+    ZSTD=0; note "zstd rows not run: zstd not found (tools/deps.sh installs it)"
+  elif ! printf 'a\n1\n' | "$RINGSHARD" bucket --quiet --nodes 1 --compress zstd -o "$WORK/.zstd-probe" - 2>/dev/null; then
+    ZSTD=0; note "zstd rows not run: $RINGSHARD has no zstd support"
+  fi
+  rm -rf "$WORK/.zstd-probe"
+fi
+ZST_BYTES=0
+FAST_BYTES=0
+if [ "$ZSTD" = 1 ]; then
+  if [ ! -f "$ZST" ] || [ "$ZST" -ot "$CSV" ]; then
+    note "compressing with zstd -1 ..."
+    zstd -q -1 -c "$CSV" >"$ZST.tmp" || die "zstd -1 failed"
+    mv "$ZST.tmp" "$ZST"
+  fi
+  ZST_BYTES=$(stat -c %s "$ZST")
+  FAST_BYTES=$(zstd -q --fast=3 -c "$CSV" | wc -c)
+  cat "$ZST" >/dev/null
+fi
 cat "$GZ" "$CSV" >/dev/null # warm the page cache
 
 if [ -e "$RUNS_DIR" ] || [ -e "$DDTEST" ]; then
@@ -222,6 +251,21 @@ for run in $(seq 1 "$RUNS"); do
   bytes_written rs_none "$rd/none"
   sync
 
+  if [ "$ZSTD" = 1 ]; then
+    timeit zstd_dc zstd -q -dc "$ZST" >/dev/null
+    timeit zstd_c1 zstd -q -1 -c "$CSV" >/dev/null
+    timeit zstd_fast zstd -q --fast=3 -c "$CSV" >/dev/null
+    sync
+    # gzip in -> zstd out, zstd in -> zstd out, zstd in -> gzip out
+    for step in "rs_gz_zst $GZ zstd" "rs_zst_zst $ZST zstd" "rs_zst_gz $ZST gzip"; do
+      read -r name in codec <<<"$step"
+      timeit "$name" "$RINGSHARD" bucket --key bill_id -o "$rd/$name" --quiet --compress "$codec" "${rs_extra[@]}" "$in"
+      n=$(nfiles "$rd/$name"); [ "$n" -eq 1000 ] || note "  warning: ringshard ($name) wrote $n files, expected 1000"
+      bytes_written "$name" "$rd/$name"
+      sync
+    done
+  fi
+
   if [ "$run" -le "$AWK_RUNS" ]; then
     mkdir -p "$rd/awk_out"
     # shellcheck disable=SC2016 # $0 is the inner shell's, the run directory
@@ -256,8 +300,9 @@ verdict() { # VALUE OP TARGET
     ok = (op == "<=") ? (v + 0 <= t + 0) : (v + 0 >= t + 0); print ok ? "ok" : "MISSED" }'; }
 
 declare -A MED=()
-for k in igzip_dc igzip_c1 rs_gzip rs_none rs_gzip_pipe rs_none_pipe awk duckdb dd; do MED[$k]=$(median "${TIMES[$k]:-}"); done
-for k in rs_gzip rs_none; do MED[${k}_bytes]=$(median "${BYTES[$k]:-}"); done
+for k in igzip_dc igzip_c1 rs_gzip rs_none rs_gzip_pipe rs_none_pipe awk duckdb dd \
+  zstd_dc zstd_c1 zstd_fast rs_gz_zst rs_zst_zst rs_zst_gz; do MED[$k]=$(median "${TIMES[$k]:-}"); done
+for k in rs_gzip rs_none rs_gz_zst rs_zst_zst rs_zst_gz; do MED[${k}_bytes]=$(median "${BYTES[$k]:-}"); done
 
 cpu=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || true)
 igv=$(igzip --version 2>&1 | head -n 1 | awk '{ print $NF }')
@@ -348,6 +393,38 @@ REPORT=$WORK/bench_bucket.md
   echo "| pipeline s (median) | $(fmt "${MED[rs_gzip_pipe]}" "%.2f") | $(fmt "${MED[rs_none_pipe]}" "%.2f") |"
   echo "| start-up + flush + publish s | $(awk -v a="${MED[rs_gzip]}" -v b="${MED[rs_gzip_pipe]}" 'BEGIN { printf "%.2f", a - b }') | $(awk -v a="${MED[rs_none]}" -v b="${MED[rs_none_pipe]}" 'BEGIN { printf "%.2f", a - b }') |"
   echo "| pipeline / its baseline | $r1p | $r2p |"
+  if [ "$ZSTD" = 1 ]; then
+    zv=$(zstd -V 2>&1 | sed -n 's/.*v\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+    mb() { awk -v b="$1" 'BEGIN { if (b == "") print "n/a"; else printf "%.1f", b / 1e6 }'; }
+    # the targets of issue 18: zstd in -> gzip out gains at least the
+    # difference of the inflate floors; zstd in -> zstd out within 1.5 x its
+    # codec floor at level 1; peak RSS within --memory (1 GiB by default)
+    codec_zst=$(awk -v a="${MED[zstd_dc]}" -v b="${MED[zstd_c1]}" 'BEGIN { print (a + b) / 2 }')
+    gain=$(awk -v a="${MED[rs_gzip]}" -v b="${MED[rs_zst_gz]}" 'BEGIN { printf "%.3f", a - b }')
+    floor_gain=$(awk -v a="${MED[igzip_dc]}" -v b="${MED[zstd_dc]}" 'BEGIN { printf "%.3f", a - b }')
+    rz=$(ratio "${MED[rs_zst_zst]}" "$codec_zst")
+    rss_zst=$(maxof "${RSS[rs_gz_zst]:-} ${RSS[rs_zst_zst]:-} ${RSS[rs_zst_gz]:-}")
+    echo
+    echo "zstd (issue 18): zstd $zv; the zstd input is \`zstd -1\` of the CSV, $(mb "$ZST_BYTES") MB (\`zstd --fast=3\`: $(mb "$FAST_BYTES") MB);"
+    echo "ringshard writes zstd at its default level 1. Output sizes are every file written (1000 files + manifest)."
+    echo
+    echo "| step | command | wall s | peak RSS MB | rows/s | MB/s |"
+    echo "|---|---|---:|---:|---:|---:|"
+    row "zstd -dc" "zstd -dc bills.csv.zst > /dev/null" zstd_dc
+    row "zstd -1" "zstd -1 -c bills.csv > /dev/null" zstd_c1
+    row "zstd --fast=3" "zstd --fast=3 -c bills.csv > /dev/null" zstd_fast
+    row "ringshard, gzip in -> zstd out" "ringshard bucket --key bill_id -o out --quiet --compress zstd$rsx bills.csv.gz" rs_gz_zst
+    row "ringshard, zstd in -> zstd out" "ringshard bucket --key bill_id -o out --quiet --compress zstd$rsx bills.csv.zst" rs_zst_zst
+    row "ringshard, zstd in -> gzip out" "ringshard bucket --key bill_id -o out --quiet$rsx bills.csv.zst" rs_zst_gz
+    echo
+    echo "Output sizes: gzip out $(mb "${MED[rs_gzip_bytes]}") MB; gzip in -> zstd out $(mb "${MED[rs_gz_zst_bytes]}") MB; zstd in -> zstd out $(mb "${MED[rs_zst_zst_bytes]}") MB."
+    echo
+    echo "| ratio | value | target | |"
+    echo "|---|---:|---:|---|"
+    echo "| T(gzip in -> gzip out) - T(zstd in -> gzip out), s | $gain | >= T(igzip -dc) - T(zstd -dc) = $floor_gain | $(verdict "$gain" ">=" "$floor_gain") |"
+    echo "| T(zstd in -> zstd out) / ((T(zstd -dc) + T(zstd -1)) / 2) | $rz | <= 1.5 | $(verdict "$rz" "<=" 1.5) |"
+    echo "| peak RSS of the zstd runs, MB | $(awk -v m="$rss_zst" 'BEGIN { if (m == "") print "n/a"; else printf "%.1f", m / 1024 }') | <= 1024 (--memory 1G) | $(verdict "$(awk -v m="$rss_zst" 'BEGIN { if (m == "") print "n/a"; else printf "%.1f", m / 1024 }')" "<=" 1024) |"
+  fi
   if [ "$awk_n" -gt 0 ]; then
     echo
     echo "awk baseline (not CSV-aware: rows with quoted newlines are split wrongly; uncompressed output):"

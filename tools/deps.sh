@@ -5,7 +5,7 @@
 # fixtures/vectors/clients/ from (the tests read the committed vectors);
 # it also needs java, javac, node and npm.
 set -euo pipefail
-pkgs=(cmake gcc make pkg-config zlib1g-dev libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
+pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
 for a in "$@"; do
   case "$a" in

@@ -50,11 +50,15 @@ build() {
     pkg-config --exists libisal 2>/dev/null && isal=1
     libs="-lcsv -lz -lm"
     [ "$isal" = 1 ] && libs="$libs $(pkg-config --libs libisal)"
+    zstd=0
+    pkg-config --exists libzstd 2>/dev/null && zstd=1
+    [ "$zstd" = 1 ] && libs="$libs $(pkg-config --libs libzstd)"
     cat >"$B/include/rs_config.h.new" <<CFG
 #ifndef RS_CONFIG_H
 #define RS_CONFIG_H
 #define RS_VERSION "${version:-0.0.0}"
 #define RS_HAVE_ISAL $isal
+#define RS_HAVE_ZSTD $zstd
 #endif
 CFG
     if cmp -s "$B/include/rs_config.h.new" "$B/include/rs_config.h"; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds (Release), installs into a scratch prefix
 # and builds a program against that with pkg-config, runs the whole test
-# suite, builds the MPI-aware command and runs the MPI suite under mpirun,
+# suite, builds without libzstd and runs the zstd suite there (the
+# refusals), builds the MPI-aware command and runs the MPI suite under mpirun,
 # then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
 # and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 20 s
@@ -24,6 +25,12 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 "$prefix/bin/ringshard" --version
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
+
+# The build without libzstd (issue #18): `--compress zstd` and zstd inputs
+# are refused (exit 64). Only the command and the suite that checks it.
+cmake -S . -B "$BUILD-nozstd" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_ZSTD=OFF >/dev/null
+cmake --build "$BUILD-nozstd" -j"$(nproc)" --target ringshard test_zstd
+ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 
 # The MPI-aware build (issue #8): the same command, built with
 # -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and

@@ -70,7 +70,7 @@ typedef struct {
     int header;                  /* the input file starts with a header line */
     rs_dedup_mode mode;
     rs_codec_choice codec;
-    int compress;                /* output: 1 gzip members, 0 plain */
+    int compress;                /* output: RS_COMPRESS_* (1 gzip members, 2 zstd frames, 0 plain) */
     int level;                   /* output gzip level (of the caller's rs_deflater) */
     uint64_t budget;             /* memory for one file, bytes */
     const char *tmpdir;          /* where split files go (removed after use) */

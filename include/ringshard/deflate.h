@@ -1,4 +1,5 @@
-/* ringshard/deflate.h - gzip output as a sequence of complete members.
+/* ringshard/deflate.h - gzip output as a sequence of complete members
+ * (and, from rs_compressor_new, zstd output as metadata + data frames).
  *
  * Each call compresses one piece into one complete gzip member (header,
  * deflate stream, CRC-32 and ISIZE trailer), so any gzip reader reads the
@@ -15,6 +16,31 @@
 
 typedef struct rs_deflater rs_deflater;
 
+/* What the outputs are (pipeline, dedup and manifest `compress`): plain
+ * CSV, gzip members or zstd frames. 0 stays "plain", so `if (compress)`
+ * still asks "compressed at all". */
+#define RS_COMPRESS_NONE 0
+#define RS_COMPRESS_GZIP 1
+#define RS_COMPRESS_ZSTD 2
+
+/* zstd levels ringshard accepts (libzstd's own range in 1.5: its
+ * ZSTD_minCLevel() and ZSTD_maxCLevel()); 0 is not one (libzstd reads it
+ * as its default, 3: ask for 3). */
+#define RS_ZSTD_LEVEL_MIN (-131072)
+#define RS_ZSTD_LEVEL_MAX 22
+
+/* 1 when this build reads and writes zstd (libzstd), else 0. */
+int rs_have_zstd(void);
+
+/* A compressor for `compress` (RS_COMPRESS_GZIP: as rs_deflater_new;
+ * RS_COMPRESS_ZSTD: one ZSTD_CCtx at zstd level `level`, kept for every
+ * frame; codec is then unused). NULL if out of memory, or for zstd in a
+ * build without it. rs_deflater_member then writes zstd frames. */
+rs_deflater *rs_compressor_new(int compress, int level, rs_codec_choice codec);
+
+/* The bytes one rs_compressor_new(compress, level, codec) holds. */
+size_t rs_compressor_bytes(int compress, int level, rs_codec_choice codec);
+
 /* level: 0-9 as gzip's. ISA-L: 0-2 -> its levels 0-2 (0 still compresses:
  * it has no stored mode), 3-9 -> its level 3, its highest. zlib uses the
  * level as given, 0 = stored. Levels outside 0-9 are clamped. The same input
@@ -29,7 +55,8 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec);
 size_t rs_deflater_bytes(int level, rs_codec_choice codec);
 
 /* Compresses the concatenation of npieces pieces (pieces[i], lens[i]) into
- * one gzip member appended to out, with the RS extra subfield below.
+ * one gzip member appended to out, with the RS extra subfield below (for a
+ * zstd compressor: the RS metadata frame and one zstd frame, see below).
  * `records` is the number of CSV records the bytes hold (the caller knows
  * it: ringshard's members are whole rows); the line ends are counted here.
  * The data must start at a record boundary (the member's flag says so).
@@ -90,6 +117,32 @@ typedef struct {
  * 12 + XLEN bytes). *hdr_need gets 12 + XLEN when the header has FEXTRA
  * (else 0), so a caller can read more and ask again. */
 int rs_member_parse(const void *p, size_t n, rs_member_info *mi, size_t *hdr_need);
+
+/* ringshard's zstd pieces: a skippable frame with the same metadata as the
+ * RS subfield, then one zstd frame (with its content size and checksum) of
+ * the data. Byte layout of the metadata frame, all integers little-endian
+ * (zstd's byte order); full description: docs/format.md.
+ *
+ *   offset size  field
+ *    0     4     0x184D2A52       skippable frame magic (bytes 52 2a 4d 18)
+ *    4     4     32               frame size (bytes after these 8)
+ *    8     1     'R' (0x52)
+ *    9     1     'S' (0x53)
+ *   10     1     1                version
+ *   11     1     flags            bit 0: the data starts at a record boundary
+ *   12     4     0                reserved
+ *   16     8     size             this frame plus the zstd frame after it:
+ *                                 the next piece starts at offset + size
+ *   24     8     lines            line ends in the data (as the RS subfield)
+ *   32     8     records          CSV records in the data
+ *
+ * Other readers skip the frame (zstd -d, zstdcat, libzstd). */
+#define RS_ZSTD_META_MAGIC 0x184D2A52u
+#define RS_ZSTD_META_LEN 40
+
+/* Parses the metadata frame at p[0..n): 1 with *mi filled, 0 when p does
+ * not start with one (another magic, not "RS", another version, or n < 40). */
+int rs_zstd_meta_parse(const void *p, size_t n, rs_member_info *mi);
 
 /* Line ends in p[0..n) as the CSV scanner counts them: LF, and CR not
  * followed by LF (a CR at the very end counts). */

@@ -40,7 +40,7 @@ typedef struct {
     char delimiter;
     int header;                 /* files start with the header line */
     char *header_line;          /* without line end; NULL if no header */
-    int compress;               /* 1 gzip, 0 plain */
+    int compress;               /* RS_COMPRESS_*: 1 gzip, 2 zstd, 0 plain */
     int level;
     int keys_only;
     size_t ninputs;

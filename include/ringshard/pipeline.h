@@ -80,8 +80,8 @@ typedef struct {
                                         of route when set and !keys_only */
     /* output: NULL paths = count only */
     const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
-    int compress;                /* 1: gzip members, 0: plain */
-    int level;                   /* gzip level */
+    int compress;                /* RS_COMPRESS_*: 1 gzip members, 2 zstd frames, 0 plain */
+    int level;                   /* gzip or zstd level */
     int keys_only;               /* write only the key, not the row */
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
     uint32_t input_base;         /* added to the input index routers see (a

@@ -9,6 +9,12 @@
  * ISA-L (igzip) when the build has it, zlib otherwise; rs_reader_open can
  * force zlib so that both paths are tested in one build.
  *
+ * zstd (RFC 8878) is recognised by its magic bytes too (28 b5 2f fd, or a
+ * skippable frame's 5X 2a 4d 18) and read frame after frame, skippable
+ * frames skipped; a file named *.zst or *.zstd must be zstd, as *.gz must
+ * be gzip. Frames that need a dictionary are refused (RS_EXIT_DATA). A
+ * build without libzstd refuses zstd input with RS_EXIT_USAGE.
+ *
  * Errors are sticky: after a failed read every further read fails with the
  * same error. Messages name the file and the compressed byte offset. */
 #ifndef RINGSHARD_READER_H
@@ -57,8 +63,9 @@ void rs_reader_expect_file_end(rs_reader *r);
 
 /* A UNIT of an input: what one batch sequence reads, and what MPI ranks
  * share out (a rank takes whole units). A gzip file whose members all
- * carry the RS subfield (deflate.h: ringshard's own outputs) is cut into
- * units at member boundaries, independently of the number of ranks and
+ * carry the RS subfield (deflate.h: ringshard's own outputs), or a zstd
+ * file whose frames all follow an RS metadata frame (ringshard's own
+ * .csv.zst), is cut into units at member (frame) boundaries, independently of the number of ranks and
  * threads: a new unit starts at the first member that starts at a record
  * boundary at or after each multiple of the unit size (compressed bytes).
  * Any other input (gzip from gzip, pigz or bgzip, plain CSV, a pipe,
@@ -72,6 +79,8 @@ typedef struct {
     uint64_t lines, records;        /* in the unit, from its members' headers */
     int counted;                    /* 1: the counts come from RS headers (the
                                        pipeline checks them); 0: a whole file */
+    int zstd;                       /* 1: the pieces are zstd frames with RS
+                                       metadata frames; 0: gzip members */
 } rs_input_unit;
 
 /* The unit size: RINGSHARD_UNIT_BYTES from the environment when set (a
@@ -113,8 +122,16 @@ uint64_t rs_reader_size(const rs_reader *r);
  * end of the input; see rs_reader_read). */
 uint64_t rs_reader_zero_padding(const rs_reader *r);
 
-/* 1 if the input is gzip, 0 if plain (valid after the first read). */
+/* 1 if the input is gzip, 0 if plain or zstd (valid after the first read). */
 int rs_reader_is_gzip(const rs_reader *r);
+
+/* 1 if the input is zstd (valid after the first read). */
+int rs_reader_is_zstd(const rs_reader *r);
+
+/* The largest zstd window the reader accepts, as a log2: 27 (128 MiB), what
+ * `zstd --long` (--long=27) writes and libzstd's own default limit. A frame
+ * asking for more is refused (RS_EXIT_DATA) instead of allocated. */
+#define RS_ZSTD_WINDOW_LOG_MAX 27
 
 /* Closes the input and frees r (NULL is allowed). */
 void rs_reader_close(rs_reader *r);

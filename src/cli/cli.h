@@ -168,13 +168,28 @@ int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inpu
  * rs_cli_files_from_inputs's errors). */
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
 
-/* Records output option `code` (RS_OPT_COMPRESS: gzip|none; RS_OPT_LEVEL:
- * gzip level 1-9) into po. Returns 1 if handled, 0 if not an output option,
+/* Parses a --compress value (gzip, zstd or none) into *compress
+ * (RS_COMPRESS_*). 0, or -1 with err (RS_EXIT_USAGE: another word, or zstd
+ * in a build without libzstd). `what` names the option in messages. */
+int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err);
+
+/* Parses a --level value: an integer in the union of the gzip and zstd
+ * ranges (RS_ZSTD_LEVEL_MIN to RS_ZSTD_LEVEL_MAX); rs_cli_level_check
+ * then checks it against the codec. 0, or -1 with err (RS_EXIT_USAGE). */
+int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *err);
+
+/* Checks level against compress once all options are parsed: gzip (and
+ * none) 1-9, zstd any of its levels but 0. 0, or -1 with err (RS_EXIT_USAGE). */
+int rs_cli_level_check(const char *what, int compress, int level, rs_error *err);
+
+/* Records output option `code` (RS_OPT_COMPRESS: gzip|zstd|none;
+ * RS_OPT_LEVEL: a level, checked by rs_cli_input_finish) into po. Returns 1 if handled, 0 if not an output option,
  * -1 after printing a bad value as command `cmd`'s error (the command then
  * exits RS_EXIT_USAGE). */
 int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);
 
-/* The data files' extension: ".csv.gz" with compress, else ".csv". */
+/* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
+ * else ".csv". */
 const char *rs_cli_data_ext(int compress);
 
 /* The data file name of node a (b NULL: a bucket) or of the move a -> b

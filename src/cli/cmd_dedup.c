@@ -48,12 +48,14 @@ static const char dedup_help[] =
     "                         then first occurrence\n"
     "  --buckets BUCKETDIR    deduplicate an existing bucket directory (its manifest\n"
     "                         gives the ring, key and dialect; no INPUT)\n"
-    "  --temp-compress gzip|none  pass 1's temporary buckets: plain (default, faster)\n"
-    "                         or gzip level 1 (less temporary disk space)\n"
+    "  --temp-compress gzip|zstd|none  pass 1's temporary buckets: plain (default,\n"
+    "                         faster) or level 1 gzip/zstd (less temporary disk)\n"
     "  --force                replace an existing DIR (a ringshard output or empty)\n"
     "  --force-any            replace an existing DIR whatever it holds\n"
-    "  --compress gzip|none   output as gzip members (default) or plain CSV\n"
-    "  --level N              output gzip level 1-9 (default 1)\n"
+    "  --compress gzip|zstd|none  output as gzip members (default), zstd frames\n"
+    "                         (DIR/<node>.csv.zst) or plain CSV\n"
+    "  --level N              output level (default 1): gzip 1-9; zstd -131072 to 22\n"
+    "                         but 0 (negative: zstd --fast=N)\n"
     "  -h, --help             this help\n\n"
     "Memory: a bucket is deduplicated in memory when its bytes plus a table of\n"
     "176 bytes per row fit in --memory / threads; a bigger bucket is split again\n"
@@ -187,7 +189,7 @@ static int pass2(job *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *bas
     int failed = 0;
 #pragma omp parallel num_threads(threads)
     {
-        rs_deflater *dz = rs_deflater_new(base->level, base->codec);
+        rs_deflater *dz = rs_compressor_new(base->compress, base->level, base->codec);
 #pragma omp for schedule(dynamic, 1)
         for (uint32_t k = 0; k < n; k++) {
             job *j = &jobs[order[k]];
@@ -281,18 +283,19 @@ static char *join(const char *a, const char *b, const char *c)
     return p;
 }
 
-/* "name.csv.gz" / "name.csv" -> the same name with the output's suffix. */
+/* "name.csv.gz" / "name.csv.zst" / "name.csv" -> the same name with the
+ * output's suffix. */
 static char *renamed(const char *file, int compress)
 {
     size_t n = strlen(file);
-    if (n > 7 && !strcmp(file + n - 7, ".csv.gz"))
-        n -= 7;
+    if (n > 7 && (!strcmp(file + n - 7, ".csv.gz") || !strcmp(file + n - 8, ".csv.zst")))
+        n -= file[n - 1] == 't' ? 8 : 7;
     else if (n > 4 && !strcmp(file + n - 4, ".csv"))
         n -= 4;
-    char *p = malloc(n + 8);
+    char *p = malloc(n + strlen(rs_cli_data_ext(compress)) + 1);
     if (p) {
         memcpy(p, file, n);
-        strcpy(p + n, compress ? ".csv.gz" : ".csv");
+        strcpy(p + n, rs_cli_data_ext(compress));
     }
     return p;
 }
@@ -449,7 +452,6 @@ int rs_cmd_dedup(int argc, char **argv)
     a.level = 1;
     a.temp_compress = 0;  /* measured: plain temporary buckets are faster (docs/dedup.md) */
     rs_error err = {0};
-    unsigned long long v;
     int c, r, ring_given = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
@@ -471,13 +473,8 @@ int rs_cmd_dedup(int argc, char **argv)
         case OPT_COMPRESS:
         case OPT_TEMP_COMPRESS: {
             int z;
-            if (!strcmp(optarg, "gzip"))
-                z = 1;
-            else if (!strcmp(optarg, "none"))
-                z = 0;
-            else
-                return rs_cli_usage_error("dedup", c == OPT_COMPRESS ? "--compress: expected gzip or none"
-                                                                     : "--temp-compress: expected gzip or none");
+            if (rs_cli_compress_arg(c == OPT_COMPRESS ? "--compress" : "--temp-compress", optarg, &z, &err) != 0)
+                return rs_cli_fail("dedup", &err);
             if (c == OPT_COMPRESS)
                 a.compress = z;
             else
@@ -485,9 +482,8 @@ int rs_cmd_dedup(int argc, char **argv)
             break;
         }
         case OPT_LEVEL:
-            if (rs_cli_uint("--level", optarg, 1, 9, &v, &err) != 0)
+            if (rs_cli_level_arg("--level", optarg, &a.level, &err) != 0)
                 return rs_cli_fail("dedup", &err);
-            a.level = (int)v;
             break;
         case OPT_KEEP:
             if (!strcmp(optarg, "first"))
@@ -532,6 +528,8 @@ int rs_cmd_dedup(int argc, char **argv)
         if (a.quiet < 0)
             return rs_cli_fail("dedup", &err);
     }
+    if (rs_cli_level_check("--level", a.compress, a.level, &err) != 0)
+        return rs_cli_fail("dedup", &err);
 
     if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
         rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0)
@@ -643,9 +641,9 @@ int rs_cmd_dedup(int argc, char **argv)
         } else {
             const char *node = rs_ring_nodes(ring)->names[i];
             char *safe = rs_safe_filename(node);
-            out_names[i] = safe ? join(safe, a.compress ? ".csv.gz" : ".csv", "") : NULL;
+            out_names[i] = safe ? join(safe, rs_cli_data_ext(a.compress), "") : NULL;
             free(safe);
-            jobs[i].in = join(pass1, num, a.temp_compress ? ".csv.gz" : ".csv");
+            jobs[i].in = join(pass1, num, rs_cli_data_ext(a.temp_compress));
             jobs[i].node = node;
         }
         jobs[i].out = out_names[i] ? rs_outdir_path(&od, out_names[i]) : NULL;

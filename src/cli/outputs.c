@@ -8,38 +8,76 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "ringshard/deflate.h"
 #include "rs_config.h"
+
+int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err)
+{
+    if (!strcmp(arg, "gzip"))
+        *compress = RS_COMPRESS_GZIP;
+    else if (!strcmp(arg, "none"))
+        *compress = RS_COMPRESS_NONE;
+    else if (!strcmp(arg, "zstd") && !rs_have_zstd())
+        return rs_error_set(err, RS_EXIT_USAGE, "%s zstd: this build of ringshard has no zstd support (rebuild it "
+                            "with libzstd: tools/deps.sh installs libzstd-dev)", what);
+    else if (!strcmp(arg, "zstd"))
+        *compress = RS_COMPRESS_ZSTD;
+    else
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: expected gzip, zstd or none", what);
+    return 0;
+}
+
+int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = arg && *arg ? strtol(arg, &end, 10) : 0;
+    if (!arg || !*arg || *end || errno || v < RS_ZSTD_LEVEL_MIN || v > RS_ZSTD_LEVEL_MAX)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' is not a level (gzip: 1 to 9; zstd: %d to %d, not 0)",
+                            what, arg ? arg : "", RS_ZSTD_LEVEL_MIN, RS_ZSTD_LEVEL_MAX);
+    *level = (int)v;
+    return 0;
+}
+
+int rs_cli_level_check(const char *what, int compress, int level, rs_error *err)
+{
+    /* checked once every option is in: --level may come before --compress */
+    if (compress == RS_COMPRESS_ZSTD && level == 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: 0 is not a zstd level (%d to -1, or 1 to %d)", what,
+                            RS_ZSTD_LEVEL_MIN, RS_ZSTD_LEVEL_MAX);
+    if (compress != RS_COMPRESS_ZSTD && (level < 1 || level > 9))
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: %d is out of range [1, 9] (gzip levels; zstd's with "
+                            "--compress zstd)", what, level);
+    return 0;
+}
 
 int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg)
 {
-    unsigned long long v;
     rs_error err = {0};
     switch (code) {
     case RS_OPT_COMPRESS:
-        if (!strcmp(arg, "gzip"))
-            po->compress = 1;
-        else if (!strcmp(arg, "none"))
-            po->compress = 0;
-        else
-            return rs_cli_usage_error(cmd, "--compress: expected gzip or none"), -1;
+        if (rs_cli_compress_arg("--compress", arg, &po->compress, &err) != 0)
+            return rs_cli_fail(cmd, &err), -1;
         return 1;
     case RS_OPT_LEVEL:
-        if (rs_cli_uint("--level", arg, 1, 9, &v, &err) != 0)
+        if (rs_cli_level_arg("--level", arg, &po->level, &err) != 0)
             return rs_cli_fail(cmd, &err), -1;
-        po->level = (int)v;
         return 1;
     default: return 0;
     }
 }
 
-const char *rs_cli_data_ext(int compress) { return compress ? ".csv.gz" : ".csv"; }
+const char *rs_cli_data_ext(int compress)
+{
+    return compress == RS_COMPRESS_ZSTD ? ".csv.zst" : compress ? ".csv.gz" : ".csv";
+}
 
 char *rs_cli_data_file(const char *a, const char *b, int compress)
 {
     char *sa = rs_safe_filename(a), *sb = b ? rs_safe_filename(b) : NULL;
     char *name = NULL;
     if (sa && (sb || !b)) {
-        size_t n = strlen(sa) + (sb ? strlen(sb) + 2 : 0) + 8;
+        size_t n = strlen(sa) + (sb ? strlen(sb) + 2 : 0) + strlen(rs_cli_data_ext(compress)) + 1;
         if ((name = malloc(n)))
             snprintf(name, n, "%s%s%s%s", sa, sb ? "__" : "", sb ? sb : "", rs_cli_data_ext(compress));
     }

@@ -11,7 +11,7 @@
 
 const char rs_cli_input_help[] =
     "Input options:\n"
-    "  INPUT...               CSV files, gzip or plain (recognised by content), '-' = stdin\n"
+    "  INPUT...               CSV files, gzip, zstd or plain (by content), '-' = stdin\n"
     "  --key COL[,COL...]     key column(s) by header name or 1-based index (default 1);\n"
     "                         several columns make a composite key joined by --key-sep\n"
     "  --key-sep C            separator of composite keys (default '|')\n"
@@ -115,7 +115,8 @@ static void on_signal(int sig)
 
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
 {
-    if (rs_csv_keyspec_check(po->key, po->header, err) != 0)
+    if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
+        rs_cli_level_check("--level", po->compress, po->level, err) != 0)
         return -1;
     size_t nargs = first < argc ? (size_t)(argc - first) : 0;
     if (!nargs && !rs_cli_files_from_given())

@@ -31,6 +31,7 @@
 #define RS_MAX_IN ((size_t)1 << 30)
 
 struct rs_deflater {
+    void *zstd;     /* a ZSTD_CCtx: this compressor writes zstd frames */
     bool use_isal;
     int level;
     z_stream zs;
@@ -86,6 +87,25 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
     return rs_deflater_new_at(level, codec, NULL);
 }
 
+rs_deflater *rs_compressor_new(int compress, int level, rs_codec_choice codec)
+{
+    if (compress != RS_COMPRESS_ZSTD)
+        return rs_deflater_new(level, codec);
+    rs_deflater *d = calloc(1, sizeof *d);
+    if (d && !(d->zstd = rs_zstd_cctx_new(level))) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+size_t rs_compressor_bytes(int compress, int level, rs_codec_choice codec)
+{
+    if (compress == RS_COMPRESS_ZSTD)
+        return sizeof(rs_deflater) + rs_zstd_cctx_bytes(level);
+    return rs_deflater_bytes(level, codec);
+}
+
 rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream)
 {
     if (level < 0)
@@ -136,6 +156,7 @@ void rs_deflater_free(rs_deflater *d)
 {
     if (d == NULL)
         return;
+    rs_zstd_cctx_free(d->zstd);
     if (d->zs_live)
         deflateEnd(&d->zs);
 #if RS_HAVE_ISAL
@@ -152,25 +173,6 @@ static int room(rs_buf *out, size_t want)
     if (out->cap - out->len < want && rs_buf_reserve(out, want) != 0)
         return -1;
     return 0;
-}
-
-static uint32_t get_le32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_le(const unsigned char *p, int n)
-{
-    uint64_t v = 0;
-    for (int i = n; i-- > 0;)
-        v = v << 8 | p[i];
-    return v;
-}
-
-static void put_le(unsigned char *p, uint64_t v, int n)
-{
-    for (int i = 0; i < n; i++, v >>= 8)
-        p[i] = (unsigned char)v;
 }
 
 uint64_t rs_count_line_ends(const void *buf, size_t n)
@@ -218,14 +220,14 @@ static uint64_t count_pieces(const void *const *pieces, const size_t *lens, size
 static int write_header(rs_buf *out, uint64_t lines, uint64_t records)
 {
     unsigned char h[RS_MEMBER_HEADER_LEN] = {0x1f, 0x8b, 8, 4, 0, 0, 0, 0, 0, 3};
-    put_le(h + 10, 4 + RS_MEMBER_PAYLOAD, 2);
+    rs_put_le(h + 10, 4 + RS_MEMBER_PAYLOAD, 2);
     h[12] = RS_MEMBER_SI1;
     h[13] = RS_MEMBER_SI2;
-    put_le(h + 14, RS_MEMBER_PAYLOAD, 2);
+    rs_put_le(h + 14, RS_MEMBER_PAYLOAD, 2);
     h[16] = RS_MEMBER_VERSION;
     h[17] = RS_MEMBER_BOUNDARY;
-    put_le(h + 28, lines, 8);
-    put_le(h + 36, records, 8);
+    rs_put_le(h + 28, lines, 8);
+    rs_put_le(h + 36, records, 8);
     return rs_buf_append(out, h, sizeof h);
 }
 
@@ -235,13 +237,13 @@ int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_n
     *hdr_need = 0;
     if (n < 12 || p[0] != 0x1f || p[1] != 0x8b || p[2] != 8 || !(p[3] & 4))
         return 0;
-    size_t xlen = (size_t)get_le(p + 10, 2);
+    size_t xlen = (size_t)rs_get_le(p + 10, 2);
     *hdr_need = 12 + xlen;
     if (n < 12 + xlen)
         return 0;
     /* subfields: SI1 SI2 LEN(2) payload */
     for (size_t at = 12; at + 4 <= 12 + xlen;) {
-        size_t len = (size_t)get_le(p + at + 2, 2);
+        size_t len = (size_t)rs_get_le(p + at + 2, 2);
         if (at + 4 + len > 12 + xlen)
             return 0;  /* malformed extra field */
         if (p[at] == RS_MEMBER_SI1 && p[at + 1] == RS_MEMBER_SI2) {
@@ -250,9 +252,9 @@ int rs_member_parse(const void *buf, size_t n, rs_member_info *mi, size_t *hdr_n
                 return 0;
             mi->version = q[0];
             mi->flags = q[1];
-            mi->size = get_le(q + 4, 8);
-            mi->lines = get_le(q + 12, 8);
-            mi->records = get_le(q + 20, 8);
+            mi->size = rs_get_le(q + 4, 8);
+            mi->lines = rs_get_le(q + 12, 8);
+            mi->records = rs_get_le(q + 20, 8);
             return 1;
         }
         at += 4 + len;
@@ -433,14 +435,36 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
         total += lens[k];
     }
     unsigned char t[8];
-    put_le(t, crc, 4);
-    put_le(t + 4, total, 4);
+    rs_put_le(t, crc, 4);
+    rs_put_le(t + 4, total, 4);
     return rs_buf_append(out, t, sizeof t);
+}
+
+/* rs_deflater_member for a zstd compressor: metadata frame, data frame. */
+static int member_zstd(rs_deflater *d, const void *const *pieces, const size_t *lens, size_t npieces,
+                       uint64_t records, rs_buf *out, uint32_t *crc_out)
+{
+    size_t start = out->len;
+    if (rs_zstd_meta_write(out, count_pieces(pieces, lens, npieces), records) != 0 ||
+        rs_zstd_frame(d->zstd, pieces, lens, npieces, out) != 0) {
+        out->len = start;  /* no partial piece */
+        return -1;
+    }
+    rs_zstd_meta_set_size((char *)out->data + start, out->len - start);
+    if (crc_out) {  /* zstd checks with XXH64; the manifest's figure is CRC-32 */
+        uint32_t crc = 0;
+        for (size_t k = 0; k < npieces; k++)
+            crc = rs_crc32(crc, pieces[k], lens[k]);
+        *crc_out = crc;
+    }
+    return 0;
 }
 
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out)
 {
+    if (d->zstd)
+        return member_zstd(d, pieces, lens, npieces, records, out, crc_out);
     size_t start = out->len;
     int rc = write_header(out, count_pieces(pieces, lens, npieces), records);
 #if RS_HAVE_ISAL
@@ -454,9 +478,9 @@ int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *
         out->len = start;  /* no partial member */
         return -1;
     }
-    put_le((unsigned char *)out->data + start + 20, out->len - start, 8);
+    rs_put_le((unsigned char *)out->data + start + 20, out->len - start, 8);
     if (crc_out)
-        *crc_out = get_le32((const unsigned char *)out->data + out->len - 8);
+        *crc_out = (uint32_t)rs_get_le((const unsigned char *)out->data + out->len - 8, 4);
     return 0;
 }
 

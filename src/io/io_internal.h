@@ -4,6 +4,7 @@
 #define RS_IO_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "ringshard/deflate.h"
 #include "ringshard/reader.h"
 
@@ -26,5 +27,33 @@ size_t rs_deflater_stream_size(void);
  * as data (deflate.c, isal_head): tests place the stream at many addresses
  * and require the same members. */
 rs_deflater *rs_deflater_new_at(int level, rs_codec_choice codec, void *stream);
+
+/* Little-endian unsigned integers of n bytes (gzip's and zstd's byte order). */
+static inline uint64_t rs_get_le(const void *buf, int n)
+{
+    const unsigned char *p = buf;
+    uint64_t v = 0;
+    for (int i = n; i-- > 0;)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static inline void rs_put_le(void *buf, uint64_t v, int n)
+{
+    unsigned char *p = buf;
+    for (int i = 0; i < n; i++, v >>= 8)
+        p[i] = (unsigned char)v;
+}
+
+/* zstd output (zstdout.c), for deflate.c. The context is a ZSTD_CCtx
+ * (void: no zstd.h outside io/). */
+void *rs_zstd_cctx_new(int level);
+void rs_zstd_cctx_free(void *cctx);
+size_t rs_zstd_cctx_bytes(int level);
+/* Appends one zstd frame of the pieces' concatenation; 0, or -1. */
+int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, size_t npieces, rs_buf *out);
+/* Appends a metadata frame (size 0), and patches its size field. */
+int rs_zstd_meta_write(rs_buf *out, uint64_t lines, uint64_t records);
+void rs_zstd_meta_set_size(void *meta, uint64_t size);
 
 #endif

@@ -1,4 +1,4 @@
-/* io/reader.c - the input layer: a file or stdin, plain or (multi-member) gzip.
+/* io/reader.c - the input layer: a file or stdin, plain, (multi-member) gzip or zstd.
  *
  * Compressed input is read in large blocks (RS_READER_BLOCK) into one buffer;
  * the inflater writes straight into the caller's buffer. Plain input is read
@@ -15,7 +15,13 @@
  * Offsets in messages are compressed (on-disk) byte offsets: "at byte offset N"
  * is where the problem was detected (for ISA-L this can be a few bytes past the
  * exact spot, because it reads ahead into a 64-bit bit buffer); the member's
- * start offset is given as well where it helps. */
+ * start offset is given as well where it helps.
+ *
+ * zstd frames are decoded by libzstd's ZSTD_decompressStream, from the same
+ * input block into the caller's buffer; the frame boundaries are found
+ * here, so that skippable frames, padding and garbage are handled as for
+ * gzip members and a message can give the failing frame's start offset
+ * (libzstd does not say where inside a frame it found a fault). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +47,10 @@
 
 #if RS_HAVE_ISAL
 #include <isa-l/igzip_lib.h>
+#endif
+#if RS_HAVE_ZSTD
+#include <zstd.h>
+#include <zstd_errors.h>
 #endif
 
 /* Plain reads of at least this many bytes bypass the block buffer. */
@@ -70,6 +80,8 @@ struct rs_reader {
 
     bool started;            /* format detected */
     bool is_gzip;
+    bool is_zstd;
+    const char *piece;       /* "gzip member" or "zstd frame", for messages */
     bool member_done;        /* the current member ended; next: member, end or garbage */
     bool padding;            /* in zero bytes after the last member */
     uint64_t zero_padding;   /* how many so far */
@@ -89,6 +101,11 @@ struct rs_reader {
 
     bool zs_live;
     z_stream zs;
+    uint64_t skip_left;      /* zstd: bytes of the current skippable frame still to skip */
+    bool in_skip;            /* zstd: inside a skippable frame */
+#if RS_HAVE_ZSTD
+    ZSTD_DCtx *zd;
+#endif
 #if RS_HAVE_ISAL
     struct inflate_state *isal;
 #endif
@@ -223,9 +240,10 @@ static int fill(rs_reader *r, rs_error *err)
         }
         if ((uint64_t)st.st_size != r->range_end) {
             fail(r, err, RS_EXIT_IO,
-                 "the file changed while it was read: its gzip members ended at byte offset %llu when they "
+                 "the file changed while it was read: its %s ended at byte offset %llu when they "
                  "were listed, and it now holds %llu bytes (written to during the run?)",
-                 (unsigned long long)r->range_end, (unsigned long long)st.st_size);
+                 r->is_zstd ? "zstd frames" : "gzip members", (unsigned long long)r->range_end,
+                 (unsigned long long)st.st_size);
             return -1;
         }
     }
@@ -237,6 +255,27 @@ static int fill(rs_reader *r, rs_error *err)
         test_pause(r);
     r->in_avail += (size_t)k;
     r->in_total += (uint64_t)k;
+    return 0;
+}
+
+/* Holds at least n unconsumed bytes, or all that is left before the end:
+ * what a decision on the next bytes needs (a magic, a zstd frame header).
+ * Grows a block smaller than n (tests use tiny ones). 0, or -1 (err set). */
+static int lookahead(rs_reader *r, size_t n, rs_error *err)
+{
+    if (r->in_cap < n && r->in != NULL) {
+        size_t at = (size_t)(r->in_next - r->in);
+        unsigned char *p = realloc(r->in, n);
+        if (p == NULL)
+            return (int)fail(r, err, RS_EXIT_IO, "out of memory for a read buffer of %zu bytes", n);
+        r->in = p;
+        r->in_next = p + at;
+    }
+    if (r->in_cap < n)
+        r->in_cap = n;
+    while (r->in_avail < n && !r->eof)
+        if (fill(r, err) != 0)
+            return -1;
     return 0;
 }
 
@@ -597,12 +636,11 @@ static ssize_t decode(rs_reader *r, unsigned char *buf, size_t cap, rs_error *er
 
 /* ---- reading ----------------------------------------------------------- */
 
-/* The gzip suffix the name ends with (".gz", ".gzip", ".tgz", any case), or NULL. */
-static const char *named_gzip(const char *name)
+/* The suffix among `suffixes` the name ends with (any case), or NULL. */
+static const char *named_as(const char *name, const char *const *suffixes, size_t ns)
 {
-    static const char *const suffixes[] = {".gz", ".gzip", ".tgz"};
     size_t n = strlen(name);
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+    for (size_t i = 0; i < ns; i++) {
         size_t k = strlen(suffixes[i]);
         if (n > k && strcasecmp(name + n - k, suffixes[i]) == 0)
             return name + n - k;  /* as the user wrote it: ".GZ" */
@@ -610,30 +648,85 @@ static const char *named_gzip(const char *name)
     return NULL;
 }
 
+/* The gzip suffix the name ends with (".gz", ".gzip", ".tgz", any case), or NULL. */
+static const char *named_gzip(const char *name)
+{
+    static const char *const suffixes[] = {".gz", ".gzip", ".tgz"};
+    return named_as(name, suffixes, sizeof suffixes / sizeof suffixes[0]);
+}
+
+/* The zstd suffix the name ends with (".zst", ".zstd", any case), or NULL. */
+static const char *named_zstd(const char *name)
+{
+    static const char *const suffixes[] = {".zst", ".zstd"};
+    return named_as(name, suffixes, sizeof suffixes / sizeof suffixes[0]);
+}
+
+/* zstd frame magics, as the first 4 bytes (little-endian) of a frame. */
+#define RS_ZSTD_MAGIC 0xFD2FB528u
+#define RS_ZSTD_SKIP_MASK 0xFFFFFFF0u
+#define RS_ZSTD_SKIP_MAGIC 0x184D2A50u
+
+/* 1 when p (4 bytes) starts a zstd frame or a skippable frame. */
+static int zstd_magic(const unsigned char *p)
+{
+    uint32_t m = (uint32_t)rs_get_le(p, 4);
+    return m == RS_ZSTD_MAGIC || (m & RS_ZSTD_SKIP_MASK) == RS_ZSTD_SKIP_MAGIC;
+}
+
+static int zstd_init(rs_reader *r, rs_error *err)
+{
+#if RS_HAVE_ZSTD
+    r->zd = ZSTD_createDCtx();
+    if (r->zd == NULL)
+        return (int)fail(r, err, RS_EXIT_IO, "out of memory (ZSTD_createDCtx)");
+    /* 27 (128 MiB) is what `zstd --long=27` (and --long) writes, and
+     * libzstd's default limit: larger windows are refused rather than
+     * allocated, so that one input cannot take more than that. */
+    ZSTD_DCtx_setParameter(r->zd, ZSTD_d_windowLogMax, RS_ZSTD_WINDOW_LOG_MAX);
+    r->member_done = true;   /* at a frame boundary */
+    return 0;
+#else
+    return (int)fail(r, err, RS_EXIT_USAGE,
+                     "zstd data (magic at byte offset 0), but this build of ringshard has no zstd support "
+                     "(rebuild it with libzstd: tools/deps.sh installs libzstd-dev)");
+#endif
+}
+
+/* Fails on a file that its name says is compressed (gzip or zstd) but
+ * that does not start with that codec's magic. */
+static int misnamed(rs_reader *r, const char *suffix, const char *codec, const char *magic, const char *piece,
+                    rs_error *err)
+{
+    if (r->in_avail == 0)
+        return (int)fail(r, err, RS_EXIT_DATA,
+                         "empty file (named %s, but holds no %s: end of file at byte offset 0)", suffix, piece);
+    char held[40];
+    size_t k = r->in_avail < (size_t)(strlen(magic) + 1) / 3 ? r->in_avail : (strlen(magic) + 1) / 3;
+    int w = 0;
+    for (size_t i = 0; i < k; i++)
+        w += snprintf(held + w, sizeof held - (size_t)w, "%s0x%02x", i ? " " : "", r->in_next[i]);
+    return (int)fail(r, err, RS_EXIT_DATA, "not %s data (named %s, but byte offset 0 holds %s%s, not the %s magic %s)",
+                     codec, suffix, held, r->eof && r->in_avail == k && k < (strlen(magic) + 1) / 3
+                         ? " and then the file ends" : "", codec, magic);
+}
+
 static int detect(rs_reader *r, rs_error *err)
 {
-    while (r->in_avail < 2 && !r->eof)
-        if (fill(r, err) != 0)
-            return -1;
+    if (lookahead(r, 4, err) != 0)
+        return -1;
     r->started = true;
     r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
+    r->is_zstd = !r->is_gzip && r->in_avail >= 4 && zstd_magic(r->in_next);
+    r->piece = r->is_zstd ? "zstd frame" : "gzip member";
     if (r->is_gzip)
         return decoder_init(r, err);
-    if (named_gzip(r->name)) {
-        /* the name promises gzip: plain bytes (or none) are a mistake, not CSV */
-        if (r->in_avail == 0)
-            return (int)fail(r, err, RS_EXIT_DATA,
-                             "empty file (named %s, but holds no gzip member: end of file at byte offset 0)",
-                             named_gzip(r->name));
-        if (r->in_avail == 1)
-            return (int)fail(r, err, RS_EXIT_DATA,
-                             "not gzip data (named %s, but byte offset 0 holds 0x%02x and then the file ends, "
-                             "not the gzip magic 1f 8b)",
-                             named_gzip(r->name), r->in_next[0]);
-        return (int)fail(r, err, RS_EXIT_DATA,
-                         "not gzip data (named %s, but byte offset 0 holds 0x%02x 0x%02x, not the gzip magic 1f 8b)",
-                         named_gzip(r->name), r->in_next[0], r->in_next[1]);
-    }
+    if (r->is_zstd)
+        return zstd_init(r, err);
+    if (named_gzip(r->name))  /* the name promises gzip: plain bytes (or none) are a mistake, not CSV */
+        return misnamed(r, named_gzip(r->name), "gzip", "1f 8b", "gzip member", err);
+    if (named_zstd(r->name))
+        return misnamed(r, named_zstd(r->name), "zstd", "28 b5 2f fd", "zstd frame", err);
     return 0;
 }
 
@@ -674,9 +767,9 @@ static ssize_t garbage(rs_reader *r, rs_error *err)
     uint64_t at = consumed(r), end = r->size && r->range_end > r->size ? r->size : r->range_end;
     int known = end != UINT64_MAX && end >= at;
     uint64_t n = known ? end - at : r->in_avail;
-    return fail(r, err, RS_EXIT_DATA, "garbage after gzip member at byte offset %llu (%s%llu trailing byte%s that %s "
-                "not start a gzip member)", (unsigned long long)at, known ? "" : "at least ", (unsigned long long)n,
-                n == 1 ? "" : "s", n == 1 ? "does" : "do");
+    return fail(r, err, RS_EXIT_DATA, "garbage after %s at byte offset %llu (%s%llu trailing byte%s that %s "
+                "not start a %s)", r->piece, (unsigned long long)at, known ? "" : "at least ", (unsigned long long)n,
+                n == 1 ? "" : "s", n == 1 ? "does" : "do", r->piece);
 }
 
 /* Consumes zero bytes after the last member. 0 when every byte held was
@@ -696,10 +789,26 @@ static int skip_padding(rs_reader *r, rs_error *err)
     if (r->in_avail == 0)
         return 0;
     return (int)fail(r, err, RS_EXIT_DATA,
-                     "garbage after gzip member at byte offset %llu (%llu zero byte%s, then byte 0x%02x at byte "
-                     "offset %llu: only zero bytes may follow the last member, up to the end of the file)",
-                     (unsigned long long)r->pad_start, (unsigned long long)r->zero_padding,
-                     r->zero_padding == 1 ? "" : "s", r->in_next[0], (unsigned long long)consumed(r));
+                     "garbage after %s at byte offset %llu (%llu zero byte%s, then byte 0x%02x at byte "
+                     "offset %llu: only zero bytes may follow the last %s, up to the end of the file)",
+                     r->piece, (unsigned long long)r->pad_start, (unsigned long long)r->zero_padding,
+                     r->zero_padding == 1 ? "" : "s", r->in_next[0], (unsigned long long)consumed(r),
+                     r->is_zstd ? "frame" : "member");
+}
+
+/* After a member or frame, with the bytes that decide held: 0 at the clean
+ * end (finished set), 2 after consuming zero padding (look again), 3 when
+ * the next bytes must start a member or frame; -1 when padding is
+ * followed by anything but zeros (err set). */
+static int after_piece(rs_reader *r, rs_error *err)
+{
+    if (r->in_avail == 0) {
+        r->finished = true;
+        return 0;
+    }
+    if (r->padding || r->in_next[0] == 0)
+        return skip_padding(r, err) != 0 ? -1 : 2;
+    return 3;
 }
 
 static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
@@ -712,15 +821,11 @@ static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
                     return -1;
                 continue;
             }
-            if (r->in_avail == 0) {
-                r->finished = true;
-                return 0;
-            }
-            if (r->padding || r->in_next[0] == 0) {
-                if (skip_padding(r, err) != 0)
-                    return -1;
+            int k = after_piece(r, err);
+            if (k < 2)
+                return k;
+            if (k == 2)
                 continue;
-            }
             if (r->in_avail < 2 || r->in_next[0] != 0x1f || r->in_next[1] != 0x8b)
                 return garbage(r, err);
             decoder_reset(r);
@@ -768,6 +873,130 @@ static ssize_t read_gzip(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
     }
 }
 
+/* ---- zstd -------------------------------------------------------------- */
+
+#if RS_HAVE_ZSTD
+/* At a frame boundary: starts the next frame (zstd or skippable), or ends
+ * the input, or takes zero padding. Returns 1 when a frame was started,
+ * 0 at the clean end (finished set), -1 on error. */
+static int zstd_next_frame(rs_reader *r, rs_error *err)
+{
+    for (;;) {
+        /* a frame header is at most 18 bytes (ZSTD_FRAMEHEADERSIZE_MAX) */
+        if (lookahead(r, 18, err) != 0)
+            return -1;
+        int k = after_piece(r, err);
+        if (k < 2)
+            return k;
+        if (k == 2)
+            continue;
+        if (r->in_avail < 4 || !zstd_magic(r->in_next))
+            return (int)garbage(r, err);
+        r->member_start = consumed(r);
+        unsigned long long ms = (unsigned long long)r->member_start;
+        if (((uint32_t)rs_get_le(r->in_next, 4) & RS_ZSTD_SKIP_MASK) == RS_ZSTD_SKIP_MAGIC) {
+            if (r->in_avail < 8)
+                return (int)fail(r, err, RS_EXIT_DATA,
+                                 "truncated zstd stream at byte offset %llu (unexpected end of file in the "
+                                 "header of the skippable frame starting at byte offset %llu)",
+                                 (unsigned long long)r->in_total, ms);
+            r->skip_left = rs_get_le(r->in_next + 4, 4);
+            r->in_next += 8;
+            r->in_avail -= 8;
+            r->in_skip = true;
+            return 1;
+        }
+        unsigned dict = ZSTD_getDictID_fromFrame(r->in_next, r->in_avail);
+        if (dict != 0)
+            return (int)fail(r, err, RS_EXIT_DATA,
+                             "the zstd frame starting at byte offset %llu needs dictionary %u: ringshard reads "
+                             "no dictionary-compressed zstd (decompress it with zstd -D DICT first)", ms, dict);
+        ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
+        return 1;
+    }
+}
+
+/* Consumes the rest of a skippable frame (ringshard's metadata among them:
+ * the data frames describe the same bytes). 0, or -1 at a truncation. */
+static int zstd_skip(rs_reader *r, rs_error *err)
+{
+    while (r->skip_left > 0) {
+        if (r->in_avail == 0 && !r->eof && fill(r, err) != 0)
+            return -1;
+        if (r->in_avail == 0)
+            return (int)fail(r, err, RS_EXIT_DATA,
+                             "truncated zstd stream at byte offset %llu (unexpected end of file in the skippable "
+                             "frame starting at byte offset %llu)",
+                             (unsigned long long)r->in_total, (unsigned long long)r->member_start);
+        size_t k = r->in_avail < r->skip_left ? r->in_avail : (size_t)r->skip_left;
+        r->in_next += k;
+        r->in_avail -= k;
+        r->skip_left -= k;
+    }
+    r->in_skip = false;
+    r->member_done = true;
+    return 0;
+}
+
+static ssize_t read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
+{
+    for (;;) {
+        if (r->member_done) {
+            int k = zstd_next_frame(r, err);
+            if (k <= 0)
+                return k;
+            r->member_done = false;
+        }
+        if (r->in_skip) {
+            if (zstd_skip(r, err) != 0)
+                return -1;
+            continue;
+        }
+        if (r->in_avail == 0 && !r->eof && fill(r, err) != 0)
+            return -1;
+        ZSTD_inBuffer in = {r->in_next, r->in_avail, 0};
+        ZSTD_outBuffer out = {buf, cap, 0};
+        size_t ret = ZSTD_decompressStream(r->zd, &out, &in);
+        r->in_next += in.pos;
+        r->in_avail -= in.pos;
+        if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
+            return fail(r, err, RS_EXIT_DATA,
+                        "the zstd frame starting at byte offset %llu needs a window larger than %u MiB (window "
+                        "log %d), the most ringshard allows (written with zstd --long=%d or more?)",
+                        (unsigned long long)r->member_start, 1u << (RS_ZSTD_WINDOW_LOG_MAX - 20),
+                        RS_ZSTD_WINDOW_LOG_MAX, RS_ZSTD_WINDOW_LOG_MAX + 1);
+        if (ZSTD_isError(ret))
+            return fail(r, err, RS_EXIT_DATA,
+                        "corrupt zstd data (%s) in the frame starting at byte offset %llu",
+                        ZSTD_getErrorName(ret), (unsigned long long)r->member_start);
+        if (ret == 0)
+            r->member_done = true;  /* decoded and flushed */
+        if (out.pos > 0)
+            return (ssize_t)out.pos;
+        if (ret == 0 || in.pos > 0)
+            continue;
+        /* no progress: the frame needs more input than we hold */
+        if (r->eof && r->in_avail == 0)
+            return fail(r, err, RS_EXIT_DATA,
+                        "truncated zstd stream at byte offset %llu (unexpected end of file in the frame starting "
+                        "at byte offset %llu)",
+                        (unsigned long long)r->in_total, (unsigned long long)r->member_start);
+        if (r->eof || r->in_avail == r->in_cap)
+            return fail(r, err, RS_EXIT_DATA, "corrupt zstd data at byte offset %llu (decoder stalled) in the frame "
+                        "starting at byte offset %llu", (unsigned long long)consumed(r),
+                        (unsigned long long)r->member_start);
+        if (fill(r, err) != 0)
+            return -1;
+    }
+}
+#else
+static ssize_t read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error *err)
+{
+    (void)r, (void)buf, (void)cap, (void)err;
+    return -1;  /* never called: zstd_init refuses */
+}
+#endif
+
 ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err)
 {
     if (r->err.code != 0) {
@@ -780,6 +1009,8 @@ ssize_t rs_reader_read(rs_reader *r, void *buf, size_t cap, rs_error *err)
         cap = RS_MAX_CHUNK;
     if (!r->started && detect(r, err) != 0)
         return -1;
+    if (r->is_zstd)
+        return read_zstd(r, buf, cap, err);
     return r->is_gzip ? read_gzip(r, buf, cap, err) : read_plain(r, buf, cap, err);
 }
 
@@ -798,6 +1029,11 @@ int rs_reader_is_gzip(const rs_reader *r)
     return r->is_gzip;
 }
 
+int rs_reader_is_zstd(const rs_reader *r)
+{
+    return r->is_zstd;
+}
+
 uint64_t rs_reader_zero_padding(const rs_reader *r)
 {
     return r->zero_padding;
@@ -811,6 +1047,9 @@ void rs_reader_close(rs_reader *r)
         close(r->fd);
     if (r->zs_live)
         inflateEnd(&r->zs);
+#if RS_HAVE_ZSTD
+    ZSTD_freeDCtx(r->zd);
+#endif
 #if RS_HAVE_ISAL
     free(r->isal);
 #endif
@@ -873,26 +1112,39 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
     unsigned char *h = malloc(12 + 65535);
     size_t cap = 0;
     uint64_t off = 0, lines = 0, records = 0, next_cut = unit;
-    int ok = h != NULL ? 1 : -1;
+    int ok = h != NULL ? 1 : -1, zstd = -1;  /* zstd: the first piece's kind, every piece's */
     *n = 0;
     while (ok == 1 && off < size) {
         rs_member_info mi;
-        size_t need = 0;
+        size_t need = 0, least;
         ssize_t k = pread_all(fd, h, RS_MEMBER_HEADER_LEN, off);
         if (k > 0 && h[0] == 0 && *n > 0 && all_zero(fd, off, size, h, 12 + 65535)) {
             /* zero padding to the end: the last unit's reader skips it */
             (*u)[*n - 1].size += size - off;
             break;
         }
-        if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
-                       (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
-                        rs_member_parse(h, need, &mi, &need) != 1))) {
+        if (zstd < 0)
+            zstd = k >= 4 && rs_zstd_meta_parse(h, (size_t)k, &mi);
+        if (zstd) {
+            /* the metadata frame, then at least a frame header and one
+             * empty block (zstd's smallest frame: 4 + 2 + 3 bytes) */
+            least = RS_ZSTD_META_LEN + 9;
+            if (k < RS_ZSTD_META_LEN || !rs_zstd_meta_parse(h, (size_t)k, &mi)) {
+                ok = 0;
+                break;
+            }
+        } else if (k < 12 || (rs_member_parse(h, (size_t)k, &mi, &need) != 1 &&
+                              (need <= (size_t)k || pread_all(fd, h, need, off) != (ssize_t)need ||
+                               rs_member_parse(h, need, &mi, &need) != 1))) {
             ok = 0;  /* no RS subfield here: gzip from another tool, or garbage */
             break;
+        } else {
+            /* a member holds at least its header, an empty deflate block
+             * and the trailer */
+            least = need + 2 + 8;
         }
-        /* a member holds at least its header, an empty deflate block and
-         * the trailer; it must end inside the file */
-        if (mi.size < need + 2 + 8 || mi.size > size - off) {
+        /* it must end inside the file */
+        if (mi.size < least || mi.size > size - off) {
             ok = 0;
             break;
         }
@@ -908,7 +1160,7 @@ static int list_members(int fd, uint64_t size, uint64_t unit, rs_input_unit **u,
                 }
                 *u = g;
             }
-            (*u)[(*n)++] = (rs_input_unit){off, 0, lines, records, 0, 0, 1};
+            (*u)[(*n)++] = (rs_input_unit){off, 0, lines, records, 0, 0, 1, zstd};
             next_cut = (off / unit + 1) * unit;
         }
         rs_input_unit *cur = &(*u)[*n - 1];
@@ -959,14 +1211,14 @@ int rs_input_units_at(int dirfd, const char *name, const char *path, uint64_t un
     if (ok < 0) {
         free(*units);
         *units = NULL;
-        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory listing gzip members", path);
+        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory listing gzip members or zstd frames", path);
     }
     if (ok == 0) {  /* one unit: the whole input, read as a stream */
         free(*units);
         *units = malloc(sizeof **units);
         if (!*units)
             return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", path);
-        **units = (rs_input_unit){0, *size, 0, 0, 0, 0, 0};
+        **units = (rs_input_unit){0, *size, 0, 0, 0, 0, 0, 0};
         *n = 1;
     }
     return 0;

@@ -8,7 +8,7 @@
  *   "ring": {"fingerprint": "<32 hex>", "description": "<canonical text>"},
  *   "new_ring": {"fingerprint": ..., "description": ...},   moves only
  *   "options": {"key": "<--key as given>", "delimiter": ",", "header": true,
- *               "compress": "gzip" | "none", "level": 1, "keys_only": false},
+ *               "compress": "gzip" | "zstd" | "none", "level": 1, "keys_only": false},
  *   "header": "<header line without line end>" | null,
  *   "inputs": [{"path": ..., "size": n, "rows": n, "bytes": n,
  *               "rejected": n, "blank_lines": n, "zero_padding_bytes": n}, ...],
@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "ringshard/deflate.h"
 #include "ringshard/hash.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
@@ -153,7 +154,7 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json_key(&j, "header");
     rs_json_bool(&j, m->header);
     rs_json_key(&j, "compress");
-    rs_json_string(&j, m->compress ? "gzip" : "none");
+    rs_json_string(&j, m->compress == RS_COMPRESS_ZSTD ? "zstd" : m->compress ? "gzip" : "none");
     rs_json_key(&j, "level");
     rs_json_i64(&j, m->level);
     rs_json_key(&j, "keys_only");
@@ -529,12 +530,12 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
         get_bool(r, opts, "options", "header", &m->header) != 0 ||
         get_str(r, opts, "options", "compress", &compress) != 0)
         return -1;
-    if (strcmp(compress, "gzip") == 0 || strcmp(compress, "none") == 0) {
-        m->compress = compress[0] == 'g';
+    if (strcmp(compress, "gzip") == 0 || strcmp(compress, "zstd") == 0 || strcmp(compress, "none") == 0) {
+        m->compress = compress[0] == 'g' ? RS_COMPRESS_GZIP : compress[0] == 'z' ? RS_COMPRESS_ZSTD : RS_COMPRESS_NONE;
         free(compress);
     } else {
         free(compress);
-        return bad(r, "options", "compress", "\"gzip\" or \"none\" expected");
+        return bad(r, "options", "compress", "\"gzip\", \"zstd\" or \"none\" expected");
     }
     if (get_int(r, opts, "options", "level", &m->level) != 0 ||
         get_bool(r, opts, "options", "keys_only", &m->keys_only) != 0)

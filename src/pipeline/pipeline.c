@@ -652,9 +652,10 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
                 return -1;
             if (lines > u->line_base)
                 return rs_error_set(err, RS_EXIT_DATA,
-                                    "%s: the header (line %llu) is not in the first gzip members (it ends past "
+                                    "%s: the header (line %llu) is not in the first %s (it ends past "
                                     "the unit at byte offset %llu)",
-                                    path, (unsigned long long)lines, (unsigned long long)u->offset);
+                                    path, (unsigned long long)lines, u->zstd ? "zstd frames" : "gzip members",
+                                    (unsigned long long)u->offset);
         } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
             return -1;
         }
@@ -876,11 +877,12 @@ static void produce(pipe_state *s, batch *b)
         }
         if (cut == 0 && !more && !file_end) {
             rs_error_set(&err, RS_EXIT_DATA,
-                         "%s: the gzip members at byte offsets %llu to %llu end inside a record (their last %zu "
-                         "bytes are not a whole record with its line end), yet the member at byte offset %llu is "
-                         "flagged as starting a record (corrupt or altered member headers)",
-                         o->inputs[i], (unsigned long long)u->offset, (unsigned long long)(u->offset + u->size),
-                         b->len, (unsigned long long)(u->offset + u->size));
+                         "%s: the %s at byte offsets %llu to %llu end inside a record (their last %zu "
+                         "bytes are not a whole record with its line end), yet the %s at byte offset %llu is "
+                         "flagged as starting a record (corrupt or altered %s)",
+                         o->inputs[i], u->zstd ? "zstd frames" : "gzip members", (unsigned long long)u->offset,
+                         (unsigned long long)(u->offset + u->size), b->len, u->zstd ? "frame" : "member",
+                         (unsigned long long)(u->offset + u->size), u->zstd ? "metadata frames" : "member headers");
             goto fail;
         }
         if (cut == 0) {  /* no boundary in a whole batch */
@@ -1436,7 +1438,7 @@ int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t
      * start with a member, an empty one: a 0-byte file is not valid gzip. */
     if (!o->compress)
         return rs_buf_append(out, line, len);
-    rs_deflater *dz = rs_deflater_new(o->level, o->codec);
+    rs_deflater *dz = rs_compressor_new(o->compress, o->level, o->codec);
     const void *pieces[1] = {line};
     size_t lens[1] = {len};
     uint32_t crc;
@@ -1477,12 +1479,13 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
     if (lines == u->lines && records == u->records)
         return 0;
     return rs_error_set(err, RS_EXIT_DATA,
-                        "%s: the gzip members at byte offsets %llu to %llu declare %llu lines and %llu records "
-                        "in their RS headers but hold %llu lines and %llu records (corrupt or altered member "
-                        "headers)",
-                        o->inputs[b->input], (unsigned long long)u->offset,
+                        "%s: the %s at byte offsets %llu to %llu declare %llu lines and %llu records "
+                        "in their RS %s but hold %llu lines and %llu records (corrupt or altered %s)",
+                        o->inputs[b->input], u->zstd ? "zstd frames" : "gzip members", (unsigned long long)u->offset,
                         (unsigned long long)(u->offset + u->size), (unsigned long long)u->lines,
-                        (unsigned long long)u->records, (unsigned long long)lines, (unsigned long long)records);
+                        (unsigned long long)u->records, u->zstd ? "metadata frames" : "headers",
+                        (unsigned long long)lines, (unsigned long long)records,
+                        u->zstd ? "metadata frames" : "member headers");
 }
 
 /* --memory accounting. Outside the buffers: code, C library, codec tables
@@ -1509,7 +1512,7 @@ static void plan_parts(const rs_pipeline_opts *o, int T, mem_plan *m)
     m->outputs = (uint64_t)ndest * (sizeof(rs_dest_stats) + (files ? sizeof(dest_file) + 2 * sizeof(uint64_t) : 0));
     m->base = RS_MEMORY_FIXED + o->held + m->outputs;
     m->threads = (uint64_t)T * (RS_MEM_THREAD + sizeof(rs_error) + sizeof(rs_buf) +
-                                (o->compress && files ? rs_deflater_bytes(o->level, o->codec) : 0));
+                                (o->compress && files ? rs_compressor_bytes(o->compress, o->level, o->codec) : 0));
     m->per_group = sizeof(thread_acc) + (uint64_t)ndest * (sizeof(uint64_t) + (files ? sizeof(rs_buf) + 256 : 0));
 }
 
@@ -1703,7 +1706,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
          * keeps its length: a cluster rank's range indexes the same list
          * (see unit_to). */
         if (s.whole)
-            s.units[i][0] = (rs_input_unit){0, res->input[i].size, 0, 0, 0, 0, 0};
+            s.units[i][0] = (rs_input_unit){0, res->input[i].size, 0, 0, 0, 0, 0, 0};
     }
     /* a cluster rank's range names existing units and is not empty */
     if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && o->unit_hi && o->unit_hi <= o->unit_lo))) {
@@ -1732,7 +1735,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     }
     if (o->compress && o->dest_paths)
         for (int t = 0; t < T; t++)
-            if (!(dz[t] = rs_deflater_new(o->level, o->codec))) {
+            if (!(dz[t] = rs_compressor_new(o->compress, o->level, o->codec))) {
                 rs_error_set(err, RS_EXIT_IO, "out of memory for the compressors");
                 goto done;
             }
