@@ -411,6 +411,7 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
                   "%s: %s", cmds[k], r.err);
         res_free(&r);
     }
+}
 
 /* --files-from under mpirun (issue 17 item 3): rank 0 reads the list - a
  * file, or standard input, which mpirun gives to rank 0 alone - and sends it
@@ -453,6 +454,7 @@ Test(mpi, files_from_many_files_under_ulimit)
     OK("\"$RS\" bucket --quiet --nodes 16 --compress none -o ref --files-from list");
     OK("sh -c 'ulimit -n 1024 && exec " MPIRUN "2 \"$RS\" bucket --quiet -j 1 --nodes 16 --compress none -o r2 "
        "--files-from list' && " SAME("ref", "r2"));
+}
 
 /* zstd (issue 18): ringshard's own .zst cut into units across ranks, next
  * to zstd from the CLI and gzip, written as zstd: the single process's
