@@ -62,6 +62,12 @@ static char *read_all(FILE *f)
     return p;
 }
 
+const char *rs_test_binary(void)
+{
+    const char *b = getenv("RINGSHARD_TEST_BINARY");
+    return b && *b ? b : RS_BUILT_BINARY;
+}
+
 int run(const char *cmd, char **out, char **err)
 {
     char errpath[] = "/tmp/rs-test-err.XXXXXX";

@@ -4,6 +4,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 
+/* The ringshard binary the tests run: $RINGSHARD_TEST_BINARY when set (the
+ * ThreadSanitizer pass, tools/tsan.sh, runs these runners against a TSan
+ * build), else the one this build made. */
+const char *rs_test_binary(void);
+#define RS_BINARY rs_test_binary()
+
 /* "dir/name" in one of 16 static buffers used in turn (valid for the next
  * 15 calls of this and fixture). */
 const char *path_join(const char *dir, const char *name);

@@ -3,7 +3,8 @@
 # UndefinedBehaviorSanitizer (gcc) and runs the test suite under them; any
 # report fails the run (halt_on_error). test_memory is left out, and says
 # so: ASan's shadow memory makes peak RSS meaningless.
-# Usage: tools/sanitize.sh        (tools/test.sh runs it after the normal suite)
+# Usage: tools/sanitize.sh [build]  (tools/test.sh runs it after the normal suite;
+#        `build` only builds, as tools/test.sh does in the background first)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${SAN_BUILD:-build-asan}
@@ -11,6 +12,7 @@ flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+[ "${1:-}" = build ] && exit 0
 echo "sanitize: test_memory not run under ASan (RSS includes shadow memory); it runs in the normal suite"
 # Leak checks are off: Criterion's failed assertions return early by design.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

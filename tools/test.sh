@@ -11,12 +11,34 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
+tools/deps.sh --mpi
 BUILD=${BUILD:-build}
+SANITIZE=${SANITIZE:-1}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$BUILD" -j"$(nproc)"
 
+# The other configurations are built in the background, at a lower
+# priority, while the Release suite runs: the suite leaves a core idle for
+# much of its time (fsyncs, process start-ups, waits for a child's state),
+# and the builds fill it. Their suites run after the Release suite.
+prebuild() {
+  cmake -S . -B "$BUILD-nozstd" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_ZSTD=OFF >/dev/null
+  cmake --build "$BUILD-nozstd" -j"$(nproc)" --target ringshard test_zstd
+  cmake -S . -B "$BUILD-mpi" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_MPI=ON >/dev/null
+  cmake --build "$BUILD-mpi" -j"$(nproc)" --target ringshard gen_bills test_mpi
+  if [ "$SANITIZE" != 0 ]; then
+    tools/fuzz.sh build
+    tools/tsan.sh build
+    tools/sanitize.sh build
+  fi
+}
+prelog=$(mktemp)
+# (its own process group, so that an early exit stops every compiler in it)
+setsid nice -n 10 bash -c "set -euo pipefail; $(declare -f prebuild); BUILD='$BUILD' SANITIZE='$SANITIZE' prebuild" \
+  >"$prelog" 2>&1 &
+pre=$!
 prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
+trap 'kill -- -"$pre" 2>/dev/null || true; rm -rf "$prefix" "$prelog"' EXIT
 cmake --install "$BUILD" --prefix "$prefix" >/dev/null
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 # shellcheck disable=SC2046 # pkg-config's flags are meant to split
@@ -26,21 +48,22 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
 
+if ! wait "$pre"; then
+  cat "$prelog" >&2
+  echo "test.sh: building the other configurations failed (above)" >&2
+  exit 1
+fi
+
 # The build without libzstd (issue #18): `--compress zstd` and zstd inputs
 # are refused (exit 64). Only the command and the suite that checks it.
-cmake -S . -B "$BUILD-nozstd" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_ZSTD=OFF >/dev/null
-cmake --build "$BUILD-nozstd" -j"$(nproc)" --target ringshard test_zstd
 ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 
 # The MPI-aware build (issue #8): the same command, built with
 # -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and
 # compared byte for byte with single-process runs (tests/test_mpi.c).
-tools/deps.sh --mpi
-cmake -S . -B "$BUILD-mpi" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_MPI=ON >/dev/null
-cmake --build "$BUILD-mpi" -j"$(nproc)" --target ringshard gen_bills test_mpi
 ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$'
-if [ "${SANITIZE:-1}" != 0 ]; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-20} tools/fuzz.sh
-  tools/tsan.sh
+if [ "$SANITIZE" != 0 ]; then
+  FUZZ_SECONDS=${FUZZ_SECONDS:-20} tools/fuzz.sh run
+  TSAN_TEST_BUILD="$BUILD" tools/tsan.sh
   tools/sanitize.sh
 fi

@@ -9,20 +9,25 @@
 # suppression of our code: a deliberate race planted in the parse loop is
 # reported by this set-up. Any report fails the command (halt_on_error,
 # exit 66), hence the test that ran it. The Criterion runners themselves
-# are built normally (they cannot start under TSan) and run the TSan binary.
-# Usage: tools/tsan.sh            (tools/test.sh runs it)
+# are the normal Release build's (they cannot start under TSan), pointed at
+# the TSan binary through RINGSHARD_TEST_BINARY (tests/support.h).
+# Usage: tools/tsan.sh [build]    (tools/test.sh runs it; `build` only builds
+#        the TSan command; TSAN_TEST_BUILD
+#        names the Release build whose runners are used, default build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${TSAN_BUILD:-build-tsan}
-TESTS=${TSAN_TEST_BUILD:-build-tsan-tests}
+TESTS=${TSAN_TEST_BUILD:-build}
 ARCHER=/usr/lib/llvm-14/lib/libarcher.so
 [ -r "$ARCHER" ] || { echo "tsan: $ARCHER missing (tools/deps.sh installs libomp-14-dev)" >&2; exit 2; }
 CC=clang cmake -S . -B "$BIN" -DCMAKE_BUILD_TYPE=Debug -DRINGSHARD_TESTS=OFF \
   -DCMAKE_C_FLAGS="-O1 -g -fsanitize=thread -Wno-unknown-pragmas" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=thread" >/dev/null
-cmake --build "$BIN" -j"$(nproc)" --target ringshard gen_bills >/dev/null
-cmake -S . -B "$TESTS" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_TEST_BINARY="$PWD/$BIN/ringshard" >/dev/null
-cmake --build "$TESTS" -j"$(nproc)" >/dev/null
+cmake --build "$BIN" -j"$(nproc)" --target ringshard >/dev/null
+[ "${1:-}" = build ] && exit 0
+[ -f "$TESTS/CMakeCache.txt" ] || cmake -S . -B "$TESTS" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$TESTS" -j"$(nproc)" >/dev/null  # nothing to do after tools/test.sh's build
+export RINGSHARD_TEST_BINARY="$PWD/$BIN/ringshard"
 export OMP_TOOL_LIBRARIES=$ARCHER TSAN_OPTIONS="ignore_noninstrumented_modules=1 halt_on_error=1"
 # bucket::file_size_limit_fails_cleanly is left out here, and only here: under
 # a file-size limit TSan's own runtime dies of SIGBUS before ringshard runs.
