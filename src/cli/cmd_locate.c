@@ -38,7 +38,9 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
                 start = 0;
             if ((rs_u128)end == rs_ring_space(r))
                 end = 0;
-            fprintf(out, "\t%s\t%llu\t%llu", label, (unsigned long long)start, (unsigned long long)end);
+            putc('\t', out);
+            rs_cli_put_escaped(out, label, strlen(label));  /* labels hold the node's name */
+            fprintf(out, "\t%llu\t%llu", (unsigned long long)start, (unsigned long long)end);
         }
     }
     putc('\n', out);
