@@ -31,7 +31,34 @@
  *
  * The destination files live in the output's temporary directory, which
  * must be on a file system every rank sees (see README, "Running on a
- * cluster"); rank 0 alone creates, publishes or removes it. */
+ * cluster"); rank 0 alone creates, publishes or removes it.
+ *
+ * Lanes: ranks made of threads. One pipeline has one producer (an inflate
+ * is serial), so a process never reads faster than one inflate: the wall
+ * on a 16- or 64-core machine. So a rank divides its range once more,
+ * among P lanes (cli/lanes.c): pthreads of the process, each running the
+ * ordinary pipeline with its own OpenMP team (threads/P threads) on a
+ * contiguous sub-range, lane 0 into the rank's files (the destination
+ * files on rank 0, its pieces elsewhere), lane k into "<file>.lane<k>"
+ * beside them. The algorithm above is written once over a group
+ * (world.h: rs_group) and runs at both levels: the MPI world, then a
+ * thread group whose collectives are slots and barriers. Why not a
+ * bounded reorder stage (several producers feeding one team, batches
+ * written in input order): with P producers running ahead, the batches
+ * waiting for an earlier one must be held whole or written out and read
+ * back, which is the pieces again but with the bookkeeping new and
+ * unproven; this reuses the assembly the MPI tests prove byte-identical,
+ * the header rules, the error agreement (lowest lane = first error) and
+ * the quarantine assembly. The cost: lanes k>0 write their bytes twice
+ * (the piece, then copy_file_range into place - in the page cache of one
+ * file system, no read into user space), and each lane holds its own
+ * batches: the batch size stays the process's (the members depend on it),
+ * so --memory must hold P times 8 of them (lanes.c). How many: at most
+ * --producers, one per RS_LANE_FEEDS_* threads (what one inflate keeps
+ * busy, measured by tools/bench_lanes.sh), at most -j, the work items and
+ * what --memory holds; standard input and a quarantine written in place
+ * are one lane. Lanes stop at batch boundaries like the pipeline; the
+ * piece copy checks for a stop signal too, and nothing is published. */
 #define _GNU_SOURCE
 #include "cli/cluster.h"
 #include <errno.h>
