@@ -4,7 +4,9 @@
 # floor), against igzip -dc of all 8 in sequence (one serial inflate: what
 # one producer can never beat). Each run times, interleaved: igzip -dc of the
 # 8 files, then ringshard bucket with --compress none and with gzip output,
-# each with --producers 1, 2 and automatic. Medians of RUNS; ratios printed.
+# each with --producers 1, 2 and automatic, and with -j 1 (all the work on
+# one thread: its time over one inflate is how many threads one producer
+# keeps busy, the automatic rule's constant). Medians of RUNS; ratios printed.
 #
 # Usage (from the repo root):  tools/bench_lanes.sh [ROWS] [RUNS]
 #   ROWS  data rows in all (default 10000000)     RUNS  runs (default 5)
@@ -45,12 +47,13 @@ META=$WORK/meta
 want="rows=$ROWS seed=$SEED parts=8 gz=gzip-6"
 if [ ! -f "$META" ] || [ "$(cat "$META")" != "$want" ]; then
   note "generating $ROWS rows in 8 gzip files ..."
-  rm -f "$WORK"/part*.csv.gz "$META"
+  rm -f "$WORK"/part*.csv.gz "$WORK"/part*.csv "$META"
   "$GEN" --rows "$ROWS" --seed "$SEED" -o "$WORK/all.csv"
-  # the header on every part, the rows split in 8 contiguous ranges
+  # the header on every part, the records (some span lines: a quoted line
+  # break) split in 8 contiguous ranges
   awk -v n="$ROWS" -v dir="$WORK" 'NR == 1 { h = $0; next }
-    { k = int((NR - 2) * 8 / n); f = dir "/part" k ".csv"
-      if (!(k in seen)) { print h > f; seen[k] = 1 } print > f }' "$WORK/all.csv"
+    { if (!open) { k = int(rec * 8 / n); f = dir "/part" k ".csv"; if (!(k in seen)) { print h > f; seen[k] = 1 } }
+      print > f; par = (par + gsub(/"/, "\"")) % 2; open = par; if (!par) rec++ }' "$WORK/all.csv"
   for k in 0 1 2 3 4 5 6 7; do gzip -6 "$WORK/part$k.csv"; done
   rm -f "$WORK/all.csv"
   echo "$want" >"$META"
@@ -69,9 +72,11 @@ timeit() { # NAME CMD...: wall seconds into TIMES[NAME]
   TIMES[$name]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') "
 }
 inflate_all() { for f in "${IN[@]}"; do igzip -dc "$f"; done >/dev/null; }
-bucket() { # OUTDIR COMPRESS PRODUCERS
-  "$RINGSHARD" bucket --quiet --key bill_id --memory "$MEMORY" --compress "$2" --producers "$3" \
-    "${rs_extra[@]}" -o "$1" "${IN[@]}"
+bucket() { # OUTDIR COMPRESS PRODUCERS [OPTION...]
+  local out=$1 c=$2 p=$3
+  shift 3
+  "$RINGSHARD" bucket --quiet --key bill_id --memory "$MEMORY" --compress "$c" --producers "$p" \
+    "${rs_extra[@]}" "$@" -o "$out" "${IN[@]}"
 }
 mkdir -p "$OUT"
 RINGSHARD_LOG=info bucket "$OUT/probe" none 0 2>&1 | grep 'lanes:' | sed 's/^/bench_lanes: none, auto: /' >&2 || true
@@ -85,6 +90,9 @@ for run in $(seq 1 "$RUNS"); do
       timeit "${c}_$p" bucket "$OUT/$c$p" "$c" "$p"
       rm -rf "${OUT:?}/$c$p"
     done
+    # all the work on one thread: over one inflate, the threads one producer feeds
+    timeit "${c}_j1" bucket "$OUT/${c}j1" "$c" 1 -j 1
+    rm -rf "${OUT:?}/${c}j1"
   done
 done
 rm -rf "$OUT"
@@ -100,6 +108,10 @@ echo "ROWS=$ROWS in 8 gzip -6 files, RUNS=$RUNS (medians, s), --memory $MEMORY, 
 echo "igzip -dc of the 8 in sequence: ${MED[igzip]}"
 echo "| output | --producers 1 | --producers 2 | automatic | 2 / 1 | 1 / igzip | 2 / igzip |"
 echo "|---|---|---|---|---|---|---|"
+for c in none gzip; do
+  echo "$c: -j 1 takes ${MED[${c}_j1]} s, $(ratio "${MED[${c}_j1]}" "${MED[igzip]}") x one inflate: one producer feeds" \
+    "about that many threads (RS_LANE_FEEDS_* in src/cli/lanes.h)"
+done
 for c in none gzip; do
   echo "| $c | ${MED[${c}_1]} | ${MED[${c}_2]} | ${MED[${c}_0]} | $(ratio "${MED[${c}_2]}" "${MED[${c}_1]}") |" \
     "$(ratio "${MED[${c}_1]}" "${MED[igzip]}") | $(ratio "${MED[${c}_2]}" "${MED[igzip]}") |"

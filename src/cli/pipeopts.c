@@ -25,7 +25,7 @@ const char rs_cli_input_help[] =
     "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
     "  --producers N          at most N inputs (or units) inflated at once, each by a\n"
     "                         lane of the -j threads (default 0: automatic, about one per\n"
-    "                         6 threads with gzip output, 3 without; fewer if --memory\n"
+    "                         4 threads with gzip or zstd output, 3 without; fewer if --memory\n"
     "                         cannot hold their batches)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
     "  --quiet                no progress line and no summary\n"
