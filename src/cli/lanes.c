@@ -51,36 +51,26 @@ static void l_bcast(rs_group *g, void *buf, size_t bytes, int root)
     done(g);
 }
 
-/* The sum over members [0, upto) of each element, into out. */
-static void sum_below(rs_group *g, int upto, size_t n, uint64_t *out)
+/* out = the sum over members [0, upto) of each of their n elements (out
+ * may be the member's own v: the sums are kept aside until all read). */
+static void sum_below(rs_group *g, const uint64_t *v, uint64_t *out, size_t n, int upto)
 {
-    memset(out, 0, n * sizeof *out);
+    uint64_t *t = xmalloc(n * sizeof *t);
+    memset(t, 0, n * sizeof *t);
+    post(g, v, n);
     for (int r = 0; r < upto; r++) {
-        const uint64_t *v = shared(g)->ptr[r];
+        const uint64_t *w = shared(g)->ptr[r];
         for (size_t i = 0; i < n; i++)
-            out[i] += v[i];
+            t[i] += w[i];
     }
-}
-
-static void l_sum_u64(rs_group *g, uint64_t *v, size_t n)
-{
-    uint64_t *t = xmalloc(n * sizeof *t);
-    post(g, v, n);
-    sum_below(g, g->size, n, t);
-    done(g);
-    memcpy(v, t, n * sizeof *t);
-    free(t);
-}
-
-static void l_exscan_u64(rs_group *g, const uint64_t *v, uint64_t *out, size_t n)
-{
-    uint64_t *t = xmalloc(n * sizeof *t);
-    post(g, v, n);
-    sum_below(g, g->rank, n, t);
     done(g);
     memcpy(out, t, n * sizeof *t);
     free(t);
 }
+
+static void l_sum_u64(rs_group *g, uint64_t *v, size_t n) { sum_below(g, v, v, n, g->size); }
+
+static void l_exscan_u64(rs_group *g, const uint64_t *v, uint64_t *out, size_t n) { sum_below(g, v, out, n, g->rank); }
 
 static void l_gather_bytes(rs_group *g, const void *p, size_t n, char **all, size_t *lens)
 {
