@@ -21,7 +21,9 @@
  *    boundary) with a vectorised quote count, and the incomplete last
  *    record is carried into the next batch. Each batch is also cut into
  *    RS_SEGMENTS segments at record boundaries, by the same parity rule.
- *    Inflating one gzip stream is serial, so one thread produces a batch.
+ *    Inflating one gzip stream is serial, so one thread produces a batch
+ *    (several inputs are inflated at once by several pipelines of one
+ *    process, "lanes": cli/cluster.c; opts batch_bytes and tid_base serve them).
  *    It inflates RS_READ_STEP bytes at a time and counts their quotes at
  *    once, while they are in its cache, keeping a count every RS_QCK bytes
  *    from which the cuts are found: two more passes over a cold 64 MiB
