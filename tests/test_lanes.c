@@ -162,6 +162,10 @@ Test(lanes, choice_of_lanes_logged)
        LANES_RAN("log", "2") " && grep -q '2 work items' log");
     OK("RINGSHARD_LOG=info \"$RS\" bucket --quiet --nodes 7 -j 4 --producers 4 --memory 1G -o c p1.csv p2.csv 2> log && "
        LANES_RAN("log", "1") " && grep -q -- '--memory' log");
+    /* every lane holds a descriptor per output: 1000 outputs twice do not
+     * fit under a hard limit of 1024 */
+    OK("ulimit -n 1024 && RINGSHARD_LOG=info " RUN "-j 4 --producers 2 --nodes 1000 -o f p1.csv p2.csv 2> log && "
+       LANES_RAN("log", "1") " && grep -q 'open-file limit 1024' log");
     /* automatic: -j 8 with gzip output is ceil(8 / 4) = 2 lanes */
     OK("RINGSHARD_LOG=info " RUN "-j 8 -o d " MIX " 2> log && " LANES_RAN("log", "2") " && grep -q automatic log");
     OK("\"$RS\" bucket --producers x -o e p1.csv 2> err; test $? = 64 && grep -q -- --producers err");

@@ -83,14 +83,15 @@ Test(mpi, more_ranks_than_inputs)
        "4 \"$RS\" bucket --quiet --nodes 50 -o r bills_a.csv.gz && " SAME("ref", "r"));
 }
 
-/* RINGSHARD_LOG=info: each rank reports its steps' timing, once. */
+/* RINGSHARD_LOG=info: each rank reports its steps' timing, and its lanes, once. */
 Test(mpi, log_info_reports_every_rank_once)
 {
     OK("cp " DATA "bills_a.csv.gz " DATA "bills_c.csv . && RINGSHARD_LOG=info " MPIRUN
        "2 \"$RS\" bucket --quiet --nodes 50 -o r bills_a.csv.gz bills_c.csv 2> log.txt && "
        "test $(grep -c '^ringshard: info: rank 0 of 2: pipeline [0-9.]* s ([0-9]* rows), pieces copied' log.txt) = 1 && "
        "test $(grep -c '^ringshard: info: rank 1 of 2: pipeline [0-9.]* s ([0-9]* rows), pieces copied' log.txt) = 1 && "
-       "test $(grep -c '^ringshard: info: pipeline: ' log.txt) = 2 && test $(wc -l < log.txt) = 4");
+       "test $(grep -c '^ringshard: info: pipeline: ' log.txt) = 2 && "
+       "test $(grep -c '^ringshard: info: lanes: 1 (' log.txt) = 2 && test $(wc -l < log.txt) = 6");
 }
 
 /* The message a single process prints, the exit code, and: nothing

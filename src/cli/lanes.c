@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "ringshard/deflate.h"
 #include "ringshard/outfile.h"
 
@@ -205,6 +206,30 @@ static int undividable(const rs_pipeline_opts *o)
     return o->bad_rows == RS_BAD_ROW_QUARANTINE && o->quarantine && rs_outfile_in_place(o->quarantine);
 }
 
+/* Every lane holds a descriptor per output file (its own files or
+ * pieces) besides its reader's: at most the lanes whose descriptors the
+ * hard limit allows, and the soft limit raised for them (a lane's
+ * pipeline raises it for its own files only; its fallback past the limit,
+ * reopening files per write, would race with the other lanes' opens). */
+static int fds_fit(const rs_pipeline_opts *o, int P, rs_lane_plan *pl)
+{
+    struct rlimit rl;
+    if (P == 1 || !o->dest_paths || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return P;
+    uint64_t per = (uint64_t)o->ndest + 64;
+    if (rl.rlim_max != RLIM_INFINITY && (uint64_t)rl.rlim_max < (uint64_t)P * per + 64) {
+        uint64_t fit = rl.rlim_max > per + 64 ? ((uint64_t)rl.rlim_max - 64) / per : 1;
+        P = fit > 1 ? (int)fit : 1;
+        snprintf(pl->why, sizeof pl->why, "open-file limit %llu: %d lanes of %u outputs fit",
+                 (unsigned long long)rl.rlim_max, P, o->ndest);
+    }
+    if (P > 1 && (uint64_t)rl.rlim_cur < (uint64_t)P * per + 64) {
+        rl.rlim_cur = (rlim_t)((uint64_t)P * per + 64);
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    return P;
+}
+
 int rs_lanes_choose(const rs_pipeline_opts *o, size_t nitems, rs_lane_plan *pl)
 {
     memset(pl, 0, sizeof *pl);
@@ -232,6 +257,7 @@ int rs_lanes_choose(const rs_pipeline_opts *o, size_t nitems, rs_lane_plan *pl)
         P--;
     if (P < want)
         snprintf(pl->why, sizeof pl->why, "--memory: %d lanes of 8 batches of %.1f MiB fit", P, cap / 1048576.0);
+    P = fds_fit(o, P, pl);
     pl->lanes = P;
     pl->batch_bytes = P > 1 ? cap : 0;
     pl->memory = P > 1 ? share : o->memory;

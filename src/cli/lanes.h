@@ -35,8 +35,9 @@ typedef struct {
  * (SIZE_MAX: not counted yet - the bound without it): P = the least of
  * --producers (or the automatic ceil(threads / RS_LANE_FEEDS_*)), the
  * threads, the items, and the lanes whose buffers fit in --memory with the
- * process's batch size; 1 for standard input or a quarantine file written
- * in place. Fills *plan and returns P. */
+ * process's batch size, and whose output files the open-file limit
+ * allows (the soft limit is raised for them); 1 for standard input or a
+ * quarantine file written in place. Fills *plan and returns P. */
 int rs_lanes_choose(const rs_pipeline_opts *o, size_t nitems, rs_lane_plan *plan);
 
 /* Runs fn(g, ctx) on `lanes` threads at once, g being each one's member of
