@@ -120,6 +120,32 @@ Test(memory_bound, threads_outputs_and_the_ring, .timeout = 600)
     cr_assert_geq(refused, 2, "-j 256 and 100000 nodes cannot fit in 32 MiB");
 }
 
+/* Issue 17: lanes (--producers) keep to --memory too. Each lane holds 8
+ * batches of the process's size (64 MiB from about 1.04G up), so 1100M
+ * holds two lanes and 1000M one (said by RINGSHARD_LOG=info); with two
+ * lanes, two inputs inflated at once, the peak stays within the bound. */
+Test(memory_bound, lanes_within_budget, .timeout = 600)
+{
+    SH_OK("\"$(dirname \"$RS\")/gen_bills\" --rows 300000 --seed 9 2>/dev/null | gzip -1 > in.csv.gz && "
+          "\"$(dirname \"$RS\")/gen_bills\" --rows 300000 --seed 10 2>/dev/null | gzip -1 > in2.csv.gz");
+    setenv("RINGSHARD_LOG", "info", 1);
+    long peak;
+    char *e;
+    int rc = bucket_peak("-j 2 --producers 2 --memory 1100M in2.csv.gz", &peak, &e);
+    cr_assert_eq(rc, 0, "%s", e);
+    cr_assert(strstr(e, "lanes: 2 (--producers 2"), "two lanes ran: %s", e);
+    cr_assert_leq(peak, 1100 * 1024, "peak RSS %ld KiB", peak);
+    cr_assert_gt(peak, 4 * 1024, "the measurement must see the process (%ld KiB)", peak);
+    assert_verify(path_join(test_dir, "out"));
+    free(e);
+    rc = bucket_peak("-j 2 --producers 2 --memory 1000M in2.csv.gz", &peak, &e);
+    cr_assert_eq(rc, 0, "%s", e);
+    cr_assert(strstr(e, "lanes: 1 (--memory"), "1000M holds one lane: %s", e);
+    cr_assert_leq(peak, 1000 * 1024, "peak RSS %ld KiB", peak);
+    free(e);
+    unsetenv("RINGSHARD_LOG");
+}
+
 #if RS_HAVE_ZSTD
 /* Issue 18: --memory bounds a zstd in -> zstd out run as a gzip one:
  * peak RSS of 300,000 rows (many batches) at 32M and 64M, and at 64M with

@@ -101,6 +101,15 @@ typedef struct {
      * rank 0 listed them (the ranges were cut from that listing); a file
      * that lists otherwise here changed meanwhile, an error. NULL: none. */
     const uint64_t *expect_size, *expect_units;
+    /* lanes (cli/lanes.h: several pipelines of one process at once) */
+    int producers;               /* upper bound on the lanes, 0: automatic; the
+                                    pipeline itself ignores it */
+    size_t batch_bytes;          /* 0: the batch size follows from memory; else
+                                    this size (a lane uses its process's, so that
+                                    the output's members do not depend on the
+                                    lanes), and memory must hold 8 of them */
+    int tid_base;                /* added to the tid routers see (a lane's first
+                                    thread among the process's), 0 normally */
 } rs_pipeline_opts;
 
 typedef struct {
@@ -168,6 +177,12 @@ void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, ui
 /* The least --memory a run with opts (threads, outputs, compression, held)
  * can keep to: runs below it are refused. */
 uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *opts);
+
+/* The batch size a run with opts would use (its cut points, hence its
+ * output's members, follow from it), or 0 when opts->memory is below what
+ * the run needs (rs_pipeline_run would refuse it). With batch_bytes set:
+ * batch_bytes, or 0 when memory cannot hold its buffers. */
+size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *opts);
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_USAGE when
  * opts->memory is below rs_pipeline_min_memory (the message says what it

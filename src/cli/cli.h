@@ -18,7 +18,7 @@ enum {
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
-    RS_OPT_FILES_FROM, RS_OPT_NULL,
+    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS,
     /* output options (rs_cli_output_option) */
     RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL,
     /* balance options (rs_cli_balance_option) */
@@ -39,7 +39,8 @@ enum {
     {"zlib", no_argument, 0, RS_OPT_ZLIB},                                 \
     {"quiet", no_argument, 0, RS_OPT_QUIET},                               \
     {"files-from", required_argument, 0, RS_OPT_FILES_FROM},               \
-    {"null", no_argument, 0, RS_OPT_NULL}
+    {"null", no_argument, 0, RS_OPT_NULL},                                 \
+    {"producers", required_argument, 0, RS_OPT_PRODUCERS}
 
 #define RS_OUTPUT_LONGOPTS                                                 \
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \

@@ -31,7 +31,34 @@
  *
  * The destination files live in the output's temporary directory, which
  * must be on a file system every rank sees (see README, "Running on a
- * cluster"); rank 0 alone creates, publishes or removes it. */
+ * cluster"); rank 0 alone creates, publishes or removes it.
+ *
+ * Lanes: ranks made of threads. One pipeline has one producer (an inflate
+ * is serial), so a process never reads faster than one inflate: the wall
+ * on a 16- or 64-core machine. So a rank divides its range once more,
+ * among P lanes (cli/lanes.c): pthreads of the process, each running the
+ * ordinary pipeline with its own OpenMP team (threads/P threads) on a
+ * contiguous sub-range, lane 0 into the rank's files (the destination
+ * files on rank 0, its pieces elsewhere), lane k into "<file>.lane<k>"
+ * beside them. The algorithm above is written once over a group
+ * (world.h: rs_group) and runs at both levels: the MPI world, then a
+ * thread group whose collectives are slots and barriers. Why not a
+ * bounded reorder stage (several producers feeding one team, batches
+ * written in input order): with P producers running ahead, the batches
+ * waiting for an earlier one must be held whole or written out and read
+ * back, which is the pieces again but with the bookkeeping new and
+ * unproven; this reuses the assembly the MPI tests prove byte-identical,
+ * the header rules, the error agreement (lowest lane = first error) and
+ * the quarantine assembly. The cost: lanes k>0 write their bytes twice
+ * (the piece, then copy_file_range into place - in the page cache of one
+ * file system, no read into user space), and each lane holds its own
+ * batches: the batch size stays the process's (the members depend on it),
+ * so --memory must hold P times 8 of them (lanes.c). How many: at most
+ * --producers, one per RS_LANE_FEEDS_* threads (what one inflate keeps
+ * busy, measured by tools/bench_lanes.sh), at most -j, the work items and
+ * what --memory holds; standard input and a quarantine written in place
+ * are one lane. Lanes stop at batch boundaries like the pipeline; the
+ * piece copy checks for a stop signal too, and nothing is published. */
 #define _GNU_SOURCE
 #include "cli/cluster.h"
 #include <errno.h>
@@ -43,7 +70,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "cli/lanes.h"
 #include "cli/world.h"
+#include "ringshard/interrupt.h"
+#include "ringshard/testhook.h"
 #include "ringshard/deflate.h"
 #include "ringshard/log.h"
 
@@ -216,33 +246,25 @@ void rs_cluster_partition(const uint64_t *weight, size_t n, int R, int r, size_t
 
 /* ------------------------------------------------------- the pipeline */
 
-static char *part_path(const char *path, int rank)
+/* A member's piece of path: "path.rank2", "path.lane1" - beside path, so
+ * in the output's temporary directory when path is. */
+static char *part_path(const char *path, const char *tag, int k)
 {
     char *p;
-    return asprintf(&p, "%s.rank%d", path, rank) < 0 ? NULL : p;
+    return asprintf(&p, "%s.%s%d", path, tag, k) < 0 ? NULL : p;
 }
 
-/* Copies all of `from` into fd_out at offset off. 0 or -1 with errno. */
-static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
+/* Bytes a copy_file_range call moves at most, so that a stop signal is
+ * seen during a long piece. */
+#define COPY_STEP ((uint64_t)16 << 20)
+
+/* copy_into's fallback: read and write through buf. */
+static int copy_through(int fd_in, loff_t in_off, uint64_t len, int fd_out, loff_t out_off, char *buf, size_t cap)
 {
-    loff_t in_off = 0, out_off = (loff_t)off;
     while (len > 0) {
-        ssize_t n = copy_file_range(fd_in, &in_off, fd_out, &out_off, len, 0);
-        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
-            break;  /* fall back to read/write below */
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            errno = EIO;  /* the piece is shorter than the pipeline said */
-            return -1;
-        }
-        len -= (uint64_t)n;
-    }
-    static char buf[1 << 20];
-    while (len > 0) {
-        ssize_t n = pread(fd_in, buf, len < sizeof buf ? len : sizeof buf, in_off);
+        if (rs_interrupt_pending())
+            return errno = EINTR, -1;
+        ssize_t n = pread(fd_in, buf, len < cap ? len : cap, in_off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -263,6 +285,38 @@ static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
         len -= (uint64_t)n;
     }
     return 0;
+}
+
+/* Copies all of `from` into fd_out at offset off. 0 or -1 with errno
+ * (EINTR: a stop signal came, rs_interrupt_pending). */
+static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
+{
+    loff_t in_off = 0, out_off = (loff_t)off;
+    while (len > 0) {
+        if (rs_interrupt_pending())
+            return errno = EINTR, -1;
+        ssize_t n = copy_file_range(fd_in, &in_off, fd_out, &out_off, len < COPY_STEP ? len : COPY_STEP, 0);
+        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
+            break;  /* fall back to read/write below */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0) {
+            errno = EIO;  /* the piece is shorter than the pipeline said */
+            return -1;
+        }
+        len -= (uint64_t)n;
+    }
+    if (len == 0)
+        return 0;
+    enum { BUF = 1 << 20 };
+    char *buf = malloc(BUF);  /* lanes copy at the same time */
+    if (!buf)
+        return errno = ENOMEM, -1;
+    int rc = copy_through(fd_in, in_off, len, fd_out, out_off, buf, BUF);
+    free(buf);
+    return rc;
 }
 
 /* What each rank tells the others about its header. */
@@ -319,13 +373,14 @@ static void header_differs(rs_error *err, const char *path, uint64_t line, const
                  (unsigned long long)line, ref, what);
 }
 
-/* The header exchange: every rank learns each rank's header; the first
- * one (lowest input) is the output's; a rank whose own header differs
- * fails with the single-process message. */
-static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipeline_result *mine,
-                             rs_pipeline_result *res, rs_error *err)
+/* The header exchange: every member learns each member's header; the first
+ * one (lowest input) is the output's; a member whose own header differs
+ * fails with the single-process message (and 1 is returned: its first
+ * header is then where it fails). */
+static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, const rs_pipeline_result *mine,
+                            rs_pipeline_result *res, rs_error *err)
 {
-    int R = rs_world_size();
+    int R = g->size, own_differs = 0;
     rs_buf rec = {0};
     header_info h = {-1, 0, 0, 0, 0, 0};
     if (mine->header && mine->header_input >= 0) {
@@ -344,7 +399,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
     size_t *lens = calloc((size_t)R, sizeof *lens);
     if (!lens)
         abort();
-    rs_world_gather_bytes(rec.data, rec.len, &all, lens);
+    g->gather_bytes(g, rec.data, rec.len, &all, lens);
     size_t off = 0, first = SIZE_MAX;
     for (int r = 0; r < R; r++) {
         header_info hr;
@@ -371,6 +426,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
                                           res->header_fields_storage, res->nheader_fields,
                                           rs_csv_bom_len(res->header, res->header_len) != 0);
             header_differs(err, o->inputs[h.input], h.line, ref, what);
+            own_differs = 1;
         } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
             /* measured against my first header, which is the output's */
             char what[512];
@@ -383,6 +439,7 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
     free(all);
     free(lens);
     rs_buf_free(&rec);
+    return own_differs;
 }
 
 /* Per-input statistics, as u64 fields, every rank's in input order. An
@@ -390,11 +447,11 @@ static void exchange_headers(const rs_pipeline_opts *o, size_t lo, const rs_pipe
  * are summed, its CRC-32s combined in rank (= unit) order. */
 enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_FIELDS };
 
-static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo, size_t n,
-                         rs_pipeline_result *res)
+static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo,
+                         size_t n, rs_pipeline_result *res)
 {
     uint64_t *v = calloc(n ? n * IN_FIELDS : 1, sizeof *v);
-    size_t *lens = calloc((size_t)rs_world_size(), sizeof *lens);
+    size_t *lens = calloc((size_t)g->size, sizeof *lens);
     unsigned char *seen = calloc(o->ninputs ? o->ninputs : 1, 1);
     if (!v || !lens || !seen)
         abort();
@@ -406,9 +463,9 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
         f[IN_PAD] = in->zero_padding;
     }
     char *all;
-    rs_world_gather_bytes(v, n * IN_FIELDS * sizeof *v, &all, lens);
+    g->gather_bytes(g, v, n * IN_FIELDS * sizeof *v, &all, lens);
     size_t total = 0;
-    for (int r = 0; r < rs_world_size(); r++)
+    for (int r = 0; r < g->size; r++)
         total += lens[r];
     for (size_t k = 0; k < total / sizeof(uint64_t[IN_FIELDS]); k++) {
         uint64_t f[IN_FIELDS];
@@ -436,17 +493,17 @@ static void merge_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *mi
     free(seen);
 }
 
-/* Rank 0 appends the other ranks' quarantine pieces, without their
+/* Member 0 appends the other members' quarantine pieces, without their
  * column-name line, to its own file. */
-static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
+static int assemble_quarantine(rs_group *g, const rs_pipeline_opts *o, rs_error *err)
 {
-    if (rs_world_rank() != 0)
+    if (g->rank != 0)
         return 0;
     FILE *out = fopen(o->quarantine, "a");
     if (!out)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot append: %s", o->quarantine_name ? o->quarantine_name : o->quarantine, strerror(errno));
-    for (int r = 1; r < rs_world_size() && !err->code; r++) {
-        char *pp = part_path(o->quarantine, r);
+    for (int r = 1; r < g->size && !err->code; r++) {
+        char *pp = part_path(o->quarantine, g->tag, r);
         FILE *in = pp ? fopen(pp, "r") : NULL;
         if (!in) {
             rs_error_set(err, RS_EXIT_IO, "%s: cannot read: %s", pp ? pp : o->quarantine, strerror(errno));
@@ -469,49 +526,49 @@ static int assemble_quarantine(const rs_pipeline_opts *o, rs_error *err)
     return err->code ? -1 : 0;
 }
 
-/* Prints "rank R: items A-B, from INPUT byte N" (N: the first unit's
- * offset in its input, from the weights: unit sizes, plus 4096 on each
- * input's first unit). */
-static void show_range(const rs_pipeline_opts *o, const uint64_t *nunits, const uint64_t *w, int me, size_t ilo,
-                       size_t ihi)
+/* Prints "rank R: items A-B, from INPUT byte N" (or "lane L: ...": items
+ * of the rank's list; N: the first unit's offset in its input, from the
+ * weights: unit sizes, plus 4096 on each input's first unit). */
+static void show_range(const rs_group *g, const rs_pipeline_opts *o, const uint64_t *nunits, const uint64_t *w,
+                       size_t ilo, size_t ihi)
 {
+    const char *tag = g->tag;
+    int me = g->rank;
     size_t item = 0;
     for (size_t i = 0; i < o->ninputs; item += nunits[i], i++)
         if (ilo < item + nunits[i]) {
             uint64_t off = 0;
             for (size_t k = item; k < ilo; k++)
                 off += w[k] - (k == item ? 4096 : 0);
-            fprintf(stderr, "ringshard: rank %d: items %zu-%zu, from %s byte %llu\n", me, ilo, ihi, o->inputs[i],
+            fprintf(stderr, "ringshard: %s %d: items %zu-%zu, from %s byte %llu\n", tag, me, ilo, ihi, o->inputs[i],
                     (unsigned long long)off);
             return;
         }
-    fprintf(stderr, "ringshard: rank %d: nothing\n", me);
+    fprintf(stderr, "ringshard: %s %d: nothing\n", tag, me);
 }
 
-int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
-{
-    int R = rs_world_size(), me = rs_world_rank();
-    if (R == 1)
-        return rs_pipeline_run(o, res, err);
-    memset(res, 0, sizeof *res);
-    res->header_input = -1;
-    double t0 = rs_cli_now();
-    uint32_t ndest = o->ndest;
+/* The work items of one level (the world's inputs, or a rank's range of
+ * them): per input of the level's options its unit count and size as
+ * listed (UINT64_MAX: unlisted), per unit (flat, input order) its weight;
+ * the level's own items are [ilo, ihi) of that list. */
+typedef struct {
+    const uint64_t *nunits, *sizes, *w;
+    uint64_t unit_bytes;
+    size_t ilo, ihi;
+} unit_list;
 
-    /* Who reads what: work items are the inputs' units (reader.h: a file
-     * of ringshard gzip members is cut at member boundaries, any other
-     * input is one unit), listed by rank 0 so that every rank cuts the same
-     * ranges. A per-input constant keeps many empty files spread. */
-    for (size_t i = 0; i < o->ninputs; i++)
-        if (!o->input_names && !strcmp(o->inputs[i], "-"))
-            rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
-    uint64_t *nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *nunits);
-    uint64_t *sizes = calloc(o->ninputs ? o->ninputs : 1, sizeof *sizes);  /* UINT64_MAX: unlisted */
+/* Member 0 lists the units of every input and tells the others, so that
+ * every member cuts the same ranges. A per-input constant in the weights
+ * keeps many empty files spread. *nunits, *sizes and wb are the caller's. */
+static void list_units(rs_group *g, const rs_pipeline_opts *o, uint64_t **nunits, uint64_t **sizes, rs_buf *wb,
+                       unit_list *ul)
+{
+    *nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof **nunits);
+    *sizes = calloc(o->ninputs ? o->ninputs : 1, sizeof **sizes);
     uint64_t unit_bytes = rs_unit_bytes(), nitems = 0;
-    rs_buf wb = {0};
-    if (!nunits || !sizes)
+    if (!*nunits || !*sizes)
         abort();
-    for (size_t i = 0; i < o->ninputs && me == 0; i++) {
+    for (size_t i = 0; i < o->ninputs && g->rank == 0; i++) {
         rs_input_unit *u = NULL;
         size_t n = 0;
         uint64_t size;
@@ -519,186 +576,296 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         if (rs_input_units_at(o->input_names ? o->input_dirfd : AT_FDCWD,
                               o->input_names ? o->input_names[i] : o->inputs[i], o->inputs[i], unit_bytes, &u, &n,
                               &size, &e2) != 0)
-            n = 0;  /* the pipeline of the rank that reads it reports the error */
-        nunits[i] = n ? n : 1;
-        sizes[i] = n ? size : UINT64_MAX;
-        for (size_t k = 0; k < nunits[i]; k++) {
+            n = 0;  /* the pipeline of the member that reads it reports the error */
+        (*nunits)[i] = n ? n : 1;
+        (*sizes)[i] = n ? size : UINT64_MAX;
+        for (size_t k = 0; k < (*nunits)[i]; k++) {
             uint64_t wk = (n ? u[k].size : 0) + (k == 0 ? 4096 : 0);
-            if (rs_buf_append(&wb, &wk, sizeof wk) != 0)
+            if (rs_buf_append(wb, &wk, sizeof wk) != 0)
                 abort();
         }
         free(u);
     }
-    rs_world_bcast(&unit_bytes, sizeof unit_bytes, 0);
-    rs_world_bcast(nunits, o->ninputs * sizeof *nunits, 0);
-    rs_world_bcast(sizes, o->ninputs * sizeof *sizes, 0);
+    g->bcast(g, &unit_bytes, sizeof unit_bytes, 0);
+    g->bcast(g, *nunits, o->ninputs * sizeof **nunits, 0);
+    g->bcast(g, *sizes, o->ninputs * sizeof **sizes, 0);
     for (size_t i = 0; i < o->ninputs; i++)
-        nitems += nunits[i];
-    if (me != 0 && rs_buf_reserve(&wb, nitems * sizeof(uint64_t)) != 0)
+        nitems += (*nunits)[i];
+    if (g->rank != 0 && rs_buf_reserve(wb, nitems * sizeof(uint64_t)) != 0)
         abort();
-    rs_world_bcast(wb.data, nitems * sizeof(uint64_t), 0);
-    size_t ilo, ihi;
-    rs_cluster_partition((const uint64_t *)wb.data, nitems, R, me, &ilo, &ihi);
-    if (getenv("RINGSHARD_SHOW_RANGES"))  /* a testing knob: where each rank starts */
-        show_range(o, nunits, (const uint64_t *)wb.data, me, ilo, ihi);
-    rs_buf_free(&wb);
-    /* items [ilo, ihi) -> inputs [lo, hi), from unit ulo of the first to
-     * unit uhi (exclusive) of the last */
-    size_t lo = 0, hi = 0;
-    uint32_t ulo = 0, uhi = 0;
-    for (size_t i = 0, first = 0; i < o->ninputs; first += nunits[i], i++) {
-        if (ilo >= first && ilo < first + nunits[i])
-            lo = i, ulo = (uint32_t)(ilo - first);
-        if (ihi > first && ihi <= first + nunits[i])
-            hi = i + 1, uhi = (uint32_t)(ihi - first);
-    }
-    if (ihi == ilo) {  /* nothing for this rank (ranges past the last one) */
-        lo = hi = o->ninputs;
-        ulo = uhi = 0;
-    }
-    if (rs_world_agree(err) != 0) {
-        free(nunits);
-        free(sizes);
-        return -1;
-    }
+    g->bcast(g, wb->data, nitems * sizeof(uint64_t), 0);
+    *ul = (unit_list){*nunits, *sizes, (const uint64_t *)wb->data, unit_bytes, 0, nitems};
+}
 
-    rs_pipeline_opts local = *o;
-    local.inputs = o->inputs + lo;
-    local.input_names = o->input_names ? o->input_names + lo : NULL;  /* this rank's own directory descriptor */
-    local.ninputs = hi - lo;
-    local.unit_lo = ulo;
-    local.unit_hi = uhi;
-    local.unit_bytes = unit_bytes;
-    local.expect_size = sizes + lo;
-    local.expect_units = nunits + lo;
-    local.no_header = me != 0;  /* rank 0 writes the files themselves, header first */
-    local.input_base = (uint32_t)lo;
-    local.progress = o->progress && me == 0;
-    char **parts = NULL, *qpart = NULL;
-    if (o->dest_paths && me != 0) {
-        parts = calloc(ndest ? ndest : 1, sizeof *parts);
-        if (!parts)
-            abort();
-        for (uint32_t d = 0; d < ndest; d++)
-            if (!(parts[d] = part_path(o->dest_paths[d], me)))
+/* A member's share of its level: items [ilo, ihi) of the list, which are
+ * inputs [lo, hi) from unit ulo of the first to unit uhi (exclusive) of
+ * the last; first: the flat index of input lo's unit 0. */
+typedef struct {
+    size_t ilo, ihi, lo, hi, first;
+    uint32_t ulo, uhi;
+} member_range;
+
+static void cut_range(rs_group *g, const rs_pipeline_opts *o, const unit_list *ul, member_range *m)
+{
+    memset(m, 0, sizeof *m);
+    rs_cluster_partition(ul->w + ul->ilo, ul->ihi - ul->ilo, g->size, g->rank, &m->ilo, &m->ihi);
+    m->ilo += ul->ilo, m->ihi += ul->ilo;
+    if (getenv("RINGSHARD_SHOW_RANGES"))  /* a testing knob: where each member starts */
+        show_range(g, o, ul->nunits, ul->w, m->ilo, m->ihi);
+    for (size_t i = 0, first = 0; i < o->ninputs; first += ul->nunits[i], i++) {
+        if (m->ilo >= first && m->ilo < first + ul->nunits[i])
+            m->lo = i, m->ulo = (uint32_t)(m->ilo - first), m->first = first;
+        if (m->ihi > first && m->ihi <= first + ul->nunits[i])
+            m->hi = i + 1, m->uhi = (uint32_t)(m->ihi - first);
+    }
+    if (m->ihi == m->ilo) {  /* nothing for this member (ranges past the last one) */
+        m->lo = m->hi = o->ninputs;
+        m->ulo = m->uhi = 0;
+        m->first = m->ilo = m->ihi = 0;
+    }
+}
+
+/* What a member runs on its share: the pipeline, or (a rank) its lanes. */
+typedef int (*member_fn)(rs_group *g, rs_pipeline_opts *local, const unit_list *sub, rs_pipeline_result *mine,
+                         rs_error *err, void *ctx);
+
+/* The failure that decides the level's: the lowest failing member's input
+ * and, for a header mismatch, the mismatching header (what a level above
+ * needs to name it against its own first header, see exchange_headers).
+ * own_differs: exchange_headers failed this member on its first header. */
+static void share_failure(rs_group *g, size_t lo, const rs_pipeline_result *mine, int own_differs,
+                          rs_pipeline_result *res, const rs_error *err)
+{
+    uint64_t h[5] = {err->code != 0, UINT64_MAX, 0, 0, 0};  /* failed, input, line, fields, bom */
+    const char *f = NULL;
+    size_t flen = 0;
+    if (err->code && own_differs) {
+        h[1] = lo + (uint64_t)mine->header_input, h[2] = mine->header_line, h[3] = mine->nheader_fields;
+        h[4] = rs_csv_bom_len(mine->header, mine->header_len) != 0;
+        f = mine->header_fields_storage, flen = fields_len(mine);
+    } else if (err->code) {
+        h[1] = mine->fail_input >= 0 ? lo + (uint64_t)mine->fail_input : UINT64_MAX;
+        h[2] = mine->mismatch_line, h[3] = mine->mismatch_nfields, h[4] = (uint64_t)mine->mismatch_bom;
+        f = mine->mismatch_fields;
+        for (uint32_t k = 0; f && k < mine->mismatch_nfields; k++)
+            flen += strlen(f + flen) + 1;
+    }
+    rs_buf rec = {0};
+    if (rs_buf_append(&rec, h, sizeof h) != 0 || rs_buf_append(&rec, f ? f : "", flen) != 0)
+        abort();
+    char *all;
+    size_t *lens = calloc((size_t)g->size, sizeof *lens), off = 0;
+    if (!lens)
+        abort();
+    g->gather_bytes(g, rec.data, rec.len, &all, lens);
+    res->fail_input = -1;
+    for (int r = 0; r < g->size; off += lens[r], r++) {
+        memcpy(h, all + off, sizeof h);
+        if (!h[0])
+            continue;
+        res->fail_input = h[1] == UINT64_MAX ? -1 : (int64_t)h[1];
+        res->mismatch_line = h[2], res->mismatch_nfields = (uint32_t)h[3], res->mismatch_bom = (int)h[4];
+        if (h[2] && lens[r] > sizeof h) {
+            if (!(res->mismatch_fields = malloc(lens[r] - sizeof h)))
                 abort();
-        local.dest_paths = (const char *const *)parts;
-        local.write_behind = 0;  /* pieces are deleted once copied */
+            memcpy(res->mismatch_fields, all + off + sizeof h, lens[r] - sizeof h);
+        }
+        break;
+    }
+    free(all);
+    free(lens);
+    rs_buf_free(&rec);
+}
+
+/* The files' first bytes: the header of the lowest input that has one.
+ * Member 0 wrote its own; it differs only when all of member 0's inputs
+ * were empty (no header, hence no rows): then it is replaced. A level
+ * that writes no header (a rank's lanes on a rank after the first) has
+ * nothing to replace. */
+static void fix_header(rs_group *g, const rs_pipeline_opts *o, rs_pipeline_result *mine,
+                       const rs_pipeline_result *res, rs_error *err)
+{
+    if (!o->dest_paths || g->rank != 0 || o->no_header)
+        return;
+    rs_buf head = {0}, own = {0};
+    if (rs_pipeline_header_bytes(o, res->header_out ? res->header_out : "", res->header_out_len, &head) != 0 ||
+        rs_pipeline_header_bytes(o, mine->header_out ? mine->header_out : "", mine->header_out_len, &own) != 0)
+        abort();
+    if ((own.len != head.len || memcmp(own.data, head.data, own.len) != 0) && mine->rows == 0)
+        for (uint32_t d = 0; d < o->ndest && !err->code; d++) {
+            int fd = open(o->dest_paths[d], O_WRONLY | O_TRUNC | O_CLOEXEC);
+            if (fd < 0 || (head.len && pwrite(fd, head.data, head.len, 0) != (ssize_t)head.len))
+                rs_error_set(err, RS_EXIT_IO, "%s: cannot write: %s", o->dest_paths[d], strerror(errno));
+            if (fd >= 0 && close(fd) != 0 && !err->code)
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
+            mine->dest[d].file_bytes = head.len;
+        }
+    else if (own.len != head.len || memcmp(own.data, head.data, own.len) != 0)
+        rs_error_set(err, RS_EXIT_IO, "internal error: %s 0 wrote rows without the header", g->tag);
+    rs_buf_free(&own);
+    rs_buf_free(&head);
+}
+
+/* Statistics: sums, scans and the member-ordered CRC; at[d]: where this
+ * member's piece of file d goes. */
+static void merge_stats(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo, size_t n,
+                        rs_pipeline_result *res, uint64_t *at)
+{
+    uint32_t ndest = o->ndest;
+    merge_inputs(g, o, mine, lo, n, res);
+    uint64_t tot[3] = {mine->rows, mine->bytes, mine->rejected};
+    g->sum_u64(g, tot, 3);
+    res->rows = tot[0], res->bytes = tot[1], res->rejected = tot[2];
+    uint64_t *v = calloc(ndest ? 3 * (size_t)ndest : 1, sizeof *v);
+    uint64_t *crc = calloc(ndest ? 2 * (size_t)ndest : 1, sizeof *crc);
+    if (!v || !crc)
+        abort();
+    for (uint32_t d = 0; d < ndest; d++) {
+        v[d] = mine->dest[d].rows;
+        v[ndest + d] = mine->dest[d].bytes;
+        v[2 * ndest + d] = mine->dest[d].file_bytes;
+    }
+    g->exscan_u64(g, v + 2 * ndest, at, ndest);
+    g->sum_u64(g, v, 3 * (size_t)ndest);
+    for (uint32_t d = 0; d < ndest; d++)
+        crc[2 * d] = mine->dest[d].crc, crc[2 * d + 1] = mine->dest[d].bytes;
+    g->crc_concat(g, crc, ndest);
+    for (uint32_t d = 0; d < ndest; d++)  /* member 0's file bytes include the header */
+        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
+    free(crc);
+    free(v);
+}
+
+/* Member 0's pipeline created every file and wrote its own rows into them;
+ * the other members copy their pieces after those. */
+static void copy_pieces(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, char **parts,
+                        const uint64_t *at, double t_pipe, rs_error *err)
+{
+    double t_copy = rs_cli_now();
+    int last = -1;
+    for (uint32_t d = 0; d < o->ndest && !err->code && g->rank != 0; d++) {
+        uint64_t len = mine->dest[d].file_bytes;
+        if (len == 0)
+            continue;
+        rs_test_pause("piece_copy");
+        int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
+        if (in < 0 || out < 0 || copy_into(in, len, out, at[d]) != 0) {
+            if (rs_interrupt_pending())
+                rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            else
+                rs_error_set(err, RS_EXIT_IO, "%s: cannot assemble from %s: %s", o->dest_paths[d], parts[d],
+                             strerror(errno));
+        }
+        if (in >= 0)
+            close(in);
+        /* A piece is gone once copied: unlinked before the syncfs
+         * below, its pages are dropped instead of written to disk. */
+        if (!err->code)
+            unlink(parts[d]);
+        if (out >= 0 && close(out) != 0 && !err->code)
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
+        last = (int)d;
+    }
+    /* The bytes this rank wrote must be on disk before rank 0 renames
+     * the directory. Under rank 0's kernel they are in the page cache
+     * that rank 0's fsyncs at publication flush; elsewhere (another
+     * machine, a network file system) rank 0's fsyncs do not reach
+     * them, and one syncfs covers them all. Lanes share their kernel. */
+    if (last >= 0 && !err->code && !g->same_kernel_as_root) {
+        int fd = open(o->dest_paths[last], O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || syncfs(fd) != 0)
+            rs_error_set(err, RS_EXIT_IO, "%s: sync failed: %s", o->dest_paths[last], strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    rs_log(RS_LOG_INFO, "%s %d of %d: pipeline %.2f s (%llu rows), pieces copied and synced %.2f s", g->tag, g->rank,
+           g->size, t_pipe, (unsigned long long)mine->rows, rs_cli_now() - t_copy);
+}
+
+/* This member's options: its range; member 0 writes the level's files
+ * themselves (header first, unless the level writes none), the others
+ * pieces beside them (*parts, *qpart: freed by the caller). */
+static void member_opts(rs_group *g, const rs_pipeline_opts *o, const unit_list *ul, const member_range *m,
+                        rs_pipeline_opts *local, unit_list *sub, char ***parts, char **qpart)
+{
+    int me = g->rank;
+    *local = *o;
+    local->inputs = o->inputs + m->lo;
+    local->input_names = o->input_names ? o->input_names + m->lo : NULL;  /* this rank's own directory descriptor */
+    local->ninputs = m->hi - m->lo;
+    local->unit_lo = m->ulo;
+    local->unit_hi = m->uhi;
+    local->unit_bytes = ul->unit_bytes;
+    local->expect_size = ul->sizes + m->lo;
+    local->expect_units = ul->nunits + m->lo;
+    local->no_header = o->no_header || me != 0;
+    local->input_base = o->input_base + (uint32_t)m->lo;
+    local->progress = o->progress && me == 0;
+    *sub = (unit_list){ul->nunits + m->lo, ul->sizes + m->lo, ul->w + m->first, ul->unit_bytes, m->ilo - m->first,
+                       m->ihi - m->first};
+    *parts = NULL, *qpart = NULL;
+    if (o->dest_paths && me != 0) {
+        if (!(*parts = calloc(o->ndest ? o->ndest : 1, sizeof **parts)))
+            abort();
+        for (uint32_t d = 0; d < o->ndest; d++)
+            if (!((*parts)[d] = part_path(o->dest_paths[d], g->tag, me)))
+                abort();
+        local->dest_paths = (const char *const *)*parts;
+        local->write_behind = 0;  /* pieces are deleted once copied */
     }
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE && me != 0) {
-        if (!(qpart = part_path(o->quarantine, me)))
+        if (!(*qpart = part_path(o->quarantine, g->tag, me)))
             abort();
-        local.quarantine = qpart;
+        local->quarantine = *qpart;
     }
+}
+
+/* One level of the division (see the top): this member runs `run` on its
+ * contiguous share of ul's items, then the members assemble their files
+ * and merge their statistics. Collective over g. */
+static int group_run(rs_group *g, const rs_pipeline_opts *o, const unit_list *ul, member_fn run, void *ctx,
+                     rs_pipeline_result *res, rs_error *err)
+{
+    memset(res, 0, sizeof *res);
+    res->header_input = -1;
+    res->fail_input = -1;
+    double t0 = rs_cli_now();
+    uint32_t ndest = o->ndest;
+    member_range m;
+    cut_range(g, o, ul, &m);
+    if (g->agree(g, err) != 0)
+        return -1;
+    rs_pipeline_opts local;
+    unit_list sub;
+    char **parts, *qpart;
+    member_opts(g, o, ul, &m, &local, &sub, &parts, &qpart);
 
     rs_pipeline_result mine;
     double t_pipe = rs_cli_now();
-    rs_pipeline_run(&local, &mine, err);
+    run(g, &local, &sub, &mine, err, ctx);
     t_pipe = rs_cli_now() - t_pipe;
     res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
-    uint64_t *v = calloc(ndest ? 4 * (size_t)ndest : 1, sizeof *v), *at = NULL;
-    if (!res->dest || !res->input || !v)
+    uint64_t *at = calloc(ndest ? ndest : 1, sizeof *at);
+    if (!res->dest || !res->input || !at)
         abort();
-    exchange_headers(o, lo, &mine, res, err);
+    int own_differs = exchange_headers(g, o, m.lo, &mine, res, err);
+    share_failure(g, m.lo, &mine, own_differs, res, err);
     int rc = -1;
-    rs_buf head = {0};
-    if (rs_world_agree(err) != 0)
+    if (g->agree(g, err) != 0)
         goto done;
-
-    /* The files' first bytes: the header of the lowest input that has one.
-     * Rank 0 wrote its own; it differs only when all of rank 0's inputs
-     * were empty (no header, hence no rows): then it is replaced. */
-    if (o->dest_paths && ((res->header_out && rs_pipeline_header_bytes(o, res->header_out, res->header_out_len, &head) != 0) ||
-                          (!res->header_out && rs_pipeline_header_bytes(o, "", 0, &head) != 0)))
-        abort();
-    if (o->dest_paths && me == 0) {
-        rs_buf own = {0};
-        if (rs_pipeline_header_bytes(o, mine.header_out ? mine.header_out : "", mine.header_out_len, &own) != 0)
-            abort();
-        if ((own.len != head.len || memcmp(own.data, head.data, own.len) != 0) && mine.rows == 0)
-            for (uint32_t d = 0; d < ndest && !err->code; d++) {
-                int fd = open(o->dest_paths[d], O_WRONLY | O_TRUNC | O_CLOEXEC);
-                if (fd < 0 || (head.len && pwrite(fd, head.data, head.len, 0) != (ssize_t)head.len))
-                    rs_error_set(err, RS_EXIT_IO, "%s: cannot write: %s", o->dest_paths[d], strerror(errno));
-                if (fd >= 0 && close(fd) != 0 && !err->code)
-                    rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
-                mine.dest[d].file_bytes = head.len;
-            }
-        else if (own.len != head.len || memcmp(own.data, head.data, own.len) != 0)
-            rs_error_set(err, RS_EXIT_IO, "internal error: rank 0 wrote rows without the header");
-        rs_buf_free(&own);
-    }
-    if (rs_world_agree(err) != 0)
+    fix_header(g, o, &mine, res, err);
+    if (g->agree(g, err) != 0)
         goto done;
-
-    /* Statistics: sums, scans and the rank-ordered CRC. */
-    merge_inputs(o, &mine, lo, local.ninputs, res);
-    uint64_t tot[3] = {mine.rows, mine.bytes, mine.rejected};
-    rs_world_sum_u64(tot, 3);
-    res->rows = tot[0], res->bytes = tot[1], res->rejected = tot[2];
-    for (uint32_t d = 0; d < ndest; d++) {
-        v[d] = mine.dest[d].rows;
-        v[ndest + d] = mine.dest[d].bytes;
-        v[2 * ndest + d] = mine.dest[d].file_bytes;
-    }
-    if (!(at = calloc(ndest ? ndest : 1, sizeof *at)))
-        abort();
-    rs_world_exscan_u64(v + 2 * ndest, at, ndest);
-    rs_world_sum_u64(v, 3 * (size_t)ndest);
-    uint64_t *crc = calloc(ndest ? 2 * (size_t)ndest : 1, sizeof *crc);
-    if (!crc)
-        abort();
-    for (uint32_t d = 0; d < ndest; d++)
-        crc[2 * d] = mine.dest[d].crc, crc[2 * d + 1] = mine.dest[d].bytes;
-    rs_world_crc_concat(crc, ndest);
-    for (uint32_t d = 0; d < ndest; d++)  /* rank 0's file bytes include the header */
-        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
-    free(crc);
-
-    double t_copy = rs_cli_now();
+    merge_stats(g, o, &mine, m.lo, local.ninputs, res, at);
     if (o->dest_paths) {
-        /* Rank 0's pipeline created every file and wrote its own rows
-         * into them; the other ranks copy their pieces after those. */
-        int last = -1;
-        for (uint32_t d = 0; d < ndest && !err->code && me != 0; d++) {
-            uint64_t len = mine.dest[d].file_bytes;
-            if (len == 0)
-                continue;
-            int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
-            if (in < 0 || out < 0 || copy_into(in, len, out, at[d]) != 0)
-                rs_error_set(err, RS_EXIT_IO, "%s: cannot assemble from %s: %s", o->dest_paths[d], parts[d],
-                             strerror(errno));
-            if (in >= 0)
-                close(in);
-            /* A piece is gone once copied: unlinked before the syncfs
-             * below, its pages are dropped instead of written to disk. */
-            if (!err->code)
-                unlink(parts[d]);
-            if (out >= 0 && close(out) != 0 && !err->code)
-                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
-            last = (int)d;
-        }
-        /* The bytes this rank wrote must be on disk before rank 0 renames
-         * the directory. Under rank 0's kernel they are in the page cache
-         * that rank 0's fsyncs at publication flush; elsewhere (another
-         * machine, a network file system) rank 0's fsyncs do not reach
-         * them, and one syncfs covers them all. */
-        if (last >= 0 && !err->code && !rs_world_same_kernel_as_root()) {
-            int fd = open(o->dest_paths[last], O_RDONLY | O_CLOEXEC);
-            if (fd < 0 || syncfs(fd) != 0)
-                rs_error_set(err, RS_EXIT_IO, "%s: sync failed: %s", o->dest_paths[last], strerror(errno));
-            if (fd >= 0)
-                close(fd);
-        }
-        rs_log(RS_LOG_INFO, "rank %d of %d: pipeline %.2f s (%llu rows), pieces copied and synced %.2f s", me,
-               rs_world_size(), t_pipe, (unsigned long long)mine.rows, rs_cli_now() - t_copy);
-        if (rs_world_agree(err) != 0)
+        copy_pieces(g, o, &mine, parts, at, t_pipe, err);
+        if (g->agree(g, err) != 0)
             goto done;
     }
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
-        assemble_quarantine(o, err);
-        if (rs_world_agree(err) != 0)
+        assemble_quarantine(g, o, err);
+        if (g->agree(g, err) != 0)
             goto done;
     }
     rc = 0;
@@ -713,12 +880,102 @@ done:
         unlink(qpart);
         free(qpart);
     }
-    rs_buf_free(&head);
     free(at);
-    free(v);
     rs_pipeline_result_free(&mine);
+    res->seconds = rs_cli_now() - t0;
+    return rc;
+}
+
+/* ------------------------------------------------------------ the lanes */
+
+typedef struct {
+    const rs_pipeline_opts *o;  /* the rank's options */
+    const unit_list *ul;        /* the rank's items */
+    const rs_lane_plan *plan;
+    rs_pipeline_result *res;    /* per lane */
+    rs_error *err;
+} lanes_job;
+
+/* A lane's pipeline: its threads (tids after the lower lanes'), its share
+ * of --memory, the process's batch size. */
+static int lane_pipeline(rs_group *g, rs_pipeline_opts *local, const unit_list *sub, rs_pipeline_result *mine,
+                         rs_error *err, void *ctx)
+{
+    const lanes_job *j = ctx;
+    (void)sub;
+    local->threads = j->plan->threads[g->rank];
+    for (int k = 0; k < g->rank; k++)
+        local->tid_base += j->plan->threads[k];
+    local->memory = j->plan->memory;
+    local->batch_bytes = j->plan->batch_bytes;
+    return rs_pipeline_run(local, mine, err);
+}
+
+static void lane_main(rs_group *g, void *ctx)
+{
+    lanes_job *j = ctx;
+    group_run(g, j->o, j->ul, lane_pipeline, j, &j->res[g->rank], &j->err[g->rank]);
+}
+
+/* A rank's share (a whole single process too): its lanes, or the
+ * pipeline itself when one lane is all it gets. */
+static int rank_lanes(rs_group *g, rs_pipeline_opts *local, const unit_list *sub, rs_pipeline_result *mine,
+                      rs_error *err, void *ctx)
+{
+    (void)g, (void)ctx;
+    rs_lane_plan plan;
+    int P = rs_lanes_choose(local, sub->ihi - sub->ilo, &plan);
+    rs_log(RS_LOG_INFO, "lanes: %d (%s; %zu work items, %d threads%s)", P, plan.why, sub->ihi - sub->ilo,
+           rs_pipeline_threads(local), P > 1 ? ", split among them" : "");
+    if (P == 1)
+        return rs_pipeline_run(local, mine, err);
+    lanes_job j = {local, sub, &plan, calloc((size_t)P, sizeof *j.res), calloc((size_t)P, sizeof *j.err)};
+    if (!j.res || !j.err)
+        abort();
+    int rc;
+    if (rs_lanes_run(P, lane_main, &j) != 0) {
+        rs_log(RS_LOG_INFO, "lanes: cannot start %d threads, one lane", P);
+        rc = rs_pipeline_run(local, mine, err);
+    } else {
+        *mine = j.res[0];
+        *err = j.err[0];
+        rc = err->code ? -1 : 0;
+        for (int k = 1; k < P; k++)
+            rs_pipeline_result_free(&j.res[k]);
+    }
+    free(j.res);
+    free(j.err);
+    return rc;
+}
+
+int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+{
+    rs_group world;
+    rs_world_group(&world);
+    int R = world.size;
+    rs_lane_plan plan;
+    if (R == 1 && rs_lanes_choose(o, SIZE_MAX, &plan) == 1) {
+        rs_log(RS_LOG_INFO, "lanes: 1 (%s)", plan.why);
+        return rs_pipeline_run(o, res, err);  /* one lane whatever the items: nothing to list */
+    }
+    for (size_t i = 0; i < o->ninputs && R > 1; i++)
+        if (!o->input_names && !strcmp(o->inputs[i], "-"))
+            rs_error_set(err, RS_EXIT_USAGE, "standard input cannot be divided among %d MPI ranks (name files)", R);
+    uint64_t *nunits, *sizes;
+    rs_buf wb = {0};
+    unit_list ul;
+    list_units(&world, o, &nunits, &sizes, &wb, &ul);
+    int rc;
+    if (R == 1) {
+        rs_pipeline_opts all = *o;
+        double t0 = rs_cli_now();
+        rc = rank_lanes(&world, &all, &ul, res, err, NULL);
+        res->seconds = rs_cli_now() - t0;
+    } else {
+        rc = group_run(&world, o, &ul, rank_lanes, NULL, res, err);
+    }
+    rs_buf_free(&wb);
     free(nunits);
     free(sizes);
-    res->seconds = rs_cli_now() - t0;
     return rc;
 }

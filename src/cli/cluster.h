@@ -40,7 +40,10 @@ void rs_cluster_outdir_abort(rs_outdir *od);
  * CRC-32s concatenated in rank order) and are the same on every rank. A quarantine file is assembled the same
  * way. Routers see global input indexes (opts->input_base). Collective; on failure -1 on every rank with the error of the
  * lowest failing rank (the first in (input, unit) order). Standard input ("-")
- * cannot be divided: with more than one rank it is an error. */
+ * cannot be divided: with more than one rank it is an error. Each rank (a
+ * single process too) divides its range once more among its lanes
+ * (cli/lanes.h: o->producers, -j, --memory), the same way with threads
+ * for ranks; with one lane and one rank this is rs_pipeline_run itself. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
 
 /* After every rank opened the same bucket directory with

@@ -213,7 +213,7 @@ int rs_cmd_stats(int argc, char **argv)
         po.route_ctx = &ctx;
         po.dest_paths = NULL;
         rs_cluster_quarantine q;
-        int prc = rs_cluster_quarantine_begin(&po, NULL, &q, &err) != 0 ? -1 : rs_pipeline_run(&po, &res, &err);
+        int prc = rs_cluster_quarantine_begin(&po, NULL, &q, &err) != 0 ? -1 : rs_cluster_pipeline_run(&po, &res, &err);
         rs_cluster_quarantine_end(&q, prc == 0, &err);   /* a failed run leaves a previous file as it was */
         if (prc != 0 || err.code) {
             if (ctx.oom) {

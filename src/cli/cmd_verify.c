@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "cli/cluster.h"
 #include "ringshard/bucketdir.h"
 
 static const char verify_help[] =
@@ -29,6 +30,7 @@ static const char verify_help[] =
     "  --memory SIZE     bound on buffers (default 1G)\n"
     "  --zlib            use zlib instead of ISA-L for gzip\n"
     "  --quiet           print only the differences\n"
+    "  --producers N     at most N files read at once (default 0: automatic; see bucket)\n"
     "  --max-report N    differences printed per kind (default 20; all are counted)\n"
     "  -h, --help        this help\n";
 
@@ -119,7 +121,7 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
         memset(c->vc[t].wrong, 0, (n ? n : 1) * sizeof(uint64_t));
     po->route_ctx = &sub;
     rs_pipeline_result res = {0};
-    int rc = rs_pipeline_run(po, &res, err);
+    int rc = rs_cluster_pipeline_run(po, &res, err);
     if (rc == 0) {
         for (size_t k = 0; k < n; k++) {
             st[idx[k]] = res.input[k];
@@ -145,6 +147,7 @@ int rs_cmd_verify(int argc, char **argv)
         {"memory", required_argument, 0, RS_OPT_MEMORY},
         {"zlib", no_argument, 0, RS_OPT_ZLIB},
         {"quiet", no_argument, 0, RS_OPT_QUIET},
+        {"producers", required_argument, 0, RS_OPT_PRODUCERS},
         {"max-report", required_argument, 0, OPT_MAX_REPORT},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},

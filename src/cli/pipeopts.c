@@ -23,6 +23,10 @@ const char rs_cli_input_help[] =
     "                         and skipped, or is also written to FILE with its reason\n"
     "  -j, --threads N        worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
+    "  --producers N          at most N inputs (or units) inflated at once, each by a\n"
+    "                         lane of the -j threads (default 0: automatic, about one per\n"
+    "                         4 threads with gzip or zstd output, 3 without; fewer if --memory\n"
+    "                         cannot hold their batches)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
     "  --quiet                no progress line and no summary\n"
     "  --files-from LIST      also read the inputs named in LIST, one path a line ('-':\n"
@@ -91,6 +95,11 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         po->memory = v;
         return 1;
     case RS_OPT_ZLIB: po->codec = RS_CODEC_ZLIB; return 1;
+    case RS_OPT_PRODUCERS:
+        if (rs_cli_uint("--producers", arg, 0, 256, &v, err) != 0)
+            return -1;
+        po->producers = (int)v;
+        return 1;
     case RS_OPT_QUIET: po->progress = -1; return 1;
     default: return rs_cli_files_from_option(code, arg, err);
     }

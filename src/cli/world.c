@@ -250,3 +250,24 @@ int rs_world_agree_once(int *done, rs_error *err)
     *done = 1;
     return rs_world_agree(err);
 }
+
+/* The world as a group: the calls above, with the group argument unused. */
+static void w_barrier(rs_group *g) { (void)g, rs_world_barrier(); }
+static void w_bcast(rs_group *g, void *buf, size_t bytes, int root) { (void)g, rs_world_bcast(buf, bytes, root); }
+static void w_sum_u64(rs_group *g, uint64_t *v, size_t n) { (void)g, rs_world_sum_u64(v, n); }
+static void w_exscan_u64(rs_group *g, const uint64_t *v, uint64_t *out, size_t n)
+{
+    (void)g, rs_world_exscan_u64(v, out, n);
+}
+static void w_gather_bytes(rs_group *g, const void *p, size_t n, char **all, size_t *lens)
+{
+    (void)g, rs_world_gather_bytes(p, n, all, lens);
+}
+static void w_crc_concat(rs_group *g, uint64_t *v, size_t n) { (void)g, rs_world_crc_concat(v, n); }
+static int w_agree(rs_group *g, rs_error *err) { return (void)g, rs_world_agree(err); }
+
+void rs_world_group(rs_group *g)
+{
+    *g = (rs_group){rs_world_rank(), rs_world_size(), "rank", rs_world_same_kernel_as_root(), w_barrier, w_bcast,
+                    w_sum_u64, w_exscan_u64, w_gather_bytes, w_crc_concat, w_agree, NULL};
+}

@@ -66,4 +66,28 @@ int rs_world_agree(rs_error *err);
  * agreement instead of leaving them waiting. */
 int rs_world_agree_once(int *done, rs_error *err);
 
+/* A group: members that run one job together and talk only through these
+ * collectives, with the meaning of the rs_world_* calls above (sizes in
+ * elements; every member makes the same calls in the same order). Two
+ * kinds: the world (the MPI ranks, or one process) and the lanes of one
+ * process (threads, cli/lanes.h), so that the cluster code that divides a
+ * run among ranks divides a rank's share among its lanes the same way. */
+typedef struct rs_group rs_group;
+struct rs_group {
+    int rank, size;
+    const char *tag;            /* "rank" or "lane": names the members' piece files */
+    int same_kernel_as_root;    /* see rs_world_same_kernel_as_root */
+    void (*barrier)(rs_group *g);
+    void (*bcast)(rs_group *g, void *buf, size_t bytes, int root);
+    void (*sum_u64)(rs_group *g, uint64_t *v, size_t n);
+    void (*exscan_u64)(rs_group *g, const uint64_t *v, uint64_t *out, size_t n);
+    void (*gather_bytes)(rs_group *g, const void *p, size_t n, char **all, size_t *lens);
+    void (*crc_concat)(rs_group *g, uint64_t *v, size_t n);
+    int (*agree)(rs_group *g, rs_error *err);
+    void *impl;                 /* the kind's shared state */
+};
+
+/* Fills *g with the world (the rs_world_* calls; rank and size now). */
+void rs_world_group(rs_group *g);
+
 #endif

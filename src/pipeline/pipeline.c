@@ -21,7 +21,9 @@
  *    boundary) with a vectorised quote count, and the incomplete last
  *    record is carried into the next batch. Each batch is also cut into
  *    RS_SEGMENTS segments at record boundaries, by the same parity rule.
- *    Inflating one gzip stream is serial, so one thread produces a batch.
+ *    Inflating one gzip stream is serial, so one thread produces a batch
+ *    (several inputs are inflated at once by several pipelines of one
+ *    process, "lanes": cli/cluster.c; opts batch_bytes and tid_base serve them).
  *    It inflates RS_READ_STEP bytes at a time and counts their quotes at
  *    once, while they are in its cache, keeping a count every RS_QCK bytes
  *    from which the cuts are found: two more passes over a cold 64 MiB
@@ -1029,7 +1031,7 @@ static inline int scatter_row(rs_buf *out, const char *row, size_t len)
     return 0;
 }
 
-/* Parses segments [sa, sb) of batch b on thread tid. */
+/* Parses segments [sa, sb) of batch b on thread tid (as routers see it: with opts tid_base). */
 static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
                         thread_acc *acc)
 {
@@ -1529,6 +1531,27 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *o)
     return plan_floor(&m);
 }
 
+/* A lane (opts batch_bytes): the batch size is its process's, and its
+ * share of --memory must hold 8 of them besides the threads and one parse
+ * group (cli/lanes.c chooses the lanes so that it does). */
+static int plan_memory(const rs_pipeline_opts *o, int T, mem_plan *m, rs_error *err);
+
+static int given_batch_fits(const rs_pipeline_opts *o, mem_plan *m, rs_error *err)
+{
+    m->cap = o->batch_bytes;
+    if (o->memory >= m->base + 8 * (uint64_t)m->cap + m->threads + m->per_group)
+        return 0;
+    return rs_error_set(err, RS_EXIT_USAGE, "internal error: a lane's %.0f MiB of --memory cannot hold its batches of "
+                                            "%.1f MiB", o->memory / 1048576.0, m->cap / 1048576.0);
+}
+
+size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *o)
+{
+    mem_plan m;
+    rs_error e = {0};
+    return plan_memory(o, rs_pipeline_threads(o), &m, &e) == 0 ? m.cap : 0;
+}
+
 /* Fits the run into o->memory: batches as above; as many parse groups as
  * useful (4 a thread, at most RS_SEGMENTS) that fit beside the threads
  * (the output does not depend on the groups). Refuses (RS_EXIT_USAGE)
@@ -1550,6 +1573,8 @@ static int plan_memory(const rs_pipeline_opts *o, int T, mem_plan *m, rs_error *
     }
     uint64_t cap = (o->memory - m->base) / 16;
     m->cap = cap < RS_BATCH_MIN ? RS_BATCH_MIN : (cap > RS_BATCH_MAX ? RS_BATCH_MAX : (size_t)cap);
+    if (o->batch_bytes && given_batch_fits(o, m, err) != 0)
+        return -1;
     uint64_t room = o->memory - m->base - 8 * (uint64_t)m->cap - m->threads;  /* >= per_group: the floor */
     int G = 4 * T > RS_SEGMENTS ? RS_SEGMENTS : 4 * T;
     while (G > 1 && (uint64_t)G * m->per_group > room)
@@ -1838,7 +1863,7 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
                 if (g >= G)
                     break;
                 if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
-                    parse_range(&s, b, t, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
+                    parse_range(&s, b, t + o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
                 if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
                     failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
                     __atomic_store_n(&bs.phase, failed ? 2 : 1, __ATOMIC_RELEASE);
