@@ -33,6 +33,12 @@ for b in "$before" "$after" "$gen"; do
 done
 root=$(mktemp -d "${TMPDIR:-/tmp}/check_examples.XXXXXX")
 [ -n "${CHECK_KEEP:-}" ] && echo "check_examples: keeping $root" >&2 || trap 'rm -rf "$root"' EXIT
+# Copies of the binaries, so that a rebuild meanwhile cannot change them.
+mkdir "$root/bin-before" "$root/bin-after"
+cp "$before" "$root/bin-before/ringshard"
+cp "$after" "$root/bin-after/ringshard"
+before_given=$before after_given=$after
+before=$root/bin-before/ringshard after=$root/bin-after/ringshard
 export OMP_NUM_THREADS=2 RINGSHARD_LOG=warn
 unset RINGSHARD_TEST_PAUSE_AT RINGSHARD_UNIT_BYTES RINGSHARD_SHOW_RANGES
 
@@ -195,6 +201,8 @@ corrupt() {  # DIR: make corrupt/ and corruptz/ from buckets/ and zout/
     local dir=$1
     (
         cd "$dir"
+        set +e  # a step that fails (no buckets/) shows as a difference in _corrupt.log
+        exec 2> _corrupt.log
         cp -r buckets corrupt
         rm corrupt/17.csv.gz                                   # missing
         cp corrupt/3.csv.gz corrupt/extra.csv.gz               # extra
@@ -235,7 +243,7 @@ while read -r f; do
     a="$root/before/$f" b="$root/after/$f"
     [ -f "$b" ] || continue
     case "$f" in
-    *.stdout|*.stderr|*.json|*.svg|*.html)
+    *.stdout|*.stderr|*.log|*.json|*.svg|*.html)
         if ! diff -u --label "before/$f" --label "after/$f" <(mask "$a" "$before") <(mask "$b" "$after") \
                 >> "$diffs"; then
             fail=1
@@ -255,5 +263,5 @@ if [ $fail = 0 ]; then
     exit 0
 fi
 cat "$diffs"
-echo "check_examples: DIFFERENCES between $before and $after ($ncases command lines, $nfiles files)" >&2
+echo "check_examples: DIFFERENCES between $before_given and $after_given ($ncases command lines, $nfiles files)" >&2
 exit 1

@@ -182,6 +182,14 @@ int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_er
  * (router contexts size their per-thread state with it). */
 int rs_pipeline_threads(const rs_pipeline_opts *opts);
 
+/* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers
+ * and the write-behind thread), then fills the OpenMP pool with N. libgomp
+ * cannot report a thread it fails to create - it prints its own message
+ * and exits, which would leave the output's temporary directory behind -
+ * so the jobs call this before creating it. Returns 0, or -1 with err
+ * (RS_EXIT_IO: the reason, "ulimit -u?"). */
+int rs_pipeline_threads_ready(int threads, rs_error *err);
+
 /* Routes every row to the node that owns its key on `ring` (one destination
  * per node, in node-list order), with batched lookups: sets ndest, route,
  * pos_router and route_ctx, and adds the ring's bytes to held. The ring

@@ -215,13 +215,6 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
     return RS_EXIT_USAGE;
 }
 
-double rs_cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
