@@ -178,6 +178,12 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *opts);
  * may be partial: the caller publishes nothing (see outdir.h). */
 int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_error *err);
 
+/* The defaults the commands start from: every field zero (threads from
+ * OMP_NUM_THREADS or the cores, no progress line, no quarantine), then
+ * comma-separated with a header, key column 1, key-sep '|', 1 GiB of
+ * memory, gzip level 1 output. */
+void rs_pipeline_opts_default(rs_pipeline_opts *po);
+
 /* The number of worker threads a run with opts->threads will use
  * (router contexts size their per-thread state with it). */
 int rs_pipeline_threads(const rs_pipeline_opts *opts);

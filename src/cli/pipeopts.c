@@ -97,13 +97,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
 
 void rs_cli_input_defaults(rs_pipeline_opts *po)
 {
-    memset(po, 0, sizeof *po);
-    po->dialect.delim = ',';
-    po->header = 1;
-    po->key_sep = '|';
-    po->memory = 1ULL << 30;
-    po->compress = 1;
-    po->level = 1;
+    rs_pipeline_opts_default(po);
 }
 
 static void on_signal(int sig)

@@ -1,6 +1,7 @@
-/* Writing a bucket or move directory: its data files' names and paths and
- * its manifest (bucket, dedup, plan --emit), and the thread check the jobs
- * make before they create an output. */
+/* What the jobs share about their outputs and options: a bucket or move
+ * directory's data file names and paths and its manifest (bucket, dedup,
+ * plan --emit), the pipeline options' defaults, and the thread check the
+ * jobs make before they create an output. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,17 @@
 #include "ringshard/deflate.h"
 #include "ringshard/util.h"
 #include "rs_config.h"
+
+void rs_pipeline_opts_default(rs_pipeline_opts *po)
+{
+    memset(po, 0, sizeof *po);
+    po->dialect.delim = ',';
+    po->header = 1;
+    po->key_sep = '|';
+    po->memory = 1ULL << 30;
+    po->compress = 1;
+    po->level = 1;
+}
 
 const char *rs_data_ext(int compress)
 {
