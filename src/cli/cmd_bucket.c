@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/outdir.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "ringshard/job_dedup.h"
 #include "ringshard/outdir.h"
 

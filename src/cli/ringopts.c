@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 
 const char rs_cli_ring_help[] =
     "Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n"

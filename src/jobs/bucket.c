@@ -1,8 +1,8 @@
 /* The bucket job (job_bucket.h): the library side of `ringshard bucket`. */
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cluster.h"  /* moves to src/cluster/ */
-#include "cli/world.h"    /* moves to src/cluster/ */
+#include "cluster/cluster.h"
+#include "cluster/world.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/manifest.h"

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli/cluster.h"  /* moves to src/cluster/ */
-#include "cli/world.h"    /* moves to src/cluster/ */
+#include "cluster/cluster.h"
+#include "cluster/world.h"
 #include "rs_config.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/dedup.h"

@@ -1,4 +1,4 @@
-/* cli/cluster.h - the commands' jobs run across MPI ranks (see world.h),
+/* cluster/cluster.h - the commands' jobs run across MPI ranks (see world.h),
  * with output byte-identical to a single process.
  *
  * A single process (size 1) runs exactly the single-process code: every

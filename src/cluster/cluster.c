@@ -1,4 +1,4 @@
-/* cli/cluster.c - one job over several MPI ranks, byte-identical to one
+/* cluster/cluster.c - one job over several MPI ranks, byte-identical to one
  * process.
  *
  * Why this shape. A single process writes, for every destination file, a
@@ -33,7 +33,7 @@
  * must be on a file system every rank sees (see README, "Running on a
  * cluster"); rank 0 alone creates, publishes or removes it. */
 #define _GNU_SOURCE
-#include "cli/cluster.h"
+#include "cluster/cluster.h"
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -42,8 +42,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli/cli.h"
-#include "cli/world.h"
+#include "ringshard/util.h"
+#include "cluster/world.h"
 #include "ringshard/deflate.h"
 #include "ringshard/log.h"
 
@@ -495,7 +495,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         return rs_pipeline_run(o, res, err);
     memset(res, 0, sizeof *res);
     res->header_input = -1;
-    double t0 = rs_cli_now();
+    double t0 = rs_now();
     uint32_t ndest = o->ndest;
 
     /* Who reads what: work items are the inputs' units (reader.h: a file
@@ -592,9 +592,9 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     }
 
     rs_pipeline_result mine;
-    double t_pipe = rs_cli_now();
+    double t_pipe = rs_now();
     rs_pipeline_run(&local, &mine, err);
-    t_pipe = rs_cli_now() - t_pipe;
+    t_pipe = rs_now() - t_pipe;
     res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     uint64_t *v = calloc(ndest ? 4 * (size_t)ndest : 1, sizeof *v), *at = NULL;
@@ -656,7 +656,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
         res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
     free(crc);
 
-    double t_copy = rs_cli_now();
+    double t_copy = rs_now();
     if (o->dest_paths) {
         /* Rank 0's pipeline created every file and wrote its own rows
          * into them; the other ranks copy their pieces after those. */
@@ -692,7 +692,7 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
                 close(fd);
         }
         rs_log(RS_LOG_INFO, "rank %d of %d: pipeline %.2f s (%llu rows), pieces copied and synced %.2f s", me,
-               rs_world_size(), t_pipe, (unsigned long long)mine.rows, rs_cli_now() - t_copy);
+               rs_world_size(), t_pipe, (unsigned long long)mine.rows, rs_now() - t_copy);
         if (rs_world_agree(err) != 0)
             goto done;
     }
@@ -707,7 +707,7 @@ done:
         for (uint32_t d = 0; d < ndest; d++)
             if (parts[d])
                 unlink(parts[d]);
-        rs_cli_free_strings(parts, ndest);
+        rs_free_strings(parts, ndest);
     }
     if (qpart) {
         unlink(qpart);
@@ -719,6 +719,6 @@ done:
     rs_pipeline_result_free(&mine);
     free(nunits);
     free(sizes);
-    res->seconds = rs_cli_now() - t0;
+    res->seconds = rs_now() - t0;
     return rc;
 }

@@ -1,4 +1,4 @@
-/* cli/world.h - the processes of one run: a single process, or the ranks of
+/* cluster/world.h - the processes of one run: a single process, or the ranks of
  * an MPI job (built with -DRINGSHARD_MPI=ON and started by mpirun or srun).
  *
  * The commands talk to the other ranks only through these few collective
