@@ -77,6 +77,52 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
     fputc('\n', stderr);
 }
 
+/* dedup's own options. 1 if c is one (recorded in a), 0 if not; -1 with
+ * err for a bad value, -2 with err for a usage error (err.msg: the message). */
+static int dedup_option(dedup_args *a, int c, const char *arg, rs_error *err)
+{
+switch (c) {
+    case 'o': a->outdir = arg; break;
+    case OPT_FORCE: a->force |= RS_OUTDIR_FORCE; break;
+    case OPT_FORCE_ANY: a->force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
+    case OPT_COMPRESS:
+    case OPT_TEMP_COMPRESS: {
+        int z;
+        if (rs_cli_compress_arg(c == OPT_COMPRESS ? "--compress" : "--temp-compress", arg, &z, err) != 0)
+            return -1;
+        if (c == OPT_COMPRESS)
+            a->compress = z;
+        else
+            a->temp_compress = z;
+        break;
+    }
+    case OPT_LEVEL:
+        if (rs_cli_level_arg("--level", arg, &a->level, err) != 0)
+            return -1;
+        break;
+    case OPT_KEEP:
+        if (!strcmp(arg, "first"))
+            a->keep_last = 0;
+        else if (!strcmp(arg, "last"))
+            a->keep_last = 1;
+        else
+            return rs_error_set(err, RS_EXIT_USAGE, "--keep: expected first or last"), -2;
+        break;
+    case OPT_BY:
+        if (!strcmp(arg, "key"))
+            a->by_row = 0;
+        else if (!strcmp(arg, "row"))
+            a->by_row = 1;
+        else
+            return rs_error_set(err, RS_EXIT_USAGE, "--by: expected key or row"), -2;
+        break;
+    case OPT_DUPLICATES: a->dups_path = arg; break;
+    case OPT_BUCKETS: a->buckets_dir = arg; break;
+    default: return 0;
+    }
+    return 1;
+}
+
 int rs_cmd_dedup(int argc, char **argv)
 {
     static const struct option longopts[] = {
@@ -116,43 +162,14 @@ int rs_cmd_dedup(int argc, char **argv)
                 a.key_given = 1;
             continue;
         }
-        switch (c) {
-        case 'o': a.outdir = optarg; break;
-        case OPT_FORCE: a.force |= RS_OUTDIR_FORCE; break;
-        case OPT_FORCE_ANY: a.force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
-        case OPT_COMPRESS:
-        case OPT_TEMP_COMPRESS: {
-            int z;
-            if (rs_cli_compress_arg(c == OPT_COMPRESS ? "--compress" : "--temp-compress", optarg, &z, &err) != 0)
+        if ((r = dedup_option(&a, c, optarg, &err)) != 0) {
+            if (r == -1)
                 return rs_cli_fail("dedup", &err);
-            if (c == OPT_COMPRESS)
-                a.compress = z;
-            else
-                a.temp_compress = z;
-            break;
+            if (r == -2)
+                return rs_cli_usage_error("dedup", err.msg);
+            continue;
         }
-        case OPT_LEVEL:
-            if (rs_cli_level_arg("--level", optarg, &a.level, &err) != 0)
-                return rs_cli_fail("dedup", &err);
-            break;
-        case OPT_KEEP:
-            if (!strcmp(optarg, "first"))
-                a.keep_last = 0;
-            else if (!strcmp(optarg, "last"))
-                a.keep_last = 1;
-            else
-                return rs_cli_usage_error("dedup", "--keep: expected first or last");
-            break;
-        case OPT_BY:
-            if (!strcmp(optarg, "key"))
-                a.by_row = 0;
-            else if (!strcmp(optarg, "row"))
-                a.by_row = 1;
-            else
-                return rs_cli_usage_error("dedup", "--by: expected key or row");
-            break;
-        case OPT_DUPLICATES: a.dups_path = optarg; break;
-        case OPT_BUCKETS: a.buckets_dir = optarg; break;
+        switch (c) {
         case 'h':
             fputs(dedup_help, stdout);
             fputs(rs_cli_input_help, stdout);
