@@ -23,7 +23,7 @@
 
 /* The size parsers live in the command-line front end, which is not part
  * of the library this test links. Its error printers ask for the MPI rank
- * (cli/world.c, which may need MPI): a single process is rank 0. */
+ * (cluster/world.c, which may need MPI): a single process is rank 0. */
 #include "cli/ringopts.c"
 int rs_world_rank(void) { return 0; }
 

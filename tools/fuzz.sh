@@ -76,7 +76,7 @@ CFG
     ar rcs "$B/libringshard_fuzz.a" "$B/obj"/*.o
     for h in $harnesses; do
         extra=
-        [ "$h" = size ] && extra="$ROOT/src/cli/ringopts.c $ROOT/src/cli/world.c"
+        [ "$h" = size ] && extra="$ROOT/src/cli/ringopts.c"
         echo "fuzz.sh: building fuzz_$h"
         # the checking code needs no comparison tracing (it slows each run
         # by half and steers nothing); the library keeps it

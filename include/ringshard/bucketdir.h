@@ -69,4 +69,37 @@ int rs_bucketdir_replaced(const rs_bucketdir *bd);
  * longer the directory that was opened, rewrites err to say so. */
 void rs_bucketdir_explain(const rs_bucketdir *bd, rs_error *err);
 
+/* Writing a bucket or move directory (bucket, dedup, plan --emit). */
+#include "ringshard/outdir.h"
+#include "ringshard/ring.h"
+
+/* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
+ * else ".csv". */
+const char *rs_data_ext(int compress);
+
+/* The data file name of node a (b NULL: a bucket) or of the move a -> b
+ * (plan --emit): rs_safe_filename of each, joined by "__", then
+ * rs_data_ext. malloc'd; NULL when out of memory. */
+char *rs_data_file(const char *a, const char *b, int compress);
+
+/* The paths of names[0..n) inside od's temporary directory: a malloc'd
+ * array of n malloc'd paths (rs_free_strings frees it), or NULL with err
+ * (RS_EXIT_IO) when out of memory. */
+char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err);
+
+/* Starts manifest m of `kind` for a finished pipeline run: the ring, the
+ * options that shape the files (key, delimiter, header, compression, keys
+ * only), every input's statistics, rejected rows and seconds; m->files gets
+ * room for nfiles entries (nfiles itself is left 0). Strings point into
+ * kind, ring, po and res (they must outlive m); m->inputs and m->files are
+ * malloc'd for the caller to free. The caller fills files, rows and bytes
+ * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
+ * when out of memory. */
+int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                      const rs_pipeline_result *res, size_t nfiles, rs_error *err);
+
+/* Writes m as manifest.json into od's temporary directory. Returns 0, or -1
+ * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
+int rs_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
+
 #endif

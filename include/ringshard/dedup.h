@@ -121,4 +121,27 @@ int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const c
 /* Writes bytes to f with \\ \t \n \r escaped (the --duplicates format). */
 void rs_dedup_put_escaped(FILE *f, const char *p, size_t len);
 
+/* A --duplicates part or report being written: a FILE over a descriptor
+ * that keeps the errno of its first failed write (rs_dedup_file leaves the
+ * report's errors to ferror at the end, when errno no longer says why). */
+typedef struct {
+    int fd;
+    int err;   /* errno of the first failure, 0 while none */
+} rs_dedup_report;
+
+/* Creates (truncates) path and returns a FILE writing to it through r;
+ * NULL with errno. Close it with rs_dedup_report_finish. */
+FILE *rs_dedup_report_open(const char *path, rs_dedup_report *r);
+
+/* Closes f (opened by rs_dedup_report_open with r): 0, or the errno of its
+ * first failure (EIO when none was kept). */
+int rs_dedup_report_finish(FILE *f, rs_dedup_report *r);
+
+/* Concatenates the per-bucket --duplicates parts[0..n) into tmp (created),
+ * in order, removing each part once copied, then fsyncs tmp: the report's
+ * temporary, renamed over the report when the output is published.
+ * Messages name the report as `shown`. Returns 0, or -1 with err
+ * (RS_EXIT_IO). */
+int rs_dedup_report_concat(const char *tmp, const char *shown, char *const *parts, size_t n, rs_error *err);
+
 #endif

@@ -101,7 +101,7 @@ typedef struct {
      * rank 0 listed them (the ranges were cut from that listing); a file
      * that lists otherwise here changed meanwhile, an error. NULL: none. */
     const uint64_t *expect_size, *expect_units;
-    /* lanes (cli/lanes.h: several pipelines of one process at once) */
+    /* lanes (cluster/lanes.h: several pipelines of one process at once) */
     int producers;               /* upper bound on the lanes, 0: automatic; the
                                     pipeline itself ignores it */
     size_t batch_bytes;          /* 0: the batch size follows from memory; else
@@ -193,9 +193,23 @@ size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *opts);
  * may be partial: the caller publishes nothing (see outdir.h). */
 int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_error *err);
 
+/* The defaults the commands start from: every field zero (threads from
+ * OMP_NUM_THREADS or the cores, no progress line, no quarantine), then
+ * comma-separated with a header, key column 1, key-sep '|', 1 GiB of
+ * memory, gzip level 1 output. */
+void rs_pipeline_opts_default(rs_pipeline_opts *po);
+
 /* The number of worker threads a run with opts->threads will use
  * (router contexts size their per-thread state with it). */
 int rs_pipeline_threads(const rs_pipeline_opts *opts);
+
+/* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers
+ * and the write-behind thread), then fills the OpenMP pool with N. libgomp
+ * cannot report a thread it fails to create - it prints its own message
+ * and exits, which would leave the output's temporary directory behind -
+ * so the jobs call this before creating it. Returns 0, or -1 with err
+ * (RS_EXIT_IO: the reason, "ulimit -u?"). */
+int rs_pipeline_threads_ready(int threads, rs_error *err);
 
 /* Routes every row to the node that owns its key on `ring` (one destination
  * per node, in node-list order), with batched lookups: sets ndest, route,

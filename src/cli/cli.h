@@ -4,12 +4,14 @@
 
 #include <getopt.h>
 #include <stdio.h>
+#include "ringshard/bucketdir.h"
 #include "ringshard/error.h"
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
+#include "ringshard/util.h"
 
 /* Long-option codes of the ring options shared by every command. */
 enum {
@@ -127,7 +129,7 @@ int rs_cli_fail(const char *cmd, const rs_error *err);
 int rs_cli_usage_error(const char *cmd, const char *msg);
 
 /* Monotonic seconds, for timings in summaries. */
-double rs_cli_now(void);
+static inline double rs_cli_now(void) { return rs_now(); }
 
 /* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
@@ -189,37 +191,33 @@ int rs_cli_level_check(const char *what, int compress, int level, rs_error *err)
  * exits RS_EXIT_USAGE). */
 int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);
 
-/* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
- * else ".csv". */
-const char *rs_cli_data_ext(int compress);
+/* The library's names for the helpers below (bucketdir.h, util.h,
+ * pipeline.h), kept for the commands. */
+static inline const char *rs_cli_data_ext(int compress) { return rs_data_ext(compress); }
 
-/* The data file name of node a (b NULL: a bucket) or of the move a -> b
- * (plan --emit): rs_safe_filename of each, joined by "__", then
- * rs_cli_data_ext. malloc'd; NULL when out of memory. */
-char *rs_cli_data_file(const char *a, const char *b, int compress);
+static inline char *rs_cli_data_file(const char *a, const char *b, int compress)
+{
+    return rs_data_file(a, b, compress);
+}
 
-/* The paths of names[0..n) inside od's temporary directory: a malloc'd
- * array of n malloc'd paths (rs_cli_free_strings frees it), or NULL with
- * err (RS_EXIT_IO) when out of memory. */
-char **rs_cli_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err);
+static inline char **rs_cli_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err)
+{
+    return rs_outdir_paths(od, names, n, err);
+}
 
-/* Frees list[0..n) and list itself; list may be NULL. */
-void rs_cli_free_strings(char **list, size_t n);
+static inline void rs_cli_free_strings(char **list, size_t n) { rs_free_strings(list, n); }
 
-/* Starts manifest m of `kind` for a finished pipeline run: the ring, the
- * options that shape the files (key, delimiter, header, compression, keys
- * only), every input's statistics, rejected rows and seconds; m->files gets
- * room for nfiles entries (nfiles itself is left 0). Strings point into
- * kind, ring, po and res (they must outlive m); m->inputs and m->files are
- * malloc'd for the caller to free. The caller fills files, rows and bytes
- * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
- * when out of memory. */
-int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
-                          const rs_pipeline_result *res, size_t nfiles, rs_error *err);
+static inline int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring,
+                                        const rs_pipeline_opts *po, const rs_pipeline_result *res, size_t nfiles,
+                                        rs_error *err)
+{
+    return rs_manifest_start(m, kind, ring, po, res, nfiles, err);
+}
 
-/* Writes m as manifest.json into od's temporary directory. Returns 0, or -1
- * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
-int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
+static inline int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err)
+{
+    return rs_outdir_manifest(od, m, err);
+}
 
 /* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
  * directory (a quarantine file, a report) when it lies inside outdir or
@@ -264,13 +262,7 @@ int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const r
  * instead of killing the process. */
 void rs_cli_install_signals(void);
 
-/* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers
- * and the write-behind thread), then fills the OpenMP pool with N. libgomp
- * cannot report a thread it fails to create - it prints its own message
- * and exits, which would leave the output's temporary directory behind -
- * so the commands call this before creating it. Returns 0, or -1 with err
- * (RS_EXIT_IO: the reason, "ulimit -u?"). */
-int rs_cli_threads_ready(int threads, rs_error *err);
+static inline int rs_cli_threads_ready(int threads, rs_error *err) { return rs_pipeline_threads_ready(threads, err); }
 
 /* The commands. */
 /* name, summary, and whether the command divides its work among MPI ranks

@@ -3,9 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/cluster.h"
-#include "cli/world.h"
-#include "ringshard/manifest.h"
+#include "cluster/world.h"
+#include "ringshard/job_bucket.h"
 #include "ringshard/outdir.h"
 
 static const char bucket_help[] =
@@ -32,56 +31,21 @@ static const char bucket_help[] =
 enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 
 
-/* The manifest of a finished run: one file per node. */
-static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
-                         const rs_ring *ring, char *const *names, rs_error *err)
-{
-    if (rs_cli_manifest_start(m, "buckets", ring, po, res, po->ndest, err) != 0)
-        return -1;
-    const rs_nodes *nodes = rs_ring_nodes(ring);
-    m->nfiles = po->ndest;
-    for (uint32_t d = 0; d < po->ndest; d++) {
-        const rs_dest_stats *ds = &res->dest[d];
-        m->files[d] = (rs_manifest_file){names[d], nodes->names[d], NULL, NULL, ds->rows, ds->bytes,
-                                         ds->file_bytes, ds->crc, 0};
-    }
-    m->rows = res->rows;
-    m->bytes = 0;  /* data bytes written (keys only: less than read) */
-    for (uint32_t d = 0; d < po->ndest; d++)
-        m->bytes += res->dest[d].bytes;
-    return 0;
-}
-
-/* Conservation: every row read is written once or rejected. */
-static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err)
-{
-    uint64_t in_rows = 0, in_bytes = 0, out_rows = 0, out_bytes = 0;
-    for (size_t i = 0; i < po->ninputs; i++)
-        in_rows += res->input[i].rows, in_bytes += res->input[i].bytes;
-    for (uint32_t d = 0; d < po->ndest; d++)
-        out_rows += res->dest[d].rows, out_bytes += res->dest[d].bytes;
-    if (in_rows != out_rows || (!po->keys_only && in_bytes != out_bytes))
-        return rs_error_set(err, RS_EXIT_IO,
-                            "internal error: rows/bytes not conserved (in %llu/%llu, out %llu/%llu); nothing published",
-                            (unsigned long long)in_rows, (unsigned long long)in_bytes, (unsigned long long)out_rows,
-                            (unsigned long long)out_bytes);
-    return 0;
-}
-
-static void summary(const rs_pipeline_opts *po, const rs_pipeline_result *res, const char *dir)
+/* The summary on stderr: rows, buckets, speed, the spread of rows per bucket. */
+static void summary(uint32_t ndest, const rs_pipeline_result *res, const char *dir)
 {
     uint64_t mn = UINT64_MAX, mx = 0;
-    for (uint32_t d = 0; d < po->ndest; d++) {
+    for (uint32_t d = 0; d < ndest; d++) {
         if (res->dest[d].rows < mn)
             mn = res->dest[d].rows;
         if (res->dest[d].rows > mx)
             mx = res->dest[d].rows;
     }
-    double mean = po->ndest ? (double)res->rows / po->ndest : 0;
+    double mean = ndest ? (double)res->rows / ndest : 0;
     fprintf(stderr,
             "ringshard bucket: %llu rows, %.1f MB into %u buckets in %s (%.2f s, %.2f M rows/s)\n"
             "  rows per bucket: min %llu, mean %.1f, max %llu, max/mean %.3f",
-            (unsigned long long)res->rows, res->bytes / 1e6, po->ndest, dir, res->seconds,
+            (unsigned long long)res->rows, res->bytes / 1e6, ndest, dir, res->seconds,
             res->seconds > 0 ? res->rows / res->seconds / 1e6 : 0, (unsigned long long)mn, mean,
             (unsigned long long)mx, mean > 0 ? mx / mean : 0);
     if (res->rejected)
@@ -146,53 +110,17 @@ int rs_cmd_bucket(int argc, char **argv)
         rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);
     }
-    const rs_nodes *nodes = rs_ring_nodes(ring);
-    rs_outdir od = {0};
-    rs_cluster_quarantine q = {0};
-    char **names = calloc(nodes->count, sizeof *names), **files = NULL;
-    rs_pipeline_result res = {0};
-    rs_manifest m = {0};
-    int rc = 0, begun = 0;
-    /* Failures up to the pipeline are agreed on by every rank (under MPI) */
-    for (uint32_t i = 0; names && i < nodes->count && !err.code; i++)
-        if (!(names[i] = rs_cli_data_file(nodes->names[i], NULL, po.compress)))
-            rs_error_set(&err, RS_EXIT_IO, "out of memory");
-    if (!names)
-        rs_error_set(&err, RS_EXIT_IO, "out of memory");
-    if (!err.code)
-        rs_cli_threads_ready(rs_pipeline_threads(&po), &err);
-    if (rs_cluster_outdir_begin(&od, outdir, force, &err) != 0)
-        goto out;
-    begun = 1;
-    files = rs_cli_outdir_paths(&od, (const char *const *)names, nodes->count, &err);
-    if (rs_cluster_quarantine_begin(&po, &od, &q, &err) != 0)   /* agrees on the above */
-        goto out;
-    rs_pipeline_route_by_ring(&po, ring);
-    po.dest_paths = (const char *const *)files;
-    po.write_behind = 1;
-    if (rs_cluster_pipeline_run(&po, &res, &err) != 0)
-        goto out;
-    /* every rank holds the merged statistics: all check, rank 0 writes */
-    if (check_conservation(&po, &res, &err) != 0)
-        goto out;
-    if (rs_world_rank() == 0 && fill_manifest(&m, &po, &res, ring, names, &err) == 0)
-        rs_cli_outdir_manifest(&od, &m, &err);
-out:;
-    double t_publish = rs_cli_now();
-    if (begun) {
-        if (rs_cluster_outdir_end(&od, &err) == 0 && !quiet && rs_world_rank() == 0) {
-            summary(&po, &res, outdir);
-            fprintf(stderr, "  flushed to disk and published in %.2f s\n", rs_cli_now() - t_publish);
-        }
+    rs_bucket_job_opts o = {po, ring, outdir, force};
+    rs_bucket_job_result res;
+    int rc = 0;
+    rs_bucket_job_run(&o, &res, &err);
+    if (res.published && !quiet && rs_world_rank() == 0) {  /* published, even if something failed after */
+        summary(rs_ring_nodes(ring)->count, &res.run, outdir);
+        fprintf(stderr, "  flushed to disk and published in %.2f s\n", res.publish_seconds);
     }
-    rs_cluster_quarantine_end(&q, 1, &err);   /* published with the directory: only released here */
     if (err.code)
         rc = rs_cli_fail("bucket", &err);
-    free(m.inputs);
-    free(m.files);
-    rs_pipeline_result_free(&res);
-    rs_cli_free_strings(files, nodes->count);
-    rs_cli_free_strings(names, nodes->count);
+    rs_bucket_job_result_free(&res);
     rs_ring_free(ring);
     return rc;
 }

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/cluster.h"
-#include "cli/world.h"
+#include "cluster/cluster.h"
+#include "cluster/world.h"
 #include "rs_config.h"
 #include "ringshard/json.h"
 #include "ringshard/bucketdir.h"

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli/cli.h"
-#include "cli/cluster.h"
+#include "cluster/cluster.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/stats.h"
 

@@ -31,7 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "ringshard/interrupt.h"
 
 typedef struct {

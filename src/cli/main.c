@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "rs_config.h"
 #include "ringshard/log.h"
 

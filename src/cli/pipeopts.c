@@ -1,6 +1,5 @@
 /* Input, CSV and execution options shared by the commands that read data
  * (bucket, plan with data, stats on data). */
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,13 +106,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
 
 void rs_cli_input_defaults(rs_pipeline_opts *po)
 {
-    memset(po, 0, sizeof *po);
-    po->dialect.delim = ',';
-    po->header = 1;
-    po->key_sep = '|';
-    po->memory = 1ULL << 30;
-    po->compress = 1;
-    po->level = 1;
+    rs_pipeline_opts_default(po);
 }
 
 static void on_signal(int sig)
@@ -157,40 +150,4 @@ void rs_cli_install_signals(void)
      * process after it published, with an exit code that hides the job's. */
     signal(SIGXFSZ, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-}
-
-static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static void *probe_main(void *arg)
-{
-    (void)arg;
-    pthread_mutex_lock(&probe_mu);   /* held by the prober until all are started */
-    pthread_mutex_unlock(&probe_mu);
-    return NULL;
-}
-
-int rs_cli_threads_ready(int threads, rs_error *err)
-{
-    pthread_t *t = calloc((size_t)threads, sizeof *t);
-    if (!t)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int made = 0, e = 0;
-    pthread_mutex_lock(&probe_mu);
-    while (made < threads && (e = pthread_create(&t[made], NULL, probe_main, NULL)) == 0)
-        made++;
-    pthread_mutex_unlock(&probe_mu);
-    for (int i = 0; i < made; i++)
-        pthread_join(t[i], NULL);
-    free(t);
-    if (made < threads)
-        return rs_error_set(err, RS_EXIT_IO,
-                            "cannot start the threads of -j %d (%d of them, with the write-behind thread): %s "
-                            "(a limit on processes, ulimit -u?); nothing written",
-                            threads, threads, strerror(e));
-    /* libgomp keeps its threads: later regions of as many reuse them */
-#pragma omp parallel num_threads(threads)
-    {
-        (void)0;
-    }
-    return 0;
 }

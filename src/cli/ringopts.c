@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "cli/cli.h"
-#include "cli/world.h"
+#include "cluster/world.h"
 
 const char rs_cli_ring_help[] =
     "Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n"
@@ -213,13 +213,6 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
         return RS_EXIT_USAGE;
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
-}
-
-double rs_cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len)

@@ -478,6 +478,82 @@ static int cmp_winner(const void *a, const void *b)
 
 static int skip_header(rstream *s, rs_error *err);
 
+/* The duplicates report of one file: a line per key (or row) with more
+ * than one copy, in first-occurrence order, with its count and (by key)
+ * the kept row; streaming, the kept rows are fetched by a second pass over
+ * the file. Apart from dedup_mem's per-row loop, which it follows. */
+static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const char *base, int streaming,
+                       int has_header, int depth, FILE *dups, size_t ndup, rs_error *err)
+{
+    rs_buf rowbuf = {0}, line = {0};
+    rstream s2;
+    memset(&s2, 0, sizeof s2);
+    const char *row;
+    size_t rowlen;
+    int r = 0, rc = -1;
+    entry **dl = malloc(ndup * sizeof *dl);
+    if (!dl) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    size_t n = 0;
+    for (size_t k = 0; k < t->cap; k++)
+        if (t->e[k].count > 1)
+            dl[n++] = &t->e[k];
+    const char *rows = base;
+    if (streaming && o->mode != RS_DEDUP_BY_ROW) {
+        /* fetch the kept rows of the duplicated keys */
+        qsort(dl, n, sizeof *dl, cmp_winner);
+        if (rs_open(&s2, s->path, o, 0, err) != 0 || (has_header && skip_header(&s2, err) != 0))
+            goto out;
+        uint64_t q = 0;
+        size_t p = 0;
+        while (p < n && (r = rs_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
+            if (q++ != dl[p]->winner)
+                continue;
+            dl[p]->woff = rowbuf.len;
+            dl[p]->wlen = (uint32_t)rowlen;
+            if (rs_buf_append(&rowbuf, row, rowlen) != 0) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory");
+                goto out;
+            }
+            p++;
+        }
+        if (p < n) {
+            if (r >= 0)
+                rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", s->path);
+            goto out;
+        }
+        rows = rowbuf.data;
+    }
+    qsort(dl, n, sizeof *dl, cmp_first);
+    for (size_t k = 0; k < n; k++) {
+        char num[32];
+        int nl = snprintf(num, sizeof num, "\t%llu", (unsigned long long)dl[k]->count);
+        line.len = 0;
+        if (esc_append(&line, tb_key(t, base, dl[k]), dl[k]->klen) != 0 ||
+            rs_buf_append(&line, num, (size_t)nl) != 0 ||
+            (o->mode != RS_DEDUP_BY_ROW &&
+             (rs_buf_append(&line, "\t", 1) != 0 || esc_append(&line, rows + dl[k]->woff, dl[k]->wlen) != 0)) ||
+            rs_buf_append(&line, "\n", 1) != 0) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+            goto out;
+        }
+        /* at the top level the caller checks ferror(o->dups) and names the file */
+        if (dups_line(dups, depth > 0, dl[k]->first, &line) != 0 && depth > 0) {
+            rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    rs_close(&s2);
+    rs_buf_free(&rowbuf);
+    rs_buf_free(&line);
+    free(dl);
+    return rc;
+}
+
 /* With streaming, s is read as a stream (not loaded): every key is copied
  * into the arena, and the kept rows of duplicated keys are fetched by a
  * second pass over the file (only for the duplicates report). */
@@ -485,9 +561,6 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
                      int depth, FILE *dups, uint64_t **bits, uint64_t *nrows, rowref **refs, rs_dedup_result *res,
                      rs_error *err)
 {
-    rs_buf rowbuf = {0}, line = {0};
-    rstream s2;
-    memset(&s2, 0, sizeof s2);
     size_t nref = 0, capref = 0;
     table t;
     if (tb_init(&t, rows_hint) != 0)
@@ -498,7 +571,6 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
     size_t rowlen, keylen;
     uint64_t i = 0;
     int r, rc = -1;
-    entry **dl = NULL;
     while ((r = rs_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint64_t h[2];
         rs_murmur3_x64_128(key, keylen, TABLE_SEED + (uint32_t)depth, h);
@@ -579,68 +651,10 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
             ndup++;
     }
     res->dup_keys += ndup;
-    if (dups && ndup) {
-        dl = malloc(ndup * sizeof *dl);
-        if (!dl) {
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-        size_t n = 0;
-        for (size_t k = 0; k < t.cap; k++)
-            if (t.e[k].count > 1)
-                dl[n++] = &t.e[k];
-        const char *rows = base;
-        if (streaming && o->mode != RS_DEDUP_BY_ROW) {
-            /* fetch the kept rows of the duplicated keys */
-            qsort(dl, n, sizeof *dl, cmp_winner);
-            if (rs_open(&s2, s->path, o, 0, err) != 0 || (has_header && skip_header(&s2, err) != 0))
-                goto out;
-            uint64_t q = 0;
-            size_t p = 0;
-            while (p < n && (r = rs_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
-                if (q++ != dl[p]->winner)
-                    continue;
-                dl[p]->woff = rowbuf.len;
-                dl[p]->wlen = (uint32_t)rowlen;
-                if (rs_buf_append(&rowbuf, row, rowlen) != 0) {
-                    rs_error_set(err, RS_EXIT_IO, "out of memory");
-                    goto out;
-                }
-                p++;
-            }
-            if (p < n) {
-                if (r >= 0)
-                    rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", s->path);
-                goto out;
-            }
-            rows = rowbuf.data;
-        }
-        qsort(dl, n, sizeof *dl, cmp_first);
-        for (size_t k = 0; k < n; k++) {
-            char num[32];
-            int nl = snprintf(num, sizeof num, "\t%llu", (unsigned long long)dl[k]->count);
-            line.len = 0;
-            if (esc_append(&line, tb_key(&t, base, dl[k]), dl[k]->klen) != 0 ||
-                rs_buf_append(&line, num, (size_t)nl) != 0 ||
-                (o->mode != RS_DEDUP_BY_ROW &&
-                 (rs_buf_append(&line, "\t", 1) != 0 || esc_append(&line, rows + dl[k]->woff, dl[k]->wlen) != 0)) ||
-                rs_buf_append(&line, "\n", 1) != 0) {
-                rs_error_set(err, RS_EXIT_IO, "out of memory");
-                goto out;
-            }
-            /* at the top level the caller checks ferror(o->dups) and names the file */
-            if (dups_line(dups, depth > 0, dl[k]->first, &line) != 0 && depth > 0) {
-                rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
-                goto out;
-            }
-        }
-    }
+    if (dups && ndup && report_dups(o, s, &t, base, streaming, has_header, depth, dups, ndup, err) != 0)
+        goto out;
     rc = 0;
 out:
-    rs_close(&s2);
-    rs_buf_free(&rowbuf);
-    rs_buf_free(&line);
-    free(dl);
     free(t.e);
     rs_buf_free(&t.arena);
     return rc;
@@ -682,6 +696,189 @@ static int dr_next(FILE *f, dtag *t)
     return ferror(f) ? -1 : 0;
 }
 
+/* The k sub-files of one split, and with a duplicates report theirs. */
+typedef struct {
+    uint32_t k;
+    char **names;
+    FILE **f;
+    uint64_t *rows, *bytes, *rank;   /* per sub-file: rows, bytes written; rows met when mapping back */
+    uint64_t **sb;                   /* per sub-file: its survivors' bitmap */
+    /* with dups: the sub-files' reports (tagged records, see dups_line) */
+    char **dnames;
+    FILE **df;
+    dtag *pend;
+    unsigned char *has;
+} subfiles;
+
+/* Names and creates the k sub-files (and report names with dups). */
+static int sub_create(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dups, rs_error *err)
+{
+    for (uint32_t i = 0; i < sf->k; i++) {
+        size_t len = strlen(o->tmpdir) + strlen(o->tmpname) + 48;
+        sf->names[i] = malloc(len);
+        if (!sf->names[i])
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        snprintf(sf->names[i], len, "%s/%s.split%d.%u", o->tmpdir, o->tmpname, depth, i);
+        if (dups) {
+            sf->dnames[i] = malloc(len);
+            if (!sf->dnames[i])
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            snprintf(sf->dnames[i], len, "%s/%s.dups%d.%u", o->tmpdir, o->tmpname, depth, i);
+        }
+        sf->f[i] = fopen(sf->names[i], "wb");
+        if (!sf->f[i])
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", sf->names[i], strerror(errno));
+        setvbuf(sf->f[i], NULL, _IOFBF, 1u << 16);
+    }
+    return 0;
+}
+
+/* Step 2: deduplicates each sub-file (rows_in is counted there), then
+ * opens their reports to be read back together, one record pending per
+ * sub-file. */
+static int sub_dedup(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dups, rs_dedup_result *res,
+                     rs_error *err)
+{
+    uint64_t rows_total = 0;
+    for (uint32_t i = 0; i < sf->k; i++)
+        rows_total += sf->rows[i];
+    for (uint32_t i = 0; i < sf->k; i++) {
+        uint64_t nr;
+        /* a sub-file that got (nearly) everything holds few keys with many
+         * copies: splitting it again would not help */
+        int hot = sf->rows[i] > 1000 && sf->rows[i] * 10 >= rows_total * 9;
+        FILE *sd = NULL;
+        if (dups && !(sd = fopen(sf->dnames[i], "wb")))
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", sf->dnames[i], strerror(errno));
+        if (sd)
+            setvbuf(sd, NULL, _IOFBF, 1u << 16);
+        int c = dedup_bits(o, sf->names[i], 0, depth + 1, hot, sf->rows[i], sf->bytes[i], sd, &sf->sb[i], &nr, res,
+                           err);
+        if (sd) {
+            int bad = ferror(sd);
+            if (fclose(sd) != 0)
+                bad = 1;
+            if (bad && c == 0) {
+                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", sf->dnames[i], strerror(errno));
+                c = -1;
+            }
+        }
+        if (c != 0)
+            return -1;
+        unlink(sf->names[i]);
+        free(sf->names[i]);
+        sf->names[i] = NULL;
+    }
+    for (uint32_t i = 0; dups && i < sf->k; i++) {
+        if (!(sf->df[i] = fopen(sf->dnames[i], "rb")))
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", sf->dnames[i], strerror(errno));
+        int c = dr_next(sf->df[i], &sf->pend[i]);
+        if (c < 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: read failed", sf->dnames[i]);
+        sf->has[i] = (unsigned char)c;
+    }
+    return 0;
+}
+
+/* Step 3: maps the sub-files' survivors back to this file's rows (a second
+ * read of path into s); with dups, emits each sub-file's report records
+ * when this pass reaches the row of their first occurrence (so in
+ * first-occurrence order here). */
+static int sub_map_back(const rs_dedup_opts *o, subfiles *sf, rstream *s, const char *path, int has_header,
+                        int depth, FILE *dups, uint64_t **bits, uint64_t *nrows, rs_error *err)
+{
+    rs_buf line = {0};
+    const char *row, *key;
+    size_t rowlen, keylen;
+    uint64_t n = 0, total = 0;
+    int r, rc = -1;
+    for (uint32_t i = 0; i < sf->k; i++)
+        total += sf->rows[i];
+    *bits = calloc((size_t)(total / 64 + 1), sizeof **bits);
+    if (!*bits) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    if (rs_open(s, path, o, 1, err) != 0 || (has_header && skip_header(s, err) != 0))
+        goto out;
+    while ((r = rs_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+        uint32_t j = sub_of(key, keylen, depth, sf->k);
+        uint64_t q = sf->rank[j]++;
+        if (n >= total || q >= sf->rows[j]) {
+            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
+            goto out;
+        }
+        if (sf->sb[j][q / 64] >> (q % 64) & 1)
+            (*bits)[n / 64] |= 1ULL << (n % 64);
+        if (dups && sf->has[j] && sf->pend[j].first == q) {
+            line.len = 0;
+            if (rs_buf_reserve(&line, (size_t)sf->pend[j].len) != 0) {
+                rs_error_set(err, RS_EXIT_IO, "out of memory");
+                goto out;
+            }
+            if (fread(line.data, 1, (size_t)sf->pend[j].len, sf->df[j]) != sf->pend[j].len) {
+                rs_error_set(err, RS_EXIT_IO, "%s: read failed", sf->dnames[j]);
+                goto out;
+            }
+            line.len = (size_t)sf->pend[j].len;
+            if (dups_line(dups, depth > 0, n, &line) != 0 && depth > 0) {
+                rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
+                goto out;
+            }
+            int c = dr_next(sf->df[j], &sf->pend[j]);
+            if (c < 0 || (c == 1 && sf->pend[j].first <= q)) {
+                rs_error_set(err, RS_EXIT_IO, "%s: read failed", sf->dnames[j]);
+                goto out;
+            }
+            sf->has[j] = (unsigned char)c;
+        }
+        n++;
+    }
+    if (r < 0)
+        goto out;
+    for (uint32_t i = 0; dups && i < sf->k; i++)
+        if (sf->has[i]) {
+            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
+            goto out;
+        }
+    *nrows = n;
+    rc = 0;
+out:
+    rs_buf_free(&line);
+    return rc;
+}
+
+/* Removes what is left of the sub-files and frees the lists. */
+static void sub_free(subfiles *sf)
+{
+    for (uint32_t i = 0; i < sf->k; i++) {
+        if (sf->f && sf->f[i])
+            fclose(sf->f[i]);
+        if (sf->names && sf->names[i]) {
+            unlink(sf->names[i]);
+            free(sf->names[i]);
+        }
+        if (sf->sb)
+            free(sf->sb[i]);
+        if (sf->df && sf->df[i])
+            fclose(sf->df[i]);
+        if (sf->dnames && sf->dnames[i]) {
+            unlink(sf->dnames[i]);
+            free(sf->dnames[i]);
+        }
+    }
+    free(sf->dnames);
+    free(sf->df);
+    free(sf->pend);
+    free(sf->has);
+    free(sf->names);
+    free(sf->f);
+    free(sf->rows);
+    free(sf->bytes);
+    free(sf->rank);
+    free(sf->sb);
+}
+
 static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header, int depth, uint64_t rows_hint,
                        uint64_t bytes_hint, FILE *dups, uint64_t **bits, uint64_t *nrows, rs_dedup_result *res,
                        rs_error *err)
@@ -689,49 +886,22 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     uint64_t need = bytes_hint + rows_hint * RS_DEDUP_ROW_COST + 2ULL * RS_DEDUP_CHUNK;
     uint64_t k64 = 2 * ((need + o->budget - 1) / o->budget);
     uint32_t k = k64 < 2 ? 2 : k64 > RS_DEDUP_MAX_FANOUT ? RS_DEDUP_MAX_FANOUT : (uint32_t)k64;
-    char **names = calloc(k, sizeof *names);
-    FILE **f = calloc(k, sizeof *f);
-    uint64_t *rows = calloc(k, sizeof *rows), *bytes = calloc(k, sizeof *bytes), *rank = calloc(k, sizeof *rank);
-    uint64_t **sb = calloc(k, sizeof *sb);
-    /* with dups: the sub-files' reports (tagged records, see dups_line) */
-    char **dnames = dups ? calloc(k, sizeof *dnames) : NULL;
-    FILE **df = dups ? calloc(k, sizeof *df) : NULL;
-    dtag *pend = dups ? calloc(k, sizeof *pend) : NULL;
-    unsigned char *has = dups ? calloc(k, 1) : NULL;
-    rs_buf line = {0};
+    subfiles sf = {k, calloc(k, sizeof(char *)), calloc(k, sizeof(FILE *)), calloc(k, sizeof(uint64_t)),
+                   calloc(k, sizeof(uint64_t)), calloc(k, sizeof(uint64_t)), calloc(k, sizeof(uint64_t *)),
+                   dups ? calloc(k, sizeof(char *)) : NULL, dups ? calloc(k, sizeof(FILE *)) : NULL,
+                   dups ? calloc(k, sizeof(dtag)) : NULL, dups ? calloc(k, 1) : NULL};
     rstream s = {0};
     int rc = -1, r;
     const char *row, *key;
     size_t rowlen, keylen;
-    uint64_t n = 0;
     res->splits++;
-    if (!names || !f || !rows || !bytes || !rank || !sb || (dups && (!dnames || !df || !pend || !has))) {
+    if (!sf.names || !sf.f || !sf.rows || !sf.bytes || !sf.rank || !sf.sb ||
+        (dups && (!sf.dnames || !sf.df || !sf.pend || !sf.has))) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    for (uint32_t i = 0; i < k; i++) {
-        size_t len = strlen(o->tmpdir) + strlen(o->tmpname) + 48;
-        names[i] = malloc(len);
-        if (!names[i]) {
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            goto out;
-        }
-        snprintf(names[i], len, "%s/%s.split%d.%u", o->tmpdir, o->tmpname, depth, i);
-        if (dups) {
-            dnames[i] = malloc(len);
-            if (!dnames[i]) {
-                rs_error_set(err, RS_EXIT_IO, "out of memory");
-                goto out;
-            }
-            snprintf(dnames[i], len, "%s/%s.dups%d.%u", o->tmpdir, o->tmpname, depth, i);
-        }
-        f[i] = fopen(names[i], "wb");
-        if (!f[i]) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", names[i], strerror(errno));
-            goto out;
-        }
-        setvbuf(f[i], NULL, _IOFBF, 1u << 16);
-    }
+    if (sub_create(o, &sf, depth, dups, err) != 0)
+        goto out;
     /* 1: distribute (the input's first read: checked) */
     if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
         goto out;
@@ -739,157 +909,36 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         s.chk = o->check;
     while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, k);
-        if (fwrite(row, 1, rowlen, f[j]) != rowlen || putc('\n', f[j]) == EOF) {
-            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", names[j], strerror(errno));
+        if (fwrite(row, 1, rowlen, sf.f[j]) != rowlen || putc('\n', sf.f[j]) == EOF) {
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", sf.names[j], strerror(errno));
             goto out;
         }
-        rows[j]++;
-        bytes[j] += rowlen + 1;
+        sf.rows[j]++;
+        sf.bytes[j] += rowlen + 1;
     }
     if (r < 0)
         goto out;
     rs_close(&s);
     for (uint32_t i = 0; i < k; i++) {
-        int c = fclose(f[i]);
-        f[i] = NULL;
+        int c = fclose(sf.f[i]);
+        sf.f[i] = NULL;
         if (c != 0) {
-            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", names[i], strerror(errno));
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", sf.names[i], strerror(errno));
             goto out;
         }
     }
-    /* 2: deduplicate each sub-file (rows_in is counted there) */
-    uint64_t rows_total = 0;
-    for (uint32_t i = 0; i < k; i++)
-        rows_total += rows[i];
-    for (uint32_t i = 0; i < k; i++) {
-        uint64_t nr;
-        /* a sub-file that got (nearly) everything holds few keys with many
-         * copies: splitting it again would not help */
-        int hot = rows[i] > 1000 && rows[i] * 10 >= rows_total * 9;
-        FILE *sd = NULL;
-        if (dups && !(sd = fopen(dnames[i], "wb"))) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", dnames[i], strerror(errno));
-            goto out;
-        }
-        if (sd)
-            setvbuf(sd, NULL, _IOFBF, 1u << 16);
-        int c = dedup_bits(o, names[i], 0, depth + 1, hot, rows[i], bytes[i], sd, &sb[i], &nr, res, err);
-        if (sd) {
-            int bad = ferror(sd);
-            if (fclose(sd) != 0)
-                bad = 1;
-            if (bad && c == 0) {
-                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", dnames[i], strerror(errno));
-                c = -1;
-            }
-        }
-        if (c != 0)
-            goto out;
-        unlink(names[i]);
-        free(names[i]);
-        names[i] = NULL;
-    }
-    /* the reports are read back together, one record pending per sub-file */
-    for (uint32_t i = 0; dups && i < k; i++) {
-        if (!(df[i] = fopen(dnames[i], "rb"))) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", dnames[i], strerror(errno));
-            goto out;
-        }
-        int c = dr_next(df[i], &pend[i]);
-        if (c < 0) {
-            rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[i]);
-            goto out;
-        }
-        has[i] = (unsigned char)c;
-    }
-    /* 3: map the sub-files' survivors back to this file's rows; with dups,
-     * emit each sub-file's report records when this pass reaches the row
-     * of their first occurrence (so in first-occurrence order here) */
-    uint64_t total = 0;
-    for (uint32_t i = 0; i < k; i++)
-        total += rows[i];
-    *bits = calloc((size_t)(total / 64 + 1), sizeof **bits);
-    if (!*bits) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    /* 2 and 3 */
+    if (sub_dedup(o, &sf, depth, dups, res, err) != 0 ||
+        sub_map_back(o, &sf, &s, path, has_header, depth, dups, bits, nrows, err) != 0)
         goto out;
-    }
-    if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
-        goto out;
-    while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
-        uint32_t j = sub_of(key, keylen, depth, k);
-        uint64_t q = rank[j]++;
-        if (n >= total || q >= rows[j]) {
-            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
-            goto out;
-        }
-        if (sb[j][q / 64] >> (q % 64) & 1)
-            (*bits)[n / 64] |= 1ULL << (n % 64);
-        if (dups && has[j] && pend[j].first == q) {
-            line.len = 0;
-            if (rs_buf_reserve(&line, (size_t)pend[j].len) != 0) {
-                rs_error_set(err, RS_EXIT_IO, "out of memory");
-                goto out;
-            }
-            if (fread(line.data, 1, (size_t)pend[j].len, df[j]) != pend[j].len) {
-                rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[j]);
-                goto out;
-            }
-            line.len = (size_t)pend[j].len;
-            if (dups_line(dups, depth > 0, n, &line) != 0 && depth > 0) {
-                rs_error_set(err, RS_EXIT_IO, "duplicates report: write failed: %s", strerror(errno));
-                goto out;
-            }
-            int c = dr_next(df[j], &pend[j]);
-            if (c < 0 || (c == 1 && pend[j].first <= q)) {
-                rs_error_set(err, RS_EXIT_IO, "%s: read failed", dnames[j]);
-                goto out;
-            }
-            has[j] = (unsigned char)c;
-        }
-        n++;
-    }
-    if (r < 0)
-        goto out;
-    for (uint32_t i = 0; dups && i < k; i++)
-        if (has[i]) {
-            rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", path);
-            goto out;
-        }
-    *nrows = n;
     rc = 0;
 out:
     rs_close(&s);
-    for (uint32_t i = 0; i < k; i++) {
-        if (f && f[i])
-            fclose(f[i]);
-        if (names && names[i]) {
-            unlink(names[i]);
-            free(names[i]);
-        }
-        if (sb)
-            free(sb[i]);
-        if (df && df[i])
-            fclose(df[i]);
-        if (dnames && dnames[i]) {
-            unlink(dnames[i]);
-            free(dnames[i]);
-        }
-    }
-    free(dnames);
-    free(df);
-    free(pend);
-    free(has);
-    rs_buf_free(&line);
+    sub_free(&sf);
     if (rc != 0 && bits) {
         free(*bits);
         *bits = NULL;
     }
-    free(names);
-    free(f);
-    free(rows);
-    free(bytes);
-    free(rank);
-    free(sb);
     return rc;
 }
 

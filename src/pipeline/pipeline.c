@@ -23,7 +23,7 @@
  *    RS_SEGMENTS segments at record boundaries, by the same parity rule.
  *    Inflating one gzip stream is serial, so one thread produces a batch
  *    (several inputs are inflated at once by several pipelines of one
- *    process, "lanes": cli/cluster.c; opts batch_bytes and tid_base serve them).
+ *    process, "lanes": cluster/cluster.c; opts batch_bytes and tid_base serve them).
  *    It inflates RS_READ_STEP bytes at a time and counts their quotes at
  *    once, while they are in its cache, keeping a count every RS_QCK bytes
  *    from which the cuts are found: two more passes over a cold 64 MiB
@@ -771,7 +771,15 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
  * at a record boundary (its incomplete last record waits in s->carry), or
  * sets b->end after the last input, or b->err. One thread at a time. A
  * unit whose counts are to be checked ends with a batch marked unit_last,
- * an empty one if need be. */
+ * an empty one if need be.
+ *
+ * Kept whole, as parse_range is (issue 19): it is the producer's loop, the
+ * critical path without compression (Performance in the README), tuned by
+ * measurement - quotes counted as the bytes are inflated, while they are
+ * in cache, and the ramp at each input's start. Cutting it into
+ * functions would pass its dozen locals through pointers or a struct,
+ * which the measured code keeps in registers; its steps are commented in
+ * place instead. */
 static void produce(pipe_state *s, batch *b)
 {
     const rs_pipeline_opts *o = s->o;
@@ -1031,7 +1039,15 @@ static inline int scatter_row(rs_buf *out, const char *row, size_t len)
     return 0;
 }
 
-/* Parses segments [sa, sb) of batch b on thread tid (as routers see it: with opts tid_base). */
+/* Parses segments [sa, sb) of batch b on thread tid (as routers see it: with opts tid_base).
+ *
+ * The per-row hot loop (scan a record, take its key, hash and place it in
+ * blocks of RS_BLOCK with prefetch, scatter the row), kept whole on purpose
+ * (issue 19): the block's arrays, the scanner state and the prefetch
+ * distance live in one frame, and the code was measured as it is
+ * (README, Performance: prefetching in the parser). Its
+ * steps are commented in place; split, they would cost calls or a struct
+ * of state on every row for no reader's gain. */
 static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
                         thread_acc *acc)
 {
@@ -1533,7 +1549,7 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *o)
 
 /* A lane (opts batch_bytes): the batch size is its process's, and its
  * share of --memory must hold 8 of them besides the threads and one parse
- * group (cli/lanes.c chooses the lanes so that it does). */
+ * group (cluster/lanes.c chooses the lanes so that it does). */
 static int plan_memory(const rs_pipeline_opts *o, int T, mem_plan *m, rs_error *err);
 
 static int given_batch_fits(const rs_pipeline_opts *o, mem_plan *m, rs_error *err)
@@ -1636,18 +1652,421 @@ static void progress_line(pipe_state *s, double t0, int final)
         fputc('\n', stderr);
 }
 
+/* What one run holds besides pipe_state: the outputs, the per-group and
+ * per-thread buffers, the quarantine file and the write-behind thread
+ * (rs_pipeline_run's steps below share it). */
+typedef struct {
+    int T, G;                  /* threads; parse groups */
+    uint32_t ndest;
+    size_t member_keep;        /* a thread's member buffer kept between batches */
+    dest_file *df;
+    scatter sc;
+    thread_acc *acc;           /* [G] */
+    rs_deflater **dz;          /* [T] */
+    rs_buf *members;           /* [T] */
+    rs_error *terr;            /* [T] */
+    FILE *quarantine;
+    rs_writeback *wb;
+    uint64_t *wb_lens;
+    uint64_t *input_records, *input_lines;  /* [ninputs]: numbering continued across batches */
+    int headers_written;
+    double t0, last_progress;
+} run_state;
+
+/* The buffers of a run. -1 with err when out of memory. */
+static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    uint32_t ndest = r->ndest;
+    size_t cap = s->cap;
+    int G = r->G, T = r->T;
+    r->member_keep = cap / (size_t)T > ((size_t)64 << 10) ? cap / (size_t)T : (size_t)64 << 10;
+    rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
+           T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
+    r->df = calloc(ndest ? ndest : 1, sizeof *r->df);
+    r->sc.rows = calloc((size_t)G * (ndest ? ndest : 1), sizeof *r->sc.rows);
+    if (o->dest_paths)
+        r->sc.bufs = calloc((size_t)G * ndest, sizeof *r->sc.bufs);
+    r->acc = calloc((size_t)G, sizeof *r->acc);
+    r->dz = calloc((size_t)T, sizeof *r->dz);
+    r->members = calloc((size_t)T, sizeof *r->members);
+    r->terr = calloc((size_t)T, sizeof *r->terr);
+    if (!res->dest || !res->input || !r->df || !r->sc.rows || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
+        !r->members || !r->terr || grow_batch(&s->b[0], cap) != 0 || grow_batch(&s->b[1], cap) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
+                            (unsigned long long)o->memory);
+    for (uint32_t d = 0; d < ndest; d++)
+        r->df[d].fd = -1;
+    return 0;
+}
+
+/* Every input's units (reader.h), their sizes and the total the progress
+ * line shows; a cluster rank's range checked. */
+static int list_units(pipe_state *s, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    s->units = calloc(o->ninputs ? o->ninputs : 1, sizeof *s->units);
+    s->nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *s->nunits);
+    if (!s->units || !s->nunits)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    uint64_t unit_bytes = o->unit_bytes ? o->unit_bytes : rs_unit_bytes();
+    s->whole = units_read_whole(o);
+    for (size_t i = 0; i < o->ninputs; i++) {
+        res->input[i].path = o->inputs[i];
+        if (rs_input_units_at(input_dirfd(o), input_name(o, i), o->inputs[i], unit_bytes, &s->units[i], &s->nunits[i],
+                              &res->input[i].size, err) != 0) {
+            if (rs_interrupt_pending()) {  /* an open of a FIFO cut short by a signal */
+                rs_error_clear(err);
+                rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            }
+            return -1;
+        }
+        if (o->expect_size && o->expect_size[i] != UINT64_MAX &&
+            (o->expect_size[i] != res->input[i].size || o->expect_units[i] != (uint64_t)s->nunits[i]))
+            return rs_error_set(err, RS_EXIT_IO,
+                                "%s: the file changed while it was read (%llu bytes in %llu units when the ranks "
+                                "divided the work, %llu bytes in %llu units now)",
+                                o->inputs[i], (unsigned long long)o->expect_size[i],
+                                (unsigned long long)o->expect_units[i], (unsigned long long)res->input[i].size,
+                                (unsigned long long)s->nunits[i]);
+        s->total_size += res->input[i].size;
+        if (o->progress && res->input[i].size == 0 && !input_size_known(o, i))
+            s->size_unknown = 1;
+        /* Read whole: unit 0 becomes the file, read as a stream to its end
+         * with nothing checked, as gzip from another tool is. The list
+         * keeps its length: a cluster rank's range indexes the same list
+         * (see unit_to). */
+        if (s->whole)
+            s->units[i][0] = (rs_input_unit){0, res->input[i].size, 0, 0, 0, 0, 0, 0};
+    }
+    /* a cluster rank's range names existing units and is not empty */
+    if (o->ninputs && (o->unit_lo >= s->nunits[0] || (o->ninputs == 1 && o->unit_hi && o->unit_hi <= o->unit_lo)))
+        return rs_error_set(err, RS_EXIT_IO, "internal error: unit range %u..%u of %s", o->unit_lo, o->unit_hi,
+                            o->inputs[0]);
+    if (o->unit_lo || o->unit_hi) {  /* a cluster rank: the total is that of its units */
+        s->total_size = 0;
+        for (uint32_t i = 0; i < o->ninputs; i++)
+            for (uint32_t k = unit_from(s, i); k < unit_to(s, i); k++)
+                s->total_size += s->units[i][k].size;
+    }
+    s->unit = o->ninputs ? o->unit_lo : 0;
+    skip_empty_ranges(s);
+    return 0;
+}
+
+/* The destinations, the quarantine file (with its header line), the
+ * compressors and the write-behind thread. */
+static int open_outputs(pipe_state *s, run_state *r, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    if (o->dest_paths && open_dests(o, r->df, err) != 0)
+        return -1;
+    if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
+        /* /dev/stdout may be a shell's `>> log`: "w" would empty it */
+        r->quarantine = fopen(o->quarantine, rs_outfile_in_place(o->quarantine) ? "a" : "w");
+        if (!r->quarantine)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", quarantine_name(o),
+                                strerror(errno));
+        fputs("input\tline\trecord\treason\trow\n", r->quarantine);
+    }
+    if (o->compress && o->dest_paths)
+        for (int t = 0; t < r->T; t++)
+            if (!(r->dz[t] = rs_compressor_new(o->compress, o->level, o->codec)))
+                return rs_error_set(err, RS_EXIT_IO, "out of memory for the compressors");
+
+    if (o->write_behind && o->dest_paths) {
+        int *fds = malloc((r->ndest ? r->ndest : 1) * sizeof *fds);
+        for (uint32_t d = 0; fds && d < r->ndest; d++)
+            fds[d] = r->df[d].fd;
+        r->wb = fds ? rs_writeback_start(fds, r->ndest) : NULL;  /* NULL: none, no harm */
+        free(fds);
+        r->wb_lens = r->wb ? calloc(r->ndest ? r->ndest : 1, sizeof *r->wb_lens) : NULL;
+    }
+    return 0;
+}
+
+/* The header line of every destination (keys only: the key columns'
+ * names), written once the first batch shows what it is; kept in
+ * res->header_out. */
+static int emit_headers(pipe_state *s, run_state *r, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    rs_buf line = {0};
+    if (o->keys_only && o->header && res->header) {
+        for (uint32_t k = 0; k < s->keyspec.ncols; k++) {
+            if (k)
+                rs_buf_append(&line, &o->key_sep, 1);
+            const char *name = res->header_fields[s->keyspec.cols[k]];
+            quote_key(&line, name, strlen(name), o->dialect.delim);
+        }
+        rs_buf_append(&line, "\n", 1);
+    } else if (res->header) {
+        rs_buf_append(&line, res->header, res->header_len);
+        rs_buf_append(&line, "\n", 1);
+    }
+    if (line.len) {
+        free(res->header_out);
+        if (!(res->header_out = malloc(line.len))) {
+            rs_buf_free(&line);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        memcpy(res->header_out, line.data, line.len);
+        res->header_out_len = line.len;
+    }
+    int wr = o->no_header ? 0 : write_headers(o, &line, r->df, err);
+    rs_buf_free(&line);
+    if (wr != 0)
+        return -1;
+    r->headers_written = 1;
+    return 0;
+}
+
+/* One batch, b, while `next` is produced. 0 to go on, -1 with err to stop. */
+static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    int G = r->G, T = r->T;
+    uint32_t ndest = r->ndest;
+    scatter *sc = &r->sc;
+    thread_acc *acc = r->acc;
+    /* One parallel region a batch. Whoever arrives first produces the
+     * next batch (inflating it) while the others parse this one's
+     * groups; the thread that finishes the last group merges the counts
+     * and checks for errors in input order; then all compress and
+     * write. The producer joins whatever step is under way when it is
+     * done: no barrier waits for it before the end of the region. */
+    if (b->unit_first && b->unit > 0) {  /* numbering continues from the unit's base */
+        r->input_lines[b->input] = b->line_base;
+        r->input_records[b->input] = b->record_base;
+    }
+    r->input_lines[b->input] += b->start_line;
+    if (b->bad && take_bad_batch(s, b, r->quarantine, r->input_lines, r->input_records, err) != 0) {
+        res->fail_input = b->input;
+        return -1;
+    }
+    for (int g = 0; g < G; g++) {
+        thread_acc *a = &acc[g];
+        a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
+        a->crc = 0;
+        a->crc_len = 0;
+        a->fault.failed = 0;
+        a->oom = 0;
+        a->quarantine.len = 0;
+        a->qmarks.len = 0;
+    }
+    memset(sc->rows, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc->rows);
+    batch_sched bs = {0};
+    int failed = 0;
+#pragma omp parallel num_threads(T)
+    {
+        int t = omp_get_thread_num();
+        if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0)
+            produce(s, next);
+        for (;;) {
+            int g = __atomic_fetch_add(&bs.next_group, 1, __ATOMIC_RELAXED);
+            if (g >= G)
+                break;
+            if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
+                parse_range(s, b, t + s->o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, sc, &acc[g]);
+            if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
+                failed = merge_batch(s, b, acc, G, r->quarantine, r->input_lines, r->input_records, err);
+                __atomic_store_n(&bs.phase, failed ? 2 : 1, __ATOMIC_RELEASE);
+            }
+        }
+        wait_for_phase(&bs.phase);
+        if (bs.phase == 1 && o->dest_paths) {
+            const void *pieces[RS_SEGMENTS];
+            size_t lens[RS_SEGMENTS];
+            for (;;) {
+                uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
+                if (d0 >= ndest)
+                    break;
+                for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
+                    if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
+                        break;
+                    if (write_dest(o, sc, G, d, r->dz[t], &r->members[t], &r->df[d], pieces, lens, &r->terr[t]) != 0)
+                        __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
+                    /* A thread keeps a small member buffer only: T
+                     * of them sized for the largest member each met
+                     * would be T batches (-j 256). */
+                    if (r->members[t].cap > r->member_keep)
+                        rs_buf_free(&r->members[t]);
+                }
+            }
+        }
+    }
+    int werr = bs.werr;
+    rs_test_pause("batch_written");
+    /* Stop within the batch: under mpirun, the launcher kills a rank
+     * that does not exit about two seconds after a ^C (Open MPI's
+     * odls_base_sigkill_timeout), too soon to finish a large batch. */
+    if (rs_pipeline_interrupted()) {
+        rs_error_clear(err);
+        return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    }
+    if (failed || (b->unit_last && check_unit(o, b, r->input_lines, r->input_records, err) != 0)) {
+        res->fail_input = b->input;
+        return -1;
+    }
+    if (werr) {
+        for (int t = 0; t < T; t++)
+            if (r->terr[t].code)
+                return rs_error_set(err, r->terr[t].code, "%s", r->terr[t].msg);
+        return -1;
+    }
+    if (!o->dest_paths)
+        for (int g = 0; g < G; g++)
+            for (uint32_t d = 0; d < ndest; d++)
+                r->df[d].st.rows += sc->rows[(size_t)g * ndest + d];
+    if (r->wb_lens) {
+        for (uint32_t d = 0; d < ndest; d++)
+            r->wb_lens[d] = r->df[d].st.file_bytes;
+        rs_writeback_post(r->wb, r->wb_lens);
+    }
+    return 0;
+}
+
+/* The batches, two slots: one parsed and written while the other is
+ * produced. Stops at the end of the inputs or at the first error. */
+static void run_batches(pipe_state *s, run_state *r, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    r->last_progress = now();
+    r->input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_records);
+    r->input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_lines);
+    int slot = 0;
+    produce(s, &s->b[0]);
+    for (;;) {
+        batch *b = &s->b[slot], *next = &s->b[1 - slot];
+        /* First: a read that a signal cut short failed because of it */
+        if (rs_interrupt_pending()) {
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            break;
+        }
+        if (b->err.code) {
+            rs_error_set(err, b->err.code, "%s", b->err.msg);
+            s->res->fail_input = b->input;
+            break;
+        }
+        if (o->dest_paths && !r->headers_written && (b->end || b->len) && emit_headers(s, r, err) != 0)
+            break;
+        if (b->end)
+            break;
+        if (run_batch(s, r, b, next, err) != 0)
+            break;
+        slot = 1 - slot;
+        if (o->progress && now() - r->last_progress > 0.25) {
+            progress_line(s, r->t0, 0);
+            r->last_progress = now();
+        }
+    }
+    rs_writeback_stop(r->wb);  /* before the files are closed */
+    r->wb = NULL;
+    free(r->input_records);
+    free(r->input_lines);
+}
+
+/* After the last batch: the final progress line, the destinations closed
+ * and their statistics into res, the quarantine file flushed. */
+static int finish_run(pipe_state *s, run_state *r, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    if (err->code != 0) {
+        if (o->progress)
+            fputc('\n', stderr);
+        return -1;
+    }
+    if (o->progress)
+        progress_line(s, r->t0, 1);
+    for (uint32_t d = 0; d < r->ndest; d++) {
+        res->dest[d] = r->df[d].st;
+        if (r->df[d].fd >= 0 && close(r->df[d].fd) != 0 && err->code == 0)
+            rs_error_set(err, RS_EXIT_IO, "%s: close failed: %s", o->dest_paths[d], strerror(errno));
+        r->df[d].fd = -1;
+    }
+    if (r->quarantine) {
+        errno = 0;
+        int flushed = fflush(r->quarantine) == 0 && !ferror(r->quarantine);
+        int e = s->quarantine_errno ? s->quarantine_errno : errno ? errno : EIO;
+        if (!flushed)
+            rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", quarantine_name(o), strerror(e));
+    }
+    return err->code ? -1 : 0;
+}
+
+/* Releases what the run holds; the header fields go to res. */
+static void run_free(pipe_state *s, run_state *r)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_pipeline_result *res = s->res;
+    uint32_t ndest = r->ndest;
+    int G = r->G, T = r->T;
+    rs_writeback_stop(r->wb);
+    free(r->wb_lens);
+    if (s->rd)
+        rs_reader_close(s->rd);
+    for (size_t i = 0; s->units && i < o->ninputs; i++)
+        free(s->units[i]);
+    free(s->units);
+    free(s->nunits);
+    rs_buf_free(&s->carry);
+    if (r->quarantine)
+        fclose(r->quarantine);
+    for (uint32_t d = 0; d < ndest; d++)
+        if (r->df && r->df[d].fd >= 0)
+            close(r->df[d].fd);
+    if (r->sc.bufs)
+        for (size_t i = 0; i < (size_t)G * ndest; i++)
+            rs_buf_free(&r->sc.bufs[i]);
+    for (int t = 0; r->acc && t < G; t++) {
+        rs_buf_free(&r->acc[t].quarantine);
+        rs_buf_free(&r->acc[t].qmarks);
+        rs_buf_free(&r->acc[t].scratch);
+    }
+    for (int t = 0; r->dz && t < T; t++)
+        rs_deflater_free(r->dz[t]);
+    for (int t = 0; r->members && t < T; t++)
+        rs_buf_free(&r->members[t]);
+    free(r->sc.bufs);
+    free(r->sc.rows);
+    free(r->acc);
+    free(r->dz);
+    free(r->members);
+    free(r->terr);
+    free(r->df);
+    free(s->b[0].data);
+    free(s->b[1].data);
+    free(s->b[0].qck);
+    free(s->b[1].qck);
+    rs_buf_free(&s->b[0].bad_row);
+    rs_buf_free(&s->b[1].bad_row);
+    if (!s->header_fields.data || !res->header_fields) {
+        rs_buf_free(&s->header_fields);
+    } else {
+        /* header_fields point into this buffer: hand it to the result */
+        res->header_fields_storage = s->header_fields.data;
+    }
+}
+
 int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     memset(res, 0, sizeof *res);
     res->header_input = -1;
     res->fail_input = -1;
-    double t0 = now();
-    int T = rs_pipeline_threads(o);
-    uint32_t ndest = o->ndest;
+    run_state r;
+    memset(&r, 0, sizeof r);
+    r.t0 = now();
+    int T = r.T = rs_pipeline_threads(o);
+    r.ndest = o->ndest;
     mem_plan mp;
     if (plan_memory(o, T, &mp, err) != 0)
         return -1;
-    res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
+    res->dest = calloc(r.ndest ? r.ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     pipe_state s;
     memset(&s, 0, sizeof s);
@@ -1666,339 +2085,18 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     if (local.dialect.max_record == 0)
         local.dialect.max_record = cap / 2;
     s.o = &local;
-    o = &local;
 
     /* Groups of segments are parsed dynamically, so that the thread that
      * inflates the next batch simply takes fewer; each has its own scatter
      * buffers and counts, merged in order. */
-    int G = mp.G;
-    size_t member_keep = cap / (size_t)T > ((size_t)64 << 10) ? cap / (size_t)T : (size_t)64 << 10;
-    rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
-           T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
-    dest_file *df = calloc(ndest ? ndest : 1, sizeof *df);
-    scatter sc = {0};
-    sc.rows = calloc((size_t)G * (ndest ? ndest : 1), sizeof *sc.rows);
-    if (o->dest_paths)
-        sc.bufs = calloc((size_t)G * ndest, sizeof *sc.bufs);
-    thread_acc *acc = calloc((size_t)G, sizeof *acc);
-    rs_deflater **dz = calloc((size_t)T, sizeof *dz);
-    rs_buf *members = calloc((size_t)T, sizeof *members);
-    rs_error *terr = calloc((size_t)T, sizeof *terr);
-    FILE *quarantine = NULL;
-    rs_writeback *wb = NULL;
-    uint64_t *wb_lens = NULL;
+    r.G = mp.G;
     int rc = -1;
-    if (!res->dest || !res->input || !df || !sc.rows || (o->dest_paths && !sc.bufs) || !acc || !dz || !members ||
-        !terr || grow_batch(&s.b[0], cap) != 0 || grow_batch(&s.b[1], cap) != 0) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
-                     (unsigned long long)o->memory);
-        goto done;
+    if (run_alloc(&s, &r, err) == 0 && list_units(&s, err) == 0 && open_outputs(&s, &r, err) == 0) {
+        run_batches(&s, &r, err);
+        rc = finish_run(&s, &r, err);
     }
-    for (uint32_t d = 0; d < ndest; d++)
-        df[d].fd = -1;
-    s.units = calloc(o->ninputs ? o->ninputs : 1, sizeof *s.units);
-    s.nunits = calloc(o->ninputs ? o->ninputs : 1, sizeof *s.nunits);
-    if (!s.units || !s.nunits) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-        goto done;
-    }
-    uint64_t unit_bytes = o->unit_bytes ? o->unit_bytes : rs_unit_bytes();
-    s.whole = units_read_whole(o);
-    for (size_t i = 0; i < o->ninputs; i++) {
-        res->input[i].path = o->inputs[i];
-        if (rs_input_units_at(input_dirfd(o), input_name(o, i), o->inputs[i], unit_bytes, &s.units[i], &s.nunits[i],
-                              &res->input[i].size, err) != 0) {
-            if (rs_interrupt_pending()) {  /* an open of a FIFO cut short by a signal */
-                rs_error_clear(err);
-                rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-            }
-            goto done;
-        }
-        if (o->expect_size && o->expect_size[i] != UINT64_MAX &&
-            (o->expect_size[i] != res->input[i].size || o->expect_units[i] != (uint64_t)s.nunits[i])) {
-            rs_error_set(err, RS_EXIT_IO,
-                         "%s: the file changed while it was read (%llu bytes in %llu units when the ranks divided "
-                         "the work, %llu bytes in %llu units now)",
-                         o->inputs[i], (unsigned long long)o->expect_size[i], (unsigned long long)o->expect_units[i],
-                         (unsigned long long)res->input[i].size, (unsigned long long)s.nunits[i]);
-            goto done;
-        }
-        s.total_size += res->input[i].size;
-        if (o->progress && res->input[i].size == 0 && !input_size_known(o, i))
-            s.size_unknown = 1;
-        /* Read whole: unit 0 becomes the file, read as a stream to its end
-         * with nothing checked, as gzip from another tool is. The list
-         * keeps its length: a cluster rank's range indexes the same list
-         * (see unit_to). */
-        if (s.whole)
-            s.units[i][0] = (rs_input_unit){0, res->input[i].size, 0, 0, 0, 0, 0, 0};
-    }
-    /* a cluster rank's range names existing units and is not empty */
-    if (o->ninputs && (o->unit_lo >= s.nunits[0] || (o->ninputs == 1 && o->unit_hi && o->unit_hi <= o->unit_lo))) {
-        rs_error_set(err, RS_EXIT_IO, "internal error: unit range %u..%u of %s", o->unit_lo, o->unit_hi, o->inputs[0]);
-        goto done;
-    }
-    if (o->unit_lo || o->unit_hi) {  /* a cluster rank: the total is that of its units */
-        s.total_size = 0;
-        for (uint32_t i = 0; i < o->ninputs; i++)
-            for (uint32_t k = unit_from(&s, i); k < unit_to(&s, i); k++)
-                s.total_size += s.units[i][k].size;
-    }
-    s.unit = o->ninputs ? o->unit_lo : 0;
-    skip_empty_ranges(&s);
-    if (o->dest_paths && open_dests(o, df, err) != 0)
-        goto done;
-    if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
-        /* /dev/stdout may be a shell's `>> log`: "w" would empty it */
-        quarantine = fopen(o->quarantine, rs_outfile_in_place(o->quarantine) ? "a" : "w");
-        if (!quarantine) {
-            rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", quarantine_name(o),
-                         strerror(errno));
-            goto done;
-        }
-        fputs("input\tline\trecord\treason\trow\n", quarantine);
-    }
-    if (o->compress && o->dest_paths)
-        for (int t = 0; t < T; t++)
-            if (!(dz[t] = rs_compressor_new(o->compress, o->level, o->codec))) {
-                rs_error_set(err, RS_EXIT_IO, "out of memory for the compressors");
-                goto done;
-            }
-
-    if (o->write_behind && o->dest_paths) {
-        int *fds = malloc((ndest ? ndest : 1) * sizeof *fds);
-        for (uint32_t d = 0; fds && d < ndest; d++)
-            fds[d] = df[d].fd;
-        wb = fds ? rs_writeback_start(fds, ndest) : NULL;  /* NULL: none, no harm */
-        free(fds);
-        wb_lens = wb ? calloc(ndest ? ndest : 1, sizeof *wb_lens) : NULL;
-    }
-
-    int headers_written = 0;
-    double last_progress = now();
-    uint64_t *input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_records);
-    uint64_t *input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *input_lines);
-    int slot = 0;
-    produce(&s, &s.b[0]);
-    for (;;) {
-        batch *b = &s.b[slot], *next = &s.b[1 - slot];
-        /* First: a read that a signal cut short failed because of it */
-        if (rs_interrupt_pending()) {
-            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-            break;
-        }
-        if (b->err.code) {
-            rs_error_set(err, b->err.code, "%s", b->err.msg);
-            res->fail_input = b->input;
-            break;
-        }
-        if (o->dest_paths && !headers_written && (b->end || b->len)) {
-            rs_buf line = {0};
-            if (o->keys_only && o->header && res->header) {
-                for (uint32_t k = 0; k < s.keyspec.ncols; k++) {
-                    if (k)
-                        rs_buf_append(&line, &o->key_sep, 1);
-                    const char *name = res->header_fields[s.keyspec.cols[k]];
-                    quote_key(&line, name, strlen(name), o->dialect.delim);
-                }
-                rs_buf_append(&line, "\n", 1);
-            } else if (res->header) {
-                rs_buf_append(&line, res->header, res->header_len);
-                rs_buf_append(&line, "\n", 1);
-            }
-            if (line.len) {
-                free(res->header_out);
-                if (!(res->header_out = malloc(line.len))) {
-                    rs_buf_free(&line);
-                    rs_error_set(err, RS_EXIT_IO, "out of memory");
-                    break;
-                }
-                memcpy(res->header_out, line.data, line.len);
-                res->header_out_len = line.len;
-            }
-            int wr = o->no_header ? 0 : write_headers(o, &line, df, err);
-            rs_buf_free(&line);
-            if (wr != 0)
-                break;
-            headers_written = 1;
-        }
-        if (b->end)
-            break;
-
-        /* One parallel region a batch. Whoever arrives first produces the
-         * next batch (inflating it) while the others parse this one's
-         * groups; the thread that finishes the last group merges the counts
-         * and checks for errors in input order; then all compress and
-         * write. The producer joins whatever step is under way when it is
-         * done: no barrier waits for it before the end of the region. */
-        if (b->unit_first && b->unit > 0) {  /* numbering continues from the unit's base */
-            input_lines[b->input] = b->line_base;
-            input_records[b->input] = b->record_base;
-        }
-        input_lines[b->input] += b->start_line;
-        if (b->bad && take_bad_batch(&s, b, quarantine, input_lines, input_records, err) != 0) {
-            res->fail_input = b->input;
-            break;
-        }
-        for (int g = 0; g < G; g++) {
-            thread_acc *a = &acc[g];
-            a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
-            a->crc = 0;
-            a->crc_len = 0;
-            a->fault.failed = 0;
-            a->oom = 0;
-            a->quarantine.len = 0;
-            a->qmarks.len = 0;
-        }
-        memset(sc.rows, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc.rows);
-        batch_sched bs = {0};
-        int failed = 0;
-#pragma omp parallel num_threads(T)
-        {
-            int t = omp_get_thread_num();
-            if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0)
-                produce(&s, next);
-            for (;;) {
-                int g = __atomic_fetch_add(&bs.next_group, 1, __ATOMIC_RELAXED);
-                if (g >= G)
-                    break;
-                if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
-                    parse_range(&s, b, t + o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &sc, &acc[g]);
-                if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
-                    failed = merge_batch(&s, b, acc, G, quarantine, input_lines, input_records, err);
-                    __atomic_store_n(&bs.phase, failed ? 2 : 1, __ATOMIC_RELEASE);
-                }
-            }
-            wait_for_phase(&bs.phase);
-            if (bs.phase == 1 && o->dest_paths) {
-                const void *pieces[RS_SEGMENTS];
-                size_t lens[RS_SEGMENTS];
-                for (;;) {
-                    uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
-                    if (d0 >= ndest)
-                        break;
-                    for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
-                        if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
-                            break;
-                        if (write_dest(o, &sc, G, d, dz[t], &members[t], &df[d], pieces, lens, &terr[t]) != 0)
-                            __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
-                        /* A thread keeps a small member buffer only: T
-                         * of them sized for the largest member each met
-                         * would be T batches (-j 256). */
-                        if (members[t].cap > member_keep)
-                            rs_buf_free(&members[t]);
-                    }
-                }
-            }
-        }
-        int werr = bs.werr;
-        rs_test_pause("batch_written");
-        /* Stop within the batch: under mpirun, the launcher kills a rank
-         * that does not exit about two seconds after a ^C (Open MPI's
-         * odls_base_sigkill_timeout), too soon to finish a large batch. */
-        if (rs_pipeline_interrupted()) {
-            rs_error_clear(err);
-            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-            break;
-        }
-        if (failed || (b->unit_last && check_unit(o, b, input_lines, input_records, err) != 0)) {
-            res->fail_input = b->input;
-            break;
-        }
-        if (werr) {
-            for (int t = 0; t < T; t++)
-                if (terr[t].code) {
-                    rs_error_set(err, terr[t].code, "%s", terr[t].msg);
-                    break;
-                }
-            break;
-        }
-        if (!o->dest_paths)
-            for (int g = 0; g < G; g++)
-                for (uint32_t d = 0; d < ndest; d++)
-                    df[d].st.rows += sc.rows[(size_t)g * ndest + d];
-        if (wb_lens) {
-            for (uint32_t d = 0; d < ndest; d++)
-                wb_lens[d] = df[d].st.file_bytes;
-            rs_writeback_post(wb, wb_lens);
-        }
-        slot = 1 - slot;
-        if (o->progress && now() - last_progress > 0.25) {
-            progress_line(&s, t0, 0);
-            last_progress = now();
-        }
-    }
-    rs_writeback_stop(wb);  /* before the files are closed */
-    wb = NULL;
-    free(input_records);
-    free(input_lines);
-    if (err->code == 0) {
-        if (o->progress)
-            progress_line(&s, t0, 1);
-        for (uint32_t d = 0; d < ndest; d++) {
-            res->dest[d] = df[d].st;
-            if (df[d].fd >= 0 && close(df[d].fd) != 0 && err->code == 0)
-                rs_error_set(err, RS_EXIT_IO, "%s: close failed: %s", o->dest_paths[d], strerror(errno));
-            df[d].fd = -1;
-        }
-        if (quarantine) {
-            errno = 0;
-            int flushed = fflush(quarantine) == 0 && !ferror(quarantine);
-            int e = s.quarantine_errno ? s.quarantine_errno : errno ? errno : EIO;
-            if (!flushed)
-                rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", quarantine_name(o), strerror(e));
-        }
-        rc = err->code ? -1 : 0;
-    } else if (o->progress) {
-        fputc('\n', stderr);
-    }
-done:
-    rs_writeback_stop(wb);
-    free(wb_lens);
-    if (s.rd)
-        rs_reader_close(s.rd);
-    for (size_t i = 0; s.units && i < o->ninputs; i++)
-        free(s.units[i]);
-    free(s.units);
-    free(s.nunits);
-    rs_buf_free(&s.carry);
-    if (quarantine)
-        fclose(quarantine);
-    for (uint32_t d = 0; d < ndest; d++)
-        if (df && df[d].fd >= 0)
-            close(df[d].fd);
-    if (sc.bufs)
-        for (size_t i = 0; i < (size_t)G * ndest; i++)
-            rs_buf_free(&sc.bufs[i]);
-    for (int t = 0; acc && t < G; t++) {
-        rs_buf_free(&acc[t].quarantine);
-        rs_buf_free(&acc[t].qmarks);
-        rs_buf_free(&acc[t].scratch);
-    }
-    for (int t = 0; dz && t < T; t++)
-        rs_deflater_free(dz[t]);
-    for (int t = 0; members && t < T; t++)
-        rs_buf_free(&members[t]);
-    free(sc.bufs);
-    free(sc.rows);
-    free(acc);
-    free(dz);
-    free(members);
-    free(terr);
-    free(df);
-    free(s.b[0].data);
-    free(s.b[1].data);
-    free(s.b[0].qck);
-    free(s.b[1].qck);
-    rs_buf_free(&s.b[0].bad_row);
-    rs_buf_free(&s.b[1].bad_row);
-    if (!s.header_fields.data || !res->header_fields) {
-        rs_buf_free(&s.header_fields);
-    } else {
-        /* header_fields point into this buffer: hand it to the result */
-        res->header_fields_storage = s.header_fields.data;
-    }
-    res->seconds = now() - t0;
+    run_free(&s, &r);
+    res->seconds = now() - r.t0;
     return rc;
 }
 

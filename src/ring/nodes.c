@@ -124,6 +124,90 @@ static int cmp_name_line(const void *a, const void *b)
     return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
+/* One line of a node list, NUL-terminated in line (l bytes; blanks and
+ * the comment are cut in place): `name [weight] [down]`, the name maybe
+ * quoted. Returns 1 with *name (into line), *weight and *down; 0 for a
+ * line without a node (blank, comment); -1 with err (RS_EXIT_DATA, naming
+ * origin and lineno). */
+static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno, char **name_out, double *weight_out,
+                      int *down_out, rs_error *err)
+{
+    if (memchr(line, '\0', l))
+        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: NUL byte in node list", origin, lineno);
+    /* a name in double quotes may hold blanks and '#' ("" is a quote) */
+    char *start = line + strspn(line, " \t"), *name, *rest;
+    if (*start == '"') {
+        name = start + 1;
+        rest = unquote(start);
+        if (!rest)
+            return rs_error_set(err, RS_EXIT_DATA, "%s:%u: unterminated quoted node name (the quote at column %zu)",
+                                origin, lineno, (size_t)(start - line) + 1);
+        if (*rest && *rest != ' ' && *rest != '\t' && *rest != '#')
+            return rs_error_set(err, RS_EXIT_DATA,
+                                "%s:%u: unexpected '%c' after the quoted node name (expected a blank, '#' or the end)",
+                                origin, lineno, *rest);
+    } else {
+        name = NULL;
+        rest = line;
+    }
+    char *hash = strchr(rest, '#');
+    if (hash)
+        *hash = '\0';
+    char *save = NULL;
+    if (!name) {
+        name = strtok_r(rest, " \t", &save);
+        if (!name)
+            return 0;
+        rest = NULL;
+    }
+    const char *why = name_problem(name);
+    if (why)
+        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why);
+    double weight = 1.0;
+    int down = 0;
+    char *tok = strtok_r(rest, " \t", &save);
+    if (tok && strcmp(tok, "down") != 0) {
+        char *endp;
+        errno = 0;
+        weight = strtod(tok, &endp);
+        if (*endp || errno || !(weight > 0) || !isfinite(weight))
+            return rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight '%s' of node '%s' is not a positive number",
+                                origin, lineno, tok, name);
+        tok = strtok_r(NULL, " \t", &save);
+    }
+    if (tok && strcmp(tok, "down") == 0) {
+        down = 1;
+        tok = strtok_r(NULL, " \t", &save);
+    }
+    if (tok)
+        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected '%s' after node '%s' (expected: name [weight] [down])",
+                            origin, lineno, tok, name);
+    *name_out = name;
+    *weight_out = weight;
+    *down_out = down;
+    return 1;
+}
+
+/* A name given twice is an error naming both lines (lines[i]: node i's). */
+static int check_duplicates(const rs_nodes *n, const uint32_t *lines, const char *origin, rs_error *err)
+{
+    name_line *idx = malloc(n->count * sizeof *idx);
+    if (!idx)
+        return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", origin);
+    for (uint32_t i = 0; i < n->count; i++)
+        idx[i] = (name_line){n->names[i], lines[i]};
+    qsort(idx, n->count, sizeof *idx, cmp_name_line);
+    for (uint32_t i = 1; i < n->count; i++)
+        if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name '%s' (first on line %u)", origin,
+                         idx[i].line, idx[i].name, idx[i - 1].line);
+            free(idx);
+            return -1;
+        }
+    free(idx);
+    return 0;
+}
+
 int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin, rs_error *err)
 {
     memset(n, 0, sizeof *n);
@@ -147,68 +231,13 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
         memcpy(line, text + pos, l);
         line[l] = '\0';
         pos = end + 1;
-        if (memchr(line, '\0', l)) {
-            rs_error_set(err, RS_EXIT_DATA, "%s:%u: NUL byte in node list", origin, lineno);
+        char *name;
+        double weight;
+        int down, got = parse_line(line, l, origin, lineno, &name, &weight, &down, err);
+        if (got < 0)
             goto fail;
-        }
-        /* a name in double quotes may hold blanks and '#' ("" is a quote) */
-        char *start = line + strspn(line, " \t"), *name, *rest;
-        if (*start == '"') {
-            name = start + 1;
-            rest = unquote(start);
-            if (!rest) {
-                rs_error_set(err, RS_EXIT_DATA, "%s:%u: unterminated quoted node name (the quote at column %zu)",
-                             origin, lineno, (size_t)(start - line) + 1);
-                goto fail;
-            }
-            if (*rest && *rest != ' ' && *rest != '\t' && *rest != '#') {
-                rs_error_set(err, RS_EXIT_DATA,
-                             "%s:%u: unexpected '%c' after the quoted node name (expected a blank, '#' or the end)",
-                             origin, lineno, *rest);
-                goto fail;
-            }
-        } else {
-            name = NULL;
-            rest = line;
-        }
-        char *hash = strchr(rest, '#');
-        if (hash)
-            *hash = '\0';
-        char *save = NULL;
-        if (!name) {
-            name = strtok_r(rest, " \t", &save);
-            if (!name)
-                continue;
-            rest = NULL;
-        }
-        const char *why = name_problem(name);
-        if (why) {
-            rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why);
-            goto fail;
-        }
-        double weight = 1.0;
-        int down = 0;
-        char *tok = strtok_r(rest, " \t", &save);
-        if (tok && strcmp(tok, "down") != 0) {
-            char *endp;
-            errno = 0;
-            weight = strtod(tok, &endp);
-            if (*endp || errno || !(weight > 0) || !isfinite(weight)) {
-                rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight '%s' of node '%s' is not a positive number",
-                             origin, lineno, tok, name);
-                goto fail;
-            }
-            tok = strtok_r(NULL, " \t", &save);
-        }
-        if (tok && strcmp(tok, "down") == 0) {
-            down = 1;
-            tok = strtok_r(NULL, " \t", &save);
-        }
-        if (tok) {
-            rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected '%s' after node '%s' (expected: name [weight] [down])",
-                         origin, lineno, tok, name);
-            goto fail;
-        }
+        if (got == 0)
+            continue;
         if (append_unchecked(n, name, weight, err) != 0)
             goto fail;
         n->down[n->count - 1] = (uint8_t)down;
@@ -225,20 +254,8 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
         rs_error_set(err, RS_EXIT_DATA, "%s: no nodes in the node list", origin);
         goto fail;
     }
-    name_line *idx = malloc(n->count * sizeof *idx);
-    if (!idx)
-        goto oom;
-    for (uint32_t i = 0; i < n->count; i++)
-        idx[i] = (name_line){n->names[i], lines[i]};
-    qsort(idx, n->count, sizeof *idx, cmp_name_line);
-    for (uint32_t i = 1; i < n->count; i++)
-        if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
-            rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name '%s' (first on line %u)", origin,
-                         idx[i].line, idx[i].name, idx[i - 1].line);
-            free(idx);
-            goto fail;
-        }
-    free(idx);
+    if (check_duplicates(n, lines, origin, err) != 0)
+        goto fail;
     free(lines);
     free(line);
     return 0;

@@ -1,4 +1,4 @@
-/* cli/cluster.c - one job over several MPI ranks, byte-identical to one
+/* cluster/cluster.c - one job over several MPI ranks, byte-identical to one
  * process.
  *
  * Why this shape. A single process writes, for every destination file, a
@@ -36,7 +36,7 @@
  * Lanes: ranks made of threads. One pipeline has one producer (an inflate
  * is serial), so a process never reads faster than one inflate: the wall
  * on a 16- or 64-core machine. So a rank divides its range once more,
- * among P lanes (cli/lanes.c): pthreads of the process, each running the
+ * among P lanes (cluster/lanes.c): pthreads of the process, each running the
  * ordinary pipeline with its own OpenMP team (threads/P threads) on a
  * contiguous sub-range, lane 0 into the rank's files (the destination
  * files on rank 0, its pieces elsewhere), lane k into "<file>.lane<k>"
@@ -60,7 +60,7 @@
  * are one lane. Lanes stop at batch boundaries like the pipeline; the
  * piece copy checks for a stop signal too, and nothing is published. */
 #define _GNU_SOURCE
-#include "cli/cluster.h"
+#include "cluster/cluster.h"
 #include <errno.h>
 #include <stdint.h>
 #include <fcntl.h>
@@ -69,9 +69,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "cli/cli.h"
-#include "cli/lanes.h"
-#include "cli/world.h"
+#include "ringshard/util.h"
+#include "cluster/lanes.h"
+#include "cluster/world.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/testhook.h"
 #include "ringshard/deflate.h"
@@ -741,7 +741,7 @@ static void merge_stats(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
 static void copy_pieces(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, char **parts,
                         const uint64_t *at, double t_pipe, rs_error *err)
 {
-    double t_copy = rs_cli_now();
+    double t_copy = rs_now();
     int last = -1;
     for (uint32_t d = 0; d < o->ndest && !err->code && g->rank != 0; d++) {
         uint64_t len = mine->dest[d].file_bytes;
@@ -779,7 +779,7 @@ static void copy_pieces(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
             close(fd);
     }
     rs_log(RS_LOG_INFO, "%s %d of %d: pipeline %.2f s (%llu rows), pieces copied and synced %.2f s", g->tag, g->rank,
-           g->size, t_pipe, (unsigned long long)mine->rows, rs_cli_now() - t_copy);
+           g->size, t_pipe, (unsigned long long)mine->rows, rs_now() - t_copy);
 }
 
 /* This member's options: its range; member 0 writes the level's files
@@ -829,7 +829,7 @@ static int group_run(rs_group *g, const rs_pipeline_opts *o, const unit_list *ul
     memset(res, 0, sizeof *res);
     res->header_input = -1;
     res->fail_input = -1;
-    double t0 = rs_cli_now();
+    double t0 = rs_now();
     uint32_t ndest = o->ndest;
     member_range m;
     cut_range(g, o, ul, &m);
@@ -841,9 +841,9 @@ static int group_run(rs_group *g, const rs_pipeline_opts *o, const unit_list *ul
     member_opts(g, o, ul, &m, &local, &sub, &parts, &qpart);
 
     rs_pipeline_result mine;
-    double t_pipe = rs_cli_now();
+    double t_pipe = rs_now();
     run(g, &local, &sub, &mine, err, ctx);
-    t_pipe = rs_cli_now() - t_pipe;
+    t_pipe = rs_now() - t_pipe;
     res->dest = calloc(ndest ? ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     uint64_t *at = calloc(ndest ? ndest : 1, sizeof *at);
@@ -874,7 +874,7 @@ done:
         for (uint32_t d = 0; d < ndest; d++)
             if (parts[d])
                 unlink(parts[d]);
-        rs_cli_free_strings(parts, ndest);
+        rs_free_strings(parts, ndest);
     }
     if (qpart) {
         unlink(qpart);
@@ -882,7 +882,7 @@ done:
     }
     free(at);
     rs_pipeline_result_free(&mine);
-    res->seconds = rs_cli_now() - t0;
+    res->seconds = rs_now() - t0;
     return rc;
 }
 
@@ -968,9 +968,9 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     int rc;
     if (R == 1) {
         rs_pipeline_opts all = *o;
-        double t0 = rs_cli_now();
+        double t0 = rs_now();
         rc = rank_lanes(&world, &all, &ul, res, err, NULL);
-        res->seconds = rs_cli_now() - t0;
+        res->seconds = rs_now() - t0;
     } else {
         rc = group_run(&world, o, &ul, rank_lanes, NULL, res, err);
     }

@@ -1,4 +1,4 @@
-/* cli/lanes.c - the lanes of one process: how many, and the thread group
+/* cluster/lanes.c - the lanes of one process: how many, and the thread group
  * they talk through (see lanes.h; the design is in cluster.c).
  *
  * A collective is two barriers: every member posts a pointer to its
@@ -6,7 +6,7 @@
  * every slot into memory of its own, and waits again before anyone may
  * reuse its contribution (or overwrite it in place with the result).
  * Collectives are a few dozen a run: a barrier costs nothing there. */
-#include "cli/lanes.h"
+#include "cluster/lanes.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>

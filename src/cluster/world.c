@@ -1,13 +1,13 @@
-/* cli/world.c - single process or MPI ranks, behind one small interface.
+/* cluster/world.c - single process or MPI ranks, behind one small interface.
  *
- * Only the command layer knows about MPI: the library (pipeline, codecs,
- * ring) is the same in both builds, and every rank runs the ordinary
+ * Only the cluster layer knows about MPI: the layers below (pipeline,
+ * codecs, ring) are the same in both builds, and every rank runs the ordinary
  * threaded pipeline on its share of the inputs (see cluster.c). Threads
  * never call MPI (MPI_THREAD_FUNNELED is enough): OpenMP regions are
  * entered and left between collective calls. */
 #include <stdlib.h>
 #include <string.h>
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "ringshard/deflate.h"
 #include "rs_config.h"
 

@@ -1,4 +1,4 @@
-/* cli/world.h - the processes of one run: a single process, or the ranks of
+/* cluster/world.h - the processes of one run: a single process, or the ranks of
  * an MPI job (built with -DRINGSHARD_MPI=ON and started by mpirun or srun).
  *
  * The commands talk to the other ranks only through these few collective
@@ -70,7 +70,7 @@ int rs_world_agree_once(int *done, rs_error *err);
  * collectives, with the meaning of the rs_world_* calls above (sizes in
  * elements; every member makes the same calls in the same order). Two
  * kinds: the world (the MPI ranks, or one process) and the lanes of one
- * process (threads, cli/lanes.h), so that the cluster code that divides a
+ * process (threads, cluster/lanes.h), so that the cluster code that divides a
  * run among ranks divides a rank's share among its lanes the same way. */
 typedef struct rs_group rs_group;
 struct rs_group {

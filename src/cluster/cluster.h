@@ -1,4 +1,4 @@
-/* cli/cluster.h - the commands' jobs run across MPI ranks (see world.h),
+/* cluster/cluster.h - the commands' jobs run across MPI ranks (see world.h),
  * with output byte-identical to a single process.
  *
  * A single process (size 1) runs exactly the single-process code: every
@@ -42,7 +42,7 @@ void rs_cluster_outdir_abort(rs_outdir *od);
  * lowest failing rank (the first in (input, unit) order). Standard input ("-")
  * cannot be divided: with more than one rank it is an error. Each rank (a
  * single process too) divides its range once more among its lanes
- * (cli/lanes.h: o->producers, -j, --memory), the same way with threads
+ * (cluster/lanes.h: o->producers, -j, --memory), the same way with threads
  * for ranks; with one lane and one rank this is rs_pipeline_run itself. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
 

@@ -1,4 +1,4 @@
-/* cli/lanes.h - several pipelines of one process at once ("lanes"), so that
+/* cluster/lanes.h - several pipelines of one process at once ("lanes"), so that
  * more than one thread inflates input: lanes are ranks made of threads.
  *
  * A lane is a pthread running the ordinary pipeline (its own OpenMP team)
@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "cli/world.h"
+#include "cluster/world.h"
 #include "ringshard/pipeline.h"
 
 /* What one producer can feed: the threads of parse, route and compress

@@ -1,0 +1,63 @@
+/* ringshard/job_dedup.h - the dedup job: one row per key (or per distinct
+ * row), at scale, as `ringshard dedup` runs it. Pass 1 buckets the inputs
+ * on the ring (the bucket pipeline, into the output's temporary
+ * directory); pass 2 deduplicates every bucket in parallel (dedup.h:
+ * in memory, or split again when a bucket does not fit). With a bucket
+ * directory as the input, pass 1 is skipped. docs/dedup.md has the
+ * ordering rules. */
+#ifndef RINGSHARD_JOB_DEDUP_H
+#define RINGSHARD_JOB_DEDUP_H
+
+#include <stdint.h>
+#include "ringshard/dedup.h"
+#include "ringshard/error.h"
+#include "ringshard/pipeline.h"
+#include "ringshard/ring.h"
+
+typedef struct {
+    /* The inputs and how to read them (inputs, key, dialect, threads,
+     * memory, codec, quarantine, progress); with buckets_dir only threads,
+     * memory and codec count (the rest comes from its manifest). Copied. */
+    rs_pipeline_opts pipeline;
+    const rs_ring *ring;      /* the ring, the same on every rank; NULL with buckets_dir */
+    const char *buckets_dir;  /* NULL, or a bucket directory to deduplicate (no pass 1) */
+    const char *outdir;       /* DIR: a bucket directory, published whole */
+    int force;                /* RS_OUTDIR_FORCE [| RS_OUTDIR_FORCE_ANY] */
+    const char *duplicates;   /* NULL, or the --duplicates report, published with DIR */
+    rs_dedup_mode mode;       /* keep first, keep last, or whole-row duplicates */
+    int compress, level;      /* DIR's files: RS_COMPRESS_* and level */
+    int temp_compress;        /* pass 1's temporary buckets: RS_COMPRESS_* (level 1) */
+} rs_dedup_job_opts;
+
+typedef struct {
+    int published;            /* 1 when DIR was published */
+    uint32_t buckets;         /* buckets deduplicated (DIR's files) */
+    uint64_t rows_in, rows;   /* data rows read by pass 2, and kept */
+    uint64_t dup_keys;        /* keys (rows, by row) that had more than one copy */
+    uint64_t split_buckets, splits, streamed;  /* buckets split again, splits, parts streamed */
+    char *largest_node;       /* the bucket with the most bytes (NULL when none) */
+    uint64_t largest_rows_in, largest_bytes_in, largest_rows;
+    double pass1_seconds, pass2_seconds;
+    uint64_t rejected;        /* rows rejected by --on-bad-row (or by the input directory's run) */
+} rs_dedup_job_result;
+
+/* Runs the dedup job: writes DIR/<node>.csv.gz (.csv.zst, .csv) with each
+ * bucket's surviving rows in input order and DIR/manifest.json (kind
+ * "buckets", as `bucket` writes it), byte-identical for any threads,
+ * --memory and ranks; the temporary buckets live in DIR's temporary
+ * directory. DIR, the --duplicates report and the quarantine file are
+ * published only when rows and bytes are conserved (read = kept + removed
+ * + rejected). Under MPI collective: every rank calls it with the same
+ * options (cluster.h); r is filled on rank 0 (counts on every rank). The
+ * process's malloc thresholds are raised (mallopt) for pass 2. Returns 0,
+ * or -1 with err: RS_EXIT_DATA (bad row or input, a buckets_dir that is not
+ * a full bucket directory or whose rows are misplaced), RS_EXIT_IO,
+ * RS_EXIT_USAGE (a key that the header lacks), RS_EXIT_EXISTS,
+ * RS_EXIT_INTERRUPTED; nothing is published unless r->published (a failure
+ * after publication). rs_dedup_job_result_free releases r. */
+int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err);
+
+/* Frees what r holds (r itself is the caller's); r may be zeroed. */
+void rs_dedup_job_result_free(rs_dedup_job_result *r);
+
+#endif

@@ -1,0 +1,94 @@
+/* The --duplicates report of dedup (its format: dedup.h, docs/dedup.md):
+ * the per-bucket parts written by rs_dedup_file and their concatenation,
+ * through a FILE that keeps the errno of its first failed write. */
+#define _GNU_SOURCE  /* fopencookie */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "ringshard/dedup.h"
+
+static ssize_t report_write(void *c, const char *buf, size_t n)
+{
+    rs_dedup_report *r = c;
+    size_t done = 0;
+    while (done < n) {
+        ssize_t k = write(r->fd, buf + done, n - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (!r->err)
+                r->err = k < 0 ? errno : EIO;
+            return done ? (ssize_t)done : -1;
+        }
+        done += (size_t)k;
+    }
+    return (ssize_t)done;
+}
+
+static int report_close(void *c)
+{
+    rs_dedup_report *r = c;
+    int rc = close(r->fd);
+    if (rc != 0 && !r->err)
+        r->err = errno;
+    return rc;
+}
+
+FILE *rs_dedup_report_open(const char *path, rs_dedup_report *r)
+{
+    r->err = 0;
+    r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (r->fd < 0)
+        return NULL;
+    FILE *f = fopencookie(r, "w", (cookie_io_functions_t){NULL, report_write, NULL, report_close});
+    if (!f) {
+        int e = errno;
+        close(r->fd);
+        errno = e;
+    }
+    return f;
+}
+
+int rs_dedup_report_finish(FILE *f, rs_dedup_report *r)
+{
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad)
+        return r->err ? r->err : EIO;
+    return 0;
+}
+
+int rs_dedup_report_concat(const char *tmp, const char *shown, char *const *parts, size_t n, rs_error *err)
+{
+    rs_dedup_report rf;
+    FILE *out = rs_dedup_report_open(tmp, &rf);
+    if (!out)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", shown, strerror(errno));
+    char buf[1 << 16];
+    for (size_t i = 0; i < n && !ferror(out); i++) {
+        FILE *in = fopen(parts[i], "rb");
+        if (!in) {
+            fclose(out);
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", parts[i], strerror(errno));
+        }
+        size_t k;
+        while ((k = fread(buf, 1, sizeof buf, in)) > 0)
+            if (fwrite(buf, 1, k, out) != k)
+                break;
+        int bad_in = ferror(in), e = errno;
+        fclose(in);
+        unlink(parts[i]);
+        if (bad_in) {
+            fclose(out);
+            return rs_error_set(err, RS_EXIT_IO, "%s: read failed: %s", parts[i], strerror(e));
+        }
+    }
+    int e = fflush(out) != 0 || ferror(out) ? (rf.err ? rf.err : EIO) : 0;
+    if (!e && fsync(rf.fd) != 0)
+        e = errno;
+    int ce = rs_dedup_report_finish(out, &rf);
+    if (e || ce)
+        return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", shown, strerror(e ? e : ce));
+    return 0;
+}

@@ -1,0 +1,398 @@
+/* The verify job (job_verify.h): the library side of `ringshard verify`.
+ * Steps: open DIR once, rebuild the manifest's ring(s), compare the files
+ * listed with those present, scan every usable file's rows through the
+ * pipeline (placement, counts, CRC-32), then compare with the manifest. */
+#define _GNU_SOURCE  /* vasprintf */
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cluster/cluster.h"
+#include "ringshard/bucketdir.h"
+#include "ringshard/job_verify.h"
+#include "ringshard/ring.h"
+#include "ringshard/util.h"
+
+typedef struct {
+    uint64_t *wrong;  /* [ninputs]: rows placed elsewhere */
+    char pad[64];
+} vcounts;
+
+typedef struct {
+    const rs_ring *ring, *new_ring;
+    const uint32_t *want;      /* [ninputs] buckets: node; moves: from */
+    const uint32_t *want_to;   /* [ninputs] moves: to (new ring index) */
+    vcounts *vc;
+} vctx;
+
+/* One run's state, shared by the steps. */
+typedef struct {
+    const rs_verify_job_opts *o;
+    rs_verify_job_result *r;
+    rs_pipeline_opts po;
+    rs_bucketdir bd;
+    rs_ring *ring, *new_ring;
+    int moves;
+    char **present, *header;
+    size_t npresent, *idx, nidx, nf;
+    uint32_t *want, *want_to;
+    rs_input_stats *st;
+    uint64_t *wrong;
+    uint8_t *scanned;
+    vcounts *vc;
+    int T;
+} vstate;
+
+static void diff_line(vstate *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Counts a difference; keeps its line while fewer than 8 * max_report are kept. */
+static void diff_line(vstate *s, const char *fmt, ...)
+{
+    rs_verify_job_result *r = s->r;
+    r->differences++;
+    if (r->nlines >= s->o->max_report * 8)
+        return;
+    char **nl = realloc(r->lines, (r->nlines + 1) * sizeof *nl), *line = NULL;
+    if (!nl)
+        return;  /* counted all the same; the line is lost with the memory */
+    r->lines = nl;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&line, fmt, ap) >= 0)
+        r->lines[r->nlines++] = line;
+    va_end(ap);
+}
+
+static uint32_t route_verify(void *vc, int tid, uint32_t input, const char *key, size_t keylen, const char *row,
+                             size_t rowlen)
+{
+    vctx *c = vc;
+    (void)row, (void)rowlen;
+    uint64_t pos = rs_ring_position(c->ring, key, keylen);
+    int ok = rs_ring_owner(c->ring, pos) == c->want[input];
+    if (ok && c->new_ring)
+        ok = rs_ring_owner(c->new_ring, pos) == c->want_to[input];
+    if (!ok)
+        c->vc[tid].wrong[input]++;
+    return RS_ROUTE_DROP;
+}
+
+static rs_ring *ring_from(const char *desc, const char *fp, const char *what, vstate *s, rs_error *err)
+{
+    rs_ring_opts o;
+    rs_nodes nodes;
+    if (rs_ring_parse_description(desc, &o, &nodes, err) != 0)
+        return NULL;
+    rs_ring *r = rs_ring_build(&o, &nodes, err);
+    rs_nodes_free(&nodes);
+    if (r && strcmp(rs_ring_fingerprint(r), fp) != 0)
+        diff_line(s, "manifest: the %s description has fingerprint %s, the manifest says %s", what,
+                  rs_ring_fingerprint(r), fp);
+    return r;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Runs the pipeline over inputs[idx[0..n)]; fills st and the wrong counts. */
+static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx, size_t n, vctx *c, int T,
+                rs_input_stats *st, uint64_t *wrong, char **header, rs_error *err)
+{
+    const char **in = NULL, **names = NULL;
+    uint32_t *want = malloc((n ? n : 1) * sizeof *want), *want_to = malloc((n ? n : 1) * sizeof *want_to);
+    if (!want || !want_to || rs_bucketdir_inputs(bd, idx, n, po, &names, &in, err) != 0) {
+        free(want);
+        free(want_to);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    for (size_t k = 0; k < n; k++) {
+        want[k] = c->want[idx[k]];
+        want_to[k] = c->want_to ? c->want_to[idx[k]] : 0;
+    }
+    vctx sub = {c->ring, c->new_ring, want, c->want_to ? want_to : NULL, c->vc};
+    for (int t = 0; t < T; t++)
+        memset(c->vc[t].wrong, 0, (n ? n : 1) * sizeof(uint64_t));
+    po->route_ctx = &sub;
+    rs_pipeline_result res = {0};
+    int rc = rs_cluster_pipeline_run(po, &res, err);  /* lanes */
+    if (rc == 0) {
+        for (size_t k = 0; k < n; k++) {
+            st[idx[k]] = res.input[k];
+            st[idx[k]].path = bd->paths[idx[k]];
+            for (int t = 0; t < T; t++)
+                wrong[idx[k]] += c->vc[t].wrong[k];
+        }
+        free(*header);
+        *header = res.header ? strdup(res.header) : NULL;
+    }
+    rs_pipeline_result_free(&res);
+    free(in);
+    free(names);
+    free(want);
+    free(want_to);
+    return rc;
+}
+
+/* The directory's entries but manifest.json, sorted, into s->present. */
+static int list_present(vstate *s, rs_error *err)
+{
+    int lfd = dup(s->bd.fd);
+    DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
+    if (!dh) {
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot list: %s", s->o->dir, strerror(errno));
+        if (lfd >= 0)
+            close(lfd);
+        return -1;
+    }
+    size_t pcap = 0;
+    struct dirent *de;
+    while ((de = readdir(dh))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "manifest.json"))
+            continue;
+        if (s->npresent == pcap) {
+            pcap = pcap ? 2 * pcap : 256;
+            char **np = realloc(s->present, pcap * sizeof *np);
+            if (!np) {
+                closedir(dh);
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            }
+            s->present = np;
+        }
+        if (!(s->present[s->npresent++] = strdup(de->d_name))) {
+            closedir(dh);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+    }
+    closedir(dh);
+    qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
+    return 0;
+}
+
+/* The manifest's files against those present: listed twice, missing,
+ * extra, wrong size, not a node of the ring(s); the totals. Files that can
+ * be read and whose node is known go into s->idx for the scan. */
+static int check_listing(vstate *s, rs_error *err)
+{
+    const rs_manifest *m = &s->bd.m;
+    size_t nf = s->nf = m->nfiles;
+    s->want = calloc(nf + 1, sizeof *s->want);
+    s->want_to = calloc(nf + 1, sizeof *s->want_to);
+    s->idx = calloc(nf + 1, sizeof *s->idx);
+    s->st = calloc(nf + 1, sizeof *s->st);
+    s->wrong = calloc(nf + 1, sizeof *s->wrong);
+    uint8_t *listed = calloc(s->npresent + 1, 1);
+    if (!s->want || !s->want_to || !s->idx || !s->st || !s->wrong || !listed) {
+        free(listed);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
+    uint64_t sum_rows = 0, sum_bytes = 0;
+    for (size_t i = 0; i < nf; i++) {
+        const rs_manifest_file *f = &m->files[i];
+        sum_rows += f->rows;
+        sum_bytes += f->bytes;
+        for (size_t q = 0; q < i; q++)
+            if (!strcmp(m->files[q].file, f->file)) {
+                diff_line(s, "manifest: file %s is listed twice", f->file);
+                break;
+            }
+        char **hit = bsearch(&f->file, s->present, s->npresent, sizeof *s->present, cmp_str);
+        if (hit)
+            listed[hit - s->present] = 1;
+        int usable = 1;
+        if (s->moves) {
+            int64_t a = rs_nodes_find(on, f->from), b = rs_nodes_find(nn, f->to);
+            if (a < 0 || b < 0) {
+                diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", f->file, f->from, f->to,
+                          a < 0 ? f->from : f->to, a < 0 ? "old" : "new");
+                usable = 0;
+            } else {
+                s->want[i] = (uint32_t)a;
+                s->want_to[i] = (uint32_t)b;
+            }
+        } else {
+            int64_t a = rs_nodes_find(on, f->node);
+            if (a < 0) {
+                diff_line(s, "%s: node %s is not a node of the ring", f->file, f->node);
+                usable = 0;
+            } else {
+                s->want[i] = (uint32_t)a;
+            }
+        }
+        struct stat sb;
+        if (!hit || fstatat(s->bd.fd, f->file, &sb, 0) != 0 || !S_ISREG(sb.st_mode)) {
+            diff_line(s, "%s: missing (listed in the manifest with %llu rows)", f->file,
+                      (unsigned long long)f->rows);
+            continue;
+        }
+        if ((uint64_t)sb.st_size != f->file_bytes)
+            diff_line(s, "%s: %llu bytes on disk, the manifest says %llu", f->file, (unsigned long long)sb.st_size,
+                      (unsigned long long)f->file_bytes);
+        if (usable)
+            s->idx[s->nidx++] = i;
+    }
+    for (size_t k = 0; k < s->npresent; k++)
+        if (!listed[k])
+            diff_line(s, "%s: extra file, not in the manifest", s->present[k]);
+    free(listed);
+    /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
+    if (sum_rows != m->rows || (!m->keys_only && sum_bytes != m->bytes))
+        diff_line(s, "manifest: files add up to %llu rows and %llu bytes, totals say %llu and %llu",
+                  (unsigned long long)sum_rows, (unsigned long long)sum_bytes, (unsigned long long)m->rows,
+                  (unsigned long long)m->bytes);
+    return 0;
+}
+
+/* Scans the usable files' rows in one run; when one is bad (a data or
+ * usage error), again one by one to say which. Marks s->scanned. */
+static int scan_rows(vstate *s, rs_error *err)
+{
+    const rs_manifest *m = &s->bd.m;
+    rs_pipeline_opts *po = &s->po;
+    po->header = m->header;
+    po->dialect.delim = m->delimiter;
+    po->key = m->keys_only ? "1" : m->key;
+    po->input_crc = 1;
+    po->ndest = 1;
+    po->route = route_verify;
+    s->T = rs_pipeline_threads(po);
+    if (!(s->vc = calloc((size_t)s->T, sizeof *s->vc)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (int t = 0; t < s->T; t++)
+        if (!(s->vc[t].wrong = calloc(s->nf + 1, sizeof(uint64_t))))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    vctx ctx = {s->ring, s->new_ring, s->want, s->moves ? s->want_to : NULL, s->vc};
+    if (!(s->scanned = calloc(s->nf + 1, 1)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    int check_header = m->header && m->header_line && !m->keys_only;
+    if (!s->nidx)
+        return 0;
+    if (scan(po, &s->bd, s->idx, s->nidx, &ctx, s->T, s->st, s->wrong, &s->header, err) == 0) {
+        for (size_t k = 0; k < s->nidx; k++)
+            s->scanned[s->idx[k]] = 1;
+        if (check_header && (!s->header || strcmp(s->header, m->header_line) != 0))
+            diff_line(s, "header: the files start with '%s', the manifest says '%s'", s->header ? s->header : "",
+                      m->header_line);
+        return 0;
+    }
+    if (err->code != RS_EXIT_DATA && err->code != RS_EXIT_USAGE)
+        return -1;
+    /* One file is bad: scan them one by one to say which. */
+    rs_error_clear(err);
+    po->progress = 0;
+    for (size_t k = 0; k < s->nidx; k++) {
+        size_t one = s->idx[k];
+        rs_error e1 = {0};
+        if (scan(po, &s->bd, &one, 1, &ctx, s->T, s->st, s->wrong, &s->header, &e1) == 0) {
+            s->scanned[one] = 1;
+            if (check_header && s->st[one].rows + s->st[one].blank_lines > 0 &&
+                (!s->header || strcmp(s->header, m->header_line) != 0))
+                diff_line(s, "%s: header '%s', the manifest says '%s'", m->files[one].file,
+                          s->header ? s->header : "", m->header_line);
+        }
+        else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
+            diff_line(s, "%s: unreadable: %s", m->files[one].file, e1.msg);
+        else {
+            *err = e1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every scanned file's rows, bytes, CRC-32, placement and blank lines
+ * against its manifest entry; sums the rows and bytes read. */
+static void check_counts(vstate *s)
+{
+    for (size_t i = 0; i < s->nf; i++) {
+        if (!s->scanned[i])
+            continue;
+        const rs_manifest_file *f = &s->bd.m.files[i];
+        const rs_input_stats *st = &s->st[i];
+        uint64_t wrong = s->wrong[i];
+        s->r->rows += st->rows;
+        s->r->bytes += st->bytes;
+        if (wrong) {
+            if (s->moves)
+                diff_line(s, "%s: %llu of %llu rows do not move %s -> %s under the manifest's rings", f->file,
+                          (unsigned long long)wrong, (unsigned long long)st->rows, f->from, f->to);
+            else
+                diff_line(s, "%s: %llu of %llu rows belong to another node than %s", f->file,
+                          (unsigned long long)wrong, (unsigned long long)st->rows, f->node);
+        }
+        if (st->rows != f->rows)
+            diff_line(s, "%s: %llu rows, the manifest says %llu", f->file, (unsigned long long)st->rows,
+                      (unsigned long long)f->rows);
+        if (st->bytes != f->bytes)
+            diff_line(s, "%s: %llu data bytes, the manifest says %llu", f->file, (unsigned long long)st->bytes,
+                      (unsigned long long)f->bytes);
+        if (st->crc != f->crc32)
+            diff_line(s, "%s: CRC-32 of the data %08x, the manifest says %08x", f->file, st->crc, f->crc32);
+        if (st->blank_lines)
+            diff_line(s, "%s: %llu blank lines (ringshard writes none)", f->file,
+                      (unsigned long long)st->blank_lines);
+    }
+}
+
+static int verify_steps(vstate *s, rs_error *err)
+{
+    /* DIR is opened once, and everything is read through that descriptor:
+     * a replacement of DIR meanwhile cannot mix two generations */
+    if (rs_bucketdir_open(&s->bd, s->o->dir, err) != 0)
+        return -1;
+    s->moves = s->r->moves = strcmp(s->bd.m.kind, "moves") == 0;
+    if (!(s->ring = ring_from(s->bd.m.ring_description, s->bd.m.ring_fingerprint, s->moves ? "old ring" : "ring", s,
+                              err)))
+        return -1;
+    if (s->moves &&
+        !(s->new_ring = ring_from(s->bd.m.new_ring_description, s->bd.m.new_ring_fingerprint, "new ring", s, err)))
+        return -1;
+    if (list_present(s, err) != 0 || check_listing(s, err) != 0)
+        return -1;
+    s->r->files = s->nf;
+    if (scan_rows(s, err) != 0)
+        return -1;
+    check_counts(s);
+    /* Files that vanished or cannot be read because DIR was replaced and
+     * the generation opened was removed are not differences of DIR */
+    if (s->r->differences && rs_bucketdir_replaced(&s->bd))
+        return rs_error_set(err, RS_EXIT_IO, "%llu differences (files missing or unreadable)",
+                            (unsigned long long)s->r->differences);  /* rs_bucketdir_explain says why */
+    return 0;
+}
+
+int rs_verify_job_run(const rs_verify_job_opts *o, rs_verify_job_result *r, rs_error *err)
+{
+    memset(r, 0, sizeof *r);
+    vstate s;
+    memset(&s, 0, sizeof s);
+    s.o = o;
+    s.r = r;
+    s.po = o->pipeline;
+    int rc = verify_steps(&s, err);
+    rs_bucketdir_explain(&s.bd, err);
+    rs_bucketdir_close(&s.bd);
+    rs_ring_free(s.ring);
+    rs_ring_free(s.new_ring);
+    rs_free_strings(s.present, s.npresent);
+    for (int t = 0; s.vc && t < s.T; t++)
+        free(s.vc[t].wrong);
+    free(s.vc);
+    free(s.want);
+    free(s.want_to);
+    free(s.idx);
+    free(s.st);
+    free(s.wrong);
+    free(s.scanned);
+    free(s.header);
+    return rc;
+}
+
+void rs_verify_job_result_free(rs_verify_job_result *r)
+{
+    rs_free_strings(r->lines, r->nlines);
+    memset(r, 0, sizeof *r);
+}
