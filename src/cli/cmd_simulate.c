@@ -96,14 +96,14 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
         wl += (size_t)snprintf(what + wl, whatcap - wl, "remove %s", remove);
     }
     if (add_names) {
-        if (rs_cli_add_names(&nodes, add_names, err) != 0) {
+        if (rs_nodes_add_names(&nodes, add_names, err) != 0) {
             rs_nodes_free(&nodes);
             return NULL;
         }
         wl += (size_t)snprintf(what + wl, whatcap - wl, "%sadd %s", wl ? ", " : "", add_names);
     }
     if (add) {
-        if (rs_cli_add_nodes(&nodes, (uint32_t)add, err) != 0) {
+        if (rs_nodes_add_after(&nodes, (uint32_t)add, err) != 0) {
             rs_nodes_free(&nodes);
             return NULL;
         }
