@@ -352,28 +352,44 @@ static void load_range(const rs_report_loads *r, double *lo, double *hi)
     *hi = mx;
 }
 
-void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+/* The geometry of the loads chart, shared by its steps. */
+typedef struct {
+    double px, py, pw, ph;   /* the plot area */
+    axis_box box;
+    int truncated;           /* the axis does not start at 0 */
+    size_t *ord;             /* nodes by load, descending */
+    size_t cols;             /* bars (nodes aggregate when there are more than pixels) */
+    double cw;               /* a bar's width */
+} loads_geom;
+
+/* The plot area and the load axis's range. */
+static void loads_range(const rs_report_loads *r, double x, double y, double w, double h, loads_geom *g)
 {
-    char t[256], a[64], b[64];
-    double px = x + 80, py = y + 44, pw = w - 100, ph = h - 44 - 52;
+    g->px = x + 80, g->py = y + 44, g->pw = w - 100, g->ph = h - 44 - 52;
     double mn, mx;
     load_range(r, &mn, &mx);
-    axis_box box = {px, py, pw, ph, 0, mx * 1.05, 0};
-    int truncated = 0;
+    g->box = (axis_box){g->px, g->py, g->pw, g->ph, 0, mx * 1.05, 0};
+    g->truncated = 0;
     if (mx > 0 && (mx - mn) < 0.2 * mx) {
         /* the loads differ by a few percent: a zero-based axis would hide
          * them, so the axis starts near the smallest value (said in a note) */
         double step = nice_step((mx - mn) > 0 ? (mx - mn) : mx * 0.01, 6);
-        box.lo = floor((mn - (mx - mn) * 0.15) / step) * step;
-        if (box.lo < 0)
-            box.lo = 0;
-        box.hi = ceil((mx + (mx - mn) * 0.1) / step) * step;
-        if (box.hi <= mx)
-            box.hi = mx + step;
-        truncated = box.lo > 0;
+        g->box.lo = floor((mn - (mx - mn) * 0.15) / step) * step;
+        if (g->box.lo < 0)
+            g->box.lo = 0;
+        g->box.hi = ceil((mx + (mx - mn) * 0.1) / step) * step;
+        if (g->box.hi <= mx)
+            g->box.hi = mx + step;
+        g->truncated = g->box.lo > 0;
     }
-    if (box.hi <= box.lo)
-        box.hi = box.lo + 1;
+    if (g->box.hi <= g->box.lo)
+        g->box.hi = g->box.lo + 1;
+}
+
+/* The title, the legend and the load axis. */
+static void loads_legend(FILE *f, const rs_report_loads *r, double x, double y, const loads_geom *g)
+{
+    char t[256];
     fputs("<g class=\"loads\">\n", f);
     snprintf(t, sizeof t, "Load per node, sorted (%zu nodes)", r->n);
     text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", t);
@@ -390,64 +406,73 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
         legend_item(f, &lx, y + 34, "line", C_CAP, "capacity");
     char ylabel[96];
     snprintf(ylabel, sizeof ylabel, "%s per node", r->unit ? r->unit : "load");
-    y_axis(f, &box, ylabel);
-    size_t *ord = sorted_order(r);
-    if (!ord) {
-        fputs("</g>\n", f);
-        return;
-    }
-    size_t cols = r->n;
-    if ((double)cols > pw)
-        cols = (size_t)pw;
-    double cw = pw / (double)(cols ? cols : 1);
+    y_axis(f, &g->box, ylabel);
+}
+
+/* The expected band's shading and the bars, one per node or per group of
+ * ranks, with their titles. */
+static void loads_bars(FILE *f, const rs_report_loads *r, loads_geom *g)
+{
+    char a[64], b[64];
+    g->cols = r->n;
+    if ((double)g->cols > g->pw)
+        g->cols = (size_t)g->pw;
+    g->cw = g->pw / (double)(g->cols ? g->cols : 1);
     int titles = r->n <= 5000;
-    double base = map_y(&box, box.lo);
+    double base = map_y(&g->box, g->box.lo);
     if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
-        double y1 = map_y(&box, fmin(box.hi, r->band_hi)), y2 = map_y(&box, fmax(box.lo, r->band_lo));
+        double y1 = map_y(&g->box, fmin(g->box.hi, r->band_hi)), y2 = map_y(&g->box, fmax(g->box.lo, r->band_lo));
         fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"" C_BAND
-                   "\" fill-opacity=\"0.30\"/>\n", px, y1, pw, y2 - y1 > 0 ? y2 - y1 : 0);
+                   "\" fill-opacity=\"0.30\"/>\n", g->px, y1, g->pw, y2 - y1 > 0 ? y2 - y1 : 0);
     }
     fputs("<g class=\"bars\" shape-rendering=\"crispEdges\">\n", f);
-    for (size_t c = 0; c < cols; c++) {
-        size_t s = c * r->n / cols, e = (c + 1) * r->n / cols;
+    for (size_t c = 0; c < g->cols; c++) {
+        size_t s = c * r->n / g->cols, e = (c + 1) * r->n / g->cols;
         if (e <= s)
             continue;
-        double v = r->load[ord[s]];
+        double v = r->load[g->ord[s]];
         int flagged = 0;
         for (size_t k = s; k < e && r->flag; k++)
-            flagged |= r->flag[ord[k]] != 0;
-        double top = map_y(&box, v < box.lo ? box.lo : v);
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", px + cw * (double)c, top,
-                cw > 2 ? cw * 0.85 : cw, base - top, flagged ? C_FLAG : C_BAR);
+            flagged |= r->flag[g->ord[k]] != 0;
+        double top = map_y(&g->box, v < g->box.lo ? g->box.lo : v);
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", g->px + g->cw * (double)c, top,
+                g->cw > 2 ? g->cw * 0.85 : g->cw, base - top, flagged ? C_FLAG : C_BAR);
         if (titles) {
             num_text(v, a, sizeof a);
             if (e - s == 1) {
                 fputs("<title>node ", f);
-                rs_xml_text(f, r->names ? r->names[ord[s]] : "?");
+                rs_xml_text(f, r->names ? r->names[g->ord[s]] : "?");
                 fprintf(f, ": %s", a);
                 if (r->expected) {
-                    num_text(r->expected[ord[s]], b, sizeof b);
+                    num_text(r->expected[g->ord[s]], b, sizeof b);
                     fprintf(f, " (expected %s)", b);
                 }
                 fputs("</title>", f);
             } else {
-                num_text(r->load[ord[e - 1]], b, sizeof b);
+                num_text(r->load[g->ord[e - 1]], b, sizeof b);
                 fprintf(f, "<title>ranks %zu-%zu: %s down to %s</title>", s + 1, e, a, b);
             }
         }
         fputs("</rect>\n", f);
     }
     fputs("</g>\n", f);
+}
+
+/* Over the bars: each node's expected load, the band's edges, the mean and
+ * the capacity. */
+static void loads_marks(FILE *f, const rs_report_loads *r, const loads_geom *g)
+{
+    char t[256], a[64];
     if (r->expected) {
         /* each node's expected load, as a short dark tick over its bar */
         fputs("<path class=\"expected\" fill=\"none\" stroke=\"" C_EXP "\" stroke-width=\"1.5\" d=\"", f);
-        for (size_t c = 0; c < cols; c++) {
-            size_t s = c * r->n / cols, e = (c + 1) * r->n / cols;
+        for (size_t c = 0; c < g->cols; c++) {
+            size_t s = c * r->n / g->cols, e = (c + 1) * r->n / g->cols;
             for (size_t k = s; k < e; k++) {
-                double ev = r->expected[ord[k]];
-                if (ev < box.lo || ev > box.hi)
+                double ev = r->expected[g->ord[k]];
+                if (ev < g->box.lo || ev > g->box.hi)
                     continue;
-                fprintf(f, "M%.2f %.2fh%.2f", px + cw * (double)c, map_y(&box, ev), cw > 1.5 ? cw * 0.85 : 1.5);
+                fprintf(f, "M%.2f %.2fh%.2f", g->px + g->cw * (double)c, map_y(&g->box, ev), g->cw > 1.5 ? g->cw * 0.85 : 1.5);
                 if (e - s > 1)
                     break;   /* aggregated column: the first node only */
             }
@@ -458,54 +483,74 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
         /* the band's edges over the bars (its shading is behind them) */
         for (int k = 0; k < 2; k++) {
             double v = k ? r->band_hi : r->band_lo;
-            if (v < box.lo || v > box.hi)
+            if (v < g->box.lo || v > g->box.hi)
                 continue;
-            double yb = map_y(&box, v);
+            double yb = map_y(&g->box, v);
             fprintf(f, "<line class=\"band-edge\" x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#c98a00\" "
-                       "stroke-width=\"1.2\" stroke-dasharray=\"2,3\"/>\n", px, yb, px + pw, yb);
+                       "stroke-width=\"1.2\" stroke-dasharray=\"2,3\"/>\n", g->px, yb, g->px + g->pw, yb);
         }
     }
     if (isfinite(r->mean)) {
-        double ym = map_y(&box, r->mean);
+        double ym = map_y(&g->box, r->mean);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"" C_MEAN
-                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", px, ym, px + pw, ym);
+                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", g->px, ym, g->px + g->pw, ym);
         num_text(r->mean, a, sizeof a);
         snprintf(t, sizeof t, "mean %s", a);
-        text(f, px + pw - 4, ym - 4, "end", 11, "fill=\"" C_MEAN "\"", t);
+        text(f, g->px + g->pw - 4, ym - 4, "end", 11, "fill=\"" C_MEAN "\"", t);
     }
     if (isfinite(r->capacity)) {
-        double yc = map_y(&box, r->capacity);
+        double yc = map_y(&g->box, r->capacity);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"" C_CAP "\" stroke-width=\"1.5\"/>\n",
-                px, yc, px + pw, yc);
+                g->px, yc, g->px + g->pw, yc);
         num_text(r->capacity, a, sizeof a);
         snprintf(t, sizeof t, "capacity %s", a);
-        text(f, px + pw - 4, yc - 4, "end", 11, "fill=\"" C_CAP "\"", t);
+        text(f, g->px + g->pw - 4, yc - 4, "end", 11, "fill=\"" C_CAP "\"", t);
     }
-    x_baseline(f, px, py + ph, pw);
+}
+
+/* The rank axis, its label and the truncation note. */
+static void loads_ranks(FILE *f, const rs_report_loads *r, const loads_geom *g)
+{
+    char t[256], a[64];
+    x_baseline(f, g->px, g->py + g->ph, g->pw);
     /* rank ticks */
     size_t ranks[5] = {1, r->n / 4, r->n / 2, 3 * r->n / 4, r->n};
     for (int k = 0; k < 5; k++) {
         if (ranks[k] < 1 || (k && ranks[k] == ranks[k - 1]))
             continue;
-        double tx = px + pw * ((double)ranks[k] - 0.5) / (double)(r->n ? r->n : 1);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", tx, py + ph, tx,
-                py + ph + 5);
+        double tx = g->px + g->pw * ((double)ranks[k] - 0.5) / (double)(r->n ? r->n : 1);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", tx, g->py + g->ph, tx,
+                g->py + g->ph + 5);
         snprintf(t, sizeof t, "%zu", ranks[k]);
-        text(f, tx, py + ph + 18, "middle", 11, NULL, t);
+        text(f, tx, g->py + g->ph + 18, "middle", 11, NULL, t);
     }
     if (r->n && r->names) {
-        snprintf(t, sizeof t, "nodes ranked by load (rank 1: node %s)", r->names[ord[0]]);
-        text(f, px + pw / 2, py + ph + 36, "middle", 12, NULL, t);
+        snprintf(t, sizeof t, "nodes ranked by load (rank 1: node %s)", r->names[g->ord[0]]);
+        text(f, g->px + g->pw / 2, g->py + g->ph + 36, "middle", 12, NULL, t);
     } else {
-        text(f, px + pw / 2, py + ph + 36, "middle", 12, NULL, "nodes ranked by load");
+        text(f, g->px + g->pw / 2, g->py + g->ph + 36, "middle", 12, NULL, "nodes ranked by load");
     }
-    if (truncated) {
-        num_text(box.lo, a, sizeof a);
+    if (g->truncated) {
+        num_text(g->box.lo, a, sizeof a);
         snprintf(t, sizeof t, "note: the axis starts at %s, not 0", a);
-        text(f, px + pw, py + ph + 36, "end", 11, "fill=\"#a00\"", t);
+        text(f, g->px + g->pw, g->py + g->ph + 36, "end", 11, "fill=\"#a00\"", t);
     }
+}
+
+void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+{
+    loads_geom g;
+    loads_range(r, x, y, w, h, &g);
+    loads_legend(f, r, x, y, &g);
+    if (!(g.ord = sorted_order(r))) {
+        fputs("</g>\n", f);
+        return;
+    }
+    loads_bars(f, r, &g);
+    loads_marks(f, r, &g);
+    loads_ranks(f, r, &g);
     fputs("</g>\n", f);
-    free(ord);
+    free(g.ord);
 }
 
 /* ---- loads: histogram ------------------------------------------------------- */
