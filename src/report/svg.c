@@ -573,10 +573,22 @@ static double theory_density(double mean, double sd, double x)
     return exp((k - 1) * log(x) - x / theta - lgamma(k) - k * log(theta));
 }
 
-void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+/* The histogram's bins and what is drawn over them, shared by its steps. */
+typedef struct {
+    double px, py, pw, ph;   /* the plot area */
+    size_t nb;               /* bins */
+    double bw, lo, hi;       /* bin width and the loads' axis */
+    double *obs, *exp_;      /* nodes per bin: observed, expected from each node's share */
+    int have_exp, have_theory;
+    axis_box box;
+    double cw;               /* a bin's width on the page */
+} hist_geom;
+
+/* The bins: a width that is a nice step (at least one: loads are counts)
+ * over the loads, the band and the theory's +-3 sd; the observed nodes per
+ * bin. -1 when out of memory (nothing drawn). */
+static int hist_bins(const rs_report_loads *r, hist_geom *g)
 {
-    char t[256];
-    double px = x + 80, py = y + 44, pw = w - 100, ph = h - 44 - 52;
     double mn = INFINITY, mx = -INFINITY;
     for (size_t i = 0; i < r->n; i++) {
         mn = fmin(mn, r->load[i]);
@@ -594,128 +606,164 @@ void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, dou
     }
     if (mn < 0)
         mn = 0;
-    size_t nb = (size_t)ceil(2 * sqrt((double)r->n));
-    if (nb < 10)
-        nb = 10;
-    if (nb > 80)
-        nb = 80;
+    g->nb = (size_t)ceil(2 * sqrt((double)r->n));
+    if (g->nb < 10)
+        g->nb = 10;
+    if (g->nb > 80)
+        g->nb = 80;
     double range = mx - mn;
-    double bw = nice_step(range > 0 ? range : 1, (int)nb);
-    if (bw < 1)
-        bw = 1;   /* loads are counts: no bin narrower than one */
-    double lo = floor(mn / bw) * bw, hi = (floor(mx / bw) + 1) * bw;
-    nb = (size_t)llround((hi - lo) / bw);
-    double *obs = calloc(nb, sizeof *obs), *exp_ = calloc(nb, sizeof *exp_);
-    if (!obs || !exp_) {
-        free(obs);
-        free(exp_);
-        return;
+    g->bw = nice_step(range > 0 ? range : 1, (int)g->nb);
+    if (g->bw < 1)
+        g->bw = 1;   /* loads are counts: no bin narrower than one */
+    g->lo = floor(mn / g->bw) * g->bw, g->hi = (floor(mx / g->bw) + 1) * g->bw;
+    g->nb = (size_t)llround((g->hi - g->lo) / g->bw);
+    g->obs = calloc(g->nb, sizeof *g->obs), g->exp_ = calloc(g->nb, sizeof *g->exp_);
+    if (!g->obs || !g->exp_) {
+        free(g->obs);
+        free(g->exp_);
+        return -1;
     }
+    return 0;
+}
+
+/* The observed and expected counts per bin, and the count axis (up to the
+ * highest of them and of the theory's curve). */
+static void hist_counts(const rs_report_loads *r, hist_geom *g)
+{
     for (size_t i = 0; i < r->n; i++) {
-        long k = (long)floor((r->load[i] - lo) / bw);
+        long k = (long)floor((r->load[i] - g->lo) / g->bw);
         if (k < 0)
             k = 0;
-        if ((size_t)k >= nb)
-            k = (long)nb - 1;
-        obs[k]++;
+        if ((size_t)k >= g->nb)
+            k = (long)g->nb - 1;
+        g->obs[k]++;
     }
-    int have_exp = r->expected && r->expected_sd;
-    if (have_exp)
+    g->have_exp = r->expected && r->expected_sd;
+    if (g->have_exp)
         for (size_t i = 0; i < r->n; i++) {
             double e = r->expected[i], s = r->expected_sd[i];
             /* P(count in [a, a + bw)) with a continuity correction */
-            for (size_t k = 0; k < nb; k++) {
-                double a = lo + bw * (double)k - 0.5, b = a + bw;
+            for (size_t k = 0; k < g->nb; k++) {
+                double a = g->lo + g->bw * (double)k - 0.5, b = a + g->bw;
                 if (s > 0) {
                     if (e + 8 * s < a || e - 8 * s > b)
                         continue;
-                    exp_[k] += normal_cdf((b - e) / s) - normal_cdf((a - e) / s);
+                    g->exp_[k] += normal_cdf((b - e) / s) - normal_cdf((a - e) / s);
                 } else if (e >= a && e < b) {
-                    exp_[k] += 1;
+                    g->exp_[k] += 1;
                 }
             }
         }
     double ymax = 1;
-    for (size_t k = 0; k < nb; k++)
-        ymax = fmax(ymax, fmax(obs[k], exp_[k]));
-    int have_theory = isfinite(r->theory_mean) && isfinite(r->theory_sd) && r->theory_sd > 0;
-    if (have_theory)
+    for (size_t k = 0; k < g->nb; k++)
+        ymax = fmax(ymax, fmax(g->obs[k], g->exp_[k]));
+    g->have_theory = isfinite(r->theory_mean) && isfinite(r->theory_sd) && r->theory_sd > 0;
+    if (g->have_theory)
         for (int s = 0; s <= 200; s++) {
-            double d = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, lo + (hi - lo) * s / 200.0);
+            double d = (double)r->n * g->bw * theory_density(r->theory_mean, r->theory_sd, g->lo + (g->hi - g->lo) * s / 200.0);
             if (isfinite(d))
                 ymax = fmax(ymax, fmin(d, 2 * ymax));
         }
-    axis_box box = {px, py, pw, ph, 0, ymax * 1.1, 0};
+    g->box = (axis_box){g->px, g->py, g->pw, g->ph, 0, ymax * 1.1, 0};
+}
+
+/* The title, the legend, the count axis and the band's shading. */
+static void hist_legend(FILE *f, const rs_report_loads *r, double x, double y, const hist_geom *g)
+{
+    char t[256];
     fputs("<g class=\"histogram\">\n", f);
-    snprintf(t, sizeof t, "How many nodes carry each load (bins of %.6g %s)", bw, r->unit ? r->unit : "");
+    snprintf(t, sizeof t, "How many nodes carry each load (bins of %.6g %s)", g->bw, r->unit ? r->unit : "");
     text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", t);
     double lx = x + 20;
     legend_item(f, &lx, y + 34, "rect", C_BAR, "nodes observed");
-    if (have_exp)
+    if (g->have_exp)
         legend_item(f, &lx, y + 34, "dot", C_EXP, "expected from each node's share");
-    if (have_theory)
+    if (g->have_theory)
         legend_item(f, &lx, y + 34, "dash", C_THEORY, r->theory_label ? r->theory_label : "theory");
     if (isfinite(r->band_lo) && isfinite(r->band_hi))
         legend_item(f, &lx, y + 34, "rect", C_BAND, r->band_label ? r->band_label : "expected band");
-    y_axis(f, &box, "nodes");
+    y_axis(f, &g->box, "nodes");
     if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
-        double x1 = map_xv(px, pw, lo, hi, 0, fmax(lo, r->band_lo)), x2 = map_xv(px, pw, lo, hi, 0, fmin(hi, r->band_hi));
+        double x1 = map_xv(g->px, g->pw, g->lo, g->hi, 0, fmax(g->lo, r->band_lo)), x2 = map_xv(g->px, g->pw, g->lo, g->hi, 0, fmin(g->hi, r->band_hi));
         fprintf(f, "<rect class=\"band\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"" C_BAND
-                   "\" fill-opacity=\"0.30\"/>\n", x1, py, x2 > x1 ? x2 - x1 : 0, ph);
+                   "\" fill-opacity=\"0.30\"/>\n", x1, g->py, x2 > x1 ? x2 - x1 : 0, g->ph);
     }
-    double base = map_y(&box, 0), cw = pw / (double)nb;
+}
+
+/* The observed bins, with their titles. */
+static void hist_bars(FILE *f, hist_geom *g)
+{
+    double base = map_y(&g->box, 0);
+    g->cw = g->pw / (double)g->nb;
     fputs("<g class=\"bins\" shape-rendering=\"crispEdges\">\n", f);
-    for (size_t k = 0; k < nb; k++) {
-        if (!obs[k])
+    for (size_t k = 0; k < g->nb; k++) {
+        if (!g->obs[k])
             continue;
-        double top = map_y(&box, obs[k]);
+        double top = map_y(&g->box, g->obs[k]);
         fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\">"
-                   "<title>%.6g to %.6g: %.0f nodes", px + cw * (double)k + (cw > 3 ? 0.5 : 0), top,
-                cw > 3 ? cw - 1 : cw, base - top, lo + bw * (double)k, lo + bw * (double)(k + 1) - (bw >= 1 ? 1 : 0),
-                obs[k]);
-        if (have_exp)
-            fprintf(f, " (expected %.1f)", exp_[k]);
+                   "<title>%.6g to %.6g: %.0f nodes", g->px + g->cw * (double)k + (g->cw > 3 ? 0.5 : 0), top,
+                g->cw > 3 ? g->cw - 1 : g->cw, base - top, g->lo + g->bw * (double)k, g->lo + g->bw * (double)(k + 1) - (g->bw >= 1 ? 1 : 0),
+                g->obs[k]);
+        if (g->have_exp)
+            fprintf(f, " (expected %.1f)", g->exp_[k]);
         fputs("</title></rect>\n", f);
     }
     fputs("</g>\n", f);
-    if (have_exp) {
+}
+
+/* Over the bins: the expected counts, the theory's curve, the mean and the
+ * capacity, then the load axis. */
+static void hist_marks(FILE *f, const rs_report_loads *r, const hist_geom *g)
+{
+    if (g->have_exp) {
         fputs("<polyline class=\"expected\" fill=\"none\" stroke=\"" C_EXP "\" stroke-width=\"1.2\" points=\"", f);
-        for (size_t k = 0; k < nb; k++)
-            fprintf(f, "%.2f,%.2f ", px + cw * ((double)k + 0.5), map_y(&box, exp_[k]));
+        for (size_t k = 0; k < g->nb; k++)
+            fprintf(f, "%.2f,%.2f ", g->px + g->cw * ((double)k + 0.5), map_y(&g->box, g->exp_[k]));
         fputs("\"/>\n", f);
-        for (size_t k = 0; k < nb; k++)
-            if (exp_[k] >= 0.05)
-                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"" C_EXP "\"/>\n", px + cw * ((double)k + 0.5),
-                        map_y(&box, exp_[k]));
+        for (size_t k = 0; k < g->nb; k++)
+            if (g->exp_[k] >= 0.05)
+                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"" C_EXP "\"/>\n", g->px + g->cw * ((double)k + 0.5),
+                        map_y(&g->box, g->exp_[k]));
     }
-    if (have_theory) {
+    if (g->have_theory) {
         fputs("<polyline class=\"theory\" fill=\"none\" stroke=\"" C_THEORY
               "\" stroke-width=\"2\" stroke-dasharray=\"6,4\" points=\"", f);
         for (int s = 0; s <= 200; s++) {
-            double v = lo + (hi - lo) * s / 200.0;
-            double dens = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, v);
-            if (!isfinite(dens) || dens > box.hi)
-                dens = box.hi;
-            fprintf(f, "%.2f,%.2f ", map_xv(px, pw, lo, hi, 0, v), map_y(&box, dens));
+            double v = g->lo + (g->hi - g->lo) * s / 200.0;
+            double dens = (double)r->n * g->bw * theory_density(r->theory_mean, r->theory_sd, v);
+            if (!isfinite(dens) || dens > g->box.hi)
+                dens = g->box.hi;
+            fprintf(f, "%.2f,%.2f ", map_xv(g->px, g->pw, g->lo, g->hi, 0, v), map_y(&g->box, dens));
         }
         fputs("\"/>\n", f);
     }
-    if (isfinite(r->mean) && r->mean >= lo && r->mean <= hi) {
-        double xm = map_xv(px, pw, lo, hi, 0, r->mean);
+    if (isfinite(r->mean) && r->mean >= g->lo && r->mean <= g->hi) {
+        double xm = map_xv(g->px, g->pw, g->lo, g->hi, 0, r->mean);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" C_MEAN
-                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", xm, py, xm, py + ph);
+                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", xm, g->py, xm, g->py + g->ph);
     }
-    if (isfinite(r->capacity) && r->capacity >= lo && r->capacity <= hi) {
-        double xc = map_xv(px, pw, lo, hi, 0, r->capacity);
+    if (isfinite(r->capacity) && r->capacity >= g->lo && r->capacity <= g->hi) {
+        double xc = map_xv(g->px, g->pw, g->lo, g->hi, 0, r->capacity);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" C_CAP "\" stroke-width=\"1.5\"/>\n",
-                xc, py, xc, py + ph);
+                xc, g->py, xc, g->py + g->ph);
     }
     char xl[96];
     snprintf(xl, sizeof xl, "%s per node", r->unit ? r->unit : "load");
-    x_axis_values(f, px, py + ph, pw, lo, hi, 0, xl);
+    x_axis_values(f, g->px, g->py + g->ph, g->pw, g->lo, g->hi, 0, xl);
+}
+
+void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+{
+    hist_geom g = {.px = x + 80, .py = y + 44, .pw = w - 100, .ph = h - 44 - 52};
+    if (hist_bins(r, &g) != 0)
+        return;
+    hist_counts(r, &g);
+    hist_legend(f, r, x, y, &g);
+    hist_bars(f, &g);
+    hist_marks(f, r, &g);
     fputs("</g>\n", f);
-    free(obs);
-    free(exp_);
+    free(g.obs);
+    free(g.exp_);
 }
 
 int rs_report_loads_svg(FILE *f, const rs_report_loads *r)
