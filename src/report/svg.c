@@ -1005,74 +1005,78 @@ static void axis_names(FILE *f, const rs_report_flows *r, const flow_axis *a, in
     }
 }
 
-void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double w, double h)
+/* The flow matrix's layout and totals, shared by its steps. */
+typedef struct {
+    double mx0, my0, mw, mh;      /* the matrix */
+    flow_axis fa, ta;             /* the sending and receiving nodes */
+    int from_on_x;                /* the side with more nodes runs along x */
+    flow_axis *xa, *ya;           /* fa and ta by direction */
+    double cw, ch;                /* a cell's size */
+    size_t ncell;
+    double *cell;                 /* amounts per cell, rows of xa->groups */
+    double total, cmin, cmax, xmax, ymax;
+    double *xt, *yt;              /* totals per column and per row */
+} flows_geom;
+
+/* Which side runs along which axis, and the cells' size: at most one
+ * group of nodes per pixel, and few rows or columns are not stretched. */
+static void flows_layout(flows_geom *fg)
 {
-    char t[256], a[64];
-    double mx0 = x + 110, my0 = y + 180;           /* matrix origin */
-    double mw = w - 110 - 150, mh = h - 180 - 60;  /* matrix size */
-    flow_axis fa, ta;
-    if (flow_axis_init(&fa, r, r->from, 1e9) != 0 || flow_axis_init(&ta, r, r->to, 1e9) != 0) {
-        flow_axis_free(&fa);
-        flow_axis_free(&ta);
-        return;
-    }
     /* the side with more nodes runs along the wider x axis */
-    int from_on_x = fa.n > ta.n;
-    flow_axis *xa = from_on_x ? &fa : &ta, *ya = from_on_x ? &ta : &fa;
-    if ((double)xa->groups > mw)
-        xa->groups = (size_t)mw;
-    if ((double)ya->groups > mh)
-        ya->groups = (size_t)mh;
-    double cw = mw / (double)(xa->groups ? xa->groups : 1), ch = mh / (double)(ya->groups ? ya->groups : 1);
-    if (ch > 28) {   /* few rows: don't stretch them */
-        ch = 28;
-        mh = ch * (double)ya->groups;
+    fg->from_on_x = fg->fa.n > fg->ta.n;
+    fg->xa = fg->from_on_x ? &fg->fa : &fg->ta, fg->ya = fg->from_on_x ? &fg->ta : &fg->fa;
+    if ((double)fg->xa->groups > fg->mw)
+        fg->xa->groups = (size_t)fg->mw;
+    if ((double)fg->ya->groups > fg->mh)
+        fg->ya->groups = (size_t)fg->mh;
+    fg->cw = fg->mw / (double)(fg->xa->groups ? fg->xa->groups : 1), fg->ch = fg->mh / (double)(fg->ya->groups ? fg->ya->groups : 1);
+    if (fg->ch > 28) {   /* few rows: don't stretch them */
+        fg->ch = 28;
+        fg->mh = fg->ch * (double)fg->ya->groups;
     }
-    if (cw > 40) {
-        cw = 40;
-        mw = cw * (double)xa->groups;
+    if (fg->cw > 40) {
+        fg->cw = 40;
+        fg->mw = fg->cw * (double)fg->xa->groups;
     }
-    /* aggregate the pairs into cells */
-    size_t ncell = xa->groups * ya->groups;
-    double *cell = calloc(ncell ? ncell : 1, sizeof *cell);
-    double total = 0, cmax = 0, xmax = 0, ymax = 0;
-    fputs("<g class=\"flows\">\n", f);
-    text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", "Flows between nodes");
-    if (!cell || !xa->n || !ya->n) {
-        text(f, x + 20, y + 40, "start", 12, NULL, "no flows");
-        fputs("</g>\n", f);
-        free(cell);
-        flow_axis_free(&fa);
-        flow_axis_free(&ta);
-        return;
-    }
+}
+
+/* The pairs summed into cells, the smallest and largest cell (the colour
+ * scale), and the totals of the marginal bars. */
+static void flows_sum(const rs_report_flows *r, flows_geom *fg)
+{
     for (size_t p = 0; p < r->npairs; p++) {
         if (!(r->weight[p] > 0))
             continue;
-        size_t fm = fa.slot[r->from[p]], tm = ta.slot[r->to[p]];
-        size_t xm = from_on_x ? fm : tm, ym = from_on_x ? tm : fm;
-        cell[group_of(ya, ym) * xa->groups + group_of(xa, xm)] += r->weight[p];
-        total += r->weight[p];
+        size_t fm = fg->fa.slot[r->from[p]], tm = fg->ta.slot[r->to[p]];
+        size_t xm = fg->from_on_x ? fm : tm, ym = fg->from_on_x ? tm : fm;
+        fg->cell[group_of(fg->ya, ym) * fg->xa->groups + group_of(fg->xa, xm)] += r->weight[p];
+        fg->total += r->weight[p];
     }
-    double cmin = INFINITY;
-    for (size_t c = 0; c < ncell; c++) {
-        cmax = fmax(cmax, cell[c]);
-        if (cell[c] > 0)
-            cmin = fmin(cmin, cell[c]);
+    fg->cmin = INFINITY;
+    for (size_t c = 0; c < fg->ncell; c++) {
+        fg->cmax = fmax(fg->cmax, fg->cell[c]);
+        if (fg->cell[c] > 0)
+            fg->cmin = fmin(fg->cmin, fg->cell[c]);
     }
-    if (!isfinite(cmin))
-        cmin = cmax;
-    double *xt = calloc(xa->groups, sizeof *xt), *yt = calloc(ya->groups, sizeof *yt);
-    for (size_t m = 0; xt && m < xa->n; m++)
-        xt[group_of(xa, m)] += xa->total[m];
-    for (size_t m = 0; yt && m < ya->n; m++)
-        yt[group_of(ya, m)] += ya->total[m];
-    for (size_t g = 0; xt && g < xa->groups; g++)
-        xmax = fmax(xmax, xt[g]);
-    for (size_t g = 0; yt && g < ya->groups; g++)
-        ymax = fmax(ymax, yt[g]);
+    if (!isfinite(fg->cmin))
+        fg->cmin = fg->cmax;
+    fg->xt = calloc(fg->xa->groups, sizeof *fg->xt), fg->yt = calloc(fg->ya->groups, sizeof *fg->yt);
+    for (size_t m = 0; fg->xt && m < fg->xa->n; m++)
+        fg->xt[group_of(fg->xa, m)] += fg->xa->total[m];
+    for (size_t m = 0; fg->yt && m < fg->ya->n; m++)
+        fg->yt[group_of(fg->ya, m)] += fg->ya->total[m];
+    for (size_t g = 0; fg->xt && g < fg->xa->groups; g++)
+        fg->xmax = fmax(fg->xmax, fg->xt[g]);
+    for (size_t g = 0; fg->yt && g < fg->ya->groups; g++)
+        fg->ymax = fmax(fg->ymax, fg->yt[g]);
+}
+
+/* The subtitle, the colour scale and the marginal bars with their labels. */
+static void flows_legend(FILE *f, const rs_report_flows *r, double x, double y, double w, const flows_geom *fg)
+{
+    char t[256], a[64];
     snprintf(t, sizeof t, "rows: %s nodes (%zu); columns: %s nodes (%zu); colour: %s moved (log scale)",
-             from_on_x ? "receiving" : "sending", ya->n, from_on_x ? "sending" : "receiving", xa->n,
+             fg->from_on_x ? "receiving" : "sending", fg->ya->n, fg->from_on_x ? "sending" : "receiving", fg->xa->n,
              r->unit ? r->unit : "amount");
     text(f, x + 20, y + 36, "start", 12, "fill=\"#444\"", t);
     /* colour legend */
@@ -1085,78 +1089,119 @@ void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double 
     double lgx = x + w - 330;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"160\" height=\"10\" fill=\"url(#rsheat)\" stroke=\"#999\"/>\n", lgx,
             y + 8);
-    num_text(cmin, a, sizeof a);
+    num_text(fg->cmin, a, sizeof a);
     text(f, lgx - 4, y + 17, "end", 10, NULL, a);
-    num_text(cmax, a, sizeof a);
+    num_text(fg->cmax, a, sizeof a);
     text(f, lgx + 164, y + 17, "start", 10, NULL, a);
     /* marginal bars: totals per column above, per row to the right */
     double bar_h = 50, bar_w = 100;
-    for (size_t g = 0; xt && g < xa->groups; g++) {
-        double hh = xmax > 0 ? xt[g] / xmax * bar_h : 0;
+    for (size_t g = 0; fg->xt && g < fg->xa->groups; g++) {
+        double hh = fg->xmax > 0 ? fg->xt[g] / fg->xmax * bar_h : 0;
         fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n",
-                mx0 + cw * (double)g, my0 - 8 - hh - 60, cw > 2 ? cw * 0.85 : cw, hh);
+                fg->mx0 + fg->cw * (double)g, fg->my0 - 8 - hh - 60, fg->cw > 2 ? fg->cw * 0.85 : fg->cw, hh);
     }
-    for (size_t g = 0; yt && g < ya->groups; g++) {
-        double ww = ymax > 0 ? yt[g] / ymax * bar_w : 0;
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n", mx0 + mw + 8,
-                my0 + ch * (double)g, ww, ch > 2 ? ch * 0.85 : ch);
+    for (size_t g = 0; fg->yt && g < fg->ya->groups; g++) {
+        double ww = fg->ymax > 0 ? fg->yt[g] / fg->ymax * bar_w : 0;
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n", fg->mx0 + fg->mw + 8,
+                fg->my0 + fg->ch * (double)g, ww, fg->ch > 2 ? fg->ch * 0.85 : fg->ch);
     }
-    num_text(xmax, a, sizeof a);
+    num_text(fg->xmax, a, sizeof a);
     snprintf(t, sizeof t, "column totals (max %s)", a);
-    text(f, mx0, my0 - 60 - bar_h - 14, "start", 10, "fill=\"#444\"", t);
-    num_text(ymax, a, sizeof a);
+    text(f, fg->mx0, fg->my0 - 60 - bar_h - 14, "start", 10, "fill=\"#444\"", t);
+    num_text(fg->ymax, a, sizeof a);
     snprintf(t, sizeof t, "row totals (max %s)", a);
-    text(f, mx0 + mw + 8, my0 - 6, "start", 10, "fill=\"#444\"", t);
+    text(f, fg->mx0 + fg->mw + 8, fg->my0 - 6, "start", 10, "fill=\"#444\"", t);
+}
+
+/* The cells, coloured on a log scale, with their titles. */
+static void flows_cells(FILE *f, const rs_report_flows *r, const flows_geom *fg)
+{
+    char a[64];
     /* the cells */
-    int titles = ncell <= 40000;
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", mx0,
-            my0, mw, mh);
+    int titles = fg->ncell <= 40000;
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", fg->mx0,
+            fg->my0, fg->mw, fg->mh);
     fputs("<g class=\"cells\" shape-rendering=\"crispEdges\">\n", f);
-    double lmin = log(cmin), lspan = log(cmax) - lmin;
-    for (size_t gy = 0; gy < ya->groups; gy++)
-        for (size_t gx = 0; gx < xa->groups; gx++) {
-            double v = cell[gy * xa->groups + gx];
+    double lmin = log(fg->cmin), lspan = log(fg->cmax) - lmin;
+    for (size_t gy = 0; gy < fg->ya->groups; gy++)
+        for (size_t gx = 0; gx < fg->xa->groups; gx++) {
+            double v = fg->cell[gy * fg->xa->groups + gx];
             if (!(v > 0))
                 continue;
             char col[8];
             heat(lspan > 0 ? (log(v) - lmin) / lspan : 1, col);
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", mx0 + cw * (double)gx,
-                    my0 + ch * (double)gy, cw, ch, col);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", fg->mx0 + fg->cw * (double)gx,
+                    fg->my0 + fg->ch * (double)gy, fg->cw, fg->ch, col);
             if (titles) {
                 num_text(v, a, sizeof a);
-                size_t xs = group_start(xa, gx), ys = group_start(ya, gy);
-                const char *xn = r->names ? r->names[xa->node[xs]] : "?", *yn = r->names ? r->names[ya->node[ys]] : "?";
+                size_t xs = group_start(fg->xa, gx), ys = group_start(fg->ya, gy);
+                const char *xn = r->names ? r->names[fg->xa->node[xs]] : "?", *yn = r->names ? r->names[fg->ya->node[ys]] : "?";
                 fputs("<title>", f);
-                rs_xml_text(f, from_on_x ? xn : yn);
-                fputs(group_start(from_on_x ? xa : ya, (from_on_x ? gx : gy) + 1) - (from_on_x ? xs : ys) > 1 ? "\xe2\x80\xa6" : "", f);
+                rs_xml_text(f, fg->from_on_x ? xn : yn);
+                fputs(group_start(fg->from_on_x ? fg->xa : fg->ya, (fg->from_on_x ? gx : gy) + 1) - (fg->from_on_x ? xs : ys) > 1 ? "\xe2\x80\xa6" : "", f);
                 fputs(" \xe2\x86\x92 ", f);
-                rs_xml_text(f, from_on_x ? yn : xn);
-                fputs(group_start(from_on_x ? ya : xa, (from_on_x ? gy : gx) + 1) - (from_on_x ? ys : xs) > 1 ? "\xe2\x80\xa6" : "", f);
+                rs_xml_text(f, fg->from_on_x ? yn : xn);
+                fputs(group_start(fg->from_on_x ? fg->ya : fg->xa, (fg->from_on_x ? gy : gx) + 1) - (fg->from_on_x ? ys : xs) > 1 ? "\xe2\x80\xa6" : "", f);
                 fprintf(f, ": %s</title>", a);
             }
             fputs("</rect>\n", f);
         }
     fputs("</g>\n", f);
-    axis_names(f, r, xa, 1, mx0, my0, mw);
-    axis_names(f, r, ya, 0, mx0, my0, mh);
-    snprintf(t, sizeof t, "%s node%s", from_on_x ? "from (sending)" : "to (receiving)",
-             xa->groups < xa->n ? " - columns aggregate consecutive nodes" : "");
-    text(f, mx0 + mw / 2, my0 + mh + 22, "middle", 12, NULL, t);
+}
+
+/* The node names along both axes, the axis labels and the total. */
+static void flows_labels(FILE *f, const rs_report_flows *r, double x, const flows_geom *fg)
+{
+    char t[256], a[64];
+    axis_names(f, r, fg->xa, 1, fg->mx0, fg->my0, fg->mw);
+    axis_names(f, r, fg->ya, 0, fg->mx0, fg->my0, fg->mh);
+    snprintf(t, sizeof t, "%s node%s", fg->from_on_x ? "from (sending)" : "to (receiving)",
+             fg->xa->groups < fg->xa->n ? " - columns aggregate consecutive nodes" : "");
+    text(f, fg->mx0 + fg->mw / 2, fg->my0 + fg->mh + 22, "middle", 12, NULL, t);
     char tr[96];
-    double cx = x + 16, cy = my0 + mh / 2;
+    double cx = x + 16, cy = fg->my0 + fg->mh / 2;
     snprintf(tr, sizeof tr, "transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
-    snprintf(t, sizeof t, "%s node%s", from_on_x ? "to (receiving)" : "from (sending)",
-             ya->groups < ya->n ? " (rows aggregated)" : "");
+    snprintf(t, sizeof t, "%s node%s", fg->from_on_x ? "to (receiving)" : "from (sending)",
+             fg->ya->groups < fg->ya->n ? " (rows aggregated)" : "");
     text(f, cx, cy, "middle", 12, tr, t);
-    num_text(total, a, sizeof a);
+    num_text(fg->total, a, sizeof a);
     snprintf(t, sizeof t, "total moved: %s %s in %zu pairs", a, r->unit ? r->unit : "", r->npairs);
-    text(f, mx0, my0 + mh + 44, "start", 12, NULL, t);
+    text(f, fg->mx0, fg->my0 + fg->mh + 44, "start", 12, NULL, t);
+}
+
+void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double w, double h)
+{
+    flows_geom g = {.mx0 = x + 110, .my0 = y + 180,          /* matrix origin */
+                    .mw = w - 110 - 150, .mh = h - 180 - 60}; /* matrix size */
+    if (flow_axis_init(&g.fa, r, r->from, 1e9) != 0 || flow_axis_init(&g.ta, r, r->to, 1e9) != 0) {
+        flow_axis_free(&g.fa);
+        flow_axis_free(&g.ta);
+        return;
+    }
+    flows_layout(&g);
+    /* aggregate the pairs into cells */
+    g.ncell = g.xa->groups * g.ya->groups;
+    g.cell = calloc(g.ncell ? g.ncell : 1, sizeof *g.cell);
+    fputs("<g class=\"flows\">\n", f);
+    text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", "Flows between nodes");
+    if (!g.cell || !g.xa->n || !g.ya->n) {
+        text(f, x + 20, y + 40, "start", 12, NULL, "no flows");
+        fputs("</g>\n", f);
+        free(g.cell);
+        flow_axis_free(&g.fa);
+        flow_axis_free(&g.ta);
+        return;
+    }
+    flows_sum(r, &g);
+    flows_legend(f, r, x, y, w, &g);
+    flows_cells(f, r, &g);
+    flows_labels(f, r, x, &g);
     fputs("</g>\n", f);
-    free(cell);
-    free(xt);
-    free(yt);
-    flow_axis_free(&fa);
-    flow_axis_free(&ta);
+    free(g.cell);
+    free(g.xt);
+    free(g.yt);
+    flow_axis_free(&g.fa);
+    flow_axis_free(&g.ta);
 }
 
 static double flows_height(const rs_report_flows *r)
