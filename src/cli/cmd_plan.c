@@ -1,64 +1,16 @@
 /* ringshard plan: what moves where when the node set changes - the exact
  * ring diff without data, counted keys and bytes with data, the moved rows
  * themselves with --emit. The options fill the plan job
- * (ringshard/job_plan.h, src/jobs/plan.c); cli/plan_summary.c prints its
- * result. The plan JSON schema is in docs/plan.md. */
+ * (ringshard/job_plan.h, src/jobs/plan.c); cli/plan_print.c holds its
+ * help and prints its result. The plan JSON schema is in docs/plan.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/plan_summary.h"
+#include "cli/plan_print.h"
 #include "cli/world.h"
 #include "ringshard/job_plan.h"
 #include "ringshard/outdir.h"
-
-static const char plan_help[] =
-    "Usage: ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]\n"
-    "Compares an old and a new node set on the same ring options and tells what\n"
-    "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
-    "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
-    "inputs and options as 'ringshard bucket'): keys and bytes counted per pair;\n"
-    "with --emit DIR the moved rows themselves.\n\n"
-    "Old side (default: the ring options' nodes, 1000):\n"
-    "  --old-nodes N          nodes \"0\"..\"N-1\" (same as --nodes)\n"
-    "  --old-nodes-file FILE  a node file (same as --nodes-file)\n"
-    "  --from-buckets DIR     the ring DIR/manifest.json was written with; its rows\n"
-    "                         are the data (each must sit in its old bucket), unless\n"
-    "                         --ring-only. Ring options may not be given with it.\n"
-    "  --ring-only            with --from-buckets: use only the ring, read no rows\n"
-    "New side (an explicit node set, or changes to the old one, or both):\n"
-    "  --new-nodes N          nodes \"0\"..\"N-1\"\n"
-    "  --new-nodes-file FILE  a node file\n"
-    "  --add K                K nodes named after the last one (\"999\" -> \"1000\"...,\n"
-    "                         \"db07\" -> \"db08\"...; a name without digits gets -1, -2...)\n"
-    "  --add-names A,B        nodes with these names (weight 1)\n"
-    "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
-    "                         keep their slots, as seed 001's dropBadNode)\n"
-    "  --reweight NAME=W[,..] change a node's weight (ring, ketama)\n"
-    "  --down NAMES           nodes listed but down, on both sides where listed\n"
-    "Outputs (the summary goes to standard output):\n"
-    "  --json FILE            the plan as JSON (schema: docs/plan.md)\n"
-    "  --json-arcs            include every moving arc in --json\n"
-    "  --arcs FILE            every moving arc as TSV: start end from to weight share\n"
-    "  --pairs FILE           every (from, to) pair as CSV\n"
-    "  --svg FILE             the flow matrix (from x to) and the summary as SVG\n"
-    "  --html FILE            the same as a self-contained HTML page, with tables\n"
-    "  --top N                pairs listed in the summary (default 10)\n"
-    "  --strict               exit 3 if a move breaks the change's consistency property\n"
-    "With data:\n"
-    "  --emit DIR             write the moved rows, one <from>__<to>.csv.gz per pair,\n"
-    "                         plus DIR/manifest.json (kind \"moves\"); rows that stay\n"
-    "                         are not written\n"
-    "  --force                replace an existing --emit DIR (a ringshard output or empty)\n"
-    "  --force-any            replace an existing --emit DIR whatever it holds\n"
-    "  --compress gzip|zstd|none  --emit files gzip (default), zstd or plain\n"
-    "  --level N              level (default 1): gzip 1-9, zstd -131072 to 22 but 0\n"
-    "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
-    "  --order smallest|largest  which moves go first (default smallest; --order\n"
-    "                         signed|unsigned remains the ring option)\n"
-    "  -h, --help             this help\n\n"
-    "Exit: 0; 3 when rows of --from-buckets sit in the wrong bucket (then nothing is\n"
-    "emitted) or, with --strict, when the consistency property is broken.\n\n";
 
 enum {
     OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_ADD,
@@ -69,18 +21,14 @@ enum {
 
 #define MAX_CHANGES 256
 
+/* The options as given: the job's, and what the command turns into them. */
 typedef struct {
+    rs_plan_job_opts o;
     rs_cli_ring ro;
     const char *old_nodes, *old_nodes_file, *new_nodes, *new_nodes_file;
-    unsigned long long add;
+    unsigned long long add, top, batch_bytes;
     const char *add_names[MAX_CHANGES], *remove[MAX_CHANGES], *reweight[MAX_CHANGES];
-    int nadd_names, nremove, nreweight;
-    const char *from_buckets;
-    int ring_only;
-    const char *json, *arcs, *pairs, *emit, *svg, *html;
-    int json_arcs, strict, force;
-    unsigned long long top, batch_bytes;
-    int largest_first, have_order;
+    int have_order;
 } plan_args;
 
 static int push(const char **list, int *n, const char *v, const char *what, rs_error *err)
@@ -134,7 +82,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
             c == OPT_WAVE_ORDER) {
             if (strcmp(optarg, "smallest") && strcmp(optarg, "largest"))
                 return rs_cli_usage_error("plan", "--wave-order: expected smallest or largest");
-            a->largest_first = !strcmp(optarg, "largest");
+            a->o.largest_first = !strcmp(optarg, "largest");
             a->have_order = 1;
             continue;
         }
@@ -168,33 +116,33 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
                 return rs_cli_fail("plan", &err);
             break;
         case OPT_ADD_NAMES:
-            if (push(a->add_names, &a->nadd_names, optarg, "--add-names", &err) != 0)
+            if (push(a->add_names, &a->o.nadd_names, optarg, "--add-names", &err) != 0)
                 return rs_cli_fail("plan", &err);
             break;
         case OPT_REMOVE:
-            if (push(a->remove, &a->nremove, optarg, "--remove", &err) != 0)
+            if (push(a->remove, &a->o.nremove, optarg, "--remove", &err) != 0)
                 return rs_cli_fail("plan", &err);
             break;
         case OPT_REWEIGHT:
-            if (push(a->reweight, &a->nreweight, optarg, "--reweight", &err) != 0)
+            if (push(a->reweight, &a->o.nreweight, optarg, "--reweight", &err) != 0)
                 return rs_cli_fail("plan", &err);
             break;
-        case OPT_FROM_BUCKETS: a->from_buckets = optarg; break;
-        case OPT_RING_ONLY: a->ring_only = 1; break;
-        case OPT_JSON: a->json = optarg; break;
-        case OPT_JSON_ARCS: a->json_arcs = 1; break;
-        case OPT_ARCS: a->arcs = optarg; break;
-        case OPT_PAIRS: a->pairs = optarg; break;
-        case OPT_SVG: a->svg = optarg; break;
-        case OPT_HTML: a->html = optarg; break;
+        case OPT_FROM_BUCKETS: a->o.from_buckets = optarg; break;
+        case OPT_RING_ONLY: a->o.ring_only = 1; break;
+        case OPT_JSON: a->o.json = optarg; break;
+        case OPT_JSON_ARCS: a->o.json_arcs = 1; break;
+        case OPT_ARCS: a->o.arcs = optarg; break;
+        case OPT_PAIRS: a->o.pairs = optarg; break;
+        case OPT_SVG: a->o.svg = optarg; break;
+        case OPT_HTML: a->o.html = optarg; break;
         case OPT_TOP:
             if (rs_cli_uint("--top", optarg, 0, UINT32_MAX, &a->top, &err) != 0)
                 return rs_cli_fail("plan", &err);
             break;
-        case OPT_STRICT: a->strict = 1; break;
-        case OPT_EMIT: a->emit = optarg; break;
-        case OPT_FORCE: a->force |= RS_OUTDIR_FORCE; break;
-        case OPT_FORCE_ANY: a->force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
+        case OPT_STRICT: a->o.strict = 1; break;
+        case OPT_EMIT: a->o.emit = optarg; break;
+        case OPT_FORCE: a->o.force |= RS_OUTDIR_FORCE; break;
+        case OPT_FORCE_ANY: a->o.force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
         case OPT_BATCH_BYTES:
             if (rs_cli_size("--batch-bytes", optarg, &a->batch_bytes, &err) != 0)
                 return rs_cli_fail("plan", &err);
@@ -202,7 +150,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
                 return rs_cli_usage_error("plan", "--batch-bytes: must be positive");
             break;
         case 'h':
-            fputs(plan_help, stdout);
+            fputs(rs_cli_plan_help, stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -218,19 +166,19 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
 static int check_args(const plan_args *a, const rs_pipeline_opts *po, int have_inputs, int data)
 {
     rs_error err = {0};
-    if (a->from_buckets && have_inputs)
+    if (a->o.from_buckets && have_inputs)
         return rs_cli_usage_error("plan", "--from-buckets reads the bucket files: no INPUT arguments nor --files-from");
-    if (a->ring_only && !a->from_buckets)
+    if (a->o.ring_only && !a->o.from_buckets)
         return rs_cli_usage_error("plan", "--ring-only goes with --from-buckets");
-    if (!data && (a->emit || a->batch_bytes))
+    if (!data && (a->o.emit || a->batch_bytes))
         return rs_cli_usage_error("plan", "--emit and --batch-bytes need data (INPUT... or --from-buckets DIR)");
     if (a->have_order && !a->batch_bytes)
         return rs_cli_usage_error("plan", "--order smallest|largest goes with --batch-bytes");
-    const char *const side[][2] = {{"--on-bad-row quarantine=", po->quarantine}, {"--json ", a->json},
-                                   {"--arcs ", a->arcs}, {"--pairs ", a->pairs}, {"--svg ", a->svg},
-                                   {"--html ", a->html}};
+    const char *const side[][2] = {{"--on-bad-row quarantine=", po->quarantine}, {"--json ", a->o.json},
+                                   {"--arcs ", a->o.arcs}, {"--pairs ", a->o.pairs}, {"--svg ", a->o.svg},
+                                   {"--html ", a->o.html}};
     for (size_t i = 0; i < sizeof side / sizeof *side; i++)
-        if (rs_cli_outside_output(side[i][0], side[i][1], a->emit, &err) != 0)
+        if (rs_cli_outside_output(side[i][0], side[i][1], a->o.emit, &err) != 0)
             return rs_cli_fail("plan", &err);
     return -1;
 }
@@ -240,16 +188,16 @@ static int check_args(const plan_args *a, const rs_pipeline_opts *po, int have_i
 static int ring_sides(const plan_args *a, rs_plan_job_opts *o, rs_nodes *old_nodes, rs_error *err)
 {
     int have_new = a->new_nodes || a->new_nodes_file;
-    int changes = a->add || a->nadd_names || a->nremove || a->nreweight;
+    int changes = a->add || a->o.nadd_names || a->o.nremove || a->o.nreweight;
     if (!have_new && !changes)
         return rs_error_set(err, RS_EXIT_USAGE,
                             "no new side: give --new-nodes, --new-nodes-file or a change (--add, --add-names, "
                             "--remove, --reweight)");
-    if (a->from_buckets) {
+    if (a->o.from_buckets) {
         if (rs_cli_ring_given(&a->ro) || a->old_nodes || a->old_nodes_file)
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--from-buckets takes the old ring from %s/manifest.json: no ring or old-node options",
-                                a->from_buckets);
+                                a->o.from_buckets);
     } else {
         rs_cli_ring ro = a->ro;
         ro.nodes = a->old_nodes;
@@ -283,26 +231,19 @@ static int take_inputs(rs_pipeline_opts *po, void *ctx, rs_error *err)
     return rs_cli_input_finish(po, c->argc, c->argv, c->first, err);
 }
 
-static void fill_job(const plan_args *a, const rs_pipeline_opts *po, int data, inputs_ctx *ic, rs_plan_job_opts *o)
+/* The rest of the job's options: the lists, the data's pipeline and the
+ * inputs, taken when the job asks. */
+static void fill_job(plan_args *a, const rs_pipeline_opts *po, int data, inputs_ctx *ic)
 {
-    o->from_buckets = a->from_buckets;
-    o->ring_only = a->ring_only;
+    rs_plan_job_opts *o = &a->o;
     o->down = a->ro.down;
-    o->remove = a->remove, o->nremove = a->nremove;
-    o->reweight = a->reweight, o->nreweight = a->nreweight;
-    o->add_names = a->add_names, o->nadd_names = a->nadd_names;
+    o->remove = a->remove, o->reweight = a->reweight, o->add_names = a->add_names;
     o->add = (uint32_t)a->add;
+    o->batch_bytes = a->batch_bytes;
     o->data = data;
     o->pipe = *po;
     o->take_inputs = take_inputs;
     o->take_inputs_ctx = ic;
-    o->emit = a->emit;
-    o->force = a->force;
-    o->batch_bytes = a->batch_bytes;
-    o->largest_first = a->largest_first;
-    o->json = a->json, o->arcs = a->arcs, o->pairs = a->pairs, o->svg = a->svg, o->html = a->html;
-    o->json_arcs = a->json_arcs;
-    o->strict = a->strict;
 }
 
 int rs_cmd_plan(int argc, char **argv)
@@ -316,38 +257,37 @@ int rs_cmd_plan(int argc, char **argv)
     if (r >= 0)
         return r;
     int have_inputs = optind < argc || rs_cli_files_from_given();
-    int data = have_inputs || (a.from_buckets && !a.ring_only);
+    int data = have_inputs || (a.o.from_buckets && !a.o.ring_only);
     if ((r = check_args(&a, &po, have_inputs, data)) >= 0)
         return r;
 
     rs_error err = {0};
-    rs_plan_job_opts o = {0};
     rs_plan_job_result res = {0};
     rs_nodes old_nodes = {0};
     char *dummy[1] = {(char *)"-"};
     inputs_ctx ic = {argc, optind, argv};
-    if (a.from_buckets)
+    if (a.o.from_buckets)
         ic = (inputs_ctx){1, 0, dummy};  /* the job takes the directory's files */
     int rc = 0, quiet = po.progress < 0, agreed = 0;
-    if (ring_sides(&a, &o, &old_nodes, &err) != 0) {
+    if (ring_sides(&a, &a.o, &old_nodes, &err) != 0) {
         if (data)  /* under MPI the other ranks meet this rank's failure */
             rs_world_agree_once(&agreed, &err);
         goto out;
     }
-    fill_job(&a, &po, data, &ic, &o);
-    if (rs_plan_job_run(&o, &res, &err) != 0)
+    fill_job(&a, &po, data, &ic);
+    if (rs_plan_job_run(&a.o, &res, &err) != 0)
         goto out;
     rc = res.verify_failed ? RS_EXIT_VERIFY : 0;
     if (rs_world_rank() != 0)  /* under MPI, rank 0 prints */
         goto out;
     if (!quiet) {
-        rs_cli_plan_summary(stdout, &o, a.top, &res);
+        rs_cli_plan_summary(stdout, &a.o, a.top, &res);
         if (rs_cli_flush_stdout(&err) != 0)
             goto out;
     }
     if (res.data.mismatches)
         fprintf(stderr, "ringshard plan: %llu rows of %s sit in the wrong bucket%s\n",
-                (unsigned long long)res.data.mismatches, a.from_buckets, a.emit ? "; nothing emitted" : "");
+                (unsigned long long)res.data.mismatches, a.o.from_buckets, a.o.emit ? "; nothing emitted" : "");
     else if (res.verify_failed)
         fprintf(stderr, "ringshard plan: --strict: %s does not hold\n", rs_plan_check_property(res.plan.check));
 out:

@@ -1,9 +1,12 @@
-/* cli/plan_summary.h - the summary of `ringshard plan` (cli/plan_summary.c). */
-#ifndef RS_CLI_PLAN_SUMMARY_H
-#define RS_CLI_PLAN_SUMMARY_H
+/* cli/plan_print.h - what `ringshard plan` prints (cli/plan_print.c). */
+#ifndef RS_CLI_PLAN_PRINT_H
+#define RS_CLI_PLAN_PRINT_H
 
 #include <stdio.h>
 #include "ringshard/job_plan.h"
+
+/* The text of `ringshard plan --help` (the input and ring options follow it). */
+extern const char rs_cli_plan_help[];
 
 /* Prints the plan job's result r, run with a, to f: the change, the method,
  * moved/ideal/floor, balance, consistency (violating pairs: max(top, 20)
