@@ -24,6 +24,8 @@ plan --scheme jump --nodes 50 --add 2 --json j.json
 plan --scheme modulo --nodes 50 --add 2 --json m.json
 plan --scheme slots --nodes 50 --remove 3 --json s.json --strict
 plan --scheme jump --nodes 50 --remove 3 --arcs x.tsv
+plan --scheme jump --nodes 50 --remove 3 --strict --json jv.json --pairs jv.csv
+plan --scheme modulo --nodes 7 --add-names "a,b" --down 2 --pairs mo.csv --top 3
 plan --nodes 20 --reweight 3=2 --down 5 --json rw.json --strict
 plan --key bill_id --add 10 bills.csv.gz
 plan --key bill_id --nodes 40 --add 3 --json d.json --pairs d.csv --batch-bytes 100K --order largest bills.csv.gz

@@ -199,6 +199,18 @@ typedef struct {
  * tells). f stays open. */
 int rs_plan_json_write(FILE *f, const rs_plan *p, const rs_plan_data *d, const rs_plan_json_opts *o);
 
+/* Writes every moving arc to f as TSV: a header line "start end from to
+ * weight share", then one line per arc (end exclusive; names with the
+ * vectors' escapes; share with 17 significant digits). Write errors are
+ * left in f's error flag. */
+void rs_plan_arcs_write(FILE *f, const rs_plan *p);
+
+/* Writes every (from, to) pair to f as CSV: "from,to,weight,share,arcs,
+ * keys,bytes,wave,violation", keys and bytes empty without data (d NULL or
+ * !d->have), wave empty without waves. Write errors are left in f's error
+ * flag. */
+void rs_plan_pairs_write(FILE *f, const rs_plan *p, const rs_plan_data *d);
+
 /* The change's kind in the JSON: "add", "remove", "mixed", "none". */
 const char *rs_plan_check_name(rs_plan_check c);
 
