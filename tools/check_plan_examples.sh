@@ -56,6 +56,11 @@ simulate --keys 20000 --scheme ketama --nodes 30 --tsv --svg sim.svg --html sim.
 simulate --keys 20000 --vnodes 1,10 --add 2 --svg sw.svg --html sw.html
 simulate --keys 20000 --remove 3,5 --key-pattern seq
 simulate --keys 0
+simulate --down nosuch
+simulate --keys 1000 --vnodes 1,2 --scheme modulo
+simulate --keys 1000 --vnodes 1,2 --tsv
+simulate --keys 1000 --remove nosuch
+simulate --keys 1000 --scheme slots --remove 3 --capacity-factor 1.5 --tsv
 simulate --help
 stats --key bill_id --svg load.svg --html load.html bills.csv.gz
 stats --key bill_id --tsv --nodes 30 bills.csv
@@ -63,6 +68,9 @@ stats --key bill_id --capacity-factor 1.1 bills.csv
 stats buckets/
 stats --tsv buckets
 stats nodir/
+stats --nodes 3 buckets
+stats --key x buckets
+stats --key bill_id --capacity-factor 1.2 --tsv --svg c.svg bills.csv
 stats --help
 CMDS
 }
