@@ -324,14 +324,11 @@ void rs_simulate_job_result_free(rs_simulate_job_result *r)
 {
     for (size_t s = 0; s < r->nrings; s++) {
         rs_simulate_ring *sr = &r->rings[s];
+        void *arrays[] = {sr->map, sr->counts, sr->counts_changed, sr->ns, sr->capacity, sr->load_after};
         rs_ring_free(sr->base);
         rs_ring_free(sr->changed);
-        free(sr->map);
-        free(sr->counts);
-        free(sr->counts_changed);
-        free(sr->ns);
-        free(sr->capacity);
-        free(sr->load_after);
+        for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+            free(arrays[k]);
     }
     free(r->rings);
     memset(r, 0, sizeof *r);

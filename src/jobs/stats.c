@@ -196,10 +196,9 @@ out:
 
 void rs_stats_job_result_free(rs_stats_job_result *r)
 {
+    void *arrays[] = {r->counts, r->capacity, r->load, r->ns};
     rs_ring_free(r->dir_ring);
-    free(r->counts);
-    free(r->capacity);
-    free(r->load);
-    free(r->ns);
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        free(arrays[k]);
     memset(r, 0, sizeof *r);
 }
