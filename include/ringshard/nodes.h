@@ -59,4 +59,17 @@ int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err);
 /* Frees the list (a zeroed list is fine). */
 void rs_nodes_free(rs_nodes *nodes);
 
+/* --add K: appends k nodes of weight 1 to a non-empty list, named after the
+ * last node: its numeric suffix continues (keeping its zero padding) after
+ * the largest number any node with the same prefix carries, skipping names
+ * that exist ("999" -> "1000"..., "db07" -> "db08"...); a last name without
+ * digits (or with more than 18) gets "-1", "-2"... Returns 0, or -1 with err
+ * (RS_EXIT_USAGE: name too long; rs_nodes_append's errors). */
+int rs_nodes_add_after(rs_nodes *nodes, uint32_t k, rs_error *err);
+
+/* --add-names A,B: appends the comma-separated names, in order, with
+ * weight 1. Returns 0, or -1 with err (rs_nodes_append's errors, naming
+ * --add-names; RS_EXIT_IO when out of memory). */
+int rs_nodes_add_names(rs_nodes *nodes, const char *list, rs_error *err);
+
 #endif

@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ringshard/error.h"
 #include "ringshard/ring.h"
 
@@ -159,5 +160,68 @@ uint32_t rs_plan_waves(const uint64_t *bytes, size_t n, uint64_t cap, int larges
 
 /* "exact-arcs", "exact-residues", "expected". */
 const char *rs_plan_method_name(rs_plan_method m);
+
+/* ---------------------------------------------------------------- with data */
+
+/* A plan counted on data (the plan job, ringshard/job_plan.h): the rows
+ * and bytes of every pair. Arrays are malloc'd and owned by whoever owns
+ * the struct (rs_plan_job_result_free frees the job's). */
+typedef struct {
+    int have;                  /* data was read */
+    uint64_t rows, bytes;      /* every row read (bytes: row + LF) */
+    uint64_t moved_rows, moved_bytes;
+    uint64_t *keys, *bytes_of; /* per pair; [npairs] counts the rows that stay */
+    uint64_t *mismatch;        /* per input: rows in a bucket their old ring does not assign */
+    uint64_t mismatches;
+    uint32_t *wave;            /* per pair, with --batch-bytes; else NULL */
+    uint32_t nwaves;
+    size_t ninputs;
+    const char *const *inputs;
+    const char **input_labels; /* --from-buckets: file names */
+    const size_t *input_files; /* --from-buckets: input -> index in the manifest's files */
+    const char **input_nodes;  /* --from-buckets: each file's node */
+    double seconds;
+    int emitted;               /* the moved rows were published (--emit) */
+} rs_plan_data;
+
+/* What the plan JSON (docs/plan.md) says beyond the plan and its data. */
+typedef struct {
+    const char *source;        /* the data's: "buckets" or "inputs" */
+    const char *emit;          /* the --emit directory (named when data->emitted), or NULL */
+    uint64_t batch_bytes;      /* --batch-bytes, 0 without */
+    int largest_first;         /* wave order */
+    int arcs;                  /* list every moving arc (--json-arcs) */
+} rs_plan_json_opts;
+
+/* Writes the plan as JSON (schema "ringshard-plan" version 1, docs/plan.md)
+ * to f, with its data when d is non-NULL and d->have. Returns
+ * rs_json_finish's result: 0, or non-zero when a write failed (errno
+ * tells). f stays open. */
+int rs_plan_json_write(FILE *f, const rs_plan *p, const rs_plan_data *d, const rs_plan_json_opts *o);
+
+/* Writes every moving arc to f as TSV: a header line "start end from to
+ * weight share", then one line per arc (end exclusive; names with the
+ * vectors' escapes; share with 17 significant digits). Write errors are
+ * left in f's error flag. */
+void rs_plan_arcs_write(FILE *f, const rs_plan *p);
+
+/* Writes every (from, to) pair to f as CSV: "from,to,weight,share,arcs,
+ * keys,bytes,wave,violation", keys and bytes empty without data (d NULL or
+ * !d->have), wave empty without waves. Write errors are left in f's error
+ * flag. */
+void rs_plan_pairs_write(FILE *f, const rs_plan *p, const rs_plan_data *d);
+
+/* The change's kind in the JSON: "add", "remove", "mixed", "none". */
+const char *rs_plan_check_name(rs_plan_check c);
+
+/* The consistency property of the change in words ("every move goes to an
+ * added node"...), for the summary, the JSON and the report. */
+const char *rs_plan_check_property(rs_plan_check c);
+
+/* Nodes of the list that are up. */
+uint32_t rs_plan_up_count(const rs_nodes *n);
+
+/* The ideal's rule in words into buf[cap], e.g. "k/(N+k) = 10/1010". */
+void rs_plan_ideal_rule(const rs_plan *p, char *buf, size_t cap);
 
 #endif

@@ -99,19 +99,6 @@ rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
  * made (RS_EXIT_USAGE, saying how much it needs). */
 rs_ring *rs_cli_ring_build_within(const rs_cli_ring *ro, uint64_t memory, rs_error *err);
 
-/* --add K: appends k nodes of weight 1 to a non-empty list, named after the
- * last node: its numeric suffix continues (keeping its zero padding) after
- * the largest number any node with the same prefix carries, skipping names
- * that exist ("999" -> "1000"..., "db07" -> "db08"...); a last name without
- * digits (or with more than 18) gets "-1", "-2"... Returns 0, or -1 with err
- * (RS_EXIT_USAGE: name too long; rs_nodes_append's errors). */
-int rs_cli_add_nodes(rs_nodes *nodes, uint32_t k, rs_error *err);
-
-/* --add-names A,B: appends the comma-separated names, in order, with
- * weight 1. Returns 0, or -1 with err (rs_nodes_append's errors, naming
- * --add-names; RS_EXIT_IO when out of memory). */
-int rs_cli_add_names(rs_nodes *nodes, const char *list, rs_error *err);
-
 /* Parses an unsigned integer option value; -1 with RS_EXIT_USAGE naming
  * `what` if it is not a number in [min, max]. */
 int rs_cli_uint(const char *what, const char *arg, unsigned long long min, unsigned long long max,

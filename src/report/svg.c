@@ -352,28 +352,44 @@ static void load_range(const rs_report_loads *r, double *lo, double *hi)
     *hi = mx;
 }
 
-void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+/* The geometry of the loads chart, shared by its steps. */
+typedef struct {
+    double px, py, pw, ph;   /* the plot area */
+    axis_box box;
+    int truncated;           /* the axis does not start at 0 */
+    size_t *ord;             /* nodes by load, descending */
+    size_t cols;             /* bars (nodes aggregate when there are more than pixels) */
+    double cw;               /* a bar's width */
+} loads_geom;
+
+/* The plot area and the load axis's range. */
+static void loads_range(const rs_report_loads *r, double x, double y, double w, double h, loads_geom *g)
 {
-    char t[256], a[64], b[64];
-    double px = x + 80, py = y + 44, pw = w - 100, ph = h - 44 - 52;
+    g->px = x + 80, g->py = y + 44, g->pw = w - 100, g->ph = h - 44 - 52;
     double mn, mx;
     load_range(r, &mn, &mx);
-    axis_box box = {px, py, pw, ph, 0, mx * 1.05, 0};
-    int truncated = 0;
+    g->box = (axis_box){g->px, g->py, g->pw, g->ph, 0, mx * 1.05, 0};
+    g->truncated = 0;
     if (mx > 0 && (mx - mn) < 0.2 * mx) {
         /* the loads differ by a few percent: a zero-based axis would hide
          * them, so the axis starts near the smallest value (said in a note) */
         double step = nice_step((mx - mn) > 0 ? (mx - mn) : mx * 0.01, 6);
-        box.lo = floor((mn - (mx - mn) * 0.15) / step) * step;
-        if (box.lo < 0)
-            box.lo = 0;
-        box.hi = ceil((mx + (mx - mn) * 0.1) / step) * step;
-        if (box.hi <= mx)
-            box.hi = mx + step;
-        truncated = box.lo > 0;
+        g->box.lo = floor((mn - (mx - mn) * 0.15) / step) * step;
+        if (g->box.lo < 0)
+            g->box.lo = 0;
+        g->box.hi = ceil((mx + (mx - mn) * 0.1) / step) * step;
+        if (g->box.hi <= mx)
+            g->box.hi = mx + step;
+        g->truncated = g->box.lo > 0;
     }
-    if (box.hi <= box.lo)
-        box.hi = box.lo + 1;
+    if (g->box.hi <= g->box.lo)
+        g->box.hi = g->box.lo + 1;
+}
+
+/* The title, the legend and the load axis. */
+static void loads_legend(FILE *f, const rs_report_loads *r, double x, double y, const loads_geom *g)
+{
+    char t[256];
     fputs("<g class=\"loads\">\n", f);
     snprintf(t, sizeof t, "Load per node, sorted (%zu nodes)", r->n);
     text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", t);
@@ -390,64 +406,73 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
         legend_item(f, &lx, y + 34, "line", C_CAP, "capacity");
     char ylabel[96];
     snprintf(ylabel, sizeof ylabel, "%s per node", r->unit ? r->unit : "load");
-    y_axis(f, &box, ylabel);
-    size_t *ord = sorted_order(r);
-    if (!ord) {
-        fputs("</g>\n", f);
-        return;
-    }
-    size_t cols = r->n;
-    if ((double)cols > pw)
-        cols = (size_t)pw;
-    double cw = pw / (double)(cols ? cols : 1);
+    y_axis(f, &g->box, ylabel);
+}
+
+/* The expected band's shading and the bars, one per node or per group of
+ * ranks, with their titles. */
+static void loads_bars(FILE *f, const rs_report_loads *r, loads_geom *g)
+{
+    char a[64], b[64];
+    g->cols = r->n;
+    if ((double)g->cols > g->pw)
+        g->cols = (size_t)g->pw;
+    g->cw = g->pw / (double)(g->cols ? g->cols : 1);
     int titles = r->n <= 5000;
-    double base = map_y(&box, box.lo);
+    double base = map_y(&g->box, g->box.lo);
     if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
-        double y1 = map_y(&box, fmin(box.hi, r->band_hi)), y2 = map_y(&box, fmax(box.lo, r->band_lo));
+        double y1 = map_y(&g->box, fmin(g->box.hi, r->band_hi)), y2 = map_y(&g->box, fmax(g->box.lo, r->band_lo));
         fprintf(f, "<rect class=\"band\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"" C_BAND
-                   "\" fill-opacity=\"0.30\"/>\n", px, y1, pw, y2 - y1 > 0 ? y2 - y1 : 0);
+                   "\" fill-opacity=\"0.30\"/>\n", g->px, y1, g->pw, y2 - y1 > 0 ? y2 - y1 : 0);
     }
     fputs("<g class=\"bars\" shape-rendering=\"crispEdges\">\n", f);
-    for (size_t c = 0; c < cols; c++) {
-        size_t s = c * r->n / cols, e = (c + 1) * r->n / cols;
+    for (size_t c = 0; c < g->cols; c++) {
+        size_t s = c * r->n / g->cols, e = (c + 1) * r->n / g->cols;
         if (e <= s)
             continue;
-        double v = r->load[ord[s]];
+        double v = r->load[g->ord[s]];
         int flagged = 0;
         for (size_t k = s; k < e && r->flag; k++)
-            flagged |= r->flag[ord[k]] != 0;
-        double top = map_y(&box, v < box.lo ? box.lo : v);
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", px + cw * (double)c, top,
-                cw > 2 ? cw * 0.85 : cw, base - top, flagged ? C_FLAG : C_BAR);
+            flagged |= r->flag[g->ord[k]] != 0;
+        double top = map_y(&g->box, v < g->box.lo ? g->box.lo : v);
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", g->px + g->cw * (double)c, top,
+                g->cw > 2 ? g->cw * 0.85 : g->cw, base - top, flagged ? C_FLAG : C_BAR);
         if (titles) {
             num_text(v, a, sizeof a);
             if (e - s == 1) {
                 fputs("<title>node ", f);
-                rs_xml_text(f, r->names ? r->names[ord[s]] : "?");
+                rs_xml_text(f, r->names ? r->names[g->ord[s]] : "?");
                 fprintf(f, ": %s", a);
                 if (r->expected) {
-                    num_text(r->expected[ord[s]], b, sizeof b);
+                    num_text(r->expected[g->ord[s]], b, sizeof b);
                     fprintf(f, " (expected %s)", b);
                 }
                 fputs("</title>", f);
             } else {
-                num_text(r->load[ord[e - 1]], b, sizeof b);
+                num_text(r->load[g->ord[e - 1]], b, sizeof b);
                 fprintf(f, "<title>ranks %zu-%zu: %s down to %s</title>", s + 1, e, a, b);
             }
         }
         fputs("</rect>\n", f);
     }
     fputs("</g>\n", f);
+}
+
+/* Over the bars: each node's expected load, the band's edges, the mean and
+ * the capacity. */
+static void loads_marks(FILE *f, const rs_report_loads *r, const loads_geom *g)
+{
+    char t[256], a[64];
     if (r->expected) {
         /* each node's expected load, as a short dark tick over its bar */
         fputs("<path class=\"expected\" fill=\"none\" stroke=\"" C_EXP "\" stroke-width=\"1.5\" d=\"", f);
-        for (size_t c = 0; c < cols; c++) {
-            size_t s = c * r->n / cols, e = (c + 1) * r->n / cols;
+        for (size_t c = 0; c < g->cols; c++) {
+            size_t s = c * r->n / g->cols, e = (c + 1) * r->n / g->cols;
             for (size_t k = s; k < e; k++) {
-                double ev = r->expected[ord[k]];
-                if (ev < box.lo || ev > box.hi)
+                double ev = r->expected[g->ord[k]];
+                if (ev < g->box.lo || ev > g->box.hi)
                     continue;
-                fprintf(f, "M%.2f %.2fh%.2f", px + cw * (double)c, map_y(&box, ev), cw > 1.5 ? cw * 0.85 : 1.5);
+                fprintf(f, "M%.2f %.2fh%.2f", g->px + g->cw * (double)c, map_y(&g->box, ev), g->cw > 1.5 ? g->cw * 0.85 : 1.5);
                 if (e - s > 1)
                     break;   /* aggregated column: the first node only */
             }
@@ -458,54 +483,74 @@ void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double 
         /* the band's edges over the bars (its shading is behind them) */
         for (int k = 0; k < 2; k++) {
             double v = k ? r->band_hi : r->band_lo;
-            if (v < box.lo || v > box.hi)
+            if (v < g->box.lo || v > g->box.hi)
                 continue;
-            double yb = map_y(&box, v);
+            double yb = map_y(&g->box, v);
             fprintf(f, "<line class=\"band-edge\" x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"#c98a00\" "
-                       "stroke-width=\"1.2\" stroke-dasharray=\"2,3\"/>\n", px, yb, px + pw, yb);
+                       "stroke-width=\"1.2\" stroke-dasharray=\"2,3\"/>\n", g->px, yb, g->px + g->pw, yb);
         }
     }
     if (isfinite(r->mean)) {
-        double ym = map_y(&box, r->mean);
+        double ym = map_y(&g->box, r->mean);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"" C_MEAN
-                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", px, ym, px + pw, ym);
+                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", g->px, ym, g->px + g->pw, ym);
         num_text(r->mean, a, sizeof a);
         snprintf(t, sizeof t, "mean %s", a);
-        text(f, px + pw - 4, ym - 4, "end", 11, "fill=\"" C_MEAN "\"", t);
+        text(f, g->px + g->pw - 4, ym - 4, "end", 11, "fill=\"" C_MEAN "\"", t);
     }
     if (isfinite(r->capacity)) {
-        double yc = map_y(&box, r->capacity);
+        double yc = map_y(&g->box, r->capacity);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%.2f\" x2=\"%.1f\" y2=\"%.2f\" stroke=\"" C_CAP "\" stroke-width=\"1.5\"/>\n",
-                px, yc, px + pw, yc);
+                g->px, yc, g->px + g->pw, yc);
         num_text(r->capacity, a, sizeof a);
         snprintf(t, sizeof t, "capacity %s", a);
-        text(f, px + pw - 4, yc - 4, "end", 11, "fill=\"" C_CAP "\"", t);
+        text(f, g->px + g->pw - 4, yc - 4, "end", 11, "fill=\"" C_CAP "\"", t);
     }
-    x_baseline(f, px, py + ph, pw);
+}
+
+/* The rank axis, its label and the truncation note. */
+static void loads_ranks(FILE *f, const rs_report_loads *r, const loads_geom *g)
+{
+    char t[256], a[64];
+    x_baseline(f, g->px, g->py + g->ph, g->pw);
     /* rank ticks */
     size_t ranks[5] = {1, r->n / 4, r->n / 2, 3 * r->n / 4, r->n};
     for (int k = 0; k < 5; k++) {
         if (ranks[k] < 1 || (k && ranks[k] == ranks[k - 1]))
             continue;
-        double tx = px + pw * ((double)ranks[k] - 0.5) / (double)(r->n ? r->n : 1);
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", tx, py + ph, tx,
-                py + ph + 5);
+        double tx = g->px + g->pw * ((double)ranks[k] - 0.5) / (double)(r->n ? r->n : 1);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#333\"/>\n", tx, g->py + g->ph, tx,
+                g->py + g->ph + 5);
         snprintf(t, sizeof t, "%zu", ranks[k]);
-        text(f, tx, py + ph + 18, "middle", 11, NULL, t);
+        text(f, tx, g->py + g->ph + 18, "middle", 11, NULL, t);
     }
     if (r->n && r->names) {
-        snprintf(t, sizeof t, "nodes ranked by load (rank 1: node %s)", r->names[ord[0]]);
-        text(f, px + pw / 2, py + ph + 36, "middle", 12, NULL, t);
+        snprintf(t, sizeof t, "nodes ranked by load (rank 1: node %s)", r->names[g->ord[0]]);
+        text(f, g->px + g->pw / 2, g->py + g->ph + 36, "middle", 12, NULL, t);
     } else {
-        text(f, px + pw / 2, py + ph + 36, "middle", 12, NULL, "nodes ranked by load");
+        text(f, g->px + g->pw / 2, g->py + g->ph + 36, "middle", 12, NULL, "nodes ranked by load");
     }
-    if (truncated) {
-        num_text(box.lo, a, sizeof a);
+    if (g->truncated) {
+        num_text(g->box.lo, a, sizeof a);
         snprintf(t, sizeof t, "note: the axis starts at %s, not 0", a);
-        text(f, px + pw, py + ph + 36, "end", 11, "fill=\"#a00\"", t);
+        text(f, g->px + g->pw, g->py + g->ph + 36, "end", 11, "fill=\"#a00\"", t);
     }
+}
+
+void rs_svg_loads(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+{
+    loads_geom g;
+    loads_range(r, x, y, w, h, &g);
+    loads_legend(f, r, x, y, &g);
+    if (!(g.ord = sorted_order(r))) {
+        fputs("</g>\n", f);
+        return;
+    }
+    loads_bars(f, r, &g);
+    loads_marks(f, r, &g);
+    loads_ranks(f, r, &g);
     fputs("</g>\n", f);
-    free(ord);
+    free(g.ord);
 }
 
 /* ---- loads: histogram ------------------------------------------------------- */
@@ -528,10 +573,22 @@ static double theory_density(double mean, double sd, double x)
     return exp((k - 1) * log(x) - x / theta - lgamma(k) - k * log(theta));
 }
 
-void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+/* The histogram's bins and what is drawn over them, shared by its steps. */
+typedef struct {
+    double px, py, pw, ph;   /* the plot area */
+    size_t nb;               /* bins */
+    double bw, lo, hi;       /* bin width and the loads' axis */
+    double *obs, *exp_;      /* nodes per bin: observed, expected from each node's share */
+    int have_exp, have_theory;
+    axis_box box;
+    double cw;               /* a bin's width on the page */
+} hist_geom;
+
+/* The bins: a width that is a nice step (at least one: loads are counts)
+ * over the loads, the band and the theory's +-3 sd; the observed nodes per
+ * bin. -1 when out of memory (nothing drawn). */
+static int hist_bins(const rs_report_loads *r, hist_geom *g)
 {
-    char t[256];
-    double px = x + 80, py = y + 44, pw = w - 100, ph = h - 44 - 52;
     double mn = INFINITY, mx = -INFINITY;
     for (size_t i = 0; i < r->n; i++) {
         mn = fmin(mn, r->load[i]);
@@ -549,128 +606,164 @@ void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, dou
     }
     if (mn < 0)
         mn = 0;
-    size_t nb = (size_t)ceil(2 * sqrt((double)r->n));
-    if (nb < 10)
-        nb = 10;
-    if (nb > 80)
-        nb = 80;
+    g->nb = (size_t)ceil(2 * sqrt((double)r->n));
+    if (g->nb < 10)
+        g->nb = 10;
+    if (g->nb > 80)
+        g->nb = 80;
     double range = mx - mn;
-    double bw = nice_step(range > 0 ? range : 1, (int)nb);
-    if (bw < 1)
-        bw = 1;   /* loads are counts: no bin narrower than one */
-    double lo = floor(mn / bw) * bw, hi = (floor(mx / bw) + 1) * bw;
-    nb = (size_t)llround((hi - lo) / bw);
-    double *obs = calloc(nb, sizeof *obs), *exp_ = calloc(nb, sizeof *exp_);
-    if (!obs || !exp_) {
-        free(obs);
-        free(exp_);
-        return;
+    g->bw = nice_step(range > 0 ? range : 1, (int)g->nb);
+    if (g->bw < 1)
+        g->bw = 1;   /* loads are counts: no bin narrower than one */
+    g->lo = floor(mn / g->bw) * g->bw, g->hi = (floor(mx / g->bw) + 1) * g->bw;
+    g->nb = (size_t)llround((g->hi - g->lo) / g->bw);
+    g->obs = calloc(g->nb, sizeof *g->obs), g->exp_ = calloc(g->nb, sizeof *g->exp_);
+    if (!g->obs || !g->exp_) {
+        free(g->obs);
+        free(g->exp_);
+        return -1;
     }
+    return 0;
+}
+
+/* The observed and expected counts per bin, and the count axis (up to the
+ * highest of them and of the theory's curve). */
+static void hist_counts(const rs_report_loads *r, hist_geom *g)
+{
     for (size_t i = 0; i < r->n; i++) {
-        long k = (long)floor((r->load[i] - lo) / bw);
+        long k = (long)floor((r->load[i] - g->lo) / g->bw);
         if (k < 0)
             k = 0;
-        if ((size_t)k >= nb)
-            k = (long)nb - 1;
-        obs[k]++;
+        if ((size_t)k >= g->nb)
+            k = (long)g->nb - 1;
+        g->obs[k]++;
     }
-    int have_exp = r->expected && r->expected_sd;
-    if (have_exp)
+    g->have_exp = r->expected && r->expected_sd;
+    if (g->have_exp)
         for (size_t i = 0; i < r->n; i++) {
             double e = r->expected[i], s = r->expected_sd[i];
             /* P(count in [a, a + bw)) with a continuity correction */
-            for (size_t k = 0; k < nb; k++) {
-                double a = lo + bw * (double)k - 0.5, b = a + bw;
+            for (size_t k = 0; k < g->nb; k++) {
+                double a = g->lo + g->bw * (double)k - 0.5, b = a + g->bw;
                 if (s > 0) {
                     if (e + 8 * s < a || e - 8 * s > b)
                         continue;
-                    exp_[k] += normal_cdf((b - e) / s) - normal_cdf((a - e) / s);
+                    g->exp_[k] += normal_cdf((b - e) / s) - normal_cdf((a - e) / s);
                 } else if (e >= a && e < b) {
-                    exp_[k] += 1;
+                    g->exp_[k] += 1;
                 }
             }
         }
     double ymax = 1;
-    for (size_t k = 0; k < nb; k++)
-        ymax = fmax(ymax, fmax(obs[k], exp_[k]));
-    int have_theory = isfinite(r->theory_mean) && isfinite(r->theory_sd) && r->theory_sd > 0;
-    if (have_theory)
+    for (size_t k = 0; k < g->nb; k++)
+        ymax = fmax(ymax, fmax(g->obs[k], g->exp_[k]));
+    g->have_theory = isfinite(r->theory_mean) && isfinite(r->theory_sd) && r->theory_sd > 0;
+    if (g->have_theory)
         for (int s = 0; s <= 200; s++) {
-            double d = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, lo + (hi - lo) * s / 200.0);
+            double d = (double)r->n * g->bw * theory_density(r->theory_mean, r->theory_sd, g->lo + (g->hi - g->lo) * s / 200.0);
             if (isfinite(d))
                 ymax = fmax(ymax, fmin(d, 2 * ymax));
         }
-    axis_box box = {px, py, pw, ph, 0, ymax * 1.1, 0};
+    g->box = (axis_box){g->px, g->py, g->pw, g->ph, 0, ymax * 1.1, 0};
+}
+
+/* The title, the legend, the count axis and the band's shading. */
+static void hist_legend(FILE *f, const rs_report_loads *r, double x, double y, const hist_geom *g)
+{
+    char t[256];
     fputs("<g class=\"histogram\">\n", f);
-    snprintf(t, sizeof t, "How many nodes carry each load (bins of %.6g %s)", bw, r->unit ? r->unit : "");
+    snprintf(t, sizeof t, "How many nodes carry each load (bins of %.6g %s)", g->bw, r->unit ? r->unit : "");
     text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", t);
     double lx = x + 20;
     legend_item(f, &lx, y + 34, "rect", C_BAR, "nodes observed");
-    if (have_exp)
+    if (g->have_exp)
         legend_item(f, &lx, y + 34, "dot", C_EXP, "expected from each node's share");
-    if (have_theory)
+    if (g->have_theory)
         legend_item(f, &lx, y + 34, "dash", C_THEORY, r->theory_label ? r->theory_label : "theory");
     if (isfinite(r->band_lo) && isfinite(r->band_hi))
         legend_item(f, &lx, y + 34, "rect", C_BAND, r->band_label ? r->band_label : "expected band");
-    y_axis(f, &box, "nodes");
+    y_axis(f, &g->box, "nodes");
     if (isfinite(r->band_lo) && isfinite(r->band_hi)) {
-        double x1 = map_xv(px, pw, lo, hi, 0, fmax(lo, r->band_lo)), x2 = map_xv(px, pw, lo, hi, 0, fmin(hi, r->band_hi));
+        double x1 = map_xv(g->px, g->pw, g->lo, g->hi, 0, fmax(g->lo, r->band_lo)), x2 = map_xv(g->px, g->pw, g->lo, g->hi, 0, fmin(g->hi, r->band_hi));
         fprintf(f, "<rect class=\"band\" x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"" C_BAND
-                   "\" fill-opacity=\"0.30\"/>\n", x1, py, x2 > x1 ? x2 - x1 : 0, ph);
+                   "\" fill-opacity=\"0.30\"/>\n", x1, g->py, x2 > x1 ? x2 - x1 : 0, g->ph);
     }
-    double base = map_y(&box, 0), cw = pw / (double)nb;
+}
+
+/* The observed bins, with their titles. */
+static void hist_bars(FILE *f, hist_geom *g)
+{
+    double base = map_y(&g->box, 0);
+    g->cw = g->pw / (double)g->nb;
     fputs("<g class=\"bins\" shape-rendering=\"crispEdges\">\n", f);
-    for (size_t k = 0; k < nb; k++) {
-        if (!obs[k])
+    for (size_t k = 0; k < g->nb; k++) {
+        if (!g->obs[k])
             continue;
-        double top = map_y(&box, obs[k]);
+        double top = map_y(&g->box, g->obs[k]);
         fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\">"
-                   "<title>%.6g to %.6g: %.0f nodes", px + cw * (double)k + (cw > 3 ? 0.5 : 0), top,
-                cw > 3 ? cw - 1 : cw, base - top, lo + bw * (double)k, lo + bw * (double)(k + 1) - (bw >= 1 ? 1 : 0),
-                obs[k]);
-        if (have_exp)
-            fprintf(f, " (expected %.1f)", exp_[k]);
+                   "<title>%.6g to %.6g: %.0f nodes", g->px + g->cw * (double)k + (g->cw > 3 ? 0.5 : 0), top,
+                g->cw > 3 ? g->cw - 1 : g->cw, base - top, g->lo + g->bw * (double)k, g->lo + g->bw * (double)(k + 1) - (g->bw >= 1 ? 1 : 0),
+                g->obs[k]);
+        if (g->have_exp)
+            fprintf(f, " (expected %.1f)", g->exp_[k]);
         fputs("</title></rect>\n", f);
     }
     fputs("</g>\n", f);
-    if (have_exp) {
+}
+
+/* Over the bins: the expected counts, the theory's curve, the mean and the
+ * capacity, then the load axis. */
+static void hist_marks(FILE *f, const rs_report_loads *r, const hist_geom *g)
+{
+    if (g->have_exp) {
         fputs("<polyline class=\"expected\" fill=\"none\" stroke=\"" C_EXP "\" stroke-width=\"1.2\" points=\"", f);
-        for (size_t k = 0; k < nb; k++)
-            fprintf(f, "%.2f,%.2f ", px + cw * ((double)k + 0.5), map_y(&box, exp_[k]));
+        for (size_t k = 0; k < g->nb; k++)
+            fprintf(f, "%.2f,%.2f ", g->px + g->cw * ((double)k + 0.5), map_y(&g->box, g->exp_[k]));
         fputs("\"/>\n", f);
-        for (size_t k = 0; k < nb; k++)
-            if (exp_[k] >= 0.05)
-                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"" C_EXP "\"/>\n", px + cw * ((double)k + 0.5),
-                        map_y(&box, exp_[k]));
+        for (size_t k = 0; k < g->nb; k++)
+            if (g->exp_[k] >= 0.05)
+                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"2.5\" fill=\"" C_EXP "\"/>\n", g->px + g->cw * ((double)k + 0.5),
+                        map_y(&g->box, g->exp_[k]));
     }
-    if (have_theory) {
+    if (g->have_theory) {
         fputs("<polyline class=\"theory\" fill=\"none\" stroke=\"" C_THEORY
               "\" stroke-width=\"2\" stroke-dasharray=\"6,4\" points=\"", f);
         for (int s = 0; s <= 200; s++) {
-            double v = lo + (hi - lo) * s / 200.0;
-            double dens = (double)r->n * bw * theory_density(r->theory_mean, r->theory_sd, v);
-            if (!isfinite(dens) || dens > box.hi)
-                dens = box.hi;
-            fprintf(f, "%.2f,%.2f ", map_xv(px, pw, lo, hi, 0, v), map_y(&box, dens));
+            double v = g->lo + (g->hi - g->lo) * s / 200.0;
+            double dens = (double)r->n * g->bw * theory_density(r->theory_mean, r->theory_sd, v);
+            if (!isfinite(dens) || dens > g->box.hi)
+                dens = g->box.hi;
+            fprintf(f, "%.2f,%.2f ", map_xv(g->px, g->pw, g->lo, g->hi, 0, v), map_y(&g->box, dens));
         }
         fputs("\"/>\n", f);
     }
-    if (isfinite(r->mean) && r->mean >= lo && r->mean <= hi) {
-        double xm = map_xv(px, pw, lo, hi, 0, r->mean);
+    if (isfinite(r->mean) && r->mean >= g->lo && r->mean <= g->hi) {
+        double xm = map_xv(g->px, g->pw, g->lo, g->hi, 0, r->mean);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" C_MEAN
-                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", xm, py, xm, py + ph);
+                   "\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/>\n", xm, g->py, xm, g->py + g->ph);
     }
-    if (isfinite(r->capacity) && r->capacity >= lo && r->capacity <= hi) {
-        double xc = map_xv(px, pw, lo, hi, 0, r->capacity);
+    if (isfinite(r->capacity) && r->capacity >= g->lo && r->capacity <= g->hi) {
+        double xc = map_xv(g->px, g->pw, g->lo, g->hi, 0, r->capacity);
         fprintf(f, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" C_CAP "\" stroke-width=\"1.5\"/>\n",
-                xc, py, xc, py + ph);
+                xc, g->py, xc, g->py + g->ph);
     }
     char xl[96];
     snprintf(xl, sizeof xl, "%s per node", r->unit ? r->unit : "load");
-    x_axis_values(f, px, py + ph, pw, lo, hi, 0, xl);
+    x_axis_values(f, g->px, g->py + g->ph, g->pw, g->lo, g->hi, 0, xl);
+}
+
+void rs_svg_histogram(FILE *f, const rs_report_loads *r, double x, double y, double w, double h)
+{
+    hist_geom g = {.px = x + 80, .py = y + 44, .pw = w - 100, .ph = h - 44 - 52};
+    if (hist_bins(r, &g) != 0)
+        return;
+    hist_counts(r, &g);
+    hist_legend(f, r, x, y, &g);
+    hist_bars(f, &g);
+    hist_marks(f, r, &g);
     fputs("</g>\n", f);
-    free(obs);
-    free(exp_);
+    free(g.obs);
+    free(g.exp_);
 }
 
 int rs_report_loads_svg(FILE *f, const rs_report_loads *r)
@@ -912,74 +1005,78 @@ static void axis_names(FILE *f, const rs_report_flows *r, const flow_axis *a, in
     }
 }
 
-void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double w, double h)
+/* The flow matrix's layout and totals, shared by its steps. */
+typedef struct {
+    double mx0, my0, mw, mh;      /* the matrix */
+    flow_axis fa, ta;             /* the sending and receiving nodes */
+    int from_on_x;                /* the side with more nodes runs along x */
+    flow_axis *xa, *ya;           /* fa and ta by direction */
+    double cw, ch;                /* a cell's size */
+    size_t ncell;
+    double *cell;                 /* amounts per cell, rows of xa->groups */
+    double total, cmin, cmax, xmax, ymax;
+    double *xt, *yt;              /* totals per column and per row */
+} flows_geom;
+
+/* Which side runs along which axis, and the cells' size: at most one
+ * group of nodes per pixel, and few rows or columns are not stretched. */
+static void flows_layout(flows_geom *fg)
 {
-    char t[256], a[64];
-    double mx0 = x + 110, my0 = y + 180;           /* matrix origin */
-    double mw = w - 110 - 150, mh = h - 180 - 60;  /* matrix size */
-    flow_axis fa, ta;
-    if (flow_axis_init(&fa, r, r->from, 1e9) != 0 || flow_axis_init(&ta, r, r->to, 1e9) != 0) {
-        flow_axis_free(&fa);
-        flow_axis_free(&ta);
-        return;
-    }
     /* the side with more nodes runs along the wider x axis */
-    int from_on_x = fa.n > ta.n;
-    flow_axis *xa = from_on_x ? &fa : &ta, *ya = from_on_x ? &ta : &fa;
-    if ((double)xa->groups > mw)
-        xa->groups = (size_t)mw;
-    if ((double)ya->groups > mh)
-        ya->groups = (size_t)mh;
-    double cw = mw / (double)(xa->groups ? xa->groups : 1), ch = mh / (double)(ya->groups ? ya->groups : 1);
-    if (ch > 28) {   /* few rows: don't stretch them */
-        ch = 28;
-        mh = ch * (double)ya->groups;
+    fg->from_on_x = fg->fa.n > fg->ta.n;
+    fg->xa = fg->from_on_x ? &fg->fa : &fg->ta, fg->ya = fg->from_on_x ? &fg->ta : &fg->fa;
+    if ((double)fg->xa->groups > fg->mw)
+        fg->xa->groups = (size_t)fg->mw;
+    if ((double)fg->ya->groups > fg->mh)
+        fg->ya->groups = (size_t)fg->mh;
+    fg->cw = fg->mw / (double)(fg->xa->groups ? fg->xa->groups : 1), fg->ch = fg->mh / (double)(fg->ya->groups ? fg->ya->groups : 1);
+    if (fg->ch > 28) {   /* few rows: don't stretch them */
+        fg->ch = 28;
+        fg->mh = fg->ch * (double)fg->ya->groups;
     }
-    if (cw > 40) {
-        cw = 40;
-        mw = cw * (double)xa->groups;
+    if (fg->cw > 40) {
+        fg->cw = 40;
+        fg->mw = fg->cw * (double)fg->xa->groups;
     }
-    /* aggregate the pairs into cells */
-    size_t ncell = xa->groups * ya->groups;
-    double *cell = calloc(ncell ? ncell : 1, sizeof *cell);
-    double total = 0, cmax = 0, xmax = 0, ymax = 0;
-    fputs("<g class=\"flows\">\n", f);
-    text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", "Flows between nodes");
-    if (!cell || !xa->n || !ya->n) {
-        text(f, x + 20, y + 40, "start", 12, NULL, "no flows");
-        fputs("</g>\n", f);
-        free(cell);
-        flow_axis_free(&fa);
-        flow_axis_free(&ta);
-        return;
-    }
+}
+
+/* The pairs summed into cells, the smallest and largest cell (the colour
+ * scale), and the totals of the marginal bars. */
+static void flows_sum(const rs_report_flows *r, flows_geom *fg)
+{
     for (size_t p = 0; p < r->npairs; p++) {
         if (!(r->weight[p] > 0))
             continue;
-        size_t fm = fa.slot[r->from[p]], tm = ta.slot[r->to[p]];
-        size_t xm = from_on_x ? fm : tm, ym = from_on_x ? tm : fm;
-        cell[group_of(ya, ym) * xa->groups + group_of(xa, xm)] += r->weight[p];
-        total += r->weight[p];
+        size_t fm = fg->fa.slot[r->from[p]], tm = fg->ta.slot[r->to[p]];
+        size_t xm = fg->from_on_x ? fm : tm, ym = fg->from_on_x ? tm : fm;
+        fg->cell[group_of(fg->ya, ym) * fg->xa->groups + group_of(fg->xa, xm)] += r->weight[p];
+        fg->total += r->weight[p];
     }
-    double cmin = INFINITY;
-    for (size_t c = 0; c < ncell; c++) {
-        cmax = fmax(cmax, cell[c]);
-        if (cell[c] > 0)
-            cmin = fmin(cmin, cell[c]);
+    fg->cmin = INFINITY;
+    for (size_t c = 0; c < fg->ncell; c++) {
+        fg->cmax = fmax(fg->cmax, fg->cell[c]);
+        if (fg->cell[c] > 0)
+            fg->cmin = fmin(fg->cmin, fg->cell[c]);
     }
-    if (!isfinite(cmin))
-        cmin = cmax;
-    double *xt = calloc(xa->groups, sizeof *xt), *yt = calloc(ya->groups, sizeof *yt);
-    for (size_t m = 0; xt && m < xa->n; m++)
-        xt[group_of(xa, m)] += xa->total[m];
-    for (size_t m = 0; yt && m < ya->n; m++)
-        yt[group_of(ya, m)] += ya->total[m];
-    for (size_t g = 0; xt && g < xa->groups; g++)
-        xmax = fmax(xmax, xt[g]);
-    for (size_t g = 0; yt && g < ya->groups; g++)
-        ymax = fmax(ymax, yt[g]);
+    if (!isfinite(fg->cmin))
+        fg->cmin = fg->cmax;
+    fg->xt = calloc(fg->xa->groups, sizeof *fg->xt), fg->yt = calloc(fg->ya->groups, sizeof *fg->yt);
+    for (size_t m = 0; fg->xt && m < fg->xa->n; m++)
+        fg->xt[group_of(fg->xa, m)] += fg->xa->total[m];
+    for (size_t m = 0; fg->yt && m < fg->ya->n; m++)
+        fg->yt[group_of(fg->ya, m)] += fg->ya->total[m];
+    for (size_t g = 0; fg->xt && g < fg->xa->groups; g++)
+        fg->xmax = fmax(fg->xmax, fg->xt[g]);
+    for (size_t g = 0; fg->yt && g < fg->ya->groups; g++)
+        fg->ymax = fmax(fg->ymax, fg->yt[g]);
+}
+
+/* The subtitle, the colour scale and the marginal bars with their labels. */
+static void flows_legend(FILE *f, const rs_report_flows *r, double x, double y, double w, const flows_geom *fg)
+{
+    char t[256], a[64];
     snprintf(t, sizeof t, "rows: %s nodes (%zu); columns: %s nodes (%zu); colour: %s moved (log scale)",
-             from_on_x ? "receiving" : "sending", ya->n, from_on_x ? "sending" : "receiving", xa->n,
+             fg->from_on_x ? "receiving" : "sending", fg->ya->n, fg->from_on_x ? "sending" : "receiving", fg->xa->n,
              r->unit ? r->unit : "amount");
     text(f, x + 20, y + 36, "start", 12, "fill=\"#444\"", t);
     /* colour legend */
@@ -992,78 +1089,119 @@ void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double 
     double lgx = x + w - 330;
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"160\" height=\"10\" fill=\"url(#rsheat)\" stroke=\"#999\"/>\n", lgx,
             y + 8);
-    num_text(cmin, a, sizeof a);
+    num_text(fg->cmin, a, sizeof a);
     text(f, lgx - 4, y + 17, "end", 10, NULL, a);
-    num_text(cmax, a, sizeof a);
+    num_text(fg->cmax, a, sizeof a);
     text(f, lgx + 164, y + 17, "start", 10, NULL, a);
     /* marginal bars: totals per column above, per row to the right */
     double bar_h = 50, bar_w = 100;
-    for (size_t g = 0; xt && g < xa->groups; g++) {
-        double hh = xmax > 0 ? xt[g] / xmax * bar_h : 0;
+    for (size_t g = 0; fg->xt && g < fg->xa->groups; g++) {
+        double hh = fg->xmax > 0 ? fg->xt[g] / fg->xmax * bar_h : 0;
         fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n",
-                mx0 + cw * (double)g, my0 - 8 - hh - 60, cw > 2 ? cw * 0.85 : cw, hh);
+                fg->mx0 + fg->cw * (double)g, fg->my0 - 8 - hh - 60, fg->cw > 2 ? fg->cw * 0.85 : fg->cw, hh);
     }
-    for (size_t g = 0; yt && g < ya->groups; g++) {
-        double ww = ymax > 0 ? yt[g] / ymax * bar_w : 0;
-        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n", mx0 + mw + 8,
-                my0 + ch * (double)g, ww, ch > 2 ? ch * 0.85 : ch);
+    for (size_t g = 0; fg->yt && g < fg->ya->groups; g++) {
+        double ww = fg->ymax > 0 ? fg->yt[g] / fg->ymax * bar_w : 0;
+        fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"" C_BAR "\"/>\n", fg->mx0 + fg->mw + 8,
+                fg->my0 + fg->ch * (double)g, ww, fg->ch > 2 ? fg->ch * 0.85 : fg->ch);
     }
-    num_text(xmax, a, sizeof a);
+    num_text(fg->xmax, a, sizeof a);
     snprintf(t, sizeof t, "column totals (max %s)", a);
-    text(f, mx0, my0 - 60 - bar_h - 14, "start", 10, "fill=\"#444\"", t);
-    num_text(ymax, a, sizeof a);
+    text(f, fg->mx0, fg->my0 - 60 - bar_h - 14, "start", 10, "fill=\"#444\"", t);
+    num_text(fg->ymax, a, sizeof a);
     snprintf(t, sizeof t, "row totals (max %s)", a);
-    text(f, mx0 + mw + 8, my0 - 6, "start", 10, "fill=\"#444\"", t);
+    text(f, fg->mx0 + fg->mw + 8, fg->my0 - 6, "start", 10, "fill=\"#444\"", t);
+}
+
+/* The cells, coloured on a log scale, with their titles. */
+static void flows_cells(FILE *f, const rs_report_flows *r, const flows_geom *fg)
+{
+    char a[64];
     /* the cells */
-    int titles = ncell <= 40000;
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", mx0,
-            my0, mw, mh);
+    int titles = fg->ncell <= 40000;
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fbfbfb\" stroke=\"#bbb\"/>\n", fg->mx0,
+            fg->my0, fg->mw, fg->mh);
     fputs("<g class=\"cells\" shape-rendering=\"crispEdges\">\n", f);
-    double lmin = log(cmin), lspan = log(cmax) - lmin;
-    for (size_t gy = 0; gy < ya->groups; gy++)
-        for (size_t gx = 0; gx < xa->groups; gx++) {
-            double v = cell[gy * xa->groups + gx];
+    double lmin = log(fg->cmin), lspan = log(fg->cmax) - lmin;
+    for (size_t gy = 0; gy < fg->ya->groups; gy++)
+        for (size_t gx = 0; gx < fg->xa->groups; gx++) {
+            double v = fg->cell[gy * fg->xa->groups + gx];
             if (!(v > 0))
                 continue;
             char col[8];
             heat(lspan > 0 ? (log(v) - lmin) / lspan : 1, col);
-            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", mx0 + cw * (double)gx,
-                    my0 + ch * (double)gy, cw, ch, col);
+            fprintf(f, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\">", fg->mx0 + fg->cw * (double)gx,
+                    fg->my0 + fg->ch * (double)gy, fg->cw, fg->ch, col);
             if (titles) {
                 num_text(v, a, sizeof a);
-                size_t xs = group_start(xa, gx), ys = group_start(ya, gy);
-                const char *xn = r->names ? r->names[xa->node[xs]] : "?", *yn = r->names ? r->names[ya->node[ys]] : "?";
+                size_t xs = group_start(fg->xa, gx), ys = group_start(fg->ya, gy);
+                const char *xn = r->names ? r->names[fg->xa->node[xs]] : "?", *yn = r->names ? r->names[fg->ya->node[ys]] : "?";
                 fputs("<title>", f);
-                rs_xml_text(f, from_on_x ? xn : yn);
-                fputs(group_start(from_on_x ? xa : ya, (from_on_x ? gx : gy) + 1) - (from_on_x ? xs : ys) > 1 ? "\xe2\x80\xa6" : "", f);
+                rs_xml_text(f, fg->from_on_x ? xn : yn);
+                fputs(group_start(fg->from_on_x ? fg->xa : fg->ya, (fg->from_on_x ? gx : gy) + 1) - (fg->from_on_x ? xs : ys) > 1 ? "\xe2\x80\xa6" : "", f);
                 fputs(" \xe2\x86\x92 ", f);
-                rs_xml_text(f, from_on_x ? yn : xn);
-                fputs(group_start(from_on_x ? ya : xa, (from_on_x ? gy : gx) + 1) - (from_on_x ? ys : xs) > 1 ? "\xe2\x80\xa6" : "", f);
+                rs_xml_text(f, fg->from_on_x ? yn : xn);
+                fputs(group_start(fg->from_on_x ? fg->ya : fg->xa, (fg->from_on_x ? gy : gx) + 1) - (fg->from_on_x ? ys : xs) > 1 ? "\xe2\x80\xa6" : "", f);
                 fprintf(f, ": %s</title>", a);
             }
             fputs("</rect>\n", f);
         }
     fputs("</g>\n", f);
-    axis_names(f, r, xa, 1, mx0, my0, mw);
-    axis_names(f, r, ya, 0, mx0, my0, mh);
-    snprintf(t, sizeof t, "%s node%s", from_on_x ? "from (sending)" : "to (receiving)",
-             xa->groups < xa->n ? " - columns aggregate consecutive nodes" : "");
-    text(f, mx0 + mw / 2, my0 + mh + 22, "middle", 12, NULL, t);
+}
+
+/* The node names along both axes, the axis labels and the total. */
+static void flows_labels(FILE *f, const rs_report_flows *r, double x, const flows_geom *fg)
+{
+    char t[256], a[64];
+    axis_names(f, r, fg->xa, 1, fg->mx0, fg->my0, fg->mw);
+    axis_names(f, r, fg->ya, 0, fg->mx0, fg->my0, fg->mh);
+    snprintf(t, sizeof t, "%s node%s", fg->from_on_x ? "from (sending)" : "to (receiving)",
+             fg->xa->groups < fg->xa->n ? " - columns aggregate consecutive nodes" : "");
+    text(f, fg->mx0 + fg->mw / 2, fg->my0 + fg->mh + 22, "middle", 12, NULL, t);
     char tr[96];
-    double cx = x + 16, cy = my0 + mh / 2;
+    double cx = x + 16, cy = fg->my0 + fg->mh / 2;
     snprintf(tr, sizeof tr, "transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
-    snprintf(t, sizeof t, "%s node%s", from_on_x ? "to (receiving)" : "from (sending)",
-             ya->groups < ya->n ? " (rows aggregated)" : "");
+    snprintf(t, sizeof t, "%s node%s", fg->from_on_x ? "to (receiving)" : "from (sending)",
+             fg->ya->groups < fg->ya->n ? " (rows aggregated)" : "");
     text(f, cx, cy, "middle", 12, tr, t);
-    num_text(total, a, sizeof a);
+    num_text(fg->total, a, sizeof a);
     snprintf(t, sizeof t, "total moved: %s %s in %zu pairs", a, r->unit ? r->unit : "", r->npairs);
-    text(f, mx0, my0 + mh + 44, "start", 12, NULL, t);
+    text(f, fg->mx0, fg->my0 + fg->mh + 44, "start", 12, NULL, t);
+}
+
+void rs_svg_flows(FILE *f, const rs_report_flows *r, double x, double y, double w, double h)
+{
+    flows_geom g = {.mx0 = x + 110, .my0 = y + 180,          /* matrix origin */
+                    .mw = w - 110 - 150, .mh = h - 180 - 60}; /* matrix size */
+    if (flow_axis_init(&g.fa, r, r->from, 1e9) != 0 || flow_axis_init(&g.ta, r, r->to, 1e9) != 0) {
+        flow_axis_free(&g.fa);
+        flow_axis_free(&g.ta);
+        return;
+    }
+    flows_layout(&g);
+    /* aggregate the pairs into cells */
+    g.ncell = g.xa->groups * g.ya->groups;
+    g.cell = calloc(g.ncell ? g.ncell : 1, sizeof *g.cell);
+    fputs("<g class=\"flows\">\n", f);
+    text(f, x + 20, y + 16, "start", 14, "font-weight=\"bold\"", "Flows between nodes");
+    if (!g.cell || !g.xa->n || !g.ya->n) {
+        text(f, x + 20, y + 40, "start", 12, NULL, "no flows");
+        fputs("</g>\n", f);
+        free(g.cell);
+        flow_axis_free(&g.fa);
+        flow_axis_free(&g.ta);
+        return;
+    }
+    flows_sum(r, &g);
+    flows_legend(f, r, x, y, w, &g);
+    flows_cells(f, r, &g);
+    flows_labels(f, r, x, &g);
     fputs("</g>\n", f);
-    free(cell);
-    free(xt);
-    free(yt);
-    flow_axis_free(&fa);
-    flow_axis_free(&ta);
+    free(g.cell);
+    free(g.xt);
+    free(g.yt);
+    flow_axis_free(&g.fa);
+    flow_axis_free(&g.ta);
 }
 
 static double flows_height(const rs_report_flows *r)

@@ -1,12 +1,12 @@
-/* Node-set changes given on the command line (--add, --add-names), shared
- * by plan and simulate so that both name the added nodes alike. */
+/* Node-set changes (--add, --add-names), shared by the plan and simulate
+ * jobs so that both name the added nodes alike. */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cli.h"
+#include "ringshard/nodes.h"
 
-int rs_cli_add_nodes(rs_nodes *nodes, uint32_t k, rs_error *err)
+int rs_nodes_add_after(rs_nodes *nodes, uint32_t k, rs_error *err)
 {
     const char *last = nodes->names[nodes->count - 1];
     size_t len = strlen(last), d = len;
@@ -56,7 +56,7 @@ int rs_cli_add_nodes(rs_nodes *nodes, uint32_t k, rs_error *err)
     return 0;
 }
 
-int rs_cli_add_names(rs_nodes *nodes, const char *list, rs_error *err)
+int rs_nodes_add_names(rs_nodes *nodes, const char *list, rs_error *err)
 {
     char *copy = strdup(list), *save = NULL;
     if (!copy)

@@ -1,0 +1,212 @@
+/* What `ringshard plan` prints: its help, and on standard output its
+ * summary - the change, the method, the moved share against the ideal and
+ * the floor, consistency, the data, and the largest moves. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include "cli/plan_print.h"
+
+const char rs_cli_plan_help[] =
+    "Usage: ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]\n"
+    "Compares an old and a new node set on the same ring options and tells what\n"
+    "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
+    "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
+    "inputs and options as 'ringshard bucket'): keys and bytes counted per pair;\n"
+    "with --emit DIR the moved rows themselves.\n\n"
+    "Old side (default: the ring options' nodes, 1000):\n"
+    "  --old-nodes N          nodes \"0\"..\"N-1\" (same as --nodes)\n"
+    "  --old-nodes-file FILE  a node file (same as --nodes-file)\n"
+    "  --from-buckets DIR     the ring DIR/manifest.json was written with; its rows\n"
+    "                         are the data (each must sit in its old bucket), unless\n"
+    "                         --ring-only. Ring options may not be given with it.\n"
+    "  --ring-only            with --from-buckets: use only the ring, read no rows\n"
+    "New side (an explicit node set, or changes to the old one, or both):\n"
+    "  --new-nodes N          nodes \"0\"..\"N-1\"\n"
+    "  --new-nodes-file FILE  a node file\n"
+    "  --add K                K nodes named after the last one (\"999\" -> \"1000\"...,\n"
+    "                         \"db07\" -> \"db08\"...; a name without digits gets -1, -2...)\n"
+    "  --add-names A,B        nodes with these names (weight 1)\n"
+    "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
+    "                         keep their slots, as seed 001's dropBadNode)\n"
+    "  --reweight NAME=W[,..] change a node's weight (ring, ketama)\n"
+    "  --down NAMES           nodes listed but down, on both sides where listed\n"
+    "Outputs (the summary goes to standard output):\n"
+    "  --json FILE            the plan as JSON (schema: docs/plan.md)\n"
+    "  --json-arcs            include every moving arc in --json\n"
+    "  --arcs FILE            every moving arc as TSV: start end from to weight share\n"
+    "  --pairs FILE           every (from, to) pair as CSV\n"
+    "  --svg FILE             the flow matrix (from x to) and the summary as SVG\n"
+    "  --html FILE            the same as a self-contained HTML page, with tables\n"
+    "  --top N                pairs listed in the summary (default 10)\n"
+    "  --strict               exit 3 if a move breaks the change's consistency property\n"
+    "With data:\n"
+    "  --emit DIR             write the moved rows, one <from>__<to>.csv.gz per pair,\n"
+    "                         plus DIR/manifest.json (kind \"moves\"); rows that stay\n"
+    "                         are not written\n"
+    "  --force                replace an existing --emit DIR (a ringshard output or empty)\n"
+    "  --force-any            replace an existing --emit DIR whatever it holds\n"
+    "  --compress gzip|zstd|none  --emit files gzip (default), zstd or plain\n"
+    "  --level N              level (default 1): gzip 1-9, zstd -131072 to 22 but 0\n"
+    "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
+    "  --order smallest|largest  which moves go first (default smallest; --order\n"
+    "                         signed|unsigned remains the ring option)\n"
+    "  -h, --help             this help\n\n"
+    "Exit: 0; 3 when rows of --from-buckets sit in the wrong bucket (then nothing is\n"
+    "emitted) or, with --strict, when the consistency property is broken.\n\n";
+
+static const char *points_word(const rs_ring *r, char *buf, size_t cap)
+{
+    if (rs_ring_has_points(r))
+        snprintf(buf, cap, "%u points", rs_ring_npoints(r));
+    else
+        snprintf(buf, cap, "no points");
+    return buf;
+}
+
+static double pct(double x) { return 100.0 * x; }
+
+typedef struct {
+    const rs_plan *p;
+    const rs_plan_data *d;
+} rank_ctx;
+
+static rank_ctx g_rank;
+
+static int cmp_rank(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    const rs_plan_pair *pa = &g_rank.p->pairs[a], *pb = &g_rank.p->pairs[b];
+    if (g_rank.d && g_rank.d->have && g_rank.d->bytes_of[a] != g_rank.d->bytes_of[b])
+        return g_rank.d->bytes_of[a] > g_rank.d->bytes_of[b] ? -1 : 1;
+    if (pa->weight != pb->weight)
+        return pa->weight > pb->weight ? -1 : 1;
+    return (a > b) - (a < b);
+}
+
+/* The data's lines: keys and bytes to move, waves, mismatched files. */
+static void print_data(FILE *f, const rs_plan_job_opts *a, const rs_plan_data *d)
+{
+    fprintf(f, "  data         %llu/%llu keys (%.4f%%) and %llu/%llu bytes (%.4f%%) to move\n",
+            (unsigned long long)d->moved_rows, (unsigned long long)d->rows,
+            d->rows ? pct((double)d->moved_rows / d->rows) : 0.0, (unsigned long long)d->moved_bytes,
+            (unsigned long long)d->bytes, d->bytes ? pct((double)d->moved_bytes / d->bytes) : 0.0);
+    if (d->nwaves)
+        fprintf(f, "  waves        %u waves of at most %llu bytes, %s moves first\n", d->nwaves,
+                (unsigned long long)a->batch_bytes, a->largest_first ? "largest" : "smallest");
+    if (d->mismatches) {
+        fprintf(f, "  MISMATCH     %llu rows sit in a bucket their old ring does not assign:\n",
+                (unsigned long long)d->mismatches);
+        for (size_t i = 0; i < d->ninputs; i++)
+            if (d->mismatch[i])
+                fprintf(f, "    %s (node %s): %llu rows\n", d->input_labels[i], d->input_nodes[i],
+                        (unsigned long long)d->mismatch[i]);
+        if (a->emit)
+            fprintf(f, "    nothing emitted: fix the buckets first (ringshard verify %s)\n", a->from_buckets);
+    }
+    if (d->emitted)
+        fprintf(f, "  emitted      %s\n", a->emit);
+}
+
+/* The largest pairs, by bytes with data, else by weight. */
+static void print_top(FILE *f, unsigned long long top_opt, const rs_plan *p, const rs_plan_data *d)
+{
+    const rs_nodes *an = rs_ring_nodes(p->old_ring), *bn = rs_ring_nodes(p->new_ring);
+    /* the largest pairs */
+    size_t top = top_opt < p->npairs ? (size_t)top_opt : p->npairs;
+    if (top) {
+        uint32_t *idx = malloc(p->npairs * sizeof *idx);
+        if (!idx)
+            return;
+        for (size_t k = 0; k < p->npairs; k++)
+            idx[k] = (uint32_t)k;
+        g_rank = (rank_ctx){p, d};
+        qsort(idx, p->npairs, sizeof *idx, cmp_rank);
+        fprintf(f, "\n  largest moves (%zu of %zu pairs):\n", top, p->npairs);
+        int data = d && d->have;
+        fprintf(f, "    %-16s %-16s %12s %8s", "from", "to", "share", "arcs");
+        if (data)
+            fprintf(f, " %12s %14s", "keys", "bytes");
+        if (data && d->nwaves)
+            fprintf(f, " %6s", "wave");
+        fputc('\n', f);
+        for (size_t k = 0; k < top; k++) {
+            const rs_plan_pair *q = &p->pairs[idx[k]];
+            fprintf(f, "    %-16s %-16s %11.6f%% %8llu", an->names[q->from], bn->names[q->to], pct(q->share),
+                    (unsigned long long)q->arcs);
+            if (data)
+                fprintf(f, " %12llu %14llu", (unsigned long long)d->keys[idx[k]],
+                        (unsigned long long)d->bytes_of[idx[k]]);
+            if (data && d->nwaves)
+                fprintf(f, " %6u", d->wave[idx[k]]);
+            fputc('\n', f);
+        }
+        free(idx);
+    }
+}
+
+void rs_cli_plan_summary(FILE *f, const rs_plan_job_opts *a, unsigned long long top_opt, const rs_plan_job_result *r)
+{
+    const rs_plan *p = &r->plan;
+    const rs_plan_data *d = &r->data;
+    double build_s = r->build_seconds, diff_s = r->diff_seconds;
+    const rs_ring *A = p->old_ring, *B = p->new_ring;
+    const rs_nodes *an = rs_ring_nodes(A), *bn = rs_ring_nodes(B);
+    char b1[48], b2[48], rule[160];
+    fprintf(f, "ringshard plan: %s scheme, %u -> %u nodes up (%u added, %u removed, %u reweighted)\n",
+            rs_scheme_name(rs_ring_get_opts(A)->scheme), rs_plan_up_count(an), rs_plan_up_count(bn), p->nadded, p->nremoved,
+            p->nreweighted);
+    fprintf(f, "  old ring     %s  %u nodes, %s\n", rs_ring_fingerprint(A), an->count, points_word(A, b1, sizeof b1));
+    fprintf(f, "  new ring     %s  %u nodes, %s\n", rs_ring_fingerprint(B), bn->count, points_word(B, b2, sizeof b2));
+    switch (p->method) {
+    case RS_PLAN_EXACT_ARCS:
+        fprintf(f, "  method       exact: merged %u + %u points into %zu moving arcs (%.3f s to build the rings, "
+                   "%.3f s to diff)\n",
+                rs_ring_npoints(A), rs_ring_npoints(B), p->narcs, build_s, diff_s);
+        break;
+    case RS_PLAN_EXACT_RESIDUES:
+        fprintf(f, "  method       exact: modulo has no arcs; residue pairs counted over the %s hash values\n",
+                rs_u128_str(p->total, b1));
+        break;
+    default:
+        fprintf(f, "  method       expected: jump has no arcs; by its rule a key changes bucket with probability "
+                   "|M-N|/max(M,N)\n");
+    }
+    fprintf(f, "  moved        %.6f%% of the hash space%s (%s of %s hash values)\n", pct(p->moved_share),
+            p->method == RS_PLAN_EXPECTED ? ", expected" : "", rs_u128_str(p->moved, b1), rs_u128_str(p->total, b2));
+    rs_plan_ideal_rule(p, rule, sizeof rule);
+    fprintf(f, "  ideal        %.6f%% = %s: the least any placement could move (moved/ideal %.4f)\n",
+            pct(p->ideal_share), rule, p->ideal_share > 0 ? p->moved_share / p->ideal_share : NAN);
+    fprintf(f, "  floor        %.6f%%: the least any placement could move between these two rings' %s shares "
+               "(excess churn %.6f%%)\n",
+            pct(p->floor_share), p->shares_exact ? "exact" : "expected", pct(p->moved_share - p->floor_share));
+    if (p->pairs_complete)
+        fprintf(f, "  pairs        %zu (from, to) pairs\n", p->npairs);
+    else
+        fprintf(f, "  pairs        more than %u (from, to) pairs: not listed\n", RS_PLAN_MAX_PAIRS);
+    fprintf(f, "  balance      max/mean %.4f before, %.4f after%s\n", p->balance_old, p->balance_new,
+            p->shares_exact ? "" : " (expected shares)");
+    /* consistency */
+    if (!p->pairs_complete)
+        fprintf(f, "  consistency  not checked: pairs not listed\n");
+    else if (!p->nviolations)
+        fprintf(f, "  consistency  OK: %s\n", rs_plan_check_property(p->check));
+    else {
+        fprintf(f, "  consistency  VIOLATED: %s does not hold for %zu pairs (%.6f%% of the hash space):\n",
+                rs_plan_check_property(p->check), p->nviolations, pct((double)p->violation_weight / (double)p->total));
+        size_t shown = 0;
+        for (size_t k = 0; k < p->npairs; k++) {
+            if (!p->pairs[k].violation)
+                continue;
+            if (shown == (top_opt > 20 ? top_opt : 20)) {
+                fprintf(f, "    ... and %zu more (all in --pairs and --json)\n", p->nviolations - shown);
+                break;
+            }
+            fprintf(f, "    %s -> %s  %.6f%%\n", an->names[p->pairs[k].from], bn->names[p->pairs[k].to],
+                    pct(p->pairs[k].share));
+            shown++;
+        }
+    }
+    if (d && d->have)
+        print_data(f, a, d);
+    print_top(f, top_opt, p, d);
+}
