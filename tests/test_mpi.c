@@ -496,4 +496,17 @@ Test(mpi, lanes_under_ranks_identical)
                       "test $(grep -c '^ringshard: info: lanes: ' log) = %d && grep -q '^ringshard: info: lanes: %d (' log && "
                       SAME("ref", "r") " && rm -r r",
                R, P, R, P);
+    /* and the issue's whole product for 2 and 3 ranks: -j 1/2/3/8 x P 1..4
+     * (a lane has a thread at least: P lanes need -j P; a rank's lanes are
+     * at most its work items, so only "some rank ran several" is asserted) */
+    const int js[] = {1, 2, 3, 8};
+    for (int R = 2; R <= 3; R++)
+        for (int k = 0; k < 4; k++)
+            for (int P = 1; P <= 4; P++) {
+                int several = P > 1 && js[k] > 1;
+                OK(MPIRUN "%d -x RINGSHARD_LOG=info \"$RS\" bucket --quiet -j %d --producers %d --key bill_id "
+                          "--nodes 7 --memory 4G -o r p1.csv big.rs.gz g1.csv.gz empty.csv small.csv 2> log && "
+                          "%s" SAME("ref", "r") " && rm -r r",
+                   R, js[k], P, several ? "grep -q '^ringshard: info: lanes: [2-4] (' log && " : "");
+            }
 }

@@ -5,7 +5,7 @@
 # refusals), builds the MPI-aware command and runs the MPI suite under mpirun,
 # then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
-# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 20 s
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s
 # each here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
@@ -63,7 +63,7 @@ ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 # compared byte for byte with single-process runs (tests/test_mpi.c).
 ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$'
 if [ "$SANITIZE" != 0 ]; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-20} tools/fuzz.sh run
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} tools/fuzz.sh run
   TSAN_TEST_BUILD="$BUILD" tools/tsan.sh
   tools/sanitize.sh
 fi
