@@ -18,7 +18,10 @@
 #                          and npm: @duckdb/node-api is installed into
 #                          $BUILD/duckdb-bench on first use
 #   DUCKDB_VERSION=1.5.6-r.1   the @duckdb/node-api version to install
-#   DD_MB=1024             MiB written by the disk-rate step (dd ... conv=fsync)
+#   DD_MB=1024             MiB written by the disk-rate steps (dd ... conv=fsync,
+#                          through the page cache and with oflag=direct)
+#   BUFFERED=1             also time ringshard gzip and --compress none with
+#                          --direct-io off (0: skip)
 #
 # Each run times, interleaved: (a) igzip -dc, (b) igzip -1 of the decompressed
 # CSV, (c) ringshard bucket (gzip output), (d) ringshard bucket --compress none,
@@ -53,6 +56,7 @@ DUCKDB_RUNS=${DUCKDB_RUNS:-1}
 DUCKDB_VERSION=${DUCKDB_VERSION:-1.5.6-r.1}
 DD_MB=${DD_MB:-1024}
 ZSTD=${ZSTD:-1}
+BUFFERED=${BUFFERED:-1}
 
 die() { echo "bench_bucket: $1" >&2; exit "${2:-1}"; }
 note() { echo "bench_bucket: $*" >&2; }
@@ -235,8 +239,13 @@ for run in $(seq 1 "$RUNS"); do
   timeit igzip_dc igzip -dc "$GZ" >/dev/null
   timeit igzip_c1 igzip -1 -c "$CSV" >/dev/null
 
-  # the output file system's sustained write-and-fsync rate (MB/s)
+  # the output file system's sustained write-and-fsync rate (MB/s), through
+  # the page cache and with O_DIRECT: the disk floor takes the faster
   timeit dd dd if=/dev/zero of="$DDTEST" bs=1M count="$DD_MB" conv=fsync status=none
+  sync
+  rm -f "$DDTEST"
+  timeit dd_direct dd if=/dev/zero of="$DDTEST" bs=1M count="$DD_MB" oflag=direct conv=fsync status=none
+  rm -f "$DDTEST"
   sync
 
   timeit rs_gzip "$RINGSHARD" bucket --key bill_id -o "$rd/gzip" --quiet "${rs_extra[@]}" "$GZ"
@@ -250,6 +259,15 @@ for run in $(seq 1 "$RUNS"); do
   pipeline_seconds rs_none "$rd/none"
   bytes_written rs_none "$rd/none"
   sync
+
+  # the same two through the page cache (the A/B of direct I/O, issue 14)
+  if [ "$BUFFERED" = 1 ]; then
+    timeit rs_gzip_buf "$RINGSHARD" bucket --key bill_id -o "$rd/gzip_buf" --quiet --direct-io off "${rs_extra[@]}" "$GZ"
+    sync
+    timeit rs_none_buf "$RINGSHARD" bucket --key bill_id -o "$rd/none_buf" --quiet --compress none --direct-io off \
+      "${rs_extra[@]}" "$GZ"
+    sync
+  fi
 
   if [ "$ZSTD" = 1 ]; then
     timeit zstd_dc zstd -q -dc "$ZST" >/dev/null
@@ -300,7 +318,7 @@ verdict() { # VALUE OP TARGET
     ok = (op == "<=") ? (v + 0 <= t + 0) : (v + 0 >= t + 0); print ok ? "ok" : "MISSED" }'; }
 
 declare -A MED=()
-for k in igzip_dc igzip_c1 rs_gzip rs_none rs_gzip_pipe rs_none_pipe awk duckdb dd \
+for k in igzip_dc igzip_c1 rs_gzip rs_none rs_gzip_buf rs_none_buf rs_gzip_pipe rs_none_pipe awk duckdb dd dd_direct \
   zstd_dc zstd_c1 zstd_fast rs_gz_zst rs_zst_zst rs_zst_gz; do MED[$k]=$(median "${TIMES[$k]:-}"); done
 for k in rs_gzip rs_none rs_gz_zst rs_zst_zst rs_zst_gz; do MED[${k}_bytes]=$(median "${BYTES[$k]:-}"); done
 
@@ -325,7 +343,8 @@ row() { # LABEL CMD KEY
 }
 
 # The disk floor: bytes written / the dd rate (bytes per second) of this run.
-dd_rate=$(awk -v t="${MED[dd]}" -v mb="$DD_MB" 'BEGIN { if (t == "" || t + 0 <= 0) print ""; else print mb * 1048576 / t }')
+dd_fast=$(awk -v a="${MED[dd]}" -v b="${MED[dd_direct]}" 'BEGIN { if (b == "" || (a != "" && a + 0 < b + 0)) print a; else print b }')
+dd_rate=$(awk -v t="$dd_fast" -v mb="$DD_MB" 'BEGIN { if (t == "" || t + 0 <= 0) print ""; else print mb * 1048576 / t }')
 disk_floor() { awk -v b="$1" -v r="$dd_rate" 'BEGIN { if (b == "" || r == "") print ""; else printf "%.3f", b / r }'; }
 max2() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "") print ""; else print (a + 0 > b + 0) ? a : b }'; }
 codec_gz=$(awk -v a="${MED[igzip_dc]}" -v b="${MED[igzip_c1]}" 'BEGIN { print (a + b) / 2 }')
@@ -357,6 +376,10 @@ REPORT=$WORK/bench_bucket.md
   row "igzip -1" "igzip -1 -c bills.csv > /dev/null" igzip_c1
   row "ringshard" "ringshard bucket --key bill_id -o out --quiet$rsx bills.csv.gz" rs_gzip
   row "ringshard, no compression" "ringshard bucket --key bill_id -o out --quiet --compress none$rsx bills.csv.gz" rs_none
+  if [ -n "${MED[rs_none_buf]}" ]; then
+    row "ringshard, page cache" "ringshard bucket --key bill_id -o out --quiet --direct-io off$rsx bills.csv.gz" rs_gzip_buf
+    row "ringshard, no compression, page cache" "ringshard bucket ... --compress none --direct-io off$rsx bills.csv.gz" rs_none_buf
+  fi
   if [ "$awk_n" -gt 0 ]; then
     row "awk baseline" "zcat bills.csv.gz \| awk -F, '...print > f' (1000 files)" awk
   fi
@@ -365,7 +388,7 @@ REPORT=$WORK/bench_bucket.md
   fi
   echo
   echo "Disk: \`dd if=/dev/zero of=WORK/ddtest bs=1M count=$DD_MB conv=fsync\` on the output file system, median"
-  echo "$(fmt "${MED[dd]}" "%.2f") s: $(awk -v r="$dd_rate" 'BEGIN { if (r == "") print "n/a"; else printf "%.0f", r / 1e6 }') MB/s written and made durable. The disk floor of a step is the bytes it wrote over"
+  echo "$(fmt "${MED[dd]}" "%.2f") s through the page cache, $(fmt "${MED[dd_direct]}" "%.2f") s with \`oflag=direct\`; the faster, $(awk -v r="$dd_rate" 'BEGIN { if (r == "") print "n/a"; else printf "%.0f", r / 1e6 }') MB/s written and made durable, is the disk's rate. The disk floor of a step is the bytes it wrote over"
   echo "that rate: ringshard $(awk -v b="${MED[rs_gzip_bytes]}" 'BEGIN { printf "%.1f", b / 1e6 }') MB ($(fmt "$disk_gz" "%.2f") s), \`--compress none\` $(awk -v b="${MED[rs_none_bytes]}" 'BEGIN { printf "%.1f", b / 1e6 }') MB ($(fmt "$disk_none" "%.2f") s)."
   echo
   echo "| ratio | value | target | |"

@@ -36,4 +36,4 @@ for t in $("$TESTS/test_bucket" --list | awk '/^bucket:/ { next } /[├└]─�
   [ "$t" = file_size_limit_fails_cleanly ] && continue
   (cd "$TESTS" && ./test_bucket --filter "bucket/$t")
 done
-ctest --test-dir "$TESTS" --output-on-failure -j1 -R '^test_(dedup|verify|plan|stats|simulate|units|lanes)$'
+ctest --test-dir "$TESTS" --output-on-failure -j1 -R '^test_(dedup|verify|plan|stats|simulate|units|lanes|direct)$'

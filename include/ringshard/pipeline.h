@@ -89,6 +89,9 @@ typedef struct {
     int write_behind;            /* 1: start writing the outputs to disk as
                                     batches complete (writeback.h): for outputs
                                     that are kept and will be fsync'd */
+    int buffered;                /* 0: outputs with write_behind are written
+                                    with O_DIRECT where the file system takes
+                                    it (direct.h); 1: through the page cache */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
                                     res->header_out still says what it would be) */

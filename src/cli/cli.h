@@ -22,7 +22,7 @@ enum {
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
     RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS,
     /* output options (rs_cli_output_option) */
-    RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL,
+    RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL, RS_OPT_DIRECT_IO,
     /* balance options (rs_cli_balance_option) */
     RS_OPT_Z = 1080, RS_OPT_CAPACITY, RS_OPT_TSV, RS_OPT_SVG, RS_OPT_HTML,
     RS_OPT__FIRST_COMMAND = 1100
@@ -46,7 +46,8 @@ enum {
 
 #define RS_OUTPUT_LONGOPTS                                                 \
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
-    {"level", required_argument, 0, RS_OPT_LEVEL}
+    {"level", required_argument, 0, RS_OPT_LEVEL},                         \
+    {"direct-io", required_argument, 0, RS_OPT_DIRECT_IO}
 
 #define RS_BALANCE_LONGOPTS                                                \
     {"z", required_argument, 0, RS_OPT_Z},                                 \
@@ -173,7 +174,8 @@ int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *er
 int rs_cli_level_check(const char *what, int compress, int level, rs_error *err);
 
 /* Records output option `code` (RS_OPT_COMPRESS: gzip|zstd|none;
- * RS_OPT_LEVEL: a level, checked by rs_cli_input_finish) into po. Returns 1 if handled, 0 if not an output option,
+ * RS_OPT_LEVEL: a level, checked by rs_cli_input_finish; RS_OPT_DIRECT_IO:
+ * on|off) into po. Returns 1 if handled, 0 if not an output option,
  * -1 after printing a bad value as command `cmd`'s error (the command then
  * exits RS_EXIT_USAGE). */
 int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);

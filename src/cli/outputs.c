@@ -63,6 +63,11 @@ int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const 
         if (rs_cli_level_arg("--level", arg, &po->level, &err) != 0)
             return rs_cli_fail(cmd, &err), -1;
         return 1;
+    case RS_OPT_DIRECT_IO:
+        if (strcmp(arg, "on") && strcmp(arg, "off"))
+            return rs_cli_usage_error(cmd, "--direct-io: expected on or off"), -1;
+        po->buffered = !strcmp(arg, "off");
+        return 1;
     default: return 0;
     }
 }
