@@ -167,7 +167,8 @@ static int list_present(vstate *s, rs_error *err)
         }
     }
     closedir(dh);
-    qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
+    if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
+        qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
     return 0;
 }
 
