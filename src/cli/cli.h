@@ -243,10 +243,15 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
 int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
                             const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
-/* SIGINT, SIGTERM and SIGHUP stop a running pipeline at its next read
- * (exit 130, nothing published); SIGXFSZ and SIGPIPE are ignored so that a
- * file-size limit or a closed stderr/stdout fails the write (EFBIG, EPIPE)
- * instead of killing the process. */
+/* SIGINT, SIGTERM and SIGHUP raise the interrupt flag: a running pipeline
+ * stops at its next read, a ring build within 65,536 points, and a file
+ * about to be published whole is dropped instead (rs_interrupt_publish_gate):
+ * exit 130, nothing published. Every command that writes a file calls it
+ * (bucket, dedup, verify, stats, plan with a file or data, simulate with a
+ * picture); ring and locate write only to stdout and keep the default
+ * action. SIGXFSZ and SIGPIPE are ignored so that a file-size limit or a
+ * closed stderr/stdout fails the write (EFBIG, EPIPE) instead of killing
+ * the process. */
 void rs_cli_install_signals(void);
 
 static inline int rs_cli_threads_ready(int threads, rs_error *err) { return rs_pipeline_threads_ready(threads, err); }
