@@ -3,8 +3,8 @@
  *
  * A single process (size 1) runs exactly the single-process code: every
  * function here then reduces to the ordinary call. */
-#ifndef RS_CLI_CLUSTER_H
-#define RS_CLI_CLUSTER_H
+#ifndef RS_CLUSTER_CLUSTER_H
+#define RS_CLUSTER_CLUSTER_H
 
 #include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
