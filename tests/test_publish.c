@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "support.h"
@@ -363,6 +364,73 @@ Test(publish, sighup_is_handled_as_sigterm)
         SH_EQ("0\n", LITTER);
         assert_complete("out", 4);
     }
+}
+
+/* Every command that writes a file handles SIGINT, SIGTERM and SIGHUP as
+ * bucket does: stopped at "file_publish" (the file written to its
+ * temporary, just before the check for a stop signal and the rename), a
+ * signal then SIGCONT ends it with exit 130 and "interrupted", the
+ * temporary removed, a previous file byte for byte as it was. The signal
+ * goes to the main thread (tgkill: the pid of the exec'd command is its
+ * main thread's id), which is stopped in rs_test_pause: it takes the signal
+ * on SIGCONT before the pause returns, so the check sees the flag whatever
+ * other threads (OpenMP's) the process has. (Before: plan, simulate and
+ * stats DIR were killed with 128 + the signal and left the temporary; stats
+ * on data published its pictures and exited 0.) */
+Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
+{
+    make_input();
+    SH_OK("\"$RS\" bucket --quiet --nodes 4 -o b in.csv && printf 'bad\\n\"x\n' > bad.csv");
+    static const char *const cmd[] = {
+        "\"$RS\" plan --quiet --nodes 10 --new-nodes 11 --json f",
+        "\"$RS\" plan --quiet -j 2 --nodes 4 --new-nodes 5 --pairs f in.csv",
+        "\"$RS\" plan --quiet --nodes 4 --new-nodes 5 --on-bad-row quarantine=f bad.csv",
+        "\"$RS\" plan --quiet --nodes 10 --new-nodes 12 --svg f",
+        "\"$RS\" simulate --nodes 20 --keys 2000 --html f",
+        "\"$RS\" stats --quiet -j 2 --nodes 4 --svg f in.csv",
+        "\"$RS\" stats b --html f",
+    };
+    static const int sig[] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < (int)(sizeof cmd / sizeof *cmd); i++) {
+        SH_OK("printf 'previous\\n' > f && rm -f err");
+        char *script;
+        cr_assert(asprintf(&script, "exec %s >/dev/null 2>err", cmd[i]) >= 0);
+        pid_t pid = spawn(script, "file_publish", NULL, -1);
+        free(script);
+        int st;
+        cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+        cr_assert(WIFSTOPPED(st), "%s: stopped at file_publish (status 0x%x)", cmd[i], st);
+        SH_EQ("1\n", LITTER);   /* the temporary, written */
+        cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig[i % 3]), 0);
+        cr_assert_eq(kill(pid, SIGCONT), 0);
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
+        SH_EQ("0\n", LITTER);
+        SH_EQ("previous\n", "cat f");
+        SH_EQ("1\n", "grep -c ': interrupted$' err");
+    }
+}
+
+/* A stop signal once the run has published something (plan --emit's
+ * directory) does not stop the files that follow: exit 130 would say
+ * "nothing published" and the plan would not describe the emitted
+ * directory. The run ends as an uninterrupted one does. */
+Test(publish, stop_signal_after_emit_is_published_finishes_the_run)
+{
+    make_input();
+    SH_OK("printf 'previous\\n' > f");
+    pid_t pid = spawn("exec \"$RS\" plan --quiet --nodes 4 --new-nodes 5 --emit out --json f in.csv >/dev/null 2>&1",
+                      "file_publish", NULL, -1);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "stopped at file_publish (status 0x%x)", st);
+    cr_assert_eq(syscall(SYS_tgkill, pid, pid, SIGTERM), 0);
+    cr_assert_eq(kill(pid, SIGCONT), 0);
+    cr_assert_eq(waitpid(pid, &st, 0), pid);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+    SH_EQ("0\n", LITTER);
+    SH_EQ("1\n", "grep -c '\"emit\": \"out\"' f");
+    assert_verify(path_join(test_dir, "out"));
 }
 
 /* stderr closed before the summary: the write fails (EPIPE, SIGPIPE is

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Byte-identity of the command line before and after a change (issue 19):
 # runs a fixed list of command lines - the README's examples made runnable
-# on fixtures/ and on generated data, every command, a few error cases -
-# once with each binary, each in a scratch directory of its own, and
-# compares stdout, stderr, the exit code and every file the commands wrote,
-# byte for byte. Exit 0 when all agree; 1 with every difference printed.
+# on fixtures/ and on generated data, every command, a few error cases;
+# then plan, simulate and stats in depth (every scheme, the plan's files,
+# --from-buckets, and their error cases, in pe/: the cases of the former
+# tools/check_plan_examples.sh) - once with each binary, each in a scratch
+# directory of its own, and compares stdout, stderr, the exit code and
+# every file the commands wrote, byte for byte. Exit 0 when all agree; 1
+# with every difference printed.
 #
 # Usage: tools/check_examples.sh BIN_BEFORE BIN_AFTER
 #   e.g. tools/check_examples.sh /work/baseline/ringshard build/ringshard
@@ -62,6 +65,8 @@ printf 'a 1\nb 1\nc 1\ne 1\nf 1\ng 2\n' > "$data/new.txt"
 printf '127.0.0.1:11211 1\n127.0.0.2:11211 2\n127.0.0.3:11212 1\n' > "$data/servers.txt"
 printf '%s\n' "$data/day1.csv.gz" "$data/bills_c.csv" > "$data/list.txt"
 printf 'bill_id\n"unterminated\n' > "$data/bad_unterminated.csv"
+"$gen" --rows 20000 --seed 7 -o "$data/bills.csv"   # plan_cases' data, copied into pe/
+gzip -6nc "$data/bills.csv" > "$data/bills.csv.gz"
 D=$data
 
 # One case a line: a name, then the command line, run by bash in the
@@ -183,6 +188,70 @@ verify_corrupt_z  \$RS verify corruptz
 EOF
 }
 
+# plan, simulate and stats in depth, run in pe/ (beside copies of
+# bills.csv and bills.csv.gz) so that their relative names (buckets, moves,
+# plan.json) do not meet the cases above.
+plan_cases() {
+cat <<EOF
+pe_plan_ring        \$RS plan --old-nodes 1000 --new-nodes 1010
+pe_plan_json        \$RS plan --add 10 --remove 17,500 --json plan.json
+pe_plan_all_files   \$RS plan --add 10 --remove 17,500 --json plan2.json --json-arcs --arcs arcs.tsv --pairs pairs.csv --svg p.svg --html p.html
+pe_plan_ketama      \$RS plan --scheme ketama --nodes 50 --add 2 --json k.json --pairs k.csv
+pe_plan_jump        \$RS plan --scheme jump --nodes 50 --add 2 --json j.json
+pe_plan_modulo      \$RS plan --scheme modulo --nodes 50 --add 2 --json m.json
+pe_plan_slots       \$RS plan --scheme slots --nodes 50 --remove 3 --json s.json --strict
+pe_plan_jump_arcs   \$RS plan --scheme jump --nodes 50 --remove 3 --arcs x.tsv
+pe_plan_jump_strict \$RS plan --scheme jump --nodes 50 --remove 3 --strict --json jv.json --pairs jv.csv
+pe_plan_names_down  \$RS plan --scheme modulo --nodes 7 --add-names "a,b" --down 2 --pairs mo.csv --top 3
+pe_plan_reweight    \$RS plan --nodes 20 --reweight 3=2 --down 5 --json rw.json --strict
+pe_plan_data        \$RS plan --key bill_id --add 10 bills.csv.gz
+pe_plan_data_waves  \$RS plan --key bill_id --nodes 40 --add 3 --json d.json --pairs d.csv --batch-bytes 100K --order largest bills.csv.gz
+pe_bucket           \$RS bucket --key bill_id --nodes 40 -o buckets bills.csv.gz
+pe_plan_emit        \$RS plan --from-buckets buckets --add 10 --emit moves
+pe_plan_emit_files  \$RS plan --from-buckets buckets --add 2 --emit moves2 --json e.json --batch-bytes 50K --svg e.svg
+pe_plan_ring_only   \$RS plan --from-buckets buckets --ring-only --add 2 --json ro.json
+pe_err_from_ring    \$RS plan --from-buckets buckets --nodes 3 --add 2
+pe_err_from_input   \$RS plan --from-buckets buckets --add 2 bills.csv
+pe_err_ring_only    \$RS plan --ring-only --add 2
+pe_err_emit_nodata  \$RS plan --emit x --add 2
+pe_err_order        \$RS plan --order largest --add 2
+pe_err_plan_bare    \$RS plan
+pe_err_new_zero     \$RS plan --new-nodes 0
+pe_err_new_both     \$RS plan --new-nodes 5 --new-nodes-file nofile
+pe_err_old_file     \$RS plan --old-nodes-file nofile --add 1
+pe_err_missing      \$RS plan --add 1 missing.csv
+pe_err_key          \$RS plan --key nosuch --add 1 bills.csv
+pe_err_side_inside  \$RS plan --add 1 --json buckets/x.json --emit buckets --from-buckets buckets
+pe_err_remove       \$RS plan --remove nosuch
+pe_err_reweight     \$RS plan --reweight 3=-1
+pe_err_down         \$RS plan --down nosuch --add 1
+pe_plan_help        \$RS plan --help
+pe_sim_default      \$RS simulate --keys 100000
+pe_sim_sweep        \$RS simulate --keys 100000 --vnodes 1,10,50,100
+pe_sim_add          \$RS simulate --keys 100000 --add 10 --capacity-factor 1.25
+pe_sim_ketama       \$RS simulate --keys 20000 --scheme ketama --nodes 30 --tsv --svg sim.svg --html sim.html
+pe_sim_sweep_add    \$RS simulate --keys 20000 --vnodes 1,10 --add 2 --svg sw.svg --html sw.html
+pe_sim_remove_seq   \$RS simulate --keys 20000 --remove 3,5 --key-pattern seq
+pe_err_sim_keys     \$RS simulate --keys 0
+pe_err_sim_down     \$RS simulate --down nosuch
+pe_err_sim_sweep_m  \$RS simulate --keys 1000 --vnodes 1,2 --scheme modulo
+pe_err_sim_sweep_t  \$RS simulate --keys 1000 --vnodes 1,2 --tsv
+pe_err_sim_remove   \$RS simulate --keys 1000 --remove nosuch
+pe_sim_slots        \$RS simulate --keys 1000 --scheme slots --remove 3 --capacity-factor 1.5 --tsv
+pe_sim_help         \$RS simulate --help
+pe_stats_pictures   \$RS stats --key bill_id --svg load.svg --html load.html bills.csv.gz
+pe_stats_tsv        \$RS stats --key bill_id --tsv --nodes 30 bills.csv
+pe_stats_cap        \$RS stats --key bill_id --capacity-factor 1.1 bills.csv
+pe_stats_dir        \$RS stats buckets/
+pe_stats_dir_tsv    \$RS stats --tsv buckets
+pe_err_stats_nodir  \$RS stats nodir/
+pe_err_stats_ring   \$RS stats --nodes 3 buckets
+pe_err_stats_key    \$RS stats --key x buckets
+pe_stats_cap_svg    \$RS stats --key bill_id --capacity-factor 1.2 --tsv --svg c.svg bills.csv
+pe_stats_help       \$RS stats --help
+EOF
+}
+
 run_cases() {  # BIN DIR LISTFN
     local bin=$1 dir=$2 fn=$3 name cmd
     (
@@ -220,6 +289,9 @@ for side in before after; do
     run_cases "$bin" "$root/$side" cases
     corrupt "$root/$side"
     run_cases "$bin" "$root/$side" corrupt_cases
+    mkdir "$root/$side/pe"
+    cp "$data/bills.csv" "$data/bills.csv.gz" "$root/$side/pe/"
+    run_cases "$bin" "$root/$side/pe" plan_cases
 done
 
 mask() {  # FILE BIN: the masked text on stdout
@@ -256,7 +328,7 @@ while read -r f; do
     esac
 done < "$root/files.before"
 
-ncases=$( (cases; corrupt_cases) | grep -c .)
+ncases=$( (cases; corrupt_cases; plan_cases) | grep -c .)
 nfiles=$(wc -l < "$root/files.before")
 if [ $fail = 0 ]; then
     echo "check_examples: $ncases command lines, $nfiles files (stdout, stderr, exit codes, outputs): no difference"

@@ -23,7 +23,10 @@
  *   publish        outdir: just before the publishing rename
  *   published      outdir: just after it
  *   old            outdir, two-rename fallback: between the renames
- *   dir-open       bucketdir: just before a bucket directory is opened */
+ *   dir-open       bucketdir: just before a bucket directory is opened
+ *   file_publish   interrupt (rs_interrupt_publish_gate): a file published
+ *                  whole was written to its temporary, just before the
+ *                  check for a stop signal and its rename */
 void rs_test_pause(const char *point);
 
 #endif

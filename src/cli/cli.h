@@ -4,14 +4,10 @@
 
 #include <getopt.h>
 #include <stdio.h>
-#include "ringshard/bucketdir.h"
 #include "ringshard/error.h"
-#include "ringshard/manifest.h"
-#include "ringshard/outdir.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
-#include "ringshard/util.h"
 
 /* Long-option codes of the ring options shared by every command. */
 enum {
@@ -116,9 +112,6 @@ int rs_cli_fail(const char *cmd, const rs_error *err);
  * RS_EXIT_USAGE. */
 int rs_cli_usage_error(const char *cmd, const char *msg);
 
-/* Monotonic seconds, for timings in summaries. */
-static inline double rs_cli_now(void) { return rs_now(); }
-
 /* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 
@@ -180,34 +173,6 @@ int rs_cli_level_check(const char *what, int compress, int level, rs_error *err)
  * exits RS_EXIT_USAGE). */
 int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);
 
-/* The library's names for the helpers below (bucketdir.h, util.h,
- * pipeline.h), kept for the commands. */
-static inline const char *rs_cli_data_ext(int compress) { return rs_data_ext(compress); }
-
-static inline char *rs_cli_data_file(const char *a, const char *b, int compress)
-{
-    return rs_data_file(a, b, compress);
-}
-
-static inline char **rs_cli_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err)
-{
-    return rs_outdir_paths(od, names, n, err);
-}
-
-static inline void rs_cli_free_strings(char **list, size_t n) { rs_free_strings(list, n); }
-
-static inline int rs_cli_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring,
-                                        const rs_pipeline_opts *po, const rs_pipeline_result *res, size_t nfiles,
-                                        rs_error *err)
-{
-    return rs_manifest_start(m, kind, ring, po, res, nfiles, err);
-}
-
-static inline int rs_cli_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err)
-{
-    return rs_outdir_manifest(od, m, err);
-}
-
 /* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
  * directory (a quarantine file, a report) when it lies inside outdir or
  * below: publishing replaces outdir, so the file would be lost. Compared by
@@ -245,13 +210,16 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
 int rs_cli_balance_pictures(const rs_cli_balance *bo, const char *title, const rs_ring *ring, const rs_balance *b,
                             const rs_node_stat *ns, const rs_bounded *bl, const char *unit, rs_error *err);
 
-/* SIGINT, SIGTERM and SIGHUP stop a running pipeline at its next read
- * (exit 130, nothing published); SIGXFSZ and SIGPIPE are ignored so that a
- * file-size limit or a closed stderr/stdout fails the write (EFBIG, EPIPE)
- * instead of killing the process. */
+/* SIGINT, SIGTERM and SIGHUP raise the interrupt flag: a running pipeline
+ * stops at its next read, a ring build within 65,536 points, and a file
+ * about to be published whole is dropped instead (rs_interrupt_publish_gate):
+ * exit 130, nothing published. Every command that writes a file calls it
+ * (bucket, dedup, verify, stats, plan with a file or data, simulate with a
+ * picture); ring and locate write only to stdout and keep the default
+ * action. SIGXFSZ and SIGPIPE are ignored so that a file-size limit or a
+ * closed stderr/stdout fails the write (EFBIG, EPIPE) instead of killing
+ * the process. */
 void rs_cli_install_signals(void);
-
-static inline int rs_cli_threads_ready(int threads, rs_error *err) { return rs_pipeline_threads_ready(threads, err); }
 
 /* The commands. */
 /* name, summary, and whether the command divides its work among MPI ranks

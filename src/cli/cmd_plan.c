@@ -269,6 +269,12 @@ int rs_cmd_plan(int argc, char **argv)
     if (a.o.from_buckets)
         ic = (inputs_ctx){1, 0, dummy};  /* the job takes the directory's files */
     int rc = 0, quiet = po.progress < 0, agreed = 0;
+    /* A run that writes a file or reads data stops on a signal with exit
+     * 130, nothing published, from the ring build on; a plan printed to
+     * stdout alone keeps the signals' default action (nothing to clean up,
+     * and the diff does not poll the flag). */
+    if (data || a.o.json || a.o.arcs || a.o.pairs || a.o.svg || a.o.html)
+        rs_cli_install_signals();
     if (ring_sides(&a, &a.o, &old_nodes, &err) != 0) {
         if (data)  /* under MPI the other ranks meet this rank's failure */
             rs_world_agree_once(&agreed, &err);

@@ -265,6 +265,8 @@ int rs_cmd_simulate(int argc, char **argv)
         snprintf(vbuf, sizeof vbuf, "%u", vlist[0]);
         ro.vnodes = vbuf;
     }
+    if (bo.svg || bo.html)  /* a file to publish: a stop signal removes it (exit 130); stdout alone needs no handler */
+        rs_cli_install_signals();
     if (rs_cli_ring_finish(&ro, &so.ring, &nodes, &err) != 0)
         goto fail;
     so.nodes = &nodes;

@@ -136,6 +136,8 @@ int rs_cmd_stats(int argc, char **argv)
             goto fail;
         }
         o.dir = argv[optind];
+        if (bo.svg || bo.html)  /* as with data (rs_cli_input_finish), so that a stop signal drops the pictures */
+            rs_cli_install_signals();
     } else {
         if (rs_cli_input_finish(&po, argc, argv, optind, &err) < 0)
             goto fail;

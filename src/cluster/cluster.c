@@ -166,7 +166,10 @@ int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
 {
     int rc = 0;
     if (q->of.tmp) {
-        if (ok && err->code == 0)
+        int publish = ok && err->code == 0;
+        if (publish && rs_interrupt_publish_gate(err) != 0)   /* a stop signal: the previous FILE stays */
+            publish = 0, rc = -1;
+        if (publish)
             rc = rs_outfile_commit(&q->of, err);
         else
             rs_outfile_abort(&q->of);

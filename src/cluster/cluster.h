@@ -3,8 +3,8 @@
  *
  * A single process (size 1) runs exactly the single-process code: every
  * function here then reduces to the ordinary call. */
-#ifndef RS_CLI_CLUSTER_H
-#define RS_CLI_CLUSTER_H
+#ifndef RS_CLUSTER_CLUSTER_H
+#define RS_CLUSTER_CLUSTER_H
 
 #include "ringshard/bucketdir.h"
 #include "ringshard/outdir.h"
@@ -77,7 +77,8 @@ typedef struct {
 int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err);
 
 /* After the run (and after od's publication, if any): rank 0 publishes the
- * temporary when ok and err is clear, else removes it (od's side files are od's).
+ * temporary when ok and err is clear and rs_interrupt_publish_gate lets it
+ * (a stop signal: -1, err "interrupted"), else removes it (od's side files are od's).
  * Puts po->quarantine back and releases *q. 0, or -1 with err. Not
  * collective. */
 int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err);

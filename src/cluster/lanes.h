@@ -7,8 +7,8 @@
  * and cluster.c divides a rank's range among them and assembles their
  * pieces exactly as it does for MPI ranks. Why, and how many: see the
  * design comment in cluster.c and README, "Scaling". */
-#ifndef RS_CLI_LANES_H
-#define RS_CLI_LANES_H
+#ifndef RS_CLUSTER_LANES_H
+#define RS_CLUSTER_LANES_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
  * rank must make the same collective calls in the same order: commands do
  * so by agreeing on each failure (rs_world_agree) instead of returning
  * early on one rank. */
-#ifndef RS_CLI_WORLD_H
-#define RS_CLI_WORLD_H
+#ifndef RS_CLUSTER_WORLD_H
+#define RS_CLUSTER_WORLD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,6 +13,7 @@
 #include "cluster/cluster.h"
 #include "cluster/world.h"
 #include "ringshard/bucketdir.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/job_plan.h"
 #include "ringshard/outdir.h"
 #include "ringshard/outfile.h"
@@ -536,6 +537,7 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
     if (rs_cluster_outdir_end(&od, err) != 0)
         goto out;
     d->emitted = 1;
+    rs_interrupt_published();  /* the files that follow are then published whatever comes */
     rc = 0;
 out:
     if (!quiet && d->have && rs_world_rank() == 0)
@@ -558,7 +560,8 @@ out:
 
 /* The plan's files are published whole (ringshard/outfile.h): a failed or
  * killed run leaves a previous --json, --pairs, --arcs, --svg or --html as
- * it was. One file is open at a time. */
+ * it was, and so does a stop signal before the first of them is published
+ * (rs_interrupt_publish_gate). One file is open at a time. */
 static rs_outfile out_file;
 
 /* Publishes the open file; wrote: its writer's result (non-zero: a write
@@ -570,6 +573,10 @@ static int close_file(FILE *f, const char *path, int wrote, rs_error *err)
         int e = errno;
         rs_outfile_abort(&out_file);
         return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(e ? e : EIO));
+    }
+    if (rs_interrupt_publish_gate(err) != 0) {
+        rs_outfile_abort(&out_file);
+        return -1;
     }
     return rs_outfile_commit(&out_file, err);
 }

@@ -3,6 +3,7 @@
  * leaves a previous report as it was. */
 #include <errno.h>
 #include <string.h>
+#include "ringshard/interrupt.h"
 #include "ringshard/outfile.h"
 #include "ringshard/report.h"
 
@@ -14,6 +15,10 @@ static int finish(rs_outfile *of, const char *path, int wrote, rs_error *err)
         int e = errno;
         rs_outfile_abort(of);
         return rs_error_set(err, RS_EXIT_IO, "%s: write error: %s", path, strerror(e ? e : EIO));
+    }
+    if (rs_interrupt_publish_gate(err) != 0) {  /* a stop signal: the previous report stays */
+        rs_outfile_abort(of);
+        return -1;
     }
     return rs_outfile_commit(of, err);
 }

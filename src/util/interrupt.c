@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include "ringshard/interrupt.h"
+#include "ringshard/testhook.h"
 
 /* Both sides go through the atomic builtins: the handler can run on any
  * thread (a pipeline worker, not only main), and a plain store racing with
@@ -44,3 +45,17 @@ void rs_interrupt_raise(void)
 }
 
 int rs_interrupt_pending(void) { return __atomic_load_n(&raised, __ATOMIC_RELAXED) != 0; }
+
+/* Set by the main thread only (rs_interrupt_publish_gate's contract). */
+static int published;
+
+int rs_interrupt_publish_gate(rs_error *err)
+{
+    rs_test_pause("file_publish");
+    if (!published && rs_interrupt_pending())
+        return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    published = 1;
+    return 0;
+}
+
+void rs_interrupt_published(void) { published = 1; }
