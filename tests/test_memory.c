@@ -146,6 +146,32 @@ Test(memory_bound, lanes_within_budget, .timeout = 600)
     unsetenv("RINGSHARD_LOG");
 }
 
+/* Direct I/O (direct.h) keeps to --memory as well: its arena (a batch and
+ * a block per output) and the outputs' last blocks come out of the share of
+ * the batches. At 128M the batches are about 6.6 MiB, room enough for the
+ * blocks of the 1000 outputs, so direct I/O is on where the file system
+ * offers it (and the log says why not where it does not). */
+Test(memory_bound, direct_io_within_budget, .timeout = 600)
+{
+    SH_OK("\"$(dirname \"$RS\")/gen_bills\" --rows 300000 --seed 9 2>/dev/null | gzip -1 > in.csv.gz");
+    setenv("RINGSHARD_LOG", "info", 1);
+    static const char *const opts[] = {"--memory 128M", "--memory 128M --compress none", "--memory 128M -j 3"};
+    for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
+        long peak;
+        char *e;
+        int rc = bucket_peak(opts[i], &peak, &e);
+        cr_assert_eq(rc, 0, "%s: %s", opts[i], e);
+        cr_assert(strstr(e, "info: outputs: direct I/O") ||
+                      strstr(e, "info: outputs: written through the page cache (the file system"),
+                  "%s: %s", opts[i], e);
+        cr_assert_leq(peak, 128 * 1024, "%s: peak RSS %ld KiB", opts[i], peak);
+        cr_assert_gt(peak, 4 * 1024, "the measurement must see the process (%ld KiB)", peak);
+        assert_verify(path_join(test_dir, "out"));
+        free(e);
+    }
+    unsetenv("RINGSHARD_LOG");
+}
+
 #if RS_HAVE_ZSTD
 /* Issue 18: --memory bounds a zstd in -> zstd out run as a gzip one:
  * peak RSS of 300,000 rows (many batches) at 32M and 64M, and at 64M with

@@ -61,9 +61,16 @@ size_t rs_deflater_bytes(int level, rs_codec_choice codec);
  * it: ringshard's members are whole rows); the line ends are counted here.
  * The data must start at a record boundary (the member's flag says so).
  * *crc_out receives the CRC-32 of the uncompressed bytes (gzip's CRC).
- * Returns 0, or -1 (out of memory). */
+ * Returns 0, or -1: rs_deflater_why says why (out of memory, or the codec's
+ * own error). */
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out);
+
+/* Why this thread's last failed rs_deflater_member (or header) failed: "out
+ * of memory (N bytes of compressed output)", "isal_deflate returned -8",
+ * "zstd: Allocation error : not enough memory", ... A static string, valid
+ * until the thread's next failure. */
+const char *rs_deflater_why(void);
 
 /* The RS subfield: every member ringshard writes describes itself, so that
  * a reader can list a file's members by hopping from header to header

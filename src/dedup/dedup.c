@@ -241,7 +241,7 @@ static int ow_member(owriter *w, const char *p, size_t n, uint64_t records, uint
     size_t lens[1] = {n};
     w->member.len = 0;
     if (rs_deflater_member(w->dz, pieces, lens, 1, records, &w->member, crc) != 0)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory compressing %s", w->path);
+        return rs_error_set(err, RS_EXIT_IO, "%s: compressing failed: %s", w->path, rs_deflater_why());
     return ow_write(w, w->member.data, w->member.len, err);
 }
 

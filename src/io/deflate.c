@@ -14,6 +14,8 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <emmintrin.h>
 #include <zlib.h>
@@ -42,6 +44,19 @@ struct rs_deflater {
     uint8_t *level_buf;
 #endif
 };
+
+static _Thread_local char codec_why[160];
+
+int rs_codec_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(codec_why, sizeof codec_why, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+const char *rs_deflater_why(void) { return codec_why[0] ? codec_why : "no failure recorded"; }
 
 size_t rs_deflater_stream_size(void)
 {
@@ -89,13 +104,15 @@ rs_deflater *rs_deflater_new(int level, rs_codec_choice codec)
 
 rs_deflater *rs_compressor_new(int compress, int level, rs_codec_choice codec)
 {
-    if (compress != RS_COMPRESS_ZSTD)
-        return rs_deflater_new(level, codec);
-    rs_deflater *d = calloc(1, sizeof *d);
-    if (d && !(d->zstd = rs_zstd_cctx_new(level))) {
+    rs_deflater *d;
+    if (compress != RS_COMPRESS_ZSTD) {
+        d = rs_deflater_new(level, codec);
+    } else if ((d = calloc(1, sizeof *d)) && !(d->zstd = rs_zstd_cctx_new(level))) {
         free(d);
         d = NULL;
     }
+    if (!d)
+        rs_codec_fail("out of memory (a compressor)");
     return d;
 }
 
@@ -171,7 +188,7 @@ void rs_deflater_free(rs_deflater *d)
 static int room(rs_buf *out, size_t want)
 {
     if (out->cap - out->len < want && rs_buf_reserve(out, want) != 0)
-        return -1;
+        return rs_codec_fail("out of memory (%zu bytes of compressed output)", out->len + want);
     return 0;
 }
 
@@ -289,7 +306,7 @@ static int isal_feed(struct isal_zstream *s, const uint8_t *p, size_t n, rs_buf 
         int ret = isal_deflate(s);
         out->len += offer - s->avail_out;
         if (ret != COMP_OK)
-            return -1;
+            return rs_codec_fail("isal_deflate returned %d", ret);
         if (s->end_of_stream ? s->internal_state.state == ZSTATE_END : s->avail_in == 0)
             return 0;
     }
@@ -315,8 +332,11 @@ static int isal_head(struct isal_zstream *s, const uint8_t *head, rs_buf *out)
         return -1;
     s->flush = NO_FLUSH;
     /* what makes the rest safe: a new block next, with history */
-    return s->internal_state.state == ZSTATE_NEW_HDR && s->internal_state.has_hist == IGZIP_HIST
-               ? 0 : -1;
+    if (s->internal_state.state == ZSTATE_NEW_HDR && s->internal_state.has_hist == IGZIP_HIST)
+        return 0;
+    return rs_codec_fail("ISA-L's first block left the stream in state %d (history %d), not a new block with "
+                         "history: the level 1/2 workaround (deflate.c) does not fit this ISA-L",
+                         (int)s->internal_state.state, (int)s->internal_state.has_hist);
 }
 
 static int member_isal(rs_deflater *d, const void *const *pieces, const size_t *lens,
@@ -379,7 +399,7 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
 {
     z_stream *z = &d->zs;
     if (deflateReset(z) != Z_OK)
-        return -1;
+        return rs_codec_fail("zlib deflateReset failed");
     size_t last = npieces;
     for (size_t i = npieces; i-- > 0;)
         if (lens[i] > 0) {
@@ -414,7 +434,7 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
             if (ret == Z_STREAM_END)
                 break;
             if (ret != Z_OK && ret != Z_BUF_ERROR)
-                return -1;
+                return rs_codec_fail("zlib deflate returned %d (%s)", ret, z->msg ? z->msg : "no message");
             if (!final && z->avail_in == 0)
                 break;
             if (z->avail_out == 0 && room(out, out->cap) != 0)
@@ -437,7 +457,7 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
     unsigned char t[8];
     rs_put_le(t, crc, 4);
     rs_put_le(t + 4, total, 4);
-    return rs_buf_append(out, t, sizeof t);
+    return rs_buf_append(out, t, sizeof t) == 0 ? 0 : rs_codec_fail("out of memory (the gzip trailer)");
 }
 
 /* rs_deflater_member for a zstd compressor: metadata frame, data frame. */
@@ -445,8 +465,9 @@ static int member_zstd(rs_deflater *d, const void *const *pieces, const size_t *
                        uint64_t records, rs_buf *out, uint32_t *crc_out)
 {
     size_t start = out->len;
-    if (rs_zstd_meta_write(out, count_pieces(pieces, lens, npieces), records) != 0 ||
-        rs_zstd_frame(d->zstd, pieces, lens, npieces, out) != 0) {
+    if (rs_zstd_meta_write(out, count_pieces(pieces, lens, npieces), records) != 0)
+        rs_codec_fail("out of memory (a zstd metadata frame)");
+    if (out->len == start || rs_zstd_frame(d->zstd, pieces, lens, npieces, out) != 0) {
         out->len = start;  /* no partial piece */
         return -1;
     }
@@ -467,6 +488,8 @@ int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *
         return member_zstd(d, pieces, lens, npieces, records, out, crc_out);
     size_t start = out->len;
     int rc = write_header(out, count_pieces(pieces, lens, npieces), records);
+    if (rc != 0)
+        rs_codec_fail("out of memory (a gzip member header)");
 #if RS_HAVE_ISAL
     if (rc == 0 && d->use_isal)
         rc = member_isal(d, pieces, lens, npieces, out);

@@ -45,12 +45,17 @@ static inline void rs_put_le(void *buf, uint64_t v, int n)
         p[i] = (unsigned char)v;
 }
 
+/* Records why a compressor call failed, for rs_deflater_why (this
+ * thread's last failure). Returns -1. */
+int rs_codec_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* zstd output (zstdout.c), for deflate.c. The context is a ZSTD_CCtx
  * (void: no zstd.h outside io/). */
 void *rs_zstd_cctx_new(int level);
 void rs_zstd_cctx_free(void *cctx);
 size_t rs_zstd_cctx_bytes(int level);
-/* Appends one zstd frame of the pieces' concatenation; 0, or -1. */
+/* Appends one zstd frame of the pieces' concatenation; 0, or -1 (with
+ * rs_codec_fail). */
 int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, size_t npieces, rs_buf *out);
 /* Appends a metadata frame (size 0), and patches its size field. */
 int rs_zstd_meta_write(rs_buf *out, uint64_t lines, uint64_t records);

@@ -89,15 +89,17 @@ int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, siz
     size_t total = 0;
     for (size_t k = 0; k < npieces; k++)
         total += lens[k];
-    if (ZSTD_isError(ZSTD_CCtx_reset(c, ZSTD_reset_session_only)) ||
-        ZSTD_isError(ZSTD_CCtx_setPledgedSrcSize(c, total)))
-        return -1;
+    size_t e = ZSTD_CCtx_reset(c, ZSTD_reset_session_only);
+    if (!ZSTD_isError(e))
+        e = ZSTD_CCtx_setPledgedSrcSize(c, total);
+    if (ZSTD_isError(e))
+        return rs_codec_fail("zstd: %s", ZSTD_getErrorName(e));
     /* The space offered depends on the input's length only (as in
      * deflate.c's isal_feed): the bound, so that the frame is finished
      * without a second round whatever the buffer held before. */
     size_t offer = ZSTD_compressBound(total);
     if (out->cap - out->len < offer && rs_buf_reserve(out, offer) != 0)
-        return -1;
+        return rs_codec_fail("out of memory (%zu bytes for a zstd frame)", offer);
     ZSTD_outBuffer ob = {(char *)out->data + out->len, offer, 0};
     size_t last = npieces;  /* the last non-empty piece ends the frame */
     for (size_t k = npieces; k-- > 0;)
@@ -114,14 +116,16 @@ int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, siz
         do
             r = ZSTD_compressStream2(c, &ob, &ib, mode);
         while (!ZSTD_isError(r) && (mode == ZSTD_e_end ? r != 0 : ib.pos < ib.size) && ob.pos < ob.size);
-        if (ZSTD_isError(r) || (mode == ZSTD_e_end && r != 0) || ib.pos < ib.size)
-            return -1;
+        if (ZSTD_isError(r))
+            return rs_codec_fail("zstd: %s", ZSTD_getErrorName(r));
+        if ((mode == ZSTD_e_end && r != 0) || ib.pos < ib.size)
+            return rs_codec_fail("zstd stopped short of its input's end with its output bound free");
     }
     if (last == npieces) {  /* nothing at all: an empty frame */
         ZSTD_inBuffer ib = {NULL, 0, 0};
         size_t r = ZSTD_compressStream2(c, &ob, &ib, ZSTD_e_end);
         if (ZSTD_isError(r) || r != 0)
-            return -1;
+            return rs_codec_fail("zstd: %s", ZSTD_isError(r) ? ZSTD_getErrorName(r) : "an empty frame did not end");
     }
     out->len += ob.pos;
     return 0;
@@ -147,7 +151,7 @@ size_t rs_zstd_cctx_bytes(int level)
 int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, size_t npieces, rs_buf *out)
 {
     (void)cctx, (void)pieces, (void)lens, (void)npieces, (void)out;
-    return -1;
+    return rs_codec_fail("this build of ringshard has no zstd support");
 }
 #endif
 

@@ -1206,7 +1206,6 @@ static void parse_range(pipe_state *s, const batch *b, int tid, int group, int s
 
 typedef struct {
     int fd;                 /* -1: reopen with O_APPEND for each write */
-    rs_direct *dx;          /* non-NULL: the file is written by direct I/O */
     rs_dest_stats st;
 } dest_file;
 
@@ -1236,15 +1235,16 @@ static int writev_all(int fd, struct iovec *iov, int n)
 /* Writes pieces p[0..n) of lengths len[] (n <= RS_SEGMENTS: a piece per
  * parse group) to destination d's file, in one system call when it can.
  * 0, or -1 with err. */
-static int dest_writev(const rs_pipeline_opts *o, dest_file *df, uint32_t d, const void *const *p, const size_t *len,
+static int dest_writev(const rs_pipeline_opts *o, dest_file *df, rs_direct *dx, uint32_t d, const void *const *p,
+                       const size_t *len,
                        size_t n, rs_error *err)
 {
     struct iovec iov[RS_SEGMENTS];
     size_t total = 0;
-    if (df->dx) {
+    if (dx) {
         for (size_t i = 0; i < n; i++)
             total += len[i];
-        if (rs_direct_write(df->dx, d, p, len, n, err) != 0)
+        if (rs_direct_write(dx, d, p, len, n, err) != 0)
             return -1;
         df->st.file_bytes += total;
         return 0;
@@ -1269,10 +1269,11 @@ static int dest_writev(const rs_pipeline_opts *o, dest_file *df, uint32_t d, con
     return 0;
 }
 
-static int dest_write(const rs_pipeline_opts *o, dest_file *df, uint32_t d, const char *p, size_t n, rs_error *err)
+static int dest_write(const rs_pipeline_opts *o, dest_file *df, rs_direct *dx, uint32_t d, const char *p, size_t n,
+                      rs_error *err)
 {
     const void *piece[1] = {p};
-    return dest_writev(o, df, d, piece, &n, 1, err);
+    return dest_writev(o, df, dx, d, piece, &n, 1, err);
 }
 
 /* The error for a malformed record under --on-bad-row fail. Returns -1. */
@@ -1378,9 +1379,10 @@ static void wait_for_phase(const int *phase)
 }
 
 /* Writes destination d's rows of this batch (the groups' pieces in order)
- * as one gzip member, or as they are. Returns 0 or -1 with err. */
+ * as one gzip member, or as they are, by direct I/O when dx is not NULL.
+ * Returns 0 or -1 with err. */
 static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d, rs_deflater *dz, rs_buf *member,
-                      dest_file *df, const void **pieces, size_t *lens, rs_error *err)
+                      dest_file *df, rs_direct *dx, const void **pieces, size_t *lens, rs_error *err)
 {
     uint32_t ndest = o->ndest;
     size_t np = 0, total = 0;
@@ -1412,14 +1414,15 @@ static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d,
         lens[0] = first->len;
         member->len = 0;
         if (rs_deflater_member(dz, pieces, lens, 1, rows, member, &crc) != 0)
-            return rs_error_set(err, RS_EXIT_IO, "out of memory while compressing");
-        rc = dest_write(o, df, d, member->data, member->len, err);
+            return rs_error_set(err, RS_EXIT_IO, "%s: compressing %zu bytes of rows failed: %s", o->dest_paths[d],
+                                total, rs_deflater_why());
+        rc = dest_write(o, df, dx, d, member->data, member->len, err);
     } else {
         /* one writev for the groups' pieces: a write each was 8 system
          * calls per file and batch on two threads */
         for (size_t k = 0; k < np; k++)
             crc = rs_crc32(crc, pieces[k], lens[k]);
-        rc = dest_writev(o, df, d, pieces, lens, np, err);
+        rc = dest_writev(o, df, dx, d, pieces, lens, np, err);
     }
     df->st.crc = rs_crc32_combine(df->st.crc, crc, total);
     df->st.rows += rows;
@@ -1485,16 +1488,17 @@ int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t
 
 /* Writes the header line into every output: its own gzip member, so a
  * header-only file is exactly that member. */
-static int write_headers(const rs_pipeline_opts *o, const rs_buf *line, dest_file *df, rs_error *err)
+static int write_headers(const rs_pipeline_opts *o, const rs_buf *line, dest_file *df, rs_direct *dx, rs_error *err)
 {
     rs_buf bytes = {0};
     if (rs_pipeline_header_bytes(o, line->data, line->len, &bytes) != 0) {
         rs_buf_free(&bytes);
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        return rs_error_set(err, RS_EXIT_IO, "compressing the header line failed: %s",
+                            o->compress ? rs_deflater_why() : "out of memory");
     }
     int rc = 0;
     for (uint32_t d = 0; d < o->ndest && rc == 0 && bytes.len; d++)
-        rc = dest_write(o, &df[d], d, bytes.data, bytes.len, err);
+        rc = dest_write(o, &df[d], dx, d, bytes.data, bytes.len, err);
     rs_buf_free(&bytes);
     return rc;
 }
@@ -1798,8 +1802,6 @@ static int start_direct(pipe_state *s, run_state *r)
         rs_log(RS_LOG_INFO, "outputs: written through the page cache (%s)", why ? why : "out of memory");
         return -1;
     }
-    for (uint32_t d = 0; d < r->ndest; d++)
-        r->df[d].dx = r->dx;
     rs_log(RS_LOG_INFO, "outputs: direct I/O (O_DIRECT, %d-byte blocks)", RS_DIRECT_BLOCK);
     return 0;
 }
@@ -1866,7 +1868,7 @@ static int emit_headers(pipe_state *s, run_state *r, rs_error *err)
         memcpy(res->header_out, line.data, line.len);
         res->header_out_len = line.len;
     }
-    int wr = o->no_header ? 0 : write_headers(o, &line, r->df, err);
+    int wr = o->no_header ? 0 : write_headers(o, &line, r->df, r->dx, err);
     rs_buf_free(&line);
     if (wr != 0)
         return -1;
@@ -1942,7 +1944,8 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
                 for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
                     if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
                         break;
-                    if (write_dest(o, sc, G, d, r->dz[t], &r->members[t], &r->df[d], pieces, lens, &r->terr[t]) != 0)
+                    if (write_dest(o, sc, G, d, r->dz[t], &r->members[t], &r->df[d], r->dx, pieces, lens,
+                                   &r->terr[t]) != 0)
                         __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
                     /* A thread keeps a small member buffer only: T
                      * of them sized for the largest member each met
