@@ -13,6 +13,7 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 [ "${1:-}" = build ] && exit 0
+. tools/testdirs.sh sanitize
 echo "sanitize: test_memory not run under ASan (RSS includes shadow memory); it runs in the normal suite"
 # Leak checks are off: Criterion's failed assertions return early by design.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
