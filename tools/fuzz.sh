@@ -131,9 +131,11 @@ run() {
     for h in $harnesses; do
         [ -x "$B/fuzz_$h" ] || { echo "fuzz.sh: $B/fuzz_$h is not built" >&2; exit 1; }
     done
+    # shellcheck disable=SC2086 # the names are meant to split
     set -- $harnesses
     while [ $# -gt 0 ]; do
         group=
+        # shellcheck disable=SC2086
         while [ $# -gt 0 ] && [ "$(echo $group | wc -w)" -lt "$PARALLEL" ]; do
             rm -f "$B/run_$1.rc"
             { if run_one "$1"; then echo 0 >"$B/run_$1.rc"; else echo 1 >"$B/run_$1.rc"; fi; } >"$B/run_$1.out" 2>"$B/run_$1.err" &
