@@ -5,8 +5,8 @@
 # refusals), builds the MPI-aware command and runs the MPI suite under mpirun,
 # then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
-# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s
-# each here); SANITIZE=0 skips these for a quick local run.
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s,
+# two at a time here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
