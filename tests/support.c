@@ -149,7 +149,14 @@ void cmd_result_free(cmd_result *r)
 
 char *make_tmpdir(void)
 {
-    char *t = strdup("/tmp/rs-test.XXXXXX");
+    const char *base = getenv("RINGSHARD_TEST_TMPDIR");
+    if (!base || !*base)
+        base = "/tmp";
+    size_t n = strlen(base) + sizeof "/rs-test.XXXXXX";
+    char *t = malloc(n);
+    if (!t)
+        abort();
+    snprintf(t, n, "%s/rs-test.XXXXXX", base);
     if (!mkdtemp(t))
         abort();
     return t;

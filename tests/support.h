@@ -59,7 +59,9 @@ cmd_result sh_in_test_dir(const char *fmt, ...) __attribute__((format(printf, 1,
         cmd_result_free(&r_);                                                                \
     } while (0)
 
-/* A fresh empty temporary directory (malloc'd path). */
+/* A fresh empty temporary directory (malloc'd path), in
+ * $RINGSHARD_TEST_TMPDIR if set (the sanitizer passes put their tests on a
+ * tmpfs, tools/testdirs.sh), else in /tmp. */
 char *make_tmpdir(void);
 
 /* Removes dir and everything below it, after giving its owner rwx on all

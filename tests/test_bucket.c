@@ -84,8 +84,9 @@ Test(bucket, plain_output_keys_only_and_zlib)
     int rc = runf(&out, &err,
                   "cd %s && \"$RS\" bucket --quiet --compress none -o plain " INPUTS " && "
                   "\"$RS\" bucket --quiet --zlib -o z " INPUTS " && \"$RS\" bucket --quiet -o i " INPUTS " && "
-                  "for f in i/*.csv.gz; do b=$(basename $f .gz); gzip -dc $f | cmp - plain/$b || exit 7; "
-                  "gzip -dc z/$b.gz | cmp - plain/$b || exit 8; done && " CHECK "plain 1 " INPUTS " && "
+                  /* one gzip over each directory's copy, not one per file (20 s of process starts) */
+                  "cp -r i gi && cp -r z gz && gzip -d gi/*.csv.gz gz/*.csv.gz && "
+                  "diff -r -x manifest.json gi plain && diff -r -x manifest.json gz plain && " CHECK "plain 1 " INPUTS " && "
                   "\"$RS\" bucket --quiet --keys-only --compress none -o k " INPUTS " && head -1 k/0.csv && "
                   "cat k/*.csv | grep -vc bill_id",
                   tmp);

@@ -16,6 +16,7 @@
 # Environment: FUZZ_SECONDS (60), FUZZ_BUILD (build-fuzz), FUZZ_CC (clang),
 # FUZZ_FLAGS (extra libFuzzer flags, e.g. "-runs=10000000"; with -runs the
 # time limit still applies), FUZZ_JOBS (compile parallelism, 2),
+# FUZZ_PARALLEL (harnesses fuzzed at once, 1; tools/test.sh: the cores, 2),
 # FUZZ_TRACE_CMP (1; 0 builds the library without comparison tracing:
 # about twice the executions a second, less guidance - for long runs).
 set -eu
@@ -25,6 +26,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 B=${FUZZ_BUILD:-$ROOT/build-fuzz}
 CC=${FUZZ_CC:-clang}
 JOBS=${FUZZ_JOBS:-2}
+PARALLEL=${FUZZ_PARALLEL:-1}
 ALL="csv gzip nodes size json"
 
 mode=all
@@ -86,40 +88,66 @@ CFG
     done
 }
 
+# One harness: replays its regressions, then fuzzes it; returns non-zero if
+# either fails.
+run_one() {
+    h=$1
+    bin="$B/fuzz_$h"
+    reg="$ROOT/fixtures/fuzz/regressions/$h"
+    if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
+        echo "fuzz.sh: $h: replaying $(ls "$reg" | wc -l) regression inputs"
+        if ! "$bin" -runs=1 "$reg"/* >"$B/regressions_$h.log" 2>&1; then
+            tail -n 30 "$B/regressions_$h.log" >&2
+            echo "fuzz.sh: $h: a regression input fails" >&2
+            return 1
+        fi
+    fi
+    mkdir -p "$B/corpus/$h" "$B/artifacts/$h"
+    seeds="$ROOT/fixtures/fuzz/$h"
+    [ -d "$seeds" ] || seeds=
+    [ -d "$reg" ] && seeds="$seeds $reg"
+    case $h in
+    size) maxlen=64 ;;
+    *) maxlen=4096 ;;
+    esac
+    echo "fuzz.sh: $h: fuzzing for ${FUZZ_SECONDS}s"
+    # shellcheck disable=SC2086
+    if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -max_len=$maxlen \
+        -artifact_prefix="$B/artifacts/$h/" ${FUZZ_FLAGS:-} "$B/corpus/$h" $seeds >"$B/fuzz_$h.log" 2>&1; then
+        grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec' "$B/fuzz_$h.log" | \
+            sed "s/^/fuzz.sh: $h: /"
+    else
+        tail -n 60 "$B/fuzz_$h.log" >&2
+        echo "fuzz.sh: $h: FAILED (crash input in $B/artifacts/$h/; log $B/fuzz_$h.log)" >&2
+        return 1
+    fi
+}
+
+# FUZZ_PARALLEL harnesses at a time (a libFuzzer process keeps one core
+# busy, so on 2 cores two of them each get the executions they would get
+# alone, in half the time), their output printed in order after each group.
 run() {
     status=0
     for h in $harnesses; do
-        bin="$B/fuzz_$h"
-        [ -x "$bin" ] || { echo "fuzz.sh: $bin is not built" >&2; exit 1; }
-        reg="$ROOT/fixtures/fuzz/regressions/$h"
-        if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
-            echo "fuzz.sh: $h: replaying $(ls "$reg" | wc -l) regression inputs"
-            if ! "$bin" -runs=1 "$reg"/* >"$B/regressions_$h.log" 2>&1; then
-                tail -n 30 "$B/regressions_$h.log" >&2
-                echo "fuzz.sh: $h: a regression input fails" >&2
-                status=1
-                continue
-            fi
-        fi
-        mkdir -p "$B/corpus/$h" "$B/artifacts/$h"
-        seeds="$ROOT/fixtures/fuzz/$h"
-        [ -d "$seeds" ] || seeds=
-        [ -d "$reg" ] && seeds="$seeds $reg"
-        case $h in
-        size) maxlen=64 ;;
-        *) maxlen=4096 ;;
-        esac
-        echo "fuzz.sh: $h: fuzzing for ${FUZZ_SECONDS}s"
+        [ -x "$B/fuzz_$h" ] || { echo "fuzz.sh: $B/fuzz_$h is not built" >&2; exit 1; }
+    done
+    # shellcheck disable=SC2086 # the names are meant to split
+    set -- $harnesses
+    while [ $# -gt 0 ]; do
+        group=
         # shellcheck disable=SC2086
-        if "$bin" -max_total_time="$FUZZ_SECONDS" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -max_len=$maxlen \
-            -artifact_prefix="$B/artifacts/$h/" ${FUZZ_FLAGS:-} "$B/corpus/$h" $seeds >"$B/fuzz_$h.log" 2>&1; then
-            grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec' "$B/fuzz_$h.log" | \
-                sed "s/^/fuzz.sh: $h: /"
-        else
-            tail -n 60 "$B/fuzz_$h.log" >&2
-            echo "fuzz.sh: $h: FAILED (crash input in $B/artifacts/$h/; log $B/fuzz_$h.log)" >&2
-            status=1
-        fi
+        while [ $# -gt 0 ] && [ "$(echo $group | wc -w)" -lt "$PARALLEL" ]; do
+            rm -f "$B/run_$1.rc"
+            { if run_one "$1"; then echo 0 >"$B/run_$1.rc"; else echo 1 >"$B/run_$1.rc"; fi; } >"$B/run_$1.out" 2>"$B/run_$1.err" &
+            group="$group $1"
+            shift
+        done
+        wait
+        for h in $group; do
+            cat "$B/run_$h.out"
+            cat "$B/run_$h.err" >&2
+            [ "$(cat "$B/run_$h.rc" 2>/dev/null)" = 0 ] || status=1
+        done
     done
     return $status
 }

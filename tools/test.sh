@@ -5,8 +5,8 @@
 # refusals), builds the MPI-aware command and runs the MPI suite under mpirun,
 # then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
 # and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
-# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s
-# each here); SANITIZE=0 skips these for a quick local run.
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s,
+# two at a time here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,10 +60,12 @@ ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 
 # The MPI-aware build (issue #8): the same command, built with
 # -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and
-# compared byte for byte with single-process runs (tests/test_mpi.c).
-ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$'
+# compared byte for byte with single-process runs (tests/test_mpi.c). Its
+# test directories on a tmpfs (tools/testdirs.sh): the ranks' fsyncs are
+# most of its time on a disk, and the Release suite above ran on /tmp.
+(. tools/testdirs.sh mpi && ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$')
 if [ "$SANITIZE" != 0 ]; then
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} tools/fuzz.sh run
+  FUZZ_SECONDS=${FUZZ_SECONDS:-10} FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(nproc)} tools/fuzz.sh run
   TSAN_TEST_BUILD="$BUILD" tools/tsan.sh
   tools/sanitize.sh
 fi
