@@ -219,11 +219,24 @@ Test(direct, bucket_outputs_identical_to_buffered)
         cr_assert(strstr(out, "info: outputs: written through the page cache (--direct-io off)"), "%s", out);
         free(out);
         free(err);
+        /* the default, auto: direct I/O for plain output only */
+        rc = runf(&out, &err,
+                  "cd %s && rm -rf auto && RINGSHARD_LOG=info \"$RS\" bucket --quiet --nodes 50 --compress %s -o auto "
+                  DATA "bills_a.csv.gz " DATA "bills_b.csv.gz 2>&1 && rm auto/manifest.json && diff -r auto on1 && echo same",
+                  dir, codec[c]);
+        cr_assert_eq(rc, 0, "%s: %s %s", codec[c], out, err);
+        cr_assert(strstr(out, "same\n"), "%s: the default's files are those of --direct-io on: %s", codec[c], out);
+        if (c < 2)
+            cr_assert(strstr(out, "written through the page cache (--direct-io auto: compressed outputs)"), "%s", out);
+        else if (has)
+            cr_assert(strstr(out, "info: outputs: direct I/O (O_DIRECT"), "%s", out);
+        free(out);
+        free(err);
     }
     char *out, *err;
     int rc = runf(&out, &err, "cd %s && \"$RS\" bucket --direct-io sometimes -o x " DATA "bills_a.csv.gz", dir);
     cr_assert_eq(rc, 64, "%s", err);
-    cr_assert(strstr(err, "--direct-io: expected on or off"), "%s", err);
+    cr_assert(strstr(err, "--direct-io: expected auto, on or off"), "%s", err);
     free(out);
     free(err);
     remove_tree(dir);

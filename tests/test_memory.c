@@ -155,7 +155,8 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
 {
     SH_OK("\"$(dirname \"$RS\")/gen_bills\" --rows 300000 --seed 9 2>/dev/null | gzip -1 > in.csv.gz");
     setenv("RINGSHARD_LOG", "info", 1);
-    static const char *const opts[] = {"--memory 128M", "--memory 128M --compress none", "--memory 128M -j 3"};
+    static const char *const opts[] = {"--memory 128M --direct-io on", "--memory 128M --compress none",
+                                       "--memory 128M -j 3 --direct-io on"};
     for (size_t i = 0; i < sizeof opts / sizeof *opts; i++) {
         long peak;
         char *e;

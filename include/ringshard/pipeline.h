@@ -35,6 +35,8 @@ typedef uint32_t (*rs_route_fn)(void *ctx, int tid, uint32_t input, const char *
  * rows, and only then asks `route` for the destination, so that the ring's
  * memory latency is hidden (the key is not passed again: with keys_only,
  * rows take the plain `route` path). */
+enum { RS_DIRECT_AUTO = 0, RS_DIRECT_ON = 1, RS_DIRECT_OFF = 2 };
+
 typedef struct {
     uint64_t (*position)(void *ctx, const char *key, size_t keylen);
     void (*prefetch_index)(void *ctx, uint64_t pos);
@@ -89,9 +91,12 @@ typedef struct {
     int write_behind;            /* 1: start writing the outputs to disk as
                                     batches complete (writeback.h): for outputs
                                     that are kept and will be fsync'd */
-    int buffered;                /* 0: outputs with write_behind are written
-                                    with O_DIRECT where the file system takes
-                                    it (direct.h); 1: through the page cache */
+    int direct_io;               /* outputs with write_behind: RS_DIRECT_AUTO
+                                    (0) O_DIRECT for plain outputs where the
+                                    file system takes it, the page cache for
+                                    compressed ones (measured: README,
+                                    Performance); RS_DIRECT_ON for both;
+                                    RS_DIRECT_OFF the page cache (direct.h) */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
                                     res->header_out still says what it would be) */

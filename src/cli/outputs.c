@@ -64,9 +64,14 @@ int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const 
             return rs_cli_fail(cmd, &err), -1;
         return 1;
     case RS_OPT_DIRECT_IO:
-        if (strcmp(arg, "on") && strcmp(arg, "off"))
-            return rs_cli_usage_error(cmd, "--direct-io: expected on or off"), -1;
-        po->buffered = !strcmp(arg, "off");
+        if (!strcmp(arg, "auto"))
+            po->direct_io = RS_DIRECT_AUTO;
+        else if (!strcmp(arg, "on"))
+            po->direct_io = RS_DIRECT_ON;
+        else if (!strcmp(arg, "off"))
+            po->direct_io = RS_DIRECT_OFF;
+        else
+            return rs_cli_usage_error(cmd, "--direct-io: expected auto, on or off"), -1;
         return 1;
     default: return 0;
     }

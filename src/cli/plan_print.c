@@ -47,7 +47,7 @@ const char rs_cli_plan_help[] =
     "  --force-any            replace an existing --emit DIR whatever it holds\n"
     "  --compress gzip|zstd|none  --emit files gzip (default), zstd or plain\n"
     "  --level N              level (default 1): gzip 1-9, zstd -131072 to 22 but 0\n"
-    "  --direct-io on|off     --emit files with O_DIRECT where possible (default on)\n"
+    "  --direct-io auto|on|off  --emit files with O_DIRECT (auto: plain ones only)\n"
     "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
     "  --order smallest|largest  which moves go first (default smallest; --order\n"
     "                         signed|unsigned remains the ring option)\n"
