@@ -200,7 +200,7 @@ static int check_listing(vstate *s, rs_error *err)
                 diff_line(s, "manifest: file %s is listed twice", f->file);
                 break;
             }
-        char **hit = bsearch(&f->file, s->present, s->npresent, sizeof *s->present, cmp_str);
+        char **hit = s->npresent ? bsearch(&f->file, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
         if (hit)
             listed[hit - s->present] = 1;
         int usable = 1;
