@@ -186,8 +186,7 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         char hex[9];
         snprintf(hex, sizeof hex, "%08" PRIx32, fl->crc32);
         rs_json_object_begin(&j);
-        rs_json_key(&j, "file");
-        rs_json_string(&j, fl->file);
+        write_str(&j, "file", fl->file);  /* ringshard's names are ASCII; a read one may not be */
         if (moves) {
             write_str(&j, "from", fl->from);
             write_str(&j, "to", fl->to);
