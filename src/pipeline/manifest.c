@@ -107,8 +107,9 @@ static void write_ring(rs_json *j, const char *name, const char *fingerprint, co
 {
     rs_json_key(j, name);
     rs_json_object_begin(j);
-    rs_json_key(j, "fingerprint");
-    rs_json_string(j, fingerprint);
+    /* every string the reader takes with a _hex member is written so (ours
+     * are ASCII; one read from a manifest may not be) */
+    write_str(j, "fingerprint", fingerprint);
     write_str(j, "description", description);
     rs_json_object_end(j);
 }
@@ -131,15 +132,13 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json_object_begin(&j);
     rs_json_key(&j, "schema");
     rs_json_i64(&j, MANIFEST_SCHEMA);
-    rs_json_key(&j, "kind");
-    rs_json_string(&j, m->kind);
+    write_str(&j, "kind", m->kind);
 
     rs_json_key(&j, "tool");
     rs_json_object_begin(&j);
     rs_json_key(&j, "name");
     rs_json_string(&j, "ringshard");
-    rs_json_key(&j, "version");
-    rs_json_string(&j, m->tool_version ? m->tool_version : RS_VERSION);
+    write_str(&j, "version", m->tool_version ? m->tool_version : RS_VERSION);
     rs_json_object_end(&j);
 
     write_ring(&j, "ring", m->ring_fingerprint, m->ring_description);
