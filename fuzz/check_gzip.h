@@ -151,6 +151,11 @@ static int fzgz_read_zstd_ref(const uint8_t *data, size_t size, rs_buf *out)
             break;
         }
         ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+        /* RFC 8878: a frame's content, when its header gives the size, is
+         * that many bytes (libzstd 1.5.4's streaming decoder does not
+         * always check) */
+        unsigned long long fcs = ZSTD_getFrameContentSize(data + pos, size - pos);
+        size_t start = out->len;
         ZSTD_inBuffer in = {data + pos, size - pos, 0};
         size_t ret;
         do {
@@ -163,6 +168,8 @@ static int fzgz_read_zstd_ref(const uint8_t *data, size_t size, rs_buf *out)
                 break;  /* wants input that is not there: truncated */
         } while (ret != 0);
         if (ZSTD_isError(ret) || ret != 0)
+            rc = -1;
+        else if (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != ZSTD_CONTENTSIZE_ERROR && out->len - start != fcs)
             rc = -1;
         pos += in.pos;
     }

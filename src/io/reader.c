@@ -105,6 +105,8 @@ struct rs_reader {
     bool in_skip;            /* zstd: inside a skippable frame */
 #if RS_HAVE_ZSTD
     ZSTD_DCtx *zd;
+    unsigned long long zfcs; /* the frame's declared content size, or ZSTD_CONTENTSIZE_UNKNOWN */
+    uint64_t zout;           /* bytes the frame has decoded to so far */
 #endif
 #if RS_HAVE_ISAL
     struct inflate_state *isal;
@@ -911,9 +913,33 @@ static int zstd_next_frame(rs_reader *r, rs_error *err)
             return (int)fail(r, err, RS_EXIT_DATA,
                              "the zstd frame starting at byte offset %llu needs dictionary %u: ringshard reads "
                              "no dictionary-compressed zstd (decompress it with zstd -D DICT first)", ms, dict);
+        /* the header is whole here (lookahead of 18), or the frame is
+         * truncated, which the decoder reports */
+        r->zfcs = ZSTD_getFrameContentSize(r->in_next, r->in_avail);
+        if (r->zfcs == ZSTD_CONTENTSIZE_ERROR)
+            r->zfcs = ZSTD_CONTENTSIZE_UNKNOWN;
+        r->zout = 0;
         ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
         return 1;
     }
+}
+
+/* A frame that decodes to more or fewer bytes than its header says is
+ * corrupt (RFC 8878, Frame_Content_Size). libzstd 1.5.4 checks it only on
+ * some paths: a frame whose last block is empty and raw passes its
+ * streaming decoder when the input comes in pieces or the output space is
+ * small, and fails when it is whole, so the outcome would depend on read
+ * sizes. -1 with err when the frame's bytes so far (done: all of them)
+ * do not fit its declared size. */
+static int zstd_check_size(rs_reader *r, int done, rs_error *err)
+{
+    if (r->zfcs == ZSTD_CONTENTSIZE_UNKNOWN || (done ? r->zout == r->zfcs : r->zout <= r->zfcs))
+        return 0;
+    return (int)fail(r, err, RS_EXIT_DATA,
+                     "corrupt zstd data (the frame header says %llu bytes of content, its blocks decode to %s%llu) "
+                     "in the frame starting at byte offset %llu",
+                     r->zfcs, done ? "" : "more than ", done ? (unsigned long long)r->zout : r->zfcs,
+                     (unsigned long long)r->member_start);
 }
 
 /* Consumes the rest of a skippable frame (ringshard's metadata among them:
@@ -969,6 +995,9 @@ static ssize_t read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error 
             return fail(r, err, RS_EXIT_DATA,
                         "corrupt zstd data (%s) in the frame starting at byte offset %llu",
                         ZSTD_getErrorName(ret), (unsigned long long)r->member_start);
+        r->zout += out.pos;
+        if (zstd_check_size(r, ret == 0, err) != 0)
+            return -1;
         if (ret == 0)
             r->member_done = true;  /* decoded and flushed */
         if (out.pos > 0)
