@@ -31,7 +31,10 @@
 # zstd CLI and a ringshard built with libzstd; ZSTD=0 skips it): (h) zstd -dc
 # of the input as zstd -1 (bills.csv.zst, cached), (i) zstd -1 and (j)
 # zstd --fast=3 of the CSV, (k) ringshard gzip in -> zstd out, (l) zstd in ->
-# zstd out, (m) zstd in -> gzip out. Medians are reported.
+# zstd out, (m) zstd in -> gzip out. Medians are reported, of the wall
+# time and of the CPU seconds (user + system); the CPU budget table sets
+# each ringshard step's CPU seconds against what its target leaves on these
+# cores (target ratio x floor x cores).
 # The disk floor of a step is the bytes it wrote over that rate.
 # Every step writes into a directory of its own and all of them are kept
 # until the end of the script, then deleted: ext4 avoids reusing inodes
@@ -178,7 +181,7 @@ JS
 fi
 
 # ---------------------------------------------------------------- timing
-declare -A TIMES=() RSS=()
+declare -A TIMES=() RSS=() CPUS=()
 HAVE_GNU_TIME=0
 [ -x /usr/bin/time ] && HAVE_GNU_TIME=1
 [ $HAVE_GNU_TIME = 1 ] || note "/usr/bin/time missing: wall time via \$EPOCHREALTIME, no peak RSS"
@@ -187,11 +190,13 @@ HAVE_GNU_TIME=0
 # wall seconds and peak RSS (KB); aborts the benchmark if CMD fails.
 timeit() {
   local name=$1; shift
-  local tf=$WORK/.time.$name rc=0 t m
+  local tf=$WORK/.time.$name rc=0 t m u s c=""
   if [ $HAVE_GNU_TIME = 1 ]; then
-    /usr/bin/time -f '%e %M' -o "$tf" "$@" || rc=$?
+    /usr/bin/time -f '%e %M %U %S' -o "$tf" "$@" || rc=$?
     [ $rc -eq 0 ] || die "step '$name' failed (exit $rc): $*"
-    read -r t m < <(tail -n 1 "$tf")
+    read -r t m u s < <(tail -n 1 "$tf")
+    c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+    CPUS[$name]+="$c "
   else
     local t0=$EPOCHREALTIME
     "$@" || rc=$?
@@ -201,7 +206,7 @@ timeit() {
   fi
   TIMES[$name]+="$t "
   RSS[$name]+="$m "
-  note "  $name: ${t}s ${m}KB"
+  note "  $name: ${t}s ${m}KB${c:+ ${c} CPU-s}"
 }
 
 # shellcheck disable=SC2016,SC2089,SC2090 # literal awk program, passed as one argument
@@ -339,7 +344,23 @@ row() { # LABEL CMD KEY
   mbs=$(awk -v b="$CSV_BYTES" -v t="$t" 'BEGIN { if (t == "" || t + 0 <= 0) print "n/a"; else printf "%.0f", b / t / 1e6 }')
   rss=$(awk -v m="$m" -v g="$HAVE_GNU_TIME" 'BEGIN { if (m == "" || g == 0) print "n/a"; else printf "%.1f", m / 1024 }')
   # shellcheck disable=SC2016
-  printf '| %s | `%s` | %s | %s | %s | %s |\n' "$1" "$2" "$(fmt "$t" "%.2f")" "$rss" "$rps" "$mbs"
+  printf '| %s | `%s` | %s | %s | %s | %s | %s |\n' "$1" "$2" "$(fmt "$t" "%.2f")" "$(fmt "$(median "${CPUS[$3]:-}")" "%.2f")" \
+    "$rss" "$rps" "$mbs"
+}
+
+# budget_row LABEL STEP "BASELINES" TARGET_WALL: the CPU budget table's row.
+budget_row() {
+  local c codec=0 b cb n
+  n=$(nproc)
+  c=$(median "${CPUS[$2]:-}")
+  for b in $3; do
+    cb=$(median "${CPUS[$b]:-}")
+    codec=$(awk -v a="$codec" -v b="$cb" 'BEGIN { print (b == "") ? "" : a + b }')
+  done
+  printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(fmt "$c" "%.2f")" \
+    "$(awk -v c="$c" -v n="$n" 'BEGIN { if (c == "") print "n/a"; else printf "%.2f", c / n }')" "$(fmt "$codec" "%.2f")" \
+    "$(awk -v c="$c" -v k="$codec" 'BEGIN { if (c == "" || k == "") print "n/a"; else printf "%.2f", c - k }')" \
+    "$(awk -v t="$4" -v n="$n" 'BEGIN { if (t == "") print "-"; else printf "%.2f", t * n }')"
 }
 
 # The disk floor: bytes written / the dd rate (bytes per second) of this run.
@@ -370,8 +391,8 @@ REPORT=$WORK/bench_bucket.md
   echo "Median wall time of $RUNS interleaved runs (awk baseline: $awk_n run(s), DuckDB: $duck_n run(s)); peak RSS is the max over runs;"
   echo "rows/s and MB/s are of the uncompressed input. igzip $igv, $awkv."
   echo
-  echo "| step | command | wall s | peak RSS MB | rows/s | MB/s |"
-  echo "|---|---|---:|---:|---:|---:|"
+  echo "| step | command | wall s | CPU s | peak RSS MB | rows/s | MB/s |"
+  echo "|---|---|---:|---:|---:|---:|---:|"
   row "igzip -dc" "igzip -dc bills.csv.gz > /dev/null" igzip_dc
   row "igzip -1" "igzip -1 -c bills.csv > /dev/null" igzip_c1
   row "ringshard" "ringshard bucket --key bill_id -o out --quiet$rsx bills.csv.gz" rs_gzip
@@ -416,6 +437,22 @@ REPORT=$WORK/bench_bucket.md
   echo "| pipeline s (median) | $(fmt "${MED[rs_gzip_pipe]}" "%.2f") | $(fmt "${MED[rs_none_pipe]}" "%.2f") |"
   echo "| start-up + flush + publish s | $(awk -v a="${MED[rs_gzip]}" -v b="${MED[rs_gzip_pipe]}" 'BEGIN { printf "%.2f", a - b }') | $(awk -v a="${MED[rs_none]}" -v b="${MED[rs_none_pipe]}" 'BEGIN { printf "%.2f", a - b }') |"
   echo "| pipeline / its baseline | $r1p | $r2p |"
+  if [ $HAVE_GNU_TIME = 1 ]; then
+    echo
+    echo "CPU budget: on $(nproc) cores a step cannot take less wall time than its CPU seconds / $(nproc); the codecs'"
+    echo "own CPU seconds are the baselines' (the same work done by the reference tools); the rest is ringshard's own"
+    echo "(CSV, hashing, ring, scatter, system calls, page faults). A target of R x the floor leaves R x floor x $(nproc) CPU s."
+    echo
+    echo "| step | CPU s | CPU s / $(nproc) cores | codecs' CPU s | the rest, CPU s | CPU s the target leaves |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    budget_row "ringshard (gzip out)" rs_gzip "igzip_dc igzip_c1" "$(awk -v f="$codec_gz" 'BEGIN { print 1.6 * f }')"
+    budget_row "ringshard --compress none" rs_none "igzip_dc" "$(awk -v f="$(max2 "${MED[igzip_dc]}" "$disk_none")" 'BEGIN { print 1.3 * f }')"
+    if [ "$ZSTD" = 1 ]; then
+      budget_row "ringshard, zstd in -> zstd out" rs_zst_zst "zstd_dc zstd_c1" \
+        "$(awk -v a="${MED[zstd_dc]}" -v b="${MED[zstd_c1]}" 'BEGIN { print 1.5 * (a + b) / 2 }')"
+      budget_row "ringshard, zstd in -> gzip out" rs_zst_gz "zstd_dc igzip_c1" ""
+    fi
+  fi
   if [ "$ZSTD" = 1 ]; then
     zv=$(zstd -V 2>&1 | sed -n 's/.*v\([0-9][0-9.]*\).*/\1/p' | head -n 1)
     mb() { awk -v b="$1" 'BEGIN { if (b == "") print "n/a"; else printf "%.1f", b / 1e6 }'; }
@@ -431,8 +468,8 @@ REPORT=$WORK/bench_bucket.md
     echo "zstd (issue 18): zstd $zv; the zstd input is \`zstd -1\` of the CSV, $(mb "$ZST_BYTES") MB (\`zstd --fast=3\`: $(mb "$FAST_BYTES") MB);"
     echo "ringshard writes zstd at its default level 1. Output sizes are every file written (1000 files + manifest)."
     echo
-    echo "| step | command | wall s | peak RSS MB | rows/s | MB/s |"
-    echo "|---|---|---:|---:|---:|---:|"
+    echo "| step | command | wall s | CPU s | peak RSS MB | rows/s | MB/s |"
+    echo "|---|---|---:|---:|---:|---:|---:|"
     row "zstd -dc" "zstd -dc bills.csv.zst > /dev/null" zstd_dc
     row "zstd -1" "zstd -1 -c bills.csv > /dev/null" zstd_c1
     row "zstd --fast=3" "zstd --fast=3 -c bills.csv > /dev/null" zstd_fast
