@@ -411,6 +411,38 @@ Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
     }
 }
 
+/* simulate's counting looks at the stop flag as it goes: a signal that
+ * comes while a hundred billion keys are being counted (hours of work)
+ * ends the run at once with exit 130, the previous file kept. The run stops
+ * itself just before the count (simulate_keys) and gets the signal there.
+ * (Before: the signal waited for the file's publication, after the whole
+ * count: this test then gave up after 300 s.) */
+Test(publish, stop_signal_during_simulate_counting_ends_it, .timeout = 300)
+{
+    SH_OK("printf 'previous\\n' > f && rm -f err");
+    pid_t pid = spawn("exec \"$RS\" simulate --nodes 20 --keys 100000000000 --html f >/dev/null 2>err", "simulate_keys",
+                      NULL, -1);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "stopped at simulate_keys (status 0x%x)", st);
+    cr_assert_eq(syscall(SYS_tgkill, pid, pid, SIGINT), 0);
+    cr_assert_eq(kill(pid, SIGCONT), 0);
+    /* the whole count would take hours: wait for the exit, generously,
+     * and kill a run that ignored the signal rather than leave it behind */
+    pid_t w = 0;
+    for (int i = 0; i < 6000 && (w = waitpid(pid, &st, WNOHANG)) == 0; i++)
+        usleep(50000);
+    if (w == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    cr_assert_eq(w, pid, "still counting 300 s after SIGINT");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status 0x%x", st);
+    SH_EQ("0\n", LITTER);
+    SH_EQ("previous\n", "cat f");
+    SH_EQ("1\n", "grep -c ': interrupted$' err");
+}
+
 /* A stop signal once the run has published something (plan --emit's
  * directory) does not stop the files that follow: exit 130 would say
  * "nothing published" and the plan would not describe the emitted

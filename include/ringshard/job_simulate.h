@@ -59,8 +59,10 @@ typedef struct {
  * placement. Writes nothing. *r must be zeroed; it is filled as far as the
  * job got and rs_simulate_job_result_free releases it either way. Returns
  * 0, or -1 with err (RS_EXIT_USAGE: a sweep of a scheme without vnodes, a
- * node to remove that does not exist; RS_EXIT_IO: out of memory). Not
- * collective. */
+ * node to remove that does not exist; RS_EXIT_IO: out of memory;
+ * RS_EXIT_INTERRUPTED "interrupted": the stop flag (interrupt.h) was
+ * raised, seen within a block of keys in the counting and the bounded
+ * placement). Not collective. */
 int rs_simulate_job_run(const rs_simulate_job_opts *o, rs_simulate_job_result *r, rs_error *err);
 
 /* The sweep's line chart (relative spread by vnode count: observed, the

@@ -119,7 +119,9 @@ uint32_t rs_bounded_start(const rs_ring *ring, uint64_t pos);
 
 /* Places nkeys keys whose start units are start[0..nkeys) (in that order)
  * under capacity factor F; fills out (counts given: over, excess too) and,
- * if load is not NULL, each node's load after placement. */
+ * if load is not NULL, each node's load after placement. 0, or -1 with err
+ * (RS_EXIT_INTERRUPTED once the stop flag of interrupt.h is raised: it is
+ * looked at every 65,536 keys). */
 int rs_bounded_place(const rs_ring *ring, const uint32_t *start, uint64_t nkeys, const uint64_t *counts,
                      double factor, rs_bounded *out, uint64_t *load, rs_error *err);
 

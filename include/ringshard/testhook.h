@@ -26,7 +26,12 @@
  *   dir-open       bucketdir: just before a bucket directory is opened
  *   file_publish   interrupt (rs_interrupt_publish_gate): a file published
  *                  whole was written to its temporary, just before the
- *                  check for a stop signal and its rename */
+ *                  check for a stop signal and its rename
+ *   piece_copy     cluster: a rank or lane other than the first is about
+ *                  to copy its first piece into the files
+ *   simulate_keys  simulate: the rings built, before the keys are counted
+ *   simulate_bounded  simulate --capacity-factor: the keys counted, before
+ *                  the bounded-load placement */
 void rs_test_pause(const char *point);
 
 #endif

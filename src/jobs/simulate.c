@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/interrupt.h"
 #include "ringshard/job_simulate.h"
 #include "ringshard/report.h"
 #include "ringshard/stats.h"
+#include "ringshard/testhook.h"
 
 typedef rs_simulate_ring sim_ring;
 typedef rs_simulate_job_opts sim_opts;
@@ -124,6 +126,10 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
          * prefetch hints, so that the cache misses of one block overlap */
 #pragma omp for schedule(static, 1024)
         for (long long blk = 0; blk < nblocks; blk++) {
+            /* a stop signal (handlers installed when a file is to be
+             * published) skips the rest: a billion keys take a minute */
+            if (rs_interrupt_pending())
+                continue;
             long long i0 = blk * SIM_BLOCK;
             int n = (int)(K - i0 < SIM_BLOCK ? K - i0 : SIM_BLOCK);
             for (int k = 0; k < n; k++) {
@@ -157,6 +163,10 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
         for (size_t s = 0; s < nr; s++)
             moved[s] += local_moved[s];
     }
+    if (rs_interrupt_pending()) {
+        free(moved);
+        return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    }
     for (size_t s = 0; s < nr; s++) {
         uint32_t n0 = rs_ring_nodes(sr[s].base)->count;
         for (int t = 1; t < T; t++)
@@ -184,10 +194,14 @@ static int bounded(sim_ring *sr, const sim_opts *so, double factor, uint32_t *st
         char key[RS_SYNTH_KEY_MAX + 8];
 #pragma omp for schedule(static, 65536)
         for (long long i = 0; i < K; i++) {
+            if (rs_interrupt_pending())  /* one load of a flag beside a hash: free */
+                continue;
             size_t len = rs_synth_key(so->pattern, so->key_seed, (uint64_t)i, key);
             start[i] = rs_bounded_start(b, rs_ring_position(b, key, len));
         }
     }
+    if (rs_interrupt_pending())
+        return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     uint32_t n = rs_ring_nodes(b)->count;
     sr->capacity = malloc((size_t)n * sizeof *sr->capacity);
     sr->load_after = malloc((size_t)n * sizeof *sr->load_after);
@@ -290,6 +304,7 @@ int rs_simulate_job_run(const rs_simulate_job_opts *o, rs_simulate_job_result *r
     for (size_t s = 0; s < nr; s++)
         if (build_ring(o, sr, s, r->what, sizeof r->what, err) != 0)
             return -1;
+    rs_test_pause("simulate_keys");
     if (count_keys(sr, nr, o, err) != 0)
         return -1;
     for (size_t s = 0; s < nr; s++) {
@@ -310,6 +325,7 @@ int rs_simulate_job_run(const rs_simulate_job_opts *o, rs_simulate_job_result *r
         if (!start)
             return rs_error_set(err, RS_EXIT_IO, "out of memory: --capacity-factor needs 4 bytes per key (%llu keys)",
                                 (unsigned long long)o->keys);
+        rs_test_pause("simulate_bounded");
         for (size_t s = 0; s < nr; s++)
             if (bounded(&sr[s], o, o->factor, start, err) != 0) {
                 free(start);

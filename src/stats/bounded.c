@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/interrupt.h"
 #include "ringshard/stats.h"
 
 int rs_bounded_capacities(const rs_ring *r, uint64_t total, double factor, uint64_t *cap, rs_error *err)
@@ -164,6 +165,10 @@ int rs_bounded_place(const rs_ring *r, const uint32_t *start, uint64_t nkeys, co
         parent[p] = cap[unode[p]] == 0 ? (p + 1 == P ? 0 : p + 1) : p;
     out->simulated = 1;
     for (uint64_t k = 0; k < nkeys; k++) {
+        if ((k & 0xFFFF) == 0 && rs_interrupt_pending()) {  /* a stop signal (interrupt.h) ends it */
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            goto done;
+        }
         uint32_t s = points ? start[k] : rank[start[k]];
         uint32_t u = find(parent, s);
         uint32_t node = unode[u];
