@@ -266,6 +266,29 @@ Test(edges, no_header_key_name_says_names_need_a_header)
     SH_OK("\"$RS\" bucket --quiet --no-header --key 2 --nodes 3 -o out in.csv");
 }
 
+/* --help states the --max-record bound as "about --memory / D": D must be
+ * what the bound really is at the default --memory 1G and the default ring
+ * (the README's 32859476 bytes, 1G / 32.7; the help said / 16). */
+Test(edges, help_states_the_max_record_bound_it_enforces)
+{
+    cmd_result h = sh_in_test_dir("\"$RS\" bucket --help");
+    cr_assert_eq(h.rc, 0, "%s", h.err);
+    const char *at = strstr(h.out, "about --memory / ");
+    cr_assert(at, "%s", h.out);
+    long d = strtol(at + strlen("about --memory / "), NULL, 10);
+    cmd_result_free(&h);
+    SH_OK("printf 'a,b\\n1,2\\n' > in.csv");
+    cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --max-record 1G -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    const char *m = strstr(r.err, "(at most ");
+    cr_assert(m, "%s", r.err);
+    double bound = (double)strtoll(m + strlen("(at most "), NULL, 10);
+    double ratio = 1073741824.0 / bound;
+    cr_assert(ratio > d * 0.9 && ratio < d * 1.1, "--help says about --memory / %ld, the bound is --memory / %.1f: %s", d,
+              ratio, r.err);
+    cmd_result_free(&r);
+}
+
 /* The quarantine TSV's input column is escaped like its row column: a
  * name holding a tab, LF, CR or backslash keeps the five columns. */
 Test(edges, quarantine_escapes_the_input_name)
