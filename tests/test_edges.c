@@ -289,6 +289,25 @@ Test(edges, help_states_the_max_record_bound_it_enforces)
     cmd_result_free(&r);
 }
 
+/* A malformed header is not a bad row: --on-bad-row skip or quarantine
+ * cannot skip it (there would be no header to match names against or to
+ * write), so it stops the run, exit 2, nothing published (DuckDB's
+ * data/csv/empty_space_start_value.csv starts this way). */
+Test(edges, malformed_header_stops_the_run_whatever_on_bad_row_says)
+{
+    SH_OK("printf '\"Year\", \"Score\"\\n1968,86\\n' > in.csv");
+    static const char *const modes[] = {"fail", "skip", "quarantine=q.tsv"};
+    for (size_t i = 0; i < 3; i++) {
+        cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --nodes 3 --on-bad-row %s -o out in.csv; echo \"rc=$?\"; ls",
+                                      modes[i]);
+        cr_assert(strstr(r.out, "rc=2"), "%s: %s %s", modes[i], r.out, r.err);
+        cr_assert(strstr(r.err, "in.csv: line 1: malformed header: stray quote in unquoted field (field 2)"), "%s: %s",
+                  modes[i], r.err);
+        cr_assert(!strstr(r.out, "out") && !strstr(r.out, "q.tsv"), "nothing published: %s", r.out);
+        cmd_result_free(&r);
+    }
+}
+
 /* The quarantine TSV's input column is escaped like its row column: a
  * name holding a tab, LF, CR or backslash keeps the five columns. */
 Test(edges, quarantine_escapes_the_input_name)
