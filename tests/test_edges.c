@@ -308,6 +308,24 @@ Test(edges, malformed_header_stops_the_run_whatever_on_bad_row_says)
     }
 }
 
+/* A column number is digits only, with a header as without one: "+1" and
+ * " 1" are names (strtol took them for column 1 when a header was given,
+ * while --no-header called them names). */
+Test(edges, key_number_is_digits_only_with_a_header_too)
+{
+    SH_OK("printf 'a,b\\n1,2\\n' > in.csv");
+    static const char *const specs[] = {"+1", " 1", "b,+2"};
+    for (size_t i = 0; i < 3; i++) {
+        cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --nodes 3 --key '%s' -o out in.csv; echo \"rc=$?\"; ls",
+                                      specs[i]);
+        cr_assert(strstr(r.out, "rc=64"), "--key '%s': %s %s", specs[i], r.out, r.err);
+        cr_assert(strstr(r.err, "--key: no column '"), "--key '%s': %s", specs[i], r.err);
+        cr_assert(!strstr(r.out, "out"), "nothing written: %s", r.out);
+        cmd_result_free(&r);
+    }
+    SH_OK("printf '+1,b\\nx,2\\n' > named.csv && \"$RS\" bucket --quiet --nodes 3 --key +1 -o out2 named.csv");
+}
+
 /* The quarantine TSV's input column is escaped like its row column: a
  * name holding a tab, LF, CR or backslash keeps the five columns. */
 Test(edges, quarantine_escapes_the_input_name)
