@@ -266,6 +266,66 @@ Test(edges, no_header_key_name_says_names_need_a_header)
     SH_OK("\"$RS\" bucket --quiet --no-header --key 2 --nodes 3 -o out in.csv");
 }
 
+/* --help states the --max-record bound as "about --memory / D": D must be
+ * what the bound really is at the default --memory 1G and the default ring
+ * (the README's 32859476 bytes, 1G / 32.7; the help said / 16). */
+Test(edges, help_states_the_max_record_bound_it_enforces)
+{
+    cmd_result h = sh_in_test_dir("\"$RS\" bucket --help");
+    cr_assert_eq(h.rc, 0, "%s", h.err);
+    const char *at = strstr(h.out, "about --memory / ");
+    cr_assert(at, "%s", h.out);
+    long d = strtol(at + strlen("about --memory / "), NULL, 10);
+    cmd_result_free(&h);
+    SH_OK("printf 'a,b\\n1,2\\n' > in.csv");
+    cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --max-record 1G -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    const char *m = strstr(r.err, "(at most ");
+    cr_assert(m, "%s", r.err);
+    double bound = (double)strtoll(m + strlen("(at most "), NULL, 10);
+    double ratio = 1073741824.0 / bound;
+    cr_assert(ratio > d * 0.9 && ratio < d * 1.1, "--help says about --memory / %ld, the bound is --memory / %.1f: %s", d,
+              ratio, r.err);
+    cmd_result_free(&r);
+}
+
+/* A malformed header is not a bad row: --on-bad-row skip or quarantine
+ * cannot skip it (there would be no header to match names against or to
+ * write), so it stops the run, exit 2, nothing published (DuckDB's
+ * data/csv/empty_space_start_value.csv starts this way). */
+Test(edges, malformed_header_stops_the_run_whatever_on_bad_row_says)
+{
+    SH_OK("printf '\"Year\", \"Score\"\\n1968,86\\n' > in.csv");
+    static const char *const modes[] = {"fail", "skip", "quarantine=q.tsv"};
+    for (size_t i = 0; i < 3; i++) {
+        cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --nodes 3 --on-bad-row %s -o out in.csv; echo \"rc=$?\"; ls",
+                                      modes[i]);
+        cr_assert(strstr(r.out, "rc=2"), "%s: %s %s", modes[i], r.out, r.err);
+        cr_assert(strstr(r.err, "in.csv: line 1: malformed header: stray quote in unquoted field (field 2)"), "%s: %s",
+                  modes[i], r.err);
+        cr_assert(!strstr(r.out, "out") && !strstr(r.out, "q.tsv"), "nothing published: %s", r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* A column number is digits only, with a header as without one: "+1" and
+ * " 1" are names (strtol took them for column 1 when a header was given,
+ * while --no-header called them names). */
+Test(edges, key_number_is_digits_only_with_a_header_too)
+{
+    SH_OK("printf 'a,b\\n1,2\\n' > in.csv");
+    static const char *const specs[] = {"+1", " 1", "b,+2"};
+    for (size_t i = 0; i < 3; i++) {
+        cmd_result r = sh_in_test_dir("\"$RS\" bucket --quiet --nodes 3 --key '%s' -o out in.csv; echo \"rc=$?\"; ls",
+                                      specs[i]);
+        cr_assert(strstr(r.out, "rc=64"), "--key '%s': %s %s", specs[i], r.out, r.err);
+        cr_assert(strstr(r.err, "--key: no column '"), "--key '%s': %s", specs[i], r.err);
+        cr_assert(!strstr(r.out, "out"), "nothing written: %s", r.out);
+        cmd_result_free(&r);
+    }
+    SH_OK("printf '+1,b\\nx,2\\n' > named.csv && \"$RS\" bucket --quiet --nodes 3 --key +1 -o out2 named.csv");
+}
+
 /* The quarantine TSV's input column is escaped like its row column: a
  * name holding a tab, LF, CR or backslash keeps the five columns. */
 Test(edges, quarantine_escapes_the_input_name)

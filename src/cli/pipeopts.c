@@ -16,7 +16,7 @@ const char rs_cli_input_help[] =
     "  --key-sep C            separator of composite keys (default '|')\n"
     "  --delimiter C          field delimiter: a character, or 'tab' (default ',')\n"
     "  --header / --no-header the first line of every input is a header (default) or not\n"
-    "  --max-record SIZE      longest record allowed (default and upper bound: about --memory / 16)\n"
+    "  --max-record SIZE      longest record allowed (default and upper bound: about --memory / 32)\n"
     "  --on-bad-row fail|skip|quarantine=FILE\n"
     "                         a malformed row stops the run (default, exit 2), is counted\n"
     "                         and skipped, or is also written to FILE with its reason\n"

@@ -63,7 +63,7 @@ int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const
                 col = i;
                 break;
             }
-        if (col < 0) {
+        if (col < 0 && is_number(part, strlen(part))) {  /* digits only: "+1", " 1" are names */
             char *end;
             long v = strtol(part, &end, 10);
             if (*end == '\0' && v >= 1)
