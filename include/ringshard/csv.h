@@ -64,7 +64,8 @@ int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *
 int rs_csv_keyspec_check(const char *spec, int header, rs_error *err);
 
 /* Resolves a --key spec ("name", "3", "a,b": header names or 1-based
- * indexes; NULL means column 1; rs_csv_keyspec_check's errors first)
+ * indexes, a name first: a header may call a column "2"; NULL means column
+ * 1 by position, whatever the names; rs_csv_keyspec_check's errors first)
  * against a header's fields (stored NUL-separated as rs_csv_fields leaves
  * them; NULL without a header) into
  * ks, joining composite keys with sep. `origin` names the header's file in

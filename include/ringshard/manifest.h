@@ -36,7 +36,7 @@ typedef struct {
     char *new_ring_description; /* moves: the new ring; else NULL */
     char *new_ring_fingerprint;
     /* options that shape the files */
-    char *key;                  /* the --key as given */
+    char *key;                  /* the --key as given; NULL: none (column 1 by position) */
     char delimiter;
     int header;                 /* files start with the header line */
     char *header_line;          /* without line end; NULL if no header */

@@ -58,7 +58,7 @@ typedef struct {
     int input_dirfd;
     rs_csv_dialect dialect;      /* delimiter, max_record */
     int header;                  /* 1: each input starts with a header line (all must agree) */
-    const char *key;             /* column names or 1-based indexes, comma-separated */
+    const char *key;             /* column names or 1-based indexes, comma-separated; NULL: column 1 */
     char key_sep;                /* joins composite keys */
     rs_codec_choice codec;
     /* execution */

@@ -50,7 +50,13 @@ int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const
     ks->sep = sep;
     if (rs_csv_keyspec_check(spec, fields != NULL, err) != 0)
         return -1;
-    char *copy = strdup(spec ? spec : "1"), *save = NULL;
+    if (!spec) {  /* the default is the first column by position, whatever the header calls its columns */
+        if (fields && nfields == 0)
+            return rs_error_set(err, RS_EXIT_USAGE, "--key: no column 1 in the header of %s", origin);
+        ks->cols[ks->ncols++] = 0;
+        return 0;
+    }
+    char *copy = strdup(spec), *save = NULL;
     if (!copy)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     int rc = 0;

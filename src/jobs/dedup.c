@@ -468,7 +468,7 @@ static int write_manifest(dstate *s, rs_error *err)
     m->tool_version = RS_VERSION;
     m->ring_description = o->buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(s->ring);
     m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
-    m->key = o->buckets_dir ? in_mp->key : (char *)(s->po.key ? s->po.key : "1");
+    m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
     m->delimiter = s->po.dialect.delim;
     m->header = s->header != NULL;
     m->header_line = (char *)s->header;

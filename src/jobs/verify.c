@@ -255,7 +255,7 @@ static int scan_rows(vstate *s, rs_error *err)
     rs_pipeline_opts *po = &s->po;
     po->header = m->header;
     po->dialect.delim = m->delimiter;
-    po->key = m->keys_only ? "1" : m->key;
+    po->key = m->keys_only ? NULL : m->key;  /* NULL: column 1 by position */
     po->input_crc = 1;
     po->ndest = 1;
     po->route = route_verify;

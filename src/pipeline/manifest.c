@@ -7,7 +7,7 @@
  *   "tool": {"name": "ringshard", "version": "0.1.0"},
  *   "ring": {"fingerprint": "<32 hex>", "description": "<canonical text>"},
  *   "new_ring": {"fingerprint": ..., "description": ...},   moves only
- *   "options": {"key": "<--key as given>", "delimiter": ",", "header": true,
+ *   "options": {"key": "<--key as given>" | null (the default: column 1), "delimiter": ",", "header": true,
  *               "compress": "gzip" | "zstd" | "none", "level": 1, "keys_only": false},
  *   "header": "<header line without line end>" | null,
  *   "inputs": [{"path": ..., "size": n, "rows": n, "bytes": n,
@@ -524,7 +524,7 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     if (opts == NULL)
         return -1;
     char *compress = NULL;
-    if (get_str(r, opts, "options", "key", &m->key) != 0 || get_delimiter(r, opts, &m->delimiter) != 0 ||
+    if (get_str_or_null(r, opts, "options", "key", &m->key) != 0 || get_delimiter(r, opts, &m->delimiter) != 0 ||
         get_bool(r, opts, "options", "header", &m->header) != 0 ||
         get_str(r, opts, "options", "compress", &compress) != 0)
         return -1;

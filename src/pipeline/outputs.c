@@ -63,7 +63,7 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     m->tool_version = RS_VERSION;
     m->ring_description = (char *)rs_ring_description(ring);
     m->ring_fingerprint = (char *)rs_ring_fingerprint(ring);
-    m->key = (char *)(po->key ? po->key : "1");
+    m->key = (char *)po->key;  /* NULL, the default: null in the manifest (column 1 by position) */
     m->delimiter = po->dialect.delim;
     m->header = res->header != NULL;
     m->header_line = res->header;
