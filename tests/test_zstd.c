@@ -217,6 +217,17 @@ Test(zstd, named_zst_but_not_zstd)
                "two.zst: not zstd data (named .zst, but byte offset 0 holds 0x28 0xb5 and then the file ends, not the "
                "zstd magic 28 b5 2f fd)",
                "\"$RS\" bucket --quiet --nodes 3 -o out two.zst");
+    /* the other codec under the name: refused too, saying which it is */
+    OK("printf 'id,v\\n1,a\\n' | zstd -q -c > z.csv.gz && printf 'id,v\\n1,a\\n' | gzip -c > g.csv.zst");
+    fails_with(2,
+               "z.csv.gz: not gzip data (named .gz, but byte offset 0 holds 0x28 0xb5, not the gzip magic 1f 8b: it "
+               "is zstd data)",
+               "\"$RS\" bucket --quiet --nodes 3 -o out z.csv.gz");
+    fails_with(2,
+               "g.csv.zst: not zstd data (named .zst, but byte offset 0 holds 0x1f 0x8b 0x08 0x00, not the zstd magic "
+               "28 b5 2f fd: it is gzip data)",
+               "\"$RS\" bucket --quiet --nodes 3 -o out g.csv.zst");
+    OK("test ! -e out");
 }
 
 /* ------------------------------------------------------------- output */

@@ -698,7 +698,7 @@ static int zstd_init(rs_reader *r, rs_error *err)
 /* Fails on a file that its name says is compressed (gzip or zstd) but
  * that does not start with that codec's magic. */
 static int misnamed(rs_reader *r, const char *suffix, const char *codec, const char *magic, const char *piece,
-                    rs_error *err)
+                    const char *other, rs_error *err)
 {
     if (r->in_avail == 0)
         return (int)fail(r, err, RS_EXIT_DATA,
@@ -708,9 +708,9 @@ static int misnamed(rs_reader *r, const char *suffix, const char *codec, const c
     int w = 0;
     for (size_t i = 0; i < k; i++)
         w += snprintf(held + w, sizeof held - (size_t)w, "%s0x%02x", i ? " " : "", r->in_next[i]);
-    return (int)fail(r, err, RS_EXIT_DATA, "not %s data (named %s, but byte offset 0 holds %s%s, not the %s magic %s)",
+    return (int)fail(r, err, RS_EXIT_DATA, "not %s data (named %s, but byte offset 0 holds %s%s, not the %s magic %s%s%s)",
                      codec, suffix, held, r->eof && r->in_avail == k && k < (strlen(magic) + 1) / 3
-                         ? " and then the file ends" : "", codec, magic);
+                         ? " and then the file ends" : "", codec, magic, other ? ": " : "", other ? other : "");
 }
 
 static int detect(rs_reader *r, rs_error *err)
@@ -721,14 +721,18 @@ static int detect(rs_reader *r, rs_error *err)
     r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
     r->is_zstd = !r->is_gzip && r->in_avail >= 4 && zstd_magic(r->in_next);
     r->piece = r->is_zstd ? "zstd frame" : "gzip member";
+    /* The name promises a codec: plain bytes (or none) are a mistake, not
+     * CSV, and so is the other codec (a mislabelled file: zcat and zstd -d
+     * refuse it too). */
+    const char *gz = named_gzip(r->name), *zs = named_zstd(r->name);
+    if (gz && !r->is_gzip)
+        return misnamed(r, gz, "gzip", "1f 8b", "gzip member", r->is_zstd ? "it is zstd data" : NULL, err);
+    if (zs && !r->is_zstd)
+        return misnamed(r, zs, "zstd", "28 b5 2f fd", "zstd frame", r->is_gzip ? "it is gzip data" : NULL, err);
     if (r->is_gzip)
         return decoder_init(r, err);
     if (r->is_zstd)
         return zstd_init(r, err);
-    if (named_gzip(r->name))  /* the name promises gzip: plain bytes (or none) are a mistake, not CSV */
-        return misnamed(r, named_gzip(r->name), "gzip", "1f 8b", "gzip member", err);
-    if (named_zstd(r->name))
-        return misnamed(r, named_zstd(r->name), "zstd", "28 b5 2f fd", "zstd frame", err);
     return 0;
 }
 
