@@ -26,21 +26,27 @@ Test(cli, ring_shares_equal_reference_file)
 }
 
 /* Every public key without a line break goes through stdin; the node column
- * of the output must equal the vectors'. */
+ * of the output must equal the vectors'. The files are in a directory of
+ * the test's own (make_tmpdir), not at fixed names in /tmp that another
+ * run of the suite at the same time (another build's, a sanitizer pass's)
+ * would overwrite while this one reads them. */
 Test(cli, locate_public_keys)
 {
-    char cmd[2048];
+    char cmd[4096];
+    char *d = make_tmpdir();
     snprintf(cmd, sizeof cmd,
-             "awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $1}' '%s' | "
-             "sed 's/\\\\t/\\t/g; s/\\\\\\\\/\\\\/g' > /tmp/rs-locate-keys.txt && "
-             "\"$RS\" locate < /tmp/rs-locate-keys.txt | tail -n +2 | awk -F'\\t' '{print $NF}' > /tmp/rs-locate-got.txt && "
-             "awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $3}' '%s' > /tmp/rs-locate-want.txt && "
-             "cmp /tmp/rs-locate-got.txt /tmp/rs-locate-want.txt && wc -l < /tmp/rs-locate-want.txt",
-             fixture("vectors/seed004_public.tsv"), fixture("vectors/seed004_public.tsv"));
+             "cd '%s' && awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $1}' '%s' | "
+             "sed 's/\\\\t/\\t/g; s/\\\\\\\\/\\\\/g' > keys.txt && "
+             "\"$RS\" locate < keys.txt | tail -n +2 | awk -F'\\t' '{print $NF}' > got.txt && "
+             "awk -F'\\t' 'NR>1 && $1 !~ /\\\\[nr]/ {print $3}' '%s' > want.txt && "
+             "cmp got.txt want.txt && wc -l < want.txt",
+             d, fixture("vectors/seed004_public.tsv"), fixture("vectors/seed004_public.tsv"));
     char *out;
     cr_assert_eq(run(cmd, &out, NULL), 0, "locate output differs from the vectors");
     cr_assert_gt(atoi(out), 2000, "keys compared: %s", out);
     free(out);
+    remove_tree(d);
+    free(d);
 }
 
 Test(cli, locate_arguments_and_explain)
@@ -76,9 +82,14 @@ Test(cli, errors_and_exit_codes)
     cr_assert_eq(run("\"$RS\" locate --nodes-file /nonexistent/nodes x", NULL, &err), 1);
     cr_assert(strstr(err, "/nonexistent/nodes"));
     free(err);
-    cr_assert_eq(run("printf 'a\\nb\\na\\n' > /tmp/rs-dup-nodes && \"$RS\" ring --nodes-file /tmp/rs-dup-nodes", NULL, &err), 2);
-    cr_assert(strstr(err, "/tmp/rs-dup-nodes:3: duplicate node name 'a'"), "%s", err);
+    /* (in a directory of its own: see locate_public_keys) */
+    char *d = make_tmpdir(), cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && printf 'a\\nb\\na\\n' > dup-nodes && \"$RS\" ring --nodes-file dup-nodes", d);
+    cr_assert_eq(run(cmd, NULL, &err), 2);
+    cr_assert(strstr(err, "dup-nodes:3: duplicate node name 'a'"), "%s", err);
     free(err);
+    remove_tree(d);
+    free(d);
     cr_assert_eq(run("\"$RS\" frobnicate", NULL, &err), 64);
     free(err);
     /* RINGSHARD_LOG: a bad value is a warning, not a failure (test_bucket
