@@ -235,6 +235,16 @@ Test(input, a_file_that_changes_while_read_fails_the_run)
                CHANGED_WHILE_READ("same.csv", "printf zz | dd of=same.csv bs=1 seek=3000000 conv=notrunc 2>/dev/null"));
     fails_with(1, "big.gz: the file changed while it was read (size ",
                CHANGED_WHILE_READ("big.gz", "truncate -s 100000 big.gz"));
+    /* bytes appended to a gzip file are that change too, not "garbage after gzip member" (exit 2, with
+     * "0 trailing bytes" counted to the size at open): a file of several read blocks (1 MiB), so that the
+     * appended bytes are read */
+    OK("python3 -c \"import random; r = random.Random(1); open('rnd.csv','w').write('id,v\\n' + "
+       "''.join('k%%d,%%032x\\n' %% (i, r.getrandbits(128)) for i in range(100000)))\" && "
+       "gzip -1 -c rnd.csv > grow.gz && cp grow.gz pad.gz && test $(wc -c < grow.gz) -gt 2097152");
+    fails_with(1, "grow.gz: the file changed while it was read (size ",
+               CHANGED_WHILE_READ("grow.gz", "printf garbage >> grow.gz"));
+    fails_with(1, "pad.gz: the file changed while it was read (size ",
+               CHANGED_WHILE_READ("pad.gz", "printf '\\000\\000x' >> pad.gz"));
     /* unchanged, without a final line end: the last record is whole */
     char *o = out_of("printf 'id,v\\n1,a\\n2,b' > nolf.csv && \"$RS\" bucket --quiet --nodes 1 --compress none "
                      "-o o nolf.csv && cat o/0.csv");

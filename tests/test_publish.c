@@ -366,6 +366,44 @@ Test(publish, sighup_is_handled_as_sigterm)
     }
 }
 
+/* A stop signal that comes after the pipeline's last look at the flag but
+ * before the directory is published - while the files are closed, the
+ * manifest written and the tree fsync'd, seconds for a large output -
+ * still means exit 130 and nothing published: stopped at "publish" (the
+ * tree fsync'd, just before the rename), the signal then SIGCONT. The
+ * signal goes to the main thread (tgkill), which is stopped in
+ * rs_test_pause, as in the test below. (Before: the run published, exit 0,
+ * the previous output gone; plan --emit also replaced its --json file.) */
+Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one)
+{
+    make_input();
+    static const char *const cmd[] = {
+        "\"$RS\" bucket --quiet -j 1 --nodes 4 --force -o out in.csv",
+        "\"$RS\" dedup --quiet -j 1 --nodes 4 --force -o out in.csv",
+        "\"$RS\" plan --quiet --nodes 4 --add 1 --force --emit out --json f in.csv",
+    };
+    static const int sig[] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++) {
+            SH_OK("rm -rf out err && \"$RS\" bucket --quiet --nodes 3 -o out in.csv && printf 'previous\\n' > f");
+            char *script;
+            cr_assert(asprintf(&script, "exec %s >/dev/null 2>err", cmd[i]) >= 0);
+            pid_t pid = spawn(script, "publish", NULL, -1);
+            free(script);
+            int st;
+            cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+            cr_assert(WIFSTOPPED(st), "%s: stopped at publish (status 0x%x)", cmd[i], st);
+            cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig[k]), 0);
+            cr_assert_eq(kill(pid, SIGCONT), 0);
+            cr_assert_eq(waitpid(pid, &st, 0), pid);
+            cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s, signal %d: status 0x%x", cmd[i], sig[k], st);
+            SH_EQ("1\n", "grep -c ': interrupted$' err");
+            SH_EQ("0\n", LITTER);
+            SH_EQ("previous\n", "cat f");
+            assert_complete("out", 4);   /* the previous output: 3 nodes and its manifest */
+        }
+}
+
 /* Every command that writes a file handles SIGINT, SIGTERM and SIGHUP as
  * bucket does: stopped at "file_publish" (the file written to its
  * temporary, just before the check for a stop signal and the rename), a

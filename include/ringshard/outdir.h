@@ -69,7 +69,10 @@ const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err);
  * previous output, now at the temporary's name, removed. Where the file
  * system refuses the exchange (EINVAL, ENOSYS) a warning says so and final
  * is renamed to "<stem>.ringshard-old.<pid>", the new one renamed in and
- * the old one removed. Then fsyncs the parent directory and renames the
+ * the old one removed. A stop signal raised by then (rs_interrupt_pending,
+ * checked after the fsyncs, just before the publishing rename) publishes
+ * nothing: RS_EXIT_INTERRUPTED "interrupted", the temporary removed. Then
+ * fsyncs the parent directory and renames the
  * side files into place. On failure before publishing, the temporary
  * directory and side files are removed (a previous final is left or put
  * back in place). A failure after (the parent's fsync, a side file) is

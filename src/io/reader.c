@@ -770,6 +770,8 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
  * held when the end is unknown: a pipe). */
 static ssize_t garbage(rs_reader *r, rs_error *err)
 {
+    if (check_unchanged(r, err) != 0)   /* bytes appended during the run: the file changed, exit 1 */
+        return -1;
     uint64_t at = consumed(r), end = r->size && r->range_end > r->size ? r->size : r->range_end;
     int known = end != UINT64_MAX && end >= at;
     uint64_t n = known ? end - at : r->in_avail;
@@ -794,6 +796,8 @@ static int skip_padding(rs_reader *r, rs_error *err)
     r->zero_padding += k;
     if (r->in_avail == 0)
         return 0;
+    if (check_unchanged(r, err) != 0)   /* as in garbage() */
+        return -1;
     return (int)fail(r, err, RS_EXIT_DATA,
                      "garbage after %s at byte offset %llu (%llu zero byte%s, then byte 0x%02x at byte "
                      "offset %llu: only zero bytes may follow the last %s, up to the end of the file)",

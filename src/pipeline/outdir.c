@@ -70,6 +70,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ringshard/hash.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 #include "ringshard/outdir.h"
 #include "ringshard/outfile.h"
@@ -684,6 +685,15 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
         goto out;
 
     rs_test_pause("publish");
+    /* A stop signal that came after the pipeline's last look at the flag
+     * (while the files were closed, the manifest written, the tree
+     * fsync'd: seconds for a large output): exit 130 says nothing was
+     * published, so nothing is. (Files published whole have the same check
+     * in rs_interrupt_publish_gate.) */
+    if (rs_interrupt_pending()) {
+        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        goto out;
+    }
     const char *displaced;
     if (publish(od, fin, old, &displaced, err) != 0)
         goto out;
