@@ -64,13 +64,14 @@ static pid_t spawn(const char *script, const char *point, const char *env, int e
     return pid;
 }
 
-/* Starts `exec CMD` (spawn) stopping at point, stdout and stderr to
- * /dev/null, and waits until the process stops itself there. Asserts it
- * did stop (did not exit first). Returns its pid. */
-static pid_t stop_at(const char *point, const char *env, const char *cmd)
+/* Starts `exec CMD` (spawn) stopping at point, stdout to /dev/null and
+ * stderr to the test directory's file err (NULL: /dev/null too), and waits
+ * until the process stops itself there. Asserts it did stop (did not exit
+ * first). Returns its pid. */
+static pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err)
 {
     char *full;
-    cr_assert(asprintf(&full, "exec %s >/dev/null 2>&1", cmd) >= 0);
+    cr_assert(asprintf(&full, "exec %s >/dev/null 2>%s", cmd, err ? err : "/dev/null") >= 0);
     pid_t pid = spawn(full, point, env, -1);
     free(full);
     int st;
@@ -91,10 +92,21 @@ static int signal_and_wait(pid_t pid, int sig)
     return st;
 }
 
+/* Sends sig to the stopped pid's main thread (tgkill: the pid of the
+ * exec'd command is its main thread's id, stopped in rs_test_pause, so it
+ * takes the signal on SIGCONT before the pause returns and the next check
+ * sees the flag, whatever other threads, OpenMP's, the process has), then
+ * SIGCONT. */
+static void signal_main_thread(pid_t pid, int sig)
+{
+    cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig), 0);
+    cr_assert_eq(kill(pid, SIGCONT), 0);
+}
+
 /* stop_at, then SIGKILL. */
 static void kill_at(const char *point, const char *env, const char *cmd)
 {
-    int st = signal_and_wait(stop_at(point, env, cmd), SIGKILL);
+    int st = signal_and_wait(stop_at(point, env, cmd, NULL), SIGKILL);
     cr_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 }
 
@@ -359,7 +371,7 @@ Test(publish, sighup_is_handled_as_sigterm)
     };
     for (int i = 0; i < 2; i++) {
         SH_OK("rm -rf out && \"$RS\" bucket --quiet --nodes 3 -o out in.csv");
-        int st = signal_and_wait(stop_at("begun", NULL, cmd[i]), SIGHUP);
+        int st = signal_and_wait(stop_at("begun", NULL, cmd[i], NULL), SIGHUP);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
         SH_EQ("0\n", LITTER);
         assert_complete("out", 4);
@@ -370,9 +382,8 @@ Test(publish, sighup_is_handled_as_sigterm)
  * before the directory is published - while the files are closed, the
  * manifest written and the tree fsync'd, seconds for a large output -
  * still means exit 130 and nothing published: stopped at "publish" (the
- * tree fsync'd, just before the rename), the signal then SIGCONT. The
- * signal goes to the main thread (tgkill), which is stopped in
- * rs_test_pause, as in the test below. (Before: the run published, exit 0,
+ * tree fsync'd, just before the rename), the signal (signal_main_thread)
+ * then SIGCONT. (Before: the run published, exit 0,
  * the previous output gone; plan --emit also replaced its --json file.) */
 Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one)
 {
@@ -386,15 +397,9 @@ Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 3; k++) {
             SH_OK("rm -rf out err && \"$RS\" bucket --quiet --nodes 3 -o out in.csv && printf 'previous\\n' > f");
-            char *script;
-            cr_assert(asprintf(&script, "exec %s >/dev/null 2>err", cmd[i]) >= 0);
-            pid_t pid = spawn(script, "publish", NULL, -1);
-            free(script);
+            pid_t pid = stop_at("publish", NULL, cmd[i], "err");
+            signal_main_thread(pid, sig[k]);
             int st;
-            cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-            cr_assert(WIFSTOPPED(st), "%s: stopped at publish (status 0x%x)", cmd[i], st);
-            cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig[k]), 0);
-            cr_assert_eq(kill(pid, SIGCONT), 0);
             cr_assert_eq(waitpid(pid, &st, 0), pid);
             cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s, signal %d: status 0x%x", cmd[i], sig[k], st);
             SH_EQ("1\n", "grep -c ': interrupted$' err");
@@ -409,10 +414,7 @@ Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one
  * temporary, just before the check for a stop signal and the rename), a
  * signal then SIGCONT ends it with exit 130 and "interrupted", the
  * temporary removed, a previous file byte for byte as it was. The signal
- * goes to the main thread (tgkill: the pid of the exec'd command is its
- * main thread's id), which is stopped in rs_test_pause: it takes the signal
- * on SIGCONT before the pause returns, so the check sees the flag whatever
- * other threads (OpenMP's) the process has. (Before: plan, simulate and
+ * goes to the main thread (signal_main_thread). (Before: plan, simulate and
  * stats DIR were killed with 128 + the signal and left the temporary; stats
  * on data published its pictures and exited 0.) */
 Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
@@ -431,16 +433,10 @@ Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
     static const int sig[] = {SIGTERM, SIGINT, SIGHUP};
     for (int i = 0; i < (int)(sizeof cmd / sizeof *cmd); i++) {
         SH_OK("printf 'previous\\n' > f && rm -f err");
-        char *script;
-        cr_assert(asprintf(&script, "exec %s >/dev/null 2>err", cmd[i]) >= 0);
-        pid_t pid = spawn(script, "file_publish", NULL, -1);
-        free(script);
-        int st;
-        cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-        cr_assert(WIFSTOPPED(st), "%s: stopped at file_publish (status 0x%x)", cmd[i], st);
+        pid_t pid = stop_at("file_publish", NULL, cmd[i], "err");
         SH_EQ("1\n", LITTER);   /* the temporary, written */
-        cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig[i % 3]), 0);
-        cr_assert_eq(kill(pid, SIGCONT), 0);
+        signal_main_thread(pid, sig[i % 3]);
+        int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
         SH_EQ("0\n", LITTER);
@@ -458,13 +454,9 @@ Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
 Test(publish, stop_signal_during_simulate_counting_ends_it, .timeout = 300)
 {
     SH_OK("printf 'previous\\n' > f && rm -f err");
-    pid_t pid = spawn("exec \"$RS\" simulate --nodes 20 --keys 100000000000 --html f >/dev/null 2>err", "simulate_keys",
-                      NULL, -1);
+    pid_t pid = stop_at("simulate_keys", NULL, "\"$RS\" simulate --nodes 20 --keys 100000000000 --html f", "err");
+    signal_main_thread(pid, SIGINT);
     int st;
-    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-    cr_assert(WIFSTOPPED(st), "stopped at simulate_keys (status 0x%x)", st);
-    cr_assert_eq(syscall(SYS_tgkill, pid, pid, SIGINT), 0);
-    cr_assert_eq(kill(pid, SIGCONT), 0);
     /* the whole count would take hours: wait for the exit, generously,
      * and kill a run that ignored the signal rather than leave it behind */
     pid_t w = 0;
@@ -489,13 +481,10 @@ Test(publish, stop_signal_after_emit_is_published_finishes_the_run)
 {
     make_input();
     SH_OK("printf 'previous\\n' > f");
-    pid_t pid = spawn("exec \"$RS\" plan --quiet --nodes 4 --new-nodes 5 --emit out --json f in.csv >/dev/null 2>&1",
-                      "file_publish", NULL, -1);
+    pid_t pid = stop_at("file_publish", NULL, "\"$RS\" plan --quiet --nodes 4 --new-nodes 5 --emit out --json f in.csv",
+                        NULL);
+    signal_main_thread(pid, SIGTERM);
     int st;
-    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-    cr_assert(WIFSTOPPED(st), "stopped at file_publish (status 0x%x)", st);
-    cr_assert_eq(syscall(SYS_tgkill, pid, pid, SIGTERM), 0);
-    cr_assert_eq(kill(pid, SIGCONT), 0);
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
     SH_EQ("0\n", LITTER);
@@ -583,7 +572,7 @@ Test(publish, duplicates_report_is_published_with_the_output)
     cmd_result_free(&r);
     SH_EQ("previous\n0\n0\n", "cat d.tsv; ls -a | grep -c ringshard; test -e out || echo 0");
     /* the output appears while the run is about to publish */
-    pid_t pid = stop_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
+    pid_t pid = stop_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv", NULL);
     SH_OK("mkdir out");
     int st = signal_and_wait(pid, SIGCONT);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 73, "status 0x%x", st);
