@@ -111,25 +111,33 @@ void rs_cluster_outdir_abort(rs_outdir *od)
     }
 }
 
-int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
+/* Ends the output on every rank: with ok everywhere, rank 0 publishes
+ * with commit (names[0..n) for a staged output), else removes it. */
+static int outdir_end(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
 {
-    if (rs_world_size() == 1) {
-        if (err->code == 0 && rs_outdir_commit(od, err) == 0)
-            return 0;
-        rs_outdir_abort(od);
-        return -1;
-    }
-    int ok = rs_world_agree(err) == 0;
+    int ok = rs_world_size() == 1 ? err->code == 0 : rs_world_agree(err) == 0;
     if (rs_world_rank() == 0) {
         if (ok)
-            rs_outdir_commit(od, err);
+            ok = (names ? rs_outdir_commit_into(od, names, n, err) : rs_outdir_commit(od, err)) == 0;
         else
             rs_outdir_abort(od);
     } else {
         free(od->tmp);
         memset(od, 0, sizeof *od);
     }
+    if (rs_world_size() == 1)
+        return ok ? 0 : -1;
     return rs_world_agree(err) == 0 && ok ? 0 : -1;
+}
+
+int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
+{
+    return outdir_end(od, NULL, 0, err);
+}
+
+int rs_cluster_outdir_end_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
+{
+    return outdir_end(od, names, n, err);
 }
 
 int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err)
@@ -181,6 +189,27 @@ int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
     free(q->name);
     memset(q, 0, sizeof *q);
     return rc;
+}
+
+int rs_cluster_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
+{
+    if (rs_world_size() == 1)
+        return rs_bucketdir_open(bd, dir, err);
+    /* rank 0 opens first and says how far its generations go: the others
+     * read as many (appends may publish more meanwhile; those stay unread) */
+    int opened = -1;
+    uint64_t upto = 0;
+    if (rs_world_rank() == 0) {
+        opened = rs_bucketdir_open(bd, dir, err);
+        upto = opened == 0 ? bd->last_gen : 0;
+    }
+    rs_world_bcast(&upto, sizeof upto, 0);
+    if (rs_world_rank() != 0)
+        opened = upto ? rs_bucketdir_open_upto(bd, dir, upto, err)
+                      : rs_error_set(err, RS_EXIT_IO, "%s: rank 0 could not open it", dir);
+    if (rs_cluster_same_dir(bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
+        return -1;
+    return 0;
 }
 
 int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err)
@@ -448,7 +477,7 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
  * are summed, its CRC-32s combined in rank (= unit) order. */
-enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_FIELDS };
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_SUM, IN_HAS_SUM, IN_FIELDS };
 
 static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo,
                          size_t n, rs_pipeline_result *res)
@@ -464,6 +493,7 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
         f[IN_PAD] = in->zero_padding;
+        f[IN_SUM] = in->checksum, f[IN_HAS_SUM] = (uint64_t)in->has_checksum;
     }
     char *all;
     g->gather_bytes(g, v, n * IN_FIELDS * sizeof *v, &all, lens);
@@ -479,9 +509,12 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         if (!seen[f[IN_INDEX]]) {
             seen[f[IN_INDEX]] = 1;
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
-                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD]};
+                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD], f[IN_SUM],
+                                   (int)f[IN_HAS_SUM]};
             continue;
         }
+        /* an input split among members was read as ranges: no checksum */
+        in->has_checksum = 0;
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
@@ -795,6 +828,7 @@ static void member_opts(rs_group *g, const rs_pipeline_opts *o, const unit_list 
     *local = *o;
     local->inputs = o->inputs + m->lo;
     local->input_names = o->input_names ? o->input_names + m->lo : NULL;  /* this rank's own directory descriptor */
+    local->input_headerless = o->input_headerless ? o->input_headerless + m->lo : NULL;
     local->ninputs = m->hi - m->lo;
     local->unit_lo = m->ulo;
     local->unit_hi = m->uhi;
