@@ -286,70 +286,6 @@ static char *part_path(const char *path, const char *tag, int k)
     return asprintf(&p, "%s.%s%d", path, tag, k) < 0 ? NULL : p;
 }
 
-/* Bytes a copy_file_range call moves at most, so that a stop signal is
- * seen during a long piece. */
-#define COPY_STEP ((uint64_t)16 << 20)
-
-/* copy_into's fallback: read and write through buf. */
-static int copy_through(int fd_in, loff_t in_off, uint64_t len, int fd_out, loff_t out_off, char *buf, size_t cap)
-{
-    while (len > 0) {
-        if (rs_interrupt_pending())
-            return errno = EINTR, -1;
-        ssize_t n = pread(fd_in, buf, len < cap ? len : cap, in_off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n == 0)
-                errno = EIO;
-            return -1;
-        }
-        for (ssize_t w = 0; w < n;) {
-            ssize_t k = pwrite(fd_out, buf + w, (size_t)(n - w), out_off);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0)
-                return -1;
-            w += k;
-            out_off += k;
-        }
-        in_off += n;
-        len -= (uint64_t)n;
-    }
-    return 0;
-}
-
-/* Copies all of `from` into fd_out at offset off. 0 or -1 with errno
- * (EINTR: a stop signal came, rs_interrupt_pending). */
-static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
-{
-    loff_t in_off = 0, out_off = (loff_t)off;
-    while (len > 0) {
-        if (rs_interrupt_pending())
-            return errno = EINTR, -1;
-        ssize_t n = copy_file_range(fd_in, &in_off, fd_out, &out_off, len < COPY_STEP ? len : COPY_STEP, 0);
-        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
-            break;  /* fall back to read/write below */
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            errno = EIO;  /* the piece is shorter than the pipeline said */
-            return -1;
-        }
-        len -= (uint64_t)n;
-    }
-    if (len == 0)
-        return 0;
-    enum { BUF = 1 << 20 };
-    char *buf = malloc(BUF);  /* lanes copy at the same time */
-    if (!buf)
-        return errno = ENOMEM, -1;
-    int rc = copy_through(fd_in, in_off, len, fd_out, out_off, buf, BUF);
-    free(buf);
-    return rc;
-}
 
 /* What each rank tells the others about its header. */
 typedef struct {
@@ -785,7 +721,7 @@ static void copy_pieces(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
             continue;
         rs_test_pause("piece_copy");
         int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
-        if (in < 0 || out < 0 || copy_into(in, len, out, at[d]) != 0) {
+        if (in < 0 || out < 0 || rs_copy_into(in, 0, len, out, at[d]) != 0) {
             if (rs_interrupt_pending())
                 rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
             else
