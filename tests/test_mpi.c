@@ -386,9 +386,10 @@ Test(mpi, bad_row_in_a_unit_on_rank_2_reported_as_one_process)
 
 /* Ranks that open a bucket directory at different moments with a
  * replacement in between - rank 0 has read generation A (it waits at the
- * hold, RINGSHARD_TEST_HOLD_DIR), rank 1 stops before its open
- * (RINGSHARD_TEST_PAUSE_AT=dir-open), D becomes generation B, then both go
- * on - fail the run on every rank naming the directory (exit 1), nothing
+ * hold, RINGSHARD_TEST_HOLD_DIR, until released; rank 1 opens after rank 0,
+ * at the generations rank 0 found), rank 1 stops before its open
+ * (RINGSHARD_TEST_PAUSE_AT=dir-open), D is replaced by another directory,
+ * then rank 1 goes on - fail the run on every rank naming the directory (exit 1), nothing
  * emitted, instead of mixing the generations' rows (plan --from-buckets
  * --emit, dedup --buckets). Waits for the states, never for a time. */
 Test(mpi, ranks_that_read_two_generations_fail_the_run)
@@ -402,9 +403,9 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
                    "export RINGSHARD_TEST_HOLD_DIR=\"$PWD/hold\"; else echo $$ > rank1.pid; "
                    "export RINGSHARD_TEST_PAUSE_AT=dir-open; fi; exec \"$RS\" \"$@\"' sh %s > mpirun.log 2>&1 & job=$!; "
                    "wait_for 'rank 0 to read generation A' '[ -e hold ]' || { kill $job; exit 124; }; "
-                   "wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
+                   "rm hold; wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
                    "wait_stopped $(cat rank1.pid) 'rank 1 before its open' || { kill $job; exit 124; }; "
-                   "mv D D.A && mv D.B D && rm hold && kill -CONT $(cat rank1.pid); "
+                   "mv D D.A && mv D.B D && kill -CONT $(cat rank1.pid); "
                    "wait $job; rc=$?; mv D D.B && mv D.A D; cat mpirun.log >&2; "
                    "if test -e M; then echo emitted >&2; exit 42; fi; exit $rc",
                    cmds[k]);

@@ -83,9 +83,12 @@ int rs_cmd_verify(int argc, char **argv)
         rc = RS_EXIT_VERIFY;
     } else if (ran && !quiet) {
         fprintf(stdout, "verify %s: OK: %s, %zu files, %llu rows, %llu bytes; every row where %s, "
-                        "counts and CRC-32 match the manifest\n",
+                        "counts and CRC-32 match the manifest",
                 dir, res.moves ? "moves" : "buckets", res.files, (unsigned long long)res.rows,
                 (unsigned long long)res.bytes, res.moves ? "the old and new rings put it" : "the ring puts it");
+        if (res.indexes)
+            fprintf(stdout, "; %zu key indexes hold their files' keys", res.indexes);
+        fputc('\n', stdout);
     }
     if (ran)
         rs_cli_flush_stdout(&err);
