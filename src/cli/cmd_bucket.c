@@ -6,6 +6,7 @@
 #include "cluster/world.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/outdir.h"
+#include "ringshard/util.h"
 
 static const char bucket_help[] =
     "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
@@ -66,6 +67,7 @@ int rs_cmd_bucket(int argc, char **argv)
         {"force", no_argument, 0, OPT_FORCE},
         {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -84,6 +86,11 @@ int rs_cmd_bucket(int argc, char **argv)
                 return rs_cli_fail("bucket", &err);
             continue;
         }
+        if ((r = rs_cli_metrics_option("bucket", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("bucket", &err);
+            continue;
+        }
         if ((r = rs_cli_output_option("bucket", &po, c, optarg)) != 0) {
             if (r < 0)
                 return RS_EXIT_USAGE;
@@ -96,6 +103,8 @@ int rs_cmd_bucket(int argc, char **argv)
         case OPT_KEYS_ONLY: po.keys_only = 1; break;
         case 'h':
             fputs(bucket_help, stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -108,7 +117,9 @@ int rs_cmd_bucket(int argc, char **argv)
     int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
     if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
+    double t0 = rs_now();
     rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
+    rs_cli_metrics_phase("ring", rs_now() - t0);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
         rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);
@@ -117,6 +128,9 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_bucket_job_result res;
     int rc = 0;
     rs_bucket_job_run(&o, &res, &err);
+    rs_cli_metrics_pipeline(&res.run, po.ninputs, res.published);
+    rs_cli_metrics_phase("pipeline", res.run.seconds);
+    rs_cli_metrics_phase("publish", res.publish_seconds);
     if (res.published && !quiet && rs_world_rank() == 0) {  /* published, even if something failed after */
         summary(rs_ring_nodes(ring)->count, &res.run, outdir);
         fprintf(stderr, "  flushed to disk and published in %.2f s\n", res.publish_seconds);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include "cli/cli.h"
 #include "ringshard/job_verify.h"
+#include "ringshard/util.h"
 
 static const char verify_help[] =
     "Usage: ringshard verify [OPTIONS] DIR\n"
@@ -37,6 +38,7 @@ int rs_cmd_verify(int argc, char **argv)
         {"quiet", no_argument, 0, RS_OPT_QUIET},
         {"producers", required_argument, 0, RS_OPT_PRODUCERS},
         {"max-report", required_argument, 0, OPT_MAX_REPORT},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -52,12 +54,21 @@ int rs_cmd_verify(int argc, char **argv)
                 return rs_cli_fail("verify", &err);
             continue;
         }
+        if ((r = rs_cli_metrics_option("verify", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("verify", &err);
+            continue;
+        }
         switch (c) {
         case OPT_MAX_REPORT:
             if (rs_cli_uint("--max-report", optarg, 1, UINT32_MAX, &max_report, &err) != 0)
                 return rs_cli_fail("verify", &err);
             break;
-        case 'h': fputs(verify_help, stdout); return 0;
+        case 'h':
+            fputs(verify_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            return 0;
         default: return rs_cli_usage_error("verify", "bad option");
         }
     }
@@ -72,7 +83,13 @@ int rs_cmd_verify(int argc, char **argv)
         return rs_cli_fail("verify", &err);
     rs_verify_job_opts o = {dir, po, max_report};
     rs_verify_job_result res;
+    double t0 = rs_now();
     int rc = 0, ran = rs_verify_job_run(&o, &res, &err) == 0;
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = res.files, m->rows_read = res.rows, m->bytes_read = res.bytes;
+        rs_metrics_add_phase(m, "verify", rs_now() - t0);
+    }
     for (size_t k = 0; k < res.nlines; k++)
         fprintf(stdout, "DIFF %s: %s\n", dir, res.lines[k]);
     if (ran && res.nlines < res.differences)
