@@ -28,7 +28,7 @@ const char rs_cli_plan_help[] =
     "  --add-names A,B        nodes with these names (weight 1)\n"
     "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
     "                         keep their slots, as seed 001's dropBadNode)\n"
-    "  --reweight NAME=W[,..] change a node's weight (ring, ketama)\n"
+    "  --reweight NAME=W[,...]  change a node's weight (ring, ketama)\n"
     "  --down NAMES           nodes listed but down, on both sides where listed\n"
     "Outputs (the summary goes to standard output):\n"
     "  --json FILE            the plan as JSON (schema: docs/plan.md)\n"
