@@ -1,5 +1,6 @@
 /* Publishing an output directory under crashes, concurrency and odd
- * targets (issue #15, items 1, 3, 5, 8 and 17's long names): the real
+ * targets (two runs at once, kills at every step, odd targets, long
+ * names): the real
  * command, real files. Windows are hit with the testing knob
  * RINGSHARD_TEST_PAUSE_AT (the process stops itself at a named point; the
  * test waits for the stopped state with waitpid(WUNTRACED), never sleeps)
@@ -308,7 +309,7 @@ Test(publish, side_file_inside_the_output_is_refused)
 
 /* ---- item 5: other faults ---------------------------------------------------- */
 
-/* SIGHUP (a closed terminal, a cron session ending) is handled as SIGTERM:
+/* SIGHUP (a closed terminal, a logout) is handled as SIGTERM:
  * exit 130, the temporary removed, nothing published, a previous output
  * intact. (Before: killed by the signal, 129, the temporary left.) */
 Test(publish, sighup_is_handled_as_sigterm)

@@ -1,4 +1,4 @@
-/* zstd in and out (issue 18): zstd inputs from another writer (the zstd CLI,
+/* zstd in and out: zstd inputs from another writer (the zstd CLI,
  * fixtures/zstd/ from tools/gen_zstd_fixtures.sh) and faulty ones, exact
  * messages; `--compress zstd` outputs read back by zstd itself, their
  * metadata frames and the units they give; every command on .csv.zst

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks the lanes (issue 17 item 1: --producers) on 8 gzip inputs - the
+# Benchmarks the lanes (--producers) on 8 gzip inputs - the
 # bill rows split in 8, gzip -6 each - with the output on tmpfs (no disk
 # floor), against igzip -dc of all 8 in sequence (one serial inflate: what
 # one producer can never beat). Each run times, interleaved: igzip -dc of the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Byte-identity of the command line before and after a change (issue 19):
+# Byte-identity of the command line before and after a change:
 # runs a fixed list of command lines - the README's examples made runnable
 # on fixtures/ and on generated data, every command, a few error cases;
 # then plan, simulate and stats in depth (every scheme, the plan's files,
