@@ -268,7 +268,7 @@ Test(edges, no_header_key_name_says_names_need_a_header)
 
 /* --help states the --max-record bound as "about --memory / D": D must be
  * what the bound really is at the default --memory 1G and the default ring
- * (the README's 32859476 bytes, 1G / 32.7; the help said / 16). */
+ * (docs/bucket.md's 32859476 bytes, 1G / 32.7; the help once said / 16). */
 Test(edges, help_states_the_max_record_bound_it_enforces)
 {
     cmd_result h = sh_in_test_dir("\"$RS\" bucket --help");

@@ -1,7 +1,7 @@
 /* ringshard/manifest.h - DIR/manifest.json of a bucket directory (bucket,
  * dedup) or of a move directory (plan --emit): what was written, with which
  * ring and options, so that plan, verify and stats can work from it.
- * Schema: README, "manifest.json" (the section is docs/manifest.md).
+ * Schema: docs/manifest.md.
  * Versioned by "schema": 1. */
 #ifndef RINGSHARD_MANIFEST_H
 #define RINGSHARD_MANIFEST_H

@@ -73,8 +73,8 @@
  *  I/O threads that sleep on the disk write them while the next batch is
  *  parsed; the thread that merges the next batch first waits for them
  *  (the arena is then free again). This spares the page cache's copy and,
- *  above all, its fresh pages (about 4 CPU-s per GB on this VM: README,
- *  Performance). Otherwise a thread that sleeps on the disk (writeback.h)
+ *  above all, its fresh pages (about 4 CPU-s per GB on this VM:
+ *  docs/performance.md). Otherwise a thread that sleeps on the disk (writeback.h)
  *  starts writing each batch's output to disk once it is written, so the
  *  fsyncs before publication find little left to do.
  *
@@ -784,7 +784,7 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
  * an empty one if need be.
  *
  * Kept whole, as parse_range is: it is the producer's loop, the
- * critical path without compression (Performance in the README), tuned by
+ * critical path without compression (docs/performance.md), tuned by
  * measurement - quotes counted as the bytes are inflated, while they are
  * in cache, and the ramp at each input's start. Cutting it into
  * functions would pass its dozen locals through pointers or a struct,
@@ -1055,7 +1055,7 @@ static inline int scatter_row(rs_buf *out, const char *row, size_t len)
  * blocks of RS_BLOCK with prefetch, scatter the row), kept whole on purpose:
  * the block's arrays, the scanner state and the prefetch
  * distance live in one frame, and the code was measured as it is
- * (README, Performance: prefetching in the parser). Its
+ * (docs/performance.md: prefetching in the parser). Its
  * steps are commented in place; split, they would cost calls or a struct
  * of state on every row for no reader's gain. */
 static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
