@@ -70,53 +70,51 @@ double rs_metrics_last_success_in(const char *text, size_t len, const char *comm
     return 0;
 }
 
-/* One family: its HELP and TYPE lines, then one sample labelled with the
- * command (and `extra`, a label pair or ""). */
+/* One family: its HELP and TYPE lines. */
 static void family(FILE *f, const char *name, const char *help)
 {
     fprintf(f, "# HELP ringshard_%s %s\n# TYPE ringshard_%s gauge\n", name, help, name);
 }
 
-static void sample_u64(FILE *f, const char *name, const char *command, uint64_t v)
-{
-    fprintf(f, "ringshard_%s{command=\"%s\"} %llu\n", name, command, (unsigned long long)v);
-}
-
-static void sample_time(FILE *f, const char *name, const char *command, double t)
-{
-    fprintf(f, "ringshard_%s{command=\"%s\"} %.3f\n", name, command, t);
-}
+/* The families of one sample each, in the file's order: a value (an
+ * integer, or a time with milliseconds) and its meaning. */
+typedef struct {
+    const char *name, *help;
+    int time;          /* 1: a time in seconds, else an integer */
+    double t;
+    uint64_t v;
+} one_sample;
 
 int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
 {
     const char *c = m->command;
     family(f, "run_info", "The ringshard version that ran (always 1).");
     fprintf(f, "ringshard_run_info{command=\"%s\",version=\"%s\"} 1\n", c, RS_VERSION);
-    family(f, "exit_code", "Exit code of the last run (0 success; docs/failures.md lists the others).");
-    sample_u64(f, "exit_code", c, (uint64_t)m->exit_code);
-    family(f, "success", "1 if the last run succeeded (exit code 0), else 0.");
-    sample_u64(f, "success", c, m->exit_code == 0);
-    family(f, "start_time_seconds", "When the last run started, in Unix time.");
-    sample_time(f, "start_time_seconds", c, m->start_time);
-    family(f, "end_time_seconds", "When the last run ended, in Unix time.");
-    sample_time(f, "end_time_seconds", c, m->end_time);
-    family(f, "last_success_timestamp_seconds",
-           "When a run last succeeded, in Unix time (kept from the previous file by a failed run; 0: none known).");
-    sample_time(f, "last_success_timestamp_seconds", c, last_success);
-    family(f, "inputs", "Inputs the last run read (files, or the files of a directory it read).");
-    sample_u64(f, "inputs", c, m->inputs);
-    family(f, "inputs_skipped", "Inputs the last run skipped as already ingested.");
-    sample_u64(f, "inputs_skipped", c, m->inputs_skipped);
-    family(f, "rows_read", "Data rows the last run read, rejected rows excluded.");
-    sample_u64(f, "rows_read", c, m->rows_read);
-    family(f, "bytes_read", "Data bytes the last run read (each row's bytes and one line end).");
-    sample_u64(f, "bytes_read", c, m->bytes_read);
-    family(f, "rows_written", "Data rows the last run wrote to its output.");
-    sample_u64(f, "rows_written", c, m->rows_written);
-    family(f, "bytes_written", "Data bytes the last run wrote to its output (each row's bytes and one LF).");
-    sample_u64(f, "bytes_written", c, m->bytes_written);
-    family(f, "rows_rejected", "Malformed rows the last run skipped or quarantined (--on-bad-row).");
-    sample_u64(f, "rows_rejected", c, m->rows_rejected);
+    const one_sample s[] = {
+        {"exit_code", "Exit code of the last run (0 success; docs/failures.md lists the others).", 0, 0,
+         (uint64_t)m->exit_code},
+        {"success", "1 if the last run succeeded (exit code 0), else 0.", 0, 0, m->exit_code == 0},
+        {"start_time_seconds", "When the last run started, in Unix time.", 1, m->start_time, 0},
+        {"end_time_seconds", "When the last run ended, in Unix time.", 1, m->end_time, 0},
+        {"last_success_timestamp_seconds",
+         "When a run last succeeded, in Unix time (kept from the previous file by a failed run; 0: none known).", 1,
+         last_success, 0},
+        {"inputs", "Inputs the last run read (files, or the files of a directory it read).", 0, 0, m->inputs},
+        {"inputs_skipped", "Inputs the last run skipped as already ingested.", 0, 0, m->inputs_skipped},
+        {"rows_read", "Data rows the last run read, rejected rows excluded.", 0, 0, m->rows_read},
+        {"bytes_read", "Data bytes the last run read (each row's bytes and one line end).", 0, 0, m->bytes_read},
+        {"rows_written", "Data rows the last run wrote to its output.", 0, 0, m->rows_written},
+        {"bytes_written", "Data bytes the last run wrote to its output (each row's bytes and one LF).", 0, 0,
+         m->bytes_written},
+        {"rows_rejected", "Malformed rows the last run skipped or quarantined (--on-bad-row).", 0, 0, m->rows_rejected},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
+        family(f, s[i].name, s[i].help);
+        if (s[i].time)
+            fprintf(f, "ringshard_%s{command=\"%s\"} %.3f\n", s[i].name, c, s[i].t);
+        else
+            fprintf(f, "ringshard_%s{command=\"%s\"} %llu\n", s[i].name, c, (unsigned long long)s[i].v);
+    }
     family(f, "phase_seconds", "Wall-clock seconds of each phase of the last run.");
     for (int i = 0; i < m->nphases; i++)
         fprintf(f, "ringshard_phase_seconds{command=\"%s\",phase=\"%s\"} %.6f\n", c, m->phase[i].name,
