@@ -82,6 +82,14 @@ typedef struct {
      * messages only */
     const char *in_name;
     int in_dirfd;
+    /* With in_name: further parts of the same bucket, read after it as if
+     * concatenated (the segments of appended generations: no header line),
+     * as names under in_dirfd and paths for messages. o->check then says
+     * what all the parts hold together (rows, bytes, sizes summed; the
+     * CRC-32 of their data one after the other). */
+    const char *const *in_more;
+    const char *const *in_more_paths;
+    size_t nin_more;
     const rs_dedup_check *check; /* NULL, or what the input must hold */
     const char *in_path_;        /* internal: set by rs_dedup_file */
 } rs_dedup_opts;

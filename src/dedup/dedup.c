@@ -36,6 +36,9 @@
 typedef struct {
     rs_reader *rd;           /* NULL once loaded whole */
     const char *path;
+    const rs_dedup_opts *o;  /* for the further parts of the input */
+    size_t part;             /* the part being read (0: in itself) */
+    int whole;               /* the input itself, with its parts */
     const rs_csv_dialect *d;
     const rs_csv_keyspec *ks; /* NULL: no key wanted */
     rs_buf buf;
@@ -59,13 +62,33 @@ static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int wan
     s->d = &o->dialect;
     s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
     s->header = o->header;
-    if (o->in_name && path == o->in_path_)  /* the input itself, not a split file */
+    s->o = o;
+    s->whole = o->in_name && path == o->in_path_;
+    if (s->whole)  /* the input itself, not a split file */
         s->rd = rs_reader_openat(o->in_dirfd, o->in_name, path, o->codec, err);
     else
         s->rd = rs_reader_open(path, o->codec, err);
     if (s->rd)
         s->size = rs_reader_size(s->rd);
     return s->rd ? 0 : -1;
+}
+
+/* Reads from the input, moving on to its next part at the end of one. */
+static ssize_t rs_read(rstream *s, void *buf, size_t cap, rs_error *err)
+{
+    for (;;) {
+        ssize_t n = rs_reader_read(s->rd, buf, cap, err);
+        if (n != 0 || !s->whole || s->part >= s->o->nin_more)
+            return n;
+        rs_reader_close(s->rd);
+        const char *path = s->o->in_more_paths[s->part];
+        s->rd = rs_reader_openat(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, err);
+        s->part++;
+        if (!s->rd)
+            return -1;
+        s->path = path;
+        s->size += rs_reader_size(s->rd);
+    }
 }
 
 /* Checks one more row of the input against o->check (rs_next). */
@@ -122,7 +145,7 @@ static int rs_load(rstream *s, uint64_t size_hint, rs_error *err)
     for (;;) {
         if (s->buf.cap - s->buf.len < (1u << 12) && rs_buf_reserve(&s->buf, 1u << 16) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
-        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -201,7 +224,7 @@ static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, cons
             if (rs_buf_reserve(&s->buf, s->buf.cap < (1u << 20) ? (1u << 20) : s->buf.cap) != 0)
                 return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
         }
-        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
         if (n < 0)
             return -1;
         if (n == 0)

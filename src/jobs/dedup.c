@@ -49,6 +49,8 @@ static int placed_on(void *ctx, const char *key, size_t keylen)
 typedef struct {
     char *in;            /* the bucket to deduplicate */
     const char *in_name; /* --buckets: its name under the directory's descriptor */
+    const char *const *more, *const *more_paths; /* --buckets: its segments (appended generations) */
+    size_t nmore;
     rs_dedup_check check; /* --buckets: what it must hold (its manifest entry) */
     placement place;     /* --buckets: check.ctx */
     char *out;           /* its output, inside the output's temporary directory */
@@ -111,6 +113,9 @@ static int pass2(task *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *ba
                 rs_dedup_opts o = *base;
                 if (j->in_name) {
                     o.in_name = j->in_name;
+                    o.in_more = j->more;
+                    o.in_more_paths = j->more_paths;
+                    o.nin_more = j->nmore;
                     o.check = &j->check;
                 }
                 char name[32];
@@ -189,15 +194,14 @@ static int not_conserved(rs_error *err, const char *what, uint64_t in_rows, uint
  * inputs' rows and bytes (--buckets: the manifest's files) = kept + removed.
  * Duplicates cannot be traced back to their input (a bucket mixes the
  * inputs), so "per input" is checked up to pass 1. */
-static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_result *res, const rs_manifest *in_m,
+static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_result *res, const rs_bucketdir *in_bd,
                               const task *jobs, uint32_t n, rs_error *err)
 {
     uint64_t in_rows = 0, in_bytes = 0, rejected = 0, b_rows = 0, b_bytes = 0;
     uint64_t out_rows = 0, out_bytes = 0, dup_rows = 0, dup_bytes = 0;
     if (a->buckets_dir) {
-        for (size_t i = 0; i < in_m->nfiles; i++)
-            in_rows += in_m->files[i].rows, in_bytes += in_m->files[i].bytes;
-        rejected = in_m->rejected;
+        in_rows = in_bd->rows, in_bytes = in_bd->bytes;  /* every generation */
+        rejected = in_bd->rejected;
     } else {
         for (size_t i = 0; i < a->pipeline.ninputs; i++) {
             in_rows += res->input[i].rows;
@@ -284,13 +288,13 @@ typedef struct {
 
 /* --buckets: opens the directory once (every bucket is read through it),
  * checks it is a full bucket directory and builds its ring; the dialect
- * and key come from its manifest. Collective (rs_cluster_same_dir). */
+ * and key come from its manifest. Collective (rs_cluster_bucketdir_open). */
 static int open_buckets(dstate *s, rs_error *err)
 {
     char *mpath = s->in_mpath = join(s->o->buckets_dir, "/", "manifest.json");
-    int opened = mpath ? rs_bucketdir_open(&s->bd, s->o->buckets_dir, err)
-                       : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (rs_cluster_same_dir(&s->bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
+    if (!mpath)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&s->bd, s->o->buckets_dir, err) != 0)  /* collective */
         return -1;
     const rs_manifest *in_m = &s->bd.m;
     if (!in_m->kind || strcmp(in_m->kind, "buckets") != 0)
@@ -337,6 +341,7 @@ static int setup_tasks(dstate *s, rs_error *err)
     s->out_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->out_names);
     if (!s->jobs || !s->out_names)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t k = 0;  /* --buckets: the directory's files, node by node (bucketdir.h) */
     for (uint32_t i = 0; i < s->njobs; i++) {
         task *j = &s->jobs[i];
         char num[32];
@@ -351,11 +356,22 @@ static int setup_tasks(dstate *s, rs_error *err)
             j->in = join(o->buckets_dir, "/", f->file);
             j->in_name = f->file;
             j->node = f->node;
-            j->rows = f->rows;
-            j->bytes = f->bytes;
             j->place = (placement){s->ring, (uint32_t)node};
-            j->check = (rs_dedup_check){f->rows, f->bytes, f->file_bytes, f->crc32, s->in_mpath, f->node,
-                                        &s->dd.keyspec, placed_on, &j->place};
+            /* the node's base file, then its segments: one bucket */
+            size_t k0 = k;
+            j->check = (rs_dedup_check){0, 0, 0, 0, s->in_mpath, f->node, &s->dd.keyspec, placed_on, &j->place};
+            for (; k < s->bd.nfiles && s->bd.file_base[k] == i; k++) {
+                const rs_manifest_file *part = s->bd.files[k];
+                j->check.crc = rs_crc32_combine(j->check.crc, part->crc32, part->bytes);
+                j->check.rows += part->rows;
+                j->check.bytes += part->bytes;
+                j->check.file_bytes += part->file_bytes;
+            }
+            j->more = s->bd.names + k0 + 1;
+            j->more_paths = (const char *const *)s->bd.paths + k0 + 1;
+            j->nmore = k - k0 - 1;
+            j->rows = j->check.rows;
+            j->bytes = j->check.bytes;
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
             char *safe = rs_safe_filename(node);
@@ -448,7 +464,7 @@ static int run_pass2(dstate *s, rs_error *err)
         return -1;
     if (rs_world_size() > 1)
         share_results(s->jobs, s->njobs, blo, bhi);
-    if (check_conservation(jo, &s->res, &s->bd.m, s->jobs, s->njobs, err) != 0)
+    if (check_conservation(jo, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
         return -1;
     for (size_t i = blo; i < bhi; i++)
         if (!jo->buckets_dir)
@@ -475,10 +491,21 @@ static int write_manifest(dstate *s, rs_error *err)
     m->compress = o->compress;
     m->level = o->level;
     m->keys_only = 0;
-    if (o->buckets_dir) {
+    if (o->buckets_dir) {  /* every generation's inputs (shallow copies) */
+        size_t n = in_mp->ninputs;
+        for (size_t g = 0; g < s->bd.ngens; g++)
+            n += s->bd.gens[g].ninputs;
+        if (!(m->inputs = calloc(n + 1, sizeof *m->inputs)))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        memcpy(m->inputs, in_mp->inputs, in_mp->ninputs * sizeof *m->inputs);
         m->ninputs = in_mp->ninputs;
-        m->inputs = in_mp->inputs;
-        m->rejected = in_mp->rejected;
+        for (size_t g = 0; g < s->bd.ngens; g++) {
+            memcpy(m->inputs + m->ninputs, s->bd.gens[g].inputs, s->bd.gens[g].ninputs * sizeof *m->inputs);
+            m->ninputs += s->bd.gens[g].ninputs;
+        }
+        for (size_t i = 0; i < m->ninputs; i++)
+            m->inputs[i].generation = 0;  /* this output is a directory of its own */
+        m->rejected = s->bd.rejected;
     } else {
         m->ninputs = s->po.ninputs;
         m->inputs = calloc(s->po.ninputs ? s->po.ninputs : 1, sizeof *m->inputs);
@@ -486,8 +513,9 @@ static int write_manifest(dstate *s, rs_error *err)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
         for (size_t i = 0; i < s->po.ninputs; i++) {
             const rs_input_stats *in = &s->res.input[i];
-            m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                               in->blank_lines, in->zero_padding};
+            m->inputs[i] = (rs_manifest_input){.path = (char *)in->path, .size = in->size, .rows = in->rows,
+                                               .bytes = in->bytes, .rejected = in->rejected,
+                                               .blank_lines = in->blank_lines, .zero_padding = in->zero_padding};
         }
         m->rejected = s->res.rejected;
     }
@@ -497,8 +525,8 @@ static int write_manifest(dstate *s, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (uint32_t i = 0; i < s->njobs; i++) {
         const rs_dedup_result *d = &s->jobs[i].res;
-        m->files[i] = (rs_manifest_file){s->out_names[i], (char *)s->jobs[i].node, NULL, NULL, d->rows, d->bytes,
-                                         d->file_bytes, d->crc, 0};
+        m->files[i] = (rs_manifest_file){.file = s->out_names[i], .node = (char *)s->jobs[i].node, .rows = d->rows,
+                                         .bytes = d->bytes, .file_bytes = d->file_bytes, .crc32 = d->crc};
         m->rows += d->rows;
         m->bytes += d->bytes;
     }
@@ -561,10 +589,7 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
 
 static void free_state(dstate *s)
 {
-    if (s->o->buckets_dir)
-        s->m.inputs = NULL;
-    else
-        free(s->m.inputs);
+    free(s->m.inputs);
     free(s->m.files);
     rs_bucketdir_close(&s->bd);
     free(s->in_mpath);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE  /* vasprintf */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,9 +102,9 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx, size_t n, vctx *c, int T,
                 rs_input_stats *st, uint64_t *wrong, char **header, rs_error *err)
 {
-    const char **in = NULL, **names = NULL;
+    rs_bucketdir_sel sel;
     uint32_t *want = malloc((n ? n : 1) * sizeof *want), *want_to = malloc((n ? n : 1) * sizeof *want_to);
-    if (!want || !want_to || rs_bucketdir_inputs(bd, idx, n, po, &names, &in, err) != 0) {
+    if (!want || !want_to || rs_bucketdir_inputs(bd, idx, n, po, &sel, err) != 0) {
         free(want);
         free(want_to);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -129,56 +130,162 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
         *header = res.header ? strdup(res.header) : NULL;
     }
     rs_pipeline_result_free(&res);
-    free(in);
-    free(names);
+    rs_bucketdir_sel_free(&sel);
     free(want);
     free(want_to);
     return rc;
 }
 
-/* The directory's entries but manifest.json, sorted, into s->present. */
-static int list_present(vstate *s, rs_error *err)
+/* Whether name is one of the generations read (g<N>, N after the base). */
+static int is_gen_dir(const vstate *s, const char *name)
 {
-    int lfd = dup(s->bd.fd);
-    DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
+    for (size_t g = 0; g < s->bd.ngens; g++) {
+        char dn[16];
+        rs_gen_dir_name(s->bd.gens[g].generation, dn);
+        if (!strcmp(dn, name))
+            return 1;
+    }
+    return 0;
+}
+
+/* Appends the entries of the directory open as dfd (closed here) to
+ * s->present, named prefix + name, but manifest.json; a generation
+ * directory's entries are listed too (its name as their prefix). */
+static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_error *err)
+{
+    DIR *dh = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!dh) {
-        rs_error_set(err, RS_EXIT_IO, "%s: cannot list: %s", s->o->dir, strerror(errno));
-        if (lfd >= 0)
-            close(lfd);
+        rs_error_set(err, RS_EXIT_IO, "%s/%s: cannot list: %s", s->o->dir, prefix, strerror(errno));
+        if (dfd >= 0)
+            close(dfd);
         return -1;
     }
-    size_t pcap = 0;
     struct dirent *de;
-    while ((de = readdir(dh))) {
+    int rc = 0;
+    while (rc == 0 && (de = readdir(dh))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "manifest.json"))
             continue;
-        if (s->npresent == pcap) {
-            pcap = pcap ? 2 * pcap : 256;
-            char **np = realloc(s->present, pcap * sizeof *np);
+        char *name = NULL;
+        if (asprintf(&name, "%s%s", prefix, de->d_name) < 0 || s->npresent == SIZE_MAX / 2) {
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+            break;
+        }
+        if (s->npresent == *pcap) {
+            *pcap = *pcap ? 2 * *pcap : 256;
+            char **np = realloc(s->present, *pcap * sizeof *np);
             if (!np) {
-                closedir(dh);
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+                free(name);
+                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+                break;
             }
             s->present = np;
         }
-        if (!(s->present[s->npresent++] = strdup(de->d_name))) {
-            closedir(dh);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        s->present[s->npresent++] = name;
+        if (!*prefix && is_gen_dir(s, de->d_name)) {
+            char sub[32];
+            snprintf(sub, sizeof sub, "%s/", de->d_name);
+            rc = list_dir(s, openat(s->bd.fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), sub,
+                          pcap, err);
         }
     }
     closedir(dh);
+    return rc;
+}
+
+/* The directory's entries but the manifests (generations' included),
+ * sorted, into s->present. */
+static int list_present(vstate *s, rs_error *err)
+{
+    size_t pcap = 0;
+    if (list_dir(s, dup(s->bd.fd), "", &pcap, err) != 0)
+        return -1;
     if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
         qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
     return 0;
 }
 
-/* The manifest's files against those present: listed twice, missing,
+/* Marks `name` (under DIR) as listed by a manifest: 1 when present, and
+ * says so when it was listed before. */
+static int mark_listed(vstate *s, uint8_t *listed, const char *name)
+{
+    char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
+    if (!hit)
+        return 0;
+    if (listed[hit - s->present])
+        diff_line(s, "manifest: file %s is listed twice", name);
+    listed[hit - s->present] = 1;
+    return 1;
+}
+
+/* A manifest's files add up to its totals. */
+static void check_totals(vstate *s, const rs_manifest *m, const char *which)
+{
+    uint64_t rows = 0, bytes = 0;
+    for (size_t i = 0; i < m->nfiles; i++)
+        rows += m->files[i].rows, bytes += m->files[i].bytes;
+    /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
+    if (rows != m->rows || (!m->keys_only && bytes != m->bytes))
+        diff_line(s, "%s: files add up to %llu rows and %llu bytes, totals say %llu and %llu", which,
+                  (unsigned long long)rows, (unsigned long long)bytes, (unsigned long long)m->rows,
+                  (unsigned long long)m->bytes);
+}
+
+/* The input records against the generations: each says which generation
+ * ingested it, the one whose manifest lists it (the base lists those of
+ * its generation and, after a compaction, of every earlier one). */
+static void check_inputs(vstate *s)
+{
+    const rs_bucketdir *bd = &s->bd;
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    for (size_t i = 0; i < bd->m.ninputs; i++)
+        if (bd->m.inputs[i].generation > base)
+            diff_line(s, "manifest: input %s says generation %llu, after the base's (%llu)", bd->m.inputs[i].path,
+                      (unsigned long long)bd->m.inputs[i].generation, (unsigned long long)base);
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t i = 0; i < bd->gens[g].ninputs; i++) {
+            const rs_manifest_input *in = &bd->gens[g].inputs[i];
+            if (in->generation != bd->gens[g].generation)
+                diff_line(s, "g%08llu/manifest.json: input %s says generation %llu", 
+                          (unsigned long long)bd->gens[g].generation, in->path, (unsigned long long)in->generation);
+        }
+}
+
+/* The key indexes the manifests list are files of DIR (their contents
+ * are checked against the rows by check_indexes). */
+static void mark_indexes(vstate *s, uint8_t *listed)
+{
+    const rs_bucketdir *bd = &s->bd;
+    for (size_t i = 0; i < bd->nfiles; i++) {
+        const rs_manifest_file *f = bd->files[i];
+        if (!f->index)
+            continue;
+        char *name = NULL, dn[16];
+        rs_gen_dir_name(bd->file_gen[i], dn);
+        if (asprintf(&name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "", f->index) < 0)
+            continue;
+        if (!mark_listed(s, listed, name))
+            diff_line(s, "%s: missing (the key index of %s)", name, bd->names[i]);
+        free(name);
+    }
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
+            char *name = NULL, dn[16];
+            rs_gen_dir_name(bd->gens[g].generation, dn);
+            if (asprintf(&name, "%s/%s", dn, bd->gens[g].indexes[k].index) < 0)
+                continue;
+            if (!mark_listed(s, listed, name))
+                diff_line(s, "%s: missing (a key index listed by %s/manifest.json)", name, dn);
+            free(name);
+        }
+}
+
+/* The manifests' files against those present: listed twice, missing,
  * extra, wrong size, not a node of the ring(s); the totals. Files that can
  * be read and whose node is known go into s->idx for the scan. */
 static int check_listing(vstate *s, rs_error *err)
 {
-    const rs_manifest *m = &s->bd.m;
-    size_t nf = s->nf = m->nfiles;
+    const rs_bucketdir *bd = &s->bd;
+    size_t nf = s->nf = bd->nfiles;
     s->want = calloc(nf + 1, sizeof *s->want);
     s->want_to = calloc(nf + 1, sizeof *s->want_to);
     s->idx = calloc(nf + 1, sizeof *s->idx);
@@ -190,24 +297,19 @@ static int check_listing(vstate *s, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
-    uint64_t sum_rows = 0, sum_bytes = 0;
+    for (size_t g = 0; g < bd->ngens; g++) {  /* a generation's directory is its files' */
+        char dn[16];
+        rs_gen_dir_name(bd->gens[g].generation, dn);
+        mark_listed(s, listed, dn);
+    }
     for (size_t i = 0; i < nf; i++) {
-        const rs_manifest_file *f = &m->files[i];
-        sum_rows += f->rows;
-        sum_bytes += f->bytes;
-        for (size_t q = 0; q < i; q++)
-            if (!strcmp(m->files[q].file, f->file)) {
-                diff_line(s, "manifest: file %s is listed twice", f->file);
-                break;
-            }
-        char **hit = s->npresent ? bsearch(&f->file, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
-        if (hit)
-            listed[hit - s->present] = 1;
-        int usable = 1;
+        const rs_manifest_file *f = bd->files[i];
+        const char *name = bd->names[i];
+        int hit = mark_listed(s, listed, name), usable = 1;
         if (s->moves) {
             int64_t a = rs_nodes_find(on, f->from), b = rs_nodes_find(nn, f->to);
             if (a < 0 || b < 0) {
-                diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", f->file, f->from, f->to,
+                diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", name, f->from, f->to,
                           a < 0 ? f->from : f->to, a < 0 ? "old" : "new");
                 usable = 0;
             } else {
@@ -217,33 +319,35 @@ static int check_listing(vstate *s, rs_error *err)
         } else {
             int64_t a = rs_nodes_find(on, f->node);
             if (a < 0) {
-                diff_line(s, "%s: node %s is not a node of the ring", f->file, f->node);
+                diff_line(s, "%s: node %s is not a node of the ring", name, f->node);
                 usable = 0;
             } else {
                 s->want[i] = (uint32_t)a;
             }
         }
         struct stat sb;
-        if (!hit || fstatat(s->bd.fd, f->file, &sb, 0) != 0 || !S_ISREG(sb.st_mode)) {
-            diff_line(s, "%s: missing (listed in the manifest with %llu rows)", f->file,
-                      (unsigned long long)f->rows);
+        if (!hit || fstatat(bd->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) {
+            diff_line(s, "%s: missing (listed in the manifest with %llu rows)", name, (unsigned long long)f->rows);
             continue;
         }
         if ((uint64_t)sb.st_size != f->file_bytes)
-            diff_line(s, "%s: %llu bytes on disk, the manifest says %llu", f->file, (unsigned long long)sb.st_size,
+            diff_line(s, "%s: %llu bytes on disk, the manifest says %llu", name, (unsigned long long)sb.st_size,
                       (unsigned long long)f->file_bytes);
         if (usable)
             s->idx[s->nidx++] = i;
     }
+    mark_indexes(s, listed);
     for (size_t k = 0; k < s->npresent; k++)
         if (!listed[k])
             diff_line(s, "%s: extra file, not in the manifest", s->present[k]);
     free(listed);
-    /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
-    if (sum_rows != m->rows || (!m->keys_only && sum_bytes != m->bytes))
-        diff_line(s, "manifest: files add up to %llu rows and %llu bytes, totals say %llu and %llu",
-                  (unsigned long long)sum_rows, (unsigned long long)sum_bytes, (unsigned long long)m->rows,
-                  (unsigned long long)m->bytes);
+    check_totals(s, &bd->m, "manifest");
+    for (size_t g = 0; g < bd->ngens; g++) {
+        char which[48];
+        snprintf(which, sizeof which, "g%08llu/manifest.json", (unsigned long long)bd->gens[g].generation);
+        check_totals(s, &bd->gens[g], which);
+    }
+    check_inputs(s);
     return 0;
 }
 
@@ -289,13 +393,13 @@ static int scan_rows(vstate *s, rs_error *err)
         rs_error e1 = {0};
         if (scan(po, &s->bd, &one, 1, &ctx, s->T, s->st, s->wrong, &s->header, &e1) == 0) {
             s->scanned[one] = 1;
-            if (check_header && s->st[one].rows + s->st[one].blank_lines > 0 &&
+            if (check_header && !s->bd.headerless[one] && s->st[one].rows + s->st[one].blank_lines > 0 &&
                 (!s->header || strcmp(s->header, m->header_line) != 0))
-                diff_line(s, "%s: header '%s', the manifest says '%s'", m->files[one].file,
+                diff_line(s, "%s: header '%s', the manifest says '%s'", s->bd.names[one],
                           s->header ? s->header : "", m->header_line);
         }
         else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
-            diff_line(s, "%s: unreadable: %s", m->files[one].file, e1.msg);
+            diff_line(s, "%s: unreadable: %s", s->bd.names[one], e1.msg);
         else {
             *err = e1;
             return -1;
@@ -311,29 +415,30 @@ static void check_counts(vstate *s)
     for (size_t i = 0; i < s->nf; i++) {
         if (!s->scanned[i])
             continue;
-        const rs_manifest_file *f = &s->bd.m.files[i];
+        const rs_manifest_file *f = s->bd.files[i];
+        const char *name = s->bd.names[i];
         const rs_input_stats *st = &s->st[i];
         uint64_t wrong = s->wrong[i];
         s->r->rows += st->rows;
         s->r->bytes += st->bytes;
         if (wrong) {
             if (s->moves)
-                diff_line(s, "%s: %llu of %llu rows do not move %s -> %s under the manifest's rings", f->file,
+                diff_line(s, "%s: %llu of %llu rows do not move %s -> %s under the manifest's rings", name,
                           (unsigned long long)wrong, (unsigned long long)st->rows, f->from, f->to);
             else
-                diff_line(s, "%s: %llu of %llu rows belong to another node than %s", f->file,
+                diff_line(s, "%s: %llu of %llu rows belong to another node than %s", name,
                           (unsigned long long)wrong, (unsigned long long)st->rows, f->node);
         }
         if (st->rows != f->rows)
-            diff_line(s, "%s: %llu rows, the manifest says %llu", f->file, (unsigned long long)st->rows,
+            diff_line(s, "%s: %llu rows, the manifest says %llu", name, (unsigned long long)st->rows,
                       (unsigned long long)f->rows);
         if (st->bytes != f->bytes)
-            diff_line(s, "%s: %llu data bytes, the manifest says %llu", f->file, (unsigned long long)st->bytes,
+            diff_line(s, "%s: %llu data bytes, the manifest says %llu", name, (unsigned long long)st->bytes,
                       (unsigned long long)f->bytes);
         if (st->crc != f->crc32)
-            diff_line(s, "%s: CRC-32 of the data %08x, the manifest says %08x", f->file, st->crc, f->crc32);
+            diff_line(s, "%s: CRC-32 of the data %08x, the manifest says %08x", name, st->crc, f->crc32);
         if (st->blank_lines)
-            diff_line(s, "%s: %llu blank lines (ringshard writes none)", f->file,
+            diff_line(s, "%s: %llu blank lines (ringshard writes none)", name,
                       (unsigned long long)st->blank_lines);
     }
 }
