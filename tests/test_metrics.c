@@ -248,3 +248,19 @@ Test(metrics, last_success_is_read_back_strictly)
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         cr_assert_eq(rs_metrics_last_success_in(bad[i], strlen(bad[i]), "bucket"), 0, "%s", bad[i]);
 }
+
+/* An append that finds its input already ingested skips it: a success
+ * that read and wrote nothing, the input counted as skipped. */
+Test(metrics, an_append_counts_the_inputs_it_skips)
+{
+    make_inputs();
+    SH_OK("\"$RS\" bucket --quiet --nodes 5 --append --metrics m.prom -o out in.csv");
+    assert_sample("m.prom", "ringshard_inputs_skipped{command=\"bucket\"}", "0");
+    assert_sample("m.prom", "ringshard_rows_written{command=\"bucket\"}", "3000");
+    SH_OK("cp in.csv again.csv && \"$RS\" bucket --quiet --nodes 5 --append --metrics m.prom -o out again.csv");
+    assert_promtool("m.prom");
+    assert_sample("m.prom", "ringshard_success{command=\"bucket\"}", "1");
+    assert_sample("m.prom", "ringshard_inputs_skipped{command=\"bucket\"}", "1");
+    assert_sample("m.prom", "ringshard_inputs{command=\"bucket\"}", "0");
+    assert_sample("m.prom", "ringshard_rows_written{command=\"bucket\"}", "0");
+}
