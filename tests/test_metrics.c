@@ -65,18 +65,25 @@ static void assert_sample(const char *file, const char *series, const char *want
     free(v);
 }
 
+/* assert_sample for each "NAME VALUE" of want (NULL-terminated): the
+ * sample ringshard_NAME{command="bucket"}. */
+static void assert_bucket(const char *file, const char *const *want)
+{
+    for (; *want; want++) {
+        char series[128];
+        const char *sp = strchr(*want, ' ');
+        snprintf(series, sizeof series, "ringshard_%.*s{command=\"bucket\"}", (int)(sp - *want), *want);
+        assert_sample(file, series, sp + 1);
+    }
+}
+
 Test(metrics, a_successful_bucket_run_is_valid_text_format_with_its_counts)
 {
     make_inputs();
     SH_OK("\"$RS\" bucket --quiet --nodes 5 --metrics m.prom -o out in.csv");
     assert_promtool("m.prom");
-    assert_sample("m.prom", "ringshard_exit_code{command=\"bucket\"}", "0");
-    assert_sample("m.prom", "ringshard_success{command=\"bucket\"}", "1");
-    assert_sample("m.prom", "ringshard_inputs{command=\"bucket\"}", "1");
-    assert_sample("m.prom", "ringshard_rows_read{command=\"bucket\"}", "3000");
-    assert_sample("m.prom", "ringshard_rows_written{command=\"bucket\"}", "3000");
-    assert_sample("m.prom", "ringshard_rows_rejected{command=\"bucket\"}", "0");
-    assert_sample("m.prom", "ringshard_inputs_skipped{command=\"bucket\"}", "0");
+    assert_bucket("m.prom", (const char *const[]){"exit_code 0", "success 1", "inputs 1", "rows_read 3000",
+                                                   "rows_written 3000", "rows_rejected 0", "inputs_skipped 0", NULL});
     /* bytes: each row and its LF, as the manifest counts them */
     SH_OK("test \"$(grep -o '\"bytes\": [0-9]*' out/manifest.json | tail -1 | grep -o '[0-9]*$')\" = "
           "\"$(sed -n 's/^ringshard_bytes_read{command=\"bucket\"} //p' m.prom)\"");
@@ -255,12 +262,9 @@ Test(metrics, an_append_counts_the_inputs_it_skips)
 {
     make_inputs();
     SH_OK("\"$RS\" bucket --quiet --nodes 5 --append --metrics m.prom -o out in.csv");
-    assert_sample("m.prom", "ringshard_inputs_skipped{command=\"bucket\"}", "0");
-    assert_sample("m.prom", "ringshard_rows_written{command=\"bucket\"}", "3000");
+    assert_bucket("m.prom", (const char *const[]){"inputs_skipped 0", "rows_written 3000", NULL});
     SH_OK("cp in.csv again.csv && \"$RS\" bucket --quiet --nodes 5 --append --metrics m.prom -o out again.csv");
     assert_promtool("m.prom");
-    assert_sample("m.prom", "ringshard_success{command=\"bucket\"}", "1");
-    assert_sample("m.prom", "ringshard_inputs_skipped{command=\"bucket\"}", "1");
-    assert_sample("m.prom", "ringshard_inputs{command=\"bucket\"}", "0");
-    assert_sample("m.prom", "ringshard_rows_written{command=\"bucket\"}", "0");
+    assert_bucket("m.prom",
+                  (const char *const[]){"success 1", "inputs_skipped 1", "inputs 0", "rows_written 0", NULL});
 }
