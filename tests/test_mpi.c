@@ -417,7 +417,7 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
     }
 }
 
-/* --files-from under mpirun (issue 17 item 3): rank 0 reads the list - a
+/* --files-from under mpirun: rank 0 reads the list - a
  * file, or standard input, which mpirun gives to rank 0 alone - and sends it
  * to the other ranks, so every rank divides the same inputs: the output is
  * one process's. A list's error is said once, nothing published; stats
@@ -460,7 +460,7 @@ Test(mpi, files_from_many_files_under_ulimit)
        "--files-from list' && " SAME("ref", "r2"));
 }
 
-/* zstd (issue 18): ringshard's own .zst cut into units across ranks, next
+/* zstd: ringshard's own .zst cut into units across ranks, next
  * to zstd from the CLI and gzip, written as zstd: the single process's
  * bytes for any R; and dedup --buckets of that .csv.zst directory. */
 Test(mpi, zstd_units_and_outputs_identical)
@@ -479,7 +479,7 @@ Test(mpi, zstd_units_and_outputs_identical)
        MPIRUN "3 \"$RS\" dedup --quiet -j 1 --buckets ref --compress zstd -o d3 && " SAME("d1", "d3"));
 }
 
-/* Lanes under ranks (issue 17): every rank divides its range among its
+/* Lanes under ranks: every rank divides its range among its
  * lanes (--producers), pieces of lanes inside pieces of ranks. The mix of
  * small plain files, gzip files and ringshard's own file in units of
  * about 1 MB: the single process's bytes for 1-3 ranks x 1-3 lanes, and

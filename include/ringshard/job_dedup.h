@@ -44,6 +44,7 @@ typedef struct {
     int published;            /* 1 when DIR was published */
     uint32_t buckets;         /* buckets deduplicated (DIR's files) */
     uint64_t rows_in, rows;   /* data rows read by pass 2, and kept */
+    uint64_t bytes_in, bytes; /* their bytes (row + LF) */
     uint64_t dup_keys;        /* keys (rows, by row) that had more than one copy */
     uint64_t split_buckets, splits, streamed;  /* buckets split again, splits, parts streamed */
     char *largest_node;       /* the bucket with the most bytes (NULL when none) */

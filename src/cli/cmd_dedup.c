@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "ringshard/job_dedup.h"
+#include "ringshard/util.h"
 #include "ringshard/outdir.h"
 
 static const char dedup_help[] =
@@ -171,6 +172,7 @@ int rs_cmd_dedup(int argc, char **argv)
         {"buckets", required_argument, 0, OPT_BUCKETS},
         {"temp-compress", required_argument, 0, OPT_TEMP_COMPRESS},
         RS_APPEND_LONGOPTS,
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -202,6 +204,11 @@ int rs_cmd_dedup(int argc, char **argv)
                 a.key_given = 1;
             continue;
         }
+        if ((r = rs_cli_metrics_option("dedup", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("dedup", &err);
+            continue;
+        }
         if ((r = dedup_option(&a, c, optarg, &err)) != 0) {
             if (r == -1)
                 return rs_cli_fail("dedup", &err);
@@ -213,6 +220,8 @@ int rs_cmd_dedup(int argc, char **argv)
         case 'h':
             fputs(dedup_help, stdout);
             fputs(rs_cli_append_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
@@ -255,7 +264,9 @@ int rs_cmd_dedup(int argc, char **argv)
     /* the ring: given, or (--buckets) the directory's, which the job reads */
     rs_ring *ring = NULL;
     if (!a.buckets_dir) {
+        double t0 = rs_now();
         ring = rs_cli_ring_build_within(&a.ro, a.po.memory, &err);
+        rs_cli_metrics_phase("ring", rs_now() - t0);
         if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
             rs_ring_free(ring);
             return rs_cli_fail("dedup", &err);
@@ -273,6 +284,15 @@ int rs_cmd_dedup(int argc, char **argv)
     rs_dedup_job_run(&o, &res, &err);
     if (a.ap.append && !err.code && !a.quiet && rs_world_rank() == 0)
         append_summary(&a, &res);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = a.buckets_dir ? res.buckets : a.po.ninputs;
+        m->inputs_skipped = res.inputs_skipped;
+        m->rows_read = res.rows_in, m->bytes_read = res.bytes_in, m->rows_rejected = res.rejected;
+        m->rows_written = res.published ? res.rows : 0, m->bytes_written = res.published ? res.bytes : 0;
+        rs_metrics_add_phase(m, "pass1", res.pass1_seconds);
+        rs_metrics_add_phase(m, "pass2", res.pass2_seconds);
+    }
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
         summary(&a, &res);
     if (err.code)

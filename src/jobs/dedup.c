@@ -661,6 +661,8 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
         const rs_dedup_result *d = &j->res;
         r->rows_in += d->rows_in;
         r->rows += d->rows;
+        r->bytes_in += d->bytes_in;
+        r->bytes += d->bytes;
         r->dup_keys += d->dup_keys;
         r->split_buckets += d->splits > 0;
         r->splits += d->splits;
