@@ -9,6 +9,8 @@
 #include "rs_config.h"
 #include "support.h"
 
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+
 Test(memory, peak_rss_within_budget, .timeout = 300)
 {
     char *tmp = make_tmpdir();
@@ -51,23 +53,32 @@ TestSuite(memory_bound, .init = test_dir_setup, .fini = test_dir_teardown);
 
 /* ---- --memory is a bound on the whole process ----------------------------- */
 
-/* Runs `ringshard bucket --quiet OPTS -o out in.csv.gz` in a fresh Python
- * (so that RUSAGE_CHILDREN's peak is this run's) and returns its exit
- * status; *peak_kib gets the child's peak RSS, *err_text its stderr. */
-static int bucket_peak(const char *opts, long *peak_kib, char **err_text)
+/* Runs `ringshard ARGS` (split at blanks) in a fresh Python (so that
+ * RUSAGE_CHILDREN's peak is this run's) and returns its exit status;
+ * *peak_kib gets the child's peak RSS, *err_text its stderr. */
+static int peak_of(const char *args, long *peak_kib, char **err_text)
 {
     cmd_result r = sh_in_test_dir(
-        "rm -rf out; python3 -c \"\nimport resource, subprocess, sys\n"
-        "p = subprocess.run([sys.argv[1], 'bucket', '--quiet'] + sys.argv[2].split() + ['-o', 'out', 'in.csv.gz'], "
-        "stderr=subprocess.PIPE, text=True)\n"
+        "python3 -c \"\nimport resource, subprocess, sys\n"
+        "p = subprocess.run([sys.argv[1]] + sys.argv[2].split(), stderr=subprocess.PIPE, text=True)\n"
         "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
         "sys.stderr.write(p.stderr)\n\" \"$RS\" '%s'",
-        opts);
+        args);
     int rc = -1;
     cr_assert_eq(sscanf(r.out, "%d %ld", &rc, peak_kib), 2, "%s %s", r.out, r.err);
     *err_text = strdup(r.err);
     cmd_result_free(&r);
     return rc;
+}
+
+/* peak_of `ringshard bucket --quiet OPTS -o out in.csv.gz`, out removed
+ * first. */
+static int bucket_peak(const char *opts, long *peak_kib, char **err_text)
+{
+    char args[512];
+    snprintf(args, sizeof args, "bucket --quiet %s -o out in.csv.gz", opts);
+    SH_OK("rm -rf out");
+    return peak_of(args, peak_kib, err_text);
 }
 
 /* Three runs that went over --memory in earlier builds (97, 75 and 950 MB):
@@ -171,6 +182,49 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
         free(e);
     }
     unsetenv("RINGSHARD_LOG");
+}
+
+/* dedup --append keeps to --memory whatever the size of the history: at
+ * --memory 64M -j 2, against a history whose key indexes hold more than
+ * 64 MiB (1.5 million keys on 2 nodes, so that each node's index is also
+ * larger than a thread's share), the peak RSS stays within 64 MiB, and so
+ * it does against the same rows as a bucket directory, whose indexes the
+ * run builds on the way (reading its rows once). Both write the new
+ * generation and the duplicates report a --memory 1G run writes, byte for
+ * byte; at 64M the new keys are looked up in several parts (the indexes
+ * are read more than once). The rows are bill ids alone (gen_bills' first
+ * column), to keep the data small. */
+Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
+{
+    SH_OK(GEN " --rows 1500000 --seed 3 --dup-share 0 --newline-share 0 2>/dev/null | cut -d, -f1 | gzip -1 > h.csv.gz "
+          "&& { " GEN " --rows 360000 --seed 4 --newline-share 0 2>/dev/null | cut -d, -f1 && "
+          "gzip -dc h.csv.gz | awk 'NR > 1 && NR %% 37 == 0'; } | gzip -1 > n.csv.gz && "
+          "\"$RS\" dedup --quiet --append --nodes 2 -o H h.csv.gz && \"$RS\" bucket --quiet --nodes 2 -o B h.csv.gz && "
+          "python3 -c 'import json; n = sum(f[\"index_bytes\"] for f in json.load(open(\"H/manifest.json\"))[\"files\"]); "
+          "assert n > 64 << 20, n' && cp -al H H1 && cp -al H H64 && cp -al B B64");
+    static const char *const runs[] = {"H1 1G", "H64 64M", "B64 64M"};
+    double read[3];
+    for (int i = 0; i < 3; i++) {
+        char dir[8], mem[8], args[256], *e;
+        long peak;
+        sscanf(runs[i], "%7s %7s", dir, mem);
+        snprintf(args, sizeof args, "dedup --append -j 2 --memory %s -o %s --duplicates %s.dups n.csv.gz", mem, dir,
+                 dir);
+        int rc = peak_of(args, &peak, &e);
+        cr_assert_eq(rc, 0, "%s: %s", args, e);
+        if (i > 0)
+            cr_assert_leq(peak, 64 * 1024, "%s: peak RSS %ld KiB", args, peak);
+        cr_assert_gt(peak, 8 * 1024, "the measurement must see the process (%ld KiB)", peak);
+        cr_assert(strstr(e, "dropped: 40540 whose key the history holds"), "%s: %s", args, e);
+        cr_assert(strstr(e, i < 2 ? ", 0 rows re-read" : ", 1500000 rows re-read to build 2 missing"), "%s: %s", args, e);
+        const char *h = strstr(e, "history: ");
+        cr_assert(h && sscanf(h, "history: %lf MB of key index read", &read[i]) == 1, "%s", e);
+        free(e);
+    }
+    cr_assert_gt(read[1], read[0] * 1.5, "at 64M the new keys are looked up in parts: %.1f MB, %.1f at 1G", read[1],
+                 read[0]);
+    SH_OK("for d in H64 B64; do for f in 0.csv.gz 1.csv.gz; do cmp H1/g00000002/$f $d/g00000002/$f || exit 1; done; "
+          "cmp H1.dups $d.dups && \"$RS\" verify --quiet $d || exit 1; done");
 }
 
 #if RS_HAVE_ZSTD

@@ -102,7 +102,21 @@ static int lookup_part(const rs_history_opts *h, rs_keyidx *x, part *pt, rs_hist
     return 0;
 }
 
-/* Phase 1: the keys, part by part, looked up. */
+/* What the part holds once a key of len more bytes is added: its arrays
+ * and arena as allocated (they grow by doubling, the arena as
+ * rs_buf_reserve does), and the copy of the probes qsort makes to sort
+ * them (rs_keyidx_probe_sort). */
+static uint64_t part_bytes_with(const part *pt, size_t len)
+{
+    size_t cap = pt->n < pt->cap ? pt->cap : pt->cap ? 2 * pt->cap : 4096;
+    size_t acap = pt->arena.cap ? pt->arena.cap : 256;
+    while (acap < pt->arena.len + len)
+        acap *= 2;
+    return acap + (uint64_t)cap * (sizeof *pt->p + sizeof *pt->koff) + (uint64_t)(pt->n + 1) * sizeof *pt->p;
+}
+
+/* Phase 1: the keys, part by part, looked up: a part ends before a key
+ * whose room would take what it holds past the budget. */
 static int find(const rs_history_opts *h, const rs_dedup_opts *d, const char *in, rs_keyidx *x, part *pt,
                 rs_history_result *r, rs_error *err)
 {
@@ -117,15 +131,14 @@ static int find(const rs_history_opts *h, const rs_dedup_opts *d, const char *in
         return -1;
     }
     while ((rc = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+        if (pt->n && part_bytes_with(pt, keylen) > h->budget && (rc = lookup_part(h, x, pt, r, err)) != 0)
+            break;
         if (add_key(pt, key, keylen) != 0 || grow_hits(pt, r->rows_in + 1) != 0) {
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
             break;
         }
         r->rows_in++;
         r->bytes_in += rowlen + 1;
-        if (pt->arena.len + pt->n * (sizeof *pt->p + sizeof *pt->koff) > h->budget &&
-            (rc = lookup_part(h, x, pt, r, err)) != 0)
-            break;
     }
     if (rc == 0 && pt->n)
         rc = lookup_part(h, x, pt, r, err);

@@ -146,9 +146,22 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, uint64_t budget, rs_
     return 0;
 }
 
+/* What the pending run holds once a key of len more bytes is added: its
+ * entries and keys as allocated (they grow by doubling, the keys as
+ * rs_buf_reserve does), and the copy of the entries qsort makes to sort
+ * them (flush_run). */
+static uint64_t pending_with(const rs_keyidx_writer *w, size_t len)
+{
+    size_t cap = w->n < w->cap ? w->cap : w->cap ? 2 * w->cap : 1024;
+    size_t hcap = w->heap.cap ? w->heap.cap : 256;
+    while (hcap < w->heap.len + len)
+        hcap *= 2;
+    return hcap + (uint64_t)(cap + w->n + 1) * 3 * sizeof *w->ent;
+}
+
 int rs_keyidx_add(rs_keyidx_writer *w, const void *key, size_t len, rs_error *err)
 {
-    if ((w->heap.len + len + 24 * (w->n + 1) > w->budget && w->n) )
+    if (w->n && pending_with(w, len) > w->budget)
         flush_run(w);
     if (w->n == w->cap) {
         size_t nc = w->cap ? 2 * w->cap : 1024;

@@ -458,7 +458,15 @@ static int pass2_opts(dstate *s, int threads, rs_error *err)
     o->level = s->out_level;
     o->tmpdir = s->pass1;
     o->in_dirfd = s->bd.fd;  /* --buckets: jobs[].in_name are under it */
-    o->budget = s->po.memory / (uint64_t)(threads > 0 ? threads : 1);
+    uint64_t memory = s->po.memory;
+    if (s->grow) {
+        /* --append fills its budgets (the new keys' parts, the key indexes
+         * being written): what the process keeps apart from them, its code
+         * and the ring, as pass 1 counts it, is not theirs */
+        uint64_t kept = RS_MEMORY_FIXED + s->po.held;
+        memory = memory > 2 * kept ? memory - kept : memory / 2;
+    }
+    o->budget = memory / (uint64_t)(threads > 0 ? threads : 1);
     s->pass.append = s->grow;
     s->pass.segments = s->g != NULL;
     /* --buckets checks every row's placement by the key, in any mode, as
