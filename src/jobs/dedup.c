@@ -391,7 +391,7 @@ static int setup_tasks(dstate *s, rs_error *err)
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
             char *safe = rs_safe_filename(node);
-            s->out_names[i] = safe ? join(safe, rs_data_ext(o->compress), "") : NULL;
+            s->out_names[i] = safe ? join(safe, rs_data_ext(s->out_compress), "") : NULL;
             s->index_names[i] = safe && s->grow ? join(safe, ".keyidx", "") : NULL;
             free(safe);
             j->in = join(s->pass1, num, rs_data_ext(o->temp_compress));
