@@ -156,9 +156,12 @@ int rs_dedup_report_finish(FILE *f, rs_dedup_report *r);
 
 /* Concatenates the per-bucket --duplicates parts[0..n) into tmp (created),
  * in order, removing each part once copied, then fsyncs tmp: the report's
- * temporary, renamed over the report when the output is published.
+ * temporary, renamed over the report when the output is published. prev,
+ * unless NULL, is copied first and kept (dedup --append --commit-every:
+ * the report an earlier generation of the same command published).
  * Messages name the report as `shown`. Returns 0, or -1 with err
  * (RS_EXIT_IO). */
-int rs_dedup_report_concat(const char *tmp, const char *shown, char *const *parts, size_t n, rs_error *err);
+int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev, char *const *parts, size_t n,
+                           rs_error *err);
 
 #endif

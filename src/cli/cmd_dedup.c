@@ -95,10 +95,14 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
                 (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");
         return;
     }
-    fprintf(stderr, "ringshard dedup: generation %llu of %s: %llu new rows kept of %llu; dropped: %llu whose key the "
-                    "history holds, %llu repeats within the new inputs; %llu input%s ingested, %llu skipped as "
-                    "already ingested\n",
-            (unsigned long long)r->last_gen, a->outdir, (unsigned long long)r->rows, (unsigned long long)r->rows_in,
+    if (r->first_gen == r->last_gen)
+        fprintf(stderr, "ringshard dedup: generation %llu of %s", (unsigned long long)r->last_gen, a->outdir);
+    else   /* --commit-every: the counts are those of all of them */
+        fprintf(stderr, "ringshard dedup: generations %llu-%llu (%u) of %s", (unsigned long long)r->first_gen,
+                (unsigned long long)r->last_gen, r->generations, a->outdir);
+    fprintf(stderr, ": %llu new rows kept of %llu; dropped: %llu whose key the history holds, %llu repeats within "
+                    "the new inputs; %llu input%s ingested, %llu skipped as already ingested\n",
+            (unsigned long long)r->rows, (unsigned long long)r->rows_in,
             (unsigned long long)r->history_rows, (unsigned long long)r->repeat_rows,
             (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
             (unsigned long long)r->inputs_skipped);

@@ -59,18 +59,20 @@ int rs_dedup_report_finish(FILE *f, rs_dedup_report *r)
     return 0;
 }
 
-int rs_dedup_report_concat(const char *tmp, const char *shown, char *const *parts, size_t n, rs_error *err)
+int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev, char *const *parts, size_t n,
+                           rs_error *err)
 {
     rs_dedup_report rf;
     FILE *out = rs_dedup_report_open(tmp, &rf);
     if (!out)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", shown, strerror(errno));
     char buf[1 << 16];
-    for (size_t i = 0; i < n && !ferror(out); i++) {
-        FILE *in = fopen(parts[i], "rb");
+    for (size_t i = prev ? 0 : 1; i <= n && !ferror(out); i++) {
+        const char *part = i ? parts[i - 1] : prev;
+        FILE *in = fopen(part, "rb");
         if (!in) {
             fclose(out);
-            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", parts[i], strerror(errno));
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", part, strerror(errno));
         }
         size_t k;
         while ((k = fread(buf, 1, sizeof buf, in)) > 0)
@@ -78,10 +80,11 @@ int rs_dedup_report_concat(const char *tmp, const char *shown, char *const *part
                 break;
         int bad_in = ferror(in), e = errno;
         fclose(in);
-        unlink(parts[i]);
+        if (i)
+            unlink(part);
         if (bad_in) {
             fclose(out);
-            return rs_error_set(err, RS_EXIT_IO, "%s: read failed: %s", parts[i], strerror(e));
+            return rs_error_set(err, RS_EXIT_IO, "%s: read failed: %s", part, strerror(e));
         }
     }
     int e = fflush(out) != 0 || ferror(out) ? (rf.err ? rf.err : EIO) : 0;

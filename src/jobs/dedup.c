@@ -141,6 +141,7 @@ typedef struct {
     char *in_mpath;            /* --buckets: DIR/manifest.json, for messages */
     rs_gen *g;                 /* --append to an existing DIR: the generation being added */
     int grow;                  /* --append: indexes, the per-row report, schema 2 */
+    int report_more;           /* --commit-every: an earlier generation of this command published the report */
     rs_outdir od;              /* the output (appending: g->od) */
     rs_cluster_quarantine q;
     rs_pipeline_result res;    /* pass 1 */
@@ -639,7 +640,10 @@ static int finish_output(dstate *s, rs_error *err)
             rs_error_set(err, RS_EXIT_IO, "out of memory");
         for (uint32_t i = 0; parts && i < s->njobs; i++)
             parts[i] = s->jobs[i].dups;
-        int drc = parts ? rs_dedup_report_concat(dtmp, o->duplicates, parts, s->njobs, err) : -1;
+        /* after an earlier generation of this command, the report goes on
+         * from the one it published (a stream already has its lines) */
+        const char *prev = s->report_more && dtmp != o->duplicates ? o->duplicates : NULL;
+        int drc = parts ? rs_dedup_report_concat(dtmp, o->duplicates, prev, parts, s->njobs, err) : -1;
         free(parts);
         if (drc != 0)
             return -1;
@@ -754,6 +758,7 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
     s.ring = ring;
     s.g = g;
     s.grow = grow;
+    s.report_more = r->published;
     *raced = 0;
     /* with a ring given, its build was agreed on by the caller */
     int begun = 0, agreed = !o->buckets_dir;
