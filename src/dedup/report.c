@@ -88,7 +88,7 @@ int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev,
         }
     }
     int e = fflush(out) != 0 || ferror(out) ? (rf.err ? rf.err : EIO) : 0;
-    if (!e && fsync(rf.fd) != 0)
+    if (!e && fsync(rf.fd) != 0 && errno != EINVAL)   /* a pipe, a terminal: nothing to sync */
         e = errno;
     int ce = rs_dedup_report_finish(out, &rf);
     if (e || ce)
