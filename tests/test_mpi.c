@@ -513,3 +513,28 @@ Test(mpi, lanes_under_ranks_identical)
                    R, js[k], P, several ? "grep -q '^ringshard: info: lanes: [2-4] (' log && " : "");
             }
 }
+
+/* dedup --append into a directory of two generations without key indexes
+ * (bucket, then bucket --append), three generations (--commit-every 1),
+ * one input all of whose keys the history holds (--on-seen again): under
+ * 1 to 3 ranks the missing indexes are built on the way (each bucket's by
+ * the rank that has it) and the result is one process's, byte for byte:
+ * every file, the manifests but their wall times (and the digests that
+ * chain them), the duplicates report; its rows are Python's. */
+Test(mpi, dedup_append_identical_for_1_to_3_ranks)
+{
+    make_inputs();
+#define HISTORY_CHECK "python3 " RS_SOURCE_DIR "/tests/check_history.py "
+#define APPEND "dedup --quiet -j 1 --append --commit-every 1 --on-seen again --memory 64M"
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 7 -o D bills_a.csv.gz tiny1.csv && "
+       "\"$RS\" bucket --quiet --append -o D bills_b.csv.gz && rm -rf ref && cp -a D ref && "
+       "\"$RS\" " APPEND " --duplicates ref.dups -o ref bills_c.csv bills_a.csv.gz tiny2.csv.gz && "
+       "test -d ref/g00000005 && " HISTORY_CHECK "snap ref --no-previous > ref.snap && "
+       HISTORY_CHECK "rows ref first 1 bucket:bills_a.csv.gz+tiny1.csv bucket:bills_b.csv.gz dedup:bills_c.csv "
+       "dedup:bills_a.csv.gz dedup:tiny2.csv.gz --dups ref.dups --since 3 && " HISTORY_CHECK "indexes ref first 1");
+    for (int R = 1; R <= 3; R++)
+        OK("rm -rf r && cp -a D r && " MPIRUN "%d \"$RS\" " APPEND " --duplicates r.dups -o r bills_c.csv "
+           "bills_a.csv.gz tiny2.csv.gz && " HISTORY_CHECK "snap r --no-previous | cmp - ref.snap && cmp ref.dups r.dups "
+           "&& \"$RS\" verify --quiet r",
+           R);
+}

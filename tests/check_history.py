@@ -1,0 +1,590 @@
+#!/usr/bin/env python3
+"""Independent checks of a directory that `ringshard dedup --append` grows.
+
+The checks read the inputs and the directory with Python alone (csv, gzip,
+zlib, json and the zstd command; its own MurmurHash3), never with ringshard
+(crash runs the commands it is given).
+
+  check_history.py rows DIR MODE KEY RUN... [--sep C] [--dups FILE] [--since K]
+      RUN is KIND:FILE[+FILE...], one per generation of DIR in order (the
+      base first): KIND `bucket` keeps every row (a `bucket` run, or an
+      append of bucket --append), `dedup` a row only if its key (MODE row:
+      its bytes) is neither in an earlier generation nor earlier in this
+      run. MODE: first (by key) or row. KEY: the key's 1-based column
+      numbers, comma separated (a composite key is joined by --sep, '|').
+      Checks that DIR holds exactly the rows kept, each once: every node's
+      rows (its base file, then its segment in each generation, in order)
+      in input order, byte for byte as the inputs hold them (a CR before
+      the line end dropped), every key on one node only, the manifests'
+      counts. With --dups, the report of the runs from the Kth (--since,
+      default the last; one command with --commit-every makes several): one
+      line per new row dropped, KEY TAB WHERE TAB ROW (escaped), WHERE g<N>
+      (the oldest generation holding the key) or `repeat`, as a multiset.
+      Prints "ok KEPT kept of ROWS rows; appended: K new rows kept of N;
+      dropped: H whose key the history holds, R repeats", the counts of those
+      runs in the words of dedup --append's summary.
+
+  check_history.py indexes DIR MODE KEY [--sep C] [--bits N]
+      Every key index DIR lists (files' "index", generations' "indexes"):
+      its size and CRC-32 against the manifest, its header against the
+      file it indexes, each run's fences, sorted fingerprints and offsets,
+      every fingerprint MurmurHash3_x64_128(key, seed 0x6b657973) (low N
+      bits), and its keys those of the file's rows (as a multiset). Prints
+      "ok N indexes, E entries".
+
+  check_history.py same DIR REF
+      Every node's parts in DIR (its base file, then its segment in each
+      generation), decompressed one after the other, are REF's file of the
+      node (a directory one run wrote), byte for byte.
+
+  check_history.py total DIR
+      The rows DIR holds, as its manifests say.
+
+  check_history.py snap DIR [--no-previous]
+      A digest of DIR: its tree and every file (manifests without their
+      wall time; --no-previous: nor the digest of the manifest before
+      them), to tell whether a run changed it.
+
+  check_history.py crash DIR SETUP CMD NEXT --points "P..." --syscalls "S..."
+                   [--upgraded]
+      Kills CMD (SIGKILL) at each pause point P (RINGSHARD_TEST_PAUSE_AT)
+      and, by strace fault injection, at each call of each system call S,
+      SETUP putting DIR back before each run: DIR must then be as before
+      CMD or as after it (--upgraded: or as before under its upgraded base
+      manifest), verify pass, NEXT work and verify pass again, nothing be
+      left beside DIR. Prints where each point left DIR and the counts.
+
+  check_history.py tamper DIR INDEX HOW
+      Damages key index INDEX (a path under DIR) for verify to find:
+      flip (a byte of its keys), swapkey (one key replaced by another, its
+      fingerprint recomputed, the run sorted again, the header and the
+      manifest's size and CRC-32 made right: only the keys' digest can
+      tell), cut (its last 8 bytes cut off), cutfixed (cut, and the
+      manifest's size and CRC-32 made right), remove.
+"""
+import collections, csv, gzip, io, json, os, struct, subprocess, sys, zlib
+
+M64 = (1 << 64) - 1
+C1, C2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
+
+
+def rotl(x, r):
+    return ((x << r) | (x >> (64 - r))) & M64
+
+
+def fmix(k):
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & M64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & M64
+    return k ^ (k >> 33)
+
+
+def murmur3_x64_128_h1(data, seed):
+    """The first 64-bit word of MurmurHash3_x64_128 (Appleby's reference)."""
+    h1 = h2 = seed
+    n = len(data) // 16
+    for i in range(n):
+        k1, k2 = struct.unpack_from("<QQ", data, 16 * i)
+        k1 = (rotl((k1 * C1) & M64, 31) * C2) & M64
+        h1 ^= k1
+        h1 = (rotl(h1, 27) + h2) & M64
+        h1 = (h1 * 5 + 0x52DCE729) & M64
+        k2 = (rotl((k2 * C2) & M64, 33) * C1) & M64
+        h2 ^= k2
+        h2 = (rotl(h2, 31) + h1) & M64
+        h2 = (h2 * 5 + 0x38495AB5) & M64
+    tail = data[16 * n:]
+    if len(tail) > 8:
+        k2 = int.from_bytes(tail[8:], "little")
+        h2 ^= (rotl((k2 * C2) & M64, 33) * C1) & M64
+    if tail:
+        k1 = int.from_bytes(tail[:8], "little")
+        h1 ^= (rotl((k1 * C1) & M64, 31) * C2) & M64
+    h1 ^= len(data)
+    h2 ^= len(data)
+    h1 = (h1 + h2) & M64
+    h2 = (h2 + h1) & M64
+    h1, h2 = fmix(h1), fmix(h2)
+    return (h1 + h2) & M64
+
+
+def fingerprint(key, bits):
+    return murmur3_x64_128_h1(key, 0x6B657973) & ((1 << bits) - 1)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def data_of(path):
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        return gzip.decompress(raw)
+    # a zstd frame, or a skippable one (ringshard's files start with one)
+    if raw[:4] == b"\x28\xb5\x2f\xfd" or (raw[1:4] == b"\x2a\x4d\x18" and raw[0] & 0xF0 == 0x50):
+        return subprocess.run(["zstd", "-dcq"], input=raw, stdout=subprocess.PIPE, check=True).stdout
+    return raw
+
+
+def records(data):
+    """The records of CSV bytes: each its bytes (LF ends, quotes followed,
+    a CR before the LF dropped)."""
+    out, start, quoted = [], 0, False
+    for i, c in enumerate(data):
+        if c == 0x22:
+            quoted = not quoted
+        elif c == 0x0A and not quoted:
+            rec = data[start:i]
+            out.append(rec[:-1] if rec.endswith(b"\r") else rec)
+            start = i + 1
+    if start < len(data):
+        out.append(data[start:])
+    return [r for r in out if r]
+
+
+class Keys:
+    """A record's key: its KEY columns (1-based, comma separated) joined by
+    sep, unquoted as Python's csv reads them; by row, its bytes."""
+
+    def __init__(self, mode, key, sep):
+        self.row = mode == "row"
+        self.cols = [int(c) - 1 for c in key.split(",")]
+        self.sep = sep.encode()
+
+    def __call__(self, rec):
+        if self.row:
+            return rec
+        text = rec.decode("utf-8", "surrogateescape")
+        fields = next(csv.reader(io.StringIO(text, newline=""), strict=True))
+        return self.sep.join(fields[c].encode("utf-8", "surrogateescape") for c in self.cols)
+
+
+def input_rows(files):
+    rows = []
+    for path in files:
+        recs = records(data_of(path))
+        rows.extend(recs[1:])  # the header line
+    return rows
+
+
+def manifests(d):
+    """The base manifest and every generation's, in order, each with the
+    directory its files are in."""
+    base = json.load(open(os.path.join(d, "manifest.json")))
+    out = [(base, d)]
+    g = base.get("generation", 1) + 1
+    while os.path.isdir(os.path.join(d, "g%08d" % g)):
+        gd = os.path.join(d, "g%08d" % g)
+        out.append((json.load(open(os.path.join(gd, "manifest.json"))), gd))
+        g += 1
+    return out
+
+
+def fail(msg):
+    print("FAIL", msg)
+    return 1
+
+
+def unescape(s):
+    out, i = bytearray(), 0
+    while i < len(s):
+        if s[i] == 0x5C and i + 1 < len(s):
+            out += {0x5C: b"\\", 0x74: b"\t", 0x6E: b"\n", 0x72: b"\r"}[s[i + 1]]
+            i += 2
+        else:
+            out.append(s[i])
+            i += 1
+    return bytes(out)
+
+
+# ------------------------------------------------------------------- rows
+
+
+def expected(runs, gens, ident):
+    """The rows kept (in input order) and each run's dropped rows; run i is
+    generation gens[i]."""
+    kept, holder, dropped = [], {}, []
+    for gen, (kind, files) in zip(gens, runs):
+        seen = set()
+        dropped.append([])
+        for rec in input_rows(files):
+            k = ident(rec)
+            if kind == "dedup" and (k in holder or k in seen):
+                dropped[-1].append((k, "g%08d" % holder[k] if k in holder else "repeat", rec))
+                continue
+            seen.add(k)
+            kept.append(rec)
+        for k in seen:
+            holder.setdefault(k, gen)
+    return kept, dropped
+
+
+def check_rows(d, mode, key, sep, runs, dups, since):
+    ident = Keys(mode, key, sep)
+    ms = manifests(d)
+    if len(ms) != len(runs):
+        return fail(f"{d}: {len(ms)} generations, expected {len(runs)}")
+    kept, dropped = expected(runs, [m.get("generation", 1) for m, _ in ms], ident)
+    since = since or len(runs)
+    dropped, new = sum(dropped[since - 1:], []), sum(len(input_rows(f)) for _, f in runs[since - 1:])
+    places = collections.defaultdict(list)
+    for i, rec in enumerate(kept):
+        places[rec].append(i)
+    for v in places.values():
+        v.reverse()
+    header = ms[0][0].get("options", {}).get("header", True)
+    node_rows, node_of, total = collections.defaultdict(list), {}, 0
+    for gi, (m, gd) in enumerate(ms):
+        n = 0
+        for f in m["files"]:
+            recs = records(data_of(os.path.join(gd, f["file"])))
+            if gi == 0 and header and recs:
+                recs = recs[1:]
+            if len(recs) != f["rows"]:
+                return fail(f"{gd}/{f['file']}: {len(recs)} rows, its manifest says {f['rows']}")
+            n += len(recs)
+            node_rows[f["node"]].extend(recs)
+        if m["totals"]["rows"] != n:
+            return fail(f"{gd}: manifest total {m['totals']['rows']} rows, its files hold {n}")
+    got = 0
+    for node, recs in node_rows.items():
+        last = -1
+        for rec in recs:
+            if not places.get(rec):
+                return fail(f"node {node}: row {rec!r} kept but not expected (or kept twice)")
+            i = places[rec].pop()
+            if i < last:
+                return fail(f"node {node}: row {rec!r} out of input order")
+            last = i
+            k = ident(rec)
+            if node_of.setdefault(k, node) != node:
+                return fail(f"key {k!r} on nodes {node_of[k]} and {node}")
+            got += 1
+    missing = [r for r, v in places.items() if v]
+    if missing:
+        return fail(f"{len(kept) - got} expected rows missing, e.g. {missing[0]!r}")
+    if dups is not None:
+        want = collections.Counter(dropped)
+        lines = open(dups, "rb").read().split(b"\n")
+        if lines[-1] != b"":
+            return fail(f"{dups}: does not end with a line end")
+        have = collections.Counter()
+        for line in lines[:-1]:
+            parts = line.split(b"\t")
+            if len(parts) != 3:
+                return fail(f"{dups}: line {line!r}: not KEY TAB WHERE TAB ROW")
+            have[(unescape(parts[0]), parts[1].decode(), unescape(parts[2]))] += 1
+        if have != want:
+            extra, lack = have - want, want - have
+            return fail(f"{dups}: {sum(have.values())} lines, expected {sum(want.values())}; "
+                        f"unexpected {list(extra)[:3]}, missing {list(lack)[:3]}")
+    hist = sum(1 for x in dropped if x[1] != "repeat")
+    print(f"ok {len(kept)} kept of {sum(len(input_rows(f)) for _, f in runs)} rows; appended: "
+          f"{new - len(dropped)} new rows kept of {new}; dropped: {hist} whose key the history holds, "
+          f"{len(dropped) - hist} repeats")
+    return 0
+
+
+# ---------------------------------------------------------------- indexes
+
+
+def listed_indexes(d):
+    """(index path, file path, file entry, generation dir) of every key
+    index DIR lists."""
+    ms = manifests(d)
+    entries = {}
+    for m, gd in ms:
+        for f in m["files"]:
+            entries[(m.get("generation", 1), f["file"])] = (f, gd)
+    out = []
+    for m, gd in ms:
+        for f in m["files"]:
+            if f.get("index"):
+                out.append((os.path.join(gd, f["index"]), os.path.join(gd, f["file"]), f, f, gd, m))
+        for x in m.get("indexes", []):
+            f, fd = entries[(x["generation"], x["file"])]
+            out.append((os.path.join(gd, x["index"]), os.path.join(fd, f["file"]), f, x, gd, m))
+    return out, ms[0][0]
+
+
+def parse_index(raw):
+    h = raw[:64]
+    magic, version, flags, entries, bits, runs, rows, nbytes, crc, z1, hcrc, z2 = struct.unpack(
+        "<8sIIQIIQQIIII", h)
+    assert magic == b"RSKEYIX1" and version == 1 and z1 == 0 and z2 == 0, "header"
+    assert hcrc == zlib.crc32(h[:56]), "header CRC"
+    pos, out = 64, []
+    for _ in range(runs):
+        n, blocks, heap, zero = struct.unpack_from("<QQQQ", raw, pos)
+        assert zero == 0 and blocks == (n + 511) // 512, "run header"
+        pos += 32
+        fences = struct.unpack_from("<%dQ" % blocks, raw, pos)
+        pos += 8 * blocks
+        fps = struct.unpack_from("<%dQ" % n, raw, pos)
+        pos += 8 * n
+        offs = struct.unpack_from("<%dQ" % (n + 1), raw, pos)
+        pos += 8 * (n + 1)
+        keys = [raw[pos + offs[i]:pos + offs[i + 1]] for i in range(n)]
+        assert offs[0] == 0 and offs[n] == heap and all(offs[i] <= offs[i + 1] for i in range(n)), "offsets"
+        pos += heap
+        assert list(fences) == [fps[512 * b] for b in range(blocks)], "fences"
+        assert all(fps[i] <= fps[i + 1] for i in range(n - 1)), "fingerprints not sorted"
+        out.append((list(fps), keys))
+    assert pos == len(raw), "size"
+    assert sum(len(r[0]) for r in out) == entries, "entries"
+    return dict(flags=flags, entries=entries, bits=bits, rows=rows, bytes=nbytes, crc=crc), out
+
+
+def check_indexes(d, mode, key, sep, bits):
+    ident = Keys(mode, key, sep)
+    idx, base = listed_indexes(d)
+    header = base.get("options", {}).get("header", True)
+    total = 0
+    for ipath, fpath, f, entry, gd, m in idx:
+        raw = open(ipath, "rb").read()
+        if len(raw) != entry["index_bytes"] or zlib.crc32(raw) != entry["index_crc32"]:
+            return fail(f"{ipath}: size or CRC-32 not the manifest's")
+        try:
+            h, runs = parse_index(raw)
+        except AssertionError as e:
+            return fail(f"{ipath}: {e}")
+        if (h["rows"], h["bytes"], h["crc"], h["entries"]) != (f["rows"], f["bytes"], f["crc32"], f["rows"]):
+            return fail(f"{ipath}: header {h}, the file's manifest entry {f}")
+        if h["flags"] != (1 if mode == "row" else 0) or h["bits"] != bits:
+            return fail(f"{ipath}: flags {h['flags']}, {h['bits']} bits")
+        recs = records(data_of(fpath))
+        if header and os.path.dirname(fpath) == d and recs:
+            recs = recs[1:]
+        want = collections.Counter(ident(r) for r in recs)
+        have = collections.Counter()
+        for fps, keys in runs:
+            for fp, k in zip(fps, keys):
+                if fingerprint(k, bits) != fp:
+                    return fail(f"{ipath}: fingerprint {fp:x} is not that of key {k!r}")
+                have[k] += 1
+        if have != want:
+            return fail(f"{ipath}: its keys are not those of {fpath}")
+        total += h["entries"]
+    print(f"ok {len(idx)} indexes, {total} entries")
+    return 0
+
+
+# ----------------------------------------------------------------- tamper
+
+
+def tamper(d, index, how):
+    idx, _ = listed_indexes(d)
+    ipath = os.path.join(d, index)
+    entry, m, gd = next((e, m, gd) for ip, _, _, e, gd, m in idx if os.path.samefile(ip, ipath))
+    raw = bytearray(open(ipath, "rb").read())
+    if how == "remove":
+        os.unlink(ipath)
+        return 0
+    if how == "flip":
+        raw[-1] ^= 0x01
+    elif how in ("cut", "cutfixed"):
+        raw = raw[:-8]
+    elif how == "swapkey":
+        h, runs = parse_index(bytes(raw))
+        fps, keys = runs[0]
+        old = keys[0]
+        new = old[:-1] + (b"0" if old[-1:] != b"0" else b"1")
+        ents = sorted([(fp, k) for fp, k in zip(fps[1:], keys[1:])] + [(fingerprint(new, h["bits"]), new)],
+                      key=lambda e: e[0])
+        body = bytearray(struct.pack("<QQQQ", len(ents), (len(ents) + 511) // 512, sum(len(k) for _, k in ents), 0))
+        body += b"".join(struct.pack("<Q", ents[i][0]) for i in range(0, len(ents), 512))
+        body += b"".join(struct.pack("<Q", fp) for fp, _ in ents)
+        off = 0
+        for _, k in ents:
+            body += struct.pack("<Q", off)
+            off += len(k)
+        body += struct.pack("<Q", off) + b"".join(k for _, k in ents)
+        assert len(runs) == 1
+        raw = raw[:64] + body
+        struct.pack_into("<I", raw, 56, zlib.crc32(bytes(raw[:56])))
+    open(ipath, "wb").write(raw)
+    if how in ("swapkey", "cutfixed"):
+        entry["index_bytes"] = len(raw)
+        entry["index_crc32"] = zlib.crc32(bytes(raw))
+        json.dump(m, open(os.path.join(gd, "manifest.json"), "w"), indent=2)
+    return 0
+
+
+# ------------------------------------------------------- same, snap, crash
+
+
+def check_same(d, ref):
+    """Every node's parts in DIR (its base file, then its segment in each
+    generation) hold, decompressed and concatenated, REF's file of that
+    node byte for byte; DIR has no file REF lacks."""
+    ms = manifests(d)
+    names = {f["file"] for m, _ in ms for f in m["files"]}
+    ref_files = [f["file"] for f in json.load(open(os.path.join(ref, "manifest.json")))["files"]]
+    if names - set(ref_files):
+        return fail(f"{d}: files {sorted(names - set(ref_files))} that {ref} lacks")
+    for name in ref_files:
+        got = b"".join(data_of(os.path.join(gd, name)) for _, gd in ms if os.path.exists(os.path.join(gd, name)))
+        if got != data_of(os.path.join(ref, name)):
+            return fail(f"{d}: node file {name} and its segments differ from {ref}/{name}")
+    print(f"ok {len(ref_files)} nodes")
+    return 0
+
+
+def snap(d, no_previous=False):
+    """DIR as a dict: every path below it and each file's content (the
+    manifests without their wall time, and with no_previous without the
+    digest of the manifest before them, which holds its wall time); None
+    when there is no DIR."""
+    if not os.path.exists(d):
+        return None
+    out = {}
+    for top, dirs, files in os.walk(d):
+        for n in dirs + files:
+            path = os.path.join(top, n)
+            rel = os.path.relpath(path, d)
+            if os.path.isdir(path):
+                out[rel] = "dir"
+                continue
+            raw = open(path, "rb").read()
+            if n == "manifest.json":
+                raw = b"\n".join(l for l in raw.split(b"\n")
+                                 if b'"seconds"' not in l and not (no_previous and b'"previous"' in l))
+            out[rel] = zlib.crc32(raw), len(raw)
+    return out
+
+
+def sh(cmd, env=None):
+    return subprocess.run(["sh", "-c", cmd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+class Crash:
+    """Runs of CMD on DIR, each killed (SIGKILL) somewhere, after SETUP has
+    put DIR back as it was; after each: DIR is the old state, the new one
+    (what CMD makes when not killed) or, with upgraded, the old one under
+    its upgraded base manifest; verify passes, NEXT works and verify
+    passes again, and nothing is left beside DIR."""
+
+    def __init__(self, d, setup, cmd, nxt, upgraded):
+        self.d, self.setup, self.cmd, self.nxt = d, setup, cmd, nxt
+        self.count = collections.Counter()
+        self.do(setup)
+        self.old = snap(d)
+        self.do(cmd)
+        self.new = snap(d)
+        self.up = None
+        if upgraded:
+            self.up = dict(self.old)
+            self.up["manifest.json"] = self.new["manifest.json"]
+
+    def do(self, cmd):
+        r = sh(cmd)
+        if r.returncode != 0:
+            raise AssertionError(f"{cmd}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
+
+    def state(self, where):
+        now = snap(self.d)
+        for name, s in (("old", self.old), ("new", self.new), ("upgraded", self.up)):
+            if s is not None and now == s or (s is None and name == "old" and now is None):
+                self.count[name] += 1
+                return name
+        raise AssertionError(f"killed {where}: {self.d} is neither the old nor the new state: {sorted(now or [])}")
+
+    def after(self, where):
+        st = self.state(where)
+        parent, base = os.path.split(os.path.abspath(self.d))
+        if os.path.exists(self.d):
+            r = sh(f'"$RS" verify --quiet {self.d}')
+            if r.returncode != 0:
+                raise AssertionError(f"killed {where} ({st}): verify exit {r.returncode}: {r.stderr.decode()}")
+        for c in (self.nxt, f'"$RS" verify --quiet {self.d}'):
+            r = sh(c)
+            if r.returncode != 0:
+                raise AssertionError(f"killed {where} ({st}): {c}: exit {r.returncode}: {r.stderr.decode()}")
+        left = [n for n in os.listdir(parent or ".") if n.startswith(base + ".ringshard-")]
+        if left:
+            raise AssertionError(f"killed {where} ({st}): left beside {self.d} after the next run: {left}")
+        return st
+
+    def at_point(self, point):
+        self.do(self.setup)
+        env = dict(os.environ, RINGSHARD_TEST_PAUSE_AT=point)
+        p = subprocess.Popen(["sh", "-c", "exec " + self.cmd], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        _, st = os.waitpid(p.pid, os.WUNTRACED)
+        if not os.WIFSTOPPED(st):
+            raise AssertionError(f"{self.cmd}: ended (status {st:#x}) before it stopped at {point}")
+        os.kill(p.pid, 9)
+        os.waitpid(p.pid, 0)
+        p.returncode = -9
+        return self.after(f"at {point}")
+
+    def at_call(self, sc, n):
+        self.do(self.setup)
+        r = sh(f"strace -f -qq -o /dev/null -e trace={sc} -e inject={sc}:signal=SIGKILL:when={n} sh -c 'exec "
+               + self.cmd.replace("'", "'\\''") + "'")
+        if r.returncode == 0:
+            if self.state(f"never ({sc} call {n})") != "new":
+                raise AssertionError(f"{self.cmd} not killed ({sc} call {n}) did not publish")
+            return False
+        if r.returncode != 137:
+            raise AssertionError(f"call {n} of {sc}: exit {r.returncode}, not the SIGKILL: {r.stderr.decode()}")
+        self.after(f"at call {n} of {sc}")
+        return True
+
+
+def crash(d, setup, cmd, nxt, points, syscalls, upgraded):
+    c = Crash(d, setup, cmd, nxt, upgraded)
+    states = [f"{p}:{c.at_point(p)}" for p in points]
+    kills, calls = 0, {}
+    for sc in syscalls:
+        n = 1
+        while c.at_call(sc, n):
+            n += 1
+        kills += n - 1
+        calls[sc] = n - 1
+    print(" ".join(states), f"kills={kills}", " ".join(f"{k}={v}" for k, v in sorted(c.count.items())),
+          "calls:", " ".join(f"{k}={v}" for k, v in calls.items()))
+    return 0
+
+
+def main():
+    args = sys.argv[1:]
+
+    def opt(name, default):
+        if name in args:
+            i = args.index(name)
+            v = args[i + 1]
+            del args[i:i + 2]
+            return v
+        return default
+
+    sep, dups, bits, since = opt("--sep", "|"), opt("--dups", None), int(opt("--bits", "64")), int(opt("--since", "0"))
+    cmd = args.pop(0)
+    if cmd == "rows":
+        d, mode, key = args[:3]
+        runs = [(r.split(":", 1)[0], r.split(":", 1)[1].split("+")) for r in args[3:]]
+        return check_rows(d, mode, key, sep, runs, dups, since)
+    if cmd == "indexes":
+        return check_indexes(args[0], args[1], args[2], sep, bits)
+    if cmd == "tamper":
+        return tamper(*args)
+    if cmd == "same":
+        return check_same(*args)
+    if cmd == "total":
+        print(sum(m["totals"]["rows"] for m, _ in manifests(args[0])))
+        return 0
+    if cmd == "snap":
+        print(zlib.crc32(json.dumps(snap(args[0], "--no-previous" in args), sort_keys=True).encode()))
+        return 0
+    if cmd == "crash":
+        points, syscalls, upgraded = opt("--points", ""), opt("--syscalls", ""), "--upgraded" in args
+        args = [a for a in args if a != "--upgraded"]
+        try:
+            return crash(args[0], args[1], args[2], args[3], points.split(), syscalls.split(), upgraded)
+        except AssertionError as e:
+            return fail(str(e))
+    return fail(f"unknown command {cmd}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
