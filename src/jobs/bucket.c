@@ -229,6 +229,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
         r->first_gen = r->first_gen ? r->first_gen : g->gen;
         r->last_gen = g->gen;
         r->inputs_ingested += po.ninputs;
+        r->dir_files = g->files_after;
+        r->dir_generations = g->gens_after;
     }
 out:
     rs_cluster_quarantine_end(&q, 1, err);

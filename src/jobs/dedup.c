@@ -783,6 +783,8 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
         r->first_gen = r->first_gen ? r->first_gen : g ? g->gen : 1;
         r->last_gen = g ? g->gen : 1;
         r->inputs_ingested += o->buckets_dir ? 0 : s.po.ninputs;
+        r->dir_files = g ? g->files_after : s.njobs;
+        r->dir_generations = g ? g->gens_after : 1;
         fill_result(&s, r);
     } else if (grow && !g && err->code == RS_EXIT_EXISTS) {
         *raced = 1;
