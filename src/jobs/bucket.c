@@ -211,6 +211,9 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
             rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0)   /* agrees on the above */
         goto out;
+    char label[64];
+    snprintf(label, sizeof label, "generation %llu", (unsigned long long)g->gen);
+    po.progress_label = label;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
     po.no_header = 1;         /* segments: the header is the base's */

@@ -425,7 +425,13 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
     s->po.input_checksum = 1;
-    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);  /* whole buckets on the shared file system */
+    char label[64];
+    if (s->g) {
+        snprintf(label, sizeof label, "generation %llu", (unsigned long long)s->g->gen);
+        s->po.progress_label = label;
+    }
+    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);
+    s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
     if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, err) != 0)
