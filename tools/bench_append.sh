@@ -13,6 +13,7 @@
 #   HIT_SHARE=10          dedup: percent of the new rows whose key the history holds
 #   FULL_RUNS=1           dedup: runs of the full dedup over every input (slow)
 #   RS_ARGS=""            extra arguments for every ringshard run (e.g. "-j 2")
+#   KEEP=0                1: keep the grown directories (tens of GB) at the end
 #
 # bucket: the new rows bucketed into an empty directory (the baseline) and
 # appended to the growing directory after each size in AT; an append's
@@ -143,8 +144,8 @@ bench_dedup() {
     timed "dgrow$k" "$RS" dedup --append --quiet "${extra[@]}" --key bill_id -o "$hist" "$WORK/day$k.csv.gz"
   done
   local hist_data hist_index
-  hist_data=$(find "$hist" -name '*.csv.gz' -printf '%s\n' | awk '{ s += $1 } END { print s }')
-  hist_index=$(find "$hist" -name '*.keyidx' -printf '%s\n' | awk '{ s += $1 } END { print s }')
+  hist_data=$(find "$hist" -name '*.csv.gz' -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f", s }')
+  hist_index=$(find "$hist" -name '*.keyidx' -printf '%s\n' | awk '{ s += $1 } END { printf "%.0f", s }')
   local summary=""
   for r in $(seq 1 "$RUNS"); do
     timed dappend "$RS" dedup --append --on-seen again "${extra[@]}" -o "$hist" "$WORK/mixed.csv.gz"
@@ -180,3 +181,5 @@ bench_dedup() {
 
 [ "$MODE" = dedup ] || bench_bucket
 [ "$MODE" = bucket ] || bench_dedup
+# the histories are tens of GB: removed unless KEEP=1 (the inputs stay cached)
+[ "${KEEP:-0}" = 1 ] || rm -rf "$WORK/hist-bucket" "$WORK/hist-dedup"
