@@ -138,13 +138,17 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
 
 /* --------------------------------------------------------------- inputs */
 
-/* What DIR (and this run so far) holds: inputs by size and checksum. */
+/* What DIR (and this run so far) holds: inputs by size and checksum. A
+ * pipe's size is recorded as 0: one of size 0 whose content is not empty
+ * (its checksum not that of no bytes) has any size (any_size). */
 typedef struct {
     uint64_t size, gen;
     char sum[RS_CHECKSUM_TEXT];
     const char *path;
-    int this_run;
+    int this_run, any_size;
 } held;
+
+#define EMPTY_CHECKSUM "crc64:0000000000000000"
 
 static int add_held(held **h, size_t *n, size_t *cap, held e)
 {
@@ -165,8 +169,9 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
         const rs_manifest_input *in = &m->inputs[i];
         if (!in->checksum)
             continue;
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0};
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0};
         snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
+        e.any_size = in->size == 0 && strcmp(e.sum, EMPTY_CHECKSUM) != 0;
         if (add_held(h, n, cap, e) != 0)
             return -1;
     }
@@ -177,7 +182,7 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 static const held *find_held(const held *h, size_t n, uint64_t size, const char *sum)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i].size == size && strcmp(h[i].sum, sum) == 0)
+        if ((h[i].size == size || h[i].any_size) && strcmp(h[i].sum, sum) == 0)
             return &h[i];
     return NULL;
 }
@@ -185,7 +190,7 @@ static const held *find_held(const held *h, size_t n, uint64_t size, const char 
 static int size_held(const held *h, size_t n, uint64_t size)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i].size == size)
+        if (h[i].size == size || h[i].any_size)
             return 1;
     return 0;
 }
@@ -252,7 +257,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             rc = -1;
             break;
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
         int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
