@@ -106,6 +106,36 @@ static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned g
     return 0;
 }
 
+/* Where two ring descriptions first differ: the option that makes that
+ * line (--vnodes for "vnodes\t200", the node list for a "node" line) and
+ * both lines' values, tabs shown as spaces. */
+static void ring_difference(const char *a, const char *b, char *opt, char *va, char *vb, size_t n)
+{
+    while (*a && *a == *b) {  /* to the start of the first line that differs */
+        const char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
+        size_t la = na ? (size_t)(na - a) : strlen(a), lb = nb ? (size_t)(nb - b) : strlen(b);
+        if (la != lb || strncmp(a, b, la) != 0 || !na || !nb)
+            break;
+        a = na + 1, b = nb + 1;
+    }
+    size_t ka = strcspn(a, "\t\n"), kb = strcspn(b, "\t\n");
+    int same_key = ka == kb && strncmp(a, b, ka) == 0 && a[ka] == '\t';
+    if (same_key && ka == 4 && strncmp(a, "node", 4) == 0)
+        snprintf(opt, n, "the node list (--nodes, --nodes-file, --down): a node");
+    else if (same_key)
+        snprintf(opt, n, "--%.*s", (int)ka, a);
+    else
+        snprintf(opt, n, "the ring options");
+    const char *from[2] = {same_key ? a + ka + 1 : a, same_key ? b + kb + 1 : b};
+    char *to[2] = {va, vb};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strcspn(from[k], "\n");
+        snprintf(to[k], n, "'%.*s'", (int)(len < n - 3 ? len : n - 3), from[k]);
+        for (char *p = to[k]; *p; p++)
+            *p = *p == '\t' ? ' ' : *p;
+    }
+}
+
 int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
                  rs_error *err)
 {
@@ -123,8 +153,14 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
     if (strcmp(rs_ring_fingerprint(*ring), m->ring_fingerprint) != 0)
         return rs_error_set(err, RS_EXIT_DATA, "%s: the ring's description has fingerprint %s, the manifest says %s",
                             g->mpath, rs_ring_fingerprint(*ring), m->ring_fingerprint);
-    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0)
-        return mismatch(g, err, "the ring options", rs_ring_fingerprint(ring_given), m->ring_fingerprint);
+    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0) {
+        char opt[80], here[80], there[80];
+        ring_difference(rs_ring_description(ring_given), m->ring_description, opt, here, there, sizeof here);
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s (the ring's fingerprint %s here, %s "
+                            "there): an append must write files as the directory's (leave the ring options out "
+                            "to take the directory's ring)",
+                            opt, here, g->mpath, there, rs_ring_fingerprint(ring_given), m->ring_fingerprint);
+    }
     po->key = m->key;
     po->dialect.delim = m->delimiter;
     po->header = m->header;
