@@ -598,7 +598,8 @@ Test(append, what_cannot_take_an_append_is_refused_and_left_as_it_was)
 /* Inputs without rows: an empty file and a header-only one add no rows
  * (and are known again as ingested); an append with --on-bad-row
  * quarantine puts the bad rows in the quarantine file, the good ones in
- * the generation (a quarantine file inside DIR is refused). */
+ * the generation (a quarantine file inside DIR is refused); a directory
+ * whose inputs were all empty. */
 Test(append, empty_inputs_and_quarantine)
 {
     OK("\"$RS\" bucket --quiet " RING " -o D a.csv && : > empty.csv && head -n 1 a.csv > header_only.csv && "
@@ -612,6 +613,18 @@ Test(append, empty_inputs_and_quarantine)
        "\"$RS\" bucket --quiet " RING " -o R2 a.csv good.csv && same_rows D R2 && \"$RS\" verify --quiet D");
     expect_fail(64, "inside the output directory D",
                 "\"$RS\" bucket --append --on-bad-row quarantine=D/q.tsv -o D b.csv.gz");
+    /* a directory of empty inputs has no header line to hold the rows of
+     * inputs with a header (before, it said "no header" and took the next
+     * input's header line for a row); without a header it takes them */
+    OK("\"$RS\" bucket --quiet " RING " -o E empty.csv && \"$RS\" bucket --quiet --append " RING " -o E2 empty.csv && "
+       "snap E raw > e1 && snap E2 raw > e2 && \"$RS\" verify --quiet E && \"$RS\" verify --quiet E2");
+    expect_fail(64, "E/manifest.json: DIR has no header line yet (its inputs were empty)",
+                "\"$RS\" bucket --append -o E b.csv.gz");
+    expect_fail(64, "E2/manifest.json: DIR has no header line yet (its inputs were empty)",
+                "\"$RS\" bucket --append -o E2 b.csv.gz");
+    OK("snap E raw | cmp - e1 && snap E2 raw | cmp - e2 && \"$RS\" bucket --quiet --no-header --nodes 3 -o EN empty.csv && "
+       "sed 1d a.csv > a_body.csv && \"$RS\" bucket --quiet --append -o EN a_body.csv && "
+       "\"$RS\" bucket --quiet --no-header --nodes 3 -o RN a_body.csv && same_rows EN RN");
 }
 
 /* compact of a directory of one generation (from plain bucket, from an

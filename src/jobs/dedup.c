@@ -486,7 +486,7 @@ static int write_manifest(dstate *s, rs_error *err)
     m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
     m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
     m->delimiter = s->po.dialect.delim;
-    m->header = s->header != NULL;
+    m->header = s->po.header != 0;  /* the option: with empty inputs there is no header line */
     m->header_line = (char *)s->header;
     m->compress = o->compress;
     m->level = o->level;
