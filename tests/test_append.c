@@ -311,6 +311,28 @@ Test(append, each_mismatched_shaping_option_is_refused)
        "test -d H/g00000002 && \"$RS\" verify --quiet D && \"$RS\" verify --quiet Z && \"$RS\" verify --quiet H");
 }
 
+/* A composite key joined by another --key-sep than '|': the manifest
+ * records the separator, so that an append that leaves it out places the
+ * rows as the directory's first run did (before, they were joined by '|',
+ * silently in other buckets), another one is refused, and verify, dedup
+ * --buckets and plan --from-buckets read the keys as they were written
+ * (before, verify found most rows "in another node"). The default leaves
+ * the manifest as it was. */
+Test(append, a_composite_key_keeps_its_separator)
+{
+    OK("\"$RS\" bucket --quiet --key bill_id,user_id --key-sep ';' --nodes 5 -o K a.csv && "
+       "grep -q '\"key_sep\": \";\",' K/manifest.json && \"$RS\" verify --quiet K && "
+       "\"$RS\" bucket --quiet --append -o K b.csv.gz && "
+       "\"$RS\" bucket --quiet --key bill_id,user_id --key-sep ';' --nodes 5 -o R a.csv b.csv.gz && same_rows K R && "
+       "\"$RS\" verify --quiet K && snap K raw > k1 && "
+       "\"$RS\" dedup --quiet --buckets K -o X && \"$RS\" verify --quiet X && "
+       "\"$RS\" dedup --quiet --buckets R -o XR && same_content X XR && "
+       "\"$RS\" plan --quiet --from-buckets K --add 1 --emit M && \"$RS\" verify --quiet M && "
+       "\"$RS\" bucket --quiet --key bill_id,user_id --nodes 5 -o P a.csv && ! grep -q key_sep P/manifest.json");
+    expect_fail(64, "--key-sep: '|' here, K/manifest.json says ';'", "\"$RS\" bucket --append --key-sep '|' -o K c.csv");
+    OK("snap K raw | cmp - k1 && \"$RS\" bucket --quiet --append --key-sep ';' -o K c.csv && test -d K/g00000003");
+}
+
 /* ---- crashes: the old generation or the new one, never anything else ---- */
 
 /* The system calls a publication makes (and compact's copies). */

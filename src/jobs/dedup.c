@@ -313,6 +313,7 @@ static int open_buckets(dstate *s, rs_error *err)
     s->po.dialect.delim = in_m->delimiter;
     s->po.header = in_m->header;
     s->po.key = in_m->key;
+    s->po.key_sep = in_m->key_sep ? in_m->key_sep : '|';
     s->header = in_m->header_line;
     s->header_len = s->header ? strlen(s->header) : 0;
     return 0;
@@ -485,6 +486,7 @@ static int write_manifest(dstate *s, rs_error *err)
     m->ring_description = o->buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(s->ring);
     m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
     m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
+    m->key_sep = s->po.key_sep;
     m->delimiter = s->po.dialect.delim;
     m->header = s->po.header != 0;  /* the option: with empty inputs there is no header line */
     m->header_line = (char *)s->header;

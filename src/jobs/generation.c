@@ -85,6 +85,11 @@ static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned g
     char a[64], b[64];
     if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key))))
         return mismatch(g, err, "--key", po->key ? po->key : "(none: column 1)", m->key ? m->key : "(none: column 1)");
+    if ((given & RS_GIVEN_KEY_SEP) && po->key_sep != (m->key_sep ? m->key_sep : '|')) {
+        show_delim(po->key_sep, a);
+        show_delim(m->key_sep ? m->key_sep : '|', b);
+        return mismatch(g, err, "--key-sep", a, b);
+    }
     if ((given & RS_GIVEN_DELIMITER) && po->dialect.delim != m->delimiter) {
         show_delim(po->dialect.delim, a);
         show_delim(m->delimiter, b);
@@ -162,6 +167,7 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
                             opt, here, g->mpath, there, rs_ring_fingerprint(ring_given), m->ring_fingerprint);
     }
     po->key = m->key;
+    po->key_sep = m->key_sep ? m->key_sep : '|';
     po->dialect.delim = m->delimiter;
     po->header = m->header;
     po->compress = m->compress;
@@ -436,6 +442,7 @@ static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *er
     m->ring_description = b->ring_description;
     m->ring_fingerprint = b->ring_fingerprint;
     m->key = b->key;
+    m->key_sep = b->key_sep;
     m->delimiter = b->delimiter;
     m->header = b->header;
     m->header_line = b->header_line;

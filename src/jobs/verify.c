@@ -386,6 +386,7 @@ static int scan_rows(vstate *s, rs_error *err)
     po->header = m->header;
     po->dialect.delim = m->delimiter;
     po->key = m->keys_only ? NULL : m->key;  /* NULL: column 1 by position */
+    po->key_sep = m->key_sep ? m->key_sep : '|';
     po->input_crc = 1;
     po->ndest = 1;
     po->route = route_verify;
