@@ -122,7 +122,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     if (rs_cluster_pipeline_run(&po, &run, err) != 0)
         goto out;
     /* every rank holds the merged statistics: all check, rank 0 writes */
-    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, RS_SEEN_AGAIN, err) != 0)
+    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, err) != 0)
         goto out;
     if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
         if (grow)
@@ -131,6 +131,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     }
 out:;
     double t_publish = rs_now();
+    int failed = err->code != 0;   /* before the publication: not a race (a pipe seen, exit 73, too) */
     if (begun && rs_cluster_outdir_end(&od, err) == 0) {
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
@@ -138,7 +139,7 @@ out:;
         r->first_gen = r->first_gen ? r->first_gen : 1;
         r->last_gen = 1;
         r->inputs_ingested += po.ninputs;
-    } else if (begun && grow && err->code == RS_EXIT_EXISTS) {
+    } else if (begun && grow && !failed && err->code == RS_EXIT_EXISTS) {
         *raced = 1;
     }
     rs_cluster_quarantine_end(&q, 1, err);   /* published with the directory: only released here */

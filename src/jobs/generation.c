@@ -371,6 +371,21 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
                               strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input", was->gen, was->path);
         free(h);
     }
+    /* a pipe whose content another input of this run holds: both were read,
+     * neither can be skipped now (empty content adds nothing: let be) */
+    for (size_t i = 0; i < po->ninputs && !rc && policy != RS_SEEN_AGAIN; i++) {
+        struct stat st;
+        const rs_input_stats *in = &res->input[i];
+        if (!in->has_checksum || in->checksum == 0 || !is_pipe_input(po->inputs[i], &st))
+            continue;
+        for (size_t j = 0; j < po->ninputs && !rc; j++)
+            if (j != i && res->input[j].has_checksum && res->input[j].checksum == in->checksum)
+                rc = rs_error_set(err, RS_EXIT_EXISTS,
+                                  "%s: the same content as %.200s, in this run; a pipe cannot be skipped once "
+                                  "read: nothing published",
+                                  strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input",
+                                  strcmp(po->inputs[j], "-") ? po->inputs[j] : "standard input");
+    }
     return rc;
 }
 
