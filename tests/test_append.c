@@ -410,7 +410,9 @@ Test(append, sigkill_at_every_publishing_call_of_the_append_that_creates_dir)
 }
 
 /* compact: killed anywhere, DIR is the appended one or the compacted one,
- * verify passes, and the next append goes on from either. */
+ * verify passes, and the next append goes on from either; without the
+ * exchange, killed between its two renames, the next append restores
+ * DIR. */
 Test(append, sigkill_at_every_publishing_call_of_compact)
 {
     char *s = crash_everywhere("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
@@ -420,6 +422,16 @@ Test(append, sigkill_at_every_publishing_call_of_compact)
     cr_assert(!strstr(s, " old=0 ") && !strstr(s, " new=0 ") && !strstr(s, " copy_file_range") &&
                   !strstr(s, " renameat2"), "%s", s);
     free(s);
+    /* where the file system cannot exchange two directories, a kill
+     * between the two renames leaves no DIR: the next append puts the
+     * appended DIR back, then appends to it */
+    OK("rm -rf D && cp -a B D && RINGSHARD_TEST_NO_EXCHANGE=1 RINGSHARD_TEST_PAUSE_AT=old "
+       "\"$RS\" compact --quiet D > /dev/null 2>&1 & p=$!; wait_stopped $p 'compact between its renames' || exit 1; "
+       "kill -9 $p; wait $p; test ! -e D && ls -d D.ringshard-old.* > /dev/null && "
+       "\"$RS\" bucket --quiet --append --key bill_id --nodes 2 -o D next.csv 2> restore.err && "
+       "grep -q 'restored from D.ringshard-old.' restore.err && test -d D/g00000004 && "
+       "\"$RS\" bucket --quiet --key bill_id --nodes 2 -o R c.csv a.csv b.csv.gz next.csv && same_rows D R && "
+       "\"$RS\" verify --quiet D && test $(litter D) = 0");
 }
 
 /* ---- concurrency ------------------------------------------------------ */
