@@ -806,7 +806,7 @@ Test(manifest, bad_members)
         {"s/\"file\": \"empty.csv.gz\"/\"file\": \"..\"/", "\"files[2].file\": not a plain file name"},
         {"s/\"kind\": \"buckets\"/\"kind\": \"bucket\"/", "\"kind\": \"buckets\" or \"moves\" expected"},
         {"s/\"kind\": \"buckets\"/\"kind\": \"moves\"/", "\"new_ring\": missing"},
-        /* (zstd is a codec since issue 18) */
+        /* (zstd is a codec too) */
         {"s/\"compress\": \"gzip\"/\"compress\": \"xz\"/", "\"options.compress\": \"gzip\", \"zstd\" or \"none\" expected"},
         {"s/\"delimiter\": \",\"/\"delimiter\": \",,\"/", "\"options.delimiter\": one character expected"},
         {"s/\"header\": true/\"header\": 1/", "\"options.header\": a boolean expected, found a number"},

@@ -145,6 +145,10 @@ char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, 
 #define RS_CHECKSUM_TEXT 23
 void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT]);
 
+/* m->inputs from a finished run's statistics (their checksums' text in
+ * the same block: freeing m->inputs frees them). 0, or -1 with err. */
+int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err);
+
 /* Starts manifest m of `kind` for a finished pipeline run: the ring, the
  * options that shape the files (key, delimiter, header, compression, keys
  * only), every input's statistics (its checksum when the run took one),

@@ -109,8 +109,8 @@ typedef struct {
     int direct_io;               /* outputs with write_behind: RS_DIRECT_AUTO
                                     (0) O_DIRECT for plain outputs where the
                                     file system takes it, the page cache for
-                                    compressed ones (measured: README,
-                                    Performance); RS_DIRECT_ON for both;
+                                    compressed ones (measured:
+                                    docs/performance.md); RS_DIRECT_ON for both;
                                     RS_DIRECT_OFF the page cache (direct.h) */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "ringshard/error.h"
+#include "ringshard/metrics.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
@@ -23,6 +24,8 @@ enum {
     RS_OPT_Z = 1080, RS_OPT_CAPACITY, RS_OPT_TSV, RS_OPT_SVG, RS_OPT_HTML,
     /* append options (rs_cli_append_option) */
     RS_OPT_APPEND = 1090, RS_OPT_ON_SEEN, RS_OPT_COMMIT_EVERY,
+    /* --metrics FILE (rs_cli_metrics_option) */
+    RS_OPT_METRICS = 1095,
     RS_OPT__FIRST_COMMAND = 1100
 };
 
@@ -51,6 +54,8 @@ enum {
     {"append", no_argument, 0, RS_OPT_APPEND},                             \
     {"on-seen", required_argument, 0, RS_OPT_ON_SEEN},                     \
     {"commit-every", required_argument, 0, RS_OPT_COMMIT_EVERY}
+
+#define RS_METRICS_LONGOPT {"metrics", required_argument, 0, RS_OPT_METRICS}
 
 #define RS_BALANCE_LONGOPTS                                                \
     {"z", required_argument, 0, RS_OPT_Z},                                 \
@@ -218,6 +223,42 @@ int rs_cli_outside_output(const char *what, const char *path, const char *outdir
 /* Flushes standard output; a failed write anywhere before is an error
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);
+
+/* Help text of --metrics (cli/metricsopt.c), for the --help of every
+ * command that takes it. */
+extern const char rs_cli_metrics_help[];
+
+/* Notes the time the run starts (main, before the command runs): the
+ * metrics' start time. */
+void rs_cli_metrics_start(void);
+
+/* Records --metrics FILE (RS_OPT_METRICS) for command cmd (a static
+ * string, the file's command label) and reserves FILE's temporary, so that
+ * a FILE that cannot be written stops the run before any work. Returns 1
+ * if code is RS_OPT_METRICS, 0 if not, -1 with err (RS_EXIT_USAGE: given
+ * twice; RS_EXIT_IO: FILE cannot be created). Under MPI only rank 0
+ * reserves and writes. */
+int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err);
+
+/* The run's metrics for the command to fill in (counts, phases), or NULL
+ * when no --metrics was given (or on ranks other than 0). */
+rs_metrics *rs_cli_metrics(void);
+
+/* Fills the metrics' inputs, rows, bytes and rejected rows read from a
+ * pipeline's result, and the rows and bytes written from the same when
+ * `written` (the output was published: every row read was written);
+ * nothing without --metrics. */
+void rs_cli_metrics_pipeline(const rs_pipeline_result *res, size_t ninputs, int written);
+
+/* Adds seconds to the metrics' phase `name` (a static string); nothing
+ * without --metrics. */
+void rs_cli_metrics_phase(const char *name, double seconds);
+
+/* Publishes the metrics file with exit code rc (main, after the command
+ * returned), if --metrics was given. Returns rc, or RS_EXIT_IO after
+ * printing the error when rc is 0 and the file cannot be written (a failed
+ * run keeps its own code). */
+int rs_cli_metrics_finish(int rc);
 
 /* The balance options as given (stats, simulate). */
 typedef struct {

@@ -6,6 +6,7 @@
 #include "cluster/world.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/outdir.h"
+#include "ringshard/util.h"
 
 static const char bucket_help[] =
     "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
@@ -87,6 +88,7 @@ int rs_cmd_bucket(int argc, char **argv)
         {"force", no_argument, 0, OPT_FORCE},
         {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -111,6 +113,11 @@ int rs_cmd_bucket(int argc, char **argv)
                 return rs_cli_fail("bucket", &err);
             continue;
         }
+        if ((r = rs_cli_metrics_option("bucket", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("bucket", &err);
+            continue;
+        }
         if ((r = rs_cli_output_option("bucket", &po, c, optarg)) != 0) {
             if (r < 0)
                 return RS_EXIT_USAGE;
@@ -128,6 +135,8 @@ int rs_cmd_bucket(int argc, char **argv)
             fputs(bucket_help, stdout);
             fputs(rs_cli_append_help, stdout);
             fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -142,7 +151,9 @@ int rs_cmd_bucket(int argc, char **argv)
     int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
     if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
+    double t0 = rs_now();
     rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
+    rs_cli_metrics_phase("ring", rs_now() - t0);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
         rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);
@@ -153,6 +164,11 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_bucket_job_result res;
     int rc = 0;
     rs_bucket_job_run(&o, &res, &err);
+    rs_cli_metrics_pipeline(&res.run, po.ninputs - res.inputs_skipped, res.published);
+    rs_cli_metrics_phase("pipeline", res.run.seconds);
+    rs_cli_metrics_phase("publish", res.publish_seconds);
+    if (rs_cli_metrics())
+        rs_cli_metrics()->inputs_skipped = res.inputs_skipped;
     if ((res.published || (ap.append && !err.code)) && !quiet && rs_world_rank() == 0) {
         if (ap.append)  /* published, even if something failed after */
             append_summary(&res, outdir);

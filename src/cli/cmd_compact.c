@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "ringshard/job_compact.h"
+#include "ringshard/metrics.h"
 
 static const char compact_help[] =
     "Usage: ringshard compact [OPTIONS] DIR\n"
@@ -23,16 +24,26 @@ int rs_cmd_compact(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"quiet", no_argument, 0, OPT_QUIET},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int c, quiet = 0;
+    int c, got, quiet = 0;
     rs_error err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if ((got = rs_cli_metrics_option("compact", c, optarg, &err)) != 0) {
+            if (got < 0)
+                return rs_cli_fail("compact", &err);
+            continue;
+        }
         switch (c) {
         case OPT_QUIET: quiet = 1; break;
-        case 'h': fputs(compact_help, stdout); return 0;
+        case 'h':
+            fputs(compact_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            return 0;
         default: return rs_cli_usage_error("compact", "bad option");
         }
     }
@@ -41,7 +52,15 @@ int rs_cmd_compact(int argc, char **argv)
     rs_cli_install_signals();
     rs_compact_job_opts o = {argv[optind]};
     rs_compact_job_result r;
-    if (rs_compact_job_run(&o, &r, &err) != 0)
+    int rc = rs_compact_job_run(&o, &r, &err);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = r.files_before;
+        m->rows_read = m->rows_written = r.rows;
+        m->bytes_read = m->bytes_written = r.bytes;
+        rs_metrics_add_phase(m, "merge", r.seconds);
+    }
+    if (rc != 0)
         return rs_cli_fail("compact", &err);
     if (quiet)
         return 0;

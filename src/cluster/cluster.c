@@ -30,8 +30,8 @@
  * error a single process would have stopped at.
  *
  * The destination files live in the output's temporary directory, which
- * must be on a file system every rank sees (see README, "Running on a
- * cluster"); rank 0 alone creates, publishes or removes it.
+ * must be on a file system every rank sees (see docs/clusters.md, "The
+ * shared file system"); rank 0 alone creates, publishes or removes it.
  *
  * Lanes: ranks made of threads. One pipeline has one producer (an inflate
  * is serial), so a process never reads faster than one inflate: the wall

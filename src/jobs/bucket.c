@@ -154,23 +154,6 @@ out:;
 
 /* ---------------------------------------------------------------- append */
 
-/* inputs [lo, hi) of o, but the skipped ones, into po (*sel: the array). */
-static int select_inputs(const rs_bucket_job_opts *o, size_t lo, size_t hi, const uint8_t *skip,
-                         rs_pipeline_opts *po, const char ***sel, rs_error *err)
-{
-    *po = o->pipeline;
-    *sel = malloc((hi - lo + 1) * sizeof **sel);
-    if (!*sel)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    size_t n = 0;
-    for (size_t i = lo; i < hi; i++)
-        if (!skip[i])
-            (*sel)[n++] = o->pipeline.inputs[i];
-    po->inputs = *sel;
-    po->ninputs = n;
-    return 0;
-}
-
 /* The segments of a finished generation: the files that got rows (the
  * others are removed, rank 0) as the generation manifest's files. */
 static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
@@ -214,9 +197,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
         goto out;
     r->inputs_skipped += nskipped;
     rs_pipeline_opts shaped = po;
-    rs_bucket_job_opts so = *o;
-    so.pipeline = shaped;
-    if (select_inputs(&so, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0)
+    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0)
         goto out;
     ndest = rs_ring_nodes(ring)->count;
     if (!(names = node_file_names(ring, po.compress, err)))
@@ -268,9 +249,15 @@ out:
 
 /* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
  * not exist (again as an append if another run creates it first). */
-static int append_chunk(const rs_bucket_job_opts *o, size_t lo, size_t hi, uint8_t *skip, rs_bucket_job_result *r,
-                        rs_error *err)
+typedef struct {
+    const rs_bucket_job_opts *o;
+    rs_bucket_job_result *r;
+} chunk_ctx;
+
+static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
 {
+    const rs_bucket_job_opts *o = ((chunk_ctx *)ctx)->o;
+    rs_bucket_job_result *r = ((chunk_ctx *)ctx)->r;
     for (int attempt = 0;; attempt++) {
         rs_gen g;
         int rc = rs_gen_open(&g, o->outdir, err);
@@ -285,7 +272,7 @@ static int append_chunk(const rs_bucket_job_opts *o, size_t lo, size_t hi, uint8
         const char **sel = NULL;
         int raced = 0;
         if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) == 0 &&
-            select_inputs(o, lo, hi, skip, &po, &sel, err) == 0) {
+            rs_gen_select(&o->pipeline, lo, hi, skip, &po, &sel, err) == 0) {
             r->inputs_skipped += nskipped;
             if (po.ninputs)
                 run_fresh(o, po, 1, r, &raced, err);
@@ -299,44 +286,12 @@ static int append_chunk(const rs_bucket_job_opts *o, size_t lo, size_t hi, uint8
     }
 }
 
-/* The end of the chunk that starts at input lo (--commit-every). */
-static size_t chunk_end(const rs_bucket_job_opts *o, size_t lo)
-{
-    size_t n = o->pipeline.ninputs;
-    if (!o->commit_every)
-        return n;
-    if (!o->commit_bytes)
-        return lo + o->commit_every < n ? lo + o->commit_every : n;
-    uint64_t bytes = 0;
-    size_t i = lo;
-    while (i < n && bytes < o->commit_every) {
-        struct stat st;
-        bytes += stat(o->pipeline.inputs[i], &st) == 0 ? (uint64_t)st.st_size : 0;
-        i++;
-    }
-    return i;
-}
-
-static int run_append(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
-{
-    size_t n = o->pipeline.ninputs;
-    uint8_t *skip = calloc(n + 1, 1);
-    if (!skip)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (size_t lo = 0; lo < n && !err->code;) {
-        size_t hi = chunk_end(o, lo);
-        append_chunk(o, lo, hi, skip, r, err);
-        lo = hi;
-    }
-    free(skip);
-    return err->code ? -1 : 0;
-}
-
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
 {
     memset(r, 0, sizeof *r);
+    chunk_ctx c = {o, r};
     if (o->append)
-        return run_append(o, r, err);
+        return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
     int raced;
     return run_fresh(o, o->pipeline, 0, r, &raced, err);
 }

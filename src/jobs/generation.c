@@ -497,3 +497,52 @@ void rs_gen_close(rs_gen *g)
     memset(g, 0, sizeof *g);
     g->lockfd = -1;
 }
+
+size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo)
+{
+    size_t n = po->ninputs;
+    if (!every)
+        return n;
+    if (!bytes)
+        return lo + every < n ? lo + (size_t)every : n;
+    uint64_t sum = 0;
+    size_t i = lo;
+    while (i < n && sum < every) {
+        struct stat st;
+        sum += stat(po->inputs[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+        i++;
+    }
+    return i;
+}
+
+int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
+                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
+                  rs_error *err)
+{
+    size_t n = po->ninputs;
+    uint8_t *skip = calloc(n + 1, 1);
+    if (!skip)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t lo = 0; lo < n && !err->code;) {
+        size_t hi = rs_gen_chunk_end(po, every, bytes, lo);
+        chunk(ctx, lo, hi, skip, err);
+        lo = hi;
+    }
+    free(skip);
+    return err->code ? -1 : 0;
+}
+
+int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                  const char ***sel, rs_error *err)
+{
+    *po = *all;
+    if (!(*sel = malloc((hi - lo + 1) * sizeof **sel)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t n = 0;
+    for (size_t i = lo; i < hi; i++)
+        if (!skip[i])
+            (*sel)[n++] = all->inputs[i];
+    po->inputs = *sel;
+    po->ninputs = n;
+    return 0;
+}

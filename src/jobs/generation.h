@@ -110,6 +110,23 @@ int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err);
  * closes DIR. Not collective; g may be zeroed. */
 void rs_gen_close(rs_gen *g);
 
+/* --commit-every: where the chunk of inputs that starts at lo ends: every
+ * `every` inputs, or (bytes) once the chunk's inputs hold `every` bytes as
+ * stored; every 0: all of them. */
+size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo);
+
+/* Runs chunk(ctx, lo, hi, skip, err) on each chunk of po's inputs
+ * (rs_gen_chunk_end), in order, while err is clear; skip[i] says which
+ * inputs a chunk skipped (rs_gen_seen). 0, or -1 with err. */
+int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
+                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
+                  rs_error *err);
+
+/* po = *all with inputs [lo, hi) of all but the skipped ones (*sel: the
+ * array, the caller's to free). 0, or -1 with err. */
+int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                  const char ***sel, rs_error *err);
+
 /* The manifest of a fresh bucket directory that will grow: schema 2,
  * generation 1, every input recorded as ingested by generation 1. */
 void rs_gen_first(rs_manifest *m);

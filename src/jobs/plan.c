@@ -514,6 +514,7 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
         goto out;
     d->rows = res.rows;
     d->bytes = res.bytes;
+    d->rejected = res.rejected;
     if (check_conservation(po, &res, tc, T, npairs, d, err) != 0)
         goto out;
     d->ninputs = po->ninputs;

@@ -73,8 +73,8 @@
  *  I/O threads that sleep on the disk write them while the next batch is
  *  parsed; the thread that merges the next batch first waits for them
  *  (the arena is then free again). This spares the page cache's copy and,
- *  above all, its fresh pages (about 4 CPU-s per GB on this VM: README,
- *  Performance). Otherwise a thread that sleeps on the disk (writeback.h)
+ *  above all, its fresh pages (about 4 CPU-s per GB on this VM:
+ *  docs/performance.md). Otherwise a thread that sleeps on the disk (writeback.h)
  *  starts writing each batch's output to disk once it is written, so the
  *  fsyncs before publication find little left to do.
  *
@@ -853,8 +853,8 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
  * unit whose counts are to be checked ends with a batch marked unit_last,
  * an empty one if need be.
  *
- * Kept whole, as parse_range is (issue 19): it is the producer's loop, the
- * critical path without compression (Performance in the README), tuned by
+ * Kept whole, as parse_range is: it is the producer's loop, the
+ * critical path without compression (docs/performance.md), tuned by
  * measurement - quotes counted as the bytes are inflated, while they are
  * in cache, and the ramp at each input's start. Cutting it into
  * functions would pass its dozen locals through pointers or a struct,
@@ -1124,10 +1124,10 @@ static inline int scatter_row(rs_buf *out, const char *row, size_t len)
 /* Parses segments [sa, sb) of batch b on thread tid (as routers see it: with opts tid_base).
  *
  * The per-row hot loop (scan a record, take its key, hash and place it in
- * blocks of RS_BLOCK with prefetch, scatter the row), kept whole on purpose
- * (issue 19): the block's arrays, the scanner state and the prefetch
+ * blocks of RS_BLOCK with prefetch, scatter the row), kept whole on purpose:
+ * the block's arrays, the scanner state and the prefetch
  * distance live in one frame, and the code was measured as it is
- * (README, Performance: prefetching in the parser). Its
+ * (docs/performance.md: prefetching in the parser). Its
  * steps are commented in place; split, they would cost calls or a struct
  * of state on every row for no reader's gain. */
 static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
@@ -1866,7 +1866,8 @@ static int start_direct(pipe_state *s, run_state *r)
     /* Compressed outputs are half the bytes for the page cache, and the
      * direct writes' per-request cost (a small write per file and batch)
      * then outweighs it: gzip output took 0.5 to 0.9 s longer by direct
-     * I/O in session 8's interleaved runs, plain output 1 s less. */
+     * I/O in interleaved runs of 0.1.0 (2-core AVX2 EPYC), plain output 1 s
+     * less. */
     if (!why && o->direct_io == RS_DIRECT_AUTO && o->compress)
         why = "--direct-io auto: compressed outputs";
     if (!why && (uint64_t)r->ndest * 2 * RS_DIRECT_BLOCK > 2 * (uint64_t)s->cap)
