@@ -56,6 +56,11 @@ static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outd
     *f = bd->m.files[i];
     f->rows = f->bytes = 0;
     f->crc32 = 0;
+    /* the parts' key indexes (dedup --append) do not index the merged
+     * file: none is listed, and the next dedup --append builds it */
+    f->index = NULL;
+    f->index_bytes = 0;
+    f->index_crc32 = 0;
     char *path = rs_outdir_path(od, f->file);
     int out = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
     if (out < 0) {
@@ -105,6 +110,8 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     m.inputs = in;
     m.ninputs = n;
     m.files = files;
+    m.indexes = NULL;   /* (merge_node) */
+    m.nindexes = 0;
     m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected;
     m.seconds = 0;
     int rc = rs_outdir_manifest(od, &m, err);
