@@ -676,6 +676,25 @@ Test(append, empty_inputs_and_quarantine)
        "\"$RS\" bucket --quiet --no-header --nodes 3 -o RN a_body.csv && same_rows EN RN");
 }
 
+/* A directory dedup --append keeps distinct: bucket --append is refused
+ * (its rows would not be checked against the directory's keys); dedup
+ * --append skips an input already ingested (before: "internal error: rows
+ * not conserved", exit 1); compact drops the parts' key indexes, which
+ * the merged files do not match (before, the compacted manifest still
+ * listed them: verify exit 3, the next dedup --append exit 1), and the
+ * next dedup --append builds them again; the rows are those Python keeps
+ * (the first copy of each key, inputs in order). */
+Test(append, a_directory_dedup_append_keeps_distinct)
+{
+    OK("\"$RS\" dedup --quiet --append " RING " -o Y a.csv && snap Y raw > y1");
+    expect_fail(64, "Y/manifest.json: DIR's rows are distinct by key (dedup --append keeps them so)",
+                "\"$RS\" bucket --append -o Y b.csv.gz");
+    OK("snap Y raw | cmp - y1 && \"$RS\" dedup --quiet --append -o Y b.csv.gz a.csv && test -d Y/g00000002 && "
+       "\"$RS\" verify --quiet Y && \"$RS\" compact --quiet Y && \"$RS\" verify --quiet Y && "
+       "\"$RS\" dedup --quiet --append -o Y c.csv && \"$RS\" verify --quiet Y && \"$RS\" compact --quiet Y && "
+       "\"$RS\" verify --quiet Y && " CHECK_DEDUP "Y first bill_id a.csv b.csv.gz c.csv > /dev/null");
+}
+
 /* compact of a directory of one generation (from plain bucket, from an
  * append that created it, or already compacted) says so and changes
  * nothing; after a compaction, appends go on numbering from its
