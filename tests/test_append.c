@@ -50,6 +50,16 @@ TestSuite(append, .init = inputs, .fini = test_dir_teardown, .timeout = 600);
         cmd_result_free(&r_);                                                                              \
     } while (0)
 
+/* Runs the command after the library; asserts exit 0 and `needle` in its
+ * stderr. */
+#define OK_SAYING(needle, ...)                                                                             \
+    do {                                                                                                   \
+        cmd_result r_ = sh(LIB __VA_ARGS__);                                                               \
+        cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);                    \
+        cr_assert(strstr(r_.err, needle), "'%s' not in:\n%s", needle, r_.err);                              \
+        cmd_result_free(&r_);                                                                              \
+    } while (0)
+
 /* The rc and a needle in stderr of a command. */
 static void expect_fail(int rc, const char *needle, const char *cmd)
 {
@@ -143,20 +153,15 @@ Test(append, running_an_append_again_adds_nothing)
 {
     OK("\"$RS\" bucket --quiet " RING " --append -o D a.csv b.csv.gz && snap D raw > s1 && "
        "grep -q '\"schema\": 2,' D/manifest.json && grep -q '\"generation\": 1,' D/manifest.json");
-    cmd_result r = sh(LIB "\"$RS\" bucket " RING " --append -o D a.csv b.csv.gz && snap D raw | cmp - s1 && "
-                          "\"$RS\" bucket --quiet --append -o D b.csv.gz a.csv && snap D raw | cmp - s1");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "ringshard bucket: a.csv: already ingested by generation 1 (as a.csv): skipped\n"
-                            "ringshard bucket: b.csv.gz: already ingested by generation 1 (as b.csv.gz): skipped\n"
-                            "ringshard bucket: nothing new for D: 2 inputs already ingested\n"),
-              "%s", r.err);
-    cmd_result_free(&r);
-    r = sh(LIB "\"$RS\" bucket " RING " --append -o D a.csv b.csv.gz c.csv && test ! -e D/g00000003 && "
-               "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz c.csv && same_rows D R && "
-               "\"$RS\" verify --quiet D");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "generation 2 of D: 1 input ingested, 2 skipped as already ingested"), "%s", r.err);
-    cmd_result_free(&r);
+    OK_SAYING("ringshard bucket: a.csv: already ingested by generation 1 (as a.csv): skipped\n"
+              "ringshard bucket: b.csv.gz: already ingested by generation 1 (as b.csv.gz): skipped\n"
+              "ringshard bucket: nothing new for D: 2 inputs already ingested\n",
+              "\"$RS\" bucket " RING " --append -o D a.csv b.csv.gz && snap D raw | cmp - s1 && "
+              "\"$RS\" bucket --quiet --append -o D b.csv.gz a.csv && snap D raw | cmp - s1");
+    OK_SAYING("generation 2 of D: 1 input ingested, 2 skipped as already ingested",
+              "\"$RS\" bucket " RING " --append -o D a.csv b.csv.gz c.csv && test ! -e D/g00000003 && "
+              "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz c.csv && same_rows D R && "
+              "\"$RS\" verify --quiet D");
 }
 
 /* By content, whatever the name: a renamed copy is skipped; two different
@@ -165,10 +170,8 @@ Test(append, running_an_append_again_adds_nothing)
 Test(append, inputs_are_known_by_their_content_not_their_name)
 {
     OK("\"$RS\" bucket --quiet " RING " -o D a.csv && cp a.csv renamed.csv && snap D raw > s1");
-    cmd_result r = sh(LIB "\"$RS\" bucket --append -o D renamed.csv && snap D raw | cmp - s1");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "renamed.csv: already ingested by generation 1 (as a.csv): skipped"), "%s", r.err);
-    cmd_result_free(&r);
+    OK_SAYING("renamed.csv: already ingested by generation 1 (as a.csv): skipped",
+              "\"$RS\" bucket --append -o D renamed.csv && snap D raw | cmp - s1");
     /* day1/in.csv and day2/in.csv; then in.csv rewritten; then c.csv with
      * one byte changed (the same size: only the checksum tells) */
     OK("mkdir day1 day2 && " GEN " --rows 500 --seed 7 -o day1/in.csv 2>/dev/null && "
@@ -202,11 +205,9 @@ Test(append, on_seen_fail_writes_nothing_and_again_ingests_again)
 Test(append, the_same_content_twice_in_one_command)
 {
     OK("cp b.csv.gz b2.csv.gz");
-    cmd_result r = sh(LIB "\"$RS\" bucket " RING " --append -o N a.csv b.csv.gz b2.csv.gz && "
-                          "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz && same_rows N R && rm -r R");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "b2.csv.gz: the same content as b.csv.gz, earlier in this run: skipped"), "%s", r.err);
-    cmd_result_free(&r);
+    OK_SAYING("b2.csv.gz: the same content as b.csv.gz, earlier in this run: skipped",
+              "\"$RS\" bucket " RING " --append -o N a.csv b.csv.gz b2.csv.gz && "
+              "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz && same_rows N R && rm -r R");
     OK("cp c.csv c2.csv && \"$RS\" bucket --quiet " RING " -o D a.csv && snap D raw > s1");
     expect_fail(73, "c2.csv: the same content as c.csv, earlier in this run (--on-seen fail); nothing written",
                 "\"$RS\" bucket --append --on-seen fail -o D c.csv c2.csv");
@@ -228,12 +229,10 @@ Test(append, a_pipe_of_content_already_ingested)
                 "cat a.csv | \"$RS\" bucket --quiet --append -o D -");
     OK("snap D raw | cmp - s1 && test $(litter D) = 0 && "
        "gzip -dc b.csv.gz | \"$RS\" bucket --quiet --append -o D - && test -d D/g00000002");
-    cmd_result r = sh(LIB "gzip -dc b.csv.gz > b.csv && \"$RS\" bucket --append -o D b.csv && "
-                          "test ! -e D/g00000003 && \"$RS\" bucket --quiet " RING " -o R a.csv b.csv && "
-                          "same_rows D R && \"$RS\" verify --quiet D");
-    cr_assert_eq(r.rc, 0, "the content of a pipe ingested again from a file: %s", r.err);
-    cr_assert(strstr(r.err, "b.csv: already ingested by generation 2 (as -): skipped"), "%s", r.err);
-    cmd_result_free(&r);
+    OK_SAYING("b.csv: already ingested by generation 2 (as -): skipped",
+              "gzip -dc b.csv.gz > b.csv && \"$RS\" bucket --append -o D b.csv && "
+              "test ! -e D/g00000003 && \"$RS\" bucket --quiet " RING " -o R a.csv b.csv && "
+              "same_rows D R && \"$RS\" verify --quiet D");
     OK("cat c.csv | \"$RS\" bucket --quiet --append --on-seen again -o D - && "
        "cat c.csv | \"$RS\" bucket --quiet --append --on-seen again -o D - && "
        "\"$RS\" bucket --quiet " RING " -o R2 a.csv b.csv c.csv c.csv && same_rows D R2 && snap D raw > s2");
@@ -575,14 +574,11 @@ Test(append, a_killed_commit_every_job_resumed_equals_an_uninterrupted_run)
            job, job);
     }
     /* what the resumed run says */
-    cmd_result r = sh(LIB "rm -rf D && strace -f -qq -o /dev/null -e trace=renameat2 "
-                          "-e inject=renameat2:signal=SIGKILL:when=2 " JOB("2") "; "
-                          "\"$RS\" bucket -j 1 --nodes 4 --append --commit-every 2 -o D i1.csv i2.csv i3.csv i4.csv "
-                          "i5.csv i6.csv");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "generations 2-3 (2) of D: 4 inputs ingested, 2 skipped as already ingested"), "%s",
-              r.err);
-    cmd_result_free(&r);
+    OK_SAYING("generations 2-3 (2) of D: 4 inputs ingested, 2 skipped as already ingested",
+              "rm -rf D && strace -f -qq -o /dev/null -e trace=renameat2 "
+              "-e inject=renameat2:signal=SIGKILL:when=2 " JOB("2") "; "
+              "\"$RS\" bucket -j 1 --nodes 4 --append --commit-every 2 -o D i1.csv i2.csv i3.csv i4.csv "
+              "i5.csv i6.csv");
 }
 
 /* ---- schema 1 ----------------------------------------------------------- */
@@ -701,12 +697,10 @@ Test(append, a_directory_dedup_append_keeps_distinct)
  * generation. */
 Test(append, compact_of_one_generation_changes_nothing)
 {
-    cmd_result r = sh(LIB "\"$RS\" bucket --quiet " RING " -o D a.csv && snap D raw > s1 && \"$RS\" compact D && "
-                          "snap D raw | cmp - s1 && \"$RS\" bucket --quiet --append " RING " -o N a.csv && "
-                          "snap N raw > n1 && \"$RS\" compact N && snap N raw | cmp - n1");
-    cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "ringshard compact: D has one generation (1): nothing to merge\n"), "%s", r.err);
-    cmd_result_free(&r);
+    OK_SAYING("ringshard compact: D has one generation (1): nothing to merge\n",
+              "\"$RS\" bucket --quiet " RING " -o D a.csv && snap D raw > s1 && \"$RS\" compact D && "
+              "snap D raw | cmp - s1 && \"$RS\" bucket --quiet --append " RING " -o N a.csv && "
+              "snap N raw > n1 && \"$RS\" compact N && snap N raw | cmp - n1");
     OK("\"$RS\" bucket --quiet --append -o D b.csv.gz && \"$RS\" compact --quiet D && snap D raw > s2 && "
        "\"$RS\" compact --quiet D && snap D raw | cmp - s2 && \"$RS\" bucket --quiet --append -o D c.csv && "
        "test -d D/g00000003 && test ! -e D/g00000002 && \"$RS\" verify --quiet D && "
