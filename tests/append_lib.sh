@@ -195,3 +195,24 @@ kill_points() {
   done
   echo
 }
+
+# interrupt_points SETUP CMD POINT...: as kill_points, with SIGINT (then
+# SIGCONT) instead of SIGKILL: the run goes on to its end; prints
+# "POINT:EXIT:STATE" for each, and fails if the run leaves temporaries.
+interrupt_points() {
+  ip_setup=$1 ip_cmd=$2
+  shift 2
+  for ip_pt in "$@"; do
+    eval "$ip_setup" || return 1
+    eval "RINGSHARD_TEST_PAUSE_AT=$ip_pt $ip_cmd > /dev/null 2>&1 &"
+    ip_p=$!
+    wait_stopped $ip_p "the run to stop at $ip_pt" || { kill -9 $ip_p; return 1; }
+    kill -INT $ip_p
+    kill -CONT $ip_p
+    wait $ip_p
+    ip_rc=$?
+    printf '%s:%s:%s ' "$ip_pt" $ip_rc "$(state_of)"
+    [ "$(litter D)" = 0 ] || { echo "interrupted at $ip_pt: temporaries left" >&2; return 1; }
+  done
+  echo
+}

@@ -353,6 +353,9 @@ Test(append, a_composite_key_keeps_its_separator)
 #define PUBLISH_SYSCALLS \
     "mkdir renameat2 renameat rename fsync fdatasync sync_file_range unlinkat unlink rmdir flock copy_file_range"
 
+/* Puts D back as the state before a run (B; none when there is no B). */
+#define RESTORE "rm -rf D D.ringshard-*; if [ -e B ]; then cp -a B D; fi"
+
 /* Runs kill_sweep and kill_points for a command that turns state `before`
  * (made by `prepare` in B, then copied to D for each run) into a new one;
  * `upgraded`: the publication first upgrades a schema-1 manifest. Returns
@@ -363,7 +366,6 @@ static char *crash_everywhere(const char *prepare, const char *cmd, const char *
        "rm -rf D && { ! test -e B || cp -a B D; } && %s > /dev/null 2>&1 && snap D > new.snap && cp -a D N && "
        "if [ %d = 1 ]; then cp -a B U && cp N/manifest.json U/manifest.json && snap U > up.snap; fi",
        prepare, cmd, upgraded);
-#define RESTORE "rm -rf D D.ringshard-*; if [ -e B ]; then cp -a B D; fi"
     cmd_result r = sh(LIB "kill_points '" RESTORE "' '%s' %s", cmd, points);
     cr_assert_eq(r.rc, 0, "%s: killed at a pause point: %s\n%s", cmd, r.out, r.err);
     cmd_result_free(&r);
@@ -431,6 +433,27 @@ Test(append, sigkill_at_every_publishing_call_of_compact)
        "grep -q 'restored from D.ringshard-old.' restore.err && test -d D/g00000004 && "
        "\"$RS\" bucket --quiet --key bill_id --nodes 2 -o R c.csv a.csv b.csv.gz next.csv && same_rows D R && "
        "\"$RS\" verify --quiet D && test $(litter D) = 0");
+}
+
+/* ^C (SIGINT) at each pause point: before the publication, exit 130 and
+ * the old generation, nothing left beside DIR; once the publication has
+ * begun (an upgrade renamed in, the generation renamed in), the run
+ * finishes it and exits 0. For an append that upgrades a schema-1 DIR and
+ * for compact. */
+Test(append, an_interrupt_publishes_all_or_nothing)
+{
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && snap B > old.snap && cp -a B D && "
+       "\"$RS\" bucket --quiet -j 1 --append -o D a.csv && snap D > new.snap && cp -a B U && "
+       "cp D/manifest.json U/manifest.json && snap U > up.snap");
+    OUT_EQ("dir-open:130:old begun:130:old batch_written:130:old publish:130:old upgraded:0:new "
+           "published:0:new \n",
+           "interrupt_points '" RESTORE "' '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
+           "dir-open begun batch_written publish upgraded published");
+    OK("rm -rf B D up.snap && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
+       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz && "
+       "snap B > old.snap && cp -a B D && \"$RS\" compact --quiet D && snap D > new.snap");
+    OUT_EQ("dir-open:130:old begun:130:old publish:130:old published:0:new \n",
+           "interrupt_points '" RESTORE "' '\"$RS\" compact --quiet D' dir-open begun publish published");
 }
 
 /* ---- concurrency ------------------------------------------------------ */
