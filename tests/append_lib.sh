@@ -149,6 +149,8 @@ after_kill() {
 # strace with SIGKILL injected on entry to the Nth call of SYSCALL (counted
 # per thread), then after_kill. The run that ends must leave the new state.
 # Prints "kills=K old=A new=B upgraded=C never: SYSCALLS NOT CALLED".
+# With SWEEP_ERROR=ERRNO the Nth call fails with ERRNO instead: the run
+# must exit 1 and leave nothing beside D (it removes its temporaries).
 kill_sweep() {
   ks_setup=$1 ks_cmd=$2
   shift 2
@@ -157,13 +159,20 @@ kill_sweep() {
     ks_n=1
     while :; do
       eval "$ks_setup" || return 1
-      eval "strace -f -qq -o /dev/null -e trace=$ks_sc -e inject=$ks_sc:signal=SIGKILL:when=$ks_n $ks_cmd" \
-        > /dev/null 2> sweep.err
+      ks_inject=${SWEEP_ERROR:+error=$SWEEP_ERROR}
+      eval "strace -f -qq -o /dev/null -e trace=$ks_sc -e inject=$ks_sc:${ks_inject:-signal=SIGKILL}:when=$ks_n" \
+        "$ks_cmd" > /dev/null 2> sweep.err
       ks_rc=$?
       [ $ks_rc = 0 ] && break
-      if [ $ks_rc != 137 ]; then
-        echo "call $ks_n of $ks_sc: exit $ks_rc, not the SIGKILL:" >&2
+      ks_want=137
+      [ -z "$SWEEP_ERROR" ] || ks_want=1
+      if [ $ks_rc != $ks_want ]; then
+        echo "call $ks_n of $ks_sc: exit $ks_rc, not the injected failure:" >&2
         cat sweep.err >&2
+        return 1
+      fi
+      if [ -n "$SWEEP_ERROR" ] && [ "$(litter D)" != 0 ]; then
+        echo "call $ks_n of $ks_sc failed: temporaries left" >&2
         return 1
       fi
       ks_kills=$((ks_kills + 1))

@@ -435,6 +435,31 @@ Test(append, sigkill_at_every_publishing_call_of_compact)
        "\"$RS\" verify --quiet D && test $(litter D) = 0");
 }
 
+/* A publishing system call that fails (EIO, ENOSPC: strace fault
+ * injection at each call, as above): exit 1, DIR as it was (or, for the
+ * fsync after the rename, published and said not durable; for the rename
+ * of the generation after an upgrade's, the old rows under the upgraded
+ * manifest), nothing left beside it; for an append and for compact. */
+Test(append, a_failed_publishing_call_leaves_dir_as_it_was)
+{
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && snap B > old.snap && cp -a B D && "
+       "\"$RS\" bucket --quiet -j 1 --append -o D a.csv && snap D > new.snap && cp -a B U && "
+       "cp D/manifest.json U/manifest.json && snap U > up.snap");
+    cmd_result r = sh(LIB "SWEEP_ERROR=EIO kill_sweep '" RESTORE "' '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
+                          "mkdir renameat2 renameat fsync flock");
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=1 never:\n"), "%s", r.out);
+    cmd_result_free(&r);
+    OK("rm -rf B D up.snap && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
+       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz && "
+       "snap B > old.snap && cp -a B D && \"$RS\" compact --quiet D && snap D > new.snap");
+    r = sh(LIB "SWEEP_ERROR=ENOSPC kill_sweep '" RESTORE "' '\"$RS\" compact --quiet D' "
+               "mkdir renameat2 fsync flock copy_file_range");
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=0 never:\n"), "%s", r.out);
+    cmd_result_free(&r);
+}
+
 /* ^C (SIGINT) at each pause point: before the publication, exit 130 and
  * the old generation, nothing left beside DIR; once the publication has
  * begun (an upgrade renamed in, the generation renamed in), the run
