@@ -265,7 +265,7 @@ Test(append, each_mismatched_shaping_option_is_refused)
     static const struct {
         const char *dir, *opts, *n1;
     } v[] = {
-        {"D", "--key user_id", "--key: user_id here, D/manifest.json says bill_id"},
+        {"D", "--key user_id", "--key: 'user_id' here, D/manifest.json says 'bill_id'"},
         {"D", "--delimiter ';'", "--delimiter: ';' here, D/manifest.json says ','"},
         {"D", "--delimiter tab", "--delimiter: tab here, D/manifest.json says ','"},
         {"D", "--no-header", "--no-header: no header here, D/manifest.json says a header"},

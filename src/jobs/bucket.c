@@ -229,6 +229,9 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
             rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0)   /* agrees on the above */
         goto out;
+    char label[64];
+    snprintf(label, sizeof label, "generation %llu", (unsigned long long)g->gen);
+    po.progress_label = label;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
     po.no_header = 1;         /* segments: the header is the base's */
@@ -247,6 +250,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
         r->first_gen = r->first_gen ? r->first_gen : g->gen;
         r->last_gen = g->gen;
         r->inputs_ingested += po.ninputs;
+        r->dir_files = g->files_after;
+        r->dir_generations = g->gens_after;
     }
 out:
     rs_cluster_quarantine_end(&q, 1, err);

@@ -82,9 +82,12 @@ static int mismatch(const rs_gen *g, rs_error *err, const char *opt, const char 
 static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
 {
     const rs_manifest *m = &g->bd.m;
-    char a[64], b[64];
-    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key))))
-        return mismatch(g, err, "--key", po->key ? po->key : "(none: column 1)", m->key ? m->key : "(none: column 1)");
+    char a[300], b[300];
+    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key)))) {
+        snprintf(a, sizeof a, po->key ? "'%.280s'" : "no --key (column 1)", po->key);
+        snprintf(b, sizeof b, m->key ? "'%.280s'" : "no --key (column 1)", m->key);
+        return mismatch(g, err, "--key", a, b);
+    }
     if ((given & RS_GIVEN_KEY_SEP) && po->key_sep != (m->key_sep ? m->key_sep : '|')) {
         show_delim(po->key_sep, a);
         show_delim(m->key_sep ? m->key_sep : '|', b);
@@ -481,6 +484,8 @@ int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
     const char *names[2] = {"manifest.json", g->gen_name};
     int rc = rs_cluster_outdir_end_into(&g->od, upgrade ? names : names + 1, upgrade ? 2 : 1, err);
     g->staged = 0;   /* published or removed */
+    g->files_after = g->bd.nfiles + m->nfiles;
+    g->gens_after = g->bd.ngens + 2;
     return rc;
 }
 
