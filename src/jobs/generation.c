@@ -34,6 +34,9 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
     if (asprintf(&g->mpath, "%s/manifest.json", dir) < 0) {
         g->mpath = NULL;
         rs_error_set(err, RS_EXIT_IO, "out of memory");
+    } else if (rs_world_rank() == 0 && access(g->mpath, F_OK) != 0 && errno == ENOENT) {
+        rs_error_set(err, RS_EXIT_EXISTS, "%s: exists but holds no manifest.json: not a bucket directory that "
+                     "ringshard wrote (--append adds to one; name another directory, or remove this one)", dir);
     }
     if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&g->bd, dir, err) != 0)
         return -1;
