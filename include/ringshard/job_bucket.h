@@ -23,7 +23,7 @@ typedef enum { RS_SEEN_SKIP = 0, RS_SEEN_FAIL, RS_SEEN_AGAIN } rs_on_seen;
  * manifest, and refuses given ones that differ from it. */
 enum {
     RS_GIVEN_KEY = 1, RS_GIVEN_DELIMITER = 2, RS_GIVEN_HEADER = 4, RS_GIVEN_COMPRESS = 8, RS_GIVEN_LEVEL = 16,
-    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64
+    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64, RS_GIVEN_KEY_SEP = 128
 };
 
 typedef struct {

@@ -25,6 +25,7 @@ static unsigned given_bit(int code)
 {
     switch (code) {
     case RS_OPT_KEY: return RS_GIVEN_KEY;
+    case RS_OPT_KEY_SEP: return RS_GIVEN_KEY_SEP;
     case RS_OPT_DELIMITER: return RS_GIVEN_DELIMITER;
     case RS_OPT_HEADER:
     case RS_OPT_NO_HEADER: return RS_GIVEN_HEADER;
