@@ -40,10 +40,9 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard
   check_history.py total DIR
       The rows DIR holds, as its manifests say.
 
-  check_history.py snap DIR [--no-previous]
+  check_history.py snap DIR
       A digest of DIR: its tree and every file (manifests without their
-      wall time; --no-previous: nor the digest of the manifest before
-      them), to tell whether a run changed it.
+      wall time), to tell whether a run changed it.
 
   check_history.py crash DIR SETUP CMD NEXT --points "P..." --syscalls "S..."
                    [--upgraded]
@@ -430,11 +429,9 @@ def check_same(d, ref):
     return 0
 
 
-def snap(d, no_previous=False):
+def snap(d):
     """DIR as a dict: every path below it and each file's content (the
-    manifests without their wall time, and with no_previous without the
-    digest of the manifest before them, which holds its wall time); None
-    when there is no DIR."""
+    manifests without their wall time); None when there is no DIR."""
     if not os.path.exists(d):
         return None
     out = {}
@@ -447,8 +444,7 @@ def snap(d, no_previous=False):
                 continue
             raw = open(path, "rb").read()
             if n == "manifest.json":
-                raw = b"\n".join(l for l in raw.split(b"\n")
-                                 if b'"seconds"' not in l and not (no_previous and b'"previous"' in l))
+                raw = b"\n".join(l for l in raw.split(b"\n") if b'"seconds"' not in l)
             out[rel] = zlib.crc32(raw), len(raw)
     return out
 
@@ -574,7 +570,7 @@ def main():
         print(sum(m["totals"]["rows"] for m, _ in manifests(args[0])))
         return 0
     if cmd == "snap":
-        print(zlib.crc32(json.dumps(snap(args[0], "--no-previous" in args), sort_keys=True).encode()))
+        print(zlib.crc32(json.dumps(snap(args[0]), sort_keys=True).encode()))
         return 0
     if cmd == "crash":
         points, syscalls, upgraded = opt("--points", ""), opt("--syscalls", ""), "--upgraded" in args

@@ -238,6 +238,7 @@ static int open_buckets(dstate *s, rs_error *err)
     s->po.dialect.delim = in_m->delimiter;
     s->po.header = in_m->header;
     s->po.key = in_m->key;
+    s->po.key_sep = in_m->key_sep ? in_m->key_sep : '|';
     s->header = in_m->header_line;
     s->header_len = s->header ? strlen(s->header) : 0;
     return 0;
@@ -426,7 +427,13 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
     s->po.input_checksum = 1;
-    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);  /* whole buckets on the shared file system */
+    char label[64];
+    if (s->g) {
+        snprintf(label, sizeof label, "generation %llu", (unsigned long long)s->g->gen);
+        s->po.progress_label = label;
+    }
+    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);
+    s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
     if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, err) != 0)
@@ -608,8 +615,9 @@ static int write_manifest(dstate *s, rs_error *err)
     m->ring_description = o->buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(s->ring);
     m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
     m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
+    m->key_sep = s->po.key_sep;
     m->delimiter = s->po.dialect.delim;
-    m->header = s->header != NULL;
+    m->header = s->po.header != 0;  /* the option: with empty inputs there is no header line */
     m->header_line = (char *)s->header;
     m->compress = s->out_compress;
     m->level = s->out_level;
@@ -782,6 +790,10 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
         goto out;
     if (!o->buckets_dir && run_pass1(&s, err) != 0)
         goto out;
+    if (grow && !g && s.po.header && !s.res.header) {  /* nothing to make DIR from: as bucket --append */
+        r->inputs_empty += s.po.ninputs;
+        goto out;
+    }
     s.t1 = rs_now() - t0;
     if (run_pass2(&s, err) != 0)
         goto out;
@@ -796,6 +808,8 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
         r->first_gen = r->first_gen ? r->first_gen : g ? g->gen : 1;
         r->last_gen = g ? g->gen : 1;
         r->inputs_ingested += o->buckets_dir ? 0 : s.po.ninputs;
+        r->dir_files = g ? g->files_after : s.njobs;
+        r->dir_generations = g ? g->gens_after : 1;
         fill_result(&s, r);
     } else if (grow && !g && err->code == RS_EXIT_EXISTS) {
         *raced = 1;

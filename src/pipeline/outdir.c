@@ -509,6 +509,19 @@ fail:
     return -1;
 }
 
+void rs_outdir_recover(const char *final)
+{
+    char *fin, *parent;
+    const char *base;
+    if (final == NULL || final[0] == '\0' || rs_tmp_split_path(final, &fin, &parent, &base) != 0)
+        return;
+    char stem[RS_TMP_STEM_MAX + 1];
+    rs_tmp_stem(base, stem);
+    clean_stale(parent, base, stem);
+    free(fin);
+    free(parent);
+}
+
 char *rs_outdir_path(const rs_outdir *od, const char *name)
 {
     char *p;
@@ -762,9 +775,8 @@ static int wait_lock(int fd, const char *dir, rs_error *err)
     return 0;
 }
 
-int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
+static int lock_dir(const char *dir, int *fd, rs_error *err)
 {
-    *fd = -1;
     for (int attempt = 0; attempt < 1000; attempt++) {
         struct stat st, now;
         if (lstat(dir, &st) != 0) {
@@ -794,6 +806,22 @@ int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
         close(d);
     }
     return rs_error_set(err, RS_EXIT_IO, "%s: cannot lock: it keeps being replaced", dir);
+}
+
+int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
+{
+    *fd = -1;
+    /* DIR/ is DIR: without the slash, so that lstat sees a symbolic link
+     * as rs_outdir_begin does (the slash would follow it) */
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    char *d = strndup(dir, len);
+    if (!d)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    int rc = lock_dir(d, fd, err);
+    free(d);
+    return rc;
 }
 
 int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
