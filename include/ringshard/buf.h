@@ -15,6 +15,10 @@ typedef struct {
 /* Ensures room for `extra` more bytes. Returns 0, or -1 if out of memory. */
 int rs_buf_reserve(rs_buf *b, size_t extra);
 
+/* The capacity b has once rs_buf_reserve(b, extra) has made room (for the
+ * memory budgets that count what is allocated). */
+size_t rs_buf_cap_after(const rs_buf *b, size_t extra);
+
 /* Appends n bytes. Returns 0, or -1 if out of memory. */
 static inline int rs_buf_append(rs_buf *b, const void *p, size_t n)
 {

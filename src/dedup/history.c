@@ -66,16 +66,12 @@ static int add_row(part *pt, const char *row, size_t rowlen, const char *key, si
 }
 
 /* What the part holds once a row and key of len more bytes are added: its
- * arrays and arena as allocated (they grow by doubling, the arena as
- * rs_buf_reserve does), and the copy of the probes qsort makes to sort
- * them (rs_keyidx_probe_sort). */
+ * arrays (grow doubles them) and arena as allocated, and the copy of the
+ * probes qsort makes to sort them (rs_keyidx_probe_sort). */
 static uint64_t part_bytes_with(const part *pt, size_t len)
 {
     size_t cap = pt->n < pt->cap ? pt->cap : pt->cap ? 2 * pt->cap : 4096;
-    size_t acap = pt->arena.cap ? pt->arena.cap : 256;
-    while (acap < pt->arena.len + len)
-        acap *= 2;
-    return acap + (uint64_t)cap * ROW_COST + (uint64_t)(pt->n + 1) * sizeof *pt->p;
+    return rs_buf_cap_after(&pt->arena, len) + (uint64_t)cap * ROW_COST + (uint64_t)(pt->n + 1) * sizeof *pt->p;
 }
 
 static int put_line(FILE *f, const char *row, size_t len)

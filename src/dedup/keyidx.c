@@ -147,16 +147,12 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, uint64_t budget, rs_
 }
 
 /* What the pending run holds once a key of len more bytes is added: its
- * entries and keys as allocated (they grow by doubling, the keys as
- * rs_buf_reserve does), and the copy of the entries qsort makes to sort
- * them (flush_run). */
+ * entries (rs_keyidx_add doubles them) and keys as allocated, and the copy
+ * of the entries qsort makes to sort them (flush_run). */
 static uint64_t pending_with(const rs_keyidx_writer *w, size_t len)
 {
     size_t cap = w->n < w->cap ? w->cap : w->cap ? 2 * w->cap : 1024;
-    size_t hcap = w->heap.cap ? w->heap.cap : 256;
-    while (hcap < w->heap.len + len)
-        hcap *= 2;
-    return hcap + (uint64_t)(cap + w->n + 1) * 3 * sizeof *w->ent;
+    return rs_buf_cap_after(&w->heap, len) + (uint64_t)(cap + w->n + 1) * 3 * sizeof *w->ent;
 }
 
 int rs_keyidx_add(rs_keyidx_writer *w, const void *key, size_t len, rs_error *err)
