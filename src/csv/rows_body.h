@@ -6,10 +6,10 @@
 
 /* Classifies the block at c->blk, carrying quote parity and "an opening
  * quote may follow" from the block before (c->in_end, c->open_ok). */
-static inline void LOAD_NAME(rs_csv_cursor *c, unsigned char delim)
+static inline __attribute__((always_inline)) void LOAD_NAME(rs_csv_cursor *c, const unsigned char *u,
+                                                             size_t end, unsigned char delim)
 {
-    const unsigned char *u = (const unsigned char *)c->p;
-    size_t at = c->blk, left = c->end - at; /* > 0 */
+    size_t at = c->blk, left = end - at; /* > 0 */
     uint64_t q, dl, cr, lf;
     if (left >= 64) {
         CLASSIFY4(u + at, delim, &q, &dl, &cr, &lf);
@@ -59,6 +59,12 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
     const unsigned char *u = (const unsigned char *)c->p;
     const size_t end = c->end, maxrec = d->max_record ? d->max_record : SIZE_MAX;
     const uint32_t kcol = klim ? klim - 1 : 0;
+    /* The block state in a local copy, kept in registers: through the
+     * pointer, every store to a row (and every byte read through u, which
+     * may alias anything) would reload it. Written back at the end. */
+    rs_csv_cursor cc = *c;
+    rs_csv_cursor *const cur = c;
+    c = &cc;
     size_t n = 0;
     while (n < max && c->pos < end) {
         size_t s = c->pos, t, ks = s, ke = s;
@@ -66,11 +72,11 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
             c->blk = s;
             c->in_end = 0;
             c->open_ok = 1;
-            LOAD_NAME(c, delim);
+            LOAD_NAME(c, u, end, delim);
         }
         while (s - c->blk >= 64) {
             c->blk += 64;
-            LOAD_NAME(c, delim);
+            LOAD_NAME(c, u, end, delim);
         }
         uint64_t m = ~(uint64_t)0 << (s - c->blk), inl = 0;
         uint32_t field = 0;
@@ -102,7 +108,7 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
                 break;
             }
             c->blk += 64;
-            LOAD_NAME(c, delim);
+            LOAD_NAME(c, u, end, delim);
             m = ~(uint64_t)0;
         }
         if (t - s > maxrec)
@@ -138,13 +144,15 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
     slow:
         c->loaded = 0;
         if (slow(d, key, c, &rows[n], scratch, fault) != RS_CSV_OK) {
+            *cur = cc;
             *np = n;
             return RS_CSV_BAD;
         }
         n++;
-        if (rows[n - 1].keylen && scratch && rows[n - 1].key == scratch->data)
+        if (scratch && rows[n - 1].key == scratch->data)
             break; /* keep the scratch key valid: return with it */
     }
+    *cur = cc;
     *np = n;
     return RS_CSV_OK;
 }

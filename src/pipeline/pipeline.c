@@ -209,29 +209,6 @@ typedef struct {
     int quarantine_errno;   /* the first failed write's, for the message */
 } pipe_state;
 
-/* Quotes in p[0..n), 16 bytes at a time. */
-static size_t count_quotes(const char *p, size_t n)
-{
-    size_t c = 0, i = 0;
-    const __m128i q = _mm_set1_epi8('"');
-    /* cmpeq gives 0xFF per quote; 0 - that is 1 per quote; psadbw sums
-     * bytes into two 64-bit lanes. Flushed every 255 blocks (bytes <= 255). */
-    const __m128i zero = _mm_setzero_si128();
-    while (i + 16 <= n) {
-        __m128i acc = zero;
-        size_t stop = i + 16 * 255 < n ? i + 16 * 255 : n;
-        for (; i + 16 <= stop; i += 16) {
-            __m128i v = _mm_loadu_si128((const __m128i *)(p + i));
-            acc = _mm_sub_epi8(acc, _mm_cmpeq_epi8(v, q));
-        }
-        __m128i sums = _mm_sad_epu8(acc, zero);
-        c += (size_t)_mm_cvtsi128_si64(sums) + (size_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(sums, sums));
-    }
-    for (; i < n; i++)
-        c += p[i] == '"';
-    return c;
-}
-
 /* First record boundary at or after `from` in p[0..len) given the quote
  * parity at `from`; len if none. A boundary follows LF, or a CR that is
  * not followed by LF, outside quotes. */
@@ -321,7 +298,7 @@ static void count_new(batch *b, size_t from, size_t to)
     while (from < to) {
         size_t next = (from / RS_QCK + 1) * RS_QCK;
         size_t stop = next < to ? next : to;
-        b->quotes += count_quotes(b->data + from, stop - from);
+        b->quotes += rs_csv_count_quotes(b->data + from, stop - from);
         if (stop == next)
             b->qck[next / RS_QCK] = (uint32_t)b->quotes;
         from = stop;
@@ -332,7 +309,7 @@ static void count_new(batch *b, size_t from, size_t to)
 static size_t quotes_before(const batch *b, size_t at)
 {
     size_t j = at / RS_QCK;
-    return b->qck[j] + count_quotes(b->data + j * RS_QCK, at - j * RS_QCK);
+    return b->qck[j] + rs_csv_count_quotes(b->data + j * RS_QCK, at - j * RS_QCK);
 }
 
 static void cut_segments(batch *b)
@@ -1001,9 +978,19 @@ static int write_quarantine(FILE *f, const char *path, const thread_acc *a, uint
     return e;
 }
 
+/* A parse group's rows for one destination in one batch, and their line
+ * ends as written (each row ends with an LF): the member's header needs
+ * them, and the scanner has counted them already. Both fit 32 bits (a
+ * batch is far below 4 GiB), and the pair is the uint64_t that the memory
+ * plan counts per group and output. */
 typedef struct {
-    rs_buf *bufs;           /* [tid * ndest + d] */
-    uint64_t *rows;         /* [tid * ndest + d] */
+    uint32_t rows, lines;
+} dest_count;
+_Static_assert(sizeof(dest_count) == sizeof(uint64_t), "the memory plan counts 8 bytes per group and output");
+
+typedef struct {
+    rs_buf *bufs;           /* [group * ndest + d] */
+    dest_count *count;      /* [group * ndest + d] */
 } scatter;
 
 static void quote_key(rs_buf *b, const char *k, size_t n, char delim)
@@ -1036,7 +1023,7 @@ static void escape_into(rs_buf *b, const char *p, size_t n)
     }
 }
 
-#define RS_BLOCK 32
+#define RS_BLOCK 64
 
 /* Appends row + LF to a destination buffer. 0, or -1 if out of memory. */
 static inline int scatter_row(rs_buf *out, const char *row, size_t len)
@@ -1049,160 +1036,192 @@ static inline int scatter_row(rs_buf *out, const char *row, size_t len)
     return 0;
 }
 
-/* Parses segments [sa, sb) of batch b on thread tid (as routers see it: with opts tid_base).
- *
- * The per-row hot loop (scan a record, take its key, hash and place it in
- * blocks of RS_BLOCK with prefetch, scatter the row), kept whole on purpose
- * (issue 19): the block's arrays, the scanner state and the prefetch
- * distance live in one frame, and the code was measured as it is
- * (README, Performance: prefetching in the parser). Its
- * steps are commented in place; split, they would cost calls or a struct
- * of state on every row for no reader's gain. */
+/* The rows of one call of the scanner, on their way (see parse_range). */
+typedef struct {
+    rs_csv_row rows[RS_BLOCK];
+    size_t n;
+    size_t at[RS_BLOCK];        /* which rows are records (not empty lines) */
+    uint32_t k;                 /* how many */
+    uint64_t pos[RS_BLOCK];     /* their ring positions (pos_router) */
+    uint32_t dest[RS_BLOCK];
+} row_block;
+
+/* Counts x's rows and, for a ring, hashes their keys (in cache: just
+ * scanned) and prefetches their index slots; with another router, routes
+ * them. */
+static void take_rows(pipe_state *s, const batch *b, int tid, row_block *x, thread_acc *acc)
+{
+    const rs_pipeline_opts *o = s->o;
+    const rs_pos_router *pr = o->keys_only ? NULL : o->pos_router;
+    const char *keys[RS_BLOCK];
+    size_t keylens[RS_BLOCK];
+    uint32_t k = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        const rs_csv_row *r = &x->rows[i];
+        acc->lines += r->lines;
+        if (r->nfields == 0) { /* a line, not a record */
+            acc->blank++;
+            continue;
+        }
+        acc->records++;
+        acc->rows++;
+        acc->bytes += r->len + 1;
+        if (o->input_crc) {
+            acc->crc = rs_crc32(acc->crc, b->data + r->off, r->len);
+            acc->crc = rs_crc32(acc->crc, "\n", 1);
+            acc->crc_len += r->len + 1;
+        }
+        keys[k] = r->key;
+        keylens[k] = r->keylen;
+        x->at[k++] = i;
+    }
+    x->k = k;
+    uint32_t input = b->input + o->input_base;
+    if (pr)
+        pr->positions(o->route_ctx, keys, keylens, k, x->pos);
+    else
+        for (uint32_t j = 0; j < k; j++) {
+            const rs_csv_row *r = &x->rows[x->at[j]];
+            x->dest[j] = o->route(o->route_ctx, tid, input, keys[j], keylens[j], b->data + r->off, r->len);
+        }
+}
+
+/* Appends x's rows (or keys) to their destinations' buffers, in order. */
+static void scatter_rows(pipe_state *s, const batch *b, const row_block *x, rs_buf *bufs, dest_count *dc,
+                         thread_acc *acc)
+{
+    const rs_pipeline_opts *o = s->o;
+    for (uint32_t j = 0; j < x->k; j++) {
+        const rs_csv_row *r = &x->rows[x->at[j]];
+        uint32_t d = x->dest[j];
+        if (d == RS_ROUTE_DROP)
+            continue;
+        dc[d].rows++;
+        dc[d].lines += r->lines + (r->next == r->off + r->len); /* a last row without its line end gets one */
+        if (!bufs)
+            continue;
+        if (!o->keys_only) {
+            if (scatter_row(&bufs[d], b->data + r->off, r->len) != 0)
+                acc->oom = 1;
+        } else if (rs_buf_reserve(&bufs[d], 2 * r->keylen + 3) != 0) { /* quoting at most doubles the key */
+            acc->oom = 1;
+        } else {
+            quote_key(&bufs[d], r->key, r->keylen, o->dialect.delim);
+            rs_buf_append(&bufs[d], "\n", 1);
+        }
+    }
+}
+
+/* A malformed record at pos under --on-bad-row skip|quarantine (the batch
+ * was cut with the same rule): counted, quarantined, and skipped to where
+ * recovery ends it. Returns the offset past it; end when out of memory
+ * (acc->oom set). */
+static size_t skip_bad_row(pipe_state *s, const batch *b, size_t pos, size_t end, const rs_csv_fault *fault,
+                           thread_acc *acc)
+{
+    const rs_pipeline_opts *o = s->o;
+    const char *base = b->data;
+    size_t step = bad_record_end(&o->dialect, base + pos, end - pos, fault->offset, 1);
+    size_t next = pos + (step ? step : end - pos);
+    /* line ends as the scanner and the RS headers count them */
+    uint64_t nl = rs_count_line_ends(base + pos, next - pos);
+    if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
+        /* line and record are relative to this thread's range until
+         * the batch is done (see write_quarantine) */
+        quarantine_mark m = {acc->quarantine.len, acc->lines + 1, acc->records + 1};
+        size_t rl = next - pos;
+        while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
+            rl--;
+        char why[96];
+        rl = quarantine_reason(fault, o->dialect.max_record, rl, why, sizeof why);
+        /* room first (escaping at most doubles the row), so that an
+         * entry is whole or absent */
+        if (rs_buf_reserve(&acc->qmarks, sizeof m) != 0 ||
+            rs_buf_reserve(&acc->quarantine, strlen(why) + 2 * rl + 2) != 0) {
+            acc->oom = 1;
+            return end;
+        }
+        rs_buf_append(&acc->qmarks, &m, sizeof m);
+        rs_buf_append(&acc->quarantine, why, strlen(why));
+        rs_buf_append(&acc->quarantine, "\t", 1);
+        escape_into(&acc->quarantine, base + pos, rl);
+        rs_buf_append(&acc->quarantine, "\n", 1);
+    }
+    acc->rejected++;
+    acc->records++;
+    acc->lines += nl ? nl : 1;
+    return next;
+}
+
+/* Parses segments [sa, sb) of batch b on thread tid (as routers see it:
+ * with opts tid_base): the structural scanner (src/csv/rows.c) gives
+ * RS_BLOCK records a call, and a malformed record fails the group or is
+ * skipped. With a ring (pos_router), the blocks go through three steps
+ * a block apart - hash and prefetch the index, prefetch the points, look
+ * up and scatter - so that each step's memory has arrived when it is
+ * read: block i is hashed while block i - 2 is placed. */
 static void parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
                         thread_acc *acc)
 {
     const rs_pipeline_opts *o = s->o;
-    const char *base = b->data;
-    size_t pos = b->seg[sa], end = b->seg[sb];
-    uint32_t ndest = o->ndest;
-    int writing = o->dest_paths != NULL;
-    rs_buf *bufs = writing ? sc->bufs + (size_t)group * ndest : NULL;
-    uint64_t *drows = sc->rows + (size_t)group * ndest;
-    rs_csv_record rec;
-    rs_csv_fault fault;
-    const char *key;
-    size_t keylen;
-    /* Rows wait in blocks of RS_BLOCK between hashing and routing, so that
-     * the ring lookups' cache misses overlap (see rs_pos_router). */
     const rs_pos_router *pr = o->keys_only ? NULL : o->pos_router;
-    struct {
-        size_t off, len;
-        uint64_t pos;
-    } pend[RS_BLOCK];
-    int npend = 0;
-#define FLUSH_PENDING()                                                                      \
-    do {                                                                                     \
-        for (int i_ = 0; i_ < npend; i_++)                                                   \
-            pr->prefetch_point(o->route_ctx, pend[i_].pos);                                   \
-        for (int i_ = 0; i_ < npend; i_++) {                                                 \
-            const char *row_ = base + pend[i_].off;                                          \
-            uint32_t d_ = pr->route(o->route_ctx, tid, b->input + o->input_base, pend[i_].pos, row_, pend[i_].len); \
-            if (d_ != RS_ROUTE_DROP) {                                                       \
-                drows[d_]++;                                                                 \
-                if (writing && scatter_row(&bufs[d_], row_, pend[i_].len) != 0)               \
-                    acc->oom = 1;                                                            \
-            }                                                                                \
-        }                                                                                    \
-        npend = 0;                                                                           \
-    } while (0)
+    const char *base = b->data;
+    size_t end = b->seg[sb];
+    uint32_t ndest = o->ndest;
+    rs_buf *bufs = o->dest_paths ? sc->bufs + (size_t)group * ndest : NULL;
+    dest_count *dc = sc->count + (size_t)group * ndest;
+    uint32_t input = b->input + o->input_base;
+    rs_csv_cursor cur;
+    rs_csv_cursor_init(&cur, base, b->seg[sa], end);
+    row_block blk[3];
+    unsigned taken = 0, placed = 0; /* blocks scanned; blocks scattered */
     /* The batch was inflated a whole batch ago, by another core: it is out
      * of this core's caches, and without prefetching the scanner spent
      * 60% of its time stalled on its first load of each record (perf
      * annotate). Keep 4 to 8 KiB ahead of it. */
-    size_t fetched = pos;
-    while (pos < end) {
-        if (fetched < pos + RS_PREFETCH / 2) {
-            size_t upto = pos + RS_PREFETCH < end ? pos + RS_PREFETCH : end;
-            for (fetched = fetched > pos ? fetched : pos; fetched < upto; fetched += 64)
-                __builtin_prefetch(base + fetched);
+    size_t fetched = cur.pos;
+    for (;;) {
+        int r = RS_CSV_OK;
+        rs_csv_fault fault;
+        if (cur.pos < end) {
+            if (fetched < cur.pos + RS_PREFETCH / 2) {
+                size_t upto = cur.pos + RS_PREFETCH < end ? cur.pos + RS_PREFETCH : end;
+                for (fetched = fetched > cur.pos ? fetched : cur.pos; fetched < upto; fetched += 64)
+                    __builtin_prefetch(base + fetched);
+            }
+            row_block *x = &blk[taken % 3];
+            r = rs_csv_rows(&o->dialect, &s->keyspec, &cur, x->rows, RS_BLOCK, &x->n, &acc->scratch, &fault);
+            take_rows(s, b, tid, x, acc);
+            taken++;
+            if (pr && taken - placed < 3 && r == RS_CSV_OK && cur.pos < end) {
+                if (taken - placed == 2)
+                    pr->prefetch(o->route_ctx, blk[placed % 3].pos, blk[placed % 3].k);
+                continue; /* the pipeline fills */
+            }
         }
-        int r = rs_csv_next(&o->dialect, &s->keyspec, base + pos, end - pos, 1, &rec, &key, &keylen, &acc->scratch,
-                            &fault);
-        if (r == RS_CSV_OK) {
-            acc->lines += rec.lines;
-            if (rec.nfields == 0) {  /* a line, not a record */
-                acc->blank++;
-                pos += rec.consumed;
-                continue;
-            }
-            acc->records++;
-            const char *row = base + pos;
-            acc->rows++;
-            acc->bytes += rec.len + 1;
-            if (o->input_crc) {
-                acc->crc = rs_crc32(acc->crc, row, rec.len);
-                acc->crc = rs_crc32(acc->crc, "\n", 1);
-                acc->crc_len += rec.len + 1;
-            }
+        /* place the oldest block (all of them at the end or a fault) */
+        while (placed < taken) {
+            row_block *y = &blk[placed % 3];
             if (pr) {
-                uint64_t p = pr->position(o->route_ctx, key, keylen);
-                pr->prefetch_index(o->route_ctx, p);
-                pend[npend].off = pos;
-                pend[npend].len = rec.len;
-                pend[npend].pos = p;
-                if (++npend == RS_BLOCK)
-                    FLUSH_PENDING();
-                pos += rec.consumed;
-                continue;
+                if (taken - placed > 1)
+                    pr->prefetch(o->route_ctx, blk[(placed + 1) % 3].pos, blk[(placed + 1) % 3].k);
+                pr->owners(o->route_ctx, tid, input, y->pos, y->k, y->dest);
             }
-            uint32_t d = o->route(o->route_ctx, tid, b->input + o->input_base, key, keylen, row, rec.len);
-            if (d != RS_ROUTE_DROP) {
-                drows[d]++;
-                if (writing) {
-                    rs_buf *out = &bufs[d];
-                    if (o->keys_only) {
-                        /* room first: quoting at most doubles the key */
-                        if (rs_buf_reserve(out, 2 * keylen + 3) != 0) {
-                            acc->oom = 1;
-                        } else {
-                            quote_key(out, key, keylen, o->dialect.delim);
-                            rs_buf_append(out, "\n", 1);
-                        }
-                    } else if (scatter_row(out, row, rec.len) != 0) {
-                        acc->oom = 1;
-                    }
-                }
-            }
-            pos += rec.consumed;
-            continue;
+            scatter_rows(s, b, y, bufs, dc, acc);
+            placed++;
+            if (pr && r == RS_CSV_OK && cur.pos < end)
+                break; /* two blocks stay in flight */
         }
-        /* A malformed record (RS_CSV_MORE cannot happen: at_eof is set). */
-        if (r == RS_CSV_MORE) {
-            fault.what = "incomplete record";
-            fault.offset = end - pos;
-            fault.field = 0;
-        }
-        if (pr)
-            FLUSH_PENDING();
-        if (o->bad_rows == RS_BAD_ROW_FAIL) {
-            acc->fault = (thread_fault){1, pos, acc->lines, acc->records, fault};
-            return;
-        }
-        /* skip / quarantine: the batch was cut with the same rule */
-        size_t step = bad_record_end(&o->dialect, base + pos, end - pos, fault.offset, 1);
-        size_t next = pos + (step ? step : end - pos);
-        /* line ends as the scanner and the RS headers count them */
-        uint64_t nl = rs_count_line_ends(base + pos, next - pos);
-        if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
-            /* line and record are relative to this thread's range until
-             * the batch is done (see write_quarantine) */
-            quarantine_mark m = {acc->quarantine.len, acc->lines + 1, acc->records + 1};
-            size_t rl = next - pos;
-            while (rl && (base[pos + rl - 1] == '\n' || base[pos + rl - 1] == '\r'))
-                rl--;
-            char why[96];
-            rl = quarantine_reason(&fault, o->dialect.max_record, rl, why, sizeof why);
-            /* room first (escaping at most doubles the row), so that an
-             * entry is whole or absent */
-            if (rs_buf_reserve(&acc->qmarks, sizeof m) != 0 ||
-                rs_buf_reserve(&acc->quarantine, strlen(why) + 2 * rl + 2) != 0) {
-                acc->oom = 1;
+        if (r != RS_CSV_OK) {
+            if (o->bad_rows == RS_BAD_ROW_FAIL) {
+                acc->fault = (thread_fault){1, cur.pos, acc->lines, acc->records, fault};
                 return;
             }
-            rs_buf_append(&acc->qmarks, &m, sizeof m);
-            rs_buf_append(&acc->quarantine, why, strlen(why));
-            rs_buf_append(&acc->quarantine, "\t", 1);
-            escape_into(&acc->quarantine, base + pos, rl);
-            rs_buf_append(&acc->quarantine, "\n", 1);
+            rs_csv_cursor_init(&cur, base, skip_bad_row(s, b, cur.pos, end, &fault, acc), end);
         }
-        acc->rejected++;
-        acc->records++;
-        acc->lines += nl ? nl : 1;
-        pos = next;
+        if (cur.pos >= end && placed == taken)
+            return;
     }
-    if (pr)
-        FLUSH_PENDING();
-#undef FLUSH_PENDING
 }
 
 typedef struct {
@@ -1387,11 +1406,12 @@ static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d,
 {
     uint32_t ndest = o->ndest;
     size_t np = 0, total = 0;
-    uint64_t rows = 0;
+    uint64_t rows = 0, lines = 0;
     rs_buf *first = NULL;
     for (int g = 0; g < G; g++) {
         rs_buf *bb = &sc->bufs[(size_t)g * ndest + d];
-        rows += sc->rows[(size_t)g * ndest + d];
+        rows += sc->count[(size_t)g * ndest + d].rows;
+        lines += sc->count[(size_t)g * ndest + d].lines;
         if (bb->len) {
             if (!first)
                 first = bb;
@@ -1414,7 +1434,10 @@ static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d,
         pieces[0] = first->data;
         lens[0] = first->len;
         member->len = 0;
-        if (rs_deflater_member(dz, pieces, lens, 1, rows, member, &crc) != 0)
+        /* keys only: a quoted key's line ends are not its row's */
+        int r = o->keys_only ? rs_deflater_member(dz, pieces, lens, 1, rows, member, &crc)
+                             : rs_deflater_member_lines(dz, pieces, lens, 1, rows, lines, member, &crc);
+        if (r != 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: compressing %zu bytes of rows failed: %s", o->dest_paths[d],
                                 total, rs_deflater_why());
         rc = dest_write(o, df, dx, d, member->data, member->len, err);
@@ -1709,14 +1732,14 @@ static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
     rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
            T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
     r->df = calloc(ndest ? ndest : 1, sizeof *r->df);
-    r->sc.rows = calloc((size_t)G * (ndest ? ndest : 1), sizeof *r->sc.rows);
+    r->sc.count = calloc((size_t)G * (ndest ? ndest : 1), sizeof *r->sc.count);
     if (o->dest_paths)
         r->sc.bufs = calloc((size_t)G * ndest, sizeof *r->sc.bufs);
     r->acc = calloc((size_t)G, sizeof *r->acc);
     r->dz = calloc((size_t)T, sizeof *r->dz);
     r->members = calloc((size_t)T, sizeof *r->members);
     r->terr = calloc((size_t)T, sizeof *r->terr);
-    if (!res->dest || !res->input || !r->df || !r->sc.rows || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
+    if (!res->dest || !res->input || !r->df || !r->sc.count || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
         !r->members || !r->terr || grow_batch(&s->b[0], cap) != 0 || grow_batch(&s->b[1], cap) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
                             (unsigned long long)o->memory);
@@ -1918,7 +1941,7 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
         a->quarantine.len = 0;
         a->qmarks.len = 0;
     }
-    memset(sc->rows, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc->rows);
+    memset(sc->count, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc->count);
     batch_sched bs = {0};
     int failed = 0, io_failed = 0;
     rs_error io_err = {0};
@@ -1988,7 +2011,7 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
     if (!o->dest_paths)
         for (int g = 0; g < G; g++)
             for (uint32_t d = 0; d < ndest; d++)
-                r->df[d].st.rows += sc->rows[(size_t)g * ndest + d];
+                r->df[d].st.rows += sc->count[(size_t)g * ndest + d].rows;
     if (r->wb_lens) {
         for (uint32_t d = 0; d < ndest; d++)
             r->wb_lens[d] = r->df[d].st.file_bytes;
@@ -2103,7 +2126,7 @@ static void run_free(pipe_state *s, run_state *r)
     for (int t = 0; r->members && t < T; t++)
         rs_buf_free(&r->members[t]);
     free(r->sc.bufs);
-    free(r->sc.rows);
+    free(r->sc.count);
     free(r->acc);
     free(r->dz);
     free(r->members);
@@ -2191,22 +2214,20 @@ static uint32_t ring_route(void *ctx, int tid, uint32_t input, const char *key, 
     return rs_ring_locate(ctx, key, keylen);
 }
 
-static uint64_t ring_position(void *ctx, const char *key, size_t keylen)
+static void ring_positions(void *ctx, const char *const *keys, const size_t *keylens, size_t n, uint64_t *pos)
 {
-    return rs_ring_position(ctx, key, keylen);
+    rs_ring_positions(ctx, keys, keylens, n, pos);
 }
 
-static void ring_prefetch_index(void *ctx, uint64_t pos) { rs_ring_prefetch_index(ctx, pos); }
-static void ring_prefetch_point(void *ctx, uint64_t pos) { rs_ring_prefetch_point(ctx, pos); }
+static void ring_prefetch(void *ctx, const uint64_t *pos, size_t n) { rs_ring_prefetch_points(ctx, pos, n); }
 
-static uint32_t ring_route_pos(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen)
+static void ring_owners(void *ctx, int tid, uint32_t input, const uint64_t *pos, size_t n, uint32_t *dest)
 {
-    (void)tid, (void)input, (void)row, (void)rowlen;
-    return rs_ring_owner(ctx, pos);
+    (void)tid, (void)input;
+    rs_ring_owners(ctx, pos, n, dest);
 }
 
-static const rs_pos_router ring_pos_router = {ring_position, ring_prefetch_index, ring_prefetch_point,
-                                              ring_route_pos};
+static const rs_pos_router ring_pos_router = {ring_positions, ring_prefetch, ring_owners};
 
 void rs_pipeline_route_by_ring(rs_pipeline_opts *o, const rs_ring *ring)
 {

@@ -487,6 +487,26 @@ uint32_t rs_ring_locate(const rs_ring *r, const void *key, size_t len)
     return rs_ring_owner(r, r->ops->position(r, key, len));
 }
 
+void rs_ring_positions(const rs_ring *r, const char *const *keys, const size_t *lens, size_t n, uint64_t *pos)
+{
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = r->ops->position(r, keys[i], lens[i]);
+        rs_ring_prefetch_index(r, pos[i]);
+    }
+}
+
+void rs_ring_prefetch_points(const rs_ring *r, const uint64_t *pos, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rs_ring_prefetch_point(r, pos[i]);
+}
+
+void rs_ring_owners(const rs_ring *r, const uint64_t *pos, size_t n, uint32_t *own)
+{
+    for (size_t i = 0; i < n; i++)
+        own[i] = rs_ring_owner(r, pos[i]);
+}
+
 uint32_t rs_ring_owner_bsearch(const rs_ring *r, uint64_t pos)
 {
     if (!r->npoints)
