@@ -1025,14 +1025,116 @@ static void escape_into(rs_buf *b, const char *p, size_t n)
 
 #define RS_BLOCK 64
 
-/* Appends row + LF to a destination buffer. 0, or -1 if out of memory. */
-static inline int scatter_row(rs_buf *out, const char *row, size_t len)
+/* What a parse group keeps for a destination: ENTRIES, which the thread
+ * that writes the destination gathers into one contiguous piece (see
+ * gather), so that a row is copied once, into the bytes the compressor or
+ * the write reads, and not first into the group's buffer and again into
+ * the joined piece. An entry is a tag byte, then
+ *   0..253   that many bytes, as they are written (a short row and its LF:
+ *            copying it costs no more than pointing at it);
+ *   254      a 4-byte length, then that many bytes (a quoted key);
+ *   255      a 4-byte offset and a 4-byte length of a row in the batch,
+ *            written with an LF after it.
+ * A row of n bytes takes at most 1.5 x (n + 1) bytes here (at most 17
+ * inline, 9 as a reference), never more than the copy it replaces by half. */
+#define RS_ENTRY_INLINE 16 /* rows up to this many bytes with their LF are copied */
+#define RS_ENTRY_LONG 254
+#define RS_ENTRY_REF 255
+_Static_assert(RS_ENTRY_INLINE < RS_ENTRY_LONG, "inline tags are lengths");
+
+/* Appends row p[off..off+len) of the batch to out as an entry. 0, or -1 if
+ * out of memory. */
+static inline int scatter_row(rs_buf *out, const char *base, size_t off, size_t len)
 {
-    if (out->cap - out->len <= len && rs_buf_reserve(out, len + 1) != 0)
+    if (out->cap - out->len < RS_ENTRY_INLINE + 1 && rs_buf_reserve(out, RS_ENTRY_INLINE + 1) != 0)
         return -1;
-    memcpy(out->data + out->len, row, len);
-    out->data[out->len + len] = '\n';
-    out->len += len + 1;
+    unsigned char *e = (unsigned char *)out->data + out->len;
+    if (len + 1 <= RS_ENTRY_INLINE) {
+        e[0] = (unsigned char)(len + 1);
+        memcpy(e + 1, base + off, len);
+        e[1 + len] = '\n';
+        out->len += len + 2;
+    } else {
+        uint32_t v[2] = {(uint32_t)off, (uint32_t)len}; /* a batch is far below 4 GiB */
+        e[0] = RS_ENTRY_REF;
+        memcpy(e + 1, v, sizeof v);
+        out->len += 1 + sizeof v;
+    }
+    return 0;
+}
+
+/* Appends a key, quoted as a CSV field needs, and an LF to out as an
+ * entry. 0, or -1 if out of memory. */
+static int scatter_key(rs_buf *out, const char *key, size_t len, char delim)
+{
+    if (rs_buf_reserve(out, 1 + sizeof(uint32_t) + 2 * len + 3) != 0) /* quoting at most doubles the key */
+        return -1;
+    size_t at = out->len;
+    out->data[at] = (char)RS_ENTRY_LONG;
+    out->len += 1 + sizeof(uint32_t);
+    quote_key(out, key, len, delim);
+    rs_buf_append(out, "\n", 1);
+    uint32_t n = (uint32_t)(out->len - at - 1 - sizeof n);
+    memcpy(out->data + at + 1, &n, sizeof n);
+    return 0;
+}
+
+/* A 4-byte field of an entry (native order: entries never leave memory). */
+static inline uint32_t entry_u32(const unsigned char *p)
+{
+    uint32_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The size of the entry at e. */
+static inline size_t entry_size(const unsigned char *e)
+{
+    return *e < RS_ENTRY_LONG ? 1u + *e : *e == RS_ENTRY_REF ? 9u : 5u + entry_u32(e + 1);
+}
+
+/* The rows (or keys) of destination d in batch b, groups in order, from
+ * their entries into out (emptied first). The references point all over
+ * the batch, which is out of the cache by now: the rows a few entries
+ * ahead are prefetched. 0, or -1 if out of memory. */
+static int gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, rs_buf *out)
+{
+    enum { AHEAD = 8 };
+    out->len = 0;
+    for (int g = 0; g < G; g++) {
+        const rs_buf *eb = &sc->bufs[(size_t)g * ndest + d];
+        const unsigned char *e = (const unsigned char *)eb->data, *end = e + eb->len, *ahead = e;
+        for (int k = 0; k < AHEAD && ahead < end; k++)
+            ahead += entry_size(ahead);
+        while (e < end) {
+            if (ahead < end) { /* keep AHEAD entries ahead: prefetch the row of the next reference */
+                if (*ahead == RS_ENTRY_REF) {
+                    const char *row = b->data + entry_u32(ahead + 1);
+                    __builtin_prefetch(row);
+                    __builtin_prefetch(row + 64);
+                }
+                ahead += entry_size(ahead);
+            }
+            const char *p;
+            size_t n, lf = 0;
+            if (*e < RS_ENTRY_LONG) {
+                p = (const char *)e + 1, n = *e;
+                e += 1 + n;
+            } else if (*e == RS_ENTRY_LONG) {
+                p = (const char *)e + 5, n = entry_u32(e + 1);
+                e += 5 + n;
+            } else {
+                p = b->data + entry_u32(e + 1), n = entry_u32(e + 5), lf = 1;
+                e += 9;
+            }
+            if (out->cap - out->len < n + lf && rs_buf_reserve(out, n + lf) != 0)
+                return -1;
+            memcpy(out->data + out->len, p, n);
+            out->len += n;
+            if (lf)
+                out->data[out->len++] = '\n';
+        }
+    }
     return 0;
 }
 
@@ -1100,15 +1202,9 @@ static void scatter_rows(pipe_state *s, const batch *b, const row_block *x, rs_b
         dc[d].lines += r->lines + (r->next == r->off + r->len); /* a last row without its line end gets one */
         if (!bufs)
             continue;
-        if (!o->keys_only) {
-            if (scatter_row(&bufs[d], b->data + r->off, r->len) != 0)
-                acc->oom = 1;
-        } else if (rs_buf_reserve(&bufs[d], 2 * r->keylen + 3) != 0) { /* quoting at most doubles the key */
+        if (o->keys_only ? scatter_key(&bufs[d], r->key, r->keylen, o->dialect.delim)
+                         : scatter_row(&bufs[d], b->data, r->off, r->len))
             acc->oom = 1;
-        } else {
-            quote_key(&bufs[d], r->key, r->keylen, o->dialect.delim);
-            rs_buf_append(&bufs[d], "\n", 1);
-        }
     }
 }
 
@@ -1398,61 +1494,47 @@ static void wait_for_phase(const int *phase)
     }
 }
 
-/* Writes destination d's rows of this batch (the groups' pieces in order)
- * as one gzip member, or as they are, by direct I/O when dx is not NULL.
- * Returns 0 or -1 with err. */
-static int write_dest(const rs_pipeline_opts *o, scatter *sc, int G, uint32_t d, rs_deflater *dz, rs_buf *member,
-                      dest_file *df, rs_direct *dx, const void **pieces, size_t *lens, rs_error *err)
+/* Writes destination d's rows of batch b (gathered from the groups'
+ * entries into `rows`, a buffer of the thread's) as one gzip member, or as
+ * they are, by direct I/O when dx is not NULL. Returns 0 or -1 with err. */
+static int write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_deflater *dz,
+                      rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_error *err)
 {
     uint32_t ndest = o->ndest;
-    size_t np = 0, total = 0;
     uint64_t rows = 0, lines = 0;
-    rs_buf *first = NULL;
     for (int g = 0; g < G; g++) {
-        rs_buf *bb = &sc->bufs[(size_t)g * ndest + d];
         rows += sc->count[(size_t)g * ndest + d].rows;
         lines += sc->count[(size_t)g * ndest + d].lines;
-        if (bb->len) {
-            if (!first)
-                first = bb;
-            pieces[np] = bb->data;
-            lens[np++] = bb->len;
-            total += bb->len;
-        }
     }
-    if (!np)
+    if (!rows)
         return 0;
+    if (gather(b, sc, G, ndest, d, rows_buf) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (int g = 0; g < G; g++)
+        sc->bufs[(size_t)g * ndest + d].len = 0;
+    /* One contiguous piece: a compressor fed the same bytes in other
+     * pieces may emit other (valid) bytes, and the groups depend on the
+     * thread count, which the output must not. */
+    const void *piece[1] = {rows_buf->data};
+    size_t total = rows_buf->len;
     uint32_t crc = 0;
     int rc = 0;
     if (o->compress) {
-        /* One contiguous piece: a compressor fed the same bytes in other
-         * pieces may emit other (valid) bytes, and the groups depend on the
-         * thread count, which the output must not. */
-        for (size_t k = 1; k < np; k++)
-            if (rs_buf_append(first, pieces[k], lens[k]) != 0)
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        pieces[0] = first->data;
-        lens[0] = first->len;
         member->len = 0;
         /* keys only: a quoted key's line ends are not its row's */
-        int r = o->keys_only ? rs_deflater_member(dz, pieces, lens, 1, rows, member, &crc)
-                             : rs_deflater_member_lines(dz, pieces, lens, 1, rows, lines, member, &crc);
+        int r = o->keys_only ? rs_deflater_member(dz, piece, &total, 1, rows, member, &crc)
+                             : rs_deflater_member_lines(dz, piece, &total, 1, rows, lines, member, &crc);
         if (r != 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: compressing %zu bytes of rows failed: %s", o->dest_paths[d],
                                 total, rs_deflater_why());
         rc = dest_write(o, df, dx, d, member->data, member->len, err);
     } else {
-        /* one writev for the groups' pieces: a write each was 8 system
-         * calls per file and batch on two threads */
-        for (size_t k = 0; k < np; k++)
-            crc = rs_crc32(crc, pieces[k], lens[k]);
-        rc = dest_writev(o, df, dx, d, pieces, lens, np, err);
+        crc = rs_crc32(0, rows_buf->data, total);
+        rc = dest_write(o, df, dx, d, rows_buf->data, total, err);
     }
     df->st.crc = rs_crc32_combine(df->st.crc, crc, total);
     df->st.rows += rows;
     df->st.bytes += total;
-    for (int g = 0; g < G; g++)
-        sc->bufs[(size_t)g * ndest + d].len = 0;
     return rc;
 }
 
@@ -1710,6 +1792,7 @@ typedef struct {
     thread_acc *acc;           /* [G] */
     rs_deflater **dz;          /* [T] */
     rs_buf *members;           /* [T] */
+    rs_buf *gathered;          /* [T]: a destination's rows of a batch, in one piece (gather) */
     rs_error *terr;            /* [T] */
     FILE *quarantine;
     rs_direct *dx;             /* the outputs' direct I/O, or NULL */
@@ -1738,9 +1821,10 @@ static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
     r->acc = calloc((size_t)G, sizeof *r->acc);
     r->dz = calloc((size_t)T, sizeof *r->dz);
     r->members = calloc((size_t)T, sizeof *r->members);
+    r->gathered = calloc((size_t)T, sizeof *r->gathered);
     r->terr = calloc((size_t)T, sizeof *r->terr);
     if (!res->dest || !res->input || !r->df || !r->sc.count || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
-        !r->members || !r->terr || grow_batch(&s->b[0], cap) != 0 || grow_batch(&s->b[1], cap) != 0)
+        !r->members || !r->gathered || !r->terr || grow_batch(&s->b[0], cap) != 0 || grow_batch(&s->b[1], cap) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
                             (unsigned long long)o->memory);
     for (uint32_t d = 0; d < ndest; d++)
@@ -1966,8 +2050,6 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
         }
         wait_for_phase(&bs.phase);
         if (bs.phase == 1 && o->dest_paths) {
-            const void *pieces[RS_SEGMENTS];
-            size_t lens[RS_SEGMENTS];
             for (;;) {
                 uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
                 if (d0 >= ndest)
@@ -1975,14 +2057,16 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
                 for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
                     if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
                         break;
-                    if (write_dest(o, sc, G, d, r->dz[t], &r->members[t], &r->df[d], r->dx, pieces, lens,
+                    if (write_dest(o, b, sc, G, d, r->dz[t], &r->gathered[t], &r->members[t], &r->df[d], r->dx,
                                    &r->terr[t]) != 0)
                         __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
-                    /* A thread keeps a small member buffer only: T
-                     * of them sized for the largest member each met
+                    /* A thread keeps small buffers only: T of them
+                     * sized for the largest destination each met
                      * would be T batches (-j 256). */
                     if (r->members[t].cap > r->member_keep)
                         rs_buf_free(&r->members[t]);
+                    if (r->gathered[t].cap > r->member_keep)
+                        rs_buf_free(&r->gathered[t]);
                 }
             }
         }
@@ -2125,6 +2209,9 @@ static void run_free(pipe_state *s, run_state *r)
         rs_deflater_free(r->dz[t]);
     for (int t = 0; r->members && t < T; t++)
         rs_buf_free(&r->members[t]);
+    for (int t = 0; r->gathered && t < T; t++)
+        rs_buf_free(&r->gathered[t]);
+    free(r->gathered);
     free(r->sc.bufs);
     free(r->sc.count);
     free(r->acc);
