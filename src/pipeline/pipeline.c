@@ -98,7 +98,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <linux/futex.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -1480,18 +1482,28 @@ typedef struct {
     int phase;              /* 0 parsing, 1 merged, 2 merged and failed */
     uint32_t next_dest;     /* claimed 4 at a time */
     int werr;
+    int left, all_left;     /* threads done with the batch; 1 once all are */
 } batch_sched;
 
-/* Waits for the last group's merge: a group is a few milliseconds, so spin
- * briefly, then yield (more threads than cores). */
-static void wait_for_phase(const int *phase)
+/* Waits for the last group's merge: spin briefly (a merge takes
+ * microseconds), then sleep on the futex until the merging thread wakes
+ * the team (publish_phase). The last group's parse can take milliseconds:
+ * spinning or yielding through it burned a core's worth of CPU that
+ * another process (or the producer) could have used. */
+static void wait_for_phase(int *phase)
 {
     for (unsigned n = 0; __atomic_load_n(phase, __ATOMIC_ACQUIRE) == 0; n++) {
-        if (n < 4096)
+        if (n < 2048)
             _mm_pause();
         else
-            sched_yield();
+            syscall(SYS_futex, phase, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
     }
+}
+
+static void publish_phase(int *phase, int value)
+{
+    __atomic_store_n(phase, value, __ATOMIC_RELEASE);
+    syscall(SYS_futex, phase, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
 /* Writes destination d's rows of batch b (gathered from the groups'
@@ -2045,7 +2057,7 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
                  * parsed: the arena is free for this one's */
                 io_failed = r->dx && rs_direct_drain(r->dx, &io_err) != 0;
                 failed = io_failed || merge_batch(s, b, acc, G, r->quarantine, r->input_lines, r->input_records, err);
-                __atomic_store_n(&bs.phase, failed ? 2 : 1, __ATOMIC_RELEASE);
+                publish_phase(&bs.phase, failed ? 2 : 1);
             }
         }
         wait_for_phase(&bs.phase);
@@ -2070,6 +2082,15 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
                 }
             }
         }
+        /* Leave the region together, the early ones asleep: at the
+         * region's end libgomp's barrier spins (GOMP_SPINCOUNT, 300,000
+         * rounds unless the environment says otherwise) while the last
+         * thread still writes, CPU time taken from the producer or from
+         * other processes (docs/performance.md, OpenMP waiting). */
+        if (__atomic_add_fetch(&bs.left, 1, __ATOMIC_ACQ_REL) == omp_get_num_threads())
+            publish_phase(&bs.all_left, 1);
+        else
+            wait_for_phase(&bs.all_left);
     }
     int werr = bs.werr;
     rs_test_pause("batch_written");
