@@ -185,6 +185,50 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap)
 /* Criterion only in the one function that asserts (support.c stays usable
  * without it otherwise). */
 #include <criterion/criterion.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* support.h has the contracts of the three process helpers that follow. */
+pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, int errfd)
+{
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (chdir(test_dir) != 0)
+            _exit(99);
+        setenv("RS", RS_BINARY, 1);
+        if (point)
+            setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
+        if (env)
+            putenv(strdup(env));
+        signal(SIGPIPE, SIG_DFL);
+        if (errfd >= 0 && dup2(errfd, 2) < 0)
+            _exit(99);
+        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+        _exit(99);
+    }
+    return pid;
+}
+
+pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err)
+{
+    char *full;
+    cr_assert(asprintf(&full, "exec %s >/dev/null 2>%s", cmd, err ? err : "/dev/null") >= 0);
+    pid_t pid = spawn_in_test_dir(full, point, env, -1);
+    free(full);
+    int st;
+    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
+    cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
+    return pid;
+}
+
+void signal_main_thread(pid_t pid, int sig)
+{
+    cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig), 0);
+    cr_assert_eq(kill(pid, SIGCONT), 0);
+}
+
 
 void assert_verify(const char *dir)
 {

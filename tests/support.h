@@ -3,6 +3,7 @@
 #define RS_TEST_SUPPORT_H
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 /* The ringshard binary the tests run: $RINGSHARD_TEST_BINARY when set (the
  * ThreadSanitizer pass, tools/tsan.sh, runs these runners against a TSan
@@ -58,6 +59,23 @@ cmd_result sh_in_test_dir(const char *fmt, ...) __attribute__((format(printf, 1,
         cr_assert_eq(r_.rc, 0, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);    \
         cmd_result_free(&r_);                                                                \
     } while (0)
+
+/* Starts `sh -c script` in test_dir, with RS set, SIGPIPE at its default
+ * (as a shell starts a command), RINGSHARD_TEST_PAUSE_AT=point unless NULL,
+ * `env` ("NAME=VALUE") unless NULL, and stderr on errfd unless -1. */
+pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, int errfd);
+
+/* Starts `exec CMD` (spawn_in_test_dir) stopping at point, stdout to
+ * /dev/null and stderr to the test directory's file err (NULL: /dev/null
+ * too), and waits until the process stops itself there. Asserts it did
+ * stop (did not exit first). Returns its pid. */
+pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err);
+
+/* Sends sig to the stopped pid's main thread (tgkill: the pid of the
+ * exec'd command is its main thread's id, stopped in rs_test_pause, so it
+ * takes the signal on SIGCONT before the pause returns and the next check
+ * sees the flag, whatever other threads the process has), then SIGCONT. */
+void signal_main_thread(pid_t pid, int sig);
 
 /* A fresh empty temporary directory (malloc'd path), in
  * $RINGSHARD_TEST_TMPDIR if set (the sanitizer passes put their tests on a

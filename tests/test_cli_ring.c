@@ -88,6 +88,27 @@ Test(cli, errors_and_exit_codes)
     cr_assert_eq(run(cmd, NULL, &err), 2);
     cr_assert(strstr(err, "dup-nodes:3: duplicate node name 'a'"), "%s", err);
     free(err);
+    /* a name longer than the documented limit (1024 bytes) is a bad node
+     * list too, naming its file and line, for every command that reads one
+     * (before: exit 64 from the ring builder, 'label of node ... is too
+     * long', without file or line); a name of exactly 1024 bytes is fine */
+    static const char *const readers[] = {"ring", "locate k", "plan --add 1", "simulate --keys 10",
+                                          "bucket -o out in.csv"};
+    for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd '%s' && echo id > in.csv && { echo a; head -c 10240 /dev/zero | tr '\\0' y; echo; } > long-nodes "
+                 "&& \"$RS\" %s --nodes-file long-nodes", d, readers[i]);
+        cr_assert_eq(run(cmd, NULL, &err), 2, "%s: %s", readers[i], err);
+        cr_assert(strstr(err, "long-nodes:2: node name 'yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy...' is 10240 bytes "
+                              "long, more than the limit of 1024 bytes"), "%s: %s", readers[i], err);
+        free(err);
+    }
+    snprintf(cmd, sizeof cmd, "cd '%s' && { echo a; head -c 1024 /dev/zero | tr '\\0' y; echo; } > max-nodes && "
+             "\"$RS\" ring --nodes-file max-nodes > /dev/null && { echo a; head -c 1025 /dev/zero | tr '\\0' y; "
+             "echo; } > max-nodes && \"$RS\" ring --nodes-file max-nodes", d);
+    cr_assert_eq(run(cmd, NULL, &err), 2, "%s", err);
+    cr_assert(strstr(err, "max-nodes:2: node name 'y") && strstr(err, "is 1025 bytes long"), "%s", err);
+    free(err);
     remove_tree(d);
     free(d);
     cr_assert_eq(run("\"$RS\" frobnicate", NULL, &err), 64);

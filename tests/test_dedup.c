@@ -328,7 +328,7 @@ Test(dedup, usage_errors_and_existing_output)
     free(err);
 }
 
-/* Conservation (issue #6): before publishing, dedup checks that rows and
+/* Conservation: before publishing, dedup checks that rows and
  * bytes read = kept + duplicates removed (+ rejected), per input through
  * pass 1, per bucket and in total. On real runs (in memory and split
  * again, a rejected row) it passes and the published numbers add up; a

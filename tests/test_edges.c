@@ -1,4 +1,4 @@
-/* Edges of correct behaviour found by outside tests (issue 15): jump's
+/* Edges of correct behaviour found by outside tests: jump's
  * integer edges, option checks, messages, interrupts and the memory bound. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -268,7 +268,7 @@ Test(edges, no_header_key_name_says_names_need_a_header)
 
 /* --help states the --max-record bound as "about --memory / D": D must be
  * what the bound really is at the default --memory 1G and the default ring
- * (the README's 32859476 bytes, 1G / 32.7; the help said / 16). */
+ * (docs/bucket.md's 32859476 bytes, 1G / 32.7; the help once said / 16). */
 Test(edges, help_states_the_max_record_bound_it_enforces)
 {
     cmd_result h = sh_in_test_dir("\"$RS\" bucket --help");
@@ -436,11 +436,13 @@ Test(edges, progress_refresh_clears_to_end_of_line, .timeout = 120)
     free(t);
 }
 
-/* A 10 KB node name: the message keeps its start and its end (the reason
- * after the name) with the middle left out, within one message. */
+/* A node name of the longest length allowed (1024 bytes) makes a message
+ * longer than 1 KB: it keeps its start and its end (the reason after the
+ * name) with the middle left out, within one message. (A longer name is
+ * refused for its length: test cli/errors_and_exit_codes.) */
 Test(edges, long_node_name_message_keeps_the_reason)
 {
-    SH_OK("python3 -c \"n = 'x' * 10240; open('dup', 'w').write(n + '\\n' + n + '\\n'); "
+    SH_OK("python3 -c \"n = 'x' * 1024; open('dup', 'w').write(n + '\\n' + n + '\\n'); "
           "open('w0', 'w').write(n + ' 0\\n')\"");
     static const struct {
         const char *file, *start, *end;

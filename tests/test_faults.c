@@ -1,4 +1,4 @@
-/* Issue #6's fault list, end to end: real files, the real command. Each
+/* The faults of docs/failures.md, end to end: real files, the real command. Each
  * failing case checks the exit code, the message (naming the file and the
  * line, record or byte offset), that nothing is published and no
  * `*.ringshard-tmp.*` is left, and that a previous output in the same place

@@ -1,5 +1,4 @@
-/* --files-from LIST and --null (issue #17, item 3), and the progress line
- * over many inputs (item 4): the real command on real files. */
+/* --files-from LIST and --null, and the progress line over many inputs: the real command on real files. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

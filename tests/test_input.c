@@ -1,6 +1,6 @@
 /* Odd input, read through the real command: record numbering and blank
  * lines, headers (BOM, differing fields), gzip padding, inputs that change
- * while read, FIFOs, and records longer than a batch (issue 15). */
+ * while read, FIFOs, and records longer than a batch. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* Lanes (issue 17 item 1, cluster/lanes.h): several pipelines of one process
+/* Lanes (--producers, cluster/lanes.h): several pipelines of one process
  * at once, each on a contiguous range of the work items, their pieces
  * copied into place. Whatever the lanes (--producers) and threads (-j),
  * the output is the one lane's byte for byte, failures say what one lane

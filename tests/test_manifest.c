@@ -536,8 +536,10 @@ static void fill_buckets(rs_manifest *m)
     m->keys_only = 0;
     m->ninputs = 2;
     m->inputs = calloc(2, sizeof *m->inputs);
-    m->inputs[0] = (rs_manifest_input){strdup("data/a b.csv.gz"), 1, 2, 3, 4, 5, 6};
-    m->inputs[1] = (rs_manifest_input){strdup("-"), 0, UINT64_MAX, UINT64_MAX - 1, 0, 18446744073709551ULL, 0};
+    m->inputs[0] = (rs_manifest_input){.path = strdup("data/a b.csv.gz"), .size = 1, .rows = 2, .bytes = 3,
+                                       .rejected = 4, .blank_lines = 5, .zero_padding = 6};
+    m->inputs[1] = (rs_manifest_input){.path = strdup("-"), .rows = UINT64_MAX, .bytes = UINT64_MAX - 1,
+                                       .blank_lines = 18446744073709551ULL};
     m->nfiles = 3;
     m->files = calloc(3, sizeof *m->files);
     m->files[0] = (rs_manifest_file){.file = strdup("%22q%22uoted%22.csv.gz"), .node = strdup("\"q\"uoted\""),
@@ -766,12 +768,17 @@ Test(manifest, malformed_json_names_offset)
     free(dir);
 }
 
-Test(manifest, schema_2_rejected)
+Test(manifest, schema_3_rejected_and_2_needs_a_generation)
 {
     rs_error err = {0};
-    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2,/", &err), -1);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 3,/", &err), -1);
     cr_assert_eq(err.code, RS_EXIT_DATA);
-    cr_assert(strstr(err.msg, "unsupported manifest schema 2"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "unsupported manifest schema 3"), "%s", err.msg);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2,/", &err), -1);
+    cr_assert(strstr(err.msg, "\"generation\": missing"), "%s", err.msg);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2, \"generation\": 0,/", &err), -1);
+    cr_assert(strstr(err.msg, "\"generation\": a generation number from 1 expected"), "%s", err.msg);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2, \"generation\": 7,/", &err), 0, "%s", err.msg);
     cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": \"1\",/", &err), -1);
     cr_assert(strstr(err.msg, "\"schema\": a number expected"), "%s", err.msg);
     cr_assert_eq(read_edited("/\"schema\"/d", &err), -1);
@@ -799,7 +806,7 @@ Test(manifest, bad_members)
         {"s/\"file\": \"empty.csv.gz\"/\"file\": \"..\"/", "\"files[2].file\": not a plain file name"},
         {"s/\"kind\": \"buckets\"/\"kind\": \"bucket\"/", "\"kind\": \"buckets\" or \"moves\" expected"},
         {"s/\"kind\": \"buckets\"/\"kind\": \"moves\"/", "\"new_ring\": missing"},
-        /* (zstd is a codec since issue 18) */
+        /* (zstd is a codec too) */
         {"s/\"compress\": \"gzip\"/\"compress\": \"xz\"/", "\"options.compress\": \"gzip\", \"zstd\" or \"none\" expected"},
         {"s/\"delimiter\": \",\"/\"delimiter\": \",,\"/", "\"options.delimiter\": one character expected"},
         {"s/\"header\": true/\"header\": 1/", "\"options.header\": a boolean expected, found a number"},

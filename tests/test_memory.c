@@ -45,7 +45,7 @@ Test(memory, peak_rss_within_budget, .timeout = 300)
     free(tmp);
 }
 
-/* Issue 15: what --memory counts (threads, outputs, the ring), in runs of
+/* What --memory counts (threads, outputs, the ring), in runs of
  * their own directory. */
 TestSuite(memory_bound, .init = test_dir_setup, .fini = test_dir_teardown);
 
@@ -70,7 +70,7 @@ static int bucket_peak(const char *opts, long *peak_kib, char **err_text)
     return rc;
 }
 
-/* The three runs of issue 15 that went over --memory (97, 75 and 950 MB):
+/* Three runs that went over --memory in earlier builds (97, 75 and 950 MB):
  * each now either keeps to it or is refused before it uses the memory,
  * naming the minimum; a run given that minimum keeps to it. */
 Test(memory_bound, threads_outputs_and_the_ring, .timeout = 600)
@@ -120,7 +120,7 @@ Test(memory_bound, threads_outputs_and_the_ring, .timeout = 600)
     cr_assert_geq(refused, 2, "-j 256 and 100000 nodes cannot fit in 32 MiB");
 }
 
-/* Issue 17: lanes (--producers) keep to --memory too. Each lane holds 8
+/* Lanes (--producers) keep to --memory too. Each lane holds 8
  * batches of the process's size (64 MiB from about 1.04G up), so 1100M
  * holds two lanes and 1000M one (said by RINGSHARD_LOG=info); with two
  * lanes, two inputs inflated at once, the peak stays within the bound. */
@@ -174,7 +174,7 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
 }
 
 #if RS_HAVE_ZSTD
-/* Issue 18: --memory bounds a zstd in -> zstd out run as a gzip one:
+/* --memory bounds a zstd in -> zstd out run as a gzip one:
  * peak RSS of 300,000 rows (many batches) at 32M and 64M, and at 64M with
  * -j 2, measured by the kernel (getrusage of the child). (Here, not in
  * test_zstd.c: ASan's shadow memory makes RSS meaningless, and

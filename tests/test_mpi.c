@@ -386,9 +386,10 @@ Test(mpi, bad_row_in_a_unit_on_rank_2_reported_as_one_process)
 
 /* Ranks that open a bucket directory at different moments with a
  * replacement in between - rank 0 has read generation A (it waits at the
- * hold, RINGSHARD_TEST_HOLD_DIR), rank 1 stops before its open
- * (RINGSHARD_TEST_PAUSE_AT=dir-open), D becomes generation B, then both go
- * on - fail the run on every rank naming the directory (exit 1), nothing
+ * hold, RINGSHARD_TEST_HOLD_DIR, until released; rank 1 opens after rank 0,
+ * at the generations rank 0 found), rank 1 stops before its open
+ * (RINGSHARD_TEST_PAUSE_AT=dir-open), D is replaced by another directory,
+ * then rank 1 goes on - fail the run on every rank naming the directory (exit 1), nothing
  * emitted, instead of mixing the generations' rows (plan --from-buckets
  * --emit, dedup --buckets). Waits for the states, never for a time. */
 Test(mpi, ranks_that_read_two_generations_fail_the_run)
@@ -402,9 +403,9 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
                    "export RINGSHARD_TEST_HOLD_DIR=\"$PWD/hold\"; else echo $$ > rank1.pid; "
                    "export RINGSHARD_TEST_PAUSE_AT=dir-open; fi; exec \"$RS\" \"$@\"' sh %s > mpirun.log 2>&1 & job=$!; "
                    "wait_for 'rank 0 to read generation A' '[ -e hold ]' || { kill $job; exit 124; }; "
-                   "wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
+                   "rm hold; wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
                    "wait_stopped $(cat rank1.pid) 'rank 1 before its open' || { kill $job; exit 124; }; "
-                   "mv D D.A && mv D.B D && rm hold && kill -CONT $(cat rank1.pid); "
+                   "mv D D.A && mv D.B D && kill -CONT $(cat rank1.pid); "
                    "wait $job; rc=$?; mv D D.B && mv D.A D; cat mpirun.log >&2; "
                    "if test -e M; then echo emitted >&2; exit 42; fi; exit $rc",
                    cmds[k]);
@@ -416,7 +417,7 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
     }
 }
 
-/* --files-from under mpirun (issue 17 item 3): rank 0 reads the list - a
+/* --files-from under mpirun: rank 0 reads the list - a
  * file, or standard input, which mpirun gives to rank 0 alone - and sends it
  * to the other ranks, so every rank divides the same inputs: the output is
  * one process's. A list's error is said once, nothing published; stats
@@ -459,7 +460,7 @@ Test(mpi, files_from_many_files_under_ulimit)
        "--files-from list' && " SAME("ref", "r2"));
 }
 
-/* zstd (issue 18): ringshard's own .zst cut into units across ranks, next
+/* zstd: ringshard's own .zst cut into units across ranks, next
  * to zstd from the CLI and gzip, written as zstd: the single process's
  * bytes for any R; and dedup --buckets of that .csv.zst directory. */
 Test(mpi, zstd_units_and_outputs_identical)
@@ -478,7 +479,7 @@ Test(mpi, zstd_units_and_outputs_identical)
        MPIRUN "3 \"$RS\" dedup --quiet -j 1 --buckets ref --compress zstd -o d3 && " SAME("d1", "d3"));
 }
 
-/* Lanes under ranks (issue 17): every rank divides its range among its
+/* Lanes under ranks: every rank divides its range among its
  * lanes (--producers), pieces of lanes inside pieces of ranks. The mix of
  * small plain files, gzip files and ringshard's own file in units of
  * about 1 MB: the single process's bytes for 1-3 ranks x 1-3 lanes, and

@@ -965,7 +965,7 @@ Test(cli, misplaced_rows_are_reported_and_nothing_emitted)
     free(err);
 }
 
-/* Conservation (issue #6): plan --emit checks, before publishing, that per
+/* Conservation: plan --emit checks, before publishing, that per
  * input the rows and bytes read are the rows and bytes routed, that in
  * total read = moved + stay, and that every moved row was written once.
  * On real runs (plain and gzip inputs, a rejected row under skip, from a

@@ -1,5 +1,6 @@
 /* Publishing an output directory under crashes, concurrency and odd
- * targets (issue #15, items 1, 3, 5, 8 and 17's long names): the real
+ * targets (two runs at once, kills at every step, odd targets, long
+ * names): the real
  * command, real files. Windows are hit with the testing knob
  * RINGSHARD_TEST_PAUSE_AT (the process stops itself at a named point; the
  * test waits for the stopped state with waitpid(WUNTRACED), never sleeps)
@@ -40,46 +41,6 @@ static void make_input(void)
     SH_OK("{ echo id,v; seq 1 3000 | sed 's/.*/&,v&/'; } > in.csv");
 }
 
-/* Starts `sh -c script` in test_dir, with RS set, SIGPIPE at its default
- * (as a shell starts a command), RINGSHARD_TEST_PAUSE_AT=point unless NULL,
- * `env` ("NAME=VALUE") unless NULL, and stderr on errfd unless -1. */
-static pid_t spawn(const char *script, const char *point, const char *env, int errfd)
-{
-    pid_t pid = fork();
-    cr_assert(pid >= 0);
-    if (pid == 0) {
-        if (chdir(test_dir) != 0)
-            _exit(99);
-        setenv("RS", RS_BINARY, 1);
-        if (point)
-            setenv("RINGSHARD_TEST_PAUSE_AT", point, 1);
-        if (env)
-            putenv(strdup(env));
-        signal(SIGPIPE, SIG_DFL);
-        if (errfd >= 0 && dup2(errfd, 2) < 0)
-            _exit(99);
-        execl("/bin/sh", "sh", "-c", script, (char *)NULL);
-        _exit(99);
-    }
-    return pid;
-}
-
-/* Starts `exec CMD` (spawn) stopping at point, stdout to /dev/null and
- * stderr to the test directory's file err (NULL: /dev/null too), and waits
- * until the process stops itself there. Asserts it did stop (did not exit
- * first). Returns its pid. */
-static pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err)
-{
-    char *full;
-    cr_assert(asprintf(&full, "exec %s >/dev/null 2>%s", cmd, err ? err : "/dev/null") >= 0);
-    pid_t pid = spawn(full, point, env, -1);
-    free(full);
-    int st;
-    cr_assert_eq(waitpid(pid, &st, WUNTRACED), pid);
-    cr_assert(WIFSTOPPED(st), "%s: stopped at %s (status 0x%x)", cmd, point, st);
-    return pid;
-}
-
 /* Sends sig to the stopped pid, lets it continue, and returns its wait
  * status. */
 static int signal_and_wait(pid_t pid, int sig)
@@ -90,17 +51,6 @@ static int signal_and_wait(pid_t pid, int sig)
         cr_assert_eq(kill(pid, SIGCONT), 0);
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     return st;
-}
-
-/* Sends sig to the stopped pid's main thread (tgkill: the pid of the
- * exec'd command is its main thread's id, stopped in rs_test_pause, so it
- * takes the signal on SIGCONT before the pause returns and the next check
- * sees the flag, whatever other threads, OpenMP's, the process has), then
- * SIGCONT. */
-static void signal_main_thread(pid_t pid, int sig)
-{
-    cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig), 0);
-    cr_assert_eq(kill(pid, SIGCONT), 0);
 }
 
 /* stop_at, then SIGKILL. */
@@ -359,7 +309,7 @@ Test(publish, side_file_inside_the_output_is_refused)
 
 /* ---- item 5: other faults ---------------------------------------------------- */
 
-/* SIGHUP (a closed terminal, a cron session ending) is handled as SIGTERM:
+/* SIGHUP (a closed terminal, a logout) is handled as SIGTERM:
  * exit 130, the temporary removed, nothing published, a previous output
  * intact. (Before: killed by the signal, 129, the temporary left.) */
 Test(publish, sighup_is_handled_as_sigterm)
@@ -506,7 +456,7 @@ Test(publish, closed_stderr_does_not_change_the_exit_code)
         int fd[2];
         cr_assert_eq(pipe(fd), 0);
         close(fd[0]);   /* nobody reads: every write to stderr fails */
-        pid_t pid = spawn(cmd[i], NULL, NULL, fd[1]);
+        pid_t pid = spawn_in_test_dir(cmd[i], NULL, NULL, fd[1]);
         close(fd[1]);
         int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);

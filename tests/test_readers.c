@@ -1,8 +1,8 @@
 /* Readers of a bucket directory (verify, plan --from-buckets, dedup
  * --buckets, stats DIR): each reads one generation of the directory, even
  * while a --force run replaces it, and trusts nothing it reads that
- * differs from the manifest (issue 15, items 2 and 6); headers and node
- * names that are not UTF-8 survive the manifest (item 12). */
+ * differs from the manifest; headers and node names that are not UTF-8
+ * survive the manifest. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

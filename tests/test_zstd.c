@@ -1,4 +1,4 @@
-/* zstd in and out (issue 18): zstd inputs from another writer (the zstd CLI,
+/* zstd in and out: zstd inputs from another writer (the zstd CLI,
  * fixtures/zstd/ from tools/gen_zstd_fixtures.sh) and faulty ones, exact
  * messages; `--compress zstd` outputs read back by zstd itself, their
  * metadata frames and the units they give; every command on .csv.zst
@@ -304,7 +304,7 @@ Test(zstd, bucket_output_round_trips_and_is_deterministic)
  * decompress() and read_to_iter() stop after the first frame (their
  * documented limit: read_across_frames "is not yet implemented"), and the
  * first frame of a ringshard file is a metadata frame, so they return
- * nothing: the README says which calls to use. */
+ * nothing: docs/formats.md says which calls to use. */
 Test(zstd, python_zstandard_reads_the_outputs_whole)
 {
     OK(GEN " --rows 40000 --seed 5 -o in.csv 2>/dev/null && "
@@ -320,7 +320,7 @@ Test(zstd, python_zstandard_reads_the_outputs_whole)
        "assert zstandard.open(io.BytesIO(raw), \"rb\").read() == want, \"open\"\n"
        "out = io.BytesIO(); D().copy_stream(io.BytesIO(raw), out)\n"
        "assert out.getvalue() == want, \"copy_stream\"\n"
-       "assert D().decompress(raw) == b\"\", \"decompress() now reads more: update the README\"\n"
+       "assert D().decompress(raw) == b\"\", \"decompress() now reads more: update docs/formats.md\"\n"
        "' z/0.csv.zst want");
 }
 

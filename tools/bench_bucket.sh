@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks `ringshard bucket` against igzip (the (de)compression floor), the
 # output disk's write-and-fsync rate (the disk floor), a naive zcat | awk
-# split and DuckDB's COPY ... PARTITION_BY, and (issue 18) zstd in and out
+# split and DuckDB's COPY ... PARTITION_BY, and zstd in and out
 # against zstd itself (the zstd codec floor), and prints a Markdown table for
-# the README.
+# docs/performance.md.
 #
 # Usage (from the repo root):  tools/bench_bucket.sh [ROWS] [RUNS]
 #   ROWS  data rows to generate (default 10000000)     RUNS  runs (default 3)
@@ -265,7 +265,7 @@ for run in $(seq 1 "$RUNS"); do
   bytes_written rs_none "$rd/none"
   sync
 
-  # the same two through the page cache (the A/B of direct I/O, issue 14)
+  # the same two through the page cache (the A/B of direct I/O)
   if [ "$BUFFERED" = 1 ]; then
     timeit rs_gzip_buf "$RINGSHARD" bucket --key bill_id -o "$rd/gzip_buf" --quiet --direct-io off "${rs_extra[@]}" "$GZ"
     sync
@@ -456,7 +456,7 @@ REPORT=$WORK/bench_bucket.md
   if [ "$ZSTD" = 1 ]; then
     zv=$(zstd -V 2>&1 | sed -n 's/.*v\([0-9][0-9.]*\).*/\1/p' | head -n 1)
     mb() { awk -v b="$1" 'BEGIN { if (b == "") print "n/a"; else printf "%.1f", b / 1e6 }'; }
-    # the targets of issue 18: zstd in -> gzip out gains at least the
+    # the zstd targets: zstd in -> gzip out gains at least the
     # difference of the inflate floors; zstd in -> zstd out within 1.5 x its
     # codec floor at level 1; peak RSS within --memory (1 GiB by default)
     codec_zst=$(awk -v a="${MED[zstd_dc]}" -v b="${MED[zstd_c1]}" 'BEGIN { print (a + b) / 2 }')
@@ -465,7 +465,7 @@ REPORT=$WORK/bench_bucket.md
     rz=$(ratio "${MED[rs_zst_zst]}" "$codec_zst")
     rss_zst=$(maxof "${RSS[rs_gz_zst]:-} ${RSS[rs_zst_zst]:-} ${RSS[rs_zst_gz]:-}")
     echo
-    echo "zstd (issue 18): zstd $zv; the zstd input is \`zstd -1\` of the CSV, $(mb "$ZST_BYTES") MB (\`zstd --fast=3\`: $(mb "$FAST_BYTES") MB);"
+    echo "zstd: zstd $zv; the zstd input is \`zstd -1\` of the CSV, $(mb "$ZST_BYTES") MB (\`zstd --fast=3\`: $(mb "$FAST_BYTES") MB);"
     echo "ringshard writes zstd at its default level 1. Output sizes are every file written (1000 files + manifest)."
     echo
     echo "| step | command | wall s | CPU s | peak RSS MB | rows/s | MB/s |"

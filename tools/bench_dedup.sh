@@ -18,7 +18,7 @@
 #   GNU sort -u       zcat | tail -n +2 | LC_ALL=C sort -t, -k1,1 -u --parallel=THREADS -S 1G
 #   hash set (awk)    zcat | awk -F, '!seen[$1]++'   (mawk on Debian; one thread)
 # The baselines write plain text to a file (no compression, no fsync), which
-# favours them. Targets (issue #7): dedup at least 3x faster than GNU sort,
+# favours them. Targets: dedup at least 3x faster than GNU sort,
 # and at most 1.5x the time of bucket. Prints a Markdown table.
 set -euo pipefail
 

@@ -10,7 +10,7 @@
  * seconds of the process (user, system): the system time over the writes is
  * what a request costs the kernel here. Files are left in DIR/kK/ for the
  * caller to delete (a deletion right before the next size's creations would
- * make ext4 scan past the freed inodes: README, Performance).
+ * make ext4 scan past the freed inodes: docs/performance.md).
  *
  * Why: ringshard writes plain outputs (and any with --direct-io on) by
  * direct I/O, one write per file and batch: about 50 KiB for plain output

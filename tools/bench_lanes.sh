@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks the lanes (issue 17 item 1: --producers) on 8 gzip inputs - the
+# Benchmarks the lanes (--producers) on 8 gzip inputs - the
 # bill rows split in 8, gzip -6 each - with the output on tmpfs (no disk
 # floor), against igzip -dc of all 8 in sequence (one serial inflate: what
 # one producer can never beat). Each run times, interleaved: igzip -dc of the
@@ -15,7 +15,7 @@
 #   WORK=/tmp/rs-bench-lanes   inputs (cached per ROWS and SEED)
 #   OUT=/dev/shm/rs-bench-lanes   outputs (tmpfs), removed at the end
 #   MEMORY=2G        --memory: a lane holds 8 batches of 64 MiB from about
-#                    1 GiB up, so two lanes need about 1.1G (see README, "Scaling")
+#                    1 GiB up, so two lanes need about 1.1G (see docs/clusters.md)
 #   RS_ARGS=""       extra arguments for ringshard bucket (e.g. "-j 2 --nodes 1000")
 #   SEED=1
 # Exit status: 0 ok, 1 a step failed, 2 missing dependency / bad usage.

@@ -2,7 +2,7 @@
 # Benchmarks `ringshard bucket` under MPI: 2 ranks x 1 thread against
 # 1 rank x 2 threads (one process) on the same rows, with `igzip -dc` of the
 # same files as the baseline measured in the same run, and checks that both
-# outputs are byte-identical. Prints a Markdown table for the README.
+# outputs are byte-identical. Prints a Markdown table for docs/clusters.md.
 #
 # Usage (from the repo root):  tools/bench_mpi.sh [ROWS] [RUNS] [FILES]
 #   ROWS   data rows in all (default 10000000)   RUNS  runs (default 3)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Byte-identity of the command line before and after a change (issue 19):
-# runs a fixed list of command lines - the README's examples made runnable
+# Byte-identity of the command line before and after a change:
+# runs a fixed list of command lines - the documented examples made runnable
 # on fixtures/ and on generated data, every command, a few error cases;
 # then plan, simulate and stats in depth (every scheme, the plan's files,
 # --from-buckets, and their error cases, in pe/: the cases of the former

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/fuzz.sh - build and run the libFuzzer harnesses (issue #6).
+# tools/fuzz.sh - build and run the libFuzzer harnesses.
 #
 #   tools/fuzz.sh [build|run|all] [HARNESS...]     (default: all csv gzip nodes size json)
 #

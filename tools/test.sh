@@ -8,6 +8,7 @@
 # and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh, 10 s,
 # two at a time here); SANITIZE=0 skips these for a quick local run.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
+# Also: the README's tour (tools/readme_tour.sh) against the installed command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -45,6 +46,10 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "$prefix/example"
 "$prefix/example"
 "$prefix/bin/ringshard" --version
+# the README's tour with the installed command, as a user runs it after
+# `cmake --install` (the suite runs it with the build's, ctest readme_tour)
+tools/readme_tour.sh "$prefix/bin" > "$prefix/tour.log" 2>&1 || { cat "$prefix/tour.log" >&2; exit 1; }
+tail -n 1 "$prefix/tour.log"
 
 ctest --test-dir "$BUILD" --output-on-failure -j1
 
@@ -54,11 +59,11 @@ if ! wait "$pre"; then
   exit 1
 fi
 
-# The build without libzstd (issue #18): `--compress zstd` and zstd inputs
+# The build without libzstd: `--compress zstd` and zstd inputs
 # are refused (exit 64). Only the command and the suite that checks it.
 ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 
-# The MPI-aware build (issue #8): the same command, built with
+# The MPI-aware build: the same command, built with
 # -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and
 # compared byte for byte with single-process runs (tests/test_mpi.c). Its
 # test directories on a tmpfs (tools/testdirs.sh): the ranks' fsyncs are

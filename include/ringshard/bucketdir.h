@@ -1,17 +1,29 @@
 /* ringshard/bucketdir.h - reading a bucket or move directory consistently.
  *
  * A directory that ringshard writes is replaced whole by a later run with
- * --force (the new one is built beside it and renamed or exchanged into
- * place). A reader that opened DIR/manifest.json and then DIR/<file> by
- * path could read the manifest of one generation and files of the next.
- * rs_bucketdir opens DIR once (an O_DIRECTORY descriptor) and every reader
- * opens manifest.json and the files relative to that descriptor (openat),
- * so all it reads comes from the generation that was in place at that one
- * open, whatever is renamed meanwhile.
+ * --force or compact (the new one is built beside it and renamed or
+ * exchanged into place), and a bucket directory grows by appends: each
+ * adds a generation, DIR/g<N>/ (N as 8 digits), holding a manifest and, for
+ * each node that got rows, a segment - that node's new rows, without a
+ * header line (docs/format.md, "Appendable bucket directories"). A
+ * generation is published whole, in one rename, and never changes after.
  *
- * What was read is then checked against the manifest
+ * rs_bucketdir opens DIR once (an O_DIRECTORY descriptor) and every reader
+ * opens the manifests and the files relative to that descriptor (openat),
+ * so all it reads comes from the generations that were in place at the
+ * open, whatever is renamed meanwhile: appends publish newer generations
+ * that it does not see, and the ones it reads stay as they were.
+ *
+ * The open reads the base manifest (DIR/manifest.json) and, for schema 2,
+ * the generations after it, g<B+1>, g<B+2>, ... while they exist: each must
+ * name the previous one's manifest digest and agree with the base on the
+ * ring and the options. Its view is one list of FILES: for each node (base
+ * file order) its base file, then its segments in generation order, the
+ * order its rows were added in.
+ *
+ * What was read is then checked against the manifests
  * (rs_bucketdir_check_file): a reader trusts no file that differs from
- * what the manifest says of it. */
+ * what its manifest says of it. */
 #ifndef RINGSHARD_BUCKETDIR_H
 #define RINGSHARD_BUCKETDIR_H
 
@@ -21,43 +33,84 @@
 #include "ringshard/manifest.h"
 #include "ringshard/pipeline.h"
 
+/* The name of generation gen's directory: "g" and 8 digits ("g00000002"),
+ * so that the shell's sorted glob DIR/g* lists them in order (up to
+ * 99999999 generations), into out[16]. */
+void rs_gen_dir_name(uint64_t gen, char out[16]);
+
+/* The most generations a directory can have (8 digits). */
+#define RS_GEN_MAX 99999999ULL
+
 typedef struct {
     int fd;                 /* DIR, opened once; -1 when closed */
     char *path;             /* DIR as given */
     uint64_t dev, ino;      /* DIR's identity (st_dev, st_ino) at the open */
-    uint64_t digest[2];     /* MurmurHash3_x64_128 of manifest.json's bytes */
-    rs_manifest m;          /* DIR/manifest.json, read through fd */
-    char **paths;           /* [m.nfiles] "DIR/<file>": names in messages */
-    const char **names;     /* [m.nfiles] m.files[i].file: names under fd */
+    uint64_t digest[2];     /* MurmurHash3_x64_128 of the manifests' digests, base then
+                               generations: what tells two states of DIR apart */
+    uint64_t base_digest[2];  /* of manifest.json's bytes */
+    rs_manifest m;          /* DIR/manifest.json: the base generation (ring, options, base files) */
+    size_t ngens;           /* appended generations read: m.generation + 1 .. + ngens */
+    rs_manifest *gens;      /* [ngens] their manifests (kind "generation") */
+    uint64_t (*gen_digests)[2];  /* [ngens] their manifests' digests */
+    /* Every file of every generation, node by node (see above) */
+    size_t nfiles;
+    const rs_manifest_file **files;  /* [nfiles] each one's manifest entry */
+    uint64_t *file_gen;     /* [nfiles] its generation */
+    size_t *file_base;      /* [nfiles] its node's base file (index into m.files) */
+    uint8_t *headerless;    /* [nfiles] 1: a segment (no header line) */
+    char **paths;           /* [nfiles] "DIR/<name>": names in messages */
+    const char **names;     /* [nfiles] names under fd ("0.csv.gz", "g00000002/0.csv.gz") */
+    uint64_t rows, bytes, rejected;  /* totals over every generation */
+    uint64_t last_gen;      /* the newest generation read (the base's when none) */
 } rs_bucketdir;
 
-/* Opens the directory dir and reads its manifest through the descriptor.
- * Errors: dir cannot be opened or is not a directory (RS_EXIT_IO), the
- * manifest cannot be read (RS_EXIT_IO) or is malformed (RS_EXIT_DATA, as
- * rs_manifest_read). On failure bd is closed (fd -1). */
+/* Opens the directory dir and reads its manifests through the descriptor.
+ * Errors: dir cannot be opened or is not a directory (RS_EXIT_IO), a
+ * manifest cannot be read (RS_EXIT_IO) or is malformed or inconsistent
+ * with the base (RS_EXIT_DATA, as rs_manifest_read, naming the file). On
+ * failure bd is closed (fd -1). */
 int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err);
+
+/* rs_bucketdir_open reading the generations up to upto only (UINT64_MAX:
+ * every one): what another reader of the same state found (MPI ranks, see
+ * cluster.h). A generation up to upto that is missing is an error. */
+int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_error *err);
 
 /* Closes the descriptor and frees everything bd holds (a zeroed or closed
  * bd is fine). */
 void rs_bucketdir_close(rs_bucketdir *bd);
 
-/* Points the pipeline's inputs at files idx[0..n) of bd (n may be 0:
- * every file, in manifest order): inputs get "DIR/<file>" for messages,
- * input_names the names under bd->fd. *names and *paths are malloc'd
- * arrays the caller frees (not their strings). 0, or -1 when out of
- * memory. */
-int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
-                        const char ***names, const char ***paths, rs_error *err);
+/* The pipeline inputs for files idx[0..n) of bd (idx NULL: every file, in
+ * order): what rs_bucketdir_inputs points a pipeline at, owned here. */
+typedef struct {
+    const char **names, **paths;
+    uint8_t *headerless;
+} rs_bucketdir_sel;
 
-/* Checks what a reader found in file i of bd against the manifest: its size
- * on disk (found->size), data rows, data bytes and, with check_crc, the
- * CRC-32 of its data (found->crc, as pipeline input_crc computes it), and
- * with header non-NULL (the header line the file started with; ignored
- * when the manifest has none or the file is keys-only) the header line.
- * Returns 0, or -1 with RS_EXIT_VERIFY naming the file and what differs
- * (found, then what the manifest says). */
+/* Points the pipeline's inputs at files idx[0..n) of bd (idx NULL: every
+ * file): inputs get "DIR/<name>" for messages, input_names the names under
+ * bd->fd, input_headerless the segments, header_ref the base's header (a
+ * lane may start with a segment). sel owns the arrays
+ * (rs_bucketdir_sel_free). 0, or -1 when out of memory. */
+int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
+                        rs_bucketdir_sel *sel, rs_error *err);
+
+void rs_bucketdir_sel_free(rs_bucketdir_sel *sel);
+
+/* Checks what a reader found in file i of bd against its manifest entry:
+ * its size on disk (found->size), data rows, data bytes and, with
+ * check_crc, the CRC-32 of its data (found->crc, as pipeline input_crc
+ * computes it), and with header non-NULL (the header line the file started
+ * with; ignored for a segment, when the manifest has none or the file is
+ * keys-only) the header line. Returns 0, or -1 with RS_EXIT_VERIFY naming
+ * the file and what differs (found, then what the manifest says). */
 int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
                             const char *header, rs_error *err);
+
+/* The manifest that lists file i ("DIR/manifest.json",
+ * "DIR/g00000002/manifest.json"), for messages: malloc'd, NULL when out of
+ * memory. */
+char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i);
 
 /* 1 when bd->path no longer names the directory that was opened (it was
  * replaced or removed since), else 0. */
@@ -87,11 +140,22 @@ char *rs_data_file(const char *a, const char *b, int compress);
  * (RS_EXIT_IO) when out of memory. */
 char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err);
 
+/* An input's checksum as the manifest writes it: "crc64:" and 16 lowercase
+ * hex digits, NUL-terminated, into out[RS_CHECKSUM_TEXT]. */
+#define RS_CHECKSUM_TEXT 23
+void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT]);
+
+/* m->inputs from a finished run's statistics (their checksums' text in
+ * the same block: freeing m->inputs frees them). 0, or -1 with err. */
+int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err);
+
 /* Starts manifest m of `kind` for a finished pipeline run: the ring, the
  * options that shape the files (key, delimiter, header, compression, keys
- * only), every input's statistics, rejected rows and seconds; m->files gets
+ * only), every input's statistics (its checksum when the run took one),
+ * rejected rows and seconds; m->files gets
  * room for nfiles entries (nfiles itself is left 0). Strings point into
- * kind, ring, po and res (they must outlive m); m->inputs and m->files are
+ * kind, ring, po and res (they must outlive m), the checksums into the
+ * block of m->inputs; m->inputs and m->files are
  * malloc'd for the caller to free. The caller fills files, rows and bytes
  * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
  * when out of memory. */

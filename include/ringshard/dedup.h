@@ -82,7 +82,22 @@ typedef struct {
      * messages only */
     const char *in_name;
     int in_dirfd;
+    /* With in_name: further parts of the same bucket, read after it as if
+     * concatenated (the segments of appended generations: no header line),
+     * as names under in_dirfd and paths for messages. o->check then says
+     * what all the parts hold together (rows, bytes, sizes summed; the
+     * CRC-32 of their data one after the other). */
+    const char *const *in_more;
+    const char *const *in_more_paths;
+    size_t nin_more;
     const rs_dedup_check *check; /* NULL, or what the input must hold */
+    /* dedup --append */
+    int no_header_out;           /* the output gets no header line (a segment) */
+    const char *index_out;       /* NULL, or where the output's key index goes (keyidx.h) */
+    uint64_t index_budget;       /* memory for building it */
+    FILE *dropped;               /* NULL, or a line per row not kept (an earlier copy
+                                    kept): KEY TAB "repeat" TAB ROW, escaped as the
+                                    duplicates report (instead of `dups`) */
     const char *in_path_;        /* internal: set by rs_dedup_file */
 } rs_dedup_opts;
 
@@ -97,6 +112,8 @@ typedef struct {
     uint64_t dup_keys;           /* keys (or rows) that had more than one copy */
     uint32_t splits;             /* files split again (this one and nested) */
     uint32_t streamed;           /* sub-files deduplicated as a stream (keys only in memory) */
+    uint64_t index_bytes;        /* with index_out: the index file's size */
+    uint32_t index_crc32;        /* and its CRC-32 */
 } rs_dedup_result;
 
 /* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint

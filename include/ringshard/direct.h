@@ -6,11 +6,11 @@
  * published, so all of it must reach the disk during the run anyway; the
  * page cache only adds a copy of every byte and, when the outputs are
  * larger than what memory has spare, a fresh page for each 4 KiB. Fresh
- * pages are the expensive part: on the virtual machines measured for the
- * README (free memory handed back to the host), writing 1 GB of new files
+ * pages are the expensive part: on the virtual machines measured in
+ * docs/performance.md (free memory handed back to the host), writing 1 GB of new files
  * through the page cache costs about 4 CPU-seconds of system time, while
- * O_DIRECT from a buffer that is reused costs about 0.7 (README,
- * Performance). The outputs are not read back by the run, so nothing is
+ * O_DIRECT from a buffer that is reused costs about 0.7 (docs/performance.md,
+ * "Direct I/O of the outputs"). The outputs are not read back by the run, so nothing is
  * lost by not caching them.
  *
  * How. O_DIRECT wants the memory, the file offset and the length aligned

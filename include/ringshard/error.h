@@ -11,12 +11,12 @@
 /* Exit codes of the ringshard command; rs_error.code holds one of them. */
 #define RS_EXIT_TABLE(X)                                                      \
     X(OK, 0, "success")                                                       \
-    X(IO, 1, "I/O or system error: a read or write failed, disk full, file-size limit") \
-    X(DATA, 2, "bad input data: malformed CSV, corrupt gzip, bad node list")  \
-    X(VERIFY, 3, "verification found differences")                            \
+    X(IO, 1, "I/O or system error: a read or write failed, disk full, out of memory") \
+    X(DATA, 2, "bad input data: malformed CSV, corrupt gzip or zstd, bad node list") \
+    X(VERIFY, 3, "differences found by verify, plan --from-buckets, dedup --buckets, --strict") \
     X(USAGE, 64, "bad command line: unknown option, bad value, missing argument") \
-    X(EXISTS, 73, "the output exists and --force was not given")             \
-    X(INTERRUPTED, 130, "interrupted by SIGINT or SIGTERM; nothing published")
+    X(EXISTS, 73, "the output exists (no --force) or is not ringshard's (no --force-any)") \
+    X(INTERRUPTED, 130, "interrupted by SIGINT, SIGTERM or SIGHUP; nothing published")
 
 enum {
 #define RS_EXIT_ENUM(name, code, help) RS_EXIT_##name = code,

@@ -73,6 +73,16 @@ void rs_murmur3_x64_128(const void *key, size_t len, uint32_t seed, uint64_t out
 /* MurmurHash3_x86_32 of key[0..len). */
 uint32_t rs_murmur3_x86_32(const void *key, size_t len, uint32_t seed);
 
+/* CRC-64/XZ (ECMA-182, reflected, initial value and final XOR all ones:
+ * what xz --check=crc64 computes) of buf[0..len), continuing from crc (0
+ * to start; the previous return value to continue, so that a stream may be
+ * fed in pieces). */
+uint64_t rs_crc64(uint64_t crc, const void *buf, size_t len);
+
+/* rs_crc64 by a table (8 bytes a step), whatever the build: what rs_crc64
+ * computes without ISA-L, kept callable so that the two are compared. */
+uint64_t rs_crc64_portable(uint64_t crc, const void *buf, size_t len);
+
 /* MD5 of key[0..len) into out[16] (RFC 1321; implemented in the project). */
 void rs_md5(const void *key, size_t len, uint8_t out[16]);
 

@@ -7,6 +7,20 @@
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 
+/* What an append does with an input whose content DIR already holds
+ * (identified by its size and the CRC-64 of its stored bytes, whatever
+ * its name): skip it with a note, fail the run (RS_EXIT_EXISTS), or ingest
+ * it again. */
+typedef enum { RS_SEEN_SKIP = 0, RS_SEEN_FAIL, RS_SEEN_AGAIN } rs_on_seen;
+
+/* The options that shape the files, as the command line gave them
+ * (rs_bucket_job_opts.given): an append takes the others from DIR's
+ * manifest, and refuses given ones that differ from it. */
+enum {
+    RS_GIVEN_KEY = 1, RS_GIVEN_DELIMITER = 2, RS_GIVEN_HEADER = 4, RS_GIVEN_COMPRESS = 8, RS_GIVEN_LEVEL = 16,
+    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64
+};
+
 typedef struct {
     /* The inputs and how to read and write them: inputs, key, dialect,
      * threads, memory, compress/level, keys_only, quarantine, progress
@@ -16,12 +30,26 @@ typedef struct {
     const rs_ring *ring;     /* the ring; the same on every rank under MPI */
     const char *outdir;      /* DIR: published whole, with DIR/manifest.json */
     int force;               /* RS_OUTDIR_FORCE [| RS_OUTDIR_FORCE_ANY] */
+    /* --append: the inputs are added to DIR as new generations (DIR is
+     * created, as a directory that grows, when it does not exist) */
+    int append;
+    rs_on_seen on_seen;      /* an input DIR (or this run) already holds */
+    uint64_t commit_every;   /* 0: one generation; else one every this many inputs, */
+    int commit_bytes;        /* or, with commit_bytes, inputs of this many bytes as stored */
+    unsigned given;          /* RS_GIVEN_* bits (append: the rest comes from DIR) */
+    int quiet;               /* no notes on stderr (a skipped input) */
 } rs_bucket_job_opts;
 
 typedef struct {
     rs_pipeline_result run;  /* the merged statistics: rows, bytes, per input and per node */
-    int published;           /* 1 when DIR was published */
+    uint32_t ndest;          /* run.dest's entries: the nodes of the ring used */
+    int published;           /* 1 when DIR was published (append: a generation, or more) */
     double publish_seconds;  /* flushing to disk and publishing */
+    /* append */
+    uint32_t generations;    /* generations published by this run */
+    uint64_t first_gen, last_gen; /* the first and the last of them */
+    uint64_t inputs_skipped; /* inputs DIR already held, not ingested again */
+    uint64_t inputs_ingested;
 } rs_bucket_job_result;
 
 /* Runs the bucket job: writes DIR/<node>.csv.gz (.csv.zst, .csv) for every
@@ -37,6 +65,16 @@ typedef struct {
  * parent directory's fsync or the quarantine file's). r is filled either
  * way; rs_bucket_job_result_free releases it. */
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err);
+/* With o->append, the inputs are added to DIR instead (docs/format.md,
+ * "Appendable bucket directories"): each generation is DIR/g<N>/ with a
+ * headerless segment per node that got rows and its manifest, published in
+ * one rename under DIR's writer lock; inputs DIR already holds follow
+ * o->on_seen; o->commit_every publishes a generation every so many inputs
+ * (a run killed in between is resumed by running it again: what was
+ * published is skipped). The options o->given leaves out are DIR's; given
+ * ones that differ are RS_EXIT_USAGE. A DIR that does not exist is created
+ * as the fresh run creates it, its manifest of schema 2. r counts the
+ * generations; r->run sums their statistics. */
 
 /* Frees what r holds (r itself is the caller's); r may be zeroed. */
 void rs_bucket_job_result_free(rs_bucket_job_result *r);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include "ringshard/dedup.h"
 #include "ringshard/error.h"
+#include "ringshard/job_bucket.h"  /* rs_on_seen, RS_GIVEN_* */
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 
@@ -27,18 +28,40 @@ typedef struct {
     rs_dedup_mode mode;       /* keep first, keep last, or whole-row duplicates */
     int compress, level;      /* DIR's files: RS_COMPRESS_* and level */
     int temp_compress;        /* pass 1's temporary buckets: RS_COMPRESS_* (level 1) */
+    /* --append: the rows of the inputs whose key DIR does not hold yet
+     * (the history's copy wins), as a new generation of DIR (created when
+     * missing); every file of DIR gets a key index (keyidx.h). Refuses
+     * RS_DEDUP_KEEP_LAST and buckets_dir. */
+    int append;
+    rs_on_seen on_seen;       /* an input DIR (or this run) already holds */
+    uint64_t commit_every;    /* as rs_bucket_job_opts */
+    int commit_bytes;
+    unsigned given;           /* RS_GIVEN_* bits: the others are DIR's */
+    int quiet;                /* no notes on stderr */
 } rs_dedup_job_opts;
 
 typedef struct {
     int published;            /* 1 when DIR was published */
     uint32_t buckets;         /* buckets deduplicated (DIR's files) */
     uint64_t rows_in, rows;   /* data rows read by pass 2, and kept */
+    uint64_t bytes_in, bytes; /* their bytes (row + LF) */
     uint64_t dup_keys;        /* keys (rows, by row) that had more than one copy */
     uint64_t split_buckets, splits, streamed;  /* buckets split again, splits, parts streamed */
     char *largest_node;       /* the bucket with the most bytes (NULL when none) */
     uint64_t largest_rows_in, largest_bytes_in, largest_rows;
     double pass1_seconds, pass2_seconds;
     uint64_t rejected;        /* rows rejected by --on-bad-row (or by the input directory's run) */
+    /* --append */
+    uint32_t generations;     /* generations published */
+    uint64_t first_gen, last_gen;
+    uint64_t inputs_skipped, inputs_ingested;
+    uint64_t history_rows;    /* new rows dropped because DIR's history held their key */
+    uint64_t repeat_rows;     /* new rows dropped as repeats within the new inputs */
+    uint64_t index_read;      /* bytes read from the history's key indexes */
+    uint64_t index_bytes;     /* the size of the key indexes consulted */
+    uint64_t history_bytes;   /* the size of the history's data files (never read) */
+    uint64_t rows_reread;     /* history rows read to build missing key indexes */
+    uint64_t indexes_built;   /* key indexes built for history files that had none */
 } rs_dedup_job_result;
 
 /* Runs the dedup job: writes DIR/<node>.csv.gz (.csv.zst, .csv) with each

@@ -62,7 +62,7 @@ typedef struct {
     double build_seconds, diff_seconds;
     int verify_failed;              /* rows in the wrong bucket, or (strict) the property broken */
     /* internal: the inputs taken from the bucket directory */
-    const char **in_names, **in_paths;
+    rs_bucketdir_sel in_sel;        /* from_buckets: the pipeline's inputs */
     size_t *in_files;
 } rs_plan_job_result;
 

@@ -25,13 +25,16 @@ typedef struct {
     int moves;                 /* 1: a move directory, 0: a bucket directory */
     size_t files;              /* files the manifest lists */
     uint64_t rows, bytes;      /* data rows and bytes read */
+    size_t indexes;            /* key indexes checked (keyidx.h) */
 } rs_verify_job_result;
 
 /* Verifies o->dir: the ring descriptions against their fingerprints, the
- * files listed against those present, every file's header, every row's
+ * files listed against those present (every generation's, docs/format.md),
+ * every file's header, every row's
  * placement (bucket: the node the ring assigns; moves: the (old owner, new
  * owner) pair), and every file's rows, bytes, CRC-32 and size against the
- * manifest, and the totals. The directory is opened once and read through
+ * manifest, and the totals; every key index against its manifest entry and
+ * the keys of the file it indexes. The directory is opened once and read through
  * that descriptor, so a replacement meanwhile cannot mix two generations.
  * Writes nothing. Not collective (one process). Returns 0 when the check
  * ran: r->differences says whether DIR holds what it should (0) or not;

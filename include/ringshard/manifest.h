@@ -1,8 +1,10 @@
 /* ringshard/manifest.h - DIR/manifest.json of a bucket directory (bucket,
  * dedup) or of a move directory (plan --emit): what was written, with which
- * ring and options, so that plan, verify and stats can work from it.
- * Schema: README, "manifest.json" (the section is docs/manifest.md).
- * Versioned by "schema": 1. */
+ * ring and options, so that plan, verify and stats can work from it; and
+ * DIR/g<N>/manifest.json, what an appended generation added (kind
+ * "generation"). Schema: docs/manifest.md. Versioned by "schema": 1 for a
+ * directory of one generation, 2 for one that grows by appends (its base
+ * manifest and its generations' manifests). */
 #ifndef RINGSHARD_MANIFEST_H
 #define RINGSHARD_MANIFEST_H
 
@@ -14,6 +16,8 @@ typedef struct {
     char *path;            /* as given on the command line */
     uint64_t size, rows, bytes, rejected, blank_lines;
     uint64_t zero_padding;  /* "zero_padding_bytes" (optional when read: 0) */
+    char *checksum;        /* "crc64:<16 hex>": rs_crc64 of its stored bytes (NULL: not recorded) */
+    uint64_t generation;   /* the generation that ingested it (0: not recorded) */
 } rs_manifest_input;
 
 typedef struct {
@@ -25,11 +29,28 @@ typedef struct {
     uint64_t file_bytes;   /* size of the file on disk */
     uint32_t crc32;        /* CRC-32 of the uncompressed data bytes (header excluded) */
     uint32_t wave;         /* moves with --batch-bytes: wave number (1-based); else 0 */
+    char *index;           /* NULL, or the key index of the file (keyidx.h), in its directory */
+    uint64_t index_bytes;  /* the index file's size */
+    uint32_t index_crc32;  /* CRC-32 of the index file's bytes */
 } rs_manifest_file;
 
+/* A key index a generation built for a file of an earlier generation
+ * (dedup --append over a history that had none; keyidx.h). */
 typedef struct {
-    int schema;                 /* 1 */
-    char *kind;                 /* "buckets" or "moves" */
+    uint64_t generation;   /* the indexed file's generation */
+    char *file;            /* the indexed file's name (in its generation's directory) */
+    char *index;           /* the index file's name, in this generation's directory */
+    uint64_t index_bytes;
+    uint32_t index_crc32;
+} rs_manifest_index;
+
+typedef struct {
+    int schema;                 /* 1, or 2 (a directory that grows; 0 writes 1) */
+    char *kind;                 /* "buckets", "moves", or "generation" (DIR/g<N>/manifest.json) */
+    uint64_t generation;        /* schema 2: the generation described (the base's: 1 or the
+                                   last compaction's); 0 in schema 1 */
+    char *previous;             /* "generation": the previous generation's manifest digest
+                                   (32 hex digits, rs_manifest_digest_hex) */
     char *tool_version;
     char *ring_description;     /* the canonical description (ring.h) */
     char *ring_fingerprint;
@@ -43,22 +64,29 @@ typedef struct {
     int compress;               /* RS_COMPRESS_*: 1 gzip, 2 zstd, 0 plain */
     int level;
     int keys_only;
+    char *dedup;                /* options.dedup: NULL, or "first" / "row": the rows are
+                                   distinct by key / by row (dedup --append) */
     size_t ninputs;
     rs_manifest_input *inputs;
     size_t nfiles;
     rs_manifest_file *files;
+    size_t nindexes;            /* "generation": indexes built for earlier files */
+    rs_manifest_index *indexes;
     uint64_t rows, bytes, rejected;
     double seconds;
 } rs_manifest;
 
 /* Writes m as JSON to path (pretty-printed, keys in a fixed order;
- * "schema" is always written as 1; tool_version NULL writes the version of
+ * "schema" is m->schema, 1 when 0; tool_version NULL writes the version of
  * this build). kind "moves" selects from/to/wave and new_ring, anything
- * else node. Write errors are RS_EXIT_IO naming path. */
+ * else node. The members added by schema 2 (generation, previous,
+ * options.dedup, inputs' checksum and generation, files' index, indexes)
+ * are written only when set, so a schema-1 manifest reads as before. Write
+ * errors are RS_EXIT_IO naming path. */
 int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err);
 
 /* Reads path into m. Unknown members are ignored; a missing required member,
- * a schema other than 1 or malformed JSON is RS_EXIT_DATA naming the file
+ * a schema other than 1 or 2 or malformed JSON is RS_EXIT_DATA naming the file
  * (and byte offset for syntax errors). Optional members: "tool", "seconds",
  * files[].wave, files[].crc32_hex (checked against crc32 when present) and
  * "new_ring" for buckets. A file that cannot be read is RS_EXIT_IO. On
@@ -76,6 +104,11 @@ int rs_manifest_readat(rs_manifest *m, int dirfd, const char *name, const char *
 /* Parses a manifest held in memory (text[0..len), named `path` in
  * messages), with the rules of rs_manifest_read. */
 int rs_manifest_parse(rs_manifest *m, const char *text, size_t len, const char *path, rs_error *err);
+
+/* The digest of a manifest's bytes (rs_manifest_readat's) as 32 lowercase
+ * hex digits: h1 then h2, each as 16 digits most significant first, into
+ * out[33]. */
+void rs_manifest_digest_hex(const uint64_t digest[2], char out[33]);
 
 /* Frees every string and array of m (all must be malloc'd, as
  * rs_manifest_read makes them) and zeroes m. */

@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include "ringshard/error.h"
 
+/* The longest node name, in bytes: a name is a host, a host:port or a
+ * label a person chose, and its virtual-node labels (the name and an
+ * index, through --label) must fit the ring builder's 4096-byte buffer. */
+#define RS_NODE_NAME_MAX 1024
+
 typedef struct {
     uint32_t count;
     uint32_t cap;
@@ -29,9 +34,9 @@ int rs_nodes_init_count(rs_nodes *nodes, uint32_t n, rs_error *err);
  * for a literal quote (`"node a" 2 down`); an unquoted name is everything up
  * to the first blank (a quote inside it is literal). An unterminated quote,
  * or a character other than a blank or `#` right after the closing quote,
- * is an error. A duplicate name, a name with control characters, a
- * non-positive or malformed weight, or no node at all is an error naming
- * `origin` and the line (RS_EXIT_DATA). */
+ * is an error. A duplicate name, a name with control characters or longer
+ * than RS_NODE_NAME_MAX bytes, a non-positive or malformed weight, or no
+ * node at all is an error naming `origin` and the line (RS_EXIT_DATA). */
 int rs_nodes_parse(rs_nodes *nodes, const char *text, size_t len, const char *origin,
                    rs_error *err);
 

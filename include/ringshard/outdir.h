@@ -22,11 +22,16 @@
  * FORCE) replaces any directory. Neither replaces a file or a link. */
 #define RS_OUTDIR_FORCE 1
 #define RS_OUTDIR_FORCE_ANY 2
+/* rs_outdir_begin's STAGE flag: final exists and stays; the temporary
+ * beside it stages what rs_outdir_commit_into moves into it (an appended
+ * generation). Exclusive of the force flags. */
+#define RS_OUTDIR_STAGE 4
 
 typedef struct {
     char *final;   /* the target path (trailing slashes removed) */
     char *tmp;     /* the temporary directory being filled */
     int force;     /* the flags given to rs_outdir_begin */
+    int lockfd;    /* while a commit replaces final: its writer lock (rs_outdir_lock), else 0 */
     char **side_final, **side_tmp;   /* rs_outdir_side's files */
     size_t nside;
 } rs_outdir;
@@ -80,6 +85,31 @@ const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err);
  * undone once readers may see it. Either way *od is released and zeroed: a
  * following rs_outdir_abort does nothing. */
 int rs_outdir_commit(rs_outdir *od, rs_error *err);
+
+/* Publishes a staged od (RS_OUTDIR_STAGE) INTO final instead of as final:
+ * fsyncs the temporary's tree, then renames names[0..n) from it into final,
+ * in that order - a regular file over the one of the same name (one atomic
+ * step: a new manifest.json), a directory to a name that must not exist
+ * (RENAME_NOREPLACE: an appended generation) - fsyncs final, renames the
+ * side files into place and removes the temporary. The caller holds
+ * final's writer lock (rs_outdir_lock). A stop signal raised by the first
+ * rename publishes nothing (RS_EXIT_INTERRUPTED). A failure after the
+ * first rename says which names are published. *od is released either
+ * way. Test pause points: "publish" before the renames, "upgraded" after
+ * all but the last, "published" after the last. */
+int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err);
+
+/* Takes the writer lock of the directory dir: an exclusive flock(2) on the
+ * directory itself, held by a run that appends to it or replaces it
+ * (--force, compact) until it is done, so that two such runs take turns
+ * and neither's rows are lost. Waits for a run that holds it (saying so
+ * once on stderr), and gives up on a stop signal (RS_EXIT_INTERRUPTED).
+ * Once locked, dir must still name the locked directory (a replacement
+ * meanwhile: it is opened again). Returns 0 with *fd the lock (release:
+ * close(*fd)), 1 when dir does not exist (*fd -1), -1 with err (not a
+ * directory, a symbolic link: RS_EXIT_EXISTS; RS_EXIT_IO). Readers never
+ * take it: they read the generations they opened (bucketdir.h). */
+int rs_outdir_lock(const char *dir, int *fd, rs_error *err);
 
 /* Removes the temporary directory and everything in it (symbolic links are
  * removed, never followed) and the side files' temporaries, releases and

@@ -60,6 +60,19 @@ typedef struct {
     int input_dirfd;
     rs_csv_dialect dialect;      /* delimiter, max_record */
     int header;                  /* 1: each input starts with a header line (all must agree) */
+    /* NULL, or per input 1 when it has no header line although `header` is
+     * set: a later part of a bucket whose header is elsewhere (a segment of
+     * an appended generation, docs/format.md). Its rows start at its first
+     * byte and its lines are numbered from there. */
+    const uint8_t *input_headerless;
+    /* NULL, or the header line (without line end) the inputs are read
+     * against: the key is resolved from it when a headerless input comes
+     * before any header was read, and, with header_ref_name set, every
+     * input's header must equal it (as a second input's header must equal
+     * the first's), the messages naming header_ref_name as the reference
+     * (bucket --append: DIR/manifest.json). */
+    const char *header_ref;
+    const char *header_ref_name;
     const char *key;             /* column names or 1-based indexes, comma-separated; NULL: column 1 */
     char key_sep;                /* joins composite keys */
     rs_codec_choice codec;
@@ -88,6 +101,8 @@ typedef struct {
     int level;                   /* gzip or zstd level */
     int keys_only;               /* write only the key, not the row */
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
+    int input_checksum;          /* 1: compute rs_input_stats.checksum of every
+                                    input read whole (reader.h) */
     uint32_t input_base;         /* added to the input index routers see (a
                                     cluster rank's first input), 0 normally */
     int write_behind;            /* 1: start writing the outputs to disk as
@@ -96,8 +111,8 @@ typedef struct {
     int direct_io;               /* outputs with write_behind: RS_DIRECT_AUTO
                                     (0) O_DIRECT for plain outputs where the
                                     file system takes it, the page cache for
-                                    compressed ones (measured: README,
-                                    Performance); RS_DIRECT_ON for both;
+                                    compressed ones (measured:
+                                    docs/performance.md); RS_DIRECT_ON for both;
                                     RS_DIRECT_OFF the page cache (direct.h) */
     int no_header;               /* 1: write no header into the outputs (a
                                     cluster rank writing a piece of each file:
@@ -138,6 +153,10 @@ typedef struct {
     uint32_t crc;                /* with input_crc: CRC-32 of the data rows, each
                                     as written to outputs (row bytes + LF) */
     uint64_t zero_padding;       /* zero bytes after the last gzip member (reader.h) */
+    uint64_t checksum;           /* with input_checksum: rs_crc64 of the input's
+                                    stored bytes, when has_checksum */
+    int has_checksum;            /* 1: the input was read whole with the checksum on
+                                    (not a unit of a ringshard file, see reader.h) */
 } rs_input_stats;
 
 typedef struct {

@@ -169,6 +169,7 @@ const char *rs_plan_method_name(rs_plan_method m);
 typedef struct {
     int have;                  /* data was read */
     uint64_t rows, bytes;      /* every row read (bytes: row + LF) */
+    uint64_t rejected;         /* rows rejected by --on-bad-row skip or quarantine */
     uint64_t moved_rows, moved_bytes;
     uint64_t *keys, *bytes_of; /* per pair; [npairs] counts the rows that stay */
     uint64_t *mismatch;        /* per input: rows in a bucket their old ring does not assign */

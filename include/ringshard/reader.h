@@ -133,6 +133,23 @@ int rs_reader_is_zstd(const rs_reader *r);
  * asking for more is refused (RS_EXIT_DATA) instead of allocated. */
 #define RS_ZSTD_WINDOW_LOG_MAX 27
 
+/* Turns on the checksum of the input's stored bytes (what the file holds,
+ * compressed or not: rs_crc64 of every byte read from it), which a bucket
+ * directory records for each input it ingests. Call it before the first
+ * read. */
+void rs_reader_checksum_on(rs_reader *r);
+
+/* 1 and *crc when the checksum is on and r has read its whole input, from
+ * its first byte to its end (not a range: rs_reader_open_range); else 0. */
+int rs_reader_checksum(const rs_reader *r, uint64_t *crc);
+
+/* The checksum of a regular file's stored bytes, as rs_reader_checksum
+ * takes it while reading (rs_crc64 of every byte), in one pass of its own:
+ * name relative to dirfd, named display in messages. *size gets its size.
+ * A file that changes meanwhile (size, modification time) is RS_EXIT_IO;
+ * a stop signal RS_EXIT_INTERRUPTED. 0 or -1 with err. */
+int rs_file_checksum(int dirfd, const char *name, const char *display, uint64_t *crc, uint64_t *size, rs_error *err);
+
 /* Closes the input and frees r (NULL is allowed). */
 void rs_reader_close(rs_reader *r);
 

@@ -249,7 +249,8 @@ size_t rs_ring_point_label_text(const rs_ring *ring, uint32_t i, char *buf, size
 
 /* The canonical description: a text naming the scheme, hash, seed, sign
  * and order rules, label template, V, and every node with its weight, one
- * per line (format in README, "Ring descriptions"). Identical rings have
+ * per line (format in docs/rings.md, "Ring descriptions
+ * and fingerprints"). Identical rings have
  * identical descriptions. */
 const char *rs_ring_description(const rs_ring *ring);
 

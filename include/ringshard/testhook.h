@@ -31,7 +31,9 @@
  *                  to copy its first piece into the files
  *   simulate_keys  simulate: the rings built, before the keys are counted
  *   simulate_bounded  simulate --capacity-factor: the keys counted, before
- *                  the bounded-load placement */
+ *                  the bounded-load placement
+ *   metrics_publish  --metrics FILE: the metrics written to FILE's
+ *                  temporary, just before the rename over FILE */
 void rs_test_pause(const char *point);
 
 #endif

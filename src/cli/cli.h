@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "ringshard/error.h"
+#include "ringshard/metrics.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
@@ -21,6 +22,10 @@ enum {
     RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL, RS_OPT_DIRECT_IO,
     /* balance options (rs_cli_balance_option) */
     RS_OPT_Z = 1080, RS_OPT_CAPACITY, RS_OPT_TSV, RS_OPT_SVG, RS_OPT_HTML,
+    /* append options (rs_cli_append_option) */
+    RS_OPT_APPEND = 1090, RS_OPT_ON_SEEN, RS_OPT_COMMIT_EVERY,
+    /* --metrics FILE (rs_cli_metrics_option) */
+    RS_OPT_METRICS = 1095,
     RS_OPT__FIRST_COMMAND = 1100
 };
 
@@ -44,6 +49,13 @@ enum {
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
     {"level", required_argument, 0, RS_OPT_LEVEL},                         \
     {"direct-io", required_argument, 0, RS_OPT_DIRECT_IO}
+
+#define RS_APPEND_LONGOPTS                                                 \
+    {"append", no_argument, 0, RS_OPT_APPEND},                             \
+    {"on-seen", required_argument, 0, RS_OPT_ON_SEEN},                     \
+    {"commit-every", required_argument, 0, RS_OPT_COMMIT_EVERY}
+
+#define RS_METRICS_LONGOPT {"metrics", required_argument, 0, RS_OPT_METRICS}
 
 #define RS_BALANCE_LONGOPTS                                                \
     {"z", required_argument, 0, RS_OPT_Z},                                 \
@@ -114,6 +126,31 @@ int rs_cli_usage_error(const char *cmd, const char *msg);
 
 /* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
 void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
+
+/* What --append, --on-seen and --commit-every asked for (bucket, dedup),
+ * and which options that shape the files the command line gave
+ * (RS_GIVEN_* of job_bucket.h: an append takes the others from DIR). */
+typedef struct {
+    int append;
+    int on_seen;            /* rs_on_seen */
+    uint64_t commit_every;  /* 0: none */
+    int commit_bytes;       /* commit_every is a size */
+    int on_seen_given, commit_given;
+    unsigned given;
+} rs_cli_append;
+
+/* Help text of the append options. */
+extern const char rs_cli_append_help[];
+
+/* Records append option `code`, and notes in a->given the shaping options
+ * (and ring options) as they come: call it for every option code. Returns
+ * 1 if `code` was an append option, 0 if not, -1 with err (RS_EXIT_USAGE)
+ * for a bad value. */
+int rs_cli_append_option(rs_cli_append *a, int code, const char *arg, rs_error *err);
+
+/* Checks the append options once all are in: --on-seen and --commit-every
+ * need --append, --append refuses --force. 0 or -1 with err. */
+int rs_cli_append_finish(const rs_cli_append *a, int force, rs_error *err);
 
 /* Help text of the input options. */
 extern const char rs_cli_input_help[];
@@ -187,6 +224,42 @@ int rs_cli_outside_output(const char *what, const char *path, const char *outdir
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);
 
+/* Help text of --metrics (cli/metricsopt.c), for the --help of every
+ * command that takes it. */
+extern const char rs_cli_metrics_help[];
+
+/* Notes the time the run starts (main, before the command runs): the
+ * metrics' start time. */
+void rs_cli_metrics_start(void);
+
+/* Records --metrics FILE (RS_OPT_METRICS) for command cmd (a static
+ * string, the file's command label) and reserves FILE's temporary, so that
+ * a FILE that cannot be written stops the run before any work. Returns 1
+ * if code is RS_OPT_METRICS, 0 if not, -1 with err (RS_EXIT_USAGE: given
+ * twice; RS_EXIT_IO: FILE cannot be created). Under MPI only rank 0
+ * reserves and writes. */
+int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err);
+
+/* The run's metrics for the command to fill in (counts, phases), or NULL
+ * when no --metrics was given (or on ranks other than 0). */
+rs_metrics *rs_cli_metrics(void);
+
+/* Fills the metrics' inputs, rows, bytes and rejected rows read from a
+ * pipeline's result, and the rows and bytes written from the same when
+ * `written` (the output was published: every row read was written);
+ * nothing without --metrics. */
+void rs_cli_metrics_pipeline(const rs_pipeline_result *res, size_t ninputs, int written);
+
+/* Adds seconds to the metrics' phase `name` (a static string); nothing
+ * without --metrics. */
+void rs_cli_metrics_phase(const char *name, double seconds);
+
+/* Publishes the metrics file with exit code rc (main, after the command
+ * returned), if --metrics was given. Returns rc, or RS_EXIT_IO after
+ * printing the error when rc is 0 and the file cannot be written (a failed
+ * run keeps its own code). */
+int rs_cli_metrics_finish(int rc);
+
 /* The balance options as given (stats, simulate). */
 typedef struct {
     double z;                 /* band half-width in sds */
@@ -231,6 +304,7 @@ void rs_cli_install_signals(void);
     X(dedup, 1, "keep one row per key, at scale")                                       \
     X(plan, 1, "plan a node-set change: what moves where, with or without data")        \
     X(verify, 0, "prove a bucket or move directory matches its manifest and ring")      \
+    X(compact, 0, "merge a bucket directory's appended generations into one file per node") \
     X(stats, 0, "per-node balance of data or a bucket directory, against theory")       \
     X(simulate, 0, "balance and movement of synthetic keys, vnode sweeps")
 

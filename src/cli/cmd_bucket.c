@@ -6,6 +6,7 @@
 #include "cluster/world.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/outdir.h"
+#include "ringshard/util.h"
 
 static const char bucket_help[] =
     "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
@@ -13,7 +14,9 @@ static const char bucket_help[] =
     "row into DIR/<node>.csv.gz, one file per node (a node that gets nothing has\n"
     "a header-only file), plus DIR/manifest.json. Rows keep their bytes and\n"
     "their input order; line ends become LF. The output is byte-identical for\n"
-    "any -j. DIR appears only when complete (written beside it, then renamed).\n\n"
+    "any -j. DIR appears only when complete (written beside it, then renamed).\n"
+    "With --append, the rows are added to DIR as a new generation instead:\n"
+    "DIR/g<N>/<node>.csv.gz for each node that got rows, published in one rename.\n\n"
     "Output options:\n"
     "  -o, --output DIR       the output directory (required)\n"
     "  --force                replace an existing DIR (a ringshard output or empty)\n"
@@ -33,6 +36,24 @@ static const char bucket_help[] =
 
 enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 
+
+/* The summary of an append: generations, inputs ingested and skipped. */
+static void append_summary(const rs_bucket_job_result *r, const char *dir)
+{
+    if (!r->generations) {
+        fprintf(stderr, "ringshard bucket: nothing new for %s: %llu input%s already ingested\n", dir,
+                (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");
+        return;
+    }
+    if (r->first_gen == r->last_gen)
+        fprintf(stderr, "ringshard bucket: generation %llu of %s", (unsigned long long)r->last_gen, dir);
+    else
+        fprintf(stderr, "ringshard bucket: generations %llu-%llu (%u) of %s", (unsigned long long)r->first_gen,
+                (unsigned long long)r->last_gen, r->generations, dir);
+    fprintf(stderr, ": %llu input%s ingested, %llu skipped as already ingested\n",
+            (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
+            (unsigned long long)r->inputs_skipped);
+}
 
 /* The summary on stderr: rows, buckets, speed, the spread of rows per bucket. */
 static void summary(uint32_t ndest, const rs_pipeline_result *res, const char *dir)
@@ -63,9 +84,11 @@ int rs_cmd_bucket(int argc, char **argv)
         RS_INPUT_LONGOPTS,
         {"output", required_argument, 0, 'o'},
         RS_OUTPUT_LONGOPTS,
+        RS_APPEND_LONGOPTS,
         {"force", no_argument, 0, OPT_FORCE},
         {"force-any", no_argument, 0, OPT_FORCE_ANY},
         {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -74,12 +97,23 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_cli_input_defaults(&po);
     const char *outdir = NULL;
     int force = 0, c, r;
+    rs_cli_append ap = {0};
     rs_error err = {0};
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+        if ((r = rs_cli_append_option(&ap, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("bucket", &err);
+            continue;
+        }
         if (rs_cli_ring_option(&ro, c, optarg))
             continue;
         if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("bucket", &err);
+            continue;
+        }
+        if ((r = rs_cli_metrics_option("bucket", c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("bucket", &err);
             continue;
@@ -93,9 +127,16 @@ int rs_cmd_bucket(int argc, char **argv)
         case 'o': outdir = optarg; break;
         case OPT_FORCE: force |= RS_OUTDIR_FORCE; break;
         case OPT_FORCE_ANY: force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
-        case OPT_KEYS_ONLY: po.keys_only = 1; break;
+        case OPT_KEYS_ONLY:
+            po.keys_only = 1;
+            ap.given |= RS_GIVEN_KEYS_ONLY;
+            break;
         case 'h':
             fputs(bucket_help, stdout);
+            fputs(rs_cli_append_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -105,21 +146,36 @@ int rs_cmd_bucket(int argc, char **argv)
     }
     if (!outdir)
         return rs_cli_usage_error("bucket", "no output directory (-o DIR)");
+    if (rs_cli_append_finish(&ap, force, &err) != 0)
+        return rs_cli_fail("bucket", &err);
     int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
     if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
+    double t0 = rs_now();
     rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
+    rs_cli_metrics_phase("ring", rs_now() - t0);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
         rs_ring_free(ring);
         return rs_cli_fail("bucket", &err);
     }
-    rs_bucket_job_opts o = {po, ring, outdir, force};
+    rs_bucket_job_opts o = {.pipeline = po, .ring = ring, .outdir = outdir, .force = force, .append = ap.append,
+                            .on_seen = (rs_on_seen)ap.on_seen, .commit_every = ap.commit_every,
+                            .commit_bytes = ap.commit_bytes, .given = ap.given, .quiet = quiet};
     rs_bucket_job_result res;
     int rc = 0;
     rs_bucket_job_run(&o, &res, &err);
-    if (res.published && !quiet && rs_world_rank() == 0) {  /* published, even if something failed after */
-        summary(rs_ring_nodes(ring)->count, &res.run, outdir);
-        fprintf(stderr, "  flushed to disk and published in %.2f s\n", res.publish_seconds);
+    rs_cli_metrics_pipeline(&res.run, po.ninputs - res.inputs_skipped, res.published);
+    rs_cli_metrics_phase("pipeline", res.run.seconds);
+    rs_cli_metrics_phase("publish", res.publish_seconds);
+    if (rs_cli_metrics())
+        rs_cli_metrics()->inputs_skipped = res.inputs_skipped;
+    if ((res.published || (ap.append && !err.code)) && !quiet && rs_world_rank() == 0) {
+        if (ap.append)  /* published, even if something failed after */
+            append_summary(&res, outdir);
+        if (res.published) {
+            summary(res.ndest, &res.run, outdir);
+            fprintf(stderr, "  flushed to disk and published in %.2f s\n", res.publish_seconds);
+        }
     }
     if (err.code)
         rc = rs_cli_fail("bucket", &err);

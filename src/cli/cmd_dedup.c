@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "ringshard/job_dedup.h"
+#include "ringshard/util.h"
 #include "ringshard/outdir.h"
 
 static const char dedup_help[] =
@@ -16,7 +17,11 @@ static const char dedup_help[] =
     "in parallel, in memory, comparing full key bytes. The output is a bucket\n"
     "directory like bucket's (DIR/<node>.csv.gz + manifest.json, published\n"
     "atomically), holding the surviving rows of each bucket in input order;\n"
-    "it is byte-identical for any -j and any --memory.\n\n"
+    "it is byte-identical for any -j and any --memory.\n"
+    "With --append, DIR keeps growing: a new row is kept only when its key is\n"
+    "in neither DIR (the history, whose copy wins) nor earlier in the new\n"
+    "inputs; the survivors are added as a new generation of DIR, each file with\n"
+    "a key index, so the history's rows are never read again (docs/dedup.md).\n\n"
     "Dedup options:\n"
     "  -o, --output DIR       the output directory (required)\n"
     "  --keep first|last      which copy of a key survives, by input order: inputs\n"
@@ -25,7 +30,10 @@ static const char dedup_help[] =
     "                         whole-row duplicates (equal row bytes)\n"
     "  --duplicates FILE      write every duplicated key: KEY<TAB>COUNT<TAB>KEPT-ROW\n"
     "                         (--by row: ROW<TAB>COUNT), escapes \\\\ \\t \\n \\r, by bucket\n"
-    "                         then first occurrence\n"
+    "                         then first occurrence; with --append, every new row\n"
+    "                         dropped: KEY<TAB>WHERE<TAB>ROW, WHERE the generation\n"
+    "                         holding the key (g00000003) or 'repeat' (an earlier\n"
+    "                         new row kept)\n"
     "  --buckets BUCKETDIR    deduplicate an existing bucket directory (its manifest\n"
     "                         gives the ring, key and dialect; no INPUT)\n"
     "  --temp-compress gzip|zstd|none  pass 1's temporary buckets: plain (default,\n"
@@ -53,7 +61,8 @@ typedef struct {
     rs_pipeline_opts po;
     rs_cli_ring ro;
     const char *outdir, *dups_path, *buckets_dir;
-    int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given;
+    int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given, keep_given;
+    rs_cli_append ap;
 } dedup_args;
 
 /* The summary on stderr: rows in and out, the largest bucket, splits. */
@@ -74,6 +83,29 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
         fprintf(stderr, "; %llu parts deduplicated as a stream (hot keys)", (unsigned long long)r->streamed);
     if (r->rejected)
         fprintf(stderr, "; rejected rows: %llu", (unsigned long long)r->rejected);
+    fputc('\n', stderr);
+}
+
+/* The append summary: generations, inputs, what the history held, and
+ * what was read of it. */
+static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
+{
+    if (!r->generations) {
+        fprintf(stderr, "ringshard dedup: nothing new for %s: %llu input%s already ingested\n", a->outdir,
+                (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");
+        return;
+    }
+    fprintf(stderr, "ringshard dedup: generation %llu of %s: %llu new rows kept of %llu; dropped: %llu whose key the "
+                    "history holds, %llu repeats within the new inputs; %llu input%s ingested, %llu skipped as "
+                    "already ingested\n",
+            (unsigned long long)r->last_gen, a->outdir, (unsigned long long)r->rows, (unsigned long long)r->rows_in,
+            (unsigned long long)r->history_rows, (unsigned long long)r->repeat_rows,
+            (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
+            (unsigned long long)r->inputs_skipped);
+    fprintf(stderr, "  history: %.1f MB of key index read (of %.1f MB of indexes, %.1f MB of data), %llu rows re-read",
+            r->index_read / 1e6, r->index_bytes / 1e6, r->history_bytes / 1e6, (unsigned long long)r->rows_reread);
+    if (r->indexes_built)
+        fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
 }
 
@@ -101,6 +133,7 @@ switch (c) {
             return -1;
         break;
     case OPT_KEEP:
+        a->keep_given = 1;
         if (!strcmp(arg, "first"))
             a->keep_last = 0;
         else if (!strcmp(arg, "last"))
@@ -138,6 +171,8 @@ int rs_cmd_dedup(int argc, char **argv)
         {"duplicates", required_argument, 0, OPT_DUPLICATES},
         {"buckets", required_argument, 0, OPT_BUCKETS},
         {"temp-compress", required_argument, 0, OPT_TEMP_COMPRESS},
+        RS_APPEND_LONGOPTS,
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -151,6 +186,13 @@ int rs_cmd_dedup(int argc, char **argv)
     int c, r, ring_given = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+        if ((r = rs_cli_append_option(&a.ap, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("dedup", &err);
+            continue;
+        }
+        if (c == OPT_COMPRESS || c == OPT_LEVEL)
+            a.ap.given |= c == OPT_COMPRESS ? RS_GIVEN_COMPRESS : RS_GIVEN_LEVEL;
         if (rs_cli_ring_option(&a.ro, c, optarg)) {
             ring_given = 1;
             continue;
@@ -160,6 +202,11 @@ int rs_cmd_dedup(int argc, char **argv)
                 return rs_cli_fail("dedup", &err);
             if (c == RS_OPT_KEY || c == RS_OPT_DELIMITER || c == RS_OPT_HEADER || c == RS_OPT_NO_HEADER)
                 a.key_given = 1;
+            continue;
+        }
+        if ((r = rs_cli_metrics_option("dedup", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("dedup", &err);
             continue;
         }
         if ((r = dedup_option(&a, c, optarg, &err)) != 0) {
@@ -172,6 +219,10 @@ int rs_cmd_dedup(int argc, char **argv)
         switch (c) {
         case 'h':
             fputs(dedup_help, stdout);
+            fputs(rs_cli_append_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -181,6 +232,14 @@ int rs_cmd_dedup(int argc, char **argv)
     }
     if (!a.outdir)
         return rs_cli_usage_error("dedup", "no output directory (-o DIR)");
+    if (rs_cli_append_finish(&a.ap, a.force, &err) != 0)
+        return rs_cli_fail("dedup", &err);
+    if (a.ap.append && (a.keep_last || a.buckets_dir))
+        return rs_cli_usage_error("dedup", a.keep_last ? "--append keeps the first copy of each key (the history's "
+                                                         "copy wins): --keep last cannot be honoured without rewriting "
+                                                         "what the history published; dedup without --append, or "
+                                                         "--keep first"
+                                                       : "--append adds inputs to DIR: --buckets takes none");
     if (a.buckets_dir) {
         if (optind < argc || rs_cli_files_from_given())
             return rs_cli_usage_error("dedup", "--buckets takes no INPUT nor --files-from (the bucket directory is "
@@ -205,18 +264,35 @@ int rs_cmd_dedup(int argc, char **argv)
     /* the ring: given, or (--buckets) the directory's, which the job reads */
     rs_ring *ring = NULL;
     if (!a.buckets_dir) {
+        double t0 = rs_now();
         ring = rs_cli_ring_build_within(&a.ro, a.po.memory, &err);
+        rs_cli_metrics_phase("ring", rs_now() - t0);
         if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
             rs_ring_free(ring);
             return rs_cli_fail("dedup", &err);
         }
     }
-    rs_dedup_job_opts o = {a.po, ring, a.buckets_dir, a.outdir, a.force, a.dups_path,
-                           a.by_row ? RS_DEDUP_BY_ROW : a.keep_last ? RS_DEDUP_KEEP_LAST : RS_DEDUP_KEEP_FIRST,
-                           a.compress, a.level, a.temp_compress};
+    rs_dedup_job_opts o = {.pipeline = a.po, .ring = ring, .buckets_dir = a.buckets_dir, .outdir = a.outdir,
+                           .force = a.force, .duplicates = a.dups_path,
+                           .mode = a.by_row ? RS_DEDUP_BY_ROW : a.keep_last ? RS_DEDUP_KEEP_LAST : RS_DEDUP_KEEP_FIRST,
+                           .compress = a.compress, .level = a.level, .temp_compress = a.temp_compress,
+                           .append = a.ap.append, .on_seen = (rs_on_seen)a.ap.on_seen,
+                           .commit_every = a.ap.commit_every, .commit_bytes = a.ap.commit_bytes,
+                           .given = a.ap.given, .quiet = a.quiet};
     rs_dedup_job_result res;
     int rc = 0;
     rs_dedup_job_run(&o, &res, &err);
+    if (a.ap.append && !err.code && !a.quiet && rs_world_rank() == 0)
+        append_summary(&a, &res);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = a.buckets_dir ? res.buckets : a.po.ninputs;
+        m->inputs_skipped = res.inputs_skipped;
+        m->rows_read = res.rows_in, m->bytes_read = res.bytes_in, m->rows_rejected = res.rejected;
+        m->rows_written = res.published ? res.rows : 0, m->bytes_written = res.published ? res.bytes : 0;
+        rs_metrics_add_phase(m, "pass1", res.pass1_seconds);
+        rs_metrics_add_phase(m, "pass2", res.pass2_seconds);
+    }
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
         summary(&a, &res);
     if (err.code)

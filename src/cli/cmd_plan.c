@@ -71,6 +71,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
         {"wave-order", required_argument, 0, OPT_WAVE_ORDER},
         {"svg", required_argument, 0, OPT_SVG},
         {"html", required_argument, 0, OPT_HTML},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -97,6 +98,11 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
         if (rs_cli_ring_option(&a->ro, c, optarg))
             continue;
         if ((r = rs_cli_input_option(po, c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("plan", &err);
+            continue;
+        }
+        if ((r = rs_cli_metrics_option("plan", c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("plan", &err);
             continue;
@@ -151,6 +157,8 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
             break;
         case 'h':
             fputs(rs_cli_plan_help, stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            fputc('\n', stdout);
             fputs(rs_cli_input_help, stdout);
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
@@ -281,7 +289,18 @@ int rs_cmd_plan(int argc, char **argv)
         goto out;
     }
     fill_job(&a, &po, data, &ic);
-    if (rs_plan_job_run(&a.o, &res, &err) != 0)
+    int ran = rs_plan_job_run(&a.o, &res, &err);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = res.data.ninputs;
+        m->rows_read = res.data.rows, m->bytes_read = res.data.bytes, m->rows_rejected = res.data.rejected;
+        m->rows_written = res.data.emitted ? res.data.moved_rows : 0;
+        m->bytes_written = res.data.emitted ? res.data.moved_bytes : 0;
+        rs_metrics_add_phase(m, "ring", res.build_seconds);
+        rs_metrics_add_phase(m, "diff", res.diff_seconds);
+        rs_metrics_add_phase(m, "data", res.data.seconds);
+    }
+    if (ran != 0)
         goto out;
     rc = res.verify_failed ? RS_EXIT_VERIFY : 0;
     if (rs_world_rank() != 0)  /* under MPI, rank 0 prints */

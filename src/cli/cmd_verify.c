@@ -4,19 +4,17 @@
 #include <stdio.h>
 #include "cli/cli.h"
 #include "ringshard/job_verify.h"
+#include "ringshard/util.h"
 
 static const char verify_help[] =
     "Usage: ringshard verify [OPTIONS] DIR\n"
     "Rescans a bucket directory (ringshard bucket) or a move directory\n"
-    "(ringshard plan --emit) in parallel and checks, against DIR/manifest.json:\n"
-    "  - the ring descriptions match their fingerprints;\n"
-    "  - no listed file is missing and no other file is present;\n"
-    "  - every file has the manifest's header;\n"
-    "  - every row sits where the ring puts it: in a bucket directory, in the\n"
-    "    file of the node the ring assigns; in a move directory, in the file of\n"
-    "    the pair (old ring's owner, new ring's owner);\n"
-    "  - every file's rows, bytes, CRC-32 of the data and size match the manifest,\n"
-    "    and the totals add up.\n"
+    "(ringshard plan --emit) in parallel and checks it against DIR/manifest.json:\n"
+    "the ring descriptions against their fingerprints; the files listed against\n"
+    "those present (none missing, none other); every file's header; every row's\n"
+    "place (in a bucket directory, the file of the node the ring assigns; in a\n"
+    "move directory, the file of the pair of the old and the new ring's owners);\n"
+    "every file's rows, bytes, CRC-32 of the data and size, and the totals.\n"
     "Exit 0 when everything holds; 3 with one line per difference otherwise.\n\n"
     "  -j, --threads N   worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE     bound on buffers (default 1G)\n"
@@ -37,6 +35,7 @@ int rs_cmd_verify(int argc, char **argv)
         {"quiet", no_argument, 0, RS_OPT_QUIET},
         {"producers", required_argument, 0, RS_OPT_PRODUCERS},
         {"max-report", required_argument, 0, OPT_MAX_REPORT},
+        RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -52,12 +51,21 @@ int rs_cmd_verify(int argc, char **argv)
                 return rs_cli_fail("verify", &err);
             continue;
         }
+        if ((r = rs_cli_metrics_option("verify", c, optarg, &err)) != 0) {
+            if (r < 0)
+                return rs_cli_fail("verify", &err);
+            continue;
+        }
         switch (c) {
         case OPT_MAX_REPORT:
             if (rs_cli_uint("--max-report", optarg, 1, UINT32_MAX, &max_report, &err) != 0)
                 return rs_cli_fail("verify", &err);
             break;
-        case 'h': fputs(verify_help, stdout); return 0;
+        case 'h':
+            fputs(verify_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            return 0;
         default: return rs_cli_usage_error("verify", "bad option");
         }
     }
@@ -72,7 +80,13 @@ int rs_cmd_verify(int argc, char **argv)
         return rs_cli_fail("verify", &err);
     rs_verify_job_opts o = {dir, po, max_report};
     rs_verify_job_result res;
+    double t0 = rs_now();
     int rc = 0, ran = rs_verify_job_run(&o, &res, &err) == 0;
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = res.files, m->rows_read = res.rows, m->bytes_read = res.bytes;
+        rs_metrics_add_phase(m, "verify", rs_now() - t0);
+    }
     for (size_t k = 0; k < res.nlines; k++)
         fprintf(stdout, "DIFF %s: %s\n", dir, res.lines[k]);
     if (ran && res.nlines < res.differences)
@@ -83,9 +97,12 @@ int rs_cmd_verify(int argc, char **argv)
         rc = RS_EXIT_VERIFY;
     } else if (ran && !quiet) {
         fprintf(stdout, "verify %s: OK: %s, %zu files, %llu rows, %llu bytes; every row where %s, "
-                        "counts and CRC-32 match the manifest\n",
+                        "counts and CRC-32 match the manifest",
                 dir, res.moves ? "moves" : "buckets", res.files, (unsigned long long)res.rows,
                 (unsigned long long)res.bytes, res.moves ? "the old and new rings put it" : "the ring puts it");
+        if (res.indexes)
+            fprintf(stdout, "; %zu key indexes hold their files' keys", res.indexes);
+        fputc('\n', stdout);
     }
     if (ran)
         rs_cli_flush_stdout(&err);

@@ -88,7 +88,8 @@ int main(int argc, char **argv)
      * (SIGXFSZ) where it stands */
     signal(SIGXFSZ, SIG_IGN);
     rs_world_init(&argc, &argv);
-    int rc = dispatch(argc, argv);
+    rs_cli_metrics_start();
+    int rc = rs_cli_metrics_finish(dispatch(argc, argv));
     rs_world_finish();
     return rc;
 }

@@ -144,7 +144,7 @@ void rs_cli_install_signals(void)
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);   /* a closed terminal or session: stop as cleanly */
+    sigaction(SIGHUP, &sa, NULL);   /* a closed terminal or a logout: stop as cleanly */
     /* A file-size limit must fail the write (EFBIG), not kill the process;
      * a closed stderr or stdout must fail the write (EPIPE), not kill the
      * process after it published, with an exit code that hides the job's. */

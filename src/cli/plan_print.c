@@ -28,7 +28,7 @@ const char rs_cli_plan_help[] =
     "  --add-names A,B        nodes with these names (weight 1)\n"
     "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
     "                         keep their slots, as seed 001's dropBadNode)\n"
-    "  --reweight NAME=W[,..] change a node's weight (ring, ketama)\n"
+    "  --reweight NAME=W[,...]  change a node's weight (ring, ketama)\n"
     "  --down NAMES           nodes listed but down, on both sides where listed\n"
     "Outputs (the summary goes to standard output):\n"
     "  --json FILE            the plan as JSON (schema: docs/plan.md)\n"
@@ -51,6 +51,7 @@ const char rs_cli_plan_help[] =
     "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
     "  --order smallest|largest  which moves go first (default smallest; --order\n"
     "                         signed|unsigned remains the ring option)\n"
+    "  --wave-order smallest|largest  the same, never taken for the ring option\n"
     "  -h, --help             this help\n\n"
     "Exit: 0; 3 when rows of --from-buckets sit in the wrong bucket (then nothing is\n"
     "emitted) or, with --strict, when the consistency property is broken.\n\n";

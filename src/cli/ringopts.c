@@ -16,16 +16,17 @@ const char rs_cli_ring_help[] =
     "  --nodes N           nodes named \"0\"..\"N-1\" (default 1000)\n"
     "  --nodes-file FILE   one node a line: name [weight] [down]; # comments; a name with\n"
     "                      blanks or # in double quotes, \"\" for a quote: \"node a\" 2 down\n"
-    "  --vnodes V          ring: points per node (200); ketama: points per node (160);\n"
-    "                      --slots S: slots (1024)\n"
+    "  --vnodes V          ring: points per node (200); ketama: points per node (160)\n"
+    "  --slots S           slots: the number of slots (1024)\n"
     "  --label TEMPLATE    label of a virtual node: {node} and {i} (ring: {node}&Node{i},\n"
     "                      ketama: {node}{i}; libketama/twemproxy: {node}-{i})\n"
     "  --sign clear|keep   clear the hash value's sign bit (ring and modulo: clear)\n"
     "  --order unsigned|signed  compare positions as unsigned or as Java signed values\n"
     "  --down NAMES        comma-separated nodes that are listed but down (own nothing)\n"
-    "  --compat CLIENT     the ketama ring a client builds (sets scheme, hash, points,\n"
-    "                      labels, collisions): libketama, libmemcached, libmemcached-spy,\n"
-    "                      twemproxy, spymemcached, hashring; nodes named host:port\n";
+    "  --compat CLIENT     libketama, libmemcached, libmemcached-spy, twemproxy,\n"
+    "                      spymemcached, hashring: the ketama ring that client builds\n"
+    "                      (it sets scheme, hash, points, labels, collisions); nodes\n"
+    "                      are named host:port\n";
 
 int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg)
 {

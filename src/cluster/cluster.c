@@ -30,8 +30,8 @@
  * error a single process would have stopped at.
  *
  * The destination files live in the output's temporary directory, which
- * must be on a file system every rank sees (see README, "Running on a
- * cluster"); rank 0 alone creates, publishes or removes it.
+ * must be on a file system every rank sees (see docs/clusters.md, "The
+ * shared file system"); rank 0 alone creates, publishes or removes it.
  *
  * Lanes: ranks made of threads. One pipeline has one producer (an inflate
  * is serial), so a process never reads faster than one inflate: the wall
@@ -111,25 +111,33 @@ void rs_cluster_outdir_abort(rs_outdir *od)
     }
 }
 
-int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
+/* Ends the output on every rank: with ok everywhere, rank 0 publishes
+ * with commit (names[0..n) for a staged output), else removes it. */
+static int outdir_end(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
 {
-    if (rs_world_size() == 1) {
-        if (err->code == 0 && rs_outdir_commit(od, err) == 0)
-            return 0;
-        rs_outdir_abort(od);
-        return -1;
-    }
-    int ok = rs_world_agree(err) == 0;
+    int ok = rs_world_size() == 1 ? err->code == 0 : rs_world_agree(err) == 0;
     if (rs_world_rank() == 0) {
         if (ok)
-            rs_outdir_commit(od, err);
+            ok = (names ? rs_outdir_commit_into(od, names, n, err) : rs_outdir_commit(od, err)) == 0;
         else
             rs_outdir_abort(od);
     } else {
         free(od->tmp);
         memset(od, 0, sizeof *od);
     }
+    if (rs_world_size() == 1)
+        return ok ? 0 : -1;
     return rs_world_agree(err) == 0 && ok ? 0 : -1;
+}
+
+int rs_cluster_outdir_end(rs_outdir *od, rs_error *err)
+{
+    return outdir_end(od, NULL, 0, err);
+}
+
+int rs_cluster_outdir_end_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
+{
+    return outdir_end(od, names, n, err);
 }
 
 int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err)
@@ -181,6 +189,27 @@ int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
     free(q->name);
     memset(q, 0, sizeof *q);
     return rc;
+}
+
+int rs_cluster_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
+{
+    if (rs_world_size() == 1)
+        return rs_bucketdir_open(bd, dir, err);
+    /* rank 0 opens first and says how far its generations go: the others
+     * read as many (appends may publish more meanwhile; those stay unread) */
+    int opened = -1;
+    uint64_t upto = 0;
+    if (rs_world_rank() == 0) {
+        opened = rs_bucketdir_open(bd, dir, err);
+        upto = opened == 0 ? bd->last_gen : 0;
+    }
+    rs_world_bcast(&upto, sizeof upto, 0);
+    if (rs_world_rank() != 0)
+        opened = upto ? rs_bucketdir_open_upto(bd, dir, upto, err)
+                      : rs_error_set(err, RS_EXIT_IO, "%s: rank 0 could not open it", dir);
+    if (rs_cluster_same_dir(bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
+        return -1;
+    return 0;
 }
 
 int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err)
@@ -257,70 +286,6 @@ static char *part_path(const char *path, const char *tag, int k)
     return asprintf(&p, "%s.%s%d", path, tag, k) < 0 ? NULL : p;
 }
 
-/* Bytes a copy_file_range call moves at most, so that a stop signal is
- * seen during a long piece. */
-#define COPY_STEP ((uint64_t)16 << 20)
-
-/* copy_into's fallback: read and write through buf. */
-static int copy_through(int fd_in, loff_t in_off, uint64_t len, int fd_out, loff_t out_off, char *buf, size_t cap)
-{
-    while (len > 0) {
-        if (rs_interrupt_pending())
-            return errno = EINTR, -1;
-        ssize_t n = pread(fd_in, buf, len < cap ? len : cap, in_off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            if (n == 0)
-                errno = EIO;
-            return -1;
-        }
-        for (ssize_t w = 0; w < n;) {
-            ssize_t k = pwrite(fd_out, buf + w, (size_t)(n - w), out_off);
-            if (k < 0 && errno == EINTR)
-                continue;
-            if (k < 0)
-                return -1;
-            w += k;
-            out_off += k;
-        }
-        in_off += n;
-        len -= (uint64_t)n;
-    }
-    return 0;
-}
-
-/* Copies all of `from` into fd_out at offset off. 0 or -1 with errno
- * (EINTR: a stop signal came, rs_interrupt_pending). */
-static int copy_into(int fd_in, uint64_t len, int fd_out, uint64_t off)
-{
-    loff_t in_off = 0, out_off = (loff_t)off;
-    while (len > 0) {
-        if (rs_interrupt_pending())
-            return errno = EINTR, -1;
-        ssize_t n = copy_file_range(fd_in, &in_off, fd_out, &out_off, len < COPY_STEP ? len : COPY_STEP, 0);
-        if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EOPNOTSUPP || errno == EINVAL))
-            break;  /* fall back to read/write below */
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0) {
-            errno = EIO;  /* the piece is shorter than the pipeline said */
-            return -1;
-        }
-        len -= (uint64_t)n;
-    }
-    if (len == 0)
-        return 0;
-    enum { BUF = 1 << 20 };
-    char *buf = malloc(BUF);  /* lanes copy at the same time */
-    if (!buf)
-        return errno = ENOMEM, -1;
-    int rc = copy_through(fd_in, in_off, len, fd_out, out_off, buf, BUF);
-    free(buf);
-    return rc;
-}
 
 /* What each rank tells the others about its header. */
 typedef struct {
@@ -448,7 +413,7 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
  * are summed, its CRC-32s combined in rank (= unit) order. */
-enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_FIELDS };
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_SUM, IN_HAS_SUM, IN_FIELDS };
 
 static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo,
                          size_t n, rs_pipeline_result *res)
@@ -464,6 +429,7 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
         f[IN_PAD] = in->zero_padding;
+        f[IN_SUM] = in->checksum, f[IN_HAS_SUM] = (uint64_t)in->has_checksum;
     }
     char *all;
     g->gather_bytes(g, v, n * IN_FIELDS * sizeof *v, &all, lens);
@@ -479,9 +445,12 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         if (!seen[f[IN_INDEX]]) {
             seen[f[IN_INDEX]] = 1;
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
-                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD]};
+                                   f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD], f[IN_SUM],
+                                   (int)f[IN_HAS_SUM]};
             continue;
         }
+        /* an input split among members was read as ranges: no checksum */
+        in->has_checksum = 0;
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
@@ -752,7 +721,7 @@ static void copy_pieces(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
             continue;
         rs_test_pause("piece_copy");
         int in = open(parts[d], O_RDONLY | O_CLOEXEC), out = open(o->dest_paths[d], O_WRONLY | O_CLOEXEC);
-        if (in < 0 || out < 0 || copy_into(in, len, out, at[d]) != 0) {
+        if (in < 0 || out < 0 || rs_copy_into(in, 0, len, out, at[d]) != 0) {
             if (rs_interrupt_pending())
                 rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
             else
@@ -795,6 +764,7 @@ static void member_opts(rs_group *g, const rs_pipeline_opts *o, const unit_list 
     *local = *o;
     local->inputs = o->inputs + m->lo;
     local->input_names = o->input_names ? o->input_names + m->lo : NULL;  /* this rank's own directory descriptor */
+    local->input_headerless = o->input_headerless ? o->input_headerless + m->lo : NULL;
     local->ninputs = m->hi - m->lo;
     local->unit_lo = m->ulo;
     local->unit_hi = m->uhi;

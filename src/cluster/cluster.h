@@ -24,6 +24,11 @@ int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_erro
  * rank's error on entry). *od is released either way. */
 int rs_cluster_outdir_end(rs_outdir *od, rs_error *err);
 
+/* rs_cluster_outdir_end for a staged output (RS_OUTDIR_STAGE): rank 0
+ * moves names[0..n) into the final directory (rs_outdir_commit_into).
+ * Collective: 0 when published, -1 on every rank otherwise. */
+int rs_cluster_outdir_end_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err);
+
 /* Removes the temporary directory (rank 0) without publishing; the other
  * ranks only release *od. Not collective: call it on every rank. */
 void rs_cluster_outdir_abort(rs_outdir *od);
@@ -45,6 +50,12 @@ void rs_cluster_outdir_abort(rs_outdir *od);
  * (cluster/lanes.h: o->producers, -j, --memory), the same way with threads
  * for ranks; with one lane and one rank this is rs_pipeline_run itself. */
 int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err);
+
+/* Opens a bucket directory on every rank (rs_bucketdir_open), all of them
+ * at the state rank 0 found (its generations: appends published after are
+ * left unread by every rank), then rs_cluster_same_dir. Collective; 0, or
+ * -1 on every rank with the first failure. Size 1: rs_bucketdir_open. */
+int rs_cluster_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err);
 
 /* After every rank opened the same bucket directory with
  * rs_bucketdir_open (ranks cannot share a descriptor): checks that each

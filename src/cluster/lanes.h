@@ -6,7 +6,7 @@
  * form a group (world.h) whose collectives are shared memory and barriers,
  * and cluster.c divides a rank's range among them and assembles their
  * pieces exactly as it does for MPI ranks. Why, and how many: see the
- * design comment in cluster.c and README, "Scaling". */
+ * design comment in cluster.c and docs/clusters.md. */
 #ifndef RS_CLUSTER_LANES_H
 #define RS_CLUSTER_LANES_H
 
@@ -17,7 +17,7 @@
 
 /* What one producer can feed: the threads of parse, route and compress
  * work that keep up with one serial inflate, by output codec (measured
- * with tools/bench_lanes.sh; README, "Several producers (lanes)"). */
+ * with tools/bench_lanes.sh; docs/clusters.md, "Several producers"). */
 #define RS_LANE_FEEDS_GZIP 4
 #define RS_LANE_FEEDS_ZSTD 4
 #define RS_LANE_FEEDS_PLAIN 3

@@ -26,189 +26,12 @@
 #include <unistd.h>
 #include "ringshard/buf.h"
 #include "ringshard/hash.h"
+#include "dedup/rows.h"
+#include "ringshard/keyidx.h"
 
 #define TABLE_SEED 0x7ab1e000u
 #define SPLIT_SEED 0x5b117000u
 #define ARENA_FLAG (1ULL << 63)
-
-/* ------------------------------------------------------------ row stream */
-
-typedef struct {
-    rs_reader *rd;           /* NULL once loaded whole */
-    const char *path;
-    const rs_csv_dialect *d;
-    const rs_csv_keyspec *ks; /* NULL: no key wanted */
-    rs_buf buf;
-    size_t pos;
-    int eof;
-    uint64_t rec;            /* records returned so far (header included) */
-    rs_buf scratch;
-    int header;              /* the first record is a header */
-    int started;             /* a UTF-8 BOM at the start was looked for */
-    /* the input's first read, with o->check: what it held so far */
-    const rs_dedup_check *chk;
-    uint64_t size;           /* the file's size on disk at the open */
-    uint64_t c_rows, c_bytes;
-    uint32_t c_crc;
-} rstream;
-
-static int rs_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
-{
-    memset(s, 0, sizeof *s);
-    s->path = path;
-    s->d = &o->dialect;
-    s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
-    s->header = o->header;
-    if (o->in_name && path == o->in_path_)  /* the input itself, not a split file */
-        s->rd = rs_reader_openat(o->in_dirfd, o->in_name, path, o->codec, err);
-    else
-        s->rd = rs_reader_open(path, o->codec, err);
-    if (s->rd)
-        s->size = rs_reader_size(s->rd);
-    return s->rd ? 0 : -1;
-}
-
-/* Checks one more row of the input against o->check (rs_next). */
-static int check_row(rstream *s, const char *row, size_t len, const char *key, size_t keylen, rs_error *err)
-{
-    const rs_dedup_check *c = s->chk;
-    s->c_rows++;
-    s->c_bytes += len + 1;
-    s->c_crc = rs_crc32(rs_crc32(s->c_crc, row, len), "\n", 1);
-    if (!c->placed(c->ctx, key, keylen))
-        return rs_error_set(err, RS_EXIT_VERIFY,
-                            "%s: data row %llu: its key belongs to another node than %s under the ring of %s",
-                            s->path, (unsigned long long)s->c_rows, c->node, c->manifest);
-    return 0;
-}
-
-/* At the input's end: its counts and CRC-32 against o->check. */
-static int check_end(rstream *s, rs_error *err)
-{
-    const rs_dedup_check *c = s->chk;
-    s->chk = NULL;
-    const char *what = s->c_rows != c->rows ? "rows" : s->c_bytes != c->bytes ? "data bytes" : NULL;
-    if (what)
-        return rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu %s, the manifest says %llu (the file does not match %s)",
-                            s->path, (unsigned long long)(what[0] == 'r' ? s->c_rows : s->c_bytes), what,
-                            (unsigned long long)(what[0] == 'r' ? c->rows : c->bytes), c->manifest);
-    if (s->c_crc != c->crc)
-        return rs_error_set(err, RS_EXIT_VERIFY,
-                            "%s: CRC-32 of the data %08x, the manifest says %08x (the file does not match %s)",
-                            s->path, s->c_crc, c->crc, c->manifest);
-    if (s->size != c->file_bytes)
-        return rs_error_set(err, RS_EXIT_VERIFY,
-                            "%s: %llu bytes on disk, the manifest says %llu (the file does not match %s)", s->path,
-                            (unsigned long long)s->size, (unsigned long long)c->file_bytes, c->manifest);
-    return 0;
-}
-
-static void rs_close(rstream *s)
-{
-    rs_reader_close(s->rd);
-    rs_buf_free(&s->buf);
-    rs_buf_free(&s->scratch);
-    memset(s, 0, sizeof *s);
-}
-
-/* Reads the whole input into s->buf (size_hint: expected bytes). */
-static int rs_load(rstream *s, uint64_t size_hint, rs_error *err)
-{
-    /* exactly the expected size (plus room to see the end), not a power of two */
-    s->buf.data = malloc((size_t)size_hint + (1u << 16));
-    if (!s->buf.data)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
-    s->buf.cap = (size_t)size_hint + (1u << 16);
-    for (;;) {
-        if (s->buf.cap - s->buf.len < (1u << 12) && rs_buf_reserve(&s->buf, 1u << 16) != 0)
-            return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
-        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            break;
-        s->buf.len += (size_t)n;
-    }
-    rs_reader_close(s->rd);
-    s->rd = NULL;
-    s->eof = 1;
-    return 0;
-}
-
-/* The next record: 1 with row (and key), 0 at the end, -1 on error. With
- * nokey the key is not extracted (header records). */
-static int rs_next(rstream *s, int nokey, const char **row, size_t *rowlen, const char **key, size_t *keylen,
-                   rs_error *err)
-{
-    for (;;) {
-        size_t bom = 0;
-        if (!s->started && (s->buf.len >= RS_CSV_BOM_LEN || s->eof)) {
-            /* a UTF-8 BOM at the file's start is no part of the first
-             * record: kept in a header's line, dropped before a row (as
-             * the pipeline reads it) */
-            s->started = 1;
-            bom = rs_csv_bom_len(s->buf.data, s->buf.len);
-            if (!s->header)
-                s->pos += bom, bom = 0;
-        }
-        if (s->started && (s->pos < s->buf.len || s->eof)) {
-            if (s->pos >= s->buf.len)
-                return s->chk ? check_end(s, err) : 0;
-            s->pos += bom;
-            rs_csv_record rec;
-            rs_csv_fault fault = {0};
-            const char *k = NULL;
-            size_t kl = 0;
-            const rs_csv_keyspec *ks = nokey ? NULL : s->ks;
-            /* a checked read parses the placement key whatever the caller wants */
-            const rs_csv_keyspec *pks = s->chk ? s->chk->keyspec : ks;
-            int r = rs_csv_next(s->d, pks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, pks ? &k : NULL,
-                                pks ? &kl : NULL, &s->scratch, &fault);
-            if (r == RS_CSV_OK) {
-                const char *p = s->buf.data + s->pos - bom;
-                s->pos += rec.consumed;
-                if (rec.nfields == 0)
-                    continue;
-                s->rec++;
-                if (s->chk && check_row(s, p, rec.len, k, kl, err) != 0)
-                    return -1;
-                *row = p;
-                *rowlen = rec.len + bom;
-                if (key) {
-                    *key = ks ? k : p;
-                    *keylen = ks ? kl : rec.len;
-                }
-                return 1;
-            }
-            if (r == RS_CSV_BAD)
-                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu: %s (field %u)", s->path,
-                                    (unsigned long long)s->rec + 1, fault.what ? fault.what : "malformed record",
-                                    fault.field);
-            /* RS_CSV_MORE: read more below */
-        }
-        if (!s->rd)
-            return rs_error_set(err, RS_EXIT_DATA, "%s: truncated record", s->path);
-        if (s->pos > 0) {
-            memmove(s->buf.data, s->buf.data + s->pos, s->buf.len - s->pos);
-            s->buf.len -= s->pos;
-            s->pos = 0;
-        }
-        if (s->buf.cap - s->buf.len < (1u << 16)) {
-            size_t limit = s->d->max_record ? s->d->max_record : ((size_t)1 << 30);
-            if (s->buf.len > limit + 2)
-                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu longer than the record limit (%zu bytes)",
-                                    s->path, (unsigned long long)s->rec + 1, limit);
-            if (rs_buf_reserve(&s->buf, s->buf.cap < (1u << 20) ? (1u << 20) : s->buf.cap) != 0)
-                return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
-        }
-        ssize_t n = rs_reader_read(s->rd, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            s->eof = 1;
-        s->buf.len += (size_t)n;
-    }
-}
 
 /* ---------------------------------------------------------------- output */
 
@@ -307,6 +130,49 @@ static int ow_close(owriter *w, int ok, rs_error *err)
     rs_buf_free(&w->chunk);
     rs_buf_free(&w->member);
     return rc;
+}
+
+/* The key of a row as rows_next gives it (by row: the row itself), parsed
+ * again from the row's bytes: for the rows whose key was not kept. */
+static int row_key(const rs_dedup_opts *o, const char *row, size_t len, rs_buf *scratch, const char **key,
+                   size_t *klen, rs_error *err)
+{
+    if (o->mode == RS_DEDUP_BY_ROW) {
+        *key = row, *klen = len;
+        return 0;
+    }
+    rs_csv_record rec;
+    rs_csv_fault fault = {0};
+    if (rs_csv_next(&o->dialect, &o->keyspec, row, len, 1, &rec, key, klen, scratch, &fault) != RS_CSV_OK)
+        return rs_error_set(err, RS_EXIT_DATA, "a row that was read changed: %s", fault.what ? fault.what : "?");
+    return 0;
+}
+
+/* One row of the output's order: written (and indexed) when kept, else
+ * counted as a duplicate (and reported to o->dropped). */
+static int emit(const rs_dedup_opts *o, owriter *w, rs_keyidx_writer *idx, rs_buf *scratch, const char *row,
+                size_t len, int keep, rs_dedup_result *res, rs_error *err)
+{
+    const char *key;
+    size_t klen;
+    if (!keep) {
+        res->dup_rows++;
+        res->dup_bytes += len + 1;
+        if (!o->dropped)
+            return 0;
+        if (row_key(o, row, len, scratch, &key, &klen, err) != 0)
+            return -1;
+        rs_dedup_put_escaped(o->dropped, key, klen);
+        fputs("\trepeat\t", o->dropped);
+        rs_dedup_put_escaped(o->dropped, row, len);
+        fputc('\n', o->dropped);
+        return 0;
+    }
+    if (ow_row(w, row, len, err) != 0)
+        return -1;
+    if (!idx)
+        return 0;
+    return row_key(o, row, len, scratch, &key, &klen, err) == 0 ? rs_keyidx_add(idx, key, klen, err) : -1;
 }
 
 /* ------------------------------------------------------------- escaping */
@@ -476,8 +342,6 @@ static int cmp_winner(const void *a, const void *b)
     return x->winner < y->winner ? -1 : x->winner > y->winner;
 }
 
-static int skip_header(rstream *s, rs_error *err);
-
 /* The duplicates report of one file: a line per key (or row) with more
  * than one copy, in first-occurrence order, with its count and (by key)
  * the kept row; streaming, the kept rows are fetched by a second pass over
@@ -504,11 +368,11 @@ static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const
     if (streaming && o->mode != RS_DEDUP_BY_ROW) {
         /* fetch the kept rows of the duplicated keys */
         qsort(dl, n, sizeof *dl, cmp_winner);
-        if (rs_open(&s2, s->path, o, 0, err) != 0 || (has_header && skip_header(&s2, err) != 0))
+        if (rows_open(&s2, s->path, o, 0, err) != 0 || (has_header && rows_skip_header(&s2, err) != 0))
             goto out;
         uint64_t q = 0;
         size_t p = 0;
-        while (p < n && (r = rs_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
+        while (p < n && (r = rows_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
             if (q++ != dl[p]->winner)
                 continue;
             dl[p]->woff = rowbuf.len;
@@ -547,7 +411,7 @@ static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const
     }
     rc = 0;
 out:
-    rs_close(&s2);
+    rows_close(&s2);
     rs_buf_free(&rowbuf);
     rs_buf_free(&line);
     free(dl);
@@ -571,7 +435,7 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
     size_t rowlen, keylen;
     uint64_t i = 0;
     int r, rc = -1;
-    while ((r = rs_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint64_t h[2];
         rs_murmur3_x64_128(key, keylen, TABLE_SEED + (uint32_t)depth, h);
         size_t j = h[0] & (t.cap - 1);
@@ -678,13 +542,6 @@ static inline uint32_t sub_of(const char *key, size_t keylen, int depth, uint32_
     return (uint32_t)(h[1] % k);
 }
 
-static int skip_header(rstream *s, rs_error *err)
-{
-    const char *row;
-    size_t n;
-    int r = rs_next(s, 1, &row, &n, NULL, NULL, err);
-    return r < 0 ? -1 : 0;
-}
 
 /* Reads the next tagged record's header from a sub-file's report: 1, 0 at
  * its end, -1 on error. */
@@ -799,9 +656,9 @@ static int sub_map_back(const rs_dedup_opts *o, subfiles *sf, rstream *s, const 
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    if (rs_open(s, path, o, 1, err) != 0 || (has_header && skip_header(s, err) != 0))
+    if (rows_open(s, path, o, 1, err) != 0 || (has_header && rows_skip_header(s, err) != 0))
         goto out;
-    while ((r = rs_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, sf->k);
         uint64_t q = sf->rank[j]++;
         if (n >= total || q >= sf->rows[j]) {
@@ -903,11 +760,11 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     if (sub_create(o, &sf, depth, dups, err) != 0)
         goto out;
     /* 1: distribute (the input's first read: checked) */
-    if (rs_open(&s, path, o, 1, err) != 0 || (has_header && skip_header(&s, err) != 0))
+    if (rows_open(&s, path, o, 1, err) != 0 || (has_header && rows_skip_header(&s, err) != 0))
         goto out;
     if (depth == 0)
         s.chk = o->check;
-    while ((r = rs_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, k);
         if (fwrite(row, 1, rowlen, sf.f[j]) != rowlen || putc('\n', sf.f[j]) == EOF) {
             rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", sf.names[j], strerror(errno));
@@ -918,7 +775,7 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     }
     if (r < 0)
         goto out;
-    rs_close(&s);
+    rows_close(&s);
     for (uint32_t i = 0; i < k; i++) {
         int c = fclose(sf.f[i]);
         sf.f[i] = NULL;
@@ -933,7 +790,7 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         goto out;
     rc = 0;
 out:
-    rs_close(&s);
+    rows_close(&s);
     sub_free(&sf);
     if (rc != 0 && bits) {
         free(*bits);
@@ -955,10 +812,10 @@ static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, 
         res->streamed++;
     rstream s;
     int rc = -1;
-    if (rs_open(&s, path, o, 1, err) == 0 && (!in_memory || rs_load(&s, bytes_hint, err) == 0) &&
-        (!has_header || skip_header(&s, err) == 0))
+    if (rows_open(&s, path, o, 1, err) == 0 && (!in_memory || rows_load(&s, bytes_hint, err) == 0) &&
+        (!has_header || rows_skip_header(&s, err) == 0))
         rc = dedup_mem(o, &s, !in_memory, has_header, rows_hint, depth, dups, bits, nrows, NULL, res, err);
-    rs_close(&s);
+    rows_close(&s);
     return rc;
 }
 
@@ -975,23 +832,29 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     rowref *refs = NULL;
     rstream s;
     owriter w;
+    rs_keyidx_writer idx, *idxp = NULL;
+    rs_buf scratch = {0};
     int rc = -1, r, opened = 0;
     const char *row, *key;
     size_t rowlen, keylen;
     memset(&w, 0, sizeof w);
-    if (rs_open(&s, in, o, 1, err) != 0)
+    if (rows_open(&s, in, o, 1, err) != 0)
         goto out;
     int split = !fits(o, rows_hint, bytes_hint);
-    if (!split && rs_load(&s, bytes_hint, err) != 0)
+    if (!split && rows_load(&s, bytes_hint, err) != 0)
         goto out;
     if (ow_open(&w, out, o->compress, dz, err) != 0)
         goto out;
     opened = 1;
+    if (o->index_out && rs_keyidx_create(&idx, o->index_out, o->index_budget, err) == 0)
+        idxp = &idx;
+    else if (o->index_out)
+        goto out;
     if (o->header) {
-        r = rs_next(&s, 1, &row, &rowlen, NULL, NULL, err);
+        r = rows_next(&s, 1, &row, &rowlen, NULL, NULL, err);
         if (r < 0)
             goto out;
-        if (r == 1 && ow_header(&w, row, rowlen, err) != 0)
+        if (r == 1 && !o->no_header_out && ow_header(&w, row, rowlen, err) != 0)
             goto out;
     }
     if (!split)
@@ -1002,33 +865,25 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     } else {
         if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, o->dups, &bits, &nrows, &refs, res, err) != 0)
             goto out;
-        for (uint64_t i = 0; i < nrows; i++) {
-            if (!(bits[i / 64] >> (i % 64) & 1)) {
-                res->dup_rows++;
-                res->dup_bytes += refs[i].len + 1;
-            } else if (ow_row(&w, s.buf.data + refs[i].off, refs[i].len, err) != 0) {
+        for (uint64_t i = 0; i < nrows; i++)
+            if (emit(o, &w, idxp, &scratch, s.buf.data + refs[i].off, refs[i].len, (int)(bits[i / 64] >> (i % 64) & 1),
+                     res, err) != 0)
                 goto out;
-            }
-        }
         rc = 0;
         goto out;
     }
     /* split: the original is streamed once more to write the survivors */
-    rs_close(&s);
-    if (rs_open(&s, in, o, 0, err) != 0 || (o->header && skip_header(&s, err) != 0))
+    rows_close(&s);
+    if (rows_open(&s, in, o, 0, err) != 0 || (o->header && rows_skip_header(&s, err) != 0))
         goto out;
     uint64_t i = 0, bytes_in = 0;
-    while ((r = rs_next(&s, 1, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rows_next(&s, 1, &row, &rowlen, &key, &keylen, err)) == 1) {
         if (i >= nrows) {
             rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
             goto out;
         }
-        if (!(bits[i / 64] >> (i % 64) & 1)) {
-            res->dup_rows++;
-            res->dup_bytes += rowlen + 1;
-        } else if (ow_row(&w, row, rowlen, err) != 0) {
+        if (emit(o, &w, idxp, &scratch, row, rowlen, (int)(bits[i / 64] >> (i % 64) & 1), res, err) != 0)
             goto out;
-        }
         bytes_in += rowlen + 1;
         i++;
     }
@@ -1049,7 +904,14 @@ out:
         res->file_bytes = w.file_bytes;
         res->crc = w.crc;
     }
-    rs_close(&s);
+    if (idxp && rc == 0) {
+        rs_keyidx_of of = {res->rows, res->bytes, res->crc, o->mode == RS_DEDUP_BY_ROW ? RS_KEYIDX_BY_ROW : 0};
+        rc = rs_keyidx_finish(idxp, &of, &res->index_bytes, &res->index_crc32, err);
+    } else if (idxp) {
+        rs_keyidx_abort(idxp);
+    }
+    rs_buf_free(&scratch);
+    rows_close(&s);
     free(bits);
     free(refs);
     return rc;

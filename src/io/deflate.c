@@ -71,7 +71,7 @@ size_t rs_deflater_stream_size(void)
 /* ISA-L's level for a gzip level: 0-2 as they are, 3-9 its highest, 3:
  * the ISA-L level nearest to what a gzip user asks for. Level 1, the
  * default, is ISA-L's fastest: about 1.5 times level 3's speed on 64 KiB
- * members, for 2.6% more output (issue 14). */
+ * members, for 2.6% more output (measured with ringshard 0.1.0). */
 static int isal_level(int level)
 {
     if (level < 0)

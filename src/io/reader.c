@@ -41,6 +41,7 @@
 #include "rs_config.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/deflate.h"
+#include "ringshard/hash.h"
 #include "ringshard/reader.h"
 #include "ringshard/testhook.h"
 #include "io/io_internal.h"
@@ -67,6 +68,9 @@ struct rs_reader {
     bool regular;            /* a regular file: checked for change at its end */
     struct timespec mtime;   /* its st_mtim at open */
     bool pause;              /* RINGSHARD_TEST_PAUSE_AT=first-read: stop after the first read */
+    bool sum_on;             /* rs_reader_checksum_on: every byte read from fd is summed */
+    bool sum_broken;         /* a byte was read before the sum was turned on */
+    uint64_t sum;            /* rs_crc64 of the bytes read from fd so far */
 
     unsigned char *in;       /* the block buffer */
     size_t in_cap;
@@ -255,6 +259,8 @@ static int fill(rs_reader *r, rs_error *err)
         r->eof = true;
     else
         test_pause(r);
+    if (r->sum_on && k > 0)
+        r->sum = rs_crc64(r->sum, r->in + r->in_avail, (size_t)k);
     r->in_avail += (size_t)k;
     r->in_total += (uint64_t)k;
     return 0;
@@ -333,6 +339,72 @@ rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs
 fail:
     rs_reader_close(r);
     return NULL;
+}
+
+int rs_file_checksum(int dirfd, const char *name, const char *display, uint64_t *crc, uint64_t *size, rs_error *err)
+{
+    if (display == NULL)
+        display = name;
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", display, strerror(errno));
+    struct stat before, after;
+    size_t cap = (size_t)1 << 20;
+    unsigned char *buf = malloc(cap);
+    int rc = -1;
+    if (!buf) {
+        rs_error_set(err, RS_EXIT_IO, "%s: out of memory", display);
+        goto out;
+    }
+    if (fstat(fd, &before) != 0 || !S_ISREG(before.st_mode)) {
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", display, S_ISREG(before.st_mode) ? strerror(errno) : "not a regular file");
+        goto out;
+    }
+    (void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    uint64_t c = 0, n = 0;
+    for (;;) {
+        ssize_t k = read_fd(fd, false, buf, cap);
+        if (k < 0) {
+            rs_error_set(err, RS_EXIT_IO, "%s: read error at byte offset %llu: %s", display, (unsigned long long)n,
+                         strerror(errno));
+            goto out;
+        }
+        if (k == 0)
+            break;
+        c = rs_crc64(c, buf, (size_t)k);
+        n += (uint64_t)k;
+        if (rs_interrupt_pending()) {
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+            goto out;
+        }
+    }
+    if (fstat(fd, &after) != 0 || (uint64_t)after.st_size != n || after.st_mtim.tv_sec != before.st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before.st_mtim.tv_nsec) {
+        rs_error_set(err, RS_EXIT_IO, "%s: the file changed while it was read (size %llu at open, %llu read)", display,
+                     (unsigned long long)before.st_size, (unsigned long long)n);
+        goto out;
+    }
+    *crc = c;
+    *size = n;
+    rc = 0;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+void rs_reader_checksum_on(rs_reader *r)
+{
+    r->sum_on = true;
+    r->sum_broken |= r->in_total != 0;
+}
+
+int rs_reader_checksum(const rs_reader *r, uint64_t *crc)
+{
+    if (!r->sum_on || r->sum_broken || r->range_start != 0 || r->range_end != UINT64_MAX || !r->eof)
+        return 0;
+    *crc = r->sum;
+    return 1;
 }
 
 rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err)
@@ -752,6 +824,8 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
                 r->eof = true;
             else
                 test_pause(r);
+            if (r->sum_on && k > 0)
+                r->sum = rs_crc64(r->sum, buf, (size_t)k);
             r->in_total += (uint64_t)k;
             return k;
         }

@@ -1,8 +1,19 @@
-/* The bucket job (job_bucket.h): the library side of `ringshard bucket`. */
+/* The bucket job (job_bucket.h): the library side of `ringshard bucket`.
+ *
+ * A fresh run writes DIR whole, beside it, and publishes it in one rename
+ * (outdir.h). An append (--append) adds a generation to an existing DIR
+ * (jobs/generation.h): the same pipeline, into headerless segments staged
+ * beside DIR, published in one rename of the generation's directory. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "cluster/cluster.h"
 #include "cluster/world.h"
+#include "jobs/generation.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/manifest.h"
@@ -19,8 +30,8 @@ static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pi
     m->nfiles = po->ndest;
     for (uint32_t d = 0; d < po->ndest; d++) {
         const rs_dest_stats *ds = &res->dest[d];
-        m->files[d] = (rs_manifest_file){names[d], nodes->names[d], NULL, NULL, ds->rows, ds->bytes,
-                                         ds->file_bytes, ds->crc, 0};
+        m->files[d] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
+                                         .bytes = ds->bytes, .file_bytes = ds->file_bytes, .crc32 = ds->crc};
     }
     m->rows = res->rows;
     m->bytes = 0;  /* data bytes written (keys only: less than read) */
@@ -45,27 +56,61 @@ static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_resu
     return 0;
 }
 
-int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
+/* Every node's data file name (rs_data_file); NULL with err. */
+static char **node_file_names(const rs_ring *ring, int compress, rs_error *err)
 {
-    memset(r, 0, sizeof *r);
-    rs_pipeline_opts po = o->pipeline;
+    const rs_nodes *nodes = rs_ring_nodes(ring);
+    char **names = calloc(nodes->count + 1, sizeof *names);
+    for (uint32_t i = 0; names && i < nodes->count; i++)
+        if (!(names[i] = rs_data_file(nodes->names[i], NULL, compress))) {
+            rs_free_strings(names, nodes->count);
+            names = NULL;
+        }
+    if (!names)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    return names;
+}
+
+/* Adds one run's statistics to the job's (several generations). */
+static void add_run(rs_pipeline_result *sum, rs_pipeline_result *run, uint32_t ndest)
+{
+    if (!sum->dest) {  /* the first: taken whole */
+        *sum = *run;
+        memset(run, 0, sizeof *run);
+        return;
+    }
+    sum->rows += run->rows, sum->bytes += run->bytes, sum->rejected += run->rejected;
+    sum->seconds += run->seconds;
+    for (uint32_t d = 0; d < ndest; d++) {
+        sum->dest[d].rows += run->dest[d].rows;
+        sum->dest[d].bytes += run->dest[d].bytes;
+        sum->dest[d].file_bytes += run->dest[d].file_bytes;
+    }
+    rs_pipeline_result_free(run);
+}
+
+/* A run that writes DIR whole (a fresh bucket directory; with grow, one
+ * that will take appends: schema 2, generation 1). *raced: DIR appeared
+ * meanwhile (another run created it first). */
+static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow, rs_bucket_job_result *r,
+                     int *raced, rs_error *err)
+{
     const rs_ring *ring = o->ring;
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
     rs_cluster_quarantine q = {0};
-    char **names = calloc(nodes->count, sizeof *names), **files = NULL;
+    rs_pipeline_result run = {0};
+    char **files = NULL, **names = node_file_names(ring, po.compress, err);
     rs_manifest m = {0};
     int begun = 0;
+    *raced = 0;
     /* Failures up to the pipeline are agreed on by every rank (under MPI) */
-    for (uint32_t i = 0; names && i < nodes->count && !err->code; i++)
-        if (!(names[i] = rs_data_file(nodes->names[i], NULL, po.compress)))
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (!names)
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (!err->code)
         rs_pipeline_threads_ready(rs_pipeline_threads(&po), err);
-    if (rs_cluster_outdir_begin(&od, o->outdir, o->force, err) != 0)
+    if (rs_cluster_outdir_begin(&od, o->outdir, o->force, err) != 0) {
+        *raced = grow && err->code == RS_EXIT_EXISTS;
         goto out;
+    }
     begun = 1;
     files = rs_outdir_paths(&od, (const char *const *)names, nodes->count, err);
     if (rs_cluster_quarantine_begin(&po, &od, &q, err) != 0)   /* agrees on the above */
@@ -73,25 +118,181 @@ int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_e
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
     po.write_behind = 1;
-    if (rs_cluster_pipeline_run(&po, &r->run, err) != 0)
+    po.input_checksum = 1;
+    if (rs_cluster_pipeline_run(&po, &run, err) != 0)
         goto out;
     /* every rank holds the merged statistics: all check, rank 0 writes */
-    if (check_conservation(&po, &r->run, err) != 0)
+    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, RS_SEEN_AGAIN, err) != 0)
         goto out;
-    if (rs_world_rank() == 0 && fill_manifest(&m, &po, &r->run, ring, names, err) == 0)
+    if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
+        if (grow)
+            rs_gen_first(&m);
         rs_outdir_manifest(&od, &m, err);
+    }
 out:;
     double t_publish = rs_now();
     if (begun && rs_cluster_outdir_end(&od, err) == 0) {
         r->published = 1;
-        r->publish_seconds = rs_now() - t_publish;
+        r->publish_seconds += rs_now() - t_publish;
+        r->generations += grow;
+        r->first_gen = r->first_gen ? r->first_gen : 1;
+        r->last_gen = 1;
+        r->inputs_ingested += po.ninputs;
+    } else if (begun && grow && err->code == RS_EXIT_EXISTS) {
+        *raced = 1;
     }
     rs_cluster_quarantine_end(&q, 1, err);   /* published with the directory: only released here */
+    add_run(&r->run, &run, nodes->count);
+    r->ndest = nodes->count;
     free(m.inputs);
     free(m.files);
     rs_free_strings(files, nodes->count);
     rs_free_strings(names, nodes->count);
     return err->code ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- append */
+
+/* The segments of a finished generation: the files that got rows (the
+ * others are removed, rank 0) as the generation manifest's files. */
+static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
+                         const rs_ring *ring, char *const *names, char *const *files, rs_error *err)
+{
+    if (rs_manifest_start(m, "generation", ring, po, res, po->ndest, err) != 0)
+        return -1;
+    const rs_nodes *nodes = rs_ring_nodes(ring);
+    for (uint32_t d = 0; d < po->ndest; d++) {
+        const rs_dest_stats *ds = &res->dest[d];
+        if (ds->rows == 0) {
+            if (unlink(files[d]) != 0 && errno != ENOENT)
+                return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[d], strerror(errno));
+            continue;
+        }
+        m->files[m->nfiles++] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
+                                                   .bytes = ds->bytes, .file_bytes = ds->file_bytes,
+                                                   .crc32 = ds->crc};
+        m->bytes += ds->bytes;
+    }
+    m->rows = res->rows;
+    (void)g;
+    return 0;
+}
+
+/* One generation of inputs [lo, hi) into an existing DIR (g opened). */
+static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, size_t hi, uint8_t *skip,
+                             rs_bucket_job_result *r, rs_error *err)
+{
+    rs_pipeline_opts po = o->pipeline;
+    rs_ring *ring = NULL;
+    rs_cluster_quarantine q = {0};
+    rs_pipeline_result run = {0};
+    rs_manifest m = {0};
+    const char **sel = NULL;
+    char **names = NULL, **files = NULL;
+    size_t nskipped = 0;
+    uint32_t ndest = 0;
+    if (rs_gen_check(g, &po, o->given, o->ring, &ring, err) != 0 ||
+        rs_gen_seen(g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) != 0)
+        goto out;
+    r->inputs_skipped += nskipped;
+    rs_pipeline_opts shaped = po;
+    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0)
+        goto out;
+    ndest = rs_ring_nodes(ring)->count;
+    if (!(names = node_file_names(ring, po.compress, err)))
+        goto out;
+    rs_pipeline_threads_ready(rs_pipeline_threads(&po), err);
+    if (rs_gen_stage(g, err) != 0)
+        goto out;
+    if (!(files = calloc(ndest + 1, sizeof *files)))
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (uint32_t d = 0; files && d < ndest; d++)
+        if (!(files[d] = rs_gen_path(g, names[d])))
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0)   /* agrees on the above */
+        goto out;
+    rs_pipeline_route_by_ring(&po, ring);
+    po.dest_paths = (const char *const *)files;
+    po.no_header = 1;         /* segments: the header is the base's */
+    po.write_behind = 1;
+    po.input_checksum = 1;
+    if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
+        rs_gen_seen_after(g, &po, &run, o->on_seen, err) != 0)
+        goto out;
+    if (rs_world_rank() == 0)
+        fill_segments(g, &m, &po, &run, ring, names, files, err);
+    double t_publish = rs_now();
+    if (rs_gen_publish(g, &m, err) == 0) {
+        r->published = 1;
+        r->publish_seconds += rs_now() - t_publish;
+        r->generations++;
+        r->first_gen = r->first_gen ? r->first_gen : g->gen;
+        r->last_gen = g->gen;
+        r->inputs_ingested += po.ninputs;
+    }
+out:
+    rs_cluster_quarantine_end(&q, 1, err);
+    if (ndest) {
+        add_run(&r->run, &run, ndest);
+        r->ndest = ndest;
+    } else
+        rs_pipeline_result_free(&run);
+    free(m.inputs);
+    free(m.files);
+    free(sel);
+    rs_free_strings(files, ndest);
+    rs_free_strings(names, ndest);
+    rs_ring_free(ring);
+    return err->code ? -1 : 0;
+}
+
+/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
+ * not exist (again as an append if another run creates it first). */
+typedef struct {
+    const rs_bucket_job_opts *o;
+    rs_bucket_job_result *r;
+} chunk_ctx;
+
+static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+{
+    const rs_bucket_job_opts *o = ((chunk_ctx *)ctx)->o;
+    rs_bucket_job_result *r = ((chunk_ctx *)ctx)->r;
+    for (int attempt = 0;; attempt++) {
+        rs_gen g;
+        int rc = rs_gen_open(&g, o->outdir, err);
+        if (rc == 0)
+            rc = append_generation(o, &g, lo, hi, skip, r, err);
+        rs_gen_close(&g);
+        if (rc <= 0)
+            return rc;
+        /* DIR does not exist: this run creates it */
+        size_t nskipped = 0;
+        rs_pipeline_opts po;
+        const char **sel = NULL;
+        int raced = 0;
+        if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) == 0 &&
+            rs_gen_select(&o->pipeline, lo, hi, skip, &po, &sel, err) == 0) {
+            r->inputs_skipped += nskipped;
+            if (po.ninputs)
+                run_fresh(o, po, 1, r, &raced, err);
+        }
+        free(sel);
+        if (!raced || attempt > 0)
+            return err->code ? -1 : 0;
+        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
+        r->inputs_skipped -= nskipped;
+        memset(skip + lo, 0, hi - lo);
+    }
+}
+
+int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
+{
+    memset(r, 0, sizeof *r);
+    chunk_ctx c = {o, r};
+    if (o->append)
+        return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+    int raced;
+    return run_fresh(o, o->pipeline, 0, r, &raced, err);
 }
 
 void rs_bucket_job_result_free(rs_bucket_job_result *r)

@@ -10,6 +10,15 @@
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets.
  *
+ * With --append the output is a generation of DIR (jobs/generation.h) and
+ * each bucket is first checked against its history: pass 1's bucket k,
+ * looked up in the key indexes of DIR's files of node k (history.h; the
+ * ones a history written without them lacks are built on the way, from
+ * those files' rows, once), loses the rows whose key DIR holds; the rest
+ * is deduplicated as usual into a headerless segment and its key index.
+ * The duplicates report then lists every new row dropped, with where its
+ * key is kept: a generation of the history, or an earlier new row.
+ *
  * Under MPI every step ends with an agreement of the ranks (world.h), so
  * that the steps below keep the order of the collectives: a step that
  * fails on one rank fails on all at the same point. */
@@ -31,117 +40,8 @@
 #include "ringshard/job_dedup.h"
 #include "ringshard/outdir.h"
 #include "ringshard/util.h"
-
-/* dedup --buckets: a row belongs in its bucket when the manifest's ring
- * puts its key on the bucket's node. */
-typedef struct {
-    const rs_ring *ring;
-    uint32_t node;
-} placement;
-
-static int placed_on(void *ctx, const char *key, size_t keylen)
-{
-    const placement *p = ctx;
-    return rs_ring_owner(p->ring, rs_ring_position(p->ring, key, keylen)) == p->node;
-}
-
-/* One bucket of pass 2. */
-typedef struct {
-    char *in;            /* the bucket to deduplicate */
-    const char *in_name; /* --buckets: its name under the directory's descriptor */
-    rs_dedup_check check; /* --buckets: what it must hold (its manifest entry) */
-    placement place;     /* --buckets: check.ctx */
-    char *out;           /* its output, inside the output's temporary directory */
-    char *dups;          /* its --duplicates part, or NULL */
-    const char *node;
-    uint64_t rows, bytes; /* the input bucket's data rows and bytes */
-    rs_dedup_result res;
-    rs_error err;
-} task;
-
-typedef struct {
-    uint64_t bytes;
-    uint32_t i;
-} by_size;
-
-static int cmp_size(const void *a, const void *b)
-{
-    const by_size *x = a, *y = b;
-    if (x->bytes != y->bytes)
-        return x->bytes > y->bytes ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
-}
-
-
-/* Pass 2: every job, biggest first, dynamic schedule. jobs are buckets
- * first.. of the whole run (split files are named by that number). Returns
- * 0, or -1 with err (the failure of the lowest-numbered bucket). */
-static int pass2(task *jobs, uint32_t n, uint32_t first, const rs_dedup_opts *base, int threads, rs_error *err)
-{
-    by_size *bs = malloc((n ? n : 1) * sizeof *bs);
-    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
-    if (!bs || !order) {
-        free(bs);
-        free(order);
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
-    for (uint32_t i = 0; i < n; i++)
-        bs[i] = (by_size){jobs[i].bytes, i};
-    qsort(bs, n, sizeof *bs, cmp_size);
-    for (uint32_t i = 0; i < n; i++)
-        order[i] = bs[i].i;
-    free(bs);
-    int failed = 0;
-#pragma omp parallel num_threads(threads)
-    {
-        rs_deflater *dz = rs_compressor_new(base->compress, base->level, base->codec);
-#pragma omp for schedule(dynamic, 1)
-        for (uint32_t k = 0; k < n; k++) {
-            task *j = &jobs[order[k]];
-            int stop;
-#pragma omp atomic read
-            stop = failed;
-            if (stop)
-                continue;
-            if (rs_pipeline_interrupted()) {
-                rs_error_set(&j->err, RS_EXIT_INTERRUPTED, "interrupted; nothing published");
-            } else if (!dz) {
-                rs_error_set(&j->err, RS_EXIT_IO, "out of memory");
-            } else {
-                rs_dedup_opts o = *base;
-                if (j->in_name) {
-                    o.in_name = j->in_name;
-                    o.check = &j->check;
-                }
-                char name[32];
-                snprintf(name, sizeof name, "b%u", first + order[k]);  /* unique across MPI ranks */
-                o.tmpname = name;
-                o.dups = NULL;
-                rs_dedup_report rf;
-                if (j->dups && !(o.dups = rs_dedup_report_open(j->dups, &rf)))
-                    rs_error_set(&j->err, RS_EXIT_IO, "%s: cannot create: %s", j->dups, strerror(errno));
-                else
-                    rs_dedup_file(&o, dz, j->in, j->rows, j->bytes, j->out, &j->res, &j->err);
-                int e = o.dups ? rs_dedup_report_finish(o.dups, &rf) : 0;
-                if (e && !j->err.code)
-                    rs_error_set(&j->err, RS_EXIT_IO, "%s: write failed: %s", j->dups, strerror(e));
-            }
-            if (j->err.code) {
-#pragma omp atomic write
-                failed = 1;
-            }
-        }
-        rs_deflater_free(dz);
-    }
-    free(order);
-    for (uint32_t i = 0; i < n; i++)
-        if (jobs[i].err.code) {
-            *err = jobs[i].err;
-            return -1;
-        }
-    return 0;
-}
-
+#include "jobs/dedup_task.h"
+#include "jobs/generation.h"
 
 static char *join(const char *a, const char *b, const char *c)
 {
@@ -189,15 +89,14 @@ static int not_conserved(rs_error *err, const char *what, uint64_t in_rows, uint
  * inputs' rows and bytes (--buckets: the manifest's files) = kept + removed.
  * Duplicates cannot be traced back to their input (a bucket mixes the
  * inputs), so "per input" is checked up to pass 1. */
-static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_result *res, const rs_manifest *in_m,
-                              const task *jobs, uint32_t n, rs_error *err)
+static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_result *res, const rs_bucketdir *in_bd,
+                              const rs_dedup_task *jobs, uint32_t n, rs_error *err)
 {
     uint64_t in_rows = 0, in_bytes = 0, rejected = 0, b_rows = 0, b_bytes = 0;
     uint64_t out_rows = 0, out_bytes = 0, dup_rows = 0, dup_bytes = 0;
     if (a->buckets_dir) {
-        for (size_t i = 0; i < in_m->nfiles; i++)
-            in_rows += in_m->files[i].rows, in_bytes += in_m->files[i].bytes;
-        rejected = in_m->rejected;
+        in_rows = in_bd->rows, in_bytes = in_bd->bytes;  /* every generation */
+        rejected = in_bd->rejected;
     } else {
         for (size_t i = 0; i < a->pipeline.ninputs; i++) {
             in_rows += res->input[i].rows;
@@ -232,65 +131,94 @@ static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_resu
     return 0;
 }
 
-/* Under MPI each rank deduplicated buckets [lo, hi): every rank gets every
- * bucket's result (each is zero outside its owner, so a sum gathers them). */
-enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
-       R_STREAMED, R_FIELDS };
+/* One run's state, shared by the steps. */
+typedef struct {
+    const rs_dedup_job_opts *o;
+    rs_pipeline_opts po;       /* o->pipeline, with --buckets' or DIR's dialect and key */
+    const rs_ring *ring;       /* o->ring, or ring_owned */
+    rs_ring *ring_owned;       /* --buckets or --append: the manifest's ring */
+    rs_bucketdir bd;           /* --buckets */
+    char *in_mpath;            /* --buckets: DIR/manifest.json, for messages */
+    rs_gen *g;                 /* --append to an existing DIR: the generation being added */
+    int grow;                  /* --append: indexes, the per-row report, schema 2 */
+    rs_outdir od;              /* the output (appending: g->od) */
+    rs_cluster_quarantine q;
+    rs_pipeline_result res;    /* pass 1 */
+    rs_manifest m;
+    rs_dedup_task *jobs;
+    uint32_t njobs;
+    char *pass1;               /* the temporary buckets' directory */
+    char **out_names, **index_names;
+    const char *header;
+    size_t header_len;
+    rs_dedup_pass pass;        /* pass 2's options, and the history */
+    rs_index_at *at;           /* --append: where each history file's index is */
+    int out_compress, out_level; /* the output's (--append: DIR's) */
+    double t1, t2, t2_start;   /* pass 1, pass 2 seconds; when pass 2 began */
+} dstate;
 
-static void share_results(task *jobs, uint32_t n, size_t lo, size_t hi)
+static rs_outdir *od_of(dstate *s)
 {
-    uint64_t *v = calloc(n ? (size_t)n * R_FIELDS : 1, sizeof *v);
+    return s->g ? &s->g->od : &s->od;
+}
+
+/* A file of the output: in the staged generation, or the output itself. */
+static char *out_path(dstate *s, const char *name)
+{
+    return s->g ? rs_gen_path(s->g, name) : rs_outdir_path(&s->od, name);
+}
+
+/* Under MPI each rank deduplicated buckets [lo, hi): every rank gets every
+ * bucket's result (each is zero outside its owner, so a sum gathers them),
+ * and the sizes and CRCs of the history indexes each built. */
+enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
+       R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_FIELDS };
+
+static void share_results(dstate *s, size_t lo, size_t hi)
+{
+    uint32_t n = s->njobs;
+    size_t nb = s->g ? s->g->bd.nfiles : 0;
+    uint64_t *v = calloc((size_t)n * R_FIELDS + 2 * nb + 1, sizeof *v);
     if (!v)
         abort();
     for (size_t i = lo; i < hi; i++) {
-        const rs_dedup_result *d = &jobs[i].res;
+        const rs_dedup_task *j = &s->jobs[i];
+        const rs_dedup_result *d = &j->res;
         uint64_t *f = v + i * R_FIELDS;
         f[R_ROWS_IN] = d->rows_in, f[R_BYTES_IN] = d->bytes_in, f[R_ROWS] = d->rows, f[R_BYTES] = d->bytes;
         f[R_DUP_ROWS] = d->dup_rows, f[R_DUP_BYTES] = d->dup_bytes, f[R_FILE_BYTES] = d->file_bytes;
         f[R_CRC] = d->crc, f[R_DUP_KEYS] = d->dup_keys, f[R_SPLITS] = d->splits, f[R_STREAMED] = d->streamed;
+        f[R_INDEX_BYTES] = d->index_bytes, f[R_INDEX_CRC] = d->index_crc32;
+        f[R_H_ROWS] = j->hres.dropped_rows, f[R_H_BYTES] = j->hres.dropped_bytes;
+        f[R_H_READ] = j->hres.index_bytes_read, f[R_REREAD] = j->rows_reread;
     }
-    rs_world_sum_u64(v, (size_t)n * R_FIELDS);
+    uint64_t *b = v + (size_t)n * R_FIELDS;   /* the indexes built, by their builder */
+    for (size_t k = 0; k < nb; k++)
+        b[2 * k] = s->pass.built_bytes[k], b[2 * k + 1] = s->pass.built_crc[k];
+    rs_world_sum_u64(v, (size_t)n * R_FIELDS + 2 * nb);
     for (uint32_t i = 0; i < n; i++) {
         const uint64_t *f = v + (size_t)i * R_FIELDS;
-        jobs[i].res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS],
-                                        f[R_DUP_BYTES], f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS],
-                                        (uint32_t)f[R_SPLITS], (uint32_t)f[R_STREAMED]};
+        rs_dedup_task *j = &s->jobs[i];
+        j->res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS], f[R_DUP_BYTES],
+                                   f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS], (uint32_t)f[R_SPLITS],
+                                   (uint32_t)f[R_STREAMED], f[R_INDEX_BYTES], (uint32_t)f[R_INDEX_CRC]};
+        j->hres.dropped_rows = f[R_H_ROWS], j->hres.dropped_bytes = f[R_H_BYTES];
+        j->hres.index_bytes_read = f[R_H_READ], j->rows_reread = f[R_REREAD];
     }
+    for (size_t k = 0; k < nb; k++)
+        s->pass.built_bytes[k] = b[2 * k], s->pass.built_crc[k] = (uint32_t)b[2 * k + 1];
     free(v);
 }
 
-
-/* One run's state, shared by the steps. */
-typedef struct {
-    const rs_dedup_job_opts *o;
-    rs_pipeline_opts po;       /* o->pipeline, with --buckets' dialect and key */
-    const rs_ring *ring;       /* o->ring, or ring_owned */
-    rs_ring *ring_owned;       /* --buckets: the manifest's ring */
-    rs_bucketdir bd;
-    char *in_mpath;            /* --buckets: DIR/manifest.json, for messages */
-    rs_outdir od;
-    rs_cluster_quarantine q;
-    rs_pipeline_result res;    /* pass 1 */
-    rs_manifest m;
-    task *jobs;
-    uint32_t njobs;
-    char *pass1;               /* the temporary buckets' directory */
-    char **out_names;
-    const char *header;
-    size_t header_len;
-    rs_dedup_opts dd;          /* pass 2's options */
-    double t1, t2, t2_start;   /* pass 1, pass 2 seconds; when pass 2 began */
-} dstate;
-
 /* --buckets: opens the directory once (every bucket is read through it),
  * checks it is a full bucket directory and builds its ring; the dialect
- * and key come from its manifest. Collective (rs_cluster_same_dir). */
+ * and key come from its manifest. Collective (rs_cluster_bucketdir_open). */
 static int open_buckets(dstate *s, rs_error *err)
 {
     char *mpath = s->in_mpath = join(s->o->buckets_dir, "/", "manifest.json");
-    int opened = mpath ? rs_bucketdir_open(&s->bd, s->o->buckets_dir, err)
-                       : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (rs_cluster_same_dir(&s->bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
+    if (!mpath)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&s->bd, s->o->buckets_dir, err) != 0)  /* collective */
         return -1;
     const rs_manifest *in_m = &s->bd.m;
     if (!in_m->kind || strcmp(in_m->kind, "buckets") != 0)
@@ -318,13 +246,113 @@ static int open_buckets(dstate *s, rs_error *err)
  * directory, and the quarantine file. Agreed on by every rank. */
 static int begin_pass1_dir(dstate *s, rs_error *err)
 {
-    s->pass1 = rs_outdir_path(&s->od, ".pass1");
+    s->pass1 = rs_outdir_path(od_of(s), ".pass1");
     if (!s->pass1 || (rs_world_rank() == 0 && mkdir(s->pass1, 0700) != 0))
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", s->pass1 ? s->pass1 : s->o->outdir, strerror(errno));
-    if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, &s->od, &s->q, err) != 0)
+    if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0)
         return -1;
     return 0;
 }
+
+/* ------------------------------------------------------------- history */
+
+/* "name.csv.gz" -> "name" (what its index is named after). */
+static char *stem_of(const char *file)
+{
+    char *p = renamed(file, RS_COMPRESS_NONE);   /* name.csv */
+    if (p && strlen(p) >= 4)
+        p[strlen(p) - 4] = '\0';
+    return p;
+}
+
+/* Where history file k's key index is: its own (beside it), one a later
+ * generation built (in that generation's directory), or none yet: then
+ * this run builds it into its own generation. */
+static int locate_index(dstate *s, size_t k, rs_error *err)
+{
+    const rs_bucketdir *bd = &s->g->bd;
+    const rs_manifest_file *f = bd->files[k];
+    rs_index_at *at = &s->at[k];
+    char dn[16], *name = NULL;
+    at->dirfd = bd->fd;
+    if (f->index) {
+        rs_gen_dir_name(bd->file_gen[k], dn);
+        if (asprintf(&name, "%s%s%s", bd->headerless[k] ? dn : "", bd->headerless[k] ? "/" : "", f->index) < 0)
+            name = NULL;
+    }
+    for (size_t g = 0; !f->index && !name && g < bd->ngens; g++)
+        for (size_t x = 0; x < bd->gens[g].nindexes && !name; x++) {
+            const rs_manifest_index *mi = &bd->gens[g].indexes[x];
+            rs_gen_dir_name(bd->gens[g].generation, dn);
+            if (mi->generation == bd->file_gen[k] && !strcmp(mi->file, f->file) &&
+                asprintf(&name, "%s/%s", dn, mi->index) < 0)
+                name = NULL;
+        }
+    if (name) {
+        at->name = name;
+        return 0;
+    }
+    char *stem = stem_of(f->file), built[64];
+    snprintf(built, sizeof built, ".g%08llu.keyidx", (unsigned long long)bd->file_gen[k]);
+    char *bname = stem ? join(stem, built, "") : NULL;
+    at->built = bname ? out_path(s, bname) : NULL;
+    at->name = bname;  /* its name in the generation's directory */
+    free(stem);
+    return at->built ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
+}
+
+/* --append: the history's modes must be this run's (an index holds keys
+ * or rows), and its indexes located. */
+static int setup_history(dstate *s, rs_error *err)
+{
+    const rs_bucketdir *bd = &s->g->bd;
+    const char *want = s->o->mode == RS_DEDUP_BY_ROW ? "row" : "first";
+    for (size_t g = 0; g <= bd->ngens; g++) {
+        const rs_manifest *m = g ? &bd->gens[g - 1] : &bd->m;
+        if (m->dedup && strcmp(m->dedup, want) != 0)
+            return rs_error_set(err, RS_EXIT_USAGE, "%s: DIR's rows are distinct %s (its key indexes hold %s); this "
+                                "run asks %s",
+                                s->g->mpath, !strcmp(m->dedup, "row") ? "by row" : "by key",
+                                !strcmp(m->dedup, "row") ? "rows" : "keys", want[0] == 'r' ? "--by row" : "--keep first");
+    }
+    size_t n = bd->nfiles;
+    s->at = calloc(n + 1, sizeof *s->at);
+    s->pass.built_bytes = calloc(n + 1, sizeof *s->pass.built_bytes);
+    s->pass.built_crc = calloc(n + 1, sizeof *s->pass.built_crc);
+    if (!s->at || !s->pass.built_bytes || !s->pass.built_crc)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t missing = 0;
+    for (size_t k = 0; k < n; k++) {
+        if (locate_index(s, k, err) != 0)
+            return -1;
+        missing += s->at[k].built != NULL;
+    }
+    if (missing && !s->o->quiet && rs_world_rank() == 0)
+        fprintf(stderr, "ringshard dedup: %s: %zu of its %zu files have no key index yet: building them (their rows "
+                        "are read this once)\n", s->o->outdir, missing, n);
+    s->pass.bd = bd;
+    s->pass.at = s->at;
+    return 0;
+}
+
+/* Task i's history: its node's files in DIR. */
+static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
+{
+    const rs_bucketdir *bd = &s->g->bd;
+    const rs_nodes *nodes = rs_ring_nodes(s->ring);
+    for (size_t k = 0; k < bd->nfiles; k++) {
+        if (bd->headerless[k] || strcmp(bd->files[k]->node ? bd->files[k]->node : "", nodes->names[node]) != 0)
+            continue;
+        size_t e = k + 1;   /* the base file, then its segments */
+        while (e < bd->nfiles && bd->file_base[e] == bd->file_base[k])
+            e++;
+        j->part0 = k;
+        j->nparts = e - k;
+        return;
+    }
+}
+
+/* ---------------------------------------------------------------- tasks */
 
 /* The buckets: their input, output and --duplicates part paths, and their
  * output names (--buckets: the manifest's, with the output's suffix). */
@@ -335,10 +363,12 @@ static int setup_tasks(dstate *s, rs_error *err)
     s->njobs = o->buckets_dir ? (uint32_t)in_mp->nfiles : rs_ring_nodes(s->ring)->count;
     s->jobs = calloc(s->njobs ? s->njobs : 1, sizeof *s->jobs);
     s->out_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->out_names);
-    if (!s->jobs || !s->out_names)
+    s->index_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->index_names);
+    if (!s->jobs || !s->out_names || !s->index_names)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t k = 0;  /* --buckets: the directory's files, node by node (bucketdir.h) */
     for (uint32_t i = 0; i < s->njobs; i++) {
-        task *j = &s->jobs[i];
+        rs_dedup_task *j = &s->jobs[i];
         char num[32];
         snprintf(num, sizeof num, "/%u", i);
         if (o->buckets_dir) {
@@ -351,20 +381,38 @@ static int setup_tasks(dstate *s, rs_error *err)
             j->in = join(o->buckets_dir, "/", f->file);
             j->in_name = f->file;
             j->node = f->node;
-            j->rows = f->rows;
-            j->bytes = f->bytes;
-            j->place = (placement){s->ring, (uint32_t)node};
-            j->check = (rs_dedup_check){f->rows, f->bytes, f->file_bytes, f->crc32, s->in_mpath, f->node,
-                                        &s->dd.keyspec, placed_on, &j->place};
+            j->place = (rs_placement){s->ring, (uint32_t)node};
+            /* the node's base file, then its segments: one bucket */
+            size_t k0 = k;
+            j->check = (rs_dedup_check){0, 0, 0, 0, s->in_mpath, f->node, &s->pass.o.keyspec, rs_placed_on, &j->place};
+            for (; k < s->bd.nfiles && s->bd.file_base[k] == i; k++) {
+                const rs_manifest_file *part = s->bd.files[k];
+                j->check.crc = rs_crc32_combine(j->check.crc, part->crc32, part->bytes);
+                j->check.rows += part->rows;
+                j->check.bytes += part->bytes;
+                j->check.file_bytes += part->file_bytes;
+            }
+            j->more = s->bd.names + k0 + 1;
+            j->more_paths = (const char *const *)s->bd.paths + k0 + 1;
+            j->nmore = k - k0 - 1;
+            j->rows = j->check.rows;
+            j->bytes = j->check.bytes;
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
             char *safe = rs_safe_filename(node);
             s->out_names[i] = safe ? join(safe, rs_data_ext(o->compress), "") : NULL;
+            s->index_names[i] = safe && s->grow ? join(safe, ".keyidx", "") : NULL;
             free(safe);
             j->in = join(s->pass1, num, rs_data_ext(o->temp_compress));
             j->node = node;
+            j->place = (rs_placement){s->ring, i};
+            if (s->grow && (!s->index_names[i] || !(j->index = out_path(s, s->index_names[i])) ||
+                            !(j->filtered = join(s->pass1, num, ".filtered"))))
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            if (s->g)
+                task_history(s, j, i);
         }
-        j->out = s->out_names[i] ? rs_outdir_path(&s->od, s->out_names[i]) : NULL;
+        j->out = s->out_names[i] ? out_path(s, s->out_names[i]) : NULL;
         j->dups = o->duplicates ? join(s->pass1, num, ".dups") : NULL;
         if (!s->out_names[i] || !j->in || !j->out || (o->duplicates && !j->dups))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -385,10 +433,11 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.dest_paths = (const char *const *)paths;
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
+    s->po.input_checksum = 1;
     int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
-    if (prc != 0)
+    if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, err) != 0)
         return -1;
     for (uint32_t i = 0; i < s->njobs; i++) {
         s->jobs[i].rows = s->res.dest[i].rows;
@@ -396,6 +445,36 @@ static int run_pass1(dstate *s, rs_error *err)
     }
     s->header = s->res.header;
     s->header_len = s->res.header_len;
+    if (s->g && !s->header && s->g->bd.m.header) {  /* every new input empty: the key is DIR's */
+        s->header = s->g->bd.m.header_line;
+        s->header_len = s->header ? strlen(s->header) : 0;
+    }
+    return 0;
+}
+
+/* Pass 2's options. */
+static int pass2_opts(dstate *s, int threads, rs_error *err)
+{
+    const rs_dedup_job_opts *jo = s->o;
+    rs_dedup_opts *o = &s->pass.o;
+    o->dialect = s->po.dialect;
+    if (!o->dialect.max_record)
+        o->dialect.max_record = (size_t)(s->po.memory / 16);
+    o->header = s->po.header;
+    o->mode = jo->mode;
+    o->codec = s->po.codec;
+    o->compress = s->out_compress;
+    o->level = s->out_level;
+    o->tmpdir = s->pass1;
+    o->in_dirfd = s->bd.fd;  /* --buckets: jobs[].in_name are under it */
+    o->budget = s->po.memory / (uint64_t)(threads > 0 ? threads : 1);
+    s->pass.append = s->grow;
+    s->pass.segments = s->g != NULL;
+    /* --buckets checks every row's placement by the key, in any mode, as
+     * does --append building an index of the history */
+    if ((jo->mode != RS_DEDUP_BY_ROW || jo->buckets_dir || s->g) &&
+        rs_dedup_keyspec(s->po.key, s->po.key_sep, &o->dialect, s->header, s->header_len, &o->keyspec, err) != 0)
+        return -1;
     return 0;
 }
 
@@ -404,22 +483,8 @@ static int run_pass1(dstate *s, rs_error *err)
 static int run_pass2(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *jo = s->o;
-    rs_dedup_opts *o = &s->dd;
-    o->dialect = s->po.dialect;
-    if (!o->dialect.max_record)
-        o->dialect.max_record = (size_t)(s->po.memory / 16);
-    o->header = s->po.header;
-    o->mode = jo->mode;
-    o->codec = s->po.codec;
-    o->compress = jo->compress;
-    o->level = jo->level;
-    o->tmpdir = s->pass1;
-    o->in_dirfd = s->bd.fd;  /* --buckets: jobs[].in_name are under it */
     int threads = rs_pipeline_threads(&s->po);
-    o->budget = s->po.memory / (uint64_t)(threads > 0 ? threads : 1);
-    /* --buckets checks every row's placement by the key, in any mode */
-    if ((jo->mode != RS_DEDUP_BY_ROW || jo->buckets_dir) &&
-        rs_dedup_keyspec(s->po.key, s->po.key_sep, &o->dialect, s->header, s->header_len, &o->keyspec, err) != 0)
+    if (pass2_opts(s, threads, err) != 0)
         return -1;
     double t2s = rs_now();
     /* Under MPI each rank takes a contiguous range of buckets, balanced by
@@ -434,7 +499,7 @@ static int run_pass2(dstate *s, rs_error *err)
         rs_cluster_partition(w, s->njobs, rs_world_size(), rs_world_rank(), &blo, &bhi);
         free(w);
     }
-    pass2(s->jobs + blo, (uint32_t)(bhi - blo), (uint32_t)blo, o, threads, err);
+    rs_dedup_pass2(s->jobs + blo, (uint32_t)(bhi - blo), (uint32_t)blo, &s->pass, threads, err);
     if (rs_world_size() > 1 && rs_world_rank() != 0 && bhi > blo && !err->code) {
         /* on a network file system rank 0's fsyncs at publication do not
          * reach this rank's writes: flush them first */
@@ -447,13 +512,87 @@ static int run_pass2(dstate *s, rs_error *err)
     if (rs_world_agree(err) != 0)
         return -1;
     if (rs_world_size() > 1)
-        share_results(s->jobs, s->njobs, blo, bhi);
-    if (check_conservation(jo, &s->res, &s->bd.m, s->jobs, s->njobs, err) != 0)
+        share_results(s, blo, bhi);
+    if (check_conservation(jo, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
         return -1;
     for (size_t i = blo; i < bhi; i++)
         if (!jo->buckets_dir)
             unlink(s->jobs[i].in);
     s->t2_start = t2s;
+    return 0;
+}
+
+/* ------------------------------------------------------------- manifest */
+
+/* The manifest's inputs: pass 1's, or --buckets' every generation's. */
+static int manifest_inputs(dstate *s, rs_manifest *m, rs_error *err)
+{
+    if (s->o->buckets_dir) {  /* every generation's inputs (shallow copies) */
+        const rs_manifest *in_mp = &s->bd.m;
+        size_t n = in_mp->ninputs;
+        for (size_t g = 0; g < s->bd.ngens; g++)
+            n += s->bd.gens[g].ninputs;
+        if (!(m->inputs = calloc(n + 1, sizeof *m->inputs)))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        memcpy(m->inputs, in_mp->inputs, in_mp->ninputs * sizeof *m->inputs);
+        m->ninputs = in_mp->ninputs;
+        for (size_t g = 0; g < s->bd.ngens; g++) {
+            memcpy(m->inputs + m->ninputs, s->bd.gens[g].inputs, s->bd.gens[g].ninputs * sizeof *m->inputs);
+            m->ninputs += s->bd.gens[g].ninputs;
+        }
+        for (size_t i = 0; i < m->ninputs; i++)
+            m->inputs[i].generation = 0;  /* this output is a directory of its own */
+        m->rejected = s->bd.rejected;
+        return 0;
+    }
+    m->rejected = s->res.rejected;
+    return rs_manifest_inputs(m, &s->po, &s->res, err);
+}
+
+/* The manifest's files: one per bucket; a generation lists only the
+ * buckets that kept rows (the others' segment and index are removed). */
+static int manifest_files(dstate *s, rs_manifest *m, rs_error *err)
+{
+    m->files = calloc(s->njobs ? s->njobs : 1, sizeof *m->files);
+    if (!m->files)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        const rs_dedup_result *d = &s->jobs[i].res;
+        if (s->g && d->rows == 0) {
+            if ((unlink(s->jobs[i].out) != 0 && errno != ENOENT) ||
+                (s->jobs[i].index && unlink(s->jobs[i].index) != 0 && errno != ENOENT))
+                return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", s->jobs[i].out, strerror(errno));
+            continue;
+        }
+        rs_manifest_file *f = &m->files[m->nfiles++];
+        *f = (rs_manifest_file){.file = s->out_names[i], .node = (char *)s->jobs[i].node, .rows = d->rows,
+                                .bytes = d->bytes, .file_bytes = d->file_bytes, .crc32 = d->crc};
+        if (s->grow) {
+            f->index = s->index_names[i];
+            f->index_bytes = d->index_bytes;
+            f->index_crc32 = d->index_crc32;
+        }
+        m->rows += d->rows;
+        m->bytes += d->bytes;
+    }
+    return 0;
+}
+
+/* A generation's "indexes": the history indexes this run built. */
+static int manifest_indexes(dstate *s, rs_manifest *m, rs_error *err)
+{
+    const rs_bucketdir *bd = &s->g->bd;
+    size_t n = 0;
+    for (size_t k = 0; k < bd->nfiles; k++)
+        n += s->at[k].built != NULL;
+    if (!n)
+        return 0;
+    if (!(m->indexes = calloc(n, sizeof *m->indexes)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t k = 0; k < bd->nfiles; k++)
+        if (s->at[k].built)
+            m->indexes[m->nindexes++] = (rs_manifest_index){bd->file_gen[k], bd->files[k]->file, (char *)s->at[k].name,
+                                                            s->pass.built_bytes[k], s->pass.built_crc[k]};
     return 0;
 }
 
@@ -472,37 +611,19 @@ static int write_manifest(dstate *s, rs_error *err)
     m->delimiter = s->po.dialect.delim;
     m->header = s->header != NULL;
     m->header_line = (char *)s->header;
-    m->compress = o->compress;
-    m->level = o->level;
+    m->compress = s->out_compress;
+    m->level = s->out_level;
     m->keys_only = 0;
-    if (o->buckets_dir) {
-        m->ninputs = in_mp->ninputs;
-        m->inputs = in_mp->inputs;
-        m->rejected = in_mp->rejected;
-    } else {
-        m->ninputs = s->po.ninputs;
-        m->inputs = calloc(s->po.ninputs ? s->po.ninputs : 1, sizeof *m->inputs);
-        if (!m->inputs)
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        for (size_t i = 0; i < s->po.ninputs; i++) {
-            const rs_input_stats *in = &s->res.input[i];
-            m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                               in->blank_lines, in->zero_padding};
-        }
-        m->rejected = s->res.rejected;
-    }
-    m->nfiles = s->njobs;
-    m->files = calloc(s->njobs ? s->njobs : 1, sizeof *m->files);
-    if (!m->files)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        const rs_dedup_result *d = &s->jobs[i].res;
-        m->files[i] = (rs_manifest_file){s->out_names[i], (char *)s->jobs[i].node, NULL, NULL, d->rows, d->bytes,
-                                         d->file_bytes, d->crc, 0};
-        m->rows += d->rows;
-        m->bytes += d->bytes;
-    }
+    if (s->grow)
+        m->dedup = o->mode == RS_DEDUP_BY_ROW ? "row" : "first";
+    if (manifest_inputs(s, m, err) != 0 || manifest_files(s, m, err) != 0 ||
+        (s->g && manifest_indexes(s, m, err) != 0))
+        return -1;
     m->seconds = s->t1 + s->t2;
+    if (s->g)
+        return 0;   /* rs_gen_publish writes it, as the generation's */
+    if (s->grow)
+        rs_gen_first(m);
     return rs_outdir_manifest(&s->od, m, err);
 }
 
@@ -513,7 +634,7 @@ static int finish_output(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *o = s->o;
     if (o->duplicates) {
-        const char *dtmp = rs_outdir_side(&s->od, o->duplicates, err);   /* renamed with the publication */
+        const char *dtmp = rs_outdir_side(od_of(s), o->duplicates, err);   /* renamed with the publication */
         char **parts = dtmp ? malloc((s->njobs ? s->njobs : 1) * sizeof *parts) : NULL;
         if (dtmp && !parts)
             rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -536,34 +657,50 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
     uint32_t big = 0;
     r->buckets = s->njobs;
     for (uint32_t i = 0; i < s->njobs; i++) {
-        const rs_dedup_result *d = &s->jobs[i].res;
+        const rs_dedup_task *j = &s->jobs[i];
+        const rs_dedup_result *d = &j->res;
         r->rows_in += d->rows_in;
         r->rows += d->rows;
+        r->bytes_in += d->bytes_in;
+        r->bytes += d->bytes;
         r->dup_keys += d->dup_keys;
         r->split_buckets += d->splits > 0;
         r->splits += d->splits;
         r->streamed += d->streamed;
+        r->history_rows += j->hres.dropped_rows;
+        r->repeat_rows += d->dup_rows - j->hres.dropped_rows;
+        r->index_read += j->hres.index_bytes_read;
+        r->rows_reread += j->rows_reread;
         if (d->bytes_in > s->jobs[big].res.bytes_in)
             big = i;
     }
-    if (s->njobs) {
+    if (s->njobs && !r->largest_node) {
         r->largest_node = strdup(s->jobs[big].node);
         r->largest_rows_in = s->jobs[big].res.rows_in;
         r->largest_bytes_in = s->jobs[big].res.bytes_in;
         r->largest_rows = s->jobs[big].res.rows;
     }
-    r->pass1_seconds = s->t1;
-    r->pass2_seconds = s->t2;
-    r->rejected = s->m.rejected;
+    r->pass1_seconds += s->t1;
+    r->pass2_seconds += s->t2;
+    r->rejected += s->m.rejected;
+    if (!s->g)
+        return;
+    const rs_bucketdir *bd = &s->g->bd;
+    for (size_t k = 0; k < bd->nfiles; k++) {
+        r->history_bytes += bd->files[k]->file_bytes;
+        r->indexes_built += s->at[k].built != NULL;
+        r->index_bytes += s->at[k].built ? s->pass.built_bytes[k] : bd->files[k]->index_bytes;
+    }
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t x = 0; x < bd->gens[g].nindexes; x++)
+            r->index_bytes += bd->gens[g].indexes[x].index_bytes;
 }
 
 static void free_state(dstate *s)
 {
-    if (s->o->buckets_dir)
-        s->m.inputs = NULL;
-    else
-        free(s->m.inputs);
+    free(s->m.inputs);
     free(s->m.files);
+    free(s->m.indexes);
     rs_bucketdir_close(&s->bd);
     free(s->in_mpath);
     rs_pipeline_result_free(&s->res);
@@ -571,31 +708,57 @@ static void free_state(dstate *s)
         free(s->jobs[i].in);
         free(s->jobs[i].out);
         free(s->jobs[i].dups);
+        free(s->jobs[i].index);
+        free(s->jobs[i].filtered);
         free(s->out_names[i]);
+        free(s->index_names[i]);
     }
+    for (size_t k = 0; s->at && s->g && k < s->g->bd.nfiles; k++) {
+        free((char *)s->at[k].name);
+        free(s->at[k].built);
+    }
+    free(s->at);
+    free(s->pass.built_bytes);
+    free(s->pass.built_crc);
     free(s->jobs);
     free(s->out_names);
+    free(s->index_names);
     free(s->pass1);
     rs_ring_free(s->ring_owned);
 }
 
-int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err)
+/* ------------------------------------------------------------------ runs */
+
+/* The output begins: a new directory, or (appending) the staged
+ * generation with DIR's history located. */
+static int begin_output(dstate *s, rs_error *err)
 {
-    memset(r, 0, sizeof *r);
+    if (!s->g)
+        return rs_cluster_outdir_begin(&s->od, s->o->outdir, s->o->force, err);
+    if (rs_gen_stage(s->g, err) != 0)
+        return -1;
+    return setup_history(s, err);
+}
+
+/* One run: the output is a new DIR (g NULL; with grow, one that will take
+ * appends), or the generation g adds to DIR. *raced: a DIR created
+ * meanwhile by another run (grow). */
+static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen *g, int grow,
+                    rs_dedup_job_result *r, int *raced, rs_error *err)
+{
     dstate s;
     memset(&s, 0, sizeof s);
     s.o = o;
-    s.po = o->pipeline;
-    s.ring = o->ring;
+    s.po = *po;
+    s.out_compress = po->compress;   /* the output's: pass 1 writes its own (run_pass1) */
+    s.out_level = po->level;
+    s.ring = ring;
+    s.g = g;
+    s.grow = grow;
+    *raced = 0;
     /* with a ring given, its build was agreed on by the caller */
     int begun = 0, agreed = !o->buckets_dir;
     double t0 = rs_now();
-
-    /* Pass 2 allocates and frees a buffer and a table per bucket: keep freed
-     * memory in the heap, so that every bucket does not pay for munmap and
-     * fresh zeroed pages (measured: pass 2 2.7x faster on 2 threads). */
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
-    mallopt(M_TRIM_THRESHOLD, 256 << 20);
     if (o->buckets_dir && open_buckets(&s, err) != 0)
         goto out;
     /* under MPI, a rank that failed so far (a manifest it could not read)
@@ -603,8 +766,10 @@ int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_erro
     if (rs_world_agree_once(&agreed, err) != 0)
         goto out;
     rs_pipeline_threads_ready(rs_pipeline_threads(&s.po), err);
-    if (rs_cluster_outdir_begin(&s.od, o->outdir, o->force, err) != 0)
+    if (begin_output(&s, err) != 0) {
+        *raced = grow && !g && err->code == RS_EXIT_EXISTS;
         goto out;
+    }
     begun = 1;
     if (begin_pass1_dir(&s, err) != 0)
         goto out;
@@ -621,18 +786,99 @@ int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_erro
     if (rs_world_rank() == 0)
         finish_output(&s, err);
     begun = 0;
-    if (rs_cluster_outdir_end(&s.od, err) == 0) {
+    if ((g ? rs_gen_publish(g, &s.m, err) : rs_cluster_outdir_end(&s.od, err)) == 0) {
         r->published = 1;
+        r->generations += grow;
+        r->first_gen = r->first_gen ? r->first_gen : g ? g->gen : 1;
+        r->last_gen = g ? g->gen : 1;
+        r->inputs_ingested += o->buckets_dir ? 0 : s.po.ninputs;
         fill_result(&s, r);
+    } else if (grow && !g && err->code == RS_EXIT_EXISTS) {
+        *raced = 1;
     }
 out:
     rs_world_agree_once(&agreed, err);  /* meets the others' first agreement if this rank failed before it */
-    if (begun)
+    if (begun && !g)
         rs_cluster_outdir_abort(&s.od);
     rs_bucketdir_explain(&s.bd, err);
     rs_cluster_quarantine_end(&s.q, 1, err);   /* published with the directory: only released here */
     free_state(&s);
     return err->code ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- append */
+
+/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
+ * not exist (again as an append if another run creates it first). */
+typedef struct {
+    const rs_dedup_job_opts *o;
+    rs_dedup_job_result *r;
+} chunk_ctx;
+
+static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+{
+    const rs_dedup_job_opts *o = ((chunk_ctx *)ctx)->o;
+    rs_dedup_job_result *r = ((chunk_ctx *)ctx)->r;
+    for (int attempt = 0;; attempt++) {
+        rs_gen g;
+        rs_ring *ring = NULL;
+        rs_pipeline_opts po = o->pipeline, sel_po;
+        const char **sel = NULL;
+        size_t nskipped = 0;
+        int raced = 0, rc = rs_gen_open(&g, o->outdir, err);
+        po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
+        po.level = o->level;
+        if (rc == 0 && g.bd.m.keys_only)
+            rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g.mpath);
+        if (rc == 0 && rs_gen_check(&g, &po, o->given, o->ring, &ring, err) == 0 &&
+            rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "dedup", err) == 0 &&
+            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
+            r->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                run_once(o, &sel_po, ring, &g, 1, r, &raced, err);
+        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "dedup",
+                                          err) == 0 &&
+                   rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
+            r->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                run_once(o, &sel_po, o->ring, NULL, 1, r, &raced, err);
+        }
+        free(sel);
+        rs_ring_free(ring);
+        rs_gen_close(&g);
+        if (!raced || attempt > 0)
+            return err->code ? -1 : 0;
+        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
+        r->inputs_skipped -= nskipped;
+        memset(skip + lo, 0, hi - lo);
+    }
+}
+
+static int run_append(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err)
+{
+    if (o->mode == RS_DEDUP_KEEP_LAST || o->buckets_dir)
+        return rs_error_set(err, RS_EXIT_USAGE, "--append keeps the first copy of each key (the history's): %s",
+                            o->buckets_dir ? "--buckets reads another directory" : "--keep last would have to change rows "
+                            "the history already published");
+    chunk_ctx c = {o, r};
+    return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+}
+
+int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err)
+{
+    memset(r, 0, sizeof *r);
+    /* Pass 2 allocates and frees a buffer and a table per bucket: keep freed
+     * memory in the heap, so that every bucket does not pay for munmap and
+     * fresh zeroed pages (measured: pass 2 2.7x faster on 2 threads). */
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    if (o->append)
+        return run_append(o, r, err);
+    rs_pipeline_opts po = o->pipeline;
+    po.compress = o->compress;
+    po.level = o->level;
+    int raced;
+    return run_once(o, &po, o->ring, NULL, 0, r, &raced, err);
 }
 
 void rs_dedup_job_result_free(rs_dedup_job_result *r)

@@ -112,8 +112,7 @@ static int old_side(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring_opts *r
         return rs_nodes_copy(old_nodes, o->old_nodes, err);
     }
     /* the directory is opened once: its files are read through it */
-    int opened = rs_bucketdir_open(bd, o->from_buckets, err);
-    if (rs_cluster_same_dir(bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
+    if (rs_cluster_bucketdir_open(bd, o->from_buckets, err) != 0)  /* collective */
         return -1;
     if (strcmp(m->kind, "buckets") != 0)
         return rs_error_set(err, RS_EXIT_USAGE, "--from-buckets: %s holds '%s', not buckets", o->from_buckets,
@@ -443,9 +442,11 @@ static int emit_manifest(const rs_pipeline_opts *po, const rs_pipeline_result *r
     for (uint32_t k = 0; k < po->ndest && !err->code; k++) {
         if (k < npairs && res->dest[k].rows) {
             const rs_dest_stats *ds = &res->dest[k];
-            em->files[em->nfiles++] = (rs_manifest_file){names[k], NULL, old_nodes->names[p->pairs[k].from],
-                                                         new_nodes->names[p->pairs[k].to], ds->rows, ds->bytes,
-                                                         ds->file_bytes, ds->crc, d->wave ? d->wave[k] : 0};
+            em->files[em->nfiles++] = (rs_manifest_file){.file = names[k],
+                                                         .from = old_nodes->names[p->pairs[k].from],
+                                                         .to = new_nodes->names[p->pairs[k].to], .rows = ds->rows,
+                                                         .bytes = ds->bytes, .file_bytes = ds->file_bytes,
+                                                         .crc32 = ds->crc, .wave = d->wave ? d->wave[k] : 0};
         } else if (rs_world_rank() == 0 && unlink(files[k]) != 0) {
             rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[k], strerror(errno));
         }
@@ -513,6 +514,7 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
         goto out;
     d->rows = res.rows;
     d->bytes = res.bytes;
+    d->rejected = res.rejected;
     if (check_conservation(po, &res, tc, T, npairs, d, err) != 0)
         goto out;
     d->ninputs = po->ninputs;
@@ -716,18 +718,19 @@ static int take_inputs(const rs_plan_job_opts *o, rs_pipeline_opts *po, rs_plan_
     if (!o->from_buckets)
         return o->take_inputs && o->take_inputs(po, o->take_inputs_ctx, err) < 0 ? -1 : 0;
     size_t n = 0;
-    const rs_manifest *m = &r->bd.m;
-    r->in_files = calloc(m->nfiles + 1, sizeof *r->in_files);
-    d->input_labels = calloc(m->nfiles + 1, sizeof *d->input_labels);
-    d->input_nodes = calloc(m->nfiles + 1, sizeof *d->input_nodes);
+    const rs_bucketdir *bd = &r->bd;
+    const rs_manifest *m = &bd->m;
+    r->in_files = calloc(bd->nfiles + 1, sizeof *r->in_files);
+    d->input_labels = calloc(bd->nfiles + 1, sizeof *d->input_labels);
+    d->input_nodes = calloc(bd->nfiles + 1, sizeof *d->input_nodes);
     if (!r->in_files || !d->input_labels || !d->input_nodes)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (size_t i = 0; i < m->nfiles; i++) {
-        if (!m->files[i].node)
+    for (size_t i = 0; i < bd->nfiles; i++) {  /* every generation's files */
+        if (!bd->files[i]->node)
             continue;
         r->in_files[n] = i;
-        d->input_labels[n] = m->files[i].file;
-        d->input_nodes[n] = m->files[i].node;
+        d->input_labels[n] = bd->names[i];
+        d->input_nodes[n] = bd->files[i]->node;
         n++;
     }
     if (n == 0)
@@ -737,7 +740,7 @@ static int take_inputs(const rs_plan_job_opts *o, rs_pipeline_opts *po, rs_plan_
     po->key = m->keys_only ? NULL : m->key;  /* NULL: column 1 by position */
     po->input_crc = 1;  /* every file is checked against the manifest */
     if ((o->take_inputs && o->take_inputs(po, o->take_inputs_ctx, err) < 0) ||
-        rs_bucketdir_inputs(&r->bd, r->in_files, n, po, &r->in_names, &r->in_paths, err) != 0)
+        rs_bucketdir_inputs(&r->bd, r->in_files, n, po, &r->in_sel, err) != 0)
         return -1;
     d->input_files = r->in_files;
     return 0;
@@ -804,8 +807,7 @@ void rs_plan_job_result_free(rs_plan_job_result *r)
     rs_ring_free(r->old_ring);
     rs_ring_free(r->new_ring);
     rs_bucketdir_close(&r->bd);
-    free(r->in_names);
-    free(r->in_paths);
+    rs_bucketdir_sel_free(&r->in_sel);
     free(r->in_files);
     free(r->data.input_labels);
     free(r->data.input_nodes);

@@ -79,18 +79,23 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
         goto fail;
     }
     uint64_t total = 0;
-    for (size_t i = 0; i < m.nfiles; i++) {
-        int64_t k = m.files[i].node ? rs_nodes_find(rn, m.files[i].node) : -1;
+    for (size_t i = 0; i < bd.nfiles; i++) {  /* every generation's files */
+        const rs_manifest_file *f = bd.files[i];
+        int64_t k = f->node ? rs_nodes_find(rn, f->node) : -1;
         if (k < 0) {
             rs_error_set(err, RS_EXIT_DATA, "%s: file '%s' belongs to node '%s', which the ring does not have", mpath,
-                         m.files[i].file ? m.files[i].file : "?", m.files[i].node ? m.files[i].node : "");
+                         bd.names[i], f->node ? f->node : "");
             goto fail;
         }
-        counts[k] += m.files[i].rows;
-        total += m.files[i].rows;
+        counts[k] += f->rows;
+        total += f->rows;
     }
-    snprintf(source, scap, "bucket directory %s: %zu files, %llu rows, %.1f MB (manifest)", dir, m.nfiles,
-             (unsigned long long)total, (double)m.bytes / 1e6);
+    if (bd.ngens)
+        snprintf(source, scap, "bucket directory %s: %zu files in %zu generations, %llu rows, %.1f MB (manifests)", dir,
+                 bd.nfiles, bd.ngens + 1, (unsigned long long)total, (double)bd.bytes / 1e6);
+    else
+        snprintf(source, scap, "bucket directory %s: %zu files, %llu rows, %.1f MB (manifest)", dir, m.nfiles,
+                 (unsigned long long)total, (double)m.bytes / 1e6);
     *counts_out = counts;
     goto out;
 fail:

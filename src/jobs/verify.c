@@ -5,6 +5,7 @@
 #define _GNU_SOURCE  /* vasprintf */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,11 +15,15 @@
 #include "cluster/cluster.h"
 #include "ringshard/bucketdir.h"
 #include "ringshard/job_verify.h"
+#include "ringshard/deflate.h"
+#include "ringshard/hash.h"
+#include "ringshard/keyidx.h"
 #include "ringshard/ring.h"
 #include "ringshard/util.h"
 
 typedef struct {
     uint64_t *wrong;  /* [ninputs]: rows placed elsewhere */
+    uint64_t *sum;    /* [2 * ninputs]: the digest of the keys of an indexed file */
     char pad[64];
 } vcounts;
 
@@ -26,8 +31,29 @@ typedef struct {
     const rs_ring *ring, *new_ring;
     const uint32_t *want;      /* [ninputs] buckets: node; moves: from */
     const uint32_t *want_to;   /* [ninputs] moves: to (new ring index) */
+    const uint8_t *sum_mode;   /* [ninputs] 0, or what the file's key index holds: KEYS, ROWS */
     vcounts *vc;
 } vctx;
+
+enum { KEYS = 1, ROWS = 2 };
+#define KEY_DIGEST_SEED 0x6b646967u  /* "kdig": the order-free digest of a file's keys */
+
+/* A file's key index, as its manifest lists it. */
+typedef struct {
+    char *name;        /* under DIR; NULL: none */
+    uint64_t size;
+    uint32_t crc32;
+    uint8_t mode;      /* KEYS, ROWS */
+} index_ref;
+
+/* Adds a key to an order-free digest: the sum of its 128-bit hashes. */
+static void digest_add(uint64_t *sum, const void *key, size_t len)
+{
+    uint64_t h[2];
+    rs_murmur3_x64_128(key, len, KEY_DIGEST_SEED, h);
+    sum[0] += h[0];
+    sum[1] += h[1];
+}
 
 /* One run's state, shared by the steps. */
 typedef struct {
@@ -45,6 +71,9 @@ typedef struct {
     uint8_t *scanned;
     vcounts *vc;
     int T;
+    index_ref *ix;      /* [nf] each file's key index */
+    uint8_t *sum_mode;  /* [nf] */
+    uint64_t *sum;      /* [2 * nf] the digest of each indexed file's keys, from its rows */
 } vstate;
 
 static void diff_line(vstate *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -71,7 +100,9 @@ static uint32_t route_verify(void *vc, int tid, uint32_t input, const char *key,
                              size_t rowlen)
 {
     vctx *c = vc;
-    (void)row, (void)rowlen;
+    if (c->sum_mode[input])
+        digest_add(c->vc[tid].sum + 2 * input, c->sum_mode[input] == ROWS ? row : key,
+                   c->sum_mode[input] == ROWS ? rowlen : keylen);
     uint64_t pos = rs_ring_position(c->ring, key, keylen);
     int ok = rs_ring_owner(c->ring, pos) == c->want[input];
     if (ok && c->new_ring)
@@ -99,22 +130,27 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
 
 /* Runs the pipeline over inputs[idx[0..n)]; fills st and the wrong counts. */
 static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx, size_t n, vctx *c, int T,
-                rs_input_stats *st, uint64_t *wrong, char **header, rs_error *err)
+                rs_input_stats *st, uint64_t *wrong, uint64_t *sum, char **header, rs_error *err)
 {
-    const char **in = NULL, **names = NULL;
+    rs_bucketdir_sel sel;
     uint32_t *want = malloc((n ? n : 1) * sizeof *want), *want_to = malloc((n ? n : 1) * sizeof *want_to);
-    if (!want || !want_to || rs_bucketdir_inputs(bd, idx, n, po, &names, &in, err) != 0) {
+    uint8_t *mode = malloc(n ? n : 1);
+    if (!want || !want_to || !mode || rs_bucketdir_inputs(bd, idx, n, po, &sel, err) != 0) {
         free(want);
         free(want_to);
+        free(mode);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t k = 0; k < n; k++) {
         want[k] = c->want[idx[k]];
         want_to[k] = c->want_to ? c->want_to[idx[k]] : 0;
+        mode[k] = c->sum_mode[idx[k]];
     }
-    vctx sub = {c->ring, c->new_ring, want, c->want_to ? want_to : NULL, c->vc};
-    for (int t = 0; t < T; t++)
+    vctx sub = {c->ring, c->new_ring, want, c->want_to ? want_to : NULL, mode, c->vc};
+    for (int t = 0; t < T; t++) {
         memset(c->vc[t].wrong, 0, (n ? n : 1) * sizeof(uint64_t));
+        memset(c->vc[t].sum, 0, 2 * (n ? n : 1) * sizeof(uint64_t));
+    }
     po->route_ctx = &sub;
     rs_pipeline_result res = {0};
     int rc = rs_cluster_pipeline_run(po, &res, err);  /* lanes */
@@ -122,63 +158,204 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
         for (size_t k = 0; k < n; k++) {
             st[idx[k]] = res.input[k];
             st[idx[k]].path = bd->paths[idx[k]];
-            for (int t = 0; t < T; t++)
+            for (int t = 0; t < T; t++) {
                 wrong[idx[k]] += c->vc[t].wrong[k];
+                sum[2 * idx[k]] += c->vc[t].sum[2 * k];
+                sum[2 * idx[k] + 1] += c->vc[t].sum[2 * k + 1];
+            }
         }
         free(*header);
         *header = res.header ? strdup(res.header) : NULL;
     }
     rs_pipeline_result_free(&res);
-    free(in);
-    free(names);
+    rs_bucketdir_sel_free(&sel);
     free(want);
     free(want_to);
+    free(mode);
     return rc;
 }
 
-/* The directory's entries but manifest.json, sorted, into s->present. */
-static int list_present(vstate *s, rs_error *err)
+/* Whether name is one of the generations read (g<N>, N after the base). */
+static int is_gen_dir(const vstate *s, const char *name)
 {
-    int lfd = dup(s->bd.fd);
-    DIR *dh = lfd >= 0 ? fdopendir(lfd) : NULL;
+    for (size_t g = 0; g < s->bd.ngens; g++) {
+        char dn[16];
+        rs_gen_dir_name(s->bd.gens[g].generation, dn);
+        if (!strcmp(dn, name))
+            return 1;
+    }
+    return 0;
+}
+
+/* Appends the entries of the directory open as dfd (closed here) to
+ * s->present, named prefix + name, but manifest.json; a generation
+ * directory's entries are listed too (its name as their prefix). */
+static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_error *err)
+{
+    DIR *dh = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (!dh) {
-        rs_error_set(err, RS_EXIT_IO, "%s: cannot list: %s", s->o->dir, strerror(errno));
-        if (lfd >= 0)
-            close(lfd);
+        rs_error_set(err, RS_EXIT_IO, "%s/%s: cannot list: %s", s->o->dir, prefix, strerror(errno));
+        if (dfd >= 0)
+            close(dfd);
         return -1;
     }
-    size_t pcap = 0;
     struct dirent *de;
-    while ((de = readdir(dh))) {
+    int rc = 0;
+    while (rc == 0 && (de = readdir(dh))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "manifest.json"))
             continue;
-        if (s->npresent == pcap) {
-            pcap = pcap ? 2 * pcap : 256;
-            char **np = realloc(s->present, pcap * sizeof *np);
+        char *name = NULL;
+        if (asprintf(&name, "%s%s", prefix, de->d_name) < 0 || s->npresent == SIZE_MAX / 2) {
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+            break;
+        }
+        if (s->npresent == *pcap) {
+            *pcap = *pcap ? 2 * *pcap : 256;
+            char **np = realloc(s->present, *pcap * sizeof *np);
             if (!np) {
-                closedir(dh);
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+                free(name);
+                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+                break;
             }
             s->present = np;
         }
-        if (!(s->present[s->npresent++] = strdup(de->d_name))) {
-            closedir(dh);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        s->present[s->npresent++] = name;
+        if (!*prefix && is_gen_dir(s, de->d_name)) {
+            char sub[32];
+            snprintf(sub, sizeof sub, "%s/", de->d_name);
+            rc = list_dir(s, openat(s->bd.fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), sub,
+                          pcap, err);
         }
     }
     closedir(dh);
+    return rc;
+}
+
+/* The directory's entries but the manifests (generations' included),
+ * sorted, into s->present. */
+static int list_present(vstate *s, rs_error *err)
+{
+    size_t pcap = 0;
+    if (list_dir(s, dup(s->bd.fd), "", &pcap, err) != 0)
+        return -1;
     if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
         qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
     return 0;
 }
 
-/* The manifest's files against those present: listed twice, missing,
+/* Marks `name` (under DIR) as listed by a manifest: 1 when present, and
+ * says so when it was listed before. */
+static int mark_listed(vstate *s, uint8_t *listed, const char *name)
+{
+    char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
+    if (!hit)
+        return 0;
+    if (listed[hit - s->present])
+        diff_line(s, "manifest: file %s is listed twice", name);
+    listed[hit - s->present] = 1;
+    return 1;
+}
+
+/* A manifest's files add up to its totals. */
+static void check_totals(vstate *s, const rs_manifest *m, const char *which)
+{
+    uint64_t rows = 0, bytes = 0;
+    for (size_t i = 0; i < m->nfiles; i++)
+        rows += m->files[i].rows, bytes += m->files[i].bytes;
+    /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
+    if (rows != m->rows || (!m->keys_only && bytes != m->bytes))
+        diff_line(s, "%s: files add up to %llu rows and %llu bytes, totals say %llu and %llu", which,
+                  (unsigned long long)rows, (unsigned long long)bytes, (unsigned long long)m->rows,
+                  (unsigned long long)m->bytes);
+}
+
+/* The input records against the generations: each says which generation
+ * ingested it, the one whose manifest lists it (the base lists those of
+ * its generation and, after a compaction, of every earlier one). */
+static void check_inputs(vstate *s)
+{
+    const rs_bucketdir *bd = &s->bd;
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    for (size_t i = 0; i < bd->m.ninputs; i++)
+        if (bd->m.inputs[i].generation > base)
+            diff_line(s, "manifest: input %s says generation %llu, after the base's (%llu)", bd->m.inputs[i].path,
+                      (unsigned long long)bd->m.inputs[i].generation, (unsigned long long)base);
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t i = 0; i < bd->gens[g].ninputs; i++) {
+            const rs_manifest_input *in = &bd->gens[g].inputs[i];
+            if (in->generation != bd->gens[g].generation)
+                diff_line(s, "g%08llu/manifest.json: input %s says generation %llu", 
+                          (unsigned long long)bd->gens[g].generation, in->path, (unsigned long long)in->generation);
+        }
+}
+
+/* The manifest that wrote a file's index says what it holds. */
+static uint8_t mode_of(const rs_manifest *m)
+{
+    return m->dedup && !strcmp(m->dedup, "row") ? ROWS : KEYS;
+}
+
+/* Records file i's key index (name under DIR) and marks it listed. */
+static void note_index(vstate *s, uint8_t *listed, size_t i, char *name, uint64_t size, uint32_t crc, uint8_t mode)
+{
+    if (!name)
+        return;
+    if (!mark_listed(s, listed, name)) {
+        diff_line(s, "%s: missing (the key index of %s)", name, s->bd.names[i]);
+        free(name);
+        return;
+    }
+    s->ix[i] = (index_ref){name, size, crc, mode};
+    s->sum_mode[i] = mode;
+}
+
+/* The key indexes the manifests list are files of DIR; their contents are
+ * checked against the rows by check_indexes. */
+static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
+{
+    const rs_bucketdir *bd = &s->bd;
+    if (!(s->ix = calloc(bd->nfiles + 1, sizeof *s->ix)) || !(s->sum_mode = calloc(bd->nfiles + 1, 1)) ||
+        !(s->sum = calloc(2 * (bd->nfiles + 1), sizeof *s->sum)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = 0; i < bd->nfiles; i++) {
+        const rs_manifest_file *f = bd->files[i];
+        char *name = NULL, dn[16];
+        rs_gen_dir_name(bd->file_gen[i], dn);
+        const rs_manifest *own = bd->headerless[i] ? &bd->gens[bd->file_gen[i] - bd->m.generation - 1] : &bd->m;
+        if (f->index && asprintf(&name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "",
+                                 f->index) >= 0)
+            note_index(s, listed, i, name, f->index_bytes, f->index_crc32, mode_of(own));
+        for (size_t g = 0; !f->index && g < bd->ngens; g++)
+            for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
+                const rs_manifest_index *x = &bd->gens[g].indexes[k];
+                rs_gen_dir_name(bd->gens[g].generation, dn);
+                if (x->generation == bd->file_gen[i] && !strcmp(x->file, f->file) && !s->ix[i].name &&
+                    asprintf(&name, "%s/%s", dn, x->index) >= 0)
+                    note_index(s, listed, i, name, x->index_bytes, x->index_crc32, mode_of(&bd->gens[g]));
+            }
+    }
+    for (size_t g = 0; g < bd->ngens; g++)  /* one that indexes no file of DIR */
+        for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
+            char *name = NULL, dn[16];
+            rs_gen_dir_name(bd->gens[g].generation, dn);
+            if (asprintf(&name, "%s/%s", dn, bd->gens[g].indexes[k].index) < 0)
+                continue;
+            char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
+            if (!hit || !listed[hit - s->present])
+                diff_line(s, "%s: a key index of %s, which is not a file of generation %llu", name,
+                          bd->gens[g].indexes[k].file, (unsigned long long)bd->gens[g].indexes[k].generation);
+            free(name);
+        }
+    return 0;
+}
+
+/* The manifests' files against those present: listed twice, missing,
  * extra, wrong size, not a node of the ring(s); the totals. Files that can
  * be read and whose node is known go into s->idx for the scan. */
 static int check_listing(vstate *s, rs_error *err)
 {
-    const rs_manifest *m = &s->bd.m;
-    size_t nf = s->nf = m->nfiles;
+    const rs_bucketdir *bd = &s->bd;
+    size_t nf = s->nf = bd->nfiles;
     s->want = calloc(nf + 1, sizeof *s->want);
     s->want_to = calloc(nf + 1, sizeof *s->want_to);
     s->idx = calloc(nf + 1, sizeof *s->idx);
@@ -190,24 +367,19 @@ static int check_listing(vstate *s, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
-    uint64_t sum_rows = 0, sum_bytes = 0;
+    for (size_t g = 0; g < bd->ngens; g++) {  /* a generation's directory is its files' */
+        char dn[16];
+        rs_gen_dir_name(bd->gens[g].generation, dn);
+        mark_listed(s, listed, dn);
+    }
     for (size_t i = 0; i < nf; i++) {
-        const rs_manifest_file *f = &m->files[i];
-        sum_rows += f->rows;
-        sum_bytes += f->bytes;
-        for (size_t q = 0; q < i; q++)
-            if (!strcmp(m->files[q].file, f->file)) {
-                diff_line(s, "manifest: file %s is listed twice", f->file);
-                break;
-            }
-        char **hit = s->npresent ? bsearch(&f->file, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
-        if (hit)
-            listed[hit - s->present] = 1;
-        int usable = 1;
+        const rs_manifest_file *f = bd->files[i];
+        const char *name = bd->names[i];
+        int hit = mark_listed(s, listed, name), usable = 1;
         if (s->moves) {
             int64_t a = rs_nodes_find(on, f->from), b = rs_nodes_find(nn, f->to);
             if (a < 0 || b < 0) {
-                diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", f->file, f->from, f->to,
+                diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", name, f->from, f->to,
                           a < 0 ? f->from : f->to, a < 0 ? "old" : "new");
                 usable = 0;
             } else {
@@ -217,33 +389,38 @@ static int check_listing(vstate *s, rs_error *err)
         } else {
             int64_t a = rs_nodes_find(on, f->node);
             if (a < 0) {
-                diff_line(s, "%s: node %s is not a node of the ring", f->file, f->node);
+                diff_line(s, "%s: node %s is not a node of the ring", name, f->node);
                 usable = 0;
             } else {
                 s->want[i] = (uint32_t)a;
             }
         }
         struct stat sb;
-        if (!hit || fstatat(s->bd.fd, f->file, &sb, 0) != 0 || !S_ISREG(sb.st_mode)) {
-            diff_line(s, "%s: missing (listed in the manifest with %llu rows)", f->file,
-                      (unsigned long long)f->rows);
+        if (!hit || fstatat(bd->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) {
+            diff_line(s, "%s: missing (listed in the manifest with %llu rows)", name, (unsigned long long)f->rows);
             continue;
         }
         if ((uint64_t)sb.st_size != f->file_bytes)
-            diff_line(s, "%s: %llu bytes on disk, the manifest says %llu", f->file, (unsigned long long)sb.st_size,
+            diff_line(s, "%s: %llu bytes on disk, the manifest says %llu", name, (unsigned long long)sb.st_size,
                       (unsigned long long)f->file_bytes);
         if (usable)
             s->idx[s->nidx++] = i;
+    }
+    if (mark_indexes(s, listed, err) != 0) {
+        free(listed);
+        return -1;
     }
     for (size_t k = 0; k < s->npresent; k++)
         if (!listed[k])
             diff_line(s, "%s: extra file, not in the manifest", s->present[k]);
     free(listed);
-    /* (keys-only bucket manifests have carried the input bytes in totals.bytes: not checked there) */
-    if (sum_rows != m->rows || (!m->keys_only && sum_bytes != m->bytes))
-        diff_line(s, "manifest: files add up to %llu rows and %llu bytes, totals say %llu and %llu",
-                  (unsigned long long)sum_rows, (unsigned long long)sum_bytes, (unsigned long long)m->rows,
-                  (unsigned long long)m->bytes);
+    check_totals(s, &bd->m, "manifest");
+    for (size_t g = 0; g < bd->ngens; g++) {
+        char which[48];
+        snprintf(which, sizeof which, "g%08llu/manifest.json", (unsigned long long)bd->gens[g].generation);
+        check_totals(s, &bd->gens[g], which);
+    }
+    check_inputs(s);
     return 0;
 }
 
@@ -263,15 +440,16 @@ static int scan_rows(vstate *s, rs_error *err)
     if (!(s->vc = calloc((size_t)s->T, sizeof *s->vc)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (int t = 0; t < s->T; t++)
-        if (!(s->vc[t].wrong = calloc(s->nf + 1, sizeof(uint64_t))))
+        if (!(s->vc[t].wrong = calloc(s->nf + 1, sizeof(uint64_t))) ||
+            !(s->vc[t].sum = calloc(2 * (s->nf + 1), sizeof(uint64_t))))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    vctx ctx = {s->ring, s->new_ring, s->want, s->moves ? s->want_to : NULL, s->vc};
+    vctx ctx = {s->ring, s->new_ring, s->want, s->moves ? s->want_to : NULL, s->sum_mode, s->vc};
     if (!(s->scanned = calloc(s->nf + 1, 1)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     int check_header = m->header && m->header_line && !m->keys_only;
     if (!s->nidx)
         return 0;
-    if (scan(po, &s->bd, s->idx, s->nidx, &ctx, s->T, s->st, s->wrong, &s->header, err) == 0) {
+    if (scan(po, &s->bd, s->idx, s->nidx, &ctx, s->T, s->st, s->wrong, s->sum, &s->header, err) == 0) {
         for (size_t k = 0; k < s->nidx; k++)
             s->scanned[s->idx[k]] = 1;
         if (check_header && (!s->header || strcmp(s->header, m->header_line) != 0))
@@ -287,15 +465,15 @@ static int scan_rows(vstate *s, rs_error *err)
     for (size_t k = 0; k < s->nidx; k++) {
         size_t one = s->idx[k];
         rs_error e1 = {0};
-        if (scan(po, &s->bd, &one, 1, &ctx, s->T, s->st, s->wrong, &s->header, &e1) == 0) {
+        if (scan(po, &s->bd, &one, 1, &ctx, s->T, s->st, s->wrong, s->sum, &s->header, &e1) == 0) {
             s->scanned[one] = 1;
-            if (check_header && s->st[one].rows + s->st[one].blank_lines > 0 &&
+            if (check_header && !s->bd.headerless[one] && s->st[one].rows + s->st[one].blank_lines > 0 &&
                 (!s->header || strcmp(s->header, m->header_line) != 0))
-                diff_line(s, "%s: header '%s', the manifest says '%s'", m->files[one].file,
+                diff_line(s, "%s: header '%s', the manifest says '%s'", s->bd.names[one],
                           s->header ? s->header : "", m->header_line);
         }
         else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
-            diff_line(s, "%s: unreadable: %s", m->files[one].file, e1.msg);
+            diff_line(s, "%s: unreadable: %s", s->bd.names[one], e1.msg);
         else {
             *err = e1;
             return -1;
@@ -311,31 +489,101 @@ static void check_counts(vstate *s)
     for (size_t i = 0; i < s->nf; i++) {
         if (!s->scanned[i])
             continue;
-        const rs_manifest_file *f = &s->bd.m.files[i];
+        const rs_manifest_file *f = s->bd.files[i];
+        const char *name = s->bd.names[i];
         const rs_input_stats *st = &s->st[i];
         uint64_t wrong = s->wrong[i];
         s->r->rows += st->rows;
         s->r->bytes += st->bytes;
         if (wrong) {
             if (s->moves)
-                diff_line(s, "%s: %llu of %llu rows do not move %s -> %s under the manifest's rings", f->file,
+                diff_line(s, "%s: %llu of %llu rows do not move %s -> %s under the manifest's rings", name,
                           (unsigned long long)wrong, (unsigned long long)st->rows, f->from, f->to);
             else
-                diff_line(s, "%s: %llu of %llu rows belong to another node than %s", f->file,
+                diff_line(s, "%s: %llu of %llu rows belong to another node than %s", name,
                           (unsigned long long)wrong, (unsigned long long)st->rows, f->node);
         }
         if (st->rows != f->rows)
-            diff_line(s, "%s: %llu rows, the manifest says %llu", f->file, (unsigned long long)st->rows,
+            diff_line(s, "%s: %llu rows, the manifest says %llu", name, (unsigned long long)st->rows,
                       (unsigned long long)f->rows);
         if (st->bytes != f->bytes)
-            diff_line(s, "%s: %llu data bytes, the manifest says %llu", f->file, (unsigned long long)st->bytes,
+            diff_line(s, "%s: %llu data bytes, the manifest says %llu", name, (unsigned long long)st->bytes,
                       (unsigned long long)f->bytes);
         if (st->crc != f->crc32)
-            diff_line(s, "%s: CRC-32 of the data %08x, the manifest says %08x", f->file, st->crc, f->crc32);
+            diff_line(s, "%s: CRC-32 of the data %08x, the manifest says %08x", name, st->crc, f->crc32);
         if (st->blank_lines)
-            diff_line(s, "%s: %llu blank lines (ringshard writes none)", f->file,
+            diff_line(s, "%s: %llu blank lines (ringshard writes none)", name,
                       (unsigned long long)st->blank_lines);
     }
+}
+
+/* What an index's entries add up to, checked as they are read. */
+typedef struct {
+    uint64_t sum[2];
+    uint64_t bad_fp;     /* entries whose fingerprint is not their key's */
+} index_scan;
+
+static int scan_entry(void *ctx, uint64_t fp, const char *key, size_t len)
+{
+    index_scan *c = ctx;
+    if (fp != rs_keyidx_fp(key, len))
+        c->bad_fp++;
+    digest_add(c->sum, key, len);
+    return 0;
+}
+
+/* The CRC-32 of a whole file under DIR; -1 when it cannot be read. */
+static int file_crc(int dirfd, const char *name, uint32_t *crc)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[1 << 16];
+    ssize_t k;
+    *crc = 0;
+    while ((k = read(fd, buf, sizeof buf)) > 0)
+        *crc = rs_crc32(*crc, buf, (size_t)k);
+    close(fd);
+    return k < 0 ? -1 : 0;
+}
+
+/* File i's key index against its manifest entry (size, CRC-32), the file
+ * it indexes (rows, bytes, CRC-32, mode) and, entry by entry, the file's
+ * keys: every fingerprint its key's, the runs sorted, the keys the same
+ * multiset as the rows' (an order-free digest of both). */
+static void check_index(vstate *s, size_t i)
+{
+    const index_ref *x = &s->ix[i];
+    const rs_manifest_file *f = s->bd.files[i];
+    char *path = NULL;
+    uint32_t crc;
+    if (asprintf(&path, "%s/%s", s->o->dir, x->name) < 0)
+        return;
+    if (file_crc(s->bd.fd, x->name, &crc) != 0)
+        diff_line(s, "%s: unreadable: %s", x->name, strerror(errno));
+    else if (crc != x->crc32)
+        diff_line(s, "%s: CRC-32 %08x, the manifest says %08x", x->name, crc, x->crc32);
+    rs_keyidx k;
+    rs_error e = {0};
+    rs_keyidx_of want = {f->rows, f->bytes, f->crc32, x->mode == ROWS ? RS_KEYIDX_BY_ROW : 0};
+    index_scan c = {{0, 0}, 0};
+    if (rs_keyidx_open(&k, s->bd.fd, x->name, path, &want, x->size, &e) != 0 || rs_keyidx_scan(&k, scan_entry, &c, &e) != 0)
+        diff_line(s, "%s: %s", x->name, e.msg);
+    else if (c.bad_fp)
+        diff_line(s, "%s: %llu entries whose fingerprint is not their key's", x->name, (unsigned long long)c.bad_fp);
+    else if (s->scanned[i] && (c.sum[0] != s->sum[2 * i] || c.sum[1] != s->sum[2 * i + 1]))
+        diff_line(s, "%s: its %s are not those of %s", x->name, x->mode == ROWS ? "rows" : "keys", s->bd.names[i]);
+    rs_keyidx_close(&k);
+    free(path);
+}
+
+static void check_indexes(vstate *s)
+{
+    for (size_t i = 0; i < s->nf; i++)
+        if (s->ix[i].name) {
+            check_index(s, i);
+            s->r->indexes++;
+        }
 }
 
 static int verify_steps(vstate *s, rs_error *err)
@@ -357,6 +605,7 @@ static int verify_steps(vstate *s, rs_error *err)
     if (scan_rows(s, err) != 0)
         return -1;
     check_counts(s);
+    check_indexes(s);
     /* Files that vanished or cannot be read because DIR was replaced and
      * the generation opened was removed are not differences of DIR */
     if (s->r->differences && rs_bucketdir_replaced(&s->bd))
@@ -379,8 +628,15 @@ int rs_verify_job_run(const rs_verify_job_opts *o, rs_verify_job_result *r, rs_e
     rs_ring_free(s.ring);
     rs_ring_free(s.new_ring);
     rs_free_strings(s.present, s.npresent);
-    for (int t = 0; s.vc && t < s.T; t++)
+    for (int t = 0; s.vc && t < s.T; t++) {
         free(s.vc[t].wrong);
+        free(s.vc[t].sum);
+    }
+    for (size_t i = 0; s.ix && i < s.nf; i++)
+        free(s.ix[i].name);
+    free(s.ix);
+    free(s.sum_mode);
+    free(s.sum);
     free(s.vc);
     free(s.want);
     free(s.want_to);

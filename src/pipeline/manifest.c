@@ -54,7 +54,7 @@
 #include "rs_config.h"
 #include "util/json_read.h"
 
-#define MANIFEST_SCHEMA 1
+#define MANIFEST_SCHEMA 2   /* the newest this version reads and writes */
 
 static int is_moves(const char *kind) { return kind != NULL && strcmp(kind, "moves") == 0; }
 
@@ -130,9 +130,14 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json j;
     rs_json_init(&j, f, 1);
     rs_json_object_begin(&j);
+    int schema = m->schema ? m->schema : 1;
     rs_json_key(&j, "schema");
-    rs_json_i64(&j, MANIFEST_SCHEMA);
+    rs_json_i64(&j, schema);
     write_str(&j, "kind", m->kind);
+    if (schema >= 2)
+        write_u64(&j, "generation", m->generation);
+    if (m->previous != NULL)
+        write_str(&j, "previous", m->previous);
 
     rs_json_key(&j, "tool");
     rs_json_object_begin(&j);
@@ -158,6 +163,8 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json_i64(&j, m->level);
     rs_json_key(&j, "keys_only");
     rs_json_bool(&j, m->keys_only);
+    if (m->dedup != NULL)
+        write_str(&j, "dedup", m->dedup);
     rs_json_object_end(&j);
 
     write_str(&j, "header", m->header_line);   /* NULL -> null */
@@ -174,6 +181,10 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "rejected", in->rejected);
         write_u64(&j, "blank_lines", in->blank_lines);
         write_u64(&j, "zero_padding_bytes", in->zero_padding);
+        if (in->checksum != NULL)
+            write_str(&j, "checksum", in->checksum);
+        if (in->generation != 0)
+            write_u64(&j, "generation", in->generation);
         rs_json_object_end(&j);
     }
     rs_json_array_end(&j);
@@ -200,9 +211,30 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "crc32", fl->crc32);
         rs_json_key(&j, "crc32_hex");
         rs_json_string(&j, hex);
+        if (fl->index != NULL) {
+            write_str(&j, "index", fl->index);
+            write_u64(&j, "index_bytes", fl->index_bytes);
+            write_u64(&j, "index_crc32", fl->index_crc32);
+        }
         rs_json_object_end(&j);
     }
     rs_json_array_end(&j);
+
+    if (m->nindexes > 0) {
+        rs_json_key(&j, "indexes");
+        rs_json_array_begin(&j);
+        for (size_t i = 0; i < m->nindexes; i++) {
+            const rs_manifest_index *x = &m->indexes[i];
+            rs_json_object_begin(&j);
+            write_u64(&j, "generation", x->generation);
+            write_str(&j, "file", x->file);
+            write_str(&j, "index", x->index);
+            write_u64(&j, "index_bytes", x->index_bytes);
+            write_u64(&j, "index_crc32", x->index_crc32);
+            rs_json_object_end(&j);
+        }
+        rs_json_array_end(&j);
+    }
 
     rs_json_key(&j, "totals");
     rs_json_object_begin(&j);
@@ -416,6 +448,29 @@ static int safe_file_name(const char *s)
     return s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
+/* An optional string member that must be n lowercase hex digits after
+ * `prefix` (NULL when absent). */
+static int get_hex_token(reader *r, const rs_jv *obj, const char *ctx, const char *key, const char *prefix, size_t n,
+                         char **out)
+{
+    *out = NULL;
+    if (rs_jv_get(obj, key) == NULL)
+        return 0;
+    if (get_str(r, obj, ctx, key, out) != 0)
+        return -1;
+    size_t p = strlen(prefix);
+    int ok = strlen(*out) == p + n && strncmp(*out, prefix, p) == 0;
+    for (size_t i = p; ok && i < p + n; i++)
+        ok = hex_digit((*out)[i]) >= 0;
+    if (ok)
+        return 0;
+    free(*out);
+    *out = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "\"%s\" and %zu lowercase hex digits expected", prefix, n);
+    return bad(r, ctx, key, what);
+}
+
 static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
 {
     if (arr->n == 0)
@@ -436,9 +491,26 @@ static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
             get_u64(r, o, ctx, "bytes", 1, UINT64_MAX, &in->bytes) != 0 ||
             get_u64(r, o, ctx, "rejected", 1, UINT64_MAX, &in->rejected) != 0 ||
             get_u64(r, o, ctx, "blank_lines", 1, UINT64_MAX, &in->blank_lines) != 0 ||
-            get_u64(r, o, ctx, "zero_padding_bytes", 0, UINT64_MAX, &in->zero_padding) != 0)
+            get_u64(r, o, ctx, "zero_padding_bytes", 0, UINT64_MAX, &in->zero_padding) != 0 ||
+            get_hex_token(r, o, ctx, "checksum", "crc64:", 16, &in->checksum) != 0 ||
+            get_u64(r, o, ctx, "generation", 0, UINT64_MAX, &in->generation) != 0)
             return -1;
     }
+    return 0;
+}
+
+/* "index", "index_bytes", "index_crc32": a key index file beside. */
+static int read_index_ref(reader *r, const rs_jv *o, const char *ctx, char **index, uint64_t *bytes, uint32_t *crc)
+{
+    uint64_t v;
+    if (get_str(r, o, ctx, "index", index) != 0)
+        return -1;
+    if (!safe_file_name(*index))
+        return bad(r, ctx, "index", "not a plain file name");
+    if (get_u64(r, o, ctx, "index_bytes", 1, UINT64_MAX, bytes) != 0 ||
+        get_u64(r, o, ctx, "index_crc32", 1, UINT32_MAX, &v) != 0)
+        return -1;
+    *crc = (uint32_t)v;
     return 0;
 }
 
@@ -483,6 +555,34 @@ static int read_files(reader *r, const rs_jv *arr, rs_manifest *m, int moves)
             if (hex->type != RS_JV_STRING || strcmp(hex->str, want) != 0)
                 return bad(r, ctx, "crc32_hex", "does not match crc32 (8 lowercase hex digits expected)");
         }
+        if (rs_jv_get(o, "index") != NULL &&
+            read_index_ref(r, o, ctx, &fl->index, &fl->index_bytes, &fl->index_crc32) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* "indexes" of a generation: key indexes it built for earlier files. */
+static int read_indexes(reader *r, const rs_jv *arr, rs_manifest *m)
+{
+    if (arr->n == 0)
+        return 0;
+    if (!(m->indexes = calloc(arr->n, sizeof *m->indexes)))
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; i < arr->n; i++) {
+        const rs_jv *o = &arr->items[i];
+        rs_manifest_index *x = &m->indexes[i];
+        char ctx[48];
+        snprintf(ctx, sizeof ctx, "indexes[%zu]", i);
+        m->nindexes = i + 1;
+        if (o->type != RS_JV_OBJECT)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": an object expected", r->path, ctx);
+        if (get_u64(r, o, ctx, "generation", 1, UINT64_MAX, &x->generation) != 0 ||
+            get_str(r, o, ctx, "file", &x->file) != 0 ||
+            read_index_ref(r, o, ctx, &x->index, &x->index_bytes, &x->index_crc32) != 0)
+            return -1;
+        if (!safe_file_name(x->file))
+            return bad(r, ctx, "file", "not a plain file name");
     }
     return 0;
 }
@@ -496,17 +596,26 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     v = member(r, root, "", "schema", RS_JV_NUMBER, 1, &failed);
     if (v == NULL)
         return -1;
-    if (strcmp(v->str, "1") != 0)
+    if (strcmp(v->str, "1") != 0 && strcmp(v->str, "2") != 0)
         return rs_error_set(r->err, RS_EXIT_DATA,
-                            "%s: unsupported manifest schema %.40s (this version of ringshard reads schema %d)",
+                            "%s: unsupported manifest schema %.40s (this version of ringshard reads schemas 1 and %d)",
                             r->path, v->str, MANIFEST_SCHEMA);
-    m->schema = MANIFEST_SCHEMA;
+    m->schema = v->str[0] - '0';
 
     if (get_str(r, root, "", "kind", &m->kind) != 0)
         return -1;
-    int moves = strcmp(m->kind, "moves") == 0;
-    if (!moves && strcmp(m->kind, "buckets") != 0)
-        return bad(r, "", "kind", "\"buckets\" or \"moves\" expected");
+    int moves = strcmp(m->kind, "moves") == 0, gen = strcmp(m->kind, "generation") == 0;
+    if (!moves && !gen && strcmp(m->kind, "buckets") != 0)
+        return bad(r, "", "kind", "\"buckets\" or \"moves\" expected");  /* ("generation": a g<N>/ of one) */
+    if (gen && m->schema < 2)
+        return bad(r, "", "kind", "\"generation\" needs schema 2");
+    if (m->schema >= 2 && get_u64(r, root, "", "generation", 1, UINT64_MAX, &m->generation) != 0)
+        return -1;
+    if (m->schema >= 2 && m->generation == 0)
+        return bad(r, "", "generation", "a generation number from 1 expected");
+    if (gen && (rs_jv_get(root, "previous") == NULL ? bad(r, "", "previous", "missing")
+                                                      : get_hex_token(r, root, "", "previous", "", 32, &m->previous)) != 0)
+        return -1;
 
     const rs_jv *tool = member(r, root, "", "tool", RS_JV_OBJECT, 0, &failed);
     if (failed)
@@ -538,6 +647,12 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     if (get_int(r, opts, "options", "level", &m->level) != 0 ||
         get_bool(r, opts, "options", "keys_only", &m->keys_only) != 0)
         return -1;
+    if (rs_jv_get(opts, "dedup") != NULL && rs_jv_get(opts, "dedup")->type != RS_JV_NULL) {
+        if (get_str(r, opts, "options", "dedup", &m->dedup) != 0)
+            return -1;
+        if (strcmp(m->dedup, "first") != 0 && strcmp(m->dedup, "row") != 0)
+            return bad(r, "options", "dedup", "\"first\" or \"row\" expected");
+    }
 
     if (get_str_or_null(r, root, "", "header", &m->header_line) != 0)
         return -1;
@@ -547,6 +662,9 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
         return -1;
     const rs_jv *files = member(r, root, "", "files", RS_JV_ARRAY, 1, &failed);
     if (files == NULL || read_files(r, files, m, moves) != 0)
+        return -1;
+    const rs_jv *indexes = member(r, root, "", "indexes", RS_JV_ARRAY, 0, &failed);
+    if (failed || (indexes != NULL && read_indexes(r, indexes, m) != 0))
         return -1;
 
     const rs_jv *totals = member(r, root, "", "totals", RS_JV_OBJECT, 1, &failed);
@@ -641,6 +759,11 @@ int rs_manifest_readat(rs_manifest *m, int dirfd, const char *name, const char *
     return rc;
 }
 
+void rs_manifest_digest_hex(const uint64_t digest[2], char out[33])
+{
+    snprintf(out, 33, "%016" PRIx64 "%016" PRIx64, digest[0], digest[1]);
+}
+
 int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err)
 {
     return rs_manifest_readat(m, AT_FDCWD, path, path, NULL, err);
@@ -658,15 +781,25 @@ void rs_manifest_free(rs_manifest *m)
     free(m->new_ring_fingerprint);
     free(m->key);
     free(m->header_line);
-    for (size_t i = 0; i < m->ninputs; i++)
+    free(m->previous);
+    free(m->dedup);
+    for (size_t i = 0; i < m->ninputs; i++) {
         free(m->inputs[i].path);
+        free(m->inputs[i].checksum);
+    }
     free(m->inputs);
     for (size_t i = 0; i < m->nfiles; i++) {
         free(m->files[i].file);
         free(m->files[i].node);
         free(m->files[i].from);
         free(m->files[i].to);
+        free(m->files[i].index);
     }
     free(m->files);
+    for (size_t i = 0; i < m->nindexes; i++) {
+        free(m->indexes[i].file);
+        free(m->indexes[i].index);
+    }
+    free(m->indexes);
     memset(m, 0, sizeof *m);
 }

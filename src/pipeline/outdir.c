@@ -66,6 +66,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -466,7 +468,12 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     clean_stale(parent, base, stem);   /* first: it may restore fin */
 
     struct stat st;
-    if (lstat(fin, &st) == 0) {
+    if (force & RS_OUTDIR_STAGE) {
+        if (lstat(fin, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, errno ? strerror(errno) : "not a directory");
+            goto fail;
+        }
+    } else if (lstat(fin, &st) == 0) {
         if (check_existing(fin, &st, force, err) != 0)
             goto fail;
     } else if (errno != ENOENT) {
@@ -543,6 +550,8 @@ const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err)
 
 static void release(rs_outdir *od)
 {
+    if (od->lockfd > 0)
+        close(od->lockfd);
     free(od->final);
     free(od->tmp);
     for (size_t i = 0; i < od->nside; i++) {
@@ -615,6 +624,18 @@ static int publish(rs_outdir *od, const char *fin, const char *old, const char *
         }
         if (check_existing(fin, &st, od->force, err) != 0)
             return -1;
+        /* an append or another replacement under way finishes first; the
+         * lock is held until the displaced generation is removed */
+        if (!od->lockfd) {
+            int lfd, lr = rs_outdir_lock(fin, &lfd, err);
+            if (lr < 0)
+                return -1;
+            if (lr > 0)
+                continue;   /* gone meanwhile: rename again */
+            od->lockfd = lfd;
+            if (check_existing(fin, &st, od->force, err) != 0)
+                return -1;
+        }
         if (exchange(od->tmp, fin) == 0) {
             *displaced = od->tmp;
             return 0;
@@ -718,6 +739,114 @@ out:
     free(fin);
     free(parent);
     rs_outdir_abort(od);   /* removes tmp if not published; releases od */
+    return rc;
+}
+
+/* Waits until flock(fd, LOCK_EX) is ours or a stop signal comes. */
+static int wait_lock(int fd, const char *dir, rs_error *err)
+{
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot lock: %s", dir, strerror(errno));
+    rs_log(RS_LOG_WARN, "%s: another run is writing it; waiting for it to finish", dir);
+    struct pollfd p = {rs_interrupt_fd(), POLLIN, 0};
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot lock: %s", dir, strerror(errno));
+        if (rs_interrupt_pending())
+            return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted while waiting for the lock of %s", dir);
+        /* wakes at once on a stop signal (the interrupt pipe), else retries */
+        (void)poll(&p, p.fd >= 0 ? 1 : 0, 50);
+    }
+    return 0;
+}
+
+int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
+{
+    *fd = -1;
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        struct stat st, now;
+        if (lstat(dir, &st) != 0) {
+            if (errno == ENOENT)
+                return 1;
+            return rs_error_set(err, RS_EXIT_IO, "%s: %s", dir, strerror(errno));
+        }
+        if (S_ISLNK(st.st_mode))
+            return rs_error_set(err, RS_EXIT_EXISTS, "%s: is a symbolic link (name the directory itself)", dir);
+        if (!S_ISDIR(st.st_mode))
+            return rs_error_set(err, RS_EXIT_EXISTS, "%s: exists and is not a directory", dir);
+        int d = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (d < 0) {
+            if (errno == ENOENT)
+                continue;   /* removed between the lstat and the open */
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", dir, strerror(errno));
+        }
+        if (wait_lock(d, dir, err) != 0) {
+            close(d);
+            return -1;
+        }
+        /* the run we waited for may have replaced dir (--force, compact) */
+        if (fstat(d, &st) == 0 && lstat(dir, &now) == 0 && st.st_dev == now.st_dev && st.st_ino == now.st_ino) {
+            *fd = d;
+            return 0;
+        }
+        close(d);
+    }
+    return rs_error_set(err, RS_EXIT_IO, "%s: cannot lock: it keeps being replaced", dir);
+}
+
+int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err)
+{
+    if (od->tmp == NULL || od->final == NULL || !(od->force & RS_OUTDIR_STAGE)) {
+        rs_outdir_abort(od);
+        return rs_error_set(err, RS_EXIT_IO, "internal error: no staged output directory");
+    }
+    int rc = -1, fin_fd = -1, tmp_fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (tmp_fd < 0 || sync_tree(od->tmp, dup(tmp_fd), 0, err) != 0) {
+        if (tmp_fd < 0)
+            rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+        goto out;
+    }
+    if ((fin_fd = open(od->final, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", od->final, strerror(errno));
+        goto out;
+    }
+    rs_test_pause("publish");
+    if (rs_interrupt_pending()) {   /* as in rs_outdir_commit: nothing published yet */
+        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        int is_dir = fstatat(tmp_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        int r = is_dir ? rename_noreplace_at(tmp_fd, names[i], fin_fd, names[i])
+                       : renameat(tmp_fd, names[i], fin_fd, names[i]);
+        if (r != 0) {
+            rs_error_set(err, RS_EXIT_IO, "cannot rename %s/%s into %s: %s%s", od->tmp, names[i], od->final,
+                         strerror(errno), i ? " (the names before it are published)" : "");
+            goto out;
+        }
+        if (i == 0)
+            rs_interrupt_published();
+        if (i + 2 == n)
+            rs_test_pause("upgraded");
+    }
+    rs_test_pause("published");
+    rc = 0;
+    if (fsync(fin_fd) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync failed: %s", od->final,
+                     strerror(errno));
+        rc = -1;
+    }
+    if (publish_sides(od, rc == 0 ? err : &(rs_error){0}) != 0)
+        rc = -1;
+out:
+    if (tmp_fd >= 0)
+        close(tmp_fd);
+    if (fin_fd >= 0)
+        close(fin_fd);
+    rs_outdir_abort(od);   /* removes what is left of the temporary; releases od */
     return rc;
 }
 

@@ -2,6 +2,7 @@
  * directory's data file names and paths and its manifest (bucket, dedup,
  * plan --emit), the pipeline options' defaults, and the thread check the
  * jobs make before they create an output. */
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,33 @@ char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, 
     return paths;
 }
 
+void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT])
+{
+    snprintf(out, RS_CHECKSUM_TEXT, "crc64:%016" PRIx64, crc64);
+}
+
+int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err)
+{
+    /* the checksums' text lives after the entries, in the same block */
+    size_t n = po->ninputs;
+    m->ninputs = n;
+    m->inputs = calloc(1, n * (sizeof *m->inputs + RS_CHECKSUM_TEXT) + 1);
+    if (!m->inputs)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    char *text = (char *)(m->inputs + n);
+    for (size_t i = 0; i < n; i++) {
+        const rs_input_stats *in = &res->input[i];
+        m->inputs[i] = (rs_manifest_input){.path = (char *)in->path, .size = in->size, .rows = in->rows,
+                                           .bytes = in->bytes, .rejected = in->rejected,
+                                           .blank_lines = in->blank_lines, .zero_padding = in->zero_padding};
+        if (in->has_checksum) {
+            m->inputs[i].checksum = text + i * RS_CHECKSUM_TEXT;
+            rs_checksum_text(in->checksum, m->inputs[i].checksum);
+        }
+    }
+    return 0;
+}
+
 int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                           const rs_pipeline_result *res, size_t nfiles, rs_error *err)
 {
@@ -70,16 +98,9 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     m->compress = po->compress;
     m->level = po->level;
     m->keys_only = po->keys_only;
-    m->ninputs = po->ninputs;
-    m->inputs = calloc(po->ninputs ? po->ninputs : 1, sizeof *m->inputs);
     m->files = calloc(nfiles ? nfiles : 1, sizeof *m->files);
-    if (!m->inputs || !m->files)
+    if (!m->files || rs_manifest_inputs(m, po, res, err) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (size_t i = 0; i < po->ninputs; i++) {
-        const rs_input_stats *in = &res->input[i];
-        m->inputs[i] = (rs_manifest_input){(char *)in->path, in->size, in->rows, in->bytes, in->rejected,
-                                           in->blank_lines, in->zero_padding};
-    }
     m->rejected = res->rejected;
     m->seconds = res->seconds;
     return 0;

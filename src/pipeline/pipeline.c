@@ -73,8 +73,8 @@
  *  I/O threads that sleep on the disk write them while the next batch is
  *  parsed; the thread that merges the next batch first waits for them
  *  (the arena is then free again). This spares the page cache's copy and,
- *  above all, its fresh pages (about 4 CPU-s per GB on this VM: README,
- *  Performance). Otherwise a thread that sleeps on the disk (writeback.h)
+ *  above all, its fresh pages (about 4 CPU-s per GB on this VM:
+ *  docs/performance.md). Otherwise a thread that sleeps on the disk (writeback.h)
  *  starts writing each batch's output to disk once it is written, so the
  *  fsyncs before publication find little left to do.
  *
@@ -450,6 +450,44 @@ static const char *input_name(const rs_pipeline_opts *o, size_t i)
     return o->input_names ? o->input_names[i] : o->inputs[i];
 }
 
+/* The fields of opts->header_ref (NUL-separated, as rs_csv_fields leaves
+ * them; a UTF-8 BOM at its start is no part of them, as for an input's
+ * header): their count, or -1 with err. */
+static int ref_fields(const rs_pipeline_opts *o, rs_buf *out, rs_error *err)
+{
+    size_t bom = rs_csv_bom_len(o->header_ref, strlen(o->header_ref));
+    int nf = rs_csv_fields(&o->dialect, o->header_ref + bom, strlen(o->header_ref) - bom, out);
+    if (nf < 0)
+        rs_error_set(err, RS_EXIT_DATA, "%s: malformed header '%.200s'",
+                     o->header_ref_name ? o->header_ref_name : "the reference header", o->header_ref);
+    return nf;
+}
+
+/* bucket --append: the first header read must be the directory's
+ * (opts header_ref, named header_ref_name); what follows it is compared with
+ * that first one as usual. 1 with err when it differs (saying how, as for
+ * two inputs), else 0. */
+static int header_differs_from_ref(pipe_state *s, const rs_buf *fields, int nf, int has_bom, const char *path,
+                                   uint64_t line, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    rs_buf ref = {0};
+    int nref = ref_fields(o, &ref, err);
+    if (nref < 0)
+        return 1;
+    int same = nref == nf && ref.len == fields->len && memcmp(ref.data, fields->data, ref.len) == 0;
+    if (!same) {
+        char what[512];
+        rs_pipeline_header_difference(what, sizeof what, fields->data, (uint32_t)nf, has_bom, o->header_ref_name,
+                                      ref.data, (uint32_t)nref,
+                                      rs_csv_bom_len(o->header_ref, strlen(o->header_ref)) != 0);
+        rs_error_set(err, RS_EXIT_USAGE, "%s: line %llu: header differs from the header of %s: %s", path,
+                     (unsigned long long)line, o->header_ref_name, what);
+    }
+    rs_buf_free(&ref);
+    return !same;
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
  * needed: a UTF-8 BOM at the input's first byte is not part of it (see
  * csv.h), but stays in res->header when the header follows it at once.
@@ -502,6 +540,10 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
         }
         rs_pipeline_result *res = s->res;
         int has_bom = bom && off == bom;  /* the header follows the BOM at once */
+        if (!res->header && o->header_ref_name && header_differs_from_ref(s, &fields, nf, has_bom, path, *lines, err)) {
+            rs_buf_free(&fields);
+            return -1;
+        }
         if (!res->header) {
             size_t keep = has_bom ? bom : 0;
             res->header = malloc(keep + rec.len + 1);
@@ -614,6 +656,29 @@ static int units_read_whole(const rs_pipeline_opts *o)
     return o->bad_rows != RS_BAD_ROW_FAIL || c == '"' || c == '\n' || c == '\r';
 }
 
+/* Whether input i has no header line although the inputs have one
+ * (opts input_headerless). */
+static int headerless(const rs_pipeline_opts *o, uint32_t i)
+{
+    return o->input_headerless != NULL && o->input_headerless[i];
+}
+
+/* Resolves the key before any header was read: from the header
+ * opts->header_ref gives (a headerless part of a bucket read first), else
+ * by column numbers alone (no header). 0 or -1 with err. */
+static int resolve_key_without_header(pipe_state *s, const char *path, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    if (!o->header || !o->header_ref)
+        return resolve_key(s, NULL, 0, path, err);
+    rs_buf fields = {0};
+    int nf = ref_fields(o, &fields, err);
+    int rc = nf < 0 ? -1
+                    : resolve_key(s, fields.data, (uint32_t)nf, o->header_ref_name ? o->header_ref_name : path, err);
+    rs_buf_free(&fields);
+    return rc;
+}
+
 /* Opens unit s->unit of input i into s->rd, with its header handled:
  * the first unit reads the header as a whole input does; a later one reads
  * it from the start of the file (for the key columns and the comparison
@@ -625,6 +690,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     const rs_pipeline_opts *o = s->o;
     const rs_input_unit *u = &s->units[i][s->unit];
     const char *path = o->inputs[i];
+    int has_header = o->header && !headerless(o, i);
     s->eof = 0;
     s->ramp = s->unit == 0 ? 0 : RS_RAMP;
     s->carry.len = 0;
@@ -634,7 +700,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     s->hdr_records = 0;
     if (s->unit > 0) {
         uint64_t lines = 0;
-        if (o->header) {
+        if (has_header) {
             rs_reader *hr = rs_reader_openat(input_dirfd(o), input_name(o, i), path, o->codec, err);
             ssize_t h = hr ? read_header(s, hr, b, i, &lines, &s->hdr_records, err) : -1;
             rs_reader_close(hr);
@@ -647,7 +713,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
                                     "the unit at byte offset %llu)",
                                     path, (unsigned long long)lines, u->zstd ? "zstd frames" : "gzip members",
                                     (unsigned long long)u->offset);
-        } else if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0) {
+        } else if (!s->keyspec_ready && resolve_key_without_header(s, path, err) != 0) {
             return -1;
         }
         b->line_base = u->line_base;
@@ -658,11 +724,13 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
                        : rs_reader_openat(input_dirfd(o), input_name(o, i), path, o->codec, err);
     if (!s->rd)
         return -1;
+    if (o->input_checksum)
+        rs_reader_checksum_on(s->rd);  /* a range (u->counted) gives none: see rs_reader_checksum */
     /* The units cover the file as it was listed; other inputs are read to
      * their end, so bytes appended since must not be ignored silently. */
     if (u->counted && s->unit + 1 == s->nunits[i])
         rs_reader_expect_file_end(s->rd);
-    if (s->unit == 0 && o->header) {
+    if (s->unit == 0 && has_header) {
         uint64_t lines = 0;
         ssize_t h = read_header(s, s->rd, b, i, &lines, &s->hdr_records, err);
         if (h < 0)
@@ -671,9 +739,11 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
         b->len -= (size_t)h;
         b->start_line = lines;
     } else {
-        if (s->unit == 0 && drop_bom(s, b, err) != 0)
+        /* a headerless part of a bucket starts with a row, whose bytes
+         * (a BOM among them) are data */
+        if (s->unit == 0 && !o->header && drop_bom(s, b, err) != 0)
             return -1;
-        if (!s->keyspec_ready && resolve_key(s, NULL, 0, path, err) != 0)
+        if (!s->keyspec_ready && resolve_key_without_header(s, path, err) != 0)
             return -1;
     }
     return 0;
@@ -762,8 +832,8 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
  * unit whose counts are to be checked ends with a batch marked unit_last,
  * an empty one if need be.
  *
- * Kept whole, as parse_range is (issue 19): it is the producer's loop, the
- * critical path without compression (Performance in the README), tuned by
+ * Kept whole, as parse_range is: it is the producer's loop, the
+ * critical path without compression (docs/performance.md), tuned by
  * measurement - quotes counted as the bytes are inflated, while they are
  * in cache, and the ramp at each input's start. Cutting it into
  * functions would pass its dozen locals through pointers or a struct,
@@ -838,6 +908,8 @@ static void produce(pipe_state *s, batch *b)
         if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
             s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
+            if (o->input_checksum)
+                s->res->input[i].has_checksum = rs_reader_checksum(s->rd, &s->res->input[i].checksum);
             rs_reader_close(s->rd);
             s->rd = NULL;
             int check = u->counted && !s->unit_last_sent;
@@ -1913,7 +1985,8 @@ static int start_direct(pipe_state *s, run_state *r)
     /* Compressed outputs are half the bytes for the page cache, and the
      * direct writes' per-request cost (a small write per file and batch)
      * then outweighs it: gzip output took 0.5 to 0.9 s longer by direct
-     * I/O in session 8's interleaved runs, plain output 1 s less. */
+     * I/O in interleaved runs of 0.1.0 (2-core AVX2 EPYC), plain output 1 s
+     * less. */
     if (!why && o->direct_io == RS_DIRECT_AUTO && o->compress)
         why = "--direct-io auto: compressed outputs";
     if (!why && (uint64_t)r->ndest * 2 * RS_DIRECT_BLOCK > 2 * (uint64_t)s->cap)

@@ -28,14 +28,26 @@ static int grow(rs_nodes *n, rs_error *err)
 
 /* A name must be printable: control characters would break node files,
  * descriptions and messages. Non-ASCII UTF-8 is fine, and so is a tab
- * (written in a node file inside a quoted name). */
-static const char *name_problem(const char *name)
+ * (written in a node file inside a quoted name). Its length is bounded
+ * (RS_NODE_NAME_MAX) so that its labels fit the ring builder. The problem
+ * in words goes to why[cap]. */
+static const char *name_problem(const char *name, char *why, size_t cap)
 {
     if (*name == '\0')
         return "empty node name";
-    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+    const unsigned char *p = (const unsigned char *)name;
+    for (; *p; p++)
         if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
             return "control character in node name";
+    size_t len = (size_t)(p - (const unsigned char *)name);
+    if (len > RS_NODE_NAME_MAX) {
+        int shown = 40;   /* the name's start, whole UTF-8 characters */
+        while (shown > 0 && ((unsigned char)name[shown] & 0xC0) == 0x80)
+            shown--;
+        snprintf(why, cap, "node name '%.*s...' is %zu bytes long, more than the limit of %d bytes", shown, name,
+                 len, RS_NODE_NAME_MAX);
+        return why;
+    }
     return NULL;
 }
 
@@ -86,7 +98,8 @@ static int append_unchecked(rs_nodes *n, const char *name, double weight, rs_err
 
 int rs_nodes_append(rs_nodes *n, const char *name, double weight, const char *what, rs_error *err)
 {
-    const char *why = name_problem(name);
+    char buf[128];
+    const char *why = name_problem(name, buf, sizeof buf);
     if (why)
         return rs_error_set(err, RS_EXIT_USAGE, "%s: %s", what, why);
     if (!(weight > 0) || !isfinite(weight))
@@ -160,7 +173,8 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
             return 0;
         rest = NULL;
     }
-    const char *why = name_problem(name);
+    char buf[128];
+    const char *why = name_problem(name, buf, sizeof buf);
     if (why)
         return rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why);
     double weight = 1.0;

@@ -281,7 +281,8 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
                 free(p);
                 free(order);
                 free(digests);
-                return rs_error_set(err, RS_EXIT_USAGE, "label of node '%s' is too long", r->nodes.names[j]);
+                return rs_error_set(err, RS_EXIT_USAGE, "--label: a label of node '%s' is longer than %zu bytes "
+                                    "(a shorter --label template)", r->nodes.names[j], sizeof label - 1);
             }
             rs_md5(label, len, d);
             for (uint32_t h = 0; h < 4; h++) {

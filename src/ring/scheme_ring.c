@@ -58,7 +58,8 @@ static int ring_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *err)
             size_t len = rs_label_expand(r, j, i, label, sizeof label);
             if (len >= sizeof label) {
                 free(p);
-                return rs_error_set(err, RS_EXIT_USAGE, "label of node '%s' is too long", r->nodes.names[j]);
+                return rs_error_set(err, RS_EXIT_USAGE, "--label: a label of node '%s' is longer than %zu bytes "
+                                    "(a shorter --label template)", r->nodes.names[j], sizeof label - 1);
             }
             int64_t v = r->hash((const uint8_t *)label, len, r->opts.seed);
             p[k] = (rs_raw_point){rs_value_pos(r, v), k, j, i};

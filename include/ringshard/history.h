@@ -1,0 +1,60 @@
+/* ringshard/history.h - a new bucket's rows against the keys its history
+ * already holds (dedup --append), without reading the history's rows.
+ *
+ * Consistent bucketing puts every copy of a key in the same bucket, run
+ * after run, so the new rows of bucket k need only be checked against the
+ * keys of bucket k's files in earlier generations: their key indexes
+ * (keyidx.h). rs_history_filter reads the new bucket's keys in parts that
+ * fit its budget, looks each part up in every index of the history (the
+ * fingerprint blocks that can hold them, then the exact key of every
+ * fingerprint that matches), and drops every new row whose key the history
+ * holds: the history's copy wins. What it reads of the history is bounded
+ * by the indexes' fingerprints (fences and blocks) plus the keys of the
+ * matches, times the number of parts (one unless the new bucket's keys
+ * exceed the budget). */
+#ifndef RINGSHARD_HISTORY_H
+#define RINGSHARD_HISTORY_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "ringshard/dedup.h"
+#include "ringshard/error.h"
+#include "ringshard/keyidx.h"
+
+/* One key index of the history. */
+typedef struct {
+    int dirfd;              /* the bucket directory */
+    const char *name;       /* the index under dirfd */
+    const char *path;       /* for messages */
+    uint64_t size;          /* as its manifest says */
+    rs_keyidx_of of;        /* the file it indexes, as its manifest says */
+    uint64_t generation;    /* the indexed file's generation */
+} rs_history_index;
+
+typedef struct {
+    const rs_history_index *idx;   /* the bucket's history, oldest first */
+    size_t nidx;
+    uint64_t budget;               /* memory for the new keys of one part */
+    FILE *report;                  /* NULL, or a line per dropped row: KEY TAB g<N> TAB ROW */
+} rs_history_opts;
+
+typedef struct {
+    uint64_t rows_in, bytes_in;          /* the new bucket's rows and bytes (rows + LF) */
+    uint64_t dropped_rows, dropped_bytes;/* rows whose key the history holds */
+    uint64_t index_bytes_read;           /* read from the indexes */
+    uint32_t parts;                      /* parts the new keys were looked up in */
+    int filtered;                        /* 1: `out` holds the rows that stay */
+} rs_history_result;
+
+/* Reads bucket file `in` (as dedup's pass 1 writes it, read with o's
+ * dialect, header and key: dopts) and looks its keys up in the history.
+ * When some are found, writes the other rows to `out` (plain CSV, the
+ * header line first when the file has one) and sets r->filtered; the
+ * dropped rows go to h->report, with the generation of the history's
+ * oldest copy. Returns 0, or -1 with err (RS_EXIT_IO; RS_EXIT_VERIFY for
+ * an index that does not describe its file or is damaged; RS_EXIT_DATA
+ * for a malformed row). */
+int rs_history_filter(const rs_history_opts *h, const rs_dedup_opts *dopts, const char *in, const char *out,
+                      rs_history_result *r, rs_error *err);
+
+#endif

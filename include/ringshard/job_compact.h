@@ -1,0 +1,41 @@
+/* ringshard/job_compact.h - the compact job: a bucket directory that grew
+ * by appends (DIR/g<N>/ segments, docs/format.md) merged back into one
+ * file per node, DIR/<node>.csv.gz as `bucket` writes it, as
+ * `ringshard compact` runs it. */
+#ifndef RINGSHARD_JOB_COMPACT_H
+#define RINGSHARD_JOB_COMPACT_H
+
+#include <stdint.h>
+#include "ringshard/error.h"
+
+typedef struct {
+    const char *dir;          /* the bucket directory */
+} rs_compact_job_opts;
+
+typedef struct {
+    int published;            /* 1 when DIR was replaced by its compacted form */
+    uint64_t generations;     /* generations merged: the base and every appended one */
+    uint64_t generation;      /* the compacted base's generation number (the newest merged) */
+    uint64_t files_before, files_after;  /* data files */
+    uint64_t rows, bytes;     /* data rows and bytes (unchanged by the merge) */
+    uint64_t file_bytes;      /* bytes copied */
+    double seconds;
+} rs_compact_job_result;
+
+/* Compacts o->dir under its writer lock (appends wait for it): for every
+ * node, its base file then its segments, concatenated byte for byte
+ * (copy_file_range: gzip members and zstd frames concatenate, so the file
+ * is what one `bucket` run over the same rows would write, up to where
+ * its members end) into a new DIR built beside it, with a manifest of
+ * schema 2 whose generation is the newest merged one and whose inputs are
+ * every generation's; then DIR is replaced in one step as --force replaces
+ * it (outdir.h). The rows, their order, their bytes and every file's CRC-32
+ * stay as they were. A directory of one generation is left as it is
+ * (r->published 0). Each file's size is checked against its manifest
+ * before it is copied (RS_EXIT_VERIFY). Returns 0, or -1 with err:
+ * RS_EXIT_IO (no such directory, a read or write failed), RS_EXIT_DATA (a
+ * manifest that cannot be read), RS_EXIT_USAGE (not a bucket directory),
+ * RS_EXIT_VERIFY, RS_EXIT_INTERRUPTED; nothing is replaced then. */
+int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, rs_error *err);
+
+#endif

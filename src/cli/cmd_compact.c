@@ -1,0 +1,78 @@
+/* ringshard compact: a bucket directory's generations merged into one
+ * file per node. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "ringshard/job_compact.h"
+#include "ringshard/metrics.h"
+
+static const char compact_help[] =
+    "Usage: ringshard compact [OPTIONS] DIR\n"
+    "Merges the generations that appends added to the bucket directory DIR\n"
+    "(DIR/g<N>/<node>.csv.gz) into one file per node, DIR/<node>.csv.gz, as\n"
+    "`bucket` writes it: the same rows in the same order, each node's files\n"
+    "concatenated byte for byte (gzip members and zstd frames concatenate).\n"
+    "DIR is rebuilt beside itself and replaced in one step, as --force does;\n"
+    "appends wait for it. A directory of one generation is left as it is.\n\n"
+    "Options:\n"
+    "  --quiet                no summary\n"
+    "  -h, --help             this help\n";
+
+enum { OPT_QUIET = RS_OPT__FIRST_COMMAND };
+
+int rs_cmd_compact(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"quiet", no_argument, 0, OPT_QUIET},
+        RS_METRICS_LONGOPT,
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c, got, quiet = 0;
+    rs_error err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if ((got = rs_cli_metrics_option("compact", c, optarg, &err)) != 0) {
+            if (got < 0)
+                return rs_cli_fail("compact", &err);
+            continue;
+        }
+        switch (c) {
+        case OPT_QUIET: quiet = 1; break;
+        case 'h':
+            fputs(compact_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            return 0;
+        default: return rs_cli_usage_error("compact", "bad option");
+        }
+    }
+    if (optind + 1 != argc)
+        return rs_cli_usage_error("compact", "expected one directory");
+    rs_cli_install_signals();
+    rs_compact_job_opts o = {argv[optind]};
+    rs_compact_job_result r;
+    int rc = rs_compact_job_run(&o, &r, &err);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = r.files_before;
+        m->rows_read = m->rows_written = r.rows;
+        m->bytes_read = m->bytes_written = r.bytes;
+        rs_metrics_add_phase(m, "merge", r.seconds);
+    }
+    if (rc != 0)
+        return rs_cli_fail("compact", &err);
+    if (quiet)
+        return 0;
+    if (!r.published)
+        fprintf(stderr, "ringshard compact: %s has one generation (%llu): nothing to merge\n", o.dir,
+                (unsigned long long)r.generation);
+    else
+        fprintf(stderr,
+                "ringshard compact: %s: %llu generations (%llu files) merged into %llu files, generation %llu: "
+                "%llu rows, %.1f MB of data, %.1f MB copied in %.2f s\n",
+                o.dir, (unsigned long long)r.generations, (unsigned long long)r.files_before,
+                (unsigned long long)r.files_after, (unsigned long long)r.generation, (unsigned long long)r.rows,
+                r.bytes / 1e6, r.file_bytes / 1e6, r.seconds);
+    return 0;
+}

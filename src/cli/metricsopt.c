@@ -1,0 +1,83 @@
+/* --metrics FILE: the run's metrics file (ringshard/metrics.h), for the
+ * commands that write data (bucket, dedup, plan, verify, compact).
+ *
+ * The command records the option while it parses its arguments and fills
+ * in what its job did; main() publishes the file after the command has
+ * returned, whatever path it returned by, so that a usage error, a failed
+ * job and an interrupted one are recorded with their exit codes as a
+ * success is. Under MPI rank 0 alone writes it. */
+#include <string.h>
+#include "cli/cli.h"
+#include "cluster/world.h"
+#include "ringshard/metrics.h"
+
+const char rs_cli_metrics_help[] =
+    "Monitoring:\n"
+    "  --metrics FILE         write the run's result, times, counts and phases to\n"
+    "                         FILE, replaced whole at the end of every run\n"
+    "                         (Prometheus text format: docs/metrics.md)\n";
+
+static struct {
+    int on;
+    rs_outfile of;
+    rs_metrics m;
+} run;
+static double started;
+
+void rs_cli_metrics_start(void)
+{
+    started = rs_metrics_clock();
+}
+
+int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err)
+{
+    if (code != RS_OPT_METRICS)
+        return 0;
+    if (run.on)
+        return rs_error_set(err, RS_EXIT_USAGE, "--metrics: given twice");
+    if (rs_world_rank() != 0)
+        return 1;
+    if (rs_metrics_reserve(&run.of, arg, err) != 0)
+        return -1;
+    rs_metrics_init(&run.m, cmd);
+    run.m.start_time = started;
+    run.on = 1;
+    return 1;
+}
+
+rs_metrics *rs_cli_metrics(void)
+{
+    return run.on ? &run.m : NULL;
+}
+
+void rs_cli_metrics_pipeline(const rs_pipeline_result *res, size_t ninputs, int written)
+{
+    rs_metrics *m = rs_cli_metrics();
+    if (m == NULL)
+        return;
+    m->inputs = ninputs;
+    m->rows_read = res->rows, m->bytes_read = res->bytes, m->rows_rejected = res->rejected;
+    if (written)
+        m->rows_written = res->rows, m->bytes_written = res->bytes;
+}
+
+void rs_cli_metrics_phase(const char *name, double seconds)
+{
+    if (run.on)
+        rs_metrics_add_phase(&run.m, name, seconds);
+}
+
+int rs_cli_metrics_finish(int rc)
+{
+    if (!run.on)
+        return rc;
+    run.on = 0;
+    run.m.exit_code = rc;
+    run.m.end_time = rs_metrics_clock();
+    rs_error err = {0};
+    if (rs_metrics_publish(&run.of, &run.m, &err) != 0) {
+        rs_cli_fail(run.m.command, &err);
+        return rc ? rc : RS_EXIT_IO;
+    }
+    return rc;
+}

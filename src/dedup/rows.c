@@ -1,0 +1,195 @@
+/* dedup/rows.c - reading a bucket file's rows and keys (dedup/rows.h). */
+#include "dedup/rows.h"
+#include <stdlib.h>
+#include <string.h>
+#include "ringshard/deflate.h"
+
+
+
+
+int rows_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->path = path;
+    s->d = &o->dialect;
+    s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
+    s->header = o->header;
+    s->o = o;
+    s->whole = o->in_name && path == o->in_path_;
+    if (s->whole)  /* the input itself, not a split file */
+        s->rd = rs_reader_openat(o->in_dirfd, o->in_name, path, o->codec, err);
+    else
+        s->rd = rs_reader_open(path, o->codec, err);
+    if (s->rd)
+        s->size = rs_reader_size(s->rd);
+    return s->rd ? 0 : -1;
+}
+
+/* Reads from the input, moving on to its next part at the end of one. */
+static ssize_t rs_read(rstream *s, void *buf, size_t cap, rs_error *err)
+{
+    for (;;) {
+        ssize_t n = rs_reader_read(s->rd, buf, cap, err);
+        if (n != 0 || !s->whole || s->part >= s->o->nin_more)
+            return n;
+        rs_reader_close(s->rd);
+        const char *path = s->o->in_more_paths[s->part];
+        s->rd = rs_reader_openat(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, err);
+        s->part++;
+        if (!s->rd)
+            return -1;
+        s->path = path;
+        s->size += rs_reader_size(s->rd);
+    }
+}
+
+/* Checks one more row of the input against o->check (rs_next). */
+static int check_row(rstream *s, const char *row, size_t len, const char *key, size_t keylen, rs_error *err)
+{
+    const rs_dedup_check *c = s->chk;
+    s->c_rows++;
+    s->c_bytes += len + 1;
+    s->c_crc = rs_crc32(rs_crc32(s->c_crc, row, len), "\n", 1);
+    if (!c->placed(c->ctx, key, keylen))
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: data row %llu: its key belongs to another node than %s under the ring of %s",
+                            s->path, (unsigned long long)s->c_rows, c->node, c->manifest);
+    return 0;
+}
+
+/* At the input's end: its counts and CRC-32 against o->check. */
+static int check_end(rstream *s, rs_error *err)
+{
+    const rs_dedup_check *c = s->chk;
+    s->chk = NULL;
+    const char *what = s->c_rows != c->rows ? "rows" : s->c_bytes != c->bytes ? "data bytes" : NULL;
+    if (what)
+        return rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu %s, the manifest says %llu (the file does not match %s)",
+                            s->path, (unsigned long long)(what[0] == 'r' ? s->c_rows : s->c_bytes), what,
+                            (unsigned long long)(what[0] == 'r' ? c->rows : c->bytes), c->manifest);
+    if (s->c_crc != c->crc)
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: CRC-32 of the data %08x, the manifest says %08x (the file does not match %s)",
+                            s->path, s->c_crc, c->crc, c->manifest);
+    if (s->size != c->file_bytes)
+        return rs_error_set(err, RS_EXIT_VERIFY,
+                            "%s: %llu bytes on disk, the manifest says %llu (the file does not match %s)", s->path,
+                            (unsigned long long)s->size, (unsigned long long)c->file_bytes, c->manifest);
+    return 0;
+}
+
+void rows_close(rstream *s)
+{
+    rs_reader_close(s->rd);
+    rs_buf_free(&s->buf);
+    rs_buf_free(&s->scratch);
+    memset(s, 0, sizeof *s);
+}
+
+/* Reads the whole input into s->buf (size_hint: expected bytes). */
+int rows_load(rstream *s, uint64_t size_hint, rs_error *err)
+{
+    /* exactly the expected size (plus room to see the end), not a power of two */
+    s->buf.data = malloc((size_t)size_hint + (1u << 16));
+    if (!s->buf.data)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+    s->buf.cap = (size_t)size_hint + (1u << 16);
+    for (;;) {
+        if (s->buf.cap - s->buf.len < (1u << 12) && rs_buf_reserve(&s->buf, 1u << 16) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        s->buf.len += (size_t)n;
+    }
+    rs_reader_close(s->rd);
+    s->rd = NULL;
+    s->eof = 1;
+    return 0;
+}
+
+/* The next record: 1 with row (and key), 0 at the end, -1 on error. With
+ * nokey the key is not extracted (header records). */
+int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const char **key, size_t *keylen,
+                   rs_error *err)
+{
+    for (;;) {
+        size_t bom = 0;
+        if (!s->started && (s->buf.len >= RS_CSV_BOM_LEN || s->eof)) {
+            /* a UTF-8 BOM at the file's start is no part of the first
+             * record: kept in a header's line, dropped before a row (as
+             * the pipeline reads it) */
+            s->started = 1;
+            bom = rs_csv_bom_len(s->buf.data, s->buf.len);
+            if (!s->header)
+                s->pos += bom, bom = 0;
+        }
+        if (s->started && (s->pos < s->buf.len || s->eof)) {
+            if (s->pos >= s->buf.len)
+                return s->chk ? check_end(s, err) : 0;
+            s->pos += bom;
+            rs_csv_record rec;
+            rs_csv_fault fault = {0};
+            const char *k = NULL;
+            size_t kl = 0;
+            const rs_csv_keyspec *ks = nokey ? NULL : s->ks;
+            /* a checked read parses the placement key whatever the caller wants */
+            const rs_csv_keyspec *pks = s->chk ? s->chk->keyspec : ks;
+            int r = rs_csv_next(s->d, pks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, pks ? &k : NULL,
+                                pks ? &kl : NULL, &s->scratch, &fault);
+            if (r == RS_CSV_OK) {
+                const char *p = s->buf.data + s->pos - bom;
+                s->pos += rec.consumed;
+                if (rec.nfields == 0)
+                    continue;
+                s->rec++;
+                if (s->chk && check_row(s, p, rec.len, k, kl, err) != 0)
+                    return -1;
+                *row = p;
+                *rowlen = rec.len + bom;
+                if (key) {
+                    *key = ks ? k : p;
+                    *keylen = ks ? kl : rec.len;
+                }
+                return 1;
+            }
+            if (r == RS_CSV_BAD)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu: %s (field %u)", s->path,
+                                    (unsigned long long)s->rec + 1, fault.what ? fault.what : "malformed record",
+                                    fault.field);
+            /* RS_CSV_MORE: read more below */
+        }
+        if (!s->rd)
+            return rs_error_set(err, RS_EXIT_DATA, "%s: truncated record", s->path);
+        if (s->pos > 0) {
+            memmove(s->buf.data, s->buf.data + s->pos, s->buf.len - s->pos);
+            s->buf.len -= s->pos;
+            s->pos = 0;
+        }
+        if (s->buf.cap - s->buf.len < (1u << 16)) {
+            size_t limit = s->d->max_record ? s->d->max_record : ((size_t)1 << 30);
+            if (s->buf.len > limit + 2)
+                return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu longer than the record limit (%zu bytes)",
+                                    s->path, (unsigned long long)s->rec + 1, limit);
+            if (rs_buf_reserve(&s->buf, s->buf.cap < (1u << 20) ? (1u << 20) : s->buf.cap) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
+        }
+        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            s->eof = 1;
+        s->buf.len += (size_t)n;
+    }
+}
+
+
+int rows_skip_header(rstream *s, rs_error *err)
+{
+    const char *row;
+    size_t n;
+    int r = rows_next(s, 1, &row, &n, NULL, NULL, err);
+    return r < 0 ? -1 : 0;
+}

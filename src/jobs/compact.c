@@ -1,0 +1,177 @@
+/* The compact job (job_compact.h): the library side of `ringshard compact`.
+ *
+ * Why a whole new directory and not in place: the base files are where
+ * readers of the current generations read them, so the merged files cannot
+ * overwrite them; DIR is built again beside itself (mostly in the kernel:
+ * copy_file_range) and exchanged with the old one in one step, as --force
+ * does, under the writer lock that appends take too. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ringshard/bucketdir.h"
+#include "ringshard/deflate.h"
+#include "ringshard/interrupt.h"
+#include "ringshard/job_compact.h"
+#include "ringshard/manifest.h"
+#include "ringshard/outdir.h"
+#include "ringshard/util.h"
+#include "rs_config.h"
+
+/* Appends file k of bd to out at *off, after checking its size against
+ * its manifest. 0 or -1 with err. */
+static int copy_part(const rs_bucketdir *bd, size_t k, int out, const char *out_path, uint64_t *off, rs_error *err)
+{
+    int in = openat(bd->fd, bd->names[k], O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (in < 0 || fstat(in, &st) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot read: %s", bd->paths[k], strerror(errno));
+        if (in >= 0)
+            close(in);
+        return -1;
+    }
+    int rc = 0;
+    if ((uint64_t)st.st_size != bd->files[k]->file_bytes)
+        rc = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (verify it)",
+                          bd->paths[k], (unsigned long long)st.st_size,
+                          (unsigned long long)bd->files[k]->file_bytes);
+    else if (rs_copy_into(in, 0, (uint64_t)st.st_size, out, *off) != 0)
+        rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")
+                            : rs_error_set(err, RS_EXIT_IO, "%s: cannot copy %s into it: %s", out_path, bd->paths[k],
+                                           strerror(errno));
+    *off += (uint64_t)st.st_size;
+    close(in);
+    return rc;
+}
+
+/* Node i's files, one after the other, into od's file of the same name;
+ * *f gets the merged file's manifest entry. k: node i's first file in bd. */
+static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outdir *od, rs_manifest_file *f,
+                      rs_error *err)
+{
+    *f = bd->m.files[i];
+    f->rows = f->bytes = 0;
+    f->crc32 = 0;
+    char *path = rs_outdir_path(od, f->file);
+    int out = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+    if (out < 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path ? path : od->tmp, strerror(errno));
+        free(path);
+        return -1;
+    }
+    uint64_t off = 0;
+    int rc = 0;
+    for (; rc == 0 && *k < bd->nfiles && bd->file_base[*k] == i; ++*k) {
+        const rs_manifest_file *part = bd->files[*k];
+        rc = copy_part(bd, *k, out, path, &off, err);
+        f->crc32 = rs_crc32_combine(f->crc32, part->crc32, part->bytes);
+        f->rows += part->rows;
+        f->bytes += part->bytes;
+    }
+    f->file_bytes = off;
+    if (close(out) != 0 && rc == 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
+    free(path);
+    return rc;
+}
+
+/* The compacted base's manifest: DIR's base with the merged files, every
+ * generation's inputs (with the generation that ingested each) and totals. */
+static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const rs_outdir *od, rs_error *err)
+{
+    rs_manifest m = bd->m;  /* shallow: strings stay the base's */
+    size_t n = bd->m.ninputs;
+    for (size_t g = 0; g < bd->ngens; g++)
+        n += bd->gens[g].ninputs;
+    rs_manifest_input *in = calloc(n + 1, sizeof *in);
+    if (!in)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    size_t k = 0;
+    for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
+        in[k] = bd->m.inputs[i];
+        in[k].generation = in[k].generation ? in[k].generation : base;
+    }
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t i = 0; i < bd->gens[g].ninputs; i++)
+            in[k++] = bd->gens[g].inputs[i];
+    m.schema = 2;
+    m.generation = bd->last_gen;
+    m.tool_version = RS_VERSION;
+    m.inputs = in;
+    m.ninputs = n;
+    m.files = files;
+    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected;
+    m.seconds = 0;
+    int rc = rs_outdir_manifest(od, &m, err);
+    free(in);
+    return rc;
+}
+
+static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, rs_compact_job_result *r,
+                   rs_error *err)
+{
+    if (strcmp(bd->m.kind, "buckets") != 0) {
+        close(lockfd);
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': compact merges bucket directories", o->dir, bd->m.kind);
+    }
+    r->generations = bd->ngens + 1;
+    r->generation = bd->last_gen;
+    r->files_before = bd->nfiles;
+    r->rows = bd->rows, r->bytes = bd->bytes;
+    if (bd->ngens == 0) {
+        close(lockfd);
+        r->files_after = bd->nfiles;
+        return 0;   /* one generation: nothing to merge */
+    }
+    rs_outdir od;
+    if (rs_outdir_begin(&od, o->dir, RS_OUTDIR_FORCE, err) != 0) {
+        close(lockfd);
+        return -1;
+    }
+    od.lockfd = lockfd;   /* held until the replaced DIR is removed */
+    rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
+    if (!files)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; files && i < bd->m.nfiles && !err->code; i++) {
+        if (merge_node(bd, i, &k, &od, &files[i], err) == 0)
+            r->file_bytes += files[i].file_bytes;
+        if (!err->code && rs_interrupt_pending())
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    }
+    if (!err->code)
+        write_manifest(bd, files, &od, err);
+    free(files);
+    if (err->code) {
+        rs_outdir_abort(&od);
+        return -1;
+    }
+    r->files_after = bd->m.nfiles;
+    if (rs_outdir_commit(&od, err) != 0)
+        return -1;
+    r->published = 1;
+    return 0;
+}
+
+int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, rs_error *err)
+{
+    memset(r, 0, sizeof *r);
+    double t0 = rs_now();
+    int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
+    if (lr != 0)
+        return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
+    rs_bucketdir bd;
+    if (rs_bucketdir_open(&bd, o->dir, err) != 0) {
+        close(lockfd);
+        return -1;
+    }
+    int rc = compact(o, lockfd, &bd, r, err);
+    rs_bucketdir_close(&bd);
+    r->seconds = rs_now() - t0;
+    return rc;
+}

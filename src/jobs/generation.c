@@ -1,0 +1,485 @@
+/* Adding a generation to a bucket directory (jobs/generation.h). */
+#define _GNU_SOURCE  /* asprintf */
+#include "jobs/generation.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cluster/cluster.h"
+#include "cluster/world.h"
+#include "ringshard/deflate.h"
+#include "ringshard/log.h"
+#include "ringshard/reader.h"
+
+int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
+{
+    memset(g, 0, sizeof *g);
+    g->lockfd = -1;
+    g->dir = dir;
+    uint64_t missing = 0;
+    if (rs_world_rank() == 0 && !err->code) {
+        int r = rs_outdir_lock(dir, &g->lockfd, err);
+        missing = r == 1;
+        g->locked = r == 0;
+    }
+    rs_world_bcast(&missing, sizeof missing, 0);
+    if (rs_world_agree(err) != 0)
+        return -1;
+    if (missing)
+        return 1;
+    if (asprintf(&g->mpath, "%s/manifest.json", dir) < 0) {
+        g->mpath = NULL;
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&g->bd, dir, err) != 0)
+        return -1;
+    g->opened = 1;
+    const rs_manifest *m = &g->bd.m;
+    if (strcmp(m->kind, "buckets") != 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': --append adds rows to bucket directories", g->mpath,
+                            m->kind);
+    if (m->header && !m->header_line)
+        return rs_error_set(err, RS_EXIT_USAGE,
+                            "%s: DIR has no header line yet (its inputs were empty): replace it (--force) with "
+                            "the new inputs instead of appending",
+                            g->mpath);
+    g->gen = g->bd.last_gen + 1;
+    if (g->gen > RS_GEN_MAX)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: holds %" PRIu64 " generations, the most there can be: compact it",
+                            dir, g->bd.last_gen);
+    rs_gen_dir_name(g->gen, g->gen_name);
+    return 0;
+}
+
+/* ------------------------------------------------------------- options */
+
+static const char *compress_name(int c)
+{
+    return c == RS_COMPRESS_ZSTD ? "zstd" : c ? "gzip" : "none";
+}
+
+static void show_delim(char c, char out[8])
+{
+    if (c == '\t')
+        snprintf(out, 8, "tab");
+    else if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
+        snprintf(out, 8, "\\x%02x", (unsigned char)c);
+    else
+        snprintf(out, 8, "'%c'", c);
+}
+
+static int mismatch(const rs_gen *g, rs_error *err, const char *opt, const char *here, const char *there)
+{
+    return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s: an append must write files as the directory's "
+                        "(leave the option out to take the directory's)",
+                        opt, here, g->mpath, there);
+}
+
+static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
+{
+    const rs_manifest *m = &g->bd.m;
+    char a[64], b[64];
+    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key))))
+        return mismatch(g, err, "--key", po->key ? po->key : "(none: column 1)", m->key ? m->key : "(none: column 1)");
+    if ((given & RS_GIVEN_DELIMITER) && po->dialect.delim != m->delimiter) {
+        show_delim(po->dialect.delim, a);
+        show_delim(m->delimiter, b);
+        return mismatch(g, err, "--delimiter", a, b);
+    }
+    if ((given & RS_GIVEN_HEADER) && !po->header != !m->header)
+        return mismatch(g, err, po->header ? "--header" : "--no-header", po->header ? "a header" : "no header",
+                        m->header ? "a header" : "no header");
+    if ((given & RS_GIVEN_COMPRESS) && po->compress != m->compress)
+        return mismatch(g, err, "--compress", compress_name(po->compress), compress_name(m->compress));
+    if ((given & RS_GIVEN_LEVEL) && m->compress != RS_COMPRESS_NONE && po->level != m->level) {
+        snprintf(a, sizeof a, "%d", po->level);
+        snprintf(b, sizeof b, "%d", m->level);
+        return mismatch(g, err, "--level", a, b);
+    }
+    if ((given & RS_GIVEN_KEYS_ONLY) && !po->keys_only != !m->keys_only)
+        return mismatch(g, err, "--keys-only", po->keys_only ? "keys only" : "whole rows",
+                        m->keys_only ? "keys only" : "whole rows");
+    return 0;
+}
+
+int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
+                 rs_error *err)
+{
+    const rs_manifest *m = &g->bd.m;
+    *ring = NULL;
+    if (check_shaping(g, po, given, err) != 0)
+        return -1;
+    rs_ring_opts ro;
+    rs_nodes nodes = {0};
+    if (rs_ring_parse_description(m->ring_description, &ro, &nodes, err) == 0)
+        *ring = rs_ring_build(&ro, &nodes, err);
+    rs_nodes_free(&nodes);
+    if (!*ring)
+        return -1;
+    if (strcmp(rs_ring_fingerprint(*ring), m->ring_fingerprint) != 0)
+        return rs_error_set(err, RS_EXIT_DATA, "%s: the ring's description has fingerprint %s, the manifest says %s",
+                            g->mpath, rs_ring_fingerprint(*ring), m->ring_fingerprint);
+    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0)
+        return mismatch(g, err, "the ring options", rs_ring_fingerprint(ring_given), m->ring_fingerprint);
+    po->key = m->key;
+    po->dialect.delim = m->delimiter;
+    po->header = m->header;
+    po->compress = m->compress;
+    po->level = m->level;
+    po->keys_only = m->keys_only;
+    po->header_ref = m->header ? m->header_line : NULL;
+    po->header_ref_name = g->mpath;
+    return 0;
+}
+
+/* --------------------------------------------------------------- inputs */
+
+/* What DIR (and this run so far) holds: inputs by size and checksum. */
+typedef struct {
+    uint64_t size, gen;
+    char sum[RS_CHECKSUM_TEXT];
+    const char *path;
+    int this_run;
+} held;
+
+static int add_held(held **h, size_t *n, size_t *cap, held e)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        held *nh = realloc(*h, *cap * sizeof *nh);
+        if (!nh)
+            return -1;
+        *h = nh;
+    }
+    (*h)[(*n)++] = e;
+    return 0;
+}
+
+static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manifest *m, uint64_t gen)
+{
+    for (size_t i = 0; i < m->ninputs; i++) {
+        const rs_manifest_input *in = &m->inputs[i];
+        if (!in->checksum)
+            continue;
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0};
+        snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
+        if (add_held(h, n, cap, e) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The held input with size and checksum sum, or NULL. */
+static const held *find_held(const held *h, size_t n, uint64_t size, const char *sum)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].size == size && strcmp(h[i].sum, sum) == 0)
+            return &h[i];
+    return NULL;
+}
+
+static int size_held(const held *h, size_t n, uint64_t size)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].size == size)
+            return 1;
+    return 0;
+}
+
+/* Acts on input `path` being what `was` holds; 1 when it is skipped. */
+static int on_seen(const held *was, const char *path, rs_on_seen policy, const char *cmd, rs_error *err)
+{
+    char where[256];
+    if (was->this_run)
+        snprintf(where, sizeof where, "the same content as %.200s, earlier in this run", was->path);
+    else
+        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s)", was->gen, was->path);
+    if (policy == RS_SEEN_FAIL)
+        return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s (--on-seen fail); nothing written", path, where);
+    if (policy == RS_SEEN_AGAIN)
+        return 0;
+    if (cmd)
+        fprintf(stderr, "ringshard %s: %s: %s: skipped\n", cmd, path, where);
+    return 1;
+}
+
+static int is_pipe_input(const char *path, struct stat *st)
+{
+    return strcmp(path, "-") == 0 || stat(path, st) != 0 || !S_ISREG(st->st_mode);
+}
+
+/* rank 0's part of rs_gen_seen. */
+static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
+                       uint8_t *skip, const char *cmd, rs_error *err)
+{
+    held *h = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (g && g->opened) {
+        const rs_bucketdir *bd = &g->bd;
+        if (add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1) != 0)
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+        for (size_t k = 0; rc == 0 && k < bd->ngens; k++)
+            if (add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation) != 0)
+                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    /* this run's inputs by size; checksummed when a size is shared */
+    uint64_t *size = calloc(hi - lo + 1, sizeof *size);
+    uint8_t *known = calloc(hi - lo + 1, 1);  /* 1: a regular file (size known) */
+    if (!size || !known)
+        rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = lo; rc == 0 && i < hi; i++) {
+        struct stat st;
+        if (is_pipe_input(po->inputs[i], &st))
+            continue;  /* checked after the run, or the pipeline reports it */
+        known[i - lo] = 1;
+        size[i - lo] = (uint64_t)st.st_size;
+    }
+    for (size_t i = lo; rc == 0 && i < hi; i++) {
+        if (!known[i - lo])
+            continue;
+        int shared = size_held(h, n, size[i - lo]);
+        for (size_t j = i + 1; !shared && j < hi; j++)
+            shared = known[j - lo] && size[j - lo] == size[i - lo];
+        if (!shared)
+            continue;  /* no other content of its size: it cannot be held */
+        uint64_t crc, sz;
+        if (rs_file_checksum(AT_FDCWD, po->inputs[i], po->inputs[i], &crc, &sz, err) != 0) {
+            rc = -1;
+            break;
+        }
+        held e = {sz, 0, {0}, po->inputs[i], 1};
+        rs_checksum_text(crc, e.sum);
+        const held *was = find_held(h, n, sz, e.sum);
+        int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
+        if (r < 0)
+            rc = -1;
+        else if (r > 0)
+            skip[i] = 1;
+        else if (add_held(&h, &n, &cap, e) != 0)
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    free(size);
+    free(known);
+    free(h);
+    return rc;
+}
+
+int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+                size_t *nskipped, const char *cmd, rs_error *err)
+{
+    if (rs_world_rank() == 0 && !err->code)
+        seen_decide(g, po, lo, hi, policy, skip, cmd, err);
+    if (rs_world_agree(err) != 0)
+        return -1;
+    rs_world_bcast(skip + lo, hi - lo, 0);
+    *nskipped = 0;
+    for (size_t i = lo; i < hi; i++)
+        *nskipped += skip[i];
+    return 0;
+}
+
+int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
+                      rs_error *err)
+{
+    int rc = 0;
+    uint64_t v[2] = {0};
+    for (size_t i = 0; i < po->ninputs; i++) {
+        rs_input_stats *in = &res->input[i];
+        struct stat st;
+        int pipe = is_pipe_input(po->inputs[i], &st);
+        /* a unit-split file's checksum, on rank 0, shared */
+        v[0] = in->checksum, v[1] = (uint64_t)in->has_checksum;
+        if (!in->has_checksum && !pipe && rs_world_rank() == 0 && !err->code) {
+            uint64_t sz;
+            if (rs_file_checksum(AT_FDCWD, po->inputs[i], po->inputs[i], &v[0], &sz, err) == 0)
+                v[1] = 1;
+        }
+        rs_world_bcast(v, sizeof v, 0);
+        in->checksum = v[0], in->has_checksum = (int)v[1];
+        if (!pipe || !in->has_checksum || policy == RS_SEEN_AGAIN || !g || !g->opened)
+            continue;
+        char sum[RS_CHECKSUM_TEXT];
+        rs_checksum_text(in->checksum, sum);
+        held *h = NULL;
+        size_t n = 0, cap = 0;
+        const rs_bucketdir *bd = &g->bd;
+        int oom = add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1);
+        for (size_t k = 0; !oom && k < bd->ngens; k++)
+            oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
+        const held *was = oom ? NULL : find_held(h, n, in->size ? in->size : in->bytes, sum);
+        for (size_t k = 0; !was && !oom && k < n; k++)  /* a pipe's size is unknown (0): any size */
+            if (strcmp(h[k].sum, sum) == 0)
+                was = &h[k];
+        if (oom)
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+        else if (was && !rc)
+            rc = rs_error_set(err, RS_EXIT_EXISTS,
+                              "%s: its content was already ingested by generation %" PRIu64 " (as %.200s); a pipe "
+                              "cannot be skipped once read: nothing published",
+                              strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input", was->gen, was->path);
+        free(h);
+    }
+    return rc;
+}
+
+/* -------------------------------------------------------------- staging */
+
+int rs_gen_stage(rs_gen *g, rs_error *err)
+{
+    if (rs_cluster_outdir_begin(&g->od, g->dir, RS_OUTDIR_STAGE, err) != 0)
+        return -1;
+    g->staged = 1;
+    if (!(g->gen_tmp = rs_outdir_path(&g->od, g->gen_name)))
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    else if (rs_world_rank() == 0 && mkdir(g->gen_tmp, 0755) != 0)
+        rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", g->gen_tmp, strerror(errno));
+    return rs_world_agree(err);
+}
+
+char *rs_gen_path(const rs_gen *g, const char *name)
+{
+    char *p;
+    return asprintf(&p, "%s/%s", g->gen_tmp, name) < 0 ? NULL : p;
+}
+
+void rs_gen_first(rs_manifest *m)
+{
+    m->schema = 2;
+    m->generation = 1;
+    for (size_t i = 0; i < m->ninputs; i++)
+        m->inputs[i].generation = 1;
+}
+
+/* A schema-1 base manifest as schema 2 (generation 1: its inputs are
+ * generation 1's), into the staging directory; *digest gets its digest. */
+static int write_upgrade(rs_gen *g, uint64_t digest[2], rs_error *err)
+{
+    rs_manifest up = g->bd.m;   /* shallow: only the copy's numbers change */
+    rs_manifest_input *in = calloc(up.ninputs + 1, sizeof *in);
+    if (!in)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    memcpy(in, up.inputs, up.ninputs * sizeof *in);
+    up.inputs = in;
+    rs_gen_first(&up);
+    char *path = rs_outdir_path(&g->od, "manifest.json");
+    int rc = path ? rs_manifest_write(&up, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    free(in);
+    rs_manifest back = {0};
+    if (rc == 0)
+        rc = rs_manifest_readat(&back, AT_FDCWD, path, path, digest, err);
+    rs_manifest_free(&back);
+    free(path);
+    return rc;
+}
+
+/* Rank 0: the manifests, then the publication's names. */
+static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *err)
+{
+    const rs_manifest *b = &g->bd.m;
+    uint64_t prev[2];
+    memcpy(prev, g->bd.ngens ? g->bd.gen_digests[g->bd.ngens - 1] : g->bd.base_digest, sizeof prev);
+    *upgrade = b->schema < 2;
+    if (*upgrade && write_upgrade(g, prev, err) != 0)
+        return -1;
+    char hex[33];
+    rs_manifest_digest_hex(prev, hex);
+    m->schema = 2;
+    m->kind = "generation";
+    m->generation = g->gen;
+    m->previous = hex;
+    m->ring_description = b->ring_description;
+    m->ring_fingerprint = b->ring_fingerprint;
+    m->key = b->key;
+    m->delimiter = b->delimiter;
+    m->header = b->header;
+    m->header_line = b->header_line;
+    m->compress = b->compress;
+    m->level = b->level;
+    m->keys_only = b->keys_only;
+    for (size_t i = 0; i < m->ninputs; i++)
+        m->inputs[i].generation = g->gen;
+    char *path = rs_gen_path(g, "manifest.json");
+    int rc = path ? rs_manifest_write(m, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    free(path);
+    m->previous = NULL;  /* hex is this function's */
+    return rc;
+}
+
+int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
+{
+    int upgrade = 0;
+    if (rs_world_rank() == 0 && !err->code)
+        write_manifests(g, m, &upgrade, err);
+    const char *names[2] = {"manifest.json", g->gen_name};
+    int rc = rs_cluster_outdir_end_into(&g->od, upgrade ? names : names + 1, upgrade ? 2 : 1, err);
+    g->staged = 0;   /* published or removed */
+    return rc;
+}
+
+void rs_gen_close(rs_gen *g)
+{
+    if (g->staged)
+        rs_cluster_outdir_abort(&g->od);
+    if (g->locked)
+        close(g->lockfd);
+    if (g->opened)
+        rs_bucketdir_close(&g->bd);
+    free(g->gen_tmp);
+    free(g->mpath);
+    memset(g, 0, sizeof *g);
+    g->lockfd = -1;
+}
+
+size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo)
+{
+    size_t n = po->ninputs;
+    if (!every)
+        return n;
+    if (!bytes)
+        return lo + every < n ? lo + (size_t)every : n;
+    uint64_t sum = 0;
+    size_t i = lo;
+    while (i < n && sum < every) {
+        struct stat st;
+        sum += stat(po->inputs[i], &st) == 0 ? (uint64_t)st.st_size : 0;
+        i++;
+    }
+    return i;
+}
+
+int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
+                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
+                  rs_error *err)
+{
+    size_t n = po->ninputs;
+    uint8_t *skip = calloc(n + 1, 1);
+    if (!skip)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t lo = 0; lo < n && !err->code;) {
+        size_t hi = rs_gen_chunk_end(po, every, bytes, lo);
+        chunk(ctx, lo, hi, skip, err);
+        lo = hi;
+    }
+    free(skip);
+    return err->code ? -1 : 0;
+}
+
+int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                  const char ***sel, rs_error *err)
+{
+    *po = *all;
+    if (!(*sel = malloc((hi - lo + 1) * sizeof **sel)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    size_t n = 0;
+    for (size_t i = lo; i < hi; i++)
+        if (!skip[i])
+            (*sel)[n++] = all->inputs[i];
+    po->inputs = *sel;
+    po->ninputs = n;
+    return 0;
+}

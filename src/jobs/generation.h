@@ -1,0 +1,134 @@
+/* jobs/generation.h - adding a generation to a bucket directory: the steps
+ * that bucket --append and dedup --append share.
+ *
+ * A bucket directory grows by GENERATIONS (docs/format.md, "Appendable
+ * bucket directories"): the base (DIR/manifest.json and DIR/<node>.csv.gz,
+ * as `bucket` writes it) and then DIR/g<N>/ for each append, holding the
+ * append's manifest and a headerless segment for each node that got rows.
+ * An append:
+ *
+ *   1. takes DIR's writer lock (rs_outdir_lock) - two appends take turns -
+ *      and opens DIR as a reader does (rs_bucketdir: the base and every
+ *      generation, their digests chained);
+ *   2. checks what shapes the files against the base manifest (ring, key,
+ *      delimiter, header, compression, level, keys only: rs_gen_check);
+ *   3. drops the inputs whose content DIR has already ingested
+ *      (rs_gen_seen: by size, then by CRC-64 of the stored bytes);
+ *   4. stages g<N> in a temporary directory beside DIR (rs_gen_stage),
+ *      where the job writes the segments;
+ *   5. writes g<N>/manifest.json, naming the previous generation's
+ *      manifest digest, and publishes: one rename of g<N> into DIR
+ *      (rs_gen_publish). A schema-1 DIR gets its base manifest rewritten as
+ *      schema 2 (the same content) just before, in its own rename.
+ *
+ * Nothing in DIR changes before that rename (but the schema-1 upgrade,
+ * which describes the same rows), so a failed or killed append leaves DIR
+ * as it was, and readers that opened DIR before it never see g<N>.
+ *
+ * Under MPI every function is collective: rank 0 holds the lock, decides
+ * and publishes; every rank opens DIR at rank 0's state and stages into the
+ * same temporary directory. */
+#ifndef RS_JOBS_GENERATION_H
+#define RS_JOBS_GENERATION_H
+
+#include <stdint.h>
+#include "ringshard/bucketdir.h"
+#include "ringshard/job_bucket.h"  /* rs_on_seen, RS_GIVEN_* */
+#include "ringshard/manifest.h"
+#include "ringshard/outdir.h"
+#include "ringshard/pipeline.h"
+#include "ringshard/ring.h"
+
+
+typedef struct {
+    const char *dir;
+    int lockfd;            /* rank 0: DIR's writer lock, when locked */
+    int locked;
+    int opened;            /* bd is open */
+    rs_bucketdir bd;       /* DIR under the lock: its base and generations */
+    uint64_t gen;          /* the generation being added (bd.last_gen + 1) */
+    char gen_name[16];     /* its directory's name */
+    rs_outdir od;          /* the staging directory beside DIR */
+    int staged;
+    char *gen_tmp;         /* od.tmp/<gen_name>: where the segments go */
+    char *mpath;           /* DIR/manifest.json, for messages */
+} rs_gen;
+
+/* Locks and opens DIR (steps 1). Returns 0, 1 when DIR does not exist
+ * (nothing is held: the caller creates it, and opens again if another run
+ * created it first), or -1 with err (RS_EXIT_USAGE for a directory that is
+ * not a bucket directory: a move directory, a keys-only one that cannot
+ * take rows...). Collective. */
+int rs_gen_open(rs_gen *g, const char *dir, rs_error *err);
+
+/* Step 2: the job's options against DIR's base manifest. Options the
+ * command line gave (given: RS_GIVEN_* bits) must equal DIR's: otherwise
+ * RS_EXIT_USAGE naming the option and both values; the others are set in
+ * po from the manifest (key, delimiter, header, compression, level, keys
+ * only). *ring is DIR's ring, built from its description (the caller
+ * frees it): with RS_GIVEN_RING its fingerprint must equal ring_given's.
+ * Also points po at DIR's header (header_ref, header_ref_name), which every
+ * input's header must equal. */
+int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
+                 rs_error *err);
+
+/* Step 3: decides for inputs [lo, hi) of po which to ingest. An input
+ * whose size equals that of an input DIR ingested, or of an earlier one of
+ * this run, is checksummed (rs_file_checksum) and compared; one DIR (or
+ * this run) already holds is skipped with a note on stderr (RS_SEEN_SKIP),
+ * fails the run (RS_SEEN_FAIL: RS_EXIT_EXISTS naming the input and the
+ * generation that holds it), or is ingested again (RS_SEEN_AGAIN). skip[i]
+ * (for i in [lo, hi)) is set to 1 for those skipped; *nskipped counts
+ * them. With dir NULL (DIR does not exist yet) only this run's inputs are
+ * compared. Pipes cannot be read twice: they are checked after the run
+ * (rs_gen_seen_after). Collective (rank 0 decides). */
+int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+                size_t *nskipped, const char *cmd, rs_error *err);
+
+/* After the run: every input read has its checksum (a unit-split file's is
+ * taken now, in a pass of its own), and a pipe whose content DIR already
+ * held fails the run unless RS_SEEN_AGAIN (it cannot be un-read).
+ * Collective. */
+int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
+                      rs_error *err);
+
+/* Step 4: creates the staging directory beside DIR and g<N> in it.
+ * Collective. */
+int rs_gen_stage(rs_gen *g, rs_error *err);
+
+/* The path of `name` in the staged generation (malloc'd; NULL when out of
+ * memory). */
+char *rs_gen_path(const rs_gen *g, const char *name);
+
+/* Step 5 (rank 0 writes, every rank calls): fills m's schema, kind,
+ * generation, previous digest and the shaping options from DIR's base,
+ * writes it as g<N>/manifest.json, upgrades a schema-1 base manifest, and
+ * publishes. Collective; 0, or -1 on every rank. */
+int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err);
+
+/* Removes the staging directory unless published, releases the lock and
+ * closes DIR. Not collective; g may be zeroed. */
+void rs_gen_close(rs_gen *g);
+
+/* --commit-every: where the chunk of inputs that starts at lo ends: every
+ * `every` inputs, or (bytes) once the chunk's inputs hold `every` bytes as
+ * stored; every 0: all of them. */
+size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo);
+
+/* Runs chunk(ctx, lo, hi, skip, err) on each chunk of po's inputs
+ * (rs_gen_chunk_end), in order, while err is clear; skip[i] says which
+ * inputs a chunk skipped (rs_gen_seen). 0, or -1 with err. */
+int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
+                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
+                  rs_error *err);
+
+/* po = *all with inputs [lo, hi) of all but the skipped ones (*sel: the
+ * array, the caller's to free). 0, or -1 with err. */
+int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                  const char ***sel, rs_error *err);
+
+/* The manifest of a fresh bucket directory that will grow: schema 2,
+ * generation 1, every input recorded as ingested by generation 1. */
+void rs_gen_first(rs_manifest *m);
+
+#endif

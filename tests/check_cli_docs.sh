@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The man pages and the bash completion against the command's --help
+# (ctest: cli_docs). Installs the build into a scratch prefix, then, for
+# every command `ringshard --help` lists:
+#   - its page ringshard-COMMAND.1 is installed under share/man/man1, renders
+#     without a warning (mandoc -T lint -W warning; groff -ww -z), and
+#     `man -l` of it shows every option `ringshard COMMAND --help` lists;
+#   - the installed completion, driven through its function in bash as
+#     bash's completion engine calls it, offers every command, every option
+#     of the command's --help, and for every option whose --help shows a list
+#     a|b|c exactly those values; a few values given in prose too (--scheme,
+#     --hash, --compat), files and directories where they belong.
+# The options are read from --help here independently of
+# tools/gen_cli_docs.py (a line that starts with -x or --opt: its --opt and
+# -x tokens before the description), so that a generator that drops one fails.
+# Also: the README's exit-code table lists the codes `ringshard --help` does.
+# Usage: tests/check_cli_docs.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+src=$(cd "$(dirname "$0")/.." && pwd)
+RS=${RINGSHARD_TEST_BINARY:-$build/ringshard}
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+for t in mandoc groff man col; do
+    command -v $t > /dev/null || { echo "check_cli_docs: $t not found (tools/deps.sh installs it)" >&2; exit 1; }
+done
+prefix=$(mktemp -d "${RINGSHARD_TEST_TMPDIR:-/tmp}/cli_docs.XXXXXX")
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" > /dev/null
+man1=$prefix/share/man/man1
+completion=$prefix/share/bash-completion/completions/ringshard
+[ -f "$completion" ] || bad "no completion installed at share/bash-completion/completions/ringshard"
+
+commands=$("$RS" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1; next} on {exit}')
+[ -n "$commands" ] || bad "no commands in ringshard --help"
+
+# options COMMAND: every option its --help lists, one a line
+options() {
+    "$RS" "$1" --help | grep -E '^ {1,8}(-[A-Za-z0-9], +)?--?[a-z]' | sed -E 's/^ +//; s/ {2,}.*//' |
+        awk '{for (i = 1; i <= NF; i++) {t = $i; sub(/,$/, "", t);
+              if (t ~ /^--?[A-Za-z0-9][a-z0-9-]*$/) print t; else if (t != "/" && t !~ /[A-Z|=\[,.]/) break}}' |
+        sort -u
+}
+# lists COMMAND: "option value|value|..." for every option whose synopsis shows a list
+lists() {
+    "$RS" "$1" --help | grep -E '^ {1,8}--[a-z][a-z0-9-]* [a-z0-9_=A-Z]+(\|[a-z0-9_=A-Z]+)+( |$)' |
+        awk '{print $1, $2}'
+}
+
+# complete LINE: what the completion offers at the end of LINE, sorted, one
+# a line. Words split as bash splits them for completion (COMP_WORDBREAKS
+# holds '=': "--opt=va" is "--opt", "=", "va").
+complete_line() {
+    bash -c '
+        source "$1"
+        line=$2
+        words=()
+        rest=$line
+        while [ -n "$rest" ]; do
+            rest=${rest#"${rest%%[! ]*}"}
+            [ -z "$rest" ] && break
+            w=${rest%%[ =]*}
+            if [ -z "$w" ]; then w="="; fi
+            words+=("$w")
+            rest=${rest#"$w"}
+        done
+        case "$line" in *" ") words+=("") ;; esac
+        COMP_WORDS=("${words[@]}")
+        COMP_CWORD=$((${#words[@]} - 1))
+        COMP_LINE=$line
+        COMP_POINT=${#line}
+        _ringshard ringshard "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+        printf "%s\n" "${COMPREPLY[@]}" | sort' _ "$completion" "$1"
+}
+
+expect_completion() {  # LINE WANT...: the completion offers exactly WANT
+    local line=$1 got want
+    shift
+    got=$(complete_line "$line" | tr '\n' ' ')
+    want=$(printf '%s\n' "$@" | sort | tr '\n' ' ')
+    [ "$got" = "$want" ] || bad "completion of '$line': got [$got], want [$want]"
+}
+
+expect_completion "ringshard " $commands --help --version
+for c in $commands; do
+    page=$man1/ringshard-$c.1
+    if [ ! -f "$page" ]; then
+        bad "$c: no man page installed at share/man/man1/ringshard-$c.1"
+        continue
+    fi
+    lint=$(mandoc -T lint -W warning "$page" 2>&1; groff -ww -z -man "$page" 2>&1)
+    [ -z "$lint" ] || bad "$c: the page does not render cleanly: $lint"
+    text=$(MANWIDTH=200 man -l "$page" 2>/dev/null | col -b)
+    offered=" $(complete_line "ringshard $c -" | tr '\n' ' ') "
+    opts=$(options "$c")
+    [ -n "$opts" ] || bad "$c: no options read from its --help"
+    for o in $opts; do
+        grep -qE -- "(^|[^a-z0-9-])$o([^a-z0-9-]|\$)" <<< "$text" || bad "$c: $o is not in man -l ringshard-$c.1"
+        [[ "$offered" == *" $o "* ]] || bad "$c: $o is not completed"
+    done
+    while read -r o list; do
+        [ -n "$o" ] || continue
+        want=$(tr '|' '\n' <<< "$list" | sed -E 's/=[A-Z]+$/=/' | sort -u)
+        # shellcheck disable=SC2086 # one value a word
+        got=$(complete_line "ringshard $c $o " | sort -u)
+        [ "$got" = "$want" ] || bad "$c: completion of $o: got [$(echo $got)], want [$(echo $want)]"
+    done < <(lists "$c" | awk '{a[$1] = a[$1] ? a[$1] "|" $2 : $2} END {for (o in a) print o, a[o]}')
+done
+[ -f "$man1/ringshard.1" ] || bad "no ringshard(1) installed"
+
+# values --help gives in prose, and what completes files and directories
+expect_completion "ringshard bucket --scheme " ring ketama slots modulo jump
+expect_completion "ringshard locate --hash m" murmur3_128 murmur3_32 murmur64a_java md5_ketama
+expect_completion "ringshard ring --compat libm" libmemcached libmemcached-spy
+expect_completion "ringshard plan --order " smallest largest unsigned signed
+expect_completion "ringshard bucket --on-bad-row q" quarantine=
+expect_completion "ringshard bucket --compress=z" zstd
+expect_completion "ringshard dedup --keep=" first last
+expect_completion "ringshard simulate --key-pattern " seq random
+(
+    cd "$prefix"
+    mkdir -p dir.d && touch file.f
+    expect_completion "ringshard bucket -o " bin dir.d include lib share
+    expect_completion "ringshard bucket --nodes-file fi" file.f
+    expect_completion "ringshard bucket --on-bad-row=quarantine=fi" file.f
+    expect_completion "ringshard verify " bin dir.d include lib share
+    expect_completion "ringshard bucket --level " 
+    expect_completion "ringshard bucket fi" file.f
+    exit $fail
+) || fail=1
+
+# the README's exit codes are the command's
+readme=$(sed -n '/^## Exit codes/,/^## /p' "$src/README.md" | grep -oE '^\| [0-9]+ ' | tr -dc '0-9\n' | sort -n | tr '\n' ' ')
+helped=$("$RS" --help | sed -n '/^Exit codes:/,$p' | grep -oE '^ +[0-9]+ ' | tr -dc '0-9\n' | sort -n | tr '\n' ' ')
+[ -n "$readme" ] && [ "$readme" = "$helped" ] || bad "exit codes: README.md lists [$readme], ringshard --help [$helped]"
+
+[ $fail = 0 ] && echo "check_cli_docs: $(echo $commands | wc -w) commands: pages, options and completion agree with --help"
+exit $fail
