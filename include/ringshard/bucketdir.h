@@ -107,6 +107,15 @@ void rs_bucketdir_sel_free(rs_bucketdir_sel *sel);
 int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
                             const char *header, rs_error *err);
 
+/* File i's key index (keyidx.h), as the manifests list it: its own
+ * (beside it, in its generation's manifest), or one that a later
+ * generation built for it (that generation's "indexes"). Returns 1 with
+ * *name (malloc'd: its name under bd->fd), *size, *crc32 and *by_row (the
+ * listing manifest's options.dedup is "row": the index holds rows), 0 when
+ * it has none, -1 when out of memory. */
+int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_t *size, uint32_t *crc32,
+                          int *by_row);
+
 /* The manifest that lists file i ("DIR/manifest.json",
  * "DIR/g00000002/manifest.json"), for messages: malloc'd, NULL when out of
  * memory. */

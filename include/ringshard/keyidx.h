@@ -103,6 +103,15 @@ int rs_keyidx_finish(rs_keyidx_writer *w, const rs_keyidx_of *of, uint64_t *file
 /* Releases a writer without finishing it and removes its file. */
 void rs_keyidx_abort(rs_keyidx_writer *w);
 
+/* Writes the index of files concatenated (compact): the runs of indexes
+ * names[0..n) under dirfd (paths for messages), opened with rs_keyidx_open
+ * against want[k] and sizes[k], copied one after the other behind a new
+ * header saying `of` (the merged file). *file_bytes and *crc32 get the new
+ * index's size and CRC-32. 0, or -1 with err (the file removed). */
+int rs_keyidx_concat(const char *out, int dirfd, const char *const *names, const char *const *paths,
+                     const rs_keyidx_of *want, const uint64_t *sizes, size_t n, const rs_keyidx_of *of,
+                     uint64_t *file_bytes, uint32_t *crc32, rs_error *err);
+
 /* ------------------------------------------------------------ reading */
 
 /* An index opened for lookups. */

@@ -566,3 +566,44 @@ int rs_keyidx_scan(rs_keyidx *x, int (*each)(void *ctx, uint64_t fp, const char 
     scan_job j = {each, ctx};
     return each_run(x, scan_one, &j, err);
 }
+
+/* ---------------------------------------------------------- concatenation */
+
+/* Copies index x's runs (all but its header) to w, through w's CRC. */
+static int copy_runs(rs_keyidx *x, rs_keyidx_writer *w, rs_error *err)
+{
+    unsigned char buf[1 << 16];
+    for (uint64_t pos = RS_KEYIDX_HEADER; pos < x->size;) {
+        size_t n = x->size - pos < sizeof buf ? (size_t)(x->size - pos) : sizeof buf;
+        if (read_at(x, buf, n, pos, err) != 0)
+            return -1;
+        put(w, buf, n);
+        pos += n;
+    }
+    return w->failed ? rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(w->failed)) : 0;
+}
+
+int rs_keyidx_concat(const char *out, int dirfd, const char *const *names, const char *const *paths,
+                     const rs_keyidx_of *want, const uint64_t *sizes, size_t n, const rs_keyidx_of *of,
+                     uint64_t *file_bytes, uint32_t *crc32, rs_error *err)
+{
+    rs_keyidx_writer w;
+    if (rs_keyidx_create(&w, out, 0, err) != 0)
+        return -1;
+    for (size_t k = 0; k < n; k++) {
+        rs_keyidx x;
+        if (rs_keyidx_open(&x, dirfd, names[k], paths[k], &want[k], sizes[k], err) != 0) {
+            rs_keyidx_abort(&w);
+            return -1;
+        }
+        int rc = copy_runs(&x, &w, err);
+        w.entries += x.entries;
+        w.runs += x.runs;
+        rs_keyidx_close(&x);
+        if (rc != 0) {
+            rs_keyidx_abort(&w);
+            return -1;
+        }
+    }
+    return rs_keyidx_finish(&w, of, file_bytes, crc32, err);
+}

@@ -17,6 +17,7 @@
 #include "ringshard/deflate.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/job_compact.h"
+#include "ringshard/keyidx.h"
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 #include "ringshard/util.h"
@@ -56,6 +57,7 @@ static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outd
     *f = bd->m.files[i];
     f->rows = f->bytes = 0;
     f->crc32 = 0;
+    f->index = NULL;
     char *path = rs_outdir_path(od, f->file);
     int out = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
     if (out < 0) {
@@ -79,11 +81,67 @@ static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outd
     return rc;
 }
 
+/* Every file's key index, when every file has one (1; 0 when one lacks
+ * it: the merged files get none, and dedup --append builds them), with
+ * the mode they share. -1 with err. */
+static int find_indexes(const rs_bucketdir *bd, char **names, uint64_t *sizes, int *by_row, rs_error *err)
+{
+    int mode = -1;
+    for (size_t k = 0; k < bd->nfiles; k++) {
+        uint32_t crc;
+        int row, r = rs_bucketdir_index_of(bd, k, &names[k], &sizes[k], &crc, &row);
+        if (r < 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        if (r == 0 || (mode >= 0 && row != mode))
+            return 0;
+        mode = row;
+    }
+    *by_row = mode > 0;
+    return bd->nfiles > 0;
+}
+
+/* Node i's indexes (files [k0, k) of bd) concatenated into the index of
+ * its merged file f, named after it. */
+static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const *names, const uint64_t *sizes,
+                       int by_row, const rs_outdir *od, rs_manifest_file *f, rs_error *err)
+{
+    size_t n = k - k0;
+    rs_keyidx_of *want = calloc(n + 1, sizeof *want);
+    char *stem = strdup(f->file), *path = NULL;
+    int rc = -1;
+    if (!want || !stem) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    char *dot = strstr(stem, ".csv");
+    if (dot)
+        *dot = '\0';
+    if (asprintf(&f->index, "%s.keyidx", stem) < 0 || !(path = rs_outdir_path(od, f->index))) {
+        f->index = NULL;
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        goto out;
+    }
+    for (size_t q = 0; q < n; q++) {
+        const rs_manifest_file *part = bd->files[k0 + q];
+        want[q] = (rs_keyidx_of){part->rows, part->bytes, part->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
+    }
+    rs_keyidx_of of = {f->rows, f->bytes, f->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
+    rc = rs_keyidx_concat(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
+                          sizes + k0, n, &of, &f->index_bytes, &f->index_crc32, err);
+out:
+    free(want);
+    free(stem);
+    free(path);
+    return rc;
+}
+
 /* The compacted base's manifest: DIR's base with the merged files, every
  * generation's inputs (with the generation that ingested each) and totals. */
-static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const rs_outdir *od, rs_error *err)
+static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup, const rs_outdir *od,
+                          rs_error *err)
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
+    m.dedup = (char *)dedup;
     size_t n = bd->m.ninputs;
     for (size_t g = 0; g < bd->ngens; g++)
         n += bd->gens[g].ninputs;
@@ -135,17 +193,29 @@ static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, r
     }
     od.lockfd = lockfd;   /* held until the replaced DIR is removed */
     rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
-    if (!files)
+    char **inames = calloc(bd->nfiles + 1, sizeof *inames);
+    uint64_t *isizes = calloc(bd->nfiles + 1, sizeof *isizes);
+    int by_row = 0, indexed = 0;
+    if (!files || !inames || !isizes)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
+    else
+        indexed = find_indexes(bd, inames, isizes, &by_row, err);
     size_t k = 0;
     for (size_t i = 0; files && i < bd->m.nfiles && !err->code; i++) {
+        size_t k0 = k;
         if (merge_node(bd, i, &k, &od, &files[i], err) == 0)
             r->file_bytes += files[i].file_bytes;
+        if (!err->code && indexed > 0)
+            merge_index(bd, k0, k, inames, isizes, by_row, &od, &files[i], err);
         if (!err->code && rs_interrupt_pending())
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     }
     if (!err->code)
-        write_manifest(bd, files, &od, err);
+        write_manifest(bd, files, indexed > 0 ? (by_row ? "row" : "first") : NULL, &od, err);
+    for (size_t i = 0; files && i < bd->m.nfiles; i++)
+        free(files[i].index);
+    rs_free_strings(inames, bd->nfiles);
+    free(isizes);
     free(files);
     if (err->code) {
         rs_outdir_abort(&od);

@@ -271,28 +271,19 @@ static char *stem_of(const char *file)
 static int locate_index(dstate *s, size_t k, rs_error *err)
 {
     const rs_bucketdir *bd = &s->g->bd;
-    const rs_manifest_file *f = bd->files[k];
     rs_index_at *at = &s->at[k];
-    char dn[16], *name = NULL;
+    char *name;
+    uint64_t size;
+    uint32_t crc;
+    int by_row, r = rs_bucketdir_index_of(bd, k, &name, &size, &crc, &by_row);
     at->dirfd = bd->fd;
-    if (f->index) {
-        rs_gen_dir_name(bd->file_gen[k], dn);
-        if (asprintf(&name, "%s%s%s", bd->headerless[k] ? dn : "", bd->headerless[k] ? "/" : "", f->index) < 0)
-            name = NULL;
-    }
-    for (size_t g = 0; !f->index && !name && g < bd->ngens; g++)
-        for (size_t x = 0; x < bd->gens[g].nindexes && !name; x++) {
-            const rs_manifest_index *mi = &bd->gens[g].indexes[x];
-            rs_gen_dir_name(bd->gens[g].generation, dn);
-            if (mi->generation == bd->file_gen[k] && !strcmp(mi->file, f->file) &&
-                asprintf(&name, "%s/%s", dn, mi->index) < 0)
-                name = NULL;
-        }
-    if (name) {
+    if (r < 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (r > 0) {
         at->name = name;
         return 0;
     }
-    char *stem = stem_of(f->file), built[64];
+    char *stem = stem_of(bd->files[k]->file), built[64];
     snprintf(built, sizeof built, ".g%08llu.keyidx", (unsigned long long)bd->file_gen[k]);
     char *bname = stem ? join(stem, built, "") : NULL;
     at->built = bname ? out_path(s, bname) : NULL;

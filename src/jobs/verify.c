@@ -289,12 +289,6 @@ static void check_inputs(vstate *s)
         }
 }
 
-/* The manifest that wrote a file's index says what it holds. */
-static uint8_t mode_of(const rs_manifest *m)
-{
-    return m->dedup && !strcmp(m->dedup, "row") ? ROWS : KEYS;
-}
-
 /* Records file i's key index (name under DIR) and marks it listed. */
 static void note_index(vstate *s, uint8_t *listed, size_t i, char *name, uint64_t size, uint32_t crc, uint8_t mode)
 {
@@ -318,21 +312,14 @@ static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
         !(s->sum = calloc(2 * (bd->nfiles + 1), sizeof *s->sum)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t i = 0; i < bd->nfiles; i++) {
-        const rs_manifest_file *f = bd->files[i];
-        char *name = NULL, dn[16];
-        rs_gen_dir_name(bd->file_gen[i], dn);
-        const rs_manifest *own = bd->headerless[i] ? &bd->gens[bd->file_gen[i] - bd->m.generation - 1] : &bd->m;
-        if (f->index && asprintf(&name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "",
-                                 f->index) >= 0)
-            note_index(s, listed, i, name, f->index_bytes, f->index_crc32, mode_of(own));
-        for (size_t g = 0; !f->index && g < bd->ngens; g++)
-            for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
-                const rs_manifest_index *x = &bd->gens[g].indexes[k];
-                rs_gen_dir_name(bd->gens[g].generation, dn);
-                if (x->generation == bd->file_gen[i] && !strcmp(x->file, f->file) && !s->ix[i].name &&
-                    asprintf(&name, "%s/%s", dn, x->index) >= 0)
-                    note_index(s, listed, i, name, x->index_bytes, x->index_crc32, mode_of(&bd->gens[g]));
-            }
+        char *name;
+        uint64_t size;
+        uint32_t crc;
+        int by_row, r = rs_bucketdir_index_of(bd, i, &name, &size, &crc, &by_row);
+        if (r < 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        if (r > 0)
+            note_index(s, listed, i, name, size, crc, by_row ? ROWS : KEYS);
     }
     for (size_t g = 0; g < bd->ngens; g++)  /* one that indexes no file of DIR */
         for (size_t k = 0; k < bd->gens[g].nindexes; k++) {

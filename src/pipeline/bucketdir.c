@@ -346,6 +346,43 @@ void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
     memset(sel, 0, sizeof *sel);
 }
 
+/* The manifest of generation gen (the base's or an appended one's). */
+static const rs_manifest *manifest_of_gen(const rs_bucketdir *bd, uint64_t gen)
+{
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    return gen > base && gen - base <= bd->ngens ? &bd->gens[gen - base - 1] : &bd->m;
+}
+
+int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_t *size, uint32_t *crc32,
+                          int *by_row)
+{
+    const rs_manifest_file *f = bd->files[i];
+    char dn[16];
+    *name = NULL;
+    if (f->index) {
+        rs_gen_dir_name(bd->file_gen[i], dn);
+        if (asprintf(name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "", f->index) < 0)
+            return -1;
+        const rs_manifest *own = manifest_of_gen(bd, bd->file_gen[i]);
+        *size = f->index_bytes, *crc32 = f->index_crc32;
+        *by_row = own->dedup && !strcmp(own->dedup, "row");
+        return 1;
+    }
+    for (size_t g = 0; g < bd->ngens; g++)
+        for (size_t x = 0; x < bd->gens[g].nindexes; x++) {
+            const rs_manifest_index *mi = &bd->gens[g].indexes[x];
+            if (mi->generation != bd->file_gen[i] || strcmp(mi->file, f->file) != 0)
+                continue;
+            rs_gen_dir_name(bd->gens[g].generation, dn);
+            if (asprintf(name, "%s/%s", dn, mi->index) < 0)
+                return -1;
+            *size = mi->index_bytes, *crc32 = mi->index_crc32;
+            *by_row = bd->gens[g].dedup && !strcmp(bd->gens[g].dedup, "row");
+            return 1;
+        }
+    return 0;
+}
+
 char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
 {
     char *p = NULL, dname[16];
