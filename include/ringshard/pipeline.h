@@ -213,6 +213,13 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *opts);
  * batch_bytes, or 0 when memory cannot hold its buffers. */
 size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *opts);
 
+/* Whether `lanes` pipelines of one process (cluster/lanes.h), each with
+ * its share of opts->memory (what the ring and the libraries leave, split
+ * evenly: *share gets it), ceil(threads / lanes) threads and batches of
+ * cap bytes (the process's batch size, so that the output does not depend
+ * on the lanes), fit their shares. */
+int rs_pipeline_lanes_fit(const rs_pipeline_opts *opts, int lanes, size_t cap, uint64_t *share);
+
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_USAGE when
  * opts->memory is below rs_pipeline_min_memory (the message says what it
  * needs and why), RS_EXIT_DATA for bad input
