@@ -513,3 +513,70 @@ Test(mpi, lanes_under_ranks_identical)
                    R, js[k], P, several ? "grep -q '^ringshard: info: lanes: [2-4] (' log && " : "");
             }
 }
+
+/* A bucket directory of three generations (bucket, then two appends):
+ * plan --from-buckets --emit and dedup --buckets under 1-3 ranks give one
+ * process's bytes, reading every generation; and `bucket --append` itself
+ * under 1-3 ranks (two generations with --commit-every 1) adds the bytes
+ * one process adds, manifests included but their wall times. */
+Test(mpi, multi_generation_directory_identical_for_1_to_3_ranks)
+{
+    make_inputs();
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 7 --memory 32M -o D big.csv.gz tiny1.csv && "
+       "\"$RS\" bucket --quiet --append -o D bills_a.csv.gz tiny2.csv.gz && "
+       "\"$RS\" bucket --quiet --append -o D bills_b.csv.gz && test -d D/g00000003 && "
+       "\"$RS\" plan --quiet --from-buckets D --add 2 --emit pref > pref.txt && "
+       "\"$RS\" dedup --quiet --buckets D -o dref");
+    /* the appended generations, manifests but their wall times (and so the
+     * digests that chain them: verify checks the chain) */
+#define SAME_GENS(a, b)                                                                                  \
+    "diff -r -x manifest.json " a " " b " && for m in $(cd " a " && ls -d manifest.json g*/manifest.json); do " \
+    "grep -v -e '\"seconds\"' -e '\"previous\"' " a "/$m > m1 && grep -v -e '\"seconds\"' -e '\"previous\"' " b "/$m " \
+    "> m2 && cmp m1 m2 || exit 1; done"
+    OK("gzip -c tiny1.csv > tiny1.csv.gz && rm -rf A && cp -a D A && "
+       "\"$RS\" bucket --quiet --append --commit-every 1 --memory 32M -o A bills_c.csv tiny1.csv.gz && "
+       "test -d A/g00000005 && \"$RS\" verify --quiet A");
+    for (int R = 1; R <= 3; R++) {
+        OK(MPIRUN "%d \"$RS\" plan --quiet -j 1 --from-buckets D --add 2 --emit p%d > p%d.txt && " SAME("pref", "p%d")
+               " && cmp pref.txt p%d.txt",
+           R, R, R, R, R, R, R, R);
+        OK(MPIRUN "%d \"$RS\" dedup --quiet -j 1 --buckets D -o d%d && " SAME("dref", "d%d"), R, R, R, R, R, R);
+        OK("rm -rf B && cp -a D B && " MPIRUN "%d \"$RS\" bucket --quiet -j 1 --append --commit-every 1 --memory 32M "
+           "-o B bills_c.csv tiny1.csv.gz && " SAME_GENS("A", "B") " && \"$RS\" verify --quiet B && rm -r B",
+           R);
+    }
+}
+
+/* The ranks read the generations rank 0 read, whatever appends publish
+ * meanwhile: one appends after rank 0 has read the manifests (it waits at
+ * the hold, RINGSHARD_TEST_HOLD_DIR), another while rank 1 is stopped
+ * before its open (RINGSHARD_TEST_PAUSE_AT=dir-open); plan --from-buckets
+ * --emit and dedup --buckets exit 0 with one process's output for the
+ * directory as it was. Waits for the states, never for a time. */
+Test(mpi, ranks_read_the_generations_rank_0_read_while_appends_publish)
+{
+    make_inputs();
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 7 -o D bills_a.csv.gz && "
+       "\"$RS\" bucket --quiet --append -o D bills_b.csv.gz && \"$RS\" bucket --quiet --append -o D bills_c.csv && "
+       "\"$RS\" plan --quiet --from-buckets D --add 1 --emit Mref && \"$RS\" dedup --quiet --buckets D -o Xref");
+    const char *const cmds[] = {"plan --quiet --from-buckets D --add 1 --emit M", "dedup --quiet --buckets D -o X"};
+    const char *const outs[] = {"Mref M", "Xref X"};
+    for (size_t k = 0; k < 2; k++) {
+        res r = sh(WAIT_SH "rm -rf D.keep && cp -a D D.keep && rm -f hold rank1.pid; "
+                   MPIRUN "2 sh -c 'if [ \"$OMPI_COMM_WORLD_RANK\" = 0 ]; then "
+                   "export RINGSHARD_TEST_HOLD_DIR=\"$PWD/hold\"; else echo $$ > rank1.pid; "
+                   "export RINGSHARD_TEST_PAUSE_AT=dir-open; fi; exec \"$RS\" \"$@\"' sh %s > mpirun.log 2>&1 & job=$!; "
+                   "wait_for 'rank 0 to read the generations' '[ -e hold ]' || { kill $job; exit 124; }; "
+                   "\"$RS\" bucket --quiet --append -o D tiny1.csv && rm hold && "
+                   "wait_for 'rank 1 to start' '[ -s rank1.pid ]' || { kill $job; exit 124; }; "
+                   "wait_stopped $(cat rank1.pid) 'rank 1 before its open' || { kill $job; exit 124; }; "
+                   "\"$RS\" bucket --quiet --append -o D tiny2.csv.gz && kill -CONT $(cat rank1.pid); "
+                   "wait $job; rc=$?; cat mpirun.log >&2; test -d D/g00000005 && rm -rf D && mv D.keep D && exit $rc",
+                   cmds[k]);
+        cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", cmds[k], r.rc, r.err);
+        res_free(&r);
+        char a[8], b[8];
+        sscanf(outs[k], "%7s %7s", a, b);
+        OK("diff -r -x manifest.json %s %s", a, b);
+    }
+}

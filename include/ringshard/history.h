@@ -8,7 +8,9 @@
  * fit its budget, looks each part up in every index of the history (the
  * fingerprint blocks that can hold them, then the exact key of every
  * fingerprint that matches), and drops every new row whose key the history
- * holds: the history's copy wins. What it reads of the history is bounded
+ * holds: the history's copy wins. It holds one part's rows at a time, so
+ * its memory is the budget's whatever the bucket's size (or the history's:
+ * the indexes are read block by block). What it reads of the history is bounded
  * by the indexes' fingerprints (fences and blocks) plus the keys of the
  * matches, times the number of parts (one unless the new bucket's keys
  * exceed the budget). */
@@ -43,15 +45,15 @@ typedef struct {
     uint64_t dropped_rows, dropped_bytes;/* rows whose key the history holds */
     uint64_t index_bytes_read;           /* read from the indexes */
     uint32_t parts;                      /* parts the new keys were looked up in */
-    int filtered;                        /* 1: `out` holds the rows that stay */
+    int filtered;                        /* 1: `out` holds the rows that stay, complete */
 } rs_history_result;
 
 /* Reads bucket file `in` (as dedup's pass 1 writes it, read with o's
- * dialect, header and key: dopts) and looks its keys up in the history.
- * When some are found, writes the other rows to `out` (plain CSV, the
- * header line first when the file has one) and sets r->filtered; the
- * dropped rows go to h->report, with the generation of the history's
- * oldest copy. Returns 0, or -1 with err (RS_EXIT_IO; RS_EXIT_VERIFY for
+ * dialect, header and key: dopts) and looks its keys up in the history:
+ * writes the rows whose key it lacks to `out` (plain CSV, the header line
+ * first when the file has one; r->filtered then says `out` is complete),
+ * and the others to h->report, with the generation of the history's oldest
+ * copy. Returns 0, or -1 with err (RS_EXIT_IO; RS_EXIT_VERIFY for
  * an index that does not describe its file or is damaged; RS_EXIT_DATA
  * for a malformed row). */
 int rs_history_filter(const rs_history_opts *h, const rs_dedup_opts *dopts, const char *in, const char *out,

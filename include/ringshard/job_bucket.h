@@ -13,12 +13,17 @@
  * it again. */
 typedef enum { RS_SEEN_SKIP = 0, RS_SEEN_FAIL, RS_SEEN_AGAIN } rs_on_seen;
 
+/* Past this many generations an append suggests `ringshard compact`:
+ * every reader opens each generation's manifest and each of its segments,
+ * and a node read in many small pieces costs more than one file does. */
+#define RS_GEN_COMPACT_HINT 32
+
 /* The options that shape the files, as the command line gave them
  * (rs_bucket_job_opts.given): an append takes the others from DIR's
  * manifest, and refuses given ones that differ from it. */
 enum {
     RS_GIVEN_KEY = 1, RS_GIVEN_DELIMITER = 2, RS_GIVEN_HEADER = 4, RS_GIVEN_COMPRESS = 8, RS_GIVEN_LEVEL = 16,
-    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64
+    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64, RS_GIVEN_KEY_SEP = 128
 };
 
 typedef struct {
@@ -50,6 +55,9 @@ typedef struct {
     uint64_t first_gen, last_gen; /* the first and the last of them */
     uint64_t inputs_skipped; /* inputs DIR already held, not ingested again */
     uint64_t inputs_ingested;
+    uint64_t dir_files;       /* DIR's data files after the run, every generation's */
+    uint64_t dir_generations; /* and its generations, the base's included (past
+                                 RS_GEN_COMPACT_HINT, the command suggests compact) */
 } rs_bucket_job_result;
 
 /* Runs the bucket job: writes DIR/<node>.csv.gz (.csv.zst, .csv) for every

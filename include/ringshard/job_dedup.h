@@ -62,6 +62,9 @@ typedef struct {
     uint64_t history_bytes;   /* the size of the history's data files (never read) */
     uint64_t rows_reread;     /* history rows read to build missing key indexes */
     uint64_t indexes_built;   /* key indexes built for history files that had none */
+    uint64_t dir_files;       /* DIR's data files after the run, every generation's */
+    uint64_t dir_generations; /* and its generations, the base's included (past
+                                 RS_GEN_COMPACT_HINT, the command suggests compact) */
 } rs_dedup_job_result;
 
 /* Runs the dedup job: writes DIR/<node>.csv.gz (.csv.zst, .csv) with each

@@ -58,6 +58,7 @@ typedef struct {
     char *new_ring_fingerprint;
     /* options that shape the files */
     char *key;                  /* the --key as given; NULL: none (column 1 by position) */
+    char key_sep;               /* joins a composite key's columns (--key-sep); 0: '|', the default */
     char delimiter;
     int header;                 /* files start with the header line */
     char *header_line;          /* without line end; NULL if no header */

@@ -84,6 +84,8 @@ typedef struct {
     uint64_t held;               /* bytes the caller holds during the run (the ring:
                                     rs_pipeline_route_by_ring sets it) */
     int progress;                /* 1: progress line on stderr (caller checks isatty) */
+    const char *progress_label;  /* NULL, or what the progress line starts with
+                                    ("generation 5 (2/4)": an append) */
     rs_bad_row_policy bad_rows;
     const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows (created or
                                   * truncated; appended to when rs_outfile_in_place says so) */

@@ -1,5 +1,6 @@
 /* The append options of bucket and dedup (--append, --on-seen,
  * --commit-every), and which options that shape the files were given. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -24,6 +25,7 @@ static unsigned given_bit(int code)
 {
     switch (code) {
     case RS_OPT_KEY: return RS_GIVEN_KEY;
+    case RS_OPT_KEY_SEP: return RS_GIVEN_KEY_SEP;
     case RS_OPT_DELIMITER: return RS_GIVEN_DELIMITER;
     case RS_OPT_HEADER:
     case RS_OPT_NO_HEADER: return RS_GIVEN_HEADER;
@@ -74,4 +76,12 @@ int rs_cli_append_finish(const rs_cli_append *a, int force, rs_error *err)
     if (!a->append && (a->on_seen_given || a->commit_given))
         return rs_error_set(err, RS_EXIT_USAGE, "%s needs --append", a->on_seen_given ? "--on-seen" : "--commit-every");
     return 0;
+}
+
+void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files)
+{
+    if (generations > RS_GEN_COMPACT_HINT)
+        fprintf(stderr, "ringshard %s: %s holds %llu generations (%llu data files): `ringshard compact %s` merges them "
+                        "into one file per node\n",
+                cmd, dir, (unsigned long long)generations, (unsigned long long)files, dir);
 }

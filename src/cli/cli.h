@@ -152,6 +152,10 @@ int rs_cli_append_option(rs_cli_append *a, int code, const char *arg, rs_error *
  * need --append, --append refuses --force. 0 or -1 with err. */
 int rs_cli_append_finish(const rs_cli_append *a, int force, rs_error *err);
 
+/* Says on stderr that DIR could be compacted when it holds more than
+ * RS_GEN_COMPACT_HINT generations (after an append). */
+void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files);
+
 /* Help text of the input options. */
 extern const char rs_cli_input_help[];
 

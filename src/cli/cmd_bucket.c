@@ -53,6 +53,7 @@ static void append_summary(const rs_bucket_job_result *r, const char *dir)
     fprintf(stderr, ": %llu input%s ingested, %llu skipped as already ingested\n",
             (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
             (unsigned long long)r->inputs_skipped);
+    rs_cli_compact_hint("bucket", dir, r->dir_generations, r->dir_files);
 }
 
 /* The summary on stderr: rows, buckets, speed, the spread of rows per bucket. */

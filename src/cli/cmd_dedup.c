@@ -107,6 +107,7 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
+    rs_cli_compact_hint("dedup", a->outdir, r->dir_generations, r->dir_files);
 }
 
 /* dedup's own options. 1 if c is one (recorded in a), 0 if not; -1 with

@@ -122,7 +122,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     if (rs_cluster_pipeline_run(&po, &run, err) != 0)
         goto out;
     /* every rank holds the merged statistics: all check, rank 0 writes */
-    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, RS_SEEN_AGAIN, err) != 0)
+    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, err) != 0)
         goto out;
     if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
         if (grow)
@@ -131,6 +131,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     }
 out:;
     double t_publish = rs_now();
+    int failed = err->code != 0;   /* before the publication: not a race (a pipe seen, exit 73, too) */
     if (begun && rs_cluster_outdir_end(&od, err) == 0) {
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
@@ -138,7 +139,7 @@ out:;
         r->first_gen = r->first_gen ? r->first_gen : 1;
         r->last_gen = 1;
         r->inputs_ingested += po.ninputs;
-    } else if (begun && grow && err->code == RS_EXIT_EXISTS) {
+    } else if (begun && grow && !failed && err->code == RS_EXIT_EXISTS) {
         *raced = 1;
     }
     rs_cluster_quarantine_end(&q, 1, err);   /* published with the directory: only released here */
@@ -179,6 +180,23 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
 }
 
 /* One generation of inputs [lo, hi) into an existing DIR (g opened). */
+/* A directory that dedup --append keeps distinct (options.dedup in a
+ * manifest) takes no rows from bucket --append: they would not be checked
+ * against its keys. */
+static int refuse_distinct(const rs_gen *g, rs_error *err)
+{
+    const rs_bucketdir *bd = &g->bd;
+    for (size_t k = 0; k <= bd->ngens; k++) {
+        const rs_manifest *m = k ? &bd->gens[k - 1] : &bd->m;
+        if (m->dedup)
+            return rs_error_set(err, RS_EXIT_USAGE, "%s: DIR's rows are distinct %s (dedup --append keeps them so): "
+                                "bucket --append would add rows unchecked against them; add them with ringshard "
+                                "dedup --append",
+                                g->mpath, strcmp(m->dedup, "row") ? "by key" : "by row");
+    }
+    return 0;
+}
+
 static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, size_t hi, uint8_t *skip,
                              rs_bucket_job_result *r, rs_error *err)
 {
@@ -191,7 +209,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     char **names = NULL, **files = NULL;
     size_t nskipped = 0;
     uint32_t ndest = 0;
-    if (rs_gen_check(g, &po, o->given, o->ring, &ring, err) != 0 ||
+    if (refuse_distinct(g, err) != 0 || rs_gen_check(g, &po, o->given, o->ring, &ring, err) != 0 ||
         rs_gen_seen(g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) != 0)
         goto out;
     r->inputs_skipped += nskipped;
@@ -211,6 +229,9 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
             rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0)   /* agrees on the above */
         goto out;
+    char label[64];
+    snprintf(label, sizeof label, "generation %llu", (unsigned long long)g->gen);
+    po.progress_label = label;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
     po.no_header = 1;         /* segments: the header is the base's */
@@ -229,6 +250,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
         r->first_gen = r->first_gen ? r->first_gen : g->gen;
         r->last_gen = g->gen;
         r->inputs_ingested += po.ninputs;
+        r->dir_files = g->files_after;
+        r->dir_generations = g->gens_after;
     }
 out:
     rs_cluster_quarantine_end(&q, 1, err);

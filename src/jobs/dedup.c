@@ -89,8 +89,8 @@ static int not_conserved(rs_error *err, const char *what, uint64_t in_rows, uint
  * inputs' rows and bytes (--buckets: the manifest's files) = kept + removed.
  * Duplicates cannot be traced back to their input (a bucket mixes the
  * inputs), so "per input" is checked up to pass 1. */
-static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_result *res, const rs_bucketdir *in_bd,
-                              const rs_dedup_task *jobs, uint32_t n, rs_error *err)
+static int check_conservation(const rs_dedup_job_opts *a, size_t ninputs, const rs_pipeline_result *res,
+                              const rs_bucketdir *in_bd, const rs_dedup_task *jobs, uint32_t n, rs_error *err)
 {
     uint64_t in_rows = 0, in_bytes = 0, rejected = 0, b_rows = 0, b_bytes = 0;
     uint64_t out_rows = 0, out_bytes = 0, dup_rows = 0, dup_bytes = 0;
@@ -98,7 +98,7 @@ static int check_conservation(const rs_dedup_job_opts *a, const rs_pipeline_resu
         in_rows = in_bd->rows, in_bytes = in_bd->bytes;  /* every generation */
         rejected = in_bd->rejected;
     } else {
-        for (size_t i = 0; i < a->pipeline.ninputs; i++) {
+        for (size_t i = 0; i < ninputs; i++) {   /* the run's (--append: those not skipped) */
             in_rows += res->input[i].rows;
             in_bytes += res->input[i].bytes;
             rejected += res->input[i].rejected;
@@ -237,6 +237,7 @@ static int open_buckets(dstate *s, rs_error *err)
     s->po.dialect.delim = in_m->delimiter;
     s->po.header = in_m->header;
     s->po.key = in_m->key;
+    s->po.key_sep = in_m->key_sep ? in_m->key_sep : '|';
     s->header = in_m->header_line;
     s->header_len = s->header ? strlen(s->header) : 0;
     return 0;
@@ -425,7 +426,13 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
     s->po.input_checksum = 1;
-    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);  /* whole buckets on the shared file system */
+    char label[64];
+    if (s->g) {
+        snprintf(label, sizeof label, "generation %llu", (unsigned long long)s->g->gen);
+        s->po.progress_label = label;
+    }
+    int prc = rs_cluster_pipeline_run(&s->po, &s->res, err);
+    s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
     if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, err) != 0)
@@ -504,7 +511,7 @@ static int run_pass2(dstate *s, rs_error *err)
         return -1;
     if (rs_world_size() > 1)
         share_results(s, blo, bhi);
-    if (check_conservation(jo, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
+    if (check_conservation(jo, s->po.ninputs, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
         return -1;
     for (size_t i = blo; i < bhi; i++)
         if (!jo->buckets_dir)
@@ -599,8 +606,9 @@ static int write_manifest(dstate *s, rs_error *err)
     m->ring_description = o->buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(s->ring);
     m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
     m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
+    m->key_sep = s->po.key_sep;
     m->delimiter = s->po.dialect.delim;
-    m->header = s->header != NULL;
+    m->header = s->po.header != 0;  /* the option: with empty inputs there is no header line */
     m->header_line = (char *)s->header;
     m->compress = s->out_compress;
     m->level = s->out_level;
@@ -783,6 +791,8 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
         r->first_gen = r->first_gen ? r->first_gen : g ? g->gen : 1;
         r->last_gen = g ? g->gen : 1;
         r->inputs_ingested += o->buckets_dir ? 0 : s.po.ninputs;
+        r->dir_files = g ? g->files_after : s.njobs;
+        r->dir_generations = g ? g->gens_after : 1;
         fill_result(&s, r);
     } else if (grow && !g && err->code == RS_EXIT_EXISTS) {
         *raced = 1;

@@ -34,6 +34,9 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
     if (asprintf(&g->mpath, "%s/manifest.json", dir) < 0) {
         g->mpath = NULL;
         rs_error_set(err, RS_EXIT_IO, "out of memory");
+    } else if (rs_world_rank() == 0 && access(g->mpath, F_OK) != 0 && errno == ENOENT) {
+        rs_error_set(err, RS_EXIT_EXISTS, "%s: exists but holds no manifest.json: not a bucket directory that "
+                     "ringshard wrote (--append adds to one; name another directory, or remove this one)", dir);
     }
     if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&g->bd, dir, err) != 0)
         return -1;
@@ -82,9 +85,17 @@ static int mismatch(const rs_gen *g, rs_error *err, const char *opt, const char 
 static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
 {
     const rs_manifest *m = &g->bd.m;
-    char a[64], b[64];
-    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key))))
-        return mismatch(g, err, "--key", po->key ? po->key : "(none: column 1)", m->key ? m->key : "(none: column 1)");
+    char a[300], b[300];
+    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key)))) {
+        snprintf(a, sizeof a, po->key ? "'%.280s'" : "no --key (column 1)", po->key);
+        snprintf(b, sizeof b, m->key ? "'%.280s'" : "no --key (column 1)", m->key);
+        return mismatch(g, err, "--key", a, b);
+    }
+    if ((given & RS_GIVEN_KEY_SEP) && po->key_sep != (m->key_sep ? m->key_sep : '|')) {
+        show_delim(po->key_sep, a);
+        show_delim(m->key_sep ? m->key_sep : '|', b);
+        return mismatch(g, err, "--key-sep", a, b);
+    }
     if ((given & RS_GIVEN_DELIMITER) && po->dialect.delim != m->delimiter) {
         show_delim(po->dialect.delim, a);
         show_delim(m->delimiter, b);
@@ -106,6 +117,36 @@ static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned g
     return 0;
 }
 
+/* Where two ring descriptions first differ: the option that makes that
+ * line (--vnodes for "vnodes\t200", the node list for a "node" line) and
+ * both lines' values, tabs shown as spaces. */
+static void ring_difference(const char *a, const char *b, char *opt, char *va, char *vb, size_t n)
+{
+    while (*a && *a == *b) {  /* to the start of the first line that differs */
+        const char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
+        size_t la = na ? (size_t)(na - a) : strlen(a), lb = nb ? (size_t)(nb - b) : strlen(b);
+        if (la != lb || strncmp(a, b, la) != 0 || !na || !nb)
+            break;
+        a = na + 1, b = nb + 1;
+    }
+    size_t ka = strcspn(a, "\t\n"), kb = strcspn(b, "\t\n");
+    int same_key = ka == kb && strncmp(a, b, ka) == 0 && a[ka] == '\t';
+    if (same_key && ka == 4 && strncmp(a, "node", 4) == 0)
+        snprintf(opt, n, "the node list (--nodes, --nodes-file, --down): a node");
+    else if (same_key)
+        snprintf(opt, n, "--%.*s", (int)ka, a);
+    else
+        snprintf(opt, n, "the ring options");
+    const char *from[2] = {same_key ? a + ka + 1 : a, same_key ? b + kb + 1 : b};
+    char *to[2] = {va, vb};
+    for (int k = 0; k < 2; k++) {
+        size_t len = strcspn(from[k], "\n");
+        snprintf(to[k], n, "'%.*s'", (int)(len < n - 3 ? len : n - 3), from[k]);
+        for (char *p = to[k]; *p; p++)
+            *p = *p == '\t' ? ' ' : *p;
+    }
+}
+
 int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
                  rs_error *err)
 {
@@ -123,9 +164,16 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
     if (strcmp(rs_ring_fingerprint(*ring), m->ring_fingerprint) != 0)
         return rs_error_set(err, RS_EXIT_DATA, "%s: the ring's description has fingerprint %s, the manifest says %s",
                             g->mpath, rs_ring_fingerprint(*ring), m->ring_fingerprint);
-    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0)
-        return mismatch(g, err, "the ring options", rs_ring_fingerprint(ring_given), m->ring_fingerprint);
+    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0) {
+        char opt[80], here[80], there[80];
+        ring_difference(rs_ring_description(ring_given), m->ring_description, opt, here, there, sizeof here);
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s (the ring's fingerprint %s here, %s "
+                            "there): an append must write files as the directory's (leave the ring options out "
+                            "to take the directory's ring)",
+                            opt, here, g->mpath, there, rs_ring_fingerprint(ring_given), m->ring_fingerprint);
+    }
     po->key = m->key;
+    po->key_sep = m->key_sep ? m->key_sep : '|';
     po->dialect.delim = m->delimiter;
     po->header = m->header;
     po->compress = m->compress;
@@ -138,13 +186,17 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
 
 /* --------------------------------------------------------------- inputs */
 
-/* What DIR (and this run so far) holds: inputs by size and checksum. */
+/* What DIR (and this run so far) holds: inputs by size and checksum. A
+ * pipe's size is recorded as 0: one of size 0 whose content is not empty
+ * (its checksum not that of no bytes) has any size (any_size). */
 typedef struct {
     uint64_t size, gen;
     char sum[RS_CHECKSUM_TEXT];
     const char *path;
-    int this_run;
+    int this_run, any_size;
 } held;
+
+#define EMPTY_CHECKSUM "crc64:0000000000000000"
 
 static int add_held(held **h, size_t *n, size_t *cap, held e)
 {
@@ -165,8 +217,9 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
         const rs_manifest_input *in = &m->inputs[i];
         if (!in->checksum)
             continue;
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0};
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0};
         snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
+        e.any_size = in->size == 0 && strcmp(e.sum, EMPTY_CHECKSUM) != 0;
         if (add_held(h, n, cap, e) != 0)
             return -1;
     }
@@ -177,7 +230,7 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 static const held *find_held(const held *h, size_t n, uint64_t size, const char *sum)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i].size == size && strcmp(h[i].sum, sum) == 0)
+        if ((h[i].size == size || h[i].any_size) && strcmp(h[i].sum, sum) == 0)
             return &h[i];
     return NULL;
 }
@@ -185,7 +238,7 @@ static const held *find_held(const held *h, size_t n, uint64_t size, const char 
 static int size_held(const held *h, size_t n, uint64_t size)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i].size == size)
+        if (h[i].size == size || h[i].any_size)
             return 1;
     return 0;
 }
@@ -252,7 +305,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             rc = -1;
             break;
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
         int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
@@ -323,6 +376,21 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
                               "cannot be skipped once read: nothing published",
                               strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input", was->gen, was->path);
         free(h);
+    }
+    /* a pipe whose content another input of this run holds: both were read,
+     * neither can be skipped now (empty content adds nothing: let be) */
+    for (size_t i = 0; i < po->ninputs && !rc && policy != RS_SEEN_AGAIN; i++) {
+        struct stat st;
+        const rs_input_stats *in = &res->input[i];
+        if (!in->has_checksum || in->checksum == 0 || !is_pipe_input(po->inputs[i], &st))
+            continue;
+        for (size_t j = 0; j < po->ninputs && !rc; j++)
+            if (j != i && res->input[j].has_checksum && res->input[j].checksum == in->checksum)
+                rc = rs_error_set(err, RS_EXIT_EXISTS,
+                                  "%s: the same content as %.200s, in this run; a pipe cannot be skipped once "
+                                  "read: nothing published",
+                                  strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input",
+                                  strcmp(po->inputs[j], "-") ? po->inputs[j] : "standard input");
     }
     return rc;
 }
@@ -395,6 +463,7 @@ static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *er
     m->ring_description = b->ring_description;
     m->ring_fingerprint = b->ring_fingerprint;
     m->key = b->key;
+    m->key_sep = b->key_sep;
     m->delimiter = b->delimiter;
     m->header = b->header;
     m->header_line = b->header_line;
@@ -418,6 +487,8 @@ int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
     const char *names[2] = {"manifest.json", g->gen_name};
     int rc = rs_cluster_outdir_end_into(&g->od, upgrade ? names : names + 1, upgrade ? 2 : 1, err);
     g->staged = 0;   /* published or removed */
+    g->files_after = g->bd.nfiles + m->nfiles;
+    g->gens_after = g->bd.ngens + 2;
     return rc;
 }
 

@@ -52,6 +52,8 @@ typedef struct {
     int staged;
     char *gen_tmp;         /* od.tmp/<gen_name>: where the segments go */
     char *mpath;           /* DIR/manifest.json, for messages */
+    uint64_t files_after;  /* once published: DIR's data files, every generation's */
+    uint64_t gens_after;   /* and its generations, the base's included */
 } rs_gen;
 
 /* Locks and opens DIR (steps 1). Returns 0, 1 when DIR does not exist

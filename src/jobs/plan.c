@@ -738,6 +738,7 @@ static int take_inputs(const rs_plan_job_opts *o, rs_pipeline_opts *po, rs_plan_
     po->header = m->header;
     po->dialect.delim = m->delimiter;
     po->key = m->keys_only ? NULL : m->key;  /* NULL: column 1 by position */
+    po->key_sep = m->key_sep ? m->key_sep : '|';
     po->input_crc = 1;  /* every file is checked against the manifest */
     if ((o->take_inputs && o->take_inputs(po, o->take_inputs_ctx, err) < 0) ||
         rs_bucketdir_inputs(&r->bd, r->in_files, n, po, &r->in_sel, err) != 0)

@@ -65,6 +65,7 @@ typedef struct {
     int moves;
     char **present, *header;
     size_t npresent, *idx, nidx, nf;
+    uint64_t newer, newer_max;  /* generations after those read: how many, the last */
     uint32_t *want, *want_to;
     rs_input_stats *st;
     uint64_t *wrong;
@@ -187,6 +188,19 @@ static int is_gen_dir(const vstate *s, const char *name)
     return 0;
 }
 
+/* N when name is g<N> for a generation after the last one read (0 if
+ * not): one an append published after DIR was opened, which this run
+ * does not read (see list_present). */
+static uint64_t newer_gen(const vstate *s, const char *name)
+{
+    char dn[16];
+    if (name[0] != 'g' || strspn(name + 1, "0123456789") != strlen(name + 1) || strlen(name) > 12)
+        return 0;
+    uint64_t n = strtoull(name + 1, NULL, 10);
+    rs_gen_dir_name(n, dn);
+    return n > s->bd.last_gen && strcmp(dn, name) == 0 ? n : 0;
+}
+
 /* Appends the entries of the directory open as dfd (closed here) to
  * s->present, named prefix + name, but manifest.json; a generation
  * directory's entries are listed too (its name as their prefix). */
@@ -204,6 +218,12 @@ static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_err
     while (rc == 0 && (de = readdir(dh))) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "manifest.json"))
             continue;
+        uint64_t newer = *prefix ? 0 : newer_gen(s, de->d_name);
+        if (newer) {
+            s->newer++;
+            s->newer_max = newer > s->newer_max ? newer : s->newer_max;
+            continue;
+        }
         char *name = NULL;
         if (asprintf(&name, "%s%s", prefix, de->d_name) < 0 || s->npresent == SIZE_MAX / 2) {
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -232,12 +252,18 @@ static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_err
 }
 
 /* The directory's entries but the manifests (generations' included),
- * sorted, into s->present. */
+ * sorted, into s->present. Generations after those read that number on
+ * from the last one without a gap are left out: appends published them
+ * after DIR was opened, and this run reads DIR as it was then. */
 static int list_present(vstate *s, rs_error *err)
 {
     size_t pcap = 0;
     if (list_dir(s, dup(s->bd.fd), "", &pcap, err) != 0)
         return -1;
+    if (s->newer && s->newer_max != s->bd.last_gen + s->newer)
+        diff_line(s, "g%08llu, the last generation read, is followed by %llu generation director%s up to "
+                  "g%08llu, with a gap", (unsigned long long)s->bd.last_gen, (unsigned long long)s->newer,
+                  s->newer == 1 ? "y" : "ies", (unsigned long long)s->newer_max);
     if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
         qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
     return 0;
@@ -420,6 +446,7 @@ static int scan_rows(vstate *s, rs_error *err)
     po->header = m->header;
     po->dialect.delim = m->delimiter;
     po->key = m->keys_only ? NULL : m->key;  /* NULL: column 1 by position */
+    po->key_sep = m->key_sep ? m->key_sep : '|';
     po->input_crc = 1;
     po->ndest = 1;
     po->route = route_verify;

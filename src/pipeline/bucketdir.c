@@ -57,6 +57,8 @@ static const char *differs_from_base(const rs_manifest *b, const rs_manifest *g)
         return "ring.fingerprint";
     if ((b->key == NULL) != (g->key == NULL) || (b->key && strcmp(b->key, g->key) != 0))
         return "options.key";
+    if ((b->key_sep ? b->key_sep : '|') != (g->key_sep ? g->key_sep : '|'))
+        return "options.key_sep";
     if (b->delimiter != g->delimiter)
         return "options.delimiter";
     if (b->header != g->header)

@@ -153,6 +153,10 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json_key(&j, "options");
     rs_json_object_begin(&j);
     write_str(&j, "key", m->key);
+    if (m->key_sep && m->key_sep != '|') {  /* the default is left out: older readers read the rest */
+        rs_json_key(&j, "key_sep");
+        rs_json_string_n(&j, &m->key_sep, 1);
+    }
     rs_json_key(&j, "delimiter");
     rs_json_string_n(&j, &m->delimiter, 1);
     rs_json_key(&j, "header");
@@ -425,10 +429,16 @@ static int get_ring(reader *r, const rs_jv *root, const char *key, char **finger
 
 /* The delimiter is one byte. A byte >= 0x80 was written as \u00xx (json.h)
  * and reads back as the 2-byte UTF-8 of U+00xx: undo that. */
-static int get_delimiter(reader *r, const rs_jv *opts, char *out)
+/* options.delimiter, or (name "key_sep", optional: '|' when absent)
+ * options.key_sep: one character. */
+static int get_delimiter(reader *r, const rs_jv *opts, const char *name, char *out)
 {
-    int failed = 0;
-    const rs_jv *v = member(r, opts, "options", "delimiter", RS_JV_STRING, 1, &failed);
+    int failed = 0, required = strcmp(name, "key_sep") != 0;
+    const rs_jv *v = member(r, opts, "options", name, RS_JV_STRING, required, &failed);
+    if (v == NULL && !failed && !required) {
+        *out = '|';
+        return 0;
+    }
     if (v == NULL)
         return -1;
     const unsigned char *s = (const unsigned char *)v->str;
@@ -440,7 +450,7 @@ static int get_delimiter(reader *r, const rs_jv *opts, char *out)
         *out = (char)(((s[0] & 0x03) << 6) | (s[1] & 0x3F));
         return 0;
     }
-    return bad(r, "options", "delimiter", "one character expected");
+    return bad(r, "options", name, "one character expected");
 }
 
 static int safe_file_name(const char *s)
@@ -633,7 +643,8 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     if (opts == NULL)
         return -1;
     char *compress = NULL;
-    if (get_str_or_null(r, opts, "options", "key", &m->key) != 0 || get_delimiter(r, opts, &m->delimiter) != 0 ||
+    if (get_str_or_null(r, opts, "options", "key", &m->key) != 0 || get_delimiter(r, opts, "delimiter", &m->delimiter) != 0 ||
+        get_delimiter(r, opts, "key_sep", &m->key_sep) != 0 ||
         get_bool(r, opts, "options", "header", &m->header) != 0 ||
         get_str(r, opts, "options", "compress", &compress) != 0)
         return -1;

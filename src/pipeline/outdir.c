@@ -762,9 +762,8 @@ static int wait_lock(int fd, const char *dir, rs_error *err)
     return 0;
 }
 
-int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
+static int lock_dir(const char *dir, int *fd, rs_error *err)
 {
-    *fd = -1;
     for (int attempt = 0; attempt < 1000; attempt++) {
         struct stat st, now;
         if (lstat(dir, &st) != 0) {
@@ -794,6 +793,22 @@ int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
         close(d);
     }
     return rs_error_set(err, RS_EXIT_IO, "%s: cannot lock: it keeps being replaced", dir);
+}
+
+int rs_outdir_lock(const char *dir, int *fd, rs_error *err)
+{
+    *fd = -1;
+    /* DIR/ is DIR: without the slash, so that lstat sees a symbolic link
+     * as rs_outdir_begin does (the slash would follow it) */
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    char *d = strndup(dir, len);
+    if (!d)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    int rc = lock_dir(d, fd, err);
+    free(d);
+    return rc;
 }
 
 int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err)

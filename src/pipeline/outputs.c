@@ -92,8 +92,9 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     m->ring_description = (char *)rs_ring_description(ring);
     m->ring_fingerprint = (char *)rs_ring_fingerprint(ring);
     m->key = (char *)po->key;  /* NULL, the default: null in the manifest (column 1 by position) */
+    m->key_sep = po->key_sep;
     m->delimiter = po->dialect.delim;
-    m->header = res->header != NULL;
+    m->header = po->header != 0;  /* the option: with empty inputs there is no header line (header_line NULL) */
     m->header_line = res->header;
     m->compress = po->compress;
     m->level = po->level;

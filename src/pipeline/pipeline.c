@@ -304,9 +304,9 @@ static void progress_line(pipe_state *s, double t0, int final)
         human_bytes(total, sizeof total, s->total_size);
     }
     human_bytes(done, sizeof done, got);
-    fprintf(stderr, "\r%sfiles %u/%zu  read %s of %s  %llu rows  %.1f MB  %.2f M rows/s  %.0f MB/s%s\033[K", pct,
-            s->next_input, s->o->ninputs, done, total, (unsigned long long)res->rows, mb, res->rows / el / 1e6,
-            mb / el, eta);
+    fprintf(stderr, "\r%s%s%sfiles %u/%zu  read %s of %s  %llu rows  %.1f MB  %.2f M rows/s  %.0f MB/s%s\033[K",
+            s->o->progress_label ? s->o->progress_label : "", s->o->progress_label ? "  " : "", pct, s->next_input,
+            s->o->ninputs, done, total, (unsigned long long)res->rows, mb, res->rows / el / 1e6, mb / el, eta);
     if (final)
         fputc('\n', stderr);
 }
