@@ -310,7 +310,8 @@ for run in $(seq 1 "$RUNS"); do
     sync
     profileit rs_none "$rd/none_perf" --compress none "${rs_extra[@]}"
     sync
-    note "  perf: gzip ${PROF[rs_gzip]##*|}"
+    last=${PROF[rs_gzip]%|}
+    note "  perf, gzip output: own+libc isal gomp other sys faults total: ${last##*|}"
   fi
 
   # the same two through the page cache (the A/B of direct I/O)

@@ -619,7 +619,7 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
  * unit whose counts are to be checked ends with a batch marked unit_last,
  * an empty one if need be.
  *
- * Kept whole, as parse_range is: it is the producer's loop, the
+ * Kept whole: it is the producer's loop, the
  * critical path without compression (docs/performance.md), tuned by
  * measurement - quotes counted as the bytes are inflated, while they are
  * in cache, and the ramp at each input's start. Cutting it into
