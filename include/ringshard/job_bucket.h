@@ -55,6 +55,8 @@ typedef struct {
     uint64_t first_gen, last_gen; /* the first and the last of them */
     uint64_t inputs_skipped; /* inputs DIR already held, not ingested again */
     uint64_t inputs_ingested;
+    uint64_t inputs_empty;    /* inputs that would have created DIR but hold no header line
+                                 nor row: DIR is not created from nothing */
     uint64_t dir_files;       /* DIR's data files after the run, every generation's */
     uint64_t dir_generations; /* and its generations, the base's included (past
                                  RS_GEN_COMPACT_HINT, the command suggests compact) */

@@ -55,6 +55,7 @@ typedef struct {
     uint32_t generations;     /* generations published */
     uint64_t first_gen, last_gen;
     uint64_t inputs_skipped, inputs_ingested;
+    uint64_t inputs_empty;    /* as rs_bucket_job_result's */
     uint64_t history_rows;    /* new rows dropped because DIR's history held their key */
     uint64_t repeat_rows;     /* new rows dropped as repeats within the new inputs */
     uint64_t index_read;      /* bytes read from the history's key indexes */

@@ -54,6 +54,12 @@ typedef struct {
  * *od is zeroed. */
 int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
 
+/* What rs_outdir_begin does first, for a run that works on final in place
+ * (compact): removes the temporaries of gone processes beside it and, when
+ * final is missing, puts back the output an interrupted two-rename
+ * replacement left at "<stem>.ringshard-old.<pid>" (with a warning). */
+void rs_outdir_recover(const char *final);
+
 /* Path of `name` inside the temporary directory (malloc'd). */
 char *rs_outdir_path(const rs_outdir *od, const char *name);
 

@@ -40,6 +40,11 @@ enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 /* The summary of an append: generations, inputs ingested and skipped. */
 static void append_summary(const rs_bucket_job_result *r, const char *dir)
 {
+    if (!r->generations && r->inputs_empty) {
+        fprintf(stderr, "ringshard bucket: %s not created: its inputs hold no header line and no row (the first "
+                        "append with data creates it)\n", dir);
+        return;
+    }
     if (!r->generations) {
         fprintf(stderr, "ringshard bucket: nothing new for %s: %llu input%s already ingested\n", dir,
                 (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");

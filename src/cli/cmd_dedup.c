@@ -90,6 +90,11 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
  * what was read of it. */
 static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
 {
+    if (!r->generations && r->inputs_empty) {
+        fprintf(stderr, "ringshard dedup: %s not created: its inputs hold no header line and no row (the first "
+                        "append with data creates it)\n", a->outdir);
+        return;
+    }
     if (!r->generations) {
         fprintf(stderr, "ringshard dedup: nothing new for %s: %llu input%s already ingested\n", a->outdir,
                 (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");

@@ -124,6 +124,12 @@ static int ow_close(owriter *w, int ok, rs_error *err)
     int rc = 0;
     if (ok)
         rc = ow_flush(w, err);
+    if (ok && rc == 0 && w->compress && w->file_bytes == 0) {
+        /* no header and no row: one empty member, so that the file is
+         * still gzip (or zstd), as the pipeline's outputs are */
+        uint32_t c;
+        rc = ow_member(w, "", 0, 0, &c, err);
+    }
     if (w->f && fclose(w->f) != 0 && rc == 0 && ok)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(errno));
     w->f = NULL;

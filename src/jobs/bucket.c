@@ -102,7 +102,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     rs_pipeline_result run = {0};
     char **files = NULL, **names = node_file_names(ring, po.compress, err);
     rs_manifest m = {0};
-    int begun = 0;
+    int begun = 0, empty = 0;
     *raced = 0;
     /* Failures up to the pipeline are agreed on by every rank (under MPI) */
     if (!err->code)
@@ -124,6 +124,11 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     /* every rank holds the merged statistics: all check, rank 0 writes */
     if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, err) != 0)
         goto out;
+    /* A directory that will grow takes its header from its first inputs:
+     * without one (every input empty) it would take no append, so it is
+     * not made yet (the same on every rank: the statistics are merged) */
+    if ((empty = grow && po.header && !run.header))
+        goto out;
     if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
         if (grow)
             rs_gen_first(&m);
@@ -132,7 +137,10 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
 out:;
     double t_publish = rs_now();
     int failed = err->code != 0;   /* before the publication: not a race (a pipe seen, exit 73, too) */
-    if (begun && rs_cluster_outdir_end(&od, err) == 0) {
+    if (begun && empty) {
+        rs_cluster_outdir_abort(&od);
+        r->inputs_empty += po.ninputs;
+    } else if (begun && rs_cluster_outdir_end(&od, err) == 0) {
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
         r->generations += grow;

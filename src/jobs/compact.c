@@ -232,6 +232,7 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
 {
     memset(r, 0, sizeof *r);
     double t0 = rs_now();
+    rs_outdir_recover(o->dir);   /* a replacement killed between its renames: DIR put back */
     int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
     if (lr != 0)
         return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;

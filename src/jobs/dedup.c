@@ -777,6 +777,10 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
         goto out;
     if (!o->buckets_dir && run_pass1(&s, err) != 0)
         goto out;
+    if (grow && !g && s.po.header && !s.res.header) {  /* nothing to make DIR from: as bucket --append */
+        r->inputs_empty += s.po.ninputs;
+        goto out;
+    }
     s.t1 = rs_now() - t0;
     if (run_pass2(&s, err) != 0)
         goto out;

@@ -194,6 +194,7 @@ typedef struct {
     char sum[RS_CHECKSUM_TEXT];
     const char *path;
     int this_run, any_size;
+    int by_path;   /* no checksum recorded (an older version's manifest): known by path and size */
 } held;
 
 #define EMPTY_CHECKSUM "crc64:0000000000000000"
@@ -215,9 +216,12 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 {
     for (size_t i = 0; i < m->ninputs; i++) {
         const rs_manifest_input *in = &m->inputs[i];
-        if (!in->checksum)
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum};
+        if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
+            if (in->size && add_held(h, n, cap, e) != 0)
+                return -1;
             continue;
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0};
+        }
         snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
         e.any_size = in->size == 0 && strcmp(e.sum, EMPTY_CHECKSUM) != 0;
         if (add_held(h, n, cap, e) != 0)
@@ -230,7 +234,17 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 static const held *find_held(const held *h, size_t n, uint64_t size, const char *sum)
 {
     for (size_t i = 0; i < n; i++)
-        if ((h[i].size == size || h[i].any_size) && strcmp(h[i].sum, sum) == 0)
+        if (!h[i].by_path && (h[i].size == size || h[i].any_size) && strcmp(h[i].sum, sum) == 0)
+            return &h[i];
+    return NULL;
+}
+
+/* An input an older manifest recorded without a checksum, by its path and
+ * size (the same name and size: most likely the same file), or NULL. */
+static const held *find_by_path(const held *h, size_t n, uint64_t size, const char *path)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].by_path && h[i].size == size && strcmp(h[i].path, path) == 0)
             return &h[i];
     return NULL;
 }
@@ -238,7 +252,7 @@ static const held *find_held(const held *h, size_t n, uint64_t size, const char 
 static int size_held(const held *h, size_t n, uint64_t size)
 {
     for (size_t i = 0; i < n; i++)
-        if (h[i].size == size || h[i].any_size)
+        if (!h[i].by_path && (h[i].size == size || h[i].any_size))
             return 1;
     return 0;
 }
@@ -249,6 +263,9 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
     char where[256];
     if (was->this_run)
         snprintf(where, sizeof where, "the same content as %.200s, earlier in this run", was->path);
+    else if (was->by_path)
+        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (the same path and size; its "
+                 "manifest, written by an older version, has no checksum)", was->gen);
     else
         snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s)", was->gen, was->path);
     if (policy == RS_SEEN_FAIL)
@@ -295,6 +312,15 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         if (!known[i - lo])
             continue;
+        const held *old = find_by_path(h, n, size[i - lo], po->inputs[i]);
+        int r0 = old ? on_seen(old, po->inputs[i], policy, cmd, err) : 0;
+        if (r0 != 0) {
+            if (r0 < 0)
+                rc = -1;
+            else
+                skip[i] = 1;
+            continue;
+        }
         int shared = size_held(h, n, size[i - lo]);
         for (size_t j = i + 1; !shared && j < hi; j++)
             shared = known[j - lo] && size[j - lo] == size[i - lo];
@@ -305,7 +331,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             rc = -1;
             break;
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1, 0};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
         int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
@@ -366,7 +392,7 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
             oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
         const held *was = oom ? NULL : find_held(h, n, in->size ? in->size : in->bytes, sum);
         for (size_t k = 0; !was && !oom && k < n; k++)  /* a pipe's size is unknown (0): any size */
-            if (strcmp(h[k].sum, sum) == 0)
+            if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
                 was = &h[k];
         if (oom)
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");

@@ -509,6 +509,19 @@ fail:
     return -1;
 }
 
+void rs_outdir_recover(const char *final)
+{
+    char *fin, *parent;
+    const char *base;
+    if (final == NULL || final[0] == '\0' || rs_tmp_split_path(final, &fin, &parent, &base) != 0)
+        return;
+    char stem[RS_TMP_STEM_MAX + 1];
+    rs_tmp_stem(base, stem);
+    clean_stale(parent, base, stem);
+    free(fin);
+    free(parent);
+}
+
 char *rs_outdir_path(const rs_outdir *od, const char *name)
 {
     char *p;
