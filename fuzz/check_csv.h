@@ -12,7 +12,10 @@
  * is also scanned with keys {1,0} joined by '|' and {0}, which must equal
  * libcsv's fields (or fail with "missing key column"); feeding short
  * prefixes (RS_CSV_MORE, resumption) must give what one call gives; and
- * rs_csv_boundary_after must find each accepted record's end. */
+ * rs_csv_boundary_after must find each accepted record's end. The
+ * structural scanner, rs_csv_rows (the pipeline's), must give the same
+ * records, keys and faults as rs_csv_next at every offset, in every SIMD
+ * variant, from the start and from a cursor started mid-input. */
 #ifndef RINGSHARD_FUZZ_CHECK_CSV_H
 #define RINGSHARD_FUZZ_CHECK_CSV_H
 
@@ -292,6 +295,73 @@ static void fzcsv_pass(const char *buf, size_t n, char delim, const fzcsv_ref *r
     rs_buf_free(&fields);
 }
 
+/* rs_csv_rows over the whole records of buf[from..n), max records a call,
+ * against rs_csv_next at the same offsets (compared with libcsv above);
+ * after a fault it goes on past the next LF from a new cursor. */
+static void fzcsv_rows(const char *buf, size_t from, size_t n, char delim, const rs_csv_keyspec *ks, size_t max)
+{
+    rs_csv_dialect d = {delim, 0};
+    rs_csv_cursor c;
+    rs_csv_cursor_init(&c, buf, from, n);
+    rs_csv_row rows[32];
+    rs_buf sc = {0}, sc2 = {0};
+    size_t off = from;
+    while (off < n) {
+        size_t k = 0;
+        rs_csv_fault f = {0}, f2 = {0};
+        int r = rs_csv_rows(&d, ks, &c, rows, max, &k, &sc, &f);
+        rs_csv_record rec;
+        const char *key = NULL;
+        size_t kl = 0;
+        for (size_t i = 0; i < k; i++) {
+            FZ_CHECK(rows[i].off == off, "row at %zu, expected %zu", rows[i].off, off);
+            int r2 = rs_csv_next(&d, ks, buf + off, n - off, 1, &rec, &key, &kl, &sc2, &f2);
+            FZ_CHECK(r2 == RS_CSV_OK, "rs_csv_rows accepts what rs_csv_next rejects (%s) at %zu", f2.what, off);
+            FZ_CHECK(rows[i].len == rec.len && rows[i].next == off + rec.consumed && rows[i].nfields == rec.nfields &&
+                         rows[i].lines == rec.lines,
+                     "record at %zu differs from rs_csv_next's", off);
+            FZ_CHECK(!ks || (rows[i].keylen == kl && (kl == 0 || memcmp(rows[i].key, key, kl) == 0)),
+                     "key at %zu differs", off);
+            off = rows[i].next;
+        }
+        FZ_CHECK(c.pos == off, "cursor at %zu, records end at %zu", c.pos, off);
+        if (r == RS_CSV_OK) {
+            FZ_CHECK(k > 0 || off == n, "no progress at %zu", off);
+            continue;
+        }
+        FZ_CHECK(rs_csv_next(&d, ks, buf + off, n - off, 1, &rec, &key, &kl, &sc2, &f2) == RS_CSV_BAD,
+                 "rs_csv_rows rejects what rs_csv_next accepts at %zu", off);
+        FZ_CHECK(!strcmp(f.what, f2.what) && f.offset == f2.offset && f.field == f2.field,
+                 "fault at %zu: '%s'@%zu, rs_csv_next '%s'@%zu", off, f.what, f.offset, f2.what, f2.offset);
+        const char *lf = f.offset < n - off ? memchr(buf + off + f.offset, '\n', n - off - f.offset) : NULL;
+        off = lf ? (size_t)(lf - buf) + 1 : n;
+        rs_csv_cursor_init(&c, buf, off, n);
+    }
+    rs_buf_free(&sc);
+    rs_buf_free(&sc2);
+}
+
+static void fzcsv_rows_all(const char *buf, size_t n, char delim)
+{
+    rs_csv_keyspec k0, k1, k10;
+    memset(&k0, 0, sizeof k0);
+    k0.ncols = 1;
+    k0.sep = '|';
+    k1 = k0;
+    k1.cols[0] = 1;
+    k10 = k1;
+    k10.ncols = 2;
+    k10.cols[1] = 0;
+    fzcsv_rows(buf, 0, n, delim, NULL, 32);
+    fzcsv_rows(buf, 0, n, delim, &k0, 1 + n % 31);
+    fzcsv_rows(buf, 0, n, delim, &k1, 32);
+    fzcsv_rows(buf, 0, n, delim, &k10, 32);
+    /* from the first line end: a cursor whose blocks start mid-input */
+    const char *lf = n ? memchr(buf, '\n', n) : NULL;
+    if (lf)
+        fzcsv_rows(buf, (size_t)(lf - buf) + 1, n, delim, &k0, 32);
+}
+
 static int check_csv(const uint8_t *data, size_t size)
 {
     char *buf = malloc(size ? size : 1); /* exact size: ASan sees over-reads */
@@ -309,6 +379,7 @@ static int check_csv(const uint8_t *data, size_t size)
             if (rs_csv_isa_set(isa) != 0)
                 continue;
             fzcsv_pass(buf, size, delims[di], &ref, 0, isa == RS_CSV_ISA_SCALAR);
+            fzcsv_rows_all(buf, size, delims[di]);
         }
         rs_csv_isa_set(RS_CSV_ISA_AUTO);
         fzcsv_pass(buf, size, delims[di], &ref, 1, 0);

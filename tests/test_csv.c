@@ -268,6 +268,86 @@ static size_t count_line_ends(const char *p, size_t n)
     return k;
 }
 
+/* rs_csv_rows over the whole records of buf[from..n), max records a call,
+ * against rs_csv_next at the same offsets (at_eof), which the callers prove
+ * equal to libcsv record for record and field for field: every record must
+ * be the same (offset, length, line end, fields, lines, key bytes), every
+ * fault the same fault. After a fault the scan goes on past the next LF
+ * (as --on-bad-row skip does), from a new cursor. Returns the records. */
+static long rows_vs_next(const rs_csv_dialect *d, const rs_csv_keyspec *ks, const char *buf, size_t from, size_t n,
+                         size_t max)
+{
+    rs_csv_cursor c;
+    rs_csv_cursor_init(&c, buf, from, n);
+    rs_csv_row rows[64];
+    rs_buf sc = {0}, sc2 = {0};
+    size_t off = from;
+    long records = 0;
+    cr_assert_leq(max, 64);
+    while (off < n) {
+        size_t k = 99;
+        rs_csv_fault f = {0};
+        int r = rs_csv_rows(d, ks, &c, rows, max, &k, &sc, &f);
+        cr_assert_leq(k, max);
+        for (size_t i = 0; i < k; i++, records++) {
+            rs_csv_record rec;
+            rs_csv_fault f2;
+            const char *key = NULL;
+            size_t kl = 0;
+            cr_assert_eq(rows[i].off, off, "row offset, input %s", hex(buf, n));
+            int r2 = rs_csv_next(d, ks, buf + off, n - off, 1, &rec, &key, &kl, &sc2, &f2);
+            cr_assert_eq(r2, RS_CSV_OK, "rs_csv_rows accepts what rs_csv_next rejects (%s) at %zu, input %s",
+                         f2.what, off, hex(buf, n));
+            cr_assert(rows[i].len == rec.len && rows[i].next == off + rec.consumed &&
+                          rows[i].nfields == rec.nfields && rows[i].lines == rec.lines,
+                      "record at %zu: len %zu/%zu next %zu/%zu fields %u/%u lines %u/%u, input %s", off,
+                      rows[i].len, rec.len, rows[i].next, off + rec.consumed, rows[i].nfields, rec.nfields,
+                      rows[i].lines, rec.lines, hex(buf, n));
+            if (ks) {
+                cr_assert(rows[i].keylen == kl && (kl == 0 || memcmp(rows[i].key, key, kl) == 0),
+                          "key of the record at %zu, input %s", off, hex(buf, n));
+                if (key != sc2.data)
+                    cr_assert_eq(rows[i].key, key, "a key in the input is pointed at, input %s", hex(buf, n));
+            }
+            off = rows[i].next;
+        }
+        cr_assert_eq(c.pos, off);
+        if (r == RS_CSV_OK) {
+            cr_assert(k > 0 || off == n, "no progress at %zu, input %s", off, hex(buf, n));
+            continue;
+        }
+        rs_csv_record rec;
+        rs_csv_fault f2;
+        const char *key = NULL;
+        size_t kl = 0;
+        cr_assert_eq(rs_csv_next(d, ks, buf + off, n - off, 1, &rec, &key, &kl, &sc2, &f2), RS_CSV_BAD,
+                     "rs_csv_rows rejects what rs_csv_next accepts at %zu, input %s", off, hex(buf, n));
+        cr_assert(!strcmp(f.what, f2.what) && f.offset == f2.offset && f.field == f2.field,
+                  "fault at %zu: '%s'@%zu field %u, rs_csv_next '%s'@%zu field %u, input %s", off, f.what,
+                  f.offset, f.field, f2.what, f2.offset, f2.field, hex(buf, n));
+        const char *lf = memchr(buf + off + f.offset, '\n', f.offset < n - off ? n - off - f.offset : 0);
+        off = lf ? (size_t)(lf - buf) + 1 : n;
+        rs_csv_cursor_init(&c, buf, off, n);
+    }
+    rs_buf_free(&sc);
+    rs_buf_free(&sc2);
+    return records;
+}
+
+/* rs_csv_rows against rs_csv_next on buf[0..n): no key, a key of column 1
+ * or 2, a composite key; one record a call, a few, many. */
+static void rows_all_ways(const char *buf, size_t n, char delim, size_t max_record)
+{
+    rs_csv_dialect d = {delim, max_record};
+    rs_csv_keyspec k0 = {.ncols = 1, .cols = {0}, .sep = '|'};
+    rs_csv_keyspec k1 = {.ncols = 1, .cols = {1}, .sep = '|'};
+    rs_csv_keyspec k10 = {.ncols = 2, .cols = {1, 0}, .sep = '|'};
+    rows_vs_next(&d, NULL, buf, 0, n, 64);
+    rows_vs_next(&d, &k0, buf, 0, n, 1);
+    rows_vs_next(&d, &k1, buf, 0, n, 7);
+    rows_vs_next(&d, &k10, buf, 0, n, 32);
+}
+
 /* Compares rs_csv_next (fed in `mode`: 0 whole buffer, 1 short prefixes)
  * with libcsv on buf[0..n). */
 static void diff_one(const char *buf, size_t n, char delim, int mode, stats_t *st)
@@ -276,6 +356,8 @@ static void diff_one(const char *buf, size_t n, char delim, int mode, stats_t *s
     ref_parse(&ref, buf, n, delim);
     rs_csv_dialect d = {delim, 0};
     rs_buf fields = {0}, exp = {0};
+    if (mode == 0)
+        rows_all_ways(buf, n, delim, 0);
     size_t off = 0, ri = 0, lines = 0;
     int bad = 0;
     rs_csv_fault fault = {0};
@@ -868,6 +950,7 @@ ISA_TEST(csv_limit, random_against_unlimited, .timeout = 600)
             M = 1 + rndn(200);
         }
         rs_csv_dialect du = {',', 0}, dl = {',', M};
+        rows_all_ways(buf, n, ',', M);
         size_t off = 0;
         while (off < n) {
             rs_csv_record ru, rl;
@@ -907,6 +990,121 @@ ISA_TEST(csv_limit, random_against_unlimited, .timeout = 600)
     }
     cr_assert_gt(too_long, 1000);
     cr_assert_gt(cases - too_long, 1000);
+}
+
+/* ------------------------------------------------- the structural scanner */
+
+/* Appends a record of fields to out at o: plain words, delimiters, and one
+ * quoted field holding "", a delimiter, CR, LF or CRLF, placed so that its
+ * quotes and line ends fall at every offset around a 64-byte block edge. */
+static size_t straddler(char *out, size_t o, size_t lead, int inner, int term)
+{
+    static const char *const inside[] = {"a\"\"b", "x,y", "p\nq", "r\r\ns", "t\ru", "\"\"", "", ",\"\"\n"};
+    for (size_t i = 0; i < lead; i++)
+        out[o++] = i % 9 == 4 ? ',' : (char)('a' + i % 7);
+    out[o++] = ',';
+    out[o++] = '"';
+    for (const char *c = inside[inner]; *c; c++)
+        out[o++] = *c;
+    out[o++] = '"';
+    out[o++] = ',';
+    out[o++] = 'z';
+    static const char *const ends[] = {"\n", "\r\n", "\r"};
+    for (const char *c = ends[term]; *c; c++)
+        out[o++] = *c;
+    return o;
+}
+
+/* Quotes, "" pairs and quoted line ends at every position around the
+ * 64-byte block edges, with the range starting at every offset of a block
+ * (the cursor's blocks start where it starts): rs_csv_rows gives
+ * rs_csv_next's records and libcsv's fields. */
+ISA_TEST(csv_rows, quotes_straddling_blocks, .timeout = 600)
+{
+    static char buf[4096];
+    stats_t st = {0};
+    long records = 0;
+    for (size_t lead = 50; lead < 80; lead++)
+        for (int inner = 0; inner < 8; inner++)
+            for (int term = 0; term < 3; term++) {
+                size_t n = 0;
+                for (int r = 0; r < 3; r++)
+                    n = straddler(buf, n, lead + (size_t)r, inner, term);
+                diff_both(buf, n, ',', &st); /* rs_csv_next and rs_csv_rows against libcsv */
+                rs_csv_dialect d = {',', 0};
+                rs_csv_keyspec k2 = {.ncols = 1, .cols = {(uint32_t)(lead / 9) + 1}, .sep = '|'};
+                rs_csv_record rec;
+                rs_csv_fault f;
+                /* from each record start, and after a prefix of 1..63 bytes
+                 * of junk-free records that shifts the blocks */
+                for (size_t off = 0; off < n;) {
+                    records += rows_vs_next(&d, &k2, buf, off, n, 64);
+                    cr_assert_eq(rs_csv_next(&d, NULL, buf + off, n - off, 1, &rec, NULL, NULL, NULL, &f),
+                                 RS_CSV_OK);
+                    off += rec.consumed;
+                }
+                for (size_t shift = 1; shift < 64; shift++) {
+                    char *b2 = malloc(n + shift);
+                    memset(b2, '\n', shift); /* empty lines: records of their own */
+                    memcpy(b2 + shift, buf, n);
+                    records += rows_vs_next(&d, &k2, b2, 0, n + shift, 64);
+                    free(b2);
+                }
+            }
+    cr_assert_eq(st.rejected, 0);
+    cr_assert_gt(records, 100000);
+}
+
+/* A batch is cut into ranges at record boundaries (the segments), each
+ * scanned by its own cursor, the last maybe without a final line end: the
+ * records of the ranges must be those of the whole, at every cut. */
+ISA_TEST(csv_rows, range_edges_give_the_records_of_the_whole, .timeout = 600)
+{
+    rng_state = 0x0ddba11cafef00dULL;
+    char buf[1024];
+    rs_csv_dialect d = {',', 0};
+    rs_csv_keyspec k0 = {.ncols = 1, .cols = {0}, .sep = '|'};
+    long cuts = 0;
+    for (int k = 0; k < 300; k++) {
+        size_t n = gen_csv(buf, sizeof buf, ',', 40);
+        ref_t ref;
+        ref_parse(&ref, buf, n, ',');
+        if (ref.bad) {
+            ref_free(&ref);
+            continue;
+        }
+        ref_free(&ref);
+        size_t bnd[64], nb = 0, off = 0; /* record boundaries */
+        while (off < n && nb < 64) {
+            rs_csv_record rec;
+            rs_csv_fault f;
+            cr_assert_eq(rs_csv_next(&d, NULL, buf + off, n - off, 1, &rec, NULL, NULL, NULL, &f), RS_CSV_OK);
+            bnd[nb++] = off;
+            off += rec.consumed;
+        }
+        for (size_t a = 0; a < nb; a++)
+            for (size_t b = a + 1; b <= nb; b++) {
+                size_t to = b < nb ? bnd[b] : n;
+                rows_vs_next(&d, &k0, buf, bnd[a], to, 1 + (size_t)(a + b) % 40);
+                cuts++;
+            }
+    }
+    cr_assert_gt(cuts, 10000);
+}
+
+/* The quote count the batch cutter takes, in every variant. */
+ISA_TEST(csv_rows, quote_count, .timeout = 600)
+{
+    char buf[700];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = i % 3 == 0 || i % 64 == 63 ? '"' : 'a';
+    for (size_t a = 0; a < 70; a++)
+        for (size_t n = 0; a + n <= sizeof buf; n += 1 + n / 8) {
+            size_t want = 0;
+            for (size_t i = a; i < a + n; i++)
+                want += buf[i] == '"';
+            cr_assert_eq(rs_csv_count_quotes(buf + a, n), want, "at %zu, %zu bytes", a, n);
+        }
 }
 
 /* -------------------------------------------------------- boundaries */

@@ -32,12 +32,12 @@ static int cmp_names(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Runs check on every file of fixtures/fuzz/regressions/<harness>/, in name
- * order; returns how many. */
-static size_t replay(const char *harness, int (*check)(const uint8_t *, size_t))
+/* Runs check on every file of fixtures/fuzz/<sub>/, in name order; returns
+ * how many. */
+static size_t replay_dir(const char *sub, int (*check)(const uint8_t *, size_t))
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/fixtures/fuzz/regressions/%s", RS_SOURCE_DIR, harness);
+    snprintf(dir, sizeof dir, "%s/fixtures/fuzz/%s", RS_SOURCE_DIR, sub);
     DIR *d = opendir(dir);
     cr_assert_not_null(d, "cannot open %s", dir);
     char **names = NULL;
@@ -74,7 +74,7 @@ static size_t replay(const char *harness, int (*check)(const uint8_t *, size_t))
         } while (k > 0);
         cr_assert(!ferror(f), "cannot read %s", path);
         fclose(f);
-        fprintf(stderr, "fuzz regression %s/%s (%zu bytes)\n", harness, names[i], len);
+        fprintf(stderr, "fuzz input %s/%s (%zu bytes)\n", sub, names[i], len);
         cr_assert_eq(check(buf, len), 0, "%s", path);
         free(buf);
         free(names[i]);
@@ -83,7 +83,19 @@ static size_t replay(const char *harness, int (*check)(const uint8_t *, size_t))
     return n;
 }
 
+/* The regression inputs of a harness: fixtures/fuzz/regressions/<harness>/. */
+static size_t replay(const char *harness, int (*check)(const uint8_t *, size_t))
+{
+    char sub[256];
+    snprintf(sub, sizeof sub, "regressions/%s", harness);
+    return replay_dir(sub, check);
+}
+
 Test(fuzz_regressions, csv) { cr_assert_geq(replay("csv", check_csv), 1); }
+
+/* The CSV harness's seed corpus too: rs_csv_next and rs_csv_rows against
+ * libcsv on every file of it. */
+Test(fuzz_regressions, csv_seed_corpus) { cr_assert_geq(replay_dir("csv", check_csv), 10); }
 Test(fuzz_regressions, gzip) { cr_assert_geq(replay("gzip", check_gzip), 1); }
 Test(fuzz_regressions, nodes) { cr_assert_geq(replay("nodes", check_nodes), 1); }
 Test(fuzz_regressions, size) { cr_assert_geq(replay("size", check_size), 1); }

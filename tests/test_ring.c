@@ -461,6 +461,35 @@ Test(ring, collisions_later_insertion_wins)
     }
 }
 
+/* The slot table of a ring of the default size (1000 nodes x 200 points:
+ * most slots hold no point and answer alone) agrees with a plain binary
+ * search, at random positions and at every point and its neighbours. */
+Test(ring, slots_agree_with_binary_search_on_a_large_ring)
+{
+    rs_ring_opts o;
+    rs_nodes n;
+    rs_error err = {0};
+    rs_ring_opts_default(&o, RS_SCHEME_RING);
+    rs_nodes_init_count(&n, 1000, &err);
+    rs_ring *r = build(&o, &n);
+    uint64_t x = 0x2545F4914F6CDD1DULL;
+    for (int i = 0; i < 1000000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t pos = (uint64_t)((rs_u128)x % rs_ring_space(r));
+        cr_assert_eq(rs_ring_owner(r, pos), rs_ring_owner_bsearch(r, pos), "pos %llu", (unsigned long long)pos);
+    }
+    for (uint32_t i = 0; i < rs_ring_npoints(r); i++) {
+        uint64_t p = rs_ring_point_pos(r, i);
+        cr_assert_eq(rs_ring_owner(r, p), rs_ring_owner_bsearch(r, p));
+        if ((rs_u128)p + 1 < rs_ring_space(r))
+            cr_assert_eq(rs_ring_owner(r, p + 1), rs_ring_owner_bsearch(r, p + 1));
+        if (p > 0)
+            cr_assert_eq(rs_ring_owner(r, p - 1), rs_ring_owner_bsearch(r, p - 1));
+    }
+    rs_ring_free(r);
+    rs_nodes_free(&n);
+}
+
 /* The index never disagrees with a plain binary search, for every scheme. */
 Test(ring, index_agrees_with_binary_search)
 {

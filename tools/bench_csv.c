@@ -1,4 +1,4 @@
-/* tools/bench_csv.c - libcsv vs rs_csv_next on bill-like CSV.
+/* tools/bench_csv.c - libcsv vs rs_csv_next and rs_csv_rows on bill-like CSV.
  *
  * Usage: bench_csv [--mb N] [--runs N] [file.csv]
  *
@@ -11,6 +11,8 @@
  *   rs_csv     rs_csv_next over the buffer, extracting the key column 1,
  *              with the variant chosen for this CPU and then every other
  *              variant it supports (scalar, sse2, avx2, avx512bw);
+ *   rows       rs_csv_rows (the structural scanner, the pipeline's), 32
+ *              records a call, the same key, in every variant;
  *   boundary   rs_csv_boundary_after cutting the buffer into 64 chunks; each
  *              call counts quote parity from the buffer start, so the 63
  *              calls read sum(from) = 31.5 x the buffer: both rates shown;
@@ -140,6 +142,32 @@ static size_t run_rs(const char *buf, size_t n)
     return rows;
 }
 
+static size_t run_rows(const char *buf, size_t n)
+{
+    rs_csv_dialect d = {',', 1 << 20};
+    rs_csv_keyspec ks = {.ncols = 1, .cols = {1}, .sep = '|'};
+    rs_buf scratch = {0};
+    rs_csv_cursor c;
+    rs_csv_cursor_init(&c, buf, 0, n);
+    rs_csv_row rows[32];
+    size_t nr = 0, ksum = 0;
+    while (c.pos < n) {
+        size_t k;
+        rs_csv_fault f;
+        if (rs_csv_rows(&d, &ks, &c, rows, 32, &k, &scratch, &f) != RS_CSV_OK) {
+            fprintf(stderr, "bench_csv: rs_csv_rows at byte %zu: %s\n", c.pos, f.what);
+            exit(2);
+        }
+        for (size_t i = 0; i < k; i++) {
+            nr += rows[i].nfields > 0;
+            ksum += rows[i].keylen + (rows[i].keylen ? (unsigned char)rows[i].key[0] : 0);
+        }
+    }
+    rs_buf_free(&scratch);
+    keysum += ksum;
+    return nr;
+}
+
 static size_t run_boundary(const char *buf, size_t n)
 {
     size_t cuts = 0;
@@ -186,6 +214,16 @@ static void bench(const char *label, const char *buf, size_t n, int runs)
             continue;
         double v = median_mbps(run_rs, buf, n, runs, &rows_rs);
         printf("  rs_csv %-10s %8.1f MB/s  ratio %.2fx\n", rs_csv_isa_name(isa), v, v / lib);
+    }
+    for (int isa = RS_CSV_ISA_AVX512; isa >= RS_CSV_ISA_SCALAR; isa--) {
+        if (rs_csv_isa_set(isa) != 0)
+            continue;
+        double v = median_mbps(run_rows, buf, n, runs, &rows_rs);
+        printf("  rows   %-10s %8.1f MB/s  ratio %.2fx\n", rs_csv_isa_name(isa), v, v / lib);
+        if (rows_lib != rows_rs) {
+            fprintf(stderr, "bench_csv: rs_csv_rows counts %zu rows, libcsv %zu\n", rows_rs, rows_lib);
+            exit(2);
+        }
     }
     rs_csv_isa_set(best);
     double bnd = median_mbps(run_boundary, buf, n, runs, &cuts);

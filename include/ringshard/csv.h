@@ -57,6 +57,59 @@ int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *
                 int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
                 rs_buf *scratch, rs_csv_fault *fault);
 
+/* ------------------------------------------------ the structural scanner
+ *
+ * rs_csv_rows scans many records of a range in one pass: each 64-byte
+ * block is classified once (quotes, delimiters, CR, LF), quote parity is
+ * carried from block to block as a bit mask, and records, fields and the
+ * key are read off the masks. It gives exactly what rs_csv_next gives at
+ * the same offsets with at_eof set (the range holds whole records; the
+ * last may lack its line end): a record whose quotes are not well placed,
+ * that is too long or lacks a key column is handed to rs_csv_next. */
+
+/* One record found by rs_csv_rows. */
+typedef struct {
+    size_t off;        /* its first byte, from the cursor's p */
+    size_t len;        /* its bytes before the line end */
+    size_t next;       /* the offset just past its line end (the next record) */
+    uint32_t nfields;  /* 0 for an empty line */
+    uint32_t lines;    /* line ends in [off, next) */
+    const char *key;   /* with a key spec: into p, or into scratch */
+    size_t keylen;
+} rs_csv_row;
+
+/* Where rs_csv_rows stands in p[pos..end). The fields after end are the
+ * scanner's own (the current block's masks); set them with
+ * rs_csv_cursor_init only. */
+typedef struct {
+    const char *p;
+    size_t pos, end;
+    size_t blk;                  /* first byte of the classified block */
+    uint64_t quotes, dout, lout; /* its quotes; delimiters and CR/LF outside quotes */
+    uint64_t bad, inl;           /* misplaced quotes; CR/LF inside quotes */
+    uint64_t in_end;             /* all ones when the block ends inside quotes */
+    uint64_t open_ok;            /* 1: the byte before blk may precede an opening quote */
+    int loaded;
+} rs_csv_cursor;
+
+/* Starts a cursor at p[pos], which must begin a record, for the whole
+ * records of p[pos..end). */
+void rs_csv_cursor_init(rs_csv_cursor *c, const char *p, size_t pos, size_t end);
+
+/* Scans up to max records at the cursor into rows[0..*n) and moves the
+ * cursor past them. Returns RS_CSV_OK (cursor at end when no record is
+ * left), or RS_CSV_BAD when the record at c->pos (after the *n stored) is
+ * malformed: *fault as rs_csv_next gives it, the cursor left at that
+ * record (restart it with rs_csv_cursor_init past the record). A key that
+ * needs scratch (composite, or with "") ends the call after its record,
+ * so that it stays valid until the next call. */
+int rs_csv_rows(const rs_csv_dialect *d, const rs_csv_keyspec *key, rs_csv_cursor *c, rs_csv_row *rows,
+                size_t max, size_t *n, rs_buf *scratch, rs_csv_fault *fault);
+
+/* Quotes in p[0..n) with the widest vector unit the CPU has (the batch
+ * cutter's parity). */
+size_t rs_csv_count_quotes(const char *p, size_t n);
+
 /* Checks a --key spec's form before any input is read: NULL (column 1)
  * passes; an empty spec or an empty item ("", "1,", ",1", "a,,b"), more
  * than RS_CSV_MAX_KEY_COLS items, and without a header (header == 0) a

@@ -66,6 +66,12 @@ size_t rs_deflater_bytes(int level, rs_codec_choice codec);
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out);
 
+/* rs_deflater_member for a caller that knows the line ends of the
+ * pieces' concatenation (LF, and CR not followed by LF: the pipeline's
+ * scanner counted them), so that they are not counted again. */
+int rs_deflater_member_lines(rs_deflater *d, const void *const *pieces, const size_t *lens, size_t npieces,
+                             uint64_t records, uint64_t lines, rs_buf *out, uint32_t *crc_out);
+
 /* Why this thread's last failed rs_deflater_member (or header) failed: "out
  * of memory (N bytes of compressed output)", "isal_deflate returned -8",
  * "zstd: Allocation error : not enough memory", ... A static string, valid

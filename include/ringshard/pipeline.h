@@ -30,18 +30,20 @@
 typedef uint32_t (*rs_route_fn)(void *ctx, int tid, uint32_t input, const char *key, size_t keylen,
                                 const char *row, size_t rowlen);
 
-/* A faster router for placements on a ring: the pipeline computes each
- * row's position with `position`, issues the prefetches for a block of
- * rows, and only then asks `route` for the destination, so that the ring's
- * memory latency is hidden (the key is not passed again: with keys_only,
- * rows take the plain `route` path). */
+/* A faster router for placements on a ring, called a block of rows at a
+ * time (up to a few dozen) in three steps that the pipeline spreads over
+ * the scanning of the next two blocks, so that the ring's cache misses are
+ * served meanwhile: `positions` hashes the block's keys (just scanned, in
+ * cache) into pos[] and prefetches what the lookup reads first;
+ * `prefetch`, a block later, prefetches what it reads next; `owners`, a
+ * block later still, returns the destinations. With keys_only, rows take
+ * the plain `route` path. */
 enum { RS_DIRECT_AUTO = 0, RS_DIRECT_ON = 1, RS_DIRECT_OFF = 2 };
 
 typedef struct {
-    uint64_t (*position)(void *ctx, const char *key, size_t keylen);
-    void (*prefetch_index)(void *ctx, uint64_t pos);
-    void (*prefetch_point)(void *ctx, uint64_t pos);
-    uint32_t (*route)(void *ctx, int tid, uint32_t input, uint64_t pos, const char *row, size_t rowlen);
+    void (*positions)(void *ctx, const char *const *keys, const size_t *keylens, size_t n, uint64_t *pos);
+    void (*prefetch)(void *ctx, const uint64_t *pos, size_t n);
+    void (*owners)(void *ctx, int tid, uint32_t input, const uint64_t *pos, size_t n, uint32_t *dest);
 } rs_pos_router;
 
 typedef enum { RS_BAD_ROW_FAIL = 0, RS_BAD_ROW_SKIP, RS_BAD_ROW_QUARANTINE } rs_bad_row_policy;
@@ -212,6 +214,13 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *opts);
  * the run needs (rs_pipeline_run would refuse it). With batch_bytes set:
  * batch_bytes, or 0 when memory cannot hold its buffers. */
 size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *opts);
+
+/* Whether `lanes` pipelines of one process (cluster/lanes.h), each with
+ * its share of opts->memory (what the ring and the libraries leave, split
+ * evenly: *share gets it), ceil(threads / lanes) threads and batches of
+ * cap bytes (the process's batch size, so that the output does not depend
+ * on the lanes), fit their shares. */
+int rs_pipeline_lanes_fit(const rs_pipeline_opts *opts, int lanes, size_t cap, uint64_t *share);
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_USAGE when
  * opts->memory is below rs_pipeline_min_memory (the message says what it

@@ -182,21 +182,6 @@ int rs_lanes_run(int lanes, rs_lane_fn fn, void *ctx)
 
 /* ------------------------------------------------------------ choosing */
 
-/* Whether `lanes` lanes, each with its share of o's --memory and the
- * process's batches of cap bytes, fit. */
-static int lanes_fit(const rs_pipeline_opts *o, int lanes, int T, size_t cap, uint64_t *share)
-{
-    uint64_t common = RS_MEMORY_FIXED + o->held;
-    if (o->memory <= common)
-        return 0;
-    rs_pipeline_opts l = *o;
-    l.memory = common + (o->memory - common) / (uint64_t)lanes;
-    l.batch_bytes = cap;
-    l.threads = (T + lanes - 1) / lanes;
-    *share = l.memory;
-    return rs_pipeline_batch_bytes(&l) != 0;
-}
-
 static int undividable(const rs_pipeline_opts *o)
 {
     for (size_t i = 0; i < o->ninputs; i++)
@@ -253,7 +238,7 @@ int rs_lanes_choose(const rs_pipeline_opts *o, size_t nitems, rs_lane_plan *pl)
         P = 1;  /* the pipeline refuses this --memory itself */
     uint64_t share = o->memory;
     int want = P;
-    while (P > 1 && !lanes_fit(o, P, T, cap, &share))
+    while (P > 1 && !rs_pipeline_lanes_fit(o, P, cap, &share))
         P--;
     if (P < want)
         snprintf(pl->why, sizeof pl->why, "--memory: %d lanes of 8 batches of %.1f MiB fit", P, cap / 1048576.0);

@@ -46,6 +46,7 @@
  * at p[len-1] as a terminator (returns len).
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ringshard/csv.h"
@@ -291,9 +292,16 @@ static int best_isa(void)
  * afterwards, so threads may share it. */
 static int csv_isa = RS_CSV_ISA_SCALAR;
 
+/* RINGSHARD_CSV_ISA (scalar, sse2, avx2, avx512bw) caps the variant, so
+ * that one machine can measure the paths of smaller ones (tools/
+ * bench_bucket.sh, docs/performance.md); an unknown name is ignored. */
 __attribute__((constructor)) static void csv_isa_init(void)
 {
     csv_isa = best_isa();
+    const char *want = getenv("RINGSHARD_CSV_ISA");
+    for (int isa = RS_CSV_ISA_SCALAR; want && isa < csv_isa; isa++)
+        if (strcmp(want, rs_csv_isa_name(isa)) == 0 && isa_supported(isa))
+            csv_isa = isa;
 }
 
 int rs_csv_isa_set(int isa)

@@ -462,10 +462,10 @@ static int member_zlib(rs_deflater *d, const void *const *pieces, const size_t *
 
 /* rs_deflater_member for a zstd compressor: metadata frame, data frame. */
 static int member_zstd(rs_deflater *d, const void *const *pieces, const size_t *lens, size_t npieces,
-                       uint64_t records, rs_buf *out, uint32_t *crc_out)
+                       uint64_t records, uint64_t lines, rs_buf *out, uint32_t *crc_out)
 {
     size_t start = out->len;
-    if (rs_zstd_meta_write(out, count_pieces(pieces, lens, npieces), records) != 0)
+    if (rs_zstd_meta_write(out, lines, records) != 0)
         rs_codec_fail("out of memory (a zstd metadata frame)");
     if (out->len == start || rs_zstd_frame(d->zstd, pieces, lens, npieces, out) != 0) {
         out->len = start;  /* no partial piece */
@@ -484,10 +484,17 @@ static int member_zstd(rs_deflater *d, const void *const *pieces, const size_t *
 int rs_deflater_member(rs_deflater *d, const void *const *pieces, const size_t *lens,
                        size_t npieces, uint64_t records, rs_buf *out, uint32_t *crc_out)
 {
+    return rs_deflater_member_lines(d, pieces, lens, npieces, records, count_pieces(pieces, lens, npieces), out,
+                                    crc_out);
+}
+
+int rs_deflater_member_lines(rs_deflater *d, const void *const *pieces, const size_t *lens, size_t npieces,
+                             uint64_t records, uint64_t lines, rs_buf *out, uint32_t *crc_out)
+{
     if (d->zstd)
-        return member_zstd(d, pieces, lens, npieces, records, out, crc_out);
+        return member_zstd(d, pieces, lens, npieces, records, lines, out, crc_out);
     size_t start = out->len;
-    int rc = write_header(out, count_pieces(pieces, lens, npieces), records);
+    int rc = write_header(out, lines, records);
     if (rc != 0)
         rs_codec_fail("out of memory (a gzip member header)");
 #if RS_HAVE_ISAL

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "ring/ring_impl.h"
 #include "ringshard/interrupt.h"
+#include "ringshard/util.h"
 
 static const rs_scheme_ops *const scheme_ops[RS_SCHEME__COUNT] = {
 #define RS_SCHEME_OPS(id, name, help) &rs_scheme_##name,
@@ -218,23 +219,31 @@ static unsigned bits_for(rs_u128 space)
     return b;
 }
 
+/* The slot table (ring_impl.h): a slot per 2 points or so, at most 2^19,
+ * so that lookups mostly end in it and it stays small enough for the
+ * caches (4 MiB at most; its size is index_bytes). */
 static int build_index(rs_ring *r, rs_error *err)
 {
-    unsigned want = 4;
-    while (want < 20 && ((uint64_t)1 << want) < (uint64_t)r->npoints * 4)
+    unsigned want = 3;
+    while (want < 19 && ((uint64_t)1 << want) < (uint64_t)r->npoints * 2)
         want++;
     if (want > r->space_bits)
         want = r->space_bits;
-    r->index_shift = r->space_bits - want;
-    uint64_t buckets = (uint64_t)((r->space - 1) >> r->index_shift) + 1;
-    r->index = malloc((buckets + 1) * sizeof *r->index);
-    if (!r->index)
+    r->slot_shift = r->space_bits - want;
+    r->nslots = (uint64_t)((r->space - 1) >> r->slot_shift) + 1;
+    r->slot = rs_alloc_huge(r->nslots * sizeof *r->slot);
+    if (!r->slot)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the ring index");
     uint32_t i = 0;
-    for (uint64_t b = 0; b <= buckets; b++) {
-        while (i < r->npoints && (r->pos[i] >> r->index_shift) < b)
+    for (uint64_t b = 0; b < r->nslots; b++) {
+        while (i < r->npoints && (r->pos[i] >> r->slot_shift) < b)
             i++;
-        r->index[b] = i;
+        r->slot[b].first = i;
+    }
+    for (uint64_t b = 0; b < r->nslots; b++) {
+        uint32_t next = b + 1 < r->nslots ? r->slot[b + 1].first : r->npoints;
+        uint32_t i0 = r->slot[b].first;
+        r->slot[b].owner = next != i0 ? RS_SLOT_SEARCH : r->node[i0 == r->npoints ? 0 : i0];
     }
     return 0;
 }
@@ -269,8 +278,8 @@ static int build_points(rs_ring *r, rs_error *err)
     }
     r->collisions = (uint32_t)(n - kept);
     r->npoints = (uint32_t)kept;
-    r->pos = malloc(kept * sizeof *r->pos);
-    r->node = malloc(kept * sizeof *r->node);
+    r->pos = rs_alloc_huge(kept * sizeof *r->pos);
+    r->node = rs_alloc_huge(kept * sizeof *r->node);
     r->label = malloc(kept * sizeof *r->label);
     if (!r->pos || !r->node || !r->label) {
         free(raw);
@@ -385,6 +394,10 @@ static uint64_t nodes_bytes(const rs_nodes *nodes)
     return b + 4096;
 }
 
+/* What the memory plans count for the slot table: half as many 8-byte
+ * slots as this count of 4-byte words, plus 4 bytes of slack. (The batch
+ * size, hence the output's members, follows from what is counted here:
+ * it must not change.) */
 static uint64_t index_bytes(uint64_t npoints)
 {
     uint64_t b = 16;
@@ -429,7 +442,7 @@ void rs_ring_free(rs_ring *r)
     free(r->pos);
     free(r->node);
     free(r->label);
-    free(r->index);
+    free(r->slot);
     free(r->live_map);
     free(r->prefix);
     free(r->description);
@@ -445,9 +458,9 @@ uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
 {
     if (!r->npoints)
         return UINT32_MAX;
-    uint64_t b = pos >> r->index_shift;
-    uint32_t lo = r->index[b], hi = r->index[b + 1];
-    /* Every point in [lo, hi) shares pos's prefix; the answer is in [lo, hi]. */
+    uint64_t b = pos >> r->slot_shift;
+    uint32_t lo = r->slot[b].first, hi = b + 1 < r->nslots ? r->slot[b + 1].first : r->npoints;
+    /* Every point in [lo, hi) is in pos's slot; the answer is in [lo, hi]. */
     while (hi - lo > 8) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (r->pos[mid] < pos)
@@ -463,15 +476,17 @@ uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
 void rs_ring_prefetch_index(const rs_ring *r, uint64_t pos)
 {
     if (r->npoints)
-        __builtin_prefetch(&r->index[pos >> r->index_shift]);
+        __builtin_prefetch(&r->slot[pos >> r->slot_shift]);
 }
 
 void rs_ring_prefetch_point(const rs_ring *r, uint64_t pos)
 {
     if (r->npoints) {
-        uint32_t i = r->index[pos >> r->index_shift];
-        __builtin_prefetch(&r->pos[i]);
-        __builtin_prefetch(&r->node[i]);
+        const rs_ring_slot *sl = &r->slot[pos >> r->slot_shift];
+        if (sl->owner == RS_SLOT_SEARCH) {
+            __builtin_prefetch(&r->pos[sl->first]);
+            __builtin_prefetch(&r->node[sl->first]);
+        }
     }
 }
 
@@ -479,12 +494,33 @@ uint32_t rs_ring_owner(const rs_ring *r, uint64_t pos)
 {
     if (!r->npoints)
         return r->ops->owner(r, pos);
-    return r->node[rs_ring_point_at(r, pos)];
+    uint32_t own = r->slot[pos >> r->slot_shift].owner;
+    return own != RS_SLOT_SEARCH ? own : r->node[rs_ring_point_at(r, pos)];
 }
 
 uint32_t rs_ring_locate(const rs_ring *r, const void *key, size_t len)
 {
     return rs_ring_owner(r, r->ops->position(r, key, len));
+}
+
+void rs_ring_positions(const rs_ring *r, const char *const *keys, const size_t *lens, size_t n, uint64_t *pos)
+{
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = r->ops->position(r, keys[i], lens[i]);
+        rs_ring_prefetch_index(r, pos[i]);
+    }
+}
+
+void rs_ring_prefetch_points(const rs_ring *r, const uint64_t *pos, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        rs_ring_prefetch_point(r, pos[i]);
+}
+
+void rs_ring_owners(const rs_ring *r, const uint64_t *pos, size_t n, uint32_t *own)
+{
+    for (size_t i = 0; i < n; i++)
+        own[i] = rs_ring_owner(r, pos[i]);
 }
 
 uint32_t rs_ring_owner_bsearch(const rs_ring *r, uint64_t pos)

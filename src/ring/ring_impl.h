@@ -14,6 +14,17 @@ typedef struct {
     uint32_t label;
 } rs_raw_point;
 
+/* The lookup table over the top bits of a position. Most slots hold no
+ * point (a ring of 200,000 points has 524,288 slots): their positions all
+ * belong to the next point, whose node `owner` gives in the slot's one
+ * cache line. A slot with points says RS_SLOT_SEARCH, and the search
+ * starts at `first`. */
+#define RS_SLOT_SEARCH UINT32_MAX
+typedef struct {
+    uint32_t first;      /* the first point with pos >> slot_shift >= the slot's number */
+    uint32_t owner;      /* the node of every position in the slot, or RS_SLOT_SEARCH */
+} rs_ring_slot;
+
 typedef struct rs_scheme_ops {
     /* Validates r->opts against the scheme; may set scheme state. */
     int (*check)(rs_ring *r, rs_error *err);
@@ -54,8 +65,9 @@ struct rs_ring {
     uint32_t collisions;
     int keep_first;      /* collisions keep the first point (presets) */
 
-    uint32_t *index;     /* index[b] = first point with pos >> index_shift >= b */
-    unsigned index_shift;
+    rs_ring_slot *slot;  /* [nslots], a slot per value of pos >> slot_shift */
+    uint64_t nslots;
+    unsigned slot_shift;
 
     uint32_t live;       /* nodes not down */
     uint32_t *live_map;  /* modulo/jump: bucket -> node index */
