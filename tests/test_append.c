@@ -758,3 +758,19 @@ Test(append, compact_of_one_generation_changes_nothing)
        "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz c.csv && same_rows D R && "
        "\"$RS\" bucket --quiet --append -o D b.csv.gz && test ! -e D/g00000004");
 }
+
+/* --commit-every with --on-bad-row quarantine=FILE: FILE holds the
+ * rejected rows of every generation the command published, once each, in
+ * input order, with one column-name line (before, each generation's
+ * publication replaced it with its own rows alone); bucket and dedup. */
+Test(append, quarantine_under_commit_every_keeps_every_generations_rows)
+{
+    OK("printf 'bill_id,x\\nz1,1\\n\"bad1,2\\n' > q1.csv && printf 'bill_id,x\\nz2,1\\n\"bad2,2\\n' > q2.csv && "
+       "printf 'bill_id,x\\nz3,1\\n' > q3.csv && "
+       "for cmd in bucket dedup; do rm -f q.tsv; "
+       "\"$RS\" $cmd --quiet --append --on-bad-row quarantine=q.tsv --commit-every 1 --nodes 3 -o D$cmd "
+       "q1.csv q2.csv q3.csv || exit 1; "
+       "printf 'input\\tline\\trecord\\treason\\trow\\nq1.csv\\t3\\t2\\tunterminated quoted field\\t\"bad1,2\\n"
+       "q2.csv\\t3\\t2\\tunterminated quoted field\\t\"bad2,2\\n' | cmp - q.tsv || exit 1; "
+       "\"$RS\" verify --quiet D$cmd || exit 1; done");
+}

@@ -26,8 +26,8 @@
  *    52  4  zero
  *    56  4  CRC-32 of bytes 0-55
  *    60  4  zero
- *   then `runs` runs, each (a run is what fitted in memory when the index
- *   was built; one for most files):
+ *   then `runs` runs, each (a run holds at most RS_KEYIDX_RUN_KEYS keys and
+ *   RS_KEYIDX_RUN_BYTES of them, cut in the file's row order):
  *     run header, 32 bytes: entries n, blocks b = ceil(n / 512), heap
  *       bytes h, zero
  *     b fences: the first fingerprint of each block of 512 entries
@@ -68,13 +68,20 @@ typedef struct {
 
 /* ------------------------------------------------------------ writing */
 
+/* A run holds at most RS_KEYIDX_RUN_KEYS keys and RS_KEYIDX_RUN_BYTES of
+ * them (a longer key alone): sizes of the data's, never of --memory or -j,
+ * so that an index's bytes depend on its file alone. A writer holds one
+ * pending run: at most RS_KEYIDX_WRITER_MEMORY (its keys, their entries
+ * and the sort's copy of them), but for a single key longer than a run. */
+#define RS_KEYIDX_RUN_KEYS 16384u
+#define RS_KEYIDX_RUN_BYTES ((size_t)4 << 20)
+#define RS_KEYIDX_WRITER_MEMORY ((uint64_t)5 << 20)
+
 /* Builds an index in bounded memory: keys are added in the file's row
- * order and kept until `budget` bytes are held, then sorted and written
- * out as a run. */
+ * order and kept until a run is full, then sorted and written out. */
 typedef struct {
     FILE *f;
     char *path;
-    uint64_t budget;
     rs_buf heap;           /* the pending run's keys */
     uint64_t *ent;         /* [n] pending (fingerprint, heap offset, length) triples */
     size_t n, cap;
@@ -85,9 +92,8 @@ typedef struct {
     int failed;            /* errno of the first failure */
 } rs_keyidx_writer;
 
-/* Creates (truncates) path for an index; budget: the bytes the pending
- * keys may hold (at least 64 KiB are used). 0, or -1 with err (RS_EXIT_IO). */
-int rs_keyidx_create(rs_keyidx_writer *w, const char *path, uint64_t budget, rs_error *err);
+/* Creates (truncates) path for an index. 0, or -1 with err (RS_EXIT_IO). */
+int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err);
 
 /* Adds the next row's key. 0, or -1 with err (out of memory, a write
  * failure). */

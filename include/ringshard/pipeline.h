@@ -89,6 +89,9 @@ typedef struct {
     rs_bad_row_policy bad_rows;
     const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows (created or
                                   * truncated; appended to when rs_outfile_in_place says so) */
+    int quarantine_continue;     /* 1: the quarantine file holds earlier rows already (an earlier
+                                  * generation's of the same command): appended to, its
+                                  * column-name line not written again */
     const char *quarantine_name; /* how messages name that file (NULL: quarantine): a caller that
                                   * writes a temporary to publish it whole names the target */
     /* routing */

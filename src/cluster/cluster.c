@@ -170,6 +170,24 @@ int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_
     return 0;
 }
 
+int rs_cluster_quarantine_continue(rs_cluster_quarantine *q, rs_pipeline_opts *po, rs_error *err)
+{
+    if (!q->name || !q->given || rs_outfile_in_place(q->given))
+        return 0;   /* no quarantine, or one written in place: appended to already */
+    if (rs_world_rank() == 0 && !err->code) {
+        int in = open(q->given, O_RDONLY | O_CLOEXEC), out = open(q->name, O_WRONLY | O_CLOEXEC);
+        struct stat st;
+        if (in < 0 || out < 0 || fstat(in, &st) != 0 || rs_copy_into(in, 0, (uint64_t)st.st_size, out, 0) != 0)
+            rs_error_set(err, RS_EXIT_IO, "%s: cannot carry it on from %s: %s", q->name, q->given, strerror(errno));
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+    }
+    po->quarantine_continue = 1;
+    return rs_world_agree(err);
+}
+
 int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
 {
     int rc = 0;
@@ -790,6 +808,7 @@ static void member_opts(rs_group *g, const rs_pipeline_opts *o, const unit_list 
         if (!(*qpart = part_path(o->quarantine, g->tag, me)))
             abort();
         local->quarantine = *qpart;
+        local->quarantine_continue = 0;   /* a piece of its own, appended by member 0 */
     }
 }
 

@@ -87,6 +87,13 @@ typedef struct {
  * error (a failure already in err on entry included). */
 int rs_cluster_quarantine_begin(rs_pipeline_opts *po, rs_outdir *od, rs_cluster_quarantine *q, rs_error *err);
 
+/* The run goes on from the quarantine file an earlier generation of the
+ * same command published (--commit-every): rank 0 copies it into the
+ * temporary, and po appends to it (quarantine_continue). Collective; 0, or
+ * -1 on every rank with the first error. Nothing to do for a file written
+ * in place. */
+int rs_cluster_quarantine_continue(rs_cluster_quarantine *q, rs_pipeline_opts *po, rs_error *err);
+
 /* After the run (and after od's publication, if any): rank 0 publishes the
  * temporary when ok and err is clear and rs_interrupt_publish_gate lets it
  * (a stop signal: -1, err "interrupted"), else removes it (od's side files are od's).

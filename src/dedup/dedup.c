@@ -852,7 +852,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     if (ow_open(&w, out, o->compress, dz, err) != 0)
         goto out;
     opened = 1;
-    if (o->index_out && rs_keyidx_create(&idx, o->index_out, o->index_budget, err) == 0)
+    if (o->index_out && rs_keyidx_create(&idx, o->index_out, err) == 0)
         idxp = &idx;
     else if (o->index_out)
         goto out;

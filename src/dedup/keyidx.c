@@ -129,10 +129,9 @@ static void flush_run(rs_keyidx_writer *w)
     w->heap.len = 0;
 }
 
-int rs_keyidx_create(rs_keyidx_writer *w, const char *path, uint64_t budget, rs_error *err)
+int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err)
 {
     memset(w, 0, sizeof *w);
-    w->budget = budget < ((uint64_t)64 << 10) ? ((uint64_t)64 << 10) : budget;
     if (!(w->path = strdup(path)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (!(w->f = fopen(path, "w"))) {
@@ -146,18 +145,11 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, uint64_t budget, rs_
     return 0;
 }
 
-/* What the pending run holds once a key of len more bytes is added: its
- * entries (rs_keyidx_add doubles them) and keys as allocated, and the copy
- * of the entries qsort makes to sort them (flush_run). */
-static uint64_t pending_with(const rs_keyidx_writer *w, size_t len)
-{
-    size_t cap = w->n < w->cap ? w->cap : w->cap ? 2 * w->cap : 1024;
-    return rs_buf_cap_after(&w->heap, len) + (uint64_t)(cap + w->n + 1) * 3 * sizeof *w->ent;
-}
-
 int rs_keyidx_add(rs_keyidx_writer *w, const void *key, size_t len, rs_error *err)
 {
-    if (w->n && pending_with(w, len) > w->budget)
+    /* A run ends at a size of the data's alone - never of --memory or -j -
+     * so that the index's bytes are the same for any of them */
+    if (w->n && (w->n == RS_KEYIDX_RUN_KEYS || w->heap.len + len > RS_KEYIDX_RUN_BYTES))
         flush_run(w);
     if (w->n == w->cap) {
         size_t nc = w->cap ? 2 * w->cap : 1024;
@@ -597,7 +589,7 @@ int rs_keyidx_concat(const char *out, int dirfd, const char *const *names, const
                      uint64_t *file_bytes, uint32_t *crc32, rs_error *err)
 {
     rs_keyidx_writer w;
-    if (rs_keyidx_create(&w, out, 0, err) != 0)
+    if (rs_keyidx_create(&w, out, err) != 0)
         return -1;
     for (size_t k = 0; k < n; k++) {
         rs_keyidx x;

@@ -235,7 +235,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     for (uint32_t d = 0; files && d < ndest; d++)
         if (!(files[d] = rs_gen_path(g, names[d])))
             rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0)   /* agrees on the above */
+    if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0 ||   /* agrees on the above */
+        (r->generations && rs_cluster_quarantine_continue(&q, &po, err) != 0))  /* --commit-every */
         goto out;
     char label[64];
     snprintf(label, sizeof label, "generation %llu", (unsigned long long)g->gen);

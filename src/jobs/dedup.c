@@ -251,7 +251,8 @@ static int begin_pass1_dir(dstate *s, rs_error *err)
     s->pass1 = rs_outdir_path(od_of(s), ".pass1");
     if (!s->pass1 || (rs_world_rank() == 0 && mkdir(s->pass1, 0700) != 0))
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", s->pass1 ? s->pass1 : s->o->outdir, strerror(errno));
-    if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0)
+    if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0 ||
+        (s->report_more && rs_cluster_quarantine_continue(&s->q, &s->po, err) != 0))  /* --commit-every */
         return -1;
     return 0;
 }
@@ -697,6 +698,7 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
     if (!s->g)
         return;
     const rs_bucketdir *bd = &s->g->bd;
+    r->history_bytes = r->index_bytes = 0;   /* the history of the command's last generation */
     for (size_t k = 0; k < bd->nfiles; k++) {
         r->history_bytes += bd->files[k]->file_bytes;
         r->indexes_built += s->at[k].built != NULL;

@@ -29,7 +29,7 @@ static rs_keyidx_of index_of(const rs_dedup_pass *p, size_t k)
 /* Builds the key index of history file k, which has none, where
  * p->at[k].built says: its rows read once (checked against its manifest
  * entry, rows placed on their node, as dedup --buckets checks them). */
-static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *place, uint64_t budget,
+static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *place,
                        uint64_t *rows, rs_error *err)
 {
     const rs_bucketdir *bd = p->bd;
@@ -50,7 +50,7 @@ static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *pla
     if (rows_open(&s, bd->paths[k], &o, 1, err) != 0)
         return -1;
     int r = o.header ? (rows_skip_header(&s, err) < 0 ? -1 : 0) : 0;
-    if (r == 0 && rs_keyidx_create(&w, p->at[k].built, budget, err) != 0)
+    if (r == 0 && rs_keyidx_create(&w, p->at[k].built, err) != 0)
         r = -2;
     s.chk = &chk;
     while (r == 0 && (r = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
@@ -76,7 +76,7 @@ static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *pla
 
 /* The bucket's history as key indexes, oldest first; missing ones built.
  * *h (nparts entries) is the caller's to free. */
-static int history_of(const rs_dedup_pass *p, rs_dedup_task *j, uint64_t budget, rs_history_index **h,
+static int history_of(const rs_dedup_pass *p, rs_dedup_task *j, rs_history_index **h,
                       rs_error *err)
 {
     const rs_bucketdir *bd = p->bd;
@@ -85,7 +85,7 @@ static int history_of(const rs_dedup_pass *p, rs_dedup_task *j, uint64_t budget,
     for (size_t q = 0; q < j->nparts; q++) {
         size_t k = j->part0 + q;
         const rs_index_at *at = &p->at[k];
-        if (at->built && build_index(p, k, &j->place, budget, &j->rows_reread, err) != 0)
+        if (at->built && build_index(p, k, &j->place, &j->rows_reread, err) != 0)
             return -1;
         rs_history_index *x = &(*h)[q];
         x->dirfd = at->built ? AT_FDCWD : at->dirfd;
@@ -132,14 +132,14 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     if (p->append) {
         o.dropped = rep;
         o.index_out = j->index;
-        o.index_budget = o.budget / 4;
-        o.budget -= o.index_budget;
+        /* the index's writer holds a run at most (keyidx.h) */
+        o.budget -= o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY;
         o.no_header_out = p->segments;
     } else {
         o.dups = rep;
     }
     rs_history_index *h = NULL;
-    if (p->append && j->nparts && history_of(p, j, o.budget, &h, &j->err) == 0) {
+    if (p->append && j->nparts && history_of(p, j, &h, &j->err) == 0) {
         for (size_t q = 0; q < j->nparts; q++)
             if (!h[q].size)
                 h[q].size = index_sizes[j->part0 + q];

@@ -242,11 +242,13 @@ int rs_pipe_open_outputs(pipe_state *s, run_state *r, rs_error *err)
         return -1;
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
         /* /dev/stdout may be a shell's `>> log`: "w" would empty it */
-        r->quarantine = fopen(o->quarantine, rs_outfile_in_place(o->quarantine) ? "a" : "w");
+        int more = o->quarantine_continue;
+        r->quarantine = fopen(o->quarantine, more || rs_outfile_in_place(o->quarantine) ? "a" : "w");
         if (!r->quarantine)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", quarantine_name(o),
                                 strerror(errno));
-        fputs("input\tline\trecord\treason\trow\n", r->quarantine);
+        if (!more)
+            fputs("input\tline\trecord\treason\trow\n", r->quarantine);
     }
     if (o->compress && o->dest_paths)
         for (int t = 0; t < r->T; t++)
