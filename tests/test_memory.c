@@ -231,7 +231,7 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
     cmd_result_free(&m);
     cr_assert_gt(read[1], read[0] * 1.5, "at 64M the new keys are looked up in parts: %.1f MB, %.1f at 1G", read[1],
                  read[0]);
-    SH_OK("for d in H64 B64; do for f in 0.csv.gz 1.csv.gz; do cmp H1/g00000002/$f $d/g00000002/$f || exit 1; done; "
+    SH_OK("for d in H64 B64; do for f in 0.csv.gz 1.csv.gz 0.keyidx 1.keyidx; do cmp H1/g00000002/$f $d/g00000002/$f || exit 1; done; "
           "cmp H1.dups $d.dups && \"$RS\" verify --quiet $d || exit 1; done");
 }
 
