@@ -117,7 +117,7 @@ static int fzref_parse(const char *t, size_t size, fznodes_ref *r)
                 name[nl++] = *p++;
         }
         name[nl] = '\0';
-        int ok = nl > 0;
+        int ok = nl > 0 && nl <= RS_NODE_NAME_MAX;   /* nodes.h: the limit on a name's bytes */
         for (size_t k = 0; k < nl; k++)
             if (((unsigned char)name[k] < 0x20 && name[k] != '\t') || name[k] == 0x7f)
                 ok = 0;

@@ -23,6 +23,12 @@
 #include "ringshard/error.h"
 #include "ringshard/keyidx.h"
 
+/* What the filter holds apart from a part: the new bucket's reader (its
+ * buffer, which grows to twice a row at worst past 1 MiB, and the codec's
+ * state), the lookups' stream buffers and fences, the output's FILE. A part
+ * gets the rest of the budget. */
+#define RS_HISTORY_STREAMS_MEMORY ((uint64_t)3 << 20)
+
 /* One key index of the history. */
 typedef struct {
     int dirfd;              /* the bucket directory */
@@ -36,7 +42,7 @@ typedef struct {
 typedef struct {
     const rs_history_index *idx;   /* the bucket's history, oldest first */
     size_t nidx;
-    uint64_t budget;               /* memory for the new keys of one part */
+    uint64_t budget;               /* memory for the filter: a part's rows and keys, and its streams */
     FILE *report;                  /* NULL, or a line per dropped row: KEY TAB g<N> TAB ROW */
 } rs_history_opts;
 

@@ -124,13 +124,15 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
     rstream s;
     const char *row, *key;
     size_t rowlen, keylen;
+    uint64_t room = h->budget / 4 < RS_HISTORY_STREAMS_MEMORY ? h->budget - h->budget / 4
+                                                               : h->budget - RS_HISTORY_STREAMS_MEMORY;
     int rc = rows_open(&s, in, d, 1, err);
     if (rc == 0 && d->header && (rc = rows_next(&s, 1, &row, &rowlen, NULL, NULL, err)) == 1)
         rc = put_line(out, row, rowlen) ? rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", out_path, strerror(errno))
                                         : 0;
     while (rc == 0 && (rc = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         /* a part ends before a row whose room would take it past the budget */
-        if (pt.n && part_bytes_with(&pt, rowlen + keylen) > h->budget &&
+        if (pt.n && part_bytes_with(&pt, rowlen + keylen) > room &&
             (rc = flush_part(h, x, &pt, out, out_path, r, err)) != 0)
             break;
         rc = 0;
