@@ -78,7 +78,9 @@ static void open_files(files *f, const char *dir)
 }
 
 /* Rounds of writes in a random order of the files, a drain after each:
- * pieces of 0 to ~3 blocks, so that carries fill, empty and span blocks. */
+ * pieces of 0 to ~3 blocks, so that carries fill, empty and span blocks;
+ * half of them copied by rs_direct_write, half made in the room that
+ * rs_direct_begin gives. */
 static void write_rounds(rs_direct *dx, files *f, int rounds)
 {
     static char piece[3][13000];
@@ -96,7 +98,23 @@ static void write_rounds(rs_direct *dx, files *f, int rounds)
                 f->wlen[d] += len[i];
             }
             rs_error err = {0};
-            cr_assert_eq(rs_direct_write(dx, (uint32_t)d, p, len, np, &err), 0, "%s", err.msg);
+            if (next_rand() % 2) {
+                cr_assert_eq(rs_direct_write(dx, (uint32_t)d, p, len, np, &err), 0, "%s", err.msg);
+                continue;
+            }
+            /* the same bytes made in place: the room's first range, then its rest */
+            size_t total = 0;
+            for (size_t i = 0; i < np; i++)
+                total += len[i];
+            rs_direct_room room;
+            cr_assert_eq(rs_direct_begin(dx, (uint32_t)d, total, &room, &err), 0, "%s", err.msg);
+            cr_assert(room.nfirst <= total && (room.nfirst == total || room.rest), "room %zu of %zu", room.nfirst,
+                      total);
+            const char *src = f->want[d] + f->wlen[d] - total;
+            memcpy(room.first, src, room.nfirst);
+            if (total > room.nfirst)
+                memcpy(room.rest, src + room.nfirst, total - room.nfirst);
+            cr_assert_eq(rs_direct_commit(dx, (uint32_t)d, &room, &err), 0, "%s", err.msg);
         }
         rs_error err = {0};
         cr_assert_eq(rs_direct_drain(dx, &err), 0, "%s", err.msg);

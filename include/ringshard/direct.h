@@ -54,6 +54,27 @@ rs_direct *rs_direct_start(const int *fds, const char *const *paths, uint32_t n,
  * synchronous write failed, or out of memory). */
 int rs_direct_write(rs_direct *dx, uint32_t d, const void *const *p, const size_t *len, size_t np, rs_error *err);
 
+/* Room for the next `total` bytes of file d, for a caller that makes the
+ * bytes in place instead of copying them (rs_direct_write copies): the
+ * first nfirst go to `first` (in the staging arena, after the file's
+ * carry), the others to `rest` (the file's new carry, less than a block).
+ * rs_direct_commit queues them once written. */
+typedef struct {
+    char *first, *rest;
+    size_t nfirst, total;
+    char *blk;          /* internal: the blocks' room */
+    size_t whole;
+    int bounce;
+} rs_direct_room;
+
+/* Reserves the room for total bytes of file d (nothing else may write to
+ * d until the commit). 0, or -1 with err (out of memory). */
+int rs_direct_begin(rs_direct *dx, uint32_t d, size_t total, rs_direct_room *room, rs_error *err);
+
+/* Queues the whole blocks of the room, its bytes all written, and keeps
+ * the rest as the file's carry. 0, or -1 with err (as rs_direct_write). */
+int rs_direct_commit(rs_direct *dx, uint32_t d, const rs_direct_room *room, rs_error *err);
+
 /* Waits for every write queued so far; the arena is free again after it.
  * Not concurrent with rs_direct_write. 0, or -1 with err: the first write
  * that failed, its file named (and every later call fails the same way). */

@@ -195,47 +195,34 @@ static int queue(rs_direct *dx, const dx_job *j, rs_error *err)
     return 0;
 }
 
-int rs_direct_write(rs_direct *dx, uint32_t d, const void *const *p, const size_t *len, size_t np, rs_error *err)
+int rs_direct_begin(rs_direct *dx, uint32_t d, size_t total, rs_direct_room *room, rs_error *err)
 {
-    size_t total = 0, c = dx->carry_len[d];
-    for (size_t i = 0; i < np; i++)
-        total += len[i];
+    size_t c = dx->carry_len[d];
     char *carry = dx->carry + (size_t)d * RS_DIRECT_ALIGN;
     size_t whole = (c + total) / RS_DIRECT_ALIGN * RS_DIRECT_ALIGN;
-    if (!whole) {  /* still less than a block: it all joins the carry */
-        for (size_t i = 0; i < np; i++) {
-            memcpy(carry + c, p[i], len[i]);
-            c += len[i];
-        }
-        dx->carry_len[d] = (uint32_t)c;
+    *room = (rs_direct_room){carry + c, NULL, total, total, NULL, 0, 0};
+    if (!whole)  /* still less than a block: it all joins the carry */
         return 0;
-    }
     char *blk = reserve(dx, whole);
     int bounce = !blk;  /* the arena is full: this thread writes them */
     if (bounce && !(blk = aligned_alloc(RS_DIRECT_ALIGN, whole)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the writes of %s", dx->paths[d]);
     memcpy(blk, carry, c);
-    size_t at = c;  /* bytes placed: the blocks first, then the new carry */
-    for (size_t i = 0; i < np; i++) {
-        const char *s = p[i];
-        size_t k = len[i];
-        if (at < whole) {
-            size_t m = k < whole - at ? k : whole - at;
-            memcpy(blk + at, s, m);
-            at += m, s += m, k -= m;
-        }
-        if (k) {
-            memcpy(carry + (at - whole), s, k);
-            at += k;
-        }
-    }
-    dx->carry_len[d] = (uint32_t)(at - whole);
-    dx_job j = {d, blk, whole, dx->off[d]};
-    dx->off[d] += whole;
-    if (!bounce)
+    *room = (rs_direct_room){blk + c, carry, whole - c, total, blk, whole, bounce};
+    return 0;
+}
+
+int rs_direct_commit(rs_direct *dx, uint32_t d, const rs_direct_room *room, rs_error *err)
+{
+    dx->carry_len[d] = (uint32_t)(dx->carry_len[d] + room->total - room->whole);
+    if (!room->whole)
+        return 0;
+    dx_job j = {d, room->blk, room->whole, dx->off[d]};
+    dx->off[d] += room->whole;
+    if (!room->bounce)
         return queue(dx, &j, err);
-    int rc = write_all(dx->fds[d], blk, whole, j.off, 1), e = errno;
-    free(blk);
+    int rc = write_all(dx->fds[d], room->blk, room->whole, j.off, 1), e = errno;
+    free(room->blk);
     if (rc != 0) {
         pthread_mutex_lock(&dx->mu);
         note_failure(dx, d, e);
@@ -243,6 +230,34 @@ int rs_direct_write(rs_direct *dx, uint32_t d, const void *const *p, const size_
         return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", dx->paths[d], strerror(e));
     }
     return 0;
+}
+
+int rs_direct_write(rs_direct *dx, uint32_t d, const void *const *p, const size_t *len, size_t np, rs_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < np; i++)
+        total += len[i];
+    rs_direct_room room;
+    if (rs_direct_begin(dx, d, total, &room, err) != 0)
+        return -1;
+    char *at = room.first;
+    size_t left = room.nfirst;  /* then the rest: the new carry */
+    for (size_t i = 0; i < np; i++) {
+        const char *s = p[i];
+        size_t k = len[i];
+        while (k) {
+            if (left == 0) {
+                at = room.rest;
+                left = SIZE_MAX;
+            }
+            size_t m = k < left ? k : left;
+            memcpy(at, s, m);
+            at += m, s += m, k -= m;
+            if (left != SIZE_MAX)
+                left -= m;
+        }
+    }
+    return rs_direct_commit(dx, d, &room, err);
 }
 
 int rs_direct_drain(rs_direct *dx, rs_error *err)

@@ -83,6 +83,29 @@ static int dest_write(const rs_pipeline_opts *o, dest_file *df, rs_direct *dx, u
     return dest_writev(o, df, dx, d, piece, &n, 1, err);
 }
 
+/* Plain output by direct I/O: destination d's rows of batch b gathered
+ * into the staging arena's blocks and the file's carry, as rs_direct_write
+ * would copy them there, without the piece in between. */
+static int write_direct(const batch *b, scatter *sc, int G, uint32_t ndest, uint32_t d, uint64_t rows, dest_file *df,
+                        rs_direct *dx, rs_error *err)
+{
+    size_t total = rs_pipe_gather_size(sc, G, ndest, d);
+    rs_direct_room room;
+    if (rs_direct_begin(dx, d, total, &room, err) != 0)
+        return -1;
+    rs_pipe_gather_split(b, sc, G, ndest, d, room.first, room.nfirst, room.rest);
+    for (int g = 0; g < G; g++)
+        sc->bufs[(size_t)g * ndest + d].len = 0;
+    uint32_t crc = rs_crc32(0, room.first, room.nfirst);
+    if (total > room.nfirst)
+        crc = rs_crc32(crc, room.rest, total - room.nfirst);
+    df->st.crc = rs_crc32_combine(df->st.crc, crc, total);
+    df->st.rows += rows;
+    df->st.bytes += total;
+    df->st.file_bytes += total;
+    return rs_direct_commit(dx, d, &room, err);
+}
+
 /* Writes destination d's rows of batch b (gathered from the groups'
  * entries into `rows`, a buffer of the thread's) as one gzip member, or as
  * they are, by direct I/O when dx is not NULL. Returns 0 or -1 with err. */
@@ -97,6 +120,8 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
     }
     if (!rows)
         return 0;
+    if (dx && !o->compress)  /* gathered straight into the staging arena: one copy */
+        return write_direct(b, sc, G, ndest, d, rows, df, dx, err);
     if (rs_pipe_gather(b, sc, G, ndest, d, rows_buf) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (int g = 0; g < G; g++)

@@ -202,6 +202,13 @@ void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int 
  * (emptied first). 0, or -1 if out of memory. */
 int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, rs_buf *out);
 
+/* What rs_pipe_gather would gather: its size, and the bytes themselves,
+ * the first n1 of them into a and the others into rest (direct I/O: the
+ * staging arena's whole blocks, then the file's carry). */
+size_t rs_pipe_gather_size(const scatter *sc, int G, uint32_t ndest, uint32_t d);
+void rs_pipe_gather_split(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, char *a, size_t n1,
+                          char *rest);
+
 /* The quarantine reason of fault f for a record of n bytes into why[cap];
  * returns how many bytes of it the quarantine keeps. */
 size_t rs_pipe_quarantine_reason(const rs_csv_fault *f, size_t max_record, size_t n, char *why, size_t cap);

@@ -179,14 +179,47 @@ static inline size_t entry_size(const unsigned char *e)
     return *e < RS_ENTRY_LONG ? 1u + *e : *e == RS_ENTRY_REF ? 9u : 5u + entry_u32(e + 1);
 }
 
+/* The bytes of destination d's rows (or keys) in batch b, each with its
+ * LF: what rs_pipe_gather gathers. */
+size_t rs_pipe_gather_size(const scatter *sc, int G, uint32_t ndest, uint32_t d)
+{
+    size_t total = 0;
+    for (int g = 0; g < G; g++) {
+        const rs_buf *eb = &sc->bufs[(size_t)g * ndest + d];
+        for (const unsigned char *e = (const unsigned char *)eb->data, *end = e + eb->len; e < end;
+             e += entry_size(e))
+            total += *e < RS_ENTRY_LONG ? *e : *e == RS_ENTRY_REF ? entry_u32(e + 5) + 1u : entry_u32(e + 1);
+    }
+    return total;
+}
+
+/* Copies n bytes to where the gather is: the first range while it has
+ * room, then the second. */
+static inline void put_split(char **at, size_t *room, char **rest, const char *p, size_t n)
+{
+    if (n <= *room) {
+        memcpy(*at, p, n);
+        *at += n, *room -= n;
+        return;
+    }
+    memcpy(*at, p, *room);
+    p += *room, n -= *room;
+    *at = *rest, *room = SIZE_MAX;   /* the second range is the rest, whatever it is */
+    memcpy(*at, p, n);
+    *at += n;
+}
+
 /* The rows (or keys) of destination d in batch b, groups in order, from
- * their entries into out (emptied first). The references point all over
- * the batch, which is out of the cache by now: the rows a few entries
- * ahead are prefetched. 0, or -1 if out of memory. */
-int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, rs_buf *out)
+ * their entries: the first n1 bytes to a, the others to rest (a's room
+ * and rest's together hold rs_pipe_gather_size). The references point all
+ * over the batch, which is out of the cache by now: the rows a few entries
+ * ahead are prefetched. */
+void rs_pipe_gather_split(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, char *a, size_t n1,
+                          char *rest)
 {
     enum { AHEAD = 8 };
-    out->len = 0;
+    char *at = a;
+    size_t room = n1;
     for (int g = 0; g < G; g++) {
         const rs_buf *eb = &sc->bufs[(size_t)g * ndest + d];
         const unsigned char *e = (const unsigned char *)eb->data, *end = e + eb->len, *ahead = e;
@@ -201,26 +234,29 @@ int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uin
                 }
                 ahead += entry_size(ahead);
             }
-            const char *p;
-            size_t n, lf = 0;
             if (*e < RS_ENTRY_LONG) {
-                p = (const char *)e + 1, n = *e;
-                e += 1 + n;
+                put_split(&at, &room, &rest, (const char *)e + 1, *e);
+                e += 1 + *e;
             } else if (*e == RS_ENTRY_LONG) {
-                p = (const char *)e + 5, n = entry_u32(e + 1);
-                e += 5 + n;
+                put_split(&at, &room, &rest, (const char *)e + 5, entry_u32(e + 1));
+                e += 5 + entry_u32(e + 1);
             } else {
-                p = b->data + entry_u32(e + 1), n = entry_u32(e + 5), lf = 1;
+                put_split(&at, &room, &rest, b->data + entry_u32(e + 1), entry_u32(e + 5));
+                put_split(&at, &room, &rest, "\n", 1);
                 e += 9;
             }
-            if (out->cap - out->len < n + lf && rs_buf_reserve(out, n + lf) != 0)
-                return -1;
-            memcpy(out->data + out->len, p, n);
-            out->len += n;
-            if (lf)
-                out->data[out->len++] = '\n';
         }
     }
+}
+
+int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, rs_buf *out)
+{
+    size_t total = rs_pipe_gather_size(sc, G, ndest, d);
+    out->len = 0;
+    if (out->cap < total && rs_buf_reserve(out, total) != 0)
+        return -1;
+    rs_pipe_gather_split(b, sc, G, ndest, d, out->data, total, NULL);
+    out->len = total;
     return 0;
 }
 
