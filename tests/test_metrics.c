@@ -268,3 +268,26 @@ Test(metrics, an_append_counts_the_inputs_it_skips)
     assert_bucket("m.prom",
                   (const char *const[]){"success 1", "inputs_skipped 1", "inputs 0", "rows_written 0", NULL});
 }
+
+/* compact writes its own: the rows it merged, and its failure (exit 3 for a
+ * file whose size is not its manifest's) without a last success. */
+Test(metrics, compact_writes_its_own)
+{
+    make_inputs();
+    SH_OK("head -n 1001 in.csv > a.csv && { head -n 1 in.csv; tail -n +1002 in.csv; } > b.csv && "
+          "\"$RS\" bucket --quiet --nodes 5 --key id --append -o out a.csv && "
+          "\"$RS\" bucket --quiet --append -o out b.csv && \"$RS\" compact --quiet --metrics c.prom out");
+    assert_promtool("c.prom");
+    assert_sample("c.prom", "ringshard_exit_code{command=\"compact\"}", "0");
+    assert_sample("c.prom", "ringshard_success{command=\"compact\"}", "1");
+    assert_sample("c.prom", "ringshard_rows_written{command=\"compact\"}", "3000");
+    free(sample("c.prom", "ringshard_phase_seconds{command=\"compact\",phase=\"merge\"}"));
+    SH_OK("\"$RS\" bucket --quiet --append -o out a.csv b.csv --on-seen again && "
+          "f=$(ls out/g*/*.csv.gz | head -1) && printf 'x' >> \"$f\"");
+    res r = sh("\"$RS\" compact --quiet --metrics c.prom out");
+    cr_assert_eq(r.rc, 3, "%s%s", r.out, r.err);
+    cmd_result_free(&r);
+    assert_promtool("c.prom");
+    assert_sample("c.prom", "ringshard_exit_code{command=\"compact\"}", "3");
+    assert_sample("c.prom", "ringshard_success{command=\"compact\"}", "0");
+}
