@@ -17,8 +17,10 @@
  * (statx STATX_DIOALIGN; 4096 is used, a multiple of what ext4 and xfs
  * ask). Each file keeps its last partial block (the CARRY) in memory; a
  * write copies the carry and the new bytes into the arena, queues the
- * whole blocks for the I/O threads and keeps the rest as the new carry.
- * The caller drains the queue before it reuses the arena (once a batch)
+ * whole blocks for the I/O threads and keeps the rest as the new carry
+ * (rs_direct_begin hands a caller that makes its bytes itself - the
+ * pipeline gathering rows - the arena's room instead, so it skips the
+ * copy). The caller drains the queue before it reuses the arena (once a batch)
  * and finishes the files at the end: the carries are written with
  * O_DIRECT cleared. A file's bytes are exactly what buffered writes would
  * have made them.
