@@ -372,8 +372,8 @@ Test(history, what_cannot_be_appended_is_refused_and_left_as_it_was)
     SH_OK("for d in K W O; do " CHECK "snap $d | cmp - $d.snap || exit 1; done && ! ls -d *.ringshard-* 2>/dev/null");
 }
 
-/* Inputs already ingested are skipped (a re-run adds nothing; a renamed
- * copy beside a new input: only the new one's rows are appended); empty
+/* Inputs already ingested are skipped (a re-run adds nothing and leaves
+ * the last duplicates report as it was; a renamed copy beside a new input: only the new one's rows are appended); empty
  * inputs and an input whose every row DIR holds (--on-seen again) publish
  * a generation with no segment, which verify and the next append take;
  * the duplicates report goes to a pipe too; the rows are the reference's
@@ -383,6 +383,10 @@ Test(history, ingested_empty_and_all_duplicate_inputs)
     SH_OK("\"$RS\" dedup --quiet --append " RING " -o D a.csv && \"$RS\" dedup --quiet --append -o D b.csv.gz");
     cmd_result r = expect(0, "ringshard dedup: nothing new for D: 1 input already ingested",
                           "\"$RS\" dedup --append -o D b.csv.gz && ! test -e D/g00000003");
+    cmd_result_free(&r);
+    /* a run that ingests nothing leaves the last report as it was */
+    r = expect(0, "nothing new for D", "echo kept > old.dups && \"$RS\" dedup --append -o D --duplicates old.dups "
+                                       "b.csv.gz && test \"$(cat old.dups)\" = kept");
     cmd_result_free(&r);
     CHECKED(counts_agree("cp a.csv again.csv && \"$RS\" dedup --append -o D --duplicates dups again.csv c.csv && "
                          "test -d D/g00000003 && " CHECK "rows D first 1 dedup:a.csv dedup:b.csv.gz dedup:c.csv "
