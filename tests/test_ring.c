@@ -481,10 +481,17 @@ Test(ring, slots_agree_with_binary_search_on_a_large_ring)
     for (uint32_t i = 0; i < rs_ring_npoints(r); i++) {
         uint64_t p = rs_ring_point_pos(r, i);
         cr_assert_eq(rs_ring_owner(r, p), rs_ring_owner_bsearch(r, p));
-        if ((rs_u128)p + 1 < rs_ring_space(r))
-            cr_assert_eq(rs_ring_owner(r, p + 1), rs_ring_owner_bsearch(r, p + 1));
-        if (p > 0)
-            cr_assert_eq(rs_ring_owner(r, p - 1), rs_ring_owner_bsearch(r, p - 1));
+        /* the neighbours, near and far within a slot and across slots */
+        static const uint64_t near[] = {1, 2, (uint64_t)1 << 12, (uint64_t)1 << 13, (uint64_t)1 << 14,
+                                        (uint64_t)1 << 20, (uint64_t)1 << 31, (uint64_t)1 << 32, (uint64_t)1 << 33};
+        for (size_t k = 0; k < sizeof near / sizeof *near; k++) {
+            if ((rs_u128)p + near[k] < rs_ring_space(r))
+                cr_assert_eq(rs_ring_owner(r, p + near[k]), rs_ring_owner_bsearch(r, p + near[k]), "p %llu + %llu",
+                             (unsigned long long)p, (unsigned long long)near[k]);
+            if (p >= near[k])
+                cr_assert_eq(rs_ring_owner(r, p - near[k]), rs_ring_owner_bsearch(r, p - near[k]), "p %llu - %llu",
+                             (unsigned long long)p, (unsigned long long)near[k]);
+        }
     }
     rs_ring_free(r);
     rs_nodes_free(&n);
@@ -513,8 +520,13 @@ Test(ring, index_agrees_with_binary_search)
             for (uint32_t i = 0; i < rs_ring_npoints(r); i++) {
                 uint64_t p = rs_ring_point_pos(r, i);
                 cr_assert_eq(rs_ring_point_at(r, p), i);
-                if ((rs_u128)p + 1 < rs_ring_space(r))
+                cr_assert_eq(rs_ring_owner(r, p), rs_ring_owner_bsearch(r, p), "scheme %d", s);
+                if ((rs_u128)p + 1 < rs_ring_space(r)) {
                     cr_assert_eq(rs_ring_point_at(r, p + 1), i + 1 == rs_ring_npoints(r) ? 0 : i + 1);
+                    cr_assert_eq(rs_ring_owner(r, p + 1), rs_ring_owner_bsearch(r, p + 1), "scheme %d", s);
+                }
+                if (p > 0)
+                    cr_assert_eq(rs_ring_owner(r, p - 1), rs_ring_owner_bsearch(r, p - 1), "scheme %d", s);
             }
         rs_u128 *owned = calloc(37, sizeof *owned), sum = 0;
         rs_ring_shares(r, owned);
