@@ -539,7 +539,7 @@ Test(append, an_append_waits_for_the_writer_before_it)
  * (as the two took turns), never the old rows, always complete. */
 Test(append, a_force_run_racing_an_append)
 {
-    OK("r=0; while [ $r -lt 10 ]; do r=$((r+1)); rm -rf D; \"$RS\" bucket --quiet " RING " -o D a.csv && "
+    OK("r=0; while [ $r -lt 10 ]; do r=$((r+1)); rm -rf D; \"$RS\" bucket --quiet " RING " -o D a.csv || exit 1; "
        "\"$RS\" bucket --quiet " RING " --force -o D c.csv 2> e1 & p1=$!; "
        "\"$RS\" bucket --quiet --append -o D next.csv 2> e2 & p2=$!; "
        "wait $p1 || { cat e1; exit 1; }; wait $p2 || { cat e2; exit 1; }; "

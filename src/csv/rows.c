@@ -37,6 +37,9 @@
 #define RS_ROWS_X86 0
 #endif
 
+/* How far ahead of the block being classified the scanner prefetches. */
+#define RS_SCAN_AHEAD 4096
+
 /* Bit i of the result: the XOR of bits 0..i of x (quote parity). */
 static inline uint64_t prefix_xor(uint64_t x)
 {

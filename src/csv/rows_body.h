@@ -11,6 +11,12 @@ static inline __attribute__((always_inline)) void LOAD_NAME(rs_csv_cursor *c, co
 {
     size_t at = c->blk, left = end - at; /* > 0 */
     uint64_t q, dl, cr, lf;
+    /* One line prefetched per line classified, RS_SCAN_AHEAD bytes ahead:
+     * a range handed over from another core (a batch inflated there) is
+     * out of this one's caches, and paced so the prefetches never queue
+     * up behind each other as a burst of them did. */
+    if (left > RS_SCAN_AHEAD)
+        __builtin_prefetch(u + at + RS_SCAN_AHEAD);
     if (left >= 64) {
         CLASSIFY4(u + at, delim, &q, &dl, &cr, &lf);
     } else {

@@ -125,10 +125,12 @@ typedef struct {
  * them, and the scanner has counted them already. Both fit 32 bits (a
  * batch is far below 4 GiB), and the pair is the uint64_t that the memory
  * plan counts per group and output. */
+/* A group's rows for one destination in one batch (a batch is far below
+ * 4 GiB): bytes is what they take as written, each with its LF, so that
+ * the gather knows its size without walking the entries twice. */
 typedef struct {
-    uint32_t rows, lines;
+    uint32_t rows, lines, bytes;
 } dest_count;
-_Static_assert(sizeof(dest_count) == sizeof(uint64_t), "the memory plan counts 8 bytes per group and output");
 
 typedef struct {
     rs_buf *bufs;           /* [group * ndest + d] */
