@@ -188,7 +188,7 @@ JS
 fi
 
 # ---------------------------------------------------------------- timing
-declare -A TIMES=() RSS=() CPUS=()
+declare -A TIMES=() RSS=() CPUS=() SYSS=()
 HAVE_GNU_TIME=0
 [ -x /usr/bin/time ] && HAVE_GNU_TIME=1
 [ $HAVE_GNU_TIME = 1 ] || note "/usr/bin/time missing: wall time via \$EPOCHREALTIME, no peak RSS"
@@ -204,6 +204,7 @@ timeit() {
     read -r t m u s < <(tail -n 1 "$tf")
     c=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
     CPUS[$name]+="$c "
+    SYSS[$name]+="$s "
   else
     local t0=$EPOCHREALTIME
     "$@" || rc=$?
@@ -509,16 +510,21 @@ REPORT=$WORK/bench_bucket.md
     codec_cpu=$(awk -v a="$(median "${CPUS[igzip_dc]:-}")" -v b="$(median "${CPUS[igzip_c1]:-}")" 'BEGIN { print a + b }')
     echo
     echo "CPU by library, \`perf record -F 999\` of $(count "$(printf '%s' "${PROF[rs_gzip]}" | tr '|' ' ' | awk '{ print NR }')") extra run(s) of each (user code: its share of the"
-    echo "user samples x the user seconds; kernel: the system seconds; minor faults: /usr/bin/time %R), medians:"
+    echo "user samples x the user seconds; kernel: the system seconds; minor faults: /usr/bin/time %R), medians."
+    echo "The totals and the kernel's seconds are given for the timed runs too, and the target is judged on"
+    echo "them: on a virtual machine perf's sampling is itself kernel work, and the profiled runs' system"
+    echo "seconds ran higher than the timed runs' of the same rounds."
     echo
     echo "| | gzip output | \`--compress none\` | target |"
     echo "|---|---:|---:|---|"
-    echo "| total CPU s | $(fmt "$(pmed rs_gzip 7)" "%.2f") | $(fmt "$(pmed rs_none 7)" "%.2f") | gzip: <= codecs' $(fmt "$codec_cpu" "%.2f") + 2.5: $(verdict "$(pmed rs_gzip 7)" "<=" "$(awk -v c="$codec_cpu" 'BEGIN { print c + 2.5 }')") |"
+    echo "| total CPU s, timed runs | $(fmt "$(median "${CPUS[rs_gzip]:-}")" "%.2f") | $(fmt "$(median "${CPUS[rs_none]:-}")" "%.2f") | gzip: <= codecs' $(fmt "$codec_cpu" "%.2f") + 2.5: $(verdict "$(median "${CPUS[rs_gzip]:-}")" "<=" "$(awk -v c="$codec_cpu" 'BEGIN { print c + 2.5 }')") |"
+    echo "| kernel (system s), timed runs | $(fmt "$(median "${SYSS[rs_gzip]:-}")" "%.2f") | $(fmt "$(median "${SYSS[rs_none]:-}")" "%.2f") | |"
+    echo "| total CPU s, profiled runs | $(fmt "$(pmed rs_gzip 7)" "%.2f") | $(fmt "$(pmed rs_none 7)" "%.2f") | |"
     echo "| ringshard's own code + libc | $(fmt "$(pmed rs_gzip 1)" "%.2f") | $(fmt "$(pmed rs_none 1)" "%.2f") | <= 1.2: $(verdict "$(pmed rs_gzip 1)" "<=" 1.2) / $(verdict "$(pmed rs_none 1)" "<=" 1.2) |"
     echo "| ISA-L (inflate, deflate, CRC) | $(fmt "$(pmed rs_gzip 2)" "%.2f") | $(fmt "$(pmed rs_none 2)" "%.2f") | |"
     echo "| libgomp | $(fmt "$(pmed rs_gzip 3)" "%.2f") | $(fmt "$(pmed rs_none 3)" "%.2f") | |"
     echo "| other libraries | $(fmt "$(pmed rs_gzip 4)" "%.2f") | $(fmt "$(pmed rs_none 4)" "%.2f") | |"
-    echo "| kernel (system s) | $(fmt "$(pmed rs_gzip 5)" "%.2f") | $(fmt "$(pmed rs_none 5)" "%.2f") | |"
+    echo "| kernel (system s), profiled runs | $(fmt "$(pmed rs_gzip 5)" "%.2f") | $(fmt "$(pmed rs_none 5)" "%.2f") | |"
     echo "| minor page faults | $(fmt "$(pmed rs_gzip 6)" "%.0f") | $(fmt "$(pmed rs_none 6)" "%.0f") | |"
     echo
     echo "Top symbols of own code + libc, CPU s (first profiled run): gzip output: $(ptop rs_gzip); plain: $(ptop rs_none)."
