@@ -120,14 +120,11 @@ typedef struct {
     rs_buf scratch;
 } thread_acc;
 
-/* A parse group's rows for one destination in one batch, and their line
- * ends as written (each row ends with an LF): the member's header needs
- * them, and the scanner has counted them already. Both fit 32 bits (a
- * batch is far below 4 GiB), and the pair is the uint64_t that the memory
- * plan counts per group and output. */
-/* A group's rows for one destination in one batch (a batch is far below
- * 4 GiB): bytes is what they take as written, each with its LF, so that
- * the gather knows its size without walking the entries twice. */
+/* A parse group's rows for one destination in one batch, their line ends
+ * as written (each row ends with an LF: the member's header needs them,
+ * and the scanner has counted them already) and the bytes they take so,
+ * which the gather needs first. All fit 32 bits: a batch is far below
+ * 4 GiB. */
 typedef struct {
     uint32_t rows, lines, bytes;
 } dest_count;
