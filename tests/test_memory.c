@@ -131,6 +131,34 @@ Test(memory_bound, threads_outputs_and_the_ring, .timeout = 600)
     cr_assert_geq(refused, 2, "-j 256 and 100000 nodes cannot fit in 32 MiB");
 }
 
+/* Inputs whose batches each go to one destination - a bucket directory's
+ * own files, bucketed again on its ring - take no more memory than the
+ * same rows in one file, whose batches go everywhere: the parse groups'
+ * buffers for a destination do not keep the size of the largest batch it
+ * ever had, destination after destination (they did: a peak of 23 MB
+ * against 11 MB here, and many batches' worth with more destinations). */
+Test(memory_bound, batches_that_each_go_to_one_destination, .timeout = 300)
+{
+    SH_OK("awk 'BEGIN { print \"k,v\"; for (i = 0; i < 4000000; i++) printf \"k%%08d,%%09d\\n\", i, i * 7 }' > in.csv && "
+          "\"$RS\" bucket --quiet --nodes 40 --compress none -o src in.csv && ls src/*.csv > list && "
+          "test $(wc -l < list) = 40");
+    long spread, skewed;
+    char *e1, *e2;
+    int rc1 = peak_of("bucket --quiet --nodes 40 --compress none --memory 40M -j 1 -o once in.csv", &spread, &e1);
+    int rc2 = peak_of("bucket --quiet --nodes 40 --compress none --memory 40M -j 1 -o again --files-from list", &skewed,
+                      &e2);
+    cr_assert_eq(rc1, 0, "%s", e1);
+    cr_assert_eq(rc2, 0, "%s", e2);
+    cr_assert_gt(spread, 4 * 1024, "the measurement must see the process (%ld KiB)", spread);
+    cr_assert_leq(skewed, spread + 4096, "one destination a batch: peak RSS %ld KiB, against %ld KiB for the rows in one file",
+                  skewed, spread);
+    /* each file's rows, bucketed again on the same ring, are that file */
+    SH_OK("for f in src/*.csv; do cmp \"$f\" \"again/${f#src/}\" || exit 1; done && "
+          "test $(ls again/*.csv | wc -l) = 40");
+    free(e1);
+    free(e2);
+}
+
 /* Lanes (--producers) keep to --memory too. Each lane holds 8
  * batches of the process's size (64 MiB from about 1.04G up), so 1100M
  * holds two lanes and 1000M one (said by RINGSHARD_LOG=info); with two

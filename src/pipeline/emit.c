@@ -94,8 +94,7 @@ static int write_direct(const batch *b, scatter *sc, int G, uint32_t ndest, uint
     if (rs_direct_begin(dx, d, total, &room, err) != 0)
         return -1;
     rs_pipe_gather_split(b, sc, G, ndest, d, room.first, room.nfirst, room.rest);
-    for (int g = 0; g < G; g++)
-        sc->bufs[(size_t)g * ndest + d].len = 0;
+    rs_pipe_scatter_done(sc, G, ndest, d);
     uint32_t crc = rs_crc32(0, room.first, room.nfirst);
     if (total > room.nfirst)
         crc = rs_crc32(crc, room.rest, total - room.nfirst);
@@ -118,14 +117,16 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
         rows += sc->count[(size_t)g * ndest + d].rows;
         lines += sc->count[(size_t)g * ndest + d].lines;
     }
-    if (!rows)
+    if (!rows) {
+        if (sc->bufs)
+            rs_pipe_scatter_done(sc, G, ndest, d);
         return 0;
+    }
     if (dx && !o->compress)  /* gathered straight into the staging arena: one copy */
         return write_direct(b, sc, G, ndest, d, rows, df, dx, err);
     if (rs_pipe_gather(b, sc, G, ndest, d, rows_buf) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (int g = 0; g < G; g++)
-        sc->bufs[(size_t)g * ndest + d].len = 0;
+    rs_pipe_scatter_done(sc, G, ndest, d);
     /* One contiguous piece: a compressor fed the same bytes in other
      * pieces may emit other (valid) bytes, and the groups depend on the
      * thread count, which the output must not. */

@@ -208,6 +208,11 @@ size_t rs_pipe_gather_size(const scatter *sc, int G, uint32_t ndest, uint32_t d)
 void rs_pipe_gather_split(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, char *a, size_t n1,
                           char *rest);
 
+/* Empties destination d's entries once its rows are written (or when it
+ * has none in the batch), freeing buffers much larger than what they held
+ * (route.c says why). */
+void rs_pipe_scatter_done(scatter *sc, int G, uint32_t ndest, uint32_t d);
+
 /* The quarantine reason of fault f for a record of n bytes into why[cap];
  * returns how many bytes of it the quarantine keeps. */
 size_t rs_pipe_quarantine_reason(const rs_csv_fault *f, size_t max_record, size_t n, char *why, size_t cap);

@@ -93,9 +93,9 @@
  *
  * Memory (plan.c): two batch buffers, the groups' entries (9 bytes a row
  * of more than 15 bytes, the bytes of shorter ones: at most 1.5 x a batch,
- * a tenth of one on the bill file), reused; a destination's gathered rows
- * and compressed member per thread and, with direct
- * I/O, its arena (a batch) and a 4 KiB block per output: about six
+ * a tenth of one on the bill file), reused while half used or more; a
+ * destination's gathered rows and compressed member per thread and, with
+ * direct I/O, its arena (a batch) and a 4 KiB block per output: about six
  * batches, hence the batch size of --memory / 8. A record longer than
  * half a batch (the cap of --max-record) is a malformed row, not a reason to
  * grow without bound: one with no end in a whole batch becomes a BAD batch

@@ -256,6 +256,23 @@ int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uin
     return 0;
 }
 
+/* A group's entries for a destination keep their buffer from batch to
+ * batch (about as many come each time) while it is at most twice what
+ * they took, or 256 bytes (what the memory plan counts for each): inputs
+ * whose batches each go to a few destinations - a bucket directory's own
+ * files bucketed again - would otherwise leave every destination's
+ * buffers sized for the largest batch it ever had, many batches' worth
+ * in all. */
+void rs_pipe_scatter_done(scatter *sc, int G, uint32_t ndest, uint32_t d)
+{
+    for (int g = 0; g < G; g++) {
+        rs_buf *e = &sc->bufs[(size_t)g * ndest + d];
+        if (e->cap > 256 && e->cap > 2 * e->len)
+            rs_buf_free(e);
+        e->len = 0;
+    }
+}
+
 /* The rows of one call of the scanner, on their way (see parse_range). */
 typedef struct {
     rs_csv_row rows[RS_BLOCK];
