@@ -19,8 +19,10 @@ int rs_pipeline_threads(const rs_pipeline_opts *o)
  * and OpenMP runtime (RS_MEMORY_FIXED), the caller's share (the ring) and
  * per output its file state. Per thread: its stack pages and malloc arena
  * slack, the member buffer it keeps (member_keep) and its compressor. Per
- * parse group and output: its counts (dest_count) and, for files, a scatter buffer
- * (256 bytes at least once used). The buffers are 8 batches (see the top).
+ * parse group and output: its counts (dest_count) and, for files, a
+ * scatter buffer (256 bytes at least once used; more only while half of
+ * it is used: rs_pipe_scatter_done). The buffers are 8 batches (see the
+ * top).
  * The batch size must not depend on the thread count (the output's bytes
  * follow the batches), so it is a sixteenth of what is left after the
  * fixed parts, and the threads and groups must fit in the other half. */
