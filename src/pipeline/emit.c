@@ -118,8 +118,7 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
         lines += sc->count[(size_t)g * ndest + d].lines;
     }
     if (!rows) {
-        if (sc->bufs)
-            rs_pipe_scatter_done(sc, G, ndest, d);
+        rs_pipe_scatter_done(sc, G, ndest, d);
         return 0;
     }
     if (dx && !o->compress)  /* gathered straight into the staging arena: one copy */
