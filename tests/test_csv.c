@@ -1055,6 +1055,94 @@ ISA_TEST(csv_rows, quotes_straddling_blocks, .timeout = 600)
     cr_assert_gt(records, 100000);
 }
 
+/* Random CSV of records up to a few hundred bytes, quoted fields with
+ * "" and line ends inside, a quarter mutated, in inputs of up to 6 KiB:
+ * records that end two, three or more blocks after they start, and
+ * quotes at the edges of the blocks the scanner classifies at a time
+ * (RS_CSV_CHUNK) as its window slides. rs_csv_rows must give
+ * rs_csv_next's records and faults, and rs_csv_next libcsv's fields. */
+ISA_TEST(csv_rows, long_records_across_the_masks_window, .timeout = 600)
+{
+    rng_state = 0x7e57ab1ec0ffee11ULL;
+    static char buf[6144];
+    stats_t st = {0};
+    for (int k = 0; k < 1500; k++) {
+        size_t n = 0, want = 1024 + rndn(sizeof buf - 1024 - 512);
+        while (n < want) {
+            size_t nf = 1 + rndn(12);
+            for (size_t f = 0; f < nf; f++) {
+                if (f)
+                    buf[n++] = ',';
+                size_t len = rndn(rndn(4) == 0 ? 120 : 24);
+                int quoted = rndn(3) == 0;
+                if (quoted)
+                    buf[n++] = '"';
+                for (size_t i = 0; i < len; i++) {
+                    char c = "abcdefgh 0123456789"[rndn(19)];
+                    if (quoted && rndn(16) == 0)
+                        c = "\"\n\r,"[rndn(4)];
+                    buf[n++] = c;
+                    if (c == '"')
+                        buf[n++] = '"';
+                }
+                if (quoted)
+                    buf[n++] = '"';
+            }
+            if (rndn(10) == 0)
+                buf[n++] = '\r';
+            buf[n++] = '\n';
+        }
+        if (rndn(4) == 0)
+            for (int m = 0; m < 3; m++)
+                buf[rndn(n)] = "\",x\n"[rndn(4)];
+        char *b = malloc(n); /* exact size, so that ASan sees any over-read */
+        memcpy(b, buf, n);
+        diff_one(b, n, ',', 0, &st);
+        free(b);
+    }
+    cr_assert_gt(st.accepted, 900);
+    cr_assert_gt(st.rejected, 100);
+    cr_assert_gt(st.records, 20000);
+}
+
+/* A closing quote in the last byte of every block up to the 48th, from
+ * the range's start, followed by each byte that may or may not follow
+ * it: whichever blocks end what the scanner classifies at a time, the
+ * byte after one is read from the next classification. */
+ISA_TEST(csv_rows, a_closing_quote_at_every_block_end, .timeout = 600)
+{
+    static char buf[4096];
+    rs_csv_dialect d = {',', 0};
+    rs_csv_keyspec k0 = {.ncols = 1, .cols = {0}, .sep = '|'};
+    long bad = 0;
+    for (size_t blk = 1; blk <= 48; blk++)
+        for (int after = 0; after < 5; after++) {
+            size_t q = 64 * blk - 1, n = 0; /* the closing quote's offset */
+            while (q - n > 60) {            /* records of 30 bytes to near it */
+                n += (size_t)snprintf(buf + n, sizeof buf - n, "%027zu,a\n", n);
+            }
+            size_t open = q - 5 > n + 2 ? q - 5 : n + 2;
+            memset(buf + n, 'b', open - n);
+            buf[n] = 'k';
+            buf[open - 1] = ',';
+            buf[open] = '"';
+            memset(buf + open + 1, 'c', q - open - 1);
+            buf[q] = '"';
+            n = q + 1;
+            buf[n++] = "x,\n\"y"[after];
+            n += (size_t)snprintf(buf + n, sizeof buf - n, "z\nlast,row\n");
+            rows_vs_next(&d, &k0, buf, 0, n, 64);
+            rows_vs_next(&d, NULL, buf, 0, n, 64);
+            rs_csv_record rec;
+            rs_csv_fault f;
+            size_t off = 0;
+            while (off < n && rs_csv_next(&d, NULL, buf + off, n - off, 1, &rec, NULL, NULL, NULL, &f) == RS_CSV_OK)
+                off += rec.consumed;
+            bad += off < n;
+        }
+    cr_assert_eq(bad, 48 * 3, "x, y or a quote after the closing one: malformed (%ld inputs)", bad);
+}
+
 /* A batch is cut into ranges at record boundaries (the segments), each
  * scanned by its own cursor, the last maybe without a final line end: the
  * records of the ranges must be those of the whole, at every cut. */

@@ -78,17 +78,23 @@ typedef struct {
     size_t keylen;
 } rs_csv_row;
 
+/* How many 64-byte blocks rs_csv_rows classifies at a time. */
+#define RS_CSV_CHUNK 16
+
 /* Where rs_csv_rows stands in p[pos..end). The fields after end are the
- * scanner's own (the current block's masks); set them with
+ * scanner's own (the masks of the blocks classified ahead); set them with
  * rs_csv_cursor_init only. */
 typedef struct {
     const char *p;
     size_t pos, end;
-    size_t blk;                  /* first byte of the classified block */
-    uint64_t quotes, dout, lout; /* its quotes; delimiters and CR/LF outside quotes */
-    uint64_t bad, inl;           /* misplaced quotes; CR/LF inside quotes */
-    uint64_t in_end;             /* all ones when the block ends inside quotes */
-    uint64_t open_ok;            /* 1: the byte before blk may precede an opening quote */
+    size_t blk;                  /* first byte of the current block, block i of those classified */
+    uint32_t i, nblk;
+    uint64_t in_end;             /* all ones when the last block classified ends inside quotes */
+    uint64_t open_ok;            /* 1: its last byte may precede an opening quote */
+    uint64_t dout[RS_CSV_CHUNK]; /* each block's delimiters outside quotes, */
+    uint64_t lout[RS_CSV_CHUNK]; /* CR and LF outside quotes, */
+    uint64_t bad[RS_CSV_CHUNK];  /* misplaced quotes, */
+    uint64_t inl[RS_CSV_CHUNK];  /* CR and LF inside quotes */
     int loaded;
 } rs_csv_cursor;
 

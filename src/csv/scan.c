@@ -270,10 +270,11 @@ static int isa_supported(int isa)
 #if RS_CSV_X86
     case RS_CSV_ISA_SSE2:
         return 1;
-    case RS_CSV_ISA_AVX2:
-        return __builtin_cpu_supports("avx2");
+    case RS_CSV_ISA_AVX2: /* the structural scanner's parity is a carry-less multiply */
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("popcnt");
     case RS_CSV_ISA_AVX512:
-        return __builtin_cpu_supports("avx512bw");
+        return __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("pclmul") &&
+               __builtin_cpu_supports("popcnt");
 #endif
     default:
         return 0;
