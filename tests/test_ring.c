@@ -497,6 +497,56 @@ Test(ring, slots_agree_with_binary_search_on_a_large_ring)
     rs_nodes_free(&n);
 }
 
+/* The three batched steps (positions, prefetch_points with its hints,
+ * owners) give rs_ring_owner of every position, for every scheme, in
+ * blocks of every size up to 150 (past the owners' runs of 64): at the
+ * points, beside them and at random. */
+Test(ring, batched_steps_agree_with_the_owner)
+{
+    uint64_t x = 0xD1B54A32D192ED03ULL;
+    for (int s = 0; s < RS_SCHEME__COUNT; s++) {
+        rs_ring_opts o;
+        rs_nodes n;
+        rs_error err = {0};
+        rs_ring_opts_default(&o, (rs_scheme_id)s);
+        rs_nodes_init_count(&n, s == RS_SCHEME_RING ? 1000 : 37, &err);
+        rs_ring *r = build(&o, &n);
+        enum { N = 150 };
+        uint64_t pos[N], hint[N];
+        uint32_t own[N];
+        long checked = 0;
+        for (int round = 0; round < 2000; round++) {
+            size_t m = (size_t)round % (N + 1);
+            for (size_t i = 0; i < m; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                uint64_t p = (uint64_t)((rs_u128)x % rs_ring_space(r));
+                if (rs_ring_has_points(r) && i % 3) { /* at a point, or beside it */
+                    p = rs_ring_point_pos(r, (uint32_t)(x >> 7) % rs_ring_npoints(r));
+                    if (i % 3 == 2 && (rs_u128)p + 1 < rs_ring_space(r))
+                        p++;
+                }
+                pos[i] = p;
+            }
+            memset(hint, 0xA5, sizeof hint); /* what the prefetch step must overwrite */
+            rs_ring_prefetch_points(r, pos, m, hint);
+            rs_ring_owners(r, pos, hint, m, own);
+            for (size_t i = 0; i < m; i++, checked++)
+                cr_assert_eq(own[i], rs_ring_owner(r, pos[i]), "scheme %d pos %llu", s, (unsigned long long)pos[i]);
+        }
+        cr_assert_eq(checked, 2000L / (N + 1) * (N * (N + 1) / 2) + (2000 % (N + 1)) * ((2000 % (N + 1)) - 1) / 2);
+        /* and from keys, positions hashed by the first step */
+        const char *keys[3] = {"a", "bill-42", ""};
+        size_t lens[3] = {1, 7, 0};
+        rs_ring_positions(r, keys, lens, 3, pos);
+        rs_ring_prefetch_points(r, pos, 3, hint);
+        rs_ring_owners(r, pos, hint, 3, own);
+        for (int i = 0; i < 3; i++)
+            cr_assert_eq(own[i], rs_ring_locate(r, keys[i], lens[i]), "scheme %d key '%s'", s, keys[i]);
+        rs_ring_free(r);
+        rs_nodes_free(&n);
+    }
+}
+
 /* The index never disagrees with a plain binary search, for every scheme. */
 Test(ring, index_agrees_with_binary_search)
 {

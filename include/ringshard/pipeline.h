@@ -35,15 +35,17 @@ typedef uint32_t (*rs_route_fn)(void *ctx, int tid, uint32_t input, const char *
  * the scanning of the next two blocks, so that the ring's cache misses are
  * served meanwhile: `positions` hashes the block's keys (just scanned, in
  * cache) into pos[] and prefetches what the lookup reads first;
- * `prefetch`, a block later, prefetches what it reads next; `owners`, a
- * block later still, returns the destinations. With keys_only, rows take
+ * `prefetch`, a block later, reads that into hint[] and prefetches what
+ * the lookup reads next; `owners`, a block later still, returns the
+ * destinations from pos[] and hint[]. With keys_only, rows take
  * the plain `route` path. */
 enum { RS_DIRECT_AUTO = 0, RS_DIRECT_ON = 1, RS_DIRECT_OFF = 2 };
 
 typedef struct {
     void (*positions)(void *ctx, const char *const *keys, const size_t *keylens, size_t n, uint64_t *pos);
-    void (*prefetch)(void *ctx, const uint64_t *pos, size_t n);
-    void (*owners)(void *ctx, int tid, uint32_t input, const uint64_t *pos, size_t n, uint32_t *dest);
+    void (*prefetch)(void *ctx, const uint64_t *pos, size_t n, uint64_t *hint);
+    void (*owners)(void *ctx, int tid, uint32_t input, const uint64_t *pos, const uint64_t *hint, size_t n,
+                   uint32_t *dest);
 } rs_pos_router;
 
 typedef enum { RS_BAD_ROW_FAIL = 0, RS_BAD_ROW_SKIP, RS_BAD_ROW_QUARANTINE } rs_bad_row_policy;

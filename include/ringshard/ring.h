@@ -194,11 +194,12 @@ void rs_ring_prefetch_point(const rs_ring *ring, uint64_t pos);
  * that has other work between them hides the ring's memory latency):
  * rs_ring_positions hashes keys[0..n) (lengths lens[]) into pos[] and
  * prefetches their index slots; rs_ring_prefetch_points, once the slots
- * have arrived, prefetches the points; rs_ring_owners, once those have
- * arrived, gives the owners (rs_ring_owner of each). */
+ * have arrived, reads them into hint[0..n) and prefetches the points of
+ * those that need a search; rs_ring_owners, once those have arrived,
+ * gives the owners from pos[] and hint[] (rs_ring_owner of each). */
 void rs_ring_positions(const rs_ring *ring, const char *const *keys, const size_t *lens, size_t n, uint64_t *pos);
-void rs_ring_prefetch_points(const rs_ring *ring, const uint64_t *pos, size_t n);
-void rs_ring_owners(const rs_ring *ring, const uint64_t *pos, size_t n, uint32_t *own);
+void rs_ring_prefetch_points(const rs_ring *ring, const uint64_t *pos, size_t n, uint64_t *hint);
+void rs_ring_owners(const rs_ring *ring, const uint64_t *pos, const uint64_t *hint, size_t n, uint32_t *own);
 
 /* Owner by plain binary search over the points (the baseline the
  * benchmark compares the index against; same result as rs_ring_owner). */

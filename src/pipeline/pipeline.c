@@ -661,12 +661,16 @@ static void ring_positions(void *ctx, const char *const *keys, const size_t *key
     rs_ring_positions(ctx, keys, keylens, n, pos);
 }
 
-static void ring_prefetch(void *ctx, const uint64_t *pos, size_t n) { rs_ring_prefetch_points(ctx, pos, n); }
+static void ring_prefetch(void *ctx, const uint64_t *pos, size_t n, uint64_t *hint)
+{
+    rs_ring_prefetch_points(ctx, pos, n, hint);
+}
 
-static void ring_owners(void *ctx, int tid, uint32_t input, const uint64_t *pos, size_t n, uint32_t *dest)
+static void ring_owners(void *ctx, int tid, uint32_t input, const uint64_t *pos, const uint64_t *hint, size_t n,
+                        uint32_t *dest)
 {
     (void)tid, (void)input;
-    rs_ring_owners(ctx, pos, n, dest);
+    rs_ring_owners(ctx, pos, hint, n, dest);
 }
 
 static const rs_pos_router ring_pos_router = {ring_positions, ring_prefetch, ring_owners};

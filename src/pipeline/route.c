@@ -280,6 +280,8 @@ typedef struct {
     size_t at[RS_BLOCK];        /* which rows are records (not empty lines) */
     uint32_t k;                 /* how many */
     uint64_t pos[RS_BLOCK];     /* their ring positions (pos_router) */
+    uint64_t hint[RS_BLOCK];    /* what the router's prefetch step read for them */
+    int hinted;                 /* whether that step ran (owners needs it) */
     uint32_t dest[RS_BLOCK];
 } row_block;
 
@@ -321,6 +323,13 @@ static void take_rows(pipe_state *s, const batch *b, int tid, row_block *x, thre
             const rs_csv_row *r = &x->rows[x->at[j]];
             x->dest[j] = o->route(o->route_ctx, tid, input, keys[j], keylens[j], b->data + r->off, r->len);
         }
+}
+
+/* The router's second step for block x. */
+static void prefetch_block(const rs_pipeline_opts *o, row_block *x)
+{
+    o->pos_router->prefetch(o->route_ctx, x->pos, x->k, x->hint);
+    x->hinted = 1;
 }
 
 /* Appends x's rows (or keys) to their destinations' buffers, in order. */
@@ -389,13 +398,36 @@ static size_t skip_bad_row(pipe_state *s, const batch *b, size_t pos, size_t end
     return next;
 }
 
+/* How many blocks after its own the ring's steps take a block: its
+ * slots are read (and its points prefetched) once RS_HINT_LAG more blocks
+ * are scanned, it is placed once RS_PLACE_LAG more are. */
+#define RS_HINT_LAG 1
+#define RS_PLACE_LAG 2
+#define RS_IN_FLIGHT (RS_PLACE_LAG + 1)
+_Static_assert(RS_HINT_LAG < RS_PLACE_LAG, "a block's index is read before it is placed");
+
+/* Places block y: its owners (ring), then its rows to their buffers. */
+static void place_block(pipe_state *s, const batch *b, int tid, row_block *y, rs_buf *bufs, dest_count *dc,
+                        thread_acc *acc)
+{
+    const rs_pipeline_opts *o = s->o;
+    const rs_pos_router *pr = o->keys_only ? NULL : o->pos_router;
+    if (pr) {
+        if (!y->hinted)
+            prefetch_block(o, y);
+        pr->owners(o->route_ctx, tid, b->input + o->input_base, y->pos, y->hint, y->k, y->dest);
+    }
+    scatter_rows(s, b, y, bufs, dc, acc);
+}
+
 /* Parses segments [sa, sb) of batch b on thread tid (as routers see it:
  * with opts tid_base): the structural scanner (src/csv/rows.c) gives
  * RS_BLOCK records a call, and a malformed record fails the group or is
  * skipped. With a ring (pos_router), the blocks go through three steps
- * a block apart - hash and prefetch the index, prefetch the points, look
- * up and scatter - so that each step's memory has arrived when it is
- * read: block i is hashed while block i - 2 is placed. */
+ * some blocks apart - hash and prefetch the index, read it and prefetch
+ * the points, look up and scatter - so that each step's memory has
+ * arrived when it is read: block i is hashed while block i - RS_HINT_LAG
+ * reads its index and block i - RS_PLACE_LAG is placed. */
 void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int sa, int sb, scatter *sc,
                         thread_acc *acc)
 {
@@ -406,38 +438,30 @@ void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int 
     uint32_t ndest = o->ndest;
     rs_buf *bufs = o->dest_paths ? sc->bufs + (size_t)group * ndest : NULL;
     dest_count *dc = sc->count + (size_t)group * ndest;
-    uint32_t input = b->input + o->input_base;
     rs_csv_cursor cur;
     rs_csv_cursor_init(&cur, base, b->seg[sa], end);
-    row_block blk[3];
+    row_block blk[RS_IN_FLIGHT];
     unsigned taken = 0, placed = 0; /* blocks scanned; blocks scattered */
     for (;;) {
         int r = RS_CSV_OK;
         rs_csv_fault fault;
         if (cur.pos < end) {
-            row_block *x = &blk[taken % 3];
+            row_block *x = &blk[taken % RS_IN_FLIGHT];
+            x->hinted = 0;
             r = rs_csv_rows(&o->dialect, &s->keyspec, &cur, x->rows, RS_BLOCK, &x->n, &acc->scratch, &fault);
             take_rows(s, b, tid, x, acc);
             taken++;
-            if (pr && taken - placed < 3 && r == RS_CSV_OK && cur.pos < end) {
-                if (taken - placed == 2)
-                    pr->prefetch(o->route_ctx, blk[placed % 3].pos, blk[placed % 3].k);
-                continue; /* the pipeline fills */
+            if (pr && r == RS_CSV_OK && cur.pos < end) {
+                if (taken - placed > RS_HINT_LAG) /* not after a fault's drain */
+                    prefetch_block(o, &blk[(taken - 1 - RS_HINT_LAG) % RS_IN_FLIGHT]);
+                if (taken - placed <= RS_PLACE_LAG)
+                    continue; /* the pipeline fills */
+                place_block(s, b, tid, &blk[placed++ % RS_IN_FLIGHT], bufs, dc, acc);
+                continue;
             }
         }
-        /* place the oldest block (all of them at the end or a fault) */
-        while (placed < taken) {
-            row_block *y = &blk[placed % 3];
-            if (pr) {
-                if (taken - placed > 1)
-                    pr->prefetch(o->route_ctx, blk[(placed + 1) % 3].pos, blk[(placed + 1) % 3].k);
-                pr->owners(o->route_ctx, tid, input, y->pos, y->k, y->dest);
-            }
-            scatter_rows(s, b, y, bufs, dc, acc);
-            placed++;
-            if (pr && r == RS_CSV_OK && cur.pos < end)
-                break; /* two blocks stay in flight */
-        }
+        while (placed < taken) /* every block at the end or a fault */
+            place_block(s, b, tid, &blk[placed++ % RS_IN_FLIGHT], bufs, dc, acc);
         if (r != RS_CSV_OK) {
             if (o->bad_rows == RS_BAD_ROW_FAIL) {
                 acc->fault = (thread_fault){1, cur.pos, acc->lines, acc->records, fault};
@@ -445,7 +469,7 @@ void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int 
             }
             rs_csv_cursor_init(&cur, base, skip_bad_row(s, b, cur.pos, end, &fault, acc), end);
         }
-        if (cur.pos >= end && placed == taken)
+        if (cur.pos >= end)
             return;
     }
 }

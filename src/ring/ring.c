@@ -454,13 +454,11 @@ uint64_t rs_ring_position(const rs_ring *r, const void *key, size_t len)
     return r->ops->position(r, key, len);
 }
 
-uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
+/* The first point at or after pos among points [lo, hi), every one of
+ * them in pos's slot: the answer is in [lo, hi] (hi: the next slot's
+ * first point), point 0 past the last. */
+static inline uint32_t search_slot(const rs_ring *r, uint32_t lo, uint32_t hi, uint64_t pos)
 {
-    if (!r->npoints)
-        return UINT32_MAX;
-    uint64_t b = pos >> r->slot_shift;
-    uint32_t lo = r->slot[b].first, hi = b + 1 < r->nslots ? r->slot[b + 1].first : r->npoints;
-    /* Every point in [lo, hi) is in pos's slot; the answer is in [lo, hi]. */
     while (hi - lo > 8) {
         uint32_t mid = lo + (hi - lo) / 2;
         if (r->pos[mid] < pos)
@@ -473,13 +471,28 @@ uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
     return lo == r->npoints ? 0 : lo;
 }
 
-void rs_ring_prefetch_index(const rs_ring *r, uint64_t pos)
+uint32_t rs_ring_point_at(const rs_ring *r, uint64_t pos)
+{
+    if (!r->npoints)
+        return UINT32_MAX;
+    uint64_t b = pos >> r->slot_shift;
+    return search_slot(r, r->slot[b].first, b + 1 < r->nslots ? r->slot[b + 1].first : r->npoints, pos);
+}
+
+/* The prefetches, inlined where they are used. Not a function of their
+ * own: GCC's interprocedural analysis takes a function that only
+ * prefetches for one without side effects (a const function) and drops
+ * the calls whose result is unused - all of them. The pipeline's index
+ * prefetches were lost so (GCC 12, with or without LTO). The public
+ * entries below are kept out of that analysis (noipa) for the same
+ * reason: a call costs less than a prefetch that never happens. */
+static inline __attribute__((always_inline)) void prefetch_index(const rs_ring *r, uint64_t pos)
 {
     if (r->npoints)
         __builtin_prefetch(&r->slot[pos >> r->slot_shift]);
 }
 
-void rs_ring_prefetch_point(const rs_ring *r, uint64_t pos)
+static inline __attribute__((always_inline)) void prefetch_point(const rs_ring *r, uint64_t pos)
 {
     if (r->npoints) {
         const rs_ring_slot *sl = &r->slot[pos >> r->slot_shift];
@@ -489,6 +502,10 @@ void rs_ring_prefetch_point(const rs_ring *r, uint64_t pos)
         }
     }
 }
+
+__attribute__((noipa)) void rs_ring_prefetch_index(const rs_ring *r, uint64_t pos) { prefetch_index(r, pos); }
+
+__attribute__((noipa)) void rs_ring_prefetch_point(const rs_ring *r, uint64_t pos) { prefetch_point(r, pos); }
 
 uint32_t rs_ring_owner(const rs_ring *r, uint64_t pos)
 {
@@ -507,20 +524,58 @@ void rs_ring_positions(const rs_ring *r, const char *const *keys, const size_t *
 {
     for (size_t i = 0; i < n; i++) {
         pos[i] = r->ops->position(r, keys[i], lens[i]);
-        rs_ring_prefetch_index(r, pos[i]);
+        prefetch_index(r, pos[i]);
     }
 }
 
-void rs_ring_prefetch_points(const rs_ring *r, const uint64_t *pos, size_t n)
+/* A hint (rs_ring_prefetch_points): the slot's owner, or the first of its
+ * points in the low 32 bits and how many it has in the high ones. */
+void rs_ring_prefetch_points(const rs_ring *r, const uint64_t *pos, size_t n, uint64_t *hint)
 {
-    for (size_t i = 0; i < n; i++)
-        rs_ring_prefetch_point(r, pos[i]);
+    if (!r->npoints) {
+        memset(hint, 0, n * sizeof *hint);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = pos[i] >> r->slot_shift;
+        const rs_ring_slot *sl = &r->slot[b];
+        if (sl->owner != RS_SLOT_SEARCH) {
+            hint[i] = sl->owner;
+            continue;
+        }
+        uint32_t hi = b + 1 < r->nslots ? sl[1].first : r->npoints;
+        hint[i] = sl->first | (uint64_t)(hi - sl->first) << 32;
+        __builtin_prefetch(&r->pos[sl->first]);
+        __builtin_prefetch(&r->node[sl->first]);
+    }
 }
 
-void rs_ring_owners(const rs_ring *r, const uint64_t *pos, size_t n, uint32_t *own)
+void rs_ring_owners(const rs_ring *r, const uint64_t *pos, const uint64_t *hint, size_t n, uint32_t *own)
 {
-    for (size_t i = 0; i < n; i++)
-        own[i] = rs_ring_owner(r, pos[i]);
+    if (!r->npoints) {
+        for (size_t i = 0; i < n; i++)
+            own[i] = r->ops->owner(r, pos[i]);
+        return;
+    }
+    /* The owners the slots gave first, then the searches: searching as
+     * each came stalled the rows after it behind the branch, and reading
+     * the slot again here (a block after it was prefetched) missed the
+     * cache more often than not. */
+    enum { RUN = 64 };
+    uint32_t search[RUN];
+    for (size_t at = 0; at < n; at += RUN) {
+        size_t m = n - at < RUN ? n - at : RUN, k = 0;
+        for (size_t i = 0; i < m; i++) {
+            own[at + i] = (uint32_t)hint[at + i];
+            search[k] = (uint32_t)i;
+            k += (hint[at + i] >> 32) != 0;
+        }
+        for (size_t j = 0; j < k; j++) {
+            size_t i = at + search[j];
+            uint32_t lo = (uint32_t)hint[i], cnt = (uint32_t)(hint[i] >> 32);
+            own[i] = r->node[search_slot(r, lo, lo + cnt, pos[i])];
+        }
+    }
 }
 
 uint32_t rs_ring_owner_bsearch(const rs_ring *r, uint64_t pos)
