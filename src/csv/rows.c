@@ -10,8 +10,9 @@
  * where the CPU has one): delimiters and line ends outside quotes are then
  * plain bits, and a record is a few bit scans. The blocks are classified
  * RS_CSV_CHUNK at a time, in a loop of their own, into a window of masks
- * that slides with the records; a record that ends within RS_ROW_SPAN
- * blocks (most) is read off them with no branch on where it ends.
+ * that slides with the records; with AVX2 or AVX-512, a record that ends
+ * within RS_ROW_SPAN blocks (most) is read off them with no branch on
+ * where it ends.
  *
  * Exactness. The masks also say where every quote stands: an opening quote
  * must follow a field's start or a closing quote (the second of ""), a
@@ -175,6 +176,7 @@ __attribute__((target("avx512bw"))) static inline void classify4_avx512(const un
 #define NEXT_NAME next_block_scalar
 #define MASKS_NAME masks_scalar
 #define PREFIX_XOR prefix_xor
+#define ROW_SPAN_FAST 0 /* slower than the loop without popcnt and clmul */
 #define CLASSIFY4 classify4_scalar
 #include "csv/rows_body.h"
 
@@ -184,6 +186,7 @@ __attribute__((target("avx512bw"))) static inline void classify4_avx512(const un
 #define NEXT_NAME next_block_sse2
 #define MASKS_NAME masks_sse2
 #define PREFIX_XOR prefix_xor
+#define ROW_SPAN_FAST 0 /* slower than the loop without popcnt and clmul */
 #define CLASSIFY4 classify4_sse2
 #include "csv/rows_body.h"
 
@@ -194,6 +197,7 @@ __attribute__((target("avx512bw"))) static inline void classify4_avx512(const un
 #define NEXT_NAME next_block_avx2
 #define MASKS_NAME masks_avx2
 #define PREFIX_XOR prefix_xor_clmul
+#define ROW_SPAN_FAST 1
 #define CLASSIFY4 classify4_avx2
 #include "csv/rows_body.h"
 #pragma GCC pop_options
@@ -205,6 +209,7 @@ __attribute__((target("avx512bw"))) static inline void classify4_avx512(const un
 #define NEXT_NAME next_block_avx512
 #define MASKS_NAME masks_avx512
 #define PREFIX_XOR prefix_xor_clmul
+#define ROW_SPAN_FAST 1
 #define CLASSIFY4 classify4_avx512
 #include "csv/rows_body.h"
 #pragma GCC pop_options

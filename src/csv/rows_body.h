@@ -3,7 +3,8 @@
  * the functions to define (and NEXT_NAME, the step to the next block),
  * CLASSIFY4(s, delim, &q, &d, &cr, &lf) the block classifier (see
  * classify4_* in rows.c), PREFIX_XOR the quote parity (prefix_xor or
- * prefix_xor_clmul). The including file provides slow() and
+ * prefix_xor_clmul), ROW_SPAN_FAST 1 to read records within RS_ROW_SPAN
+ * blocks off the masks at once. The including file provides slow() and
  * inner_lines(). Not a public header. */
 
 /* The masks of block k from its classes q, dl, cr, lf, carrying quote
@@ -159,9 +160,9 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
          * below (one or more a record) were a third of the scanner's time.
          * A key column after the first takes the loop's walk over the
          * delimiters. */
-        if (c->i + RS_ROW_SPAN > c->nblk && c->blk + ((size_t)(c->nblk - c->i) << 6) < end)
+        if (ROW_SPAN_FAST && c->i + RS_ROW_SPAN > c->nblk && c->blk + ((size_t)(c->nblk - c->i) << 6) < end)
             LOAD_NAME(c, u, end, delim); /* slide the masks: the record's blocks in one window */
-        if (c->i + RS_ROW_SPAN <= c->nblk) {
+        if (ROW_SPAN_FAST && c->i + RS_ROW_SPAN <= c->nblk) {
             const uint32_t i = c->i;
             uint64_t span[RS_ROW_SPAN], dk[RS_ROW_SPAN], on = ~(uint64_t)0, bad = 0;
             size_t len = 0;
@@ -267,4 +268,5 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
 #undef TAKE_FIELDS
 #undef MASKS_NAME
 #undef PREFIX_XOR
+#undef ROW_SPAN_FAST
 #undef CLASSIFY4
