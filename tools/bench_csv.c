@@ -1,18 +1,21 @@
 /* tools/bench_csv.c - libcsv vs rs_csv_next and rs_csv_rows on bill-like CSV.
  *
- * Usage: bench_csv [--mb N] [--runs N] [file.csv]
+ * Usage: bench_csv [--mb N] [--runs N] [--key COL] [--block N] [file.csv]
  *
  * Without a file, generates about N MB (default 200) of bill-like rows in
  * memory: 32-hex id, user id, amount, currency, ISO timestamp, merchant, and
  * a note that is sometimes quoted with commas and doubled quotes; then the
- * same amount with no quoted notes at all. For each buffer it times
+ * same amount with no quoted notes at all; with a file, its first N MB
+ * if --mb is given, else all of it. For each buffer it times
  *   libcsv     csv_parse + csv_fini (CSV_STRICT|CSV_STRICT_FINI, no space
  *              trimming) with field and row callbacks that only count;
- *   rs_csv     rs_csv_next over the buffer, extracting the key column 1,
- *              with the variant chosen for this CPU and then every other
- *              variant it supports (scalar, sse2, avx2, avx512bw);
- *   rows       rs_csv_rows (the structural scanner, the pipeline's), 32
- *              records a call, the same key, in every variant;
+ *   rs_csv     rs_csv_next over the buffer, extracting the key column COL
+ *              (0-based, default 1), with the variant chosen for this CPU
+ *              and then every other variant it supports (scalar, sse2,
+ *              avx2, avx512bw);
+ *   rows       rs_csv_rows (the structural scanner, the pipeline's), N
+ *              records a call (default 32; the pipeline's is 64), the same
+ *              key, in every variant;
  *   boundary   rs_csv_boundary_after cutting the buffer into 64 chunks; each
  *              call counts quote parity from the buffer start, so the 63
  *              calls read sum(from) = 31.5 x the buffer: both rates shown;
@@ -33,6 +36,9 @@ static double now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+static uint32_t key_col = 1;   /* --key: the key column (0-based) */
+static size_t block = 32;      /* --block: records a call of rs_csv_rows (the pipeline takes 64) */
 
 static uint64_t rng = 0x243F6A8885A308D3ULL;
 static uint64_t rnd(void)
@@ -119,7 +125,7 @@ static size_t keysum;
 static size_t run_rs(const char *buf, size_t n)
 {
     rs_csv_dialect d = {',', 1 << 20};
-    rs_csv_keyspec ks = {.ncols = 1, .cols = {1}, .sep = '|'};
+    rs_csv_keyspec ks = {.ncols = 1, .cols = {key_col}, .sep = '|'};
     rs_buf scratch = {0};
     size_t off = 0, rows = 0, ksum = 0;
     while (off < n) {
@@ -145,16 +151,16 @@ static size_t run_rs(const char *buf, size_t n)
 static size_t run_rows(const char *buf, size_t n)
 {
     rs_csv_dialect d = {',', 1 << 20};
-    rs_csv_keyspec ks = {.ncols = 1, .cols = {1}, .sep = '|'};
+    rs_csv_keyspec ks = {.ncols = 1, .cols = {key_col}, .sep = '|'};
     rs_buf scratch = {0};
     rs_csv_cursor c;
     rs_csv_cursor_init(&c, buf, 0, n);
-    rs_csv_row rows[32];
+    rs_csv_row rows[64];
     size_t nr = 0, ksum = 0;
     while (c.pos < n) {
         size_t k;
         rs_csv_fault f;
-        if (rs_csv_rows(&d, &ks, &c, rows, 32, &k, &scratch, &f) != RS_CSV_OK) {
+        if (rs_csv_rows(&d, &ks, &c, rows, block, &k, &scratch, &f) != RS_CSV_OK) {
             fprintf(stderr, "bench_csv: rs_csv_rows at byte %zu: %s\n", c.pos, f.what);
             exit(2);
         }
@@ -203,8 +209,8 @@ static void bench(const char *label, const char *buf, size_t n, int runs)
     double rs = median_mbps(run_rs, buf, n, runs, &rows_rs);
     printf("%s: %.1f MB, %zu rows (libcsv %zu)\n", label, (double)n / 1e6, rows_rs, rows_lib);
     printf("  libcsv            %8.1f MB/s\n", lib);
-    printf("  rs_csv %-10s %8.1f MB/s  ratio %.2fx  (key col 1)\n", rs_csv_isa_name(best), rs,
-           rs / lib);
+    printf("  rs_csv %-10s %8.1f MB/s  ratio %.2fx  (key col %u)\n", rs_csv_isa_name(best), rs,
+           rs / lib, key_col);
     if (rows_lib != rows_rs) {
         fprintf(stderr, "bench_csv: row counts differ\n");
         exit(2);
@@ -236,18 +242,23 @@ int main(int argc, char **argv)
     size_t mb = 200;
     int runs = 5;
     const char *file = NULL;
+    int mb_given = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--mb") == 0 && i + 1 < argc)
-            mb = strtoul(argv[++i], NULL, 10);
+            mb = strtoul(argv[++i], NULL, 10), mb_given = 1;
         else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
             runs = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--key") == 0 && i + 1 < argc)
+            key_col = (uint32_t)strtoul(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--block") == 0 && i + 1 < argc)
+            block = strtoul(argv[++i], NULL, 10);
         else if (argv[i][0] == '-') {
-            fprintf(stderr, "usage: bench_csv [--mb N] [--runs N] [file.csv]\n");
+            fprintf(stderr, "usage: bench_csv [--mb N] [--runs N] [--key COL] [--block N] [file.csv]\n");
             return 64;
         } else
             file = argv[i];
     }
-    if (runs < 1 || runs > 63 || mb < 1)
+    if (runs < 1 || runs > 63 || mb < 1 || block < 1 || block > 64 || key_col > 1000)
         return 64;
     if (file != NULL) {
         FILE *f = fopen(file, "rb");
@@ -265,6 +276,11 @@ int main(int argc, char **argv)
         fclose(f);
         if (!buf)
             return 1;
+        if (mb_given && n > mb << 20) { /* whole records only */
+            n = mb << 20;
+            while (n > 0 && buf[n - 1] != '\n')
+                n--;
+        }
         bench(file, buf, n, runs);
         free(buf);
         return 0;
