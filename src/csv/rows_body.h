@@ -1,6 +1,7 @@
 /* src/csv/rows_body.h - the body of rs_csv_rows and its block loader,
- * included by rows.c once per instruction set: ROWS_NAME and LOAD_NAME are
- * the functions to define (and NEXT_NAME, the step to the next block),
+ * included by rows.c once per instruction set: ROWS_NAME, LOAD_NAME (the
+ * window's classifier), MASKS_NAME (a block's masks) and NEXT_NAME (the
+ * step to the next block) are the functions to define,
  * CLASSIFY4(s, delim, &q, &d, &cr, &lf) the block classifier (see
  * classify4_* in rows.c), PREFIX_XOR the quote parity (prefix_xor or
  * prefix_xor_clmul), ROW_SPAN_FAST 1 to read records within RS_ROW_SPAN
