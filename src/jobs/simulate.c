@@ -73,12 +73,15 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
 
 typedef char sim_key[RS_SYNTH_KEY_MAX + 8];
 
-/* The positions of a block's n keys on ring r (pos0, those on the first
- * ring, when every ring shares them; else computed into pos), with r's
- * prefetch hints given for all of them before the first lookup. */
-static inline const uint64_t *block_positions(const rs_ring *r, int same_pos, const uint64_t *pos0, uint64_t *pos,
-                                              const sim_key *keys, const size_t *lens, int n)
+/* The owners own[0..n) on ring r of a block's n keys, whose positions are
+ * pos0 (those on the first ring) when every ring shares them, else
+ * computed into pos: the slots of all of them are prefetched, then read
+ * into hints (prefetching the points of those that need a search), then
+ * the owners found, so that the cache misses of a block overlap. */
+static inline void block_owners(const rs_ring *r, int same_pos, const uint64_t *pos0, uint64_t *pos,
+                                const sim_key *keys, const size_t *lens, int n, uint32_t *own)
 {
+    uint64_t hint[SIM_BLOCK];
     if (!same_pos) {
         for (int k = 0; k < n; k++)
             pos[k] = rs_ring_position(r, keys[k], lens[k]);
@@ -86,9 +89,8 @@ static inline const uint64_t *block_positions(const rs_ring *r, int same_pos, co
     }
     for (int k = 0; k < n; k++)
         rs_ring_prefetch_index(r, pos0[k]);
-    for (int k = 0; k < n; k++)
-        rs_ring_prefetch_point(r, pos0[k]);
-    return pos0;
+    rs_ring_prefetch_points(r, pos0, (size_t)n, hint);
+    rs_ring_owners(r, pos0, hint, (size_t)n, own);
 }
 
 /* One parallel pass over the keys: counts per node of every ring, moved keys. */
@@ -121,7 +123,7 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
         sim_key keys[SIM_BLOCK];
         size_t lens[SIM_BLOCK];
         uint64_t pos0[SIM_BLOCK], pos[SIM_BLOCK];
-        uint32_t own[SIM_BLOCK];
+        uint32_t own[SIM_BLOCK], own2[SIM_BLOCK];
         /* blocks of keys: hash them all, then look them up with the ring's
          * prefetch hints, so that the cache misses of one block overlap */
 #pragma omp for schedule(static, 1024)
@@ -138,22 +140,19 @@ static int count_keys(sim_ring *sr, size_t nr, const sim_opts *so, rs_error *err
             }
             for (size_t s = 0; s < nr; s++) {
                 const rs_ring *b = sr[s].base;
-                const uint64_t *p = block_positions(b, same_pos, pos0, pos, (const sim_key *)keys, lens, n);
+                block_owners(b, same_pos, pos0, pos, (const sim_key *)keys, lens, n, own);
                 uint64_t *cnt = sr[s].counts + (size_t)t * rs_ring_nodes(b)->count;
-                for (int k = 0; k < n; k++) {
-                    own[k] = rs_ring_owner(b, p[k]);
+                for (int k = 0; k < n; k++)
                     cnt[own[k]]++;
-                }
                 if (sr[s].changed) {
                     const rs_ring *c = sr[s].changed;
-                    p = block_positions(c, same_pos, pos0, pos, (const sim_key *)keys, lens, n);
+                    block_owners(c, same_pos, pos0, pos, (const sim_key *)keys, lens, n, own2);
                     uint64_t *cc = sr[s].counts_changed + (size_t)t * rs_ring_nodes(c)->count;
                     const uint32_t *map = sr[s].map;
                     uint64_t mv = 0;
                     for (int k = 0; k < n; k++) {
-                        uint32_t o2 = rs_ring_owner(c, p[k]);
-                        cc[o2]++;
-                        mv += map[own[k]] != o2;
+                        cc[own2[k]]++;
+                        mv += map[own[k]] != own2[k];
                     }
                     local_moved[s] += mv;
                 }
