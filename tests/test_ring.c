@@ -17,16 +17,29 @@ static rs_ring *build(const rs_ring_opts *o, const rs_nodes *n)
     return r;
 }
 
-static rs_ring *default_ring(uint32_t nodes)
+/* Scheme s's ring, with its default options, over nodes 0..nodes-1. */
+static rs_ring *scheme_ring(rs_scheme_id s, uint32_t nodes)
 {
     rs_ring_opts o;
     rs_nodes n;
     rs_error err = {0};
-    rs_ring_opts_default(&o, RS_SCHEME_RING);
+    rs_ring_opts_default(&o, s);
     cr_assert_eq(rs_nodes_init_count(&n, nodes, &err), 0);
     rs_ring *r = build(&o, &n);
     rs_nodes_free(&n);
     return r;
+}
+
+static rs_ring *default_ring(uint32_t nodes)
+{
+    return scheme_ring(RS_SCHEME_RING, nodes);
+}
+
+/* A random position of r's space (xorshift state *x). */
+static uint64_t random_pos(uint64_t *x, const rs_ring *r)
+{
+    *x ^= *x << 13, *x ^= *x >> 7, *x ^= *x << 17;
+    return (uint64_t)((rs_u128)*x % rs_ring_space(r));
 }
 
 static const char *locate_name(const rs_ring *r, const void *key, size_t len)
@@ -505,12 +518,7 @@ Test(ring, batched_steps_agree_with_the_owner)
 {
     uint64_t x = 0xD1B54A32D192ED03ULL;
     for (int s = 0; s < RS_SCHEME__COUNT; s++) {
-        rs_ring_opts o;
-        rs_nodes n;
-        rs_error err = {0};
-        rs_ring_opts_default(&o, (rs_scheme_id)s);
-        rs_nodes_init_count(&n, s == RS_SCHEME_RING ? 1000 : 37, &err);
-        rs_ring *r = build(&o, &n);
+        rs_ring *r = scheme_ring((rs_scheme_id)s, s == RS_SCHEME_RING ? 1000 : 37);
         enum { N = 150 };
         uint64_t pos[N], hint[N];
         uint32_t own[N];
@@ -518,8 +526,7 @@ Test(ring, batched_steps_agree_with_the_owner)
         for (int round = 0; round < 2000; round++) {
             size_t m = (size_t)round % (N + 1);
             for (size_t i = 0; i < m; i++) {
-                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-                uint64_t p = (uint64_t)((rs_u128)x % rs_ring_space(r));
+                uint64_t p = random_pos(&x, r);
                 if (rs_ring_has_points(r) && i % 3) { /* at a point, or beside it */
                     p = rs_ring_point_pos(r, (uint32_t)(x >> 7) % rs_ring_npoints(r));
                     if (i % 3 == 2 && (rs_u128)p + 1 < rs_ring_space(r))
@@ -543,7 +550,6 @@ Test(ring, batched_steps_agree_with_the_owner)
         for (int i = 0; i < 3; i++)
             cr_assert_eq(own[i], rs_ring_locate(r, keys[i], lens[i]), "scheme %d key '%s'", s, keys[i]);
         rs_ring_free(r);
-        rs_nodes_free(&n);
     }
 }
 
@@ -552,15 +558,9 @@ Test(ring, index_agrees_with_binary_search)
 {
     uint64_t x = 0x9E3779B97F4A7C15ULL;
     for (int s = 0; s < RS_SCHEME__COUNT; s++) {
-        rs_ring_opts o;
-        rs_nodes n;
-        rs_error err = {0};
-        rs_ring_opts_default(&o, (rs_scheme_id)s);
-        rs_nodes_init_count(&n, 37, &err);
-        rs_ring *r = build(&o, &n);
+        rs_ring *r = scheme_ring((rs_scheme_id)s, 37);
         for (int i = 0; i < 200000; i++) {
-            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-            uint64_t pos = (uint64_t)((rs_u128)x % rs_ring_space(r));
+            uint64_t pos = random_pos(&x, r);
             if (i < 4)
                 pos = i < 2 ? (uint64_t)i : (uint64_t)(rs_ring_space(r) - (i - 1));
             cr_assert_eq(rs_ring_owner(r, pos), rs_ring_owner_bsearch(r, pos), "scheme %d pos %llu", s,
@@ -587,7 +587,6 @@ Test(ring, index_agrees_with_binary_search)
             cr_assert(rs_ring_total_weight(r) == rs_ring_space(r));
         free(owned);
         rs_ring_free(r);
-        rs_nodes_free(&n);
     }
 }
 

@@ -509,7 +509,7 @@ REPORT=$WORK/bench_bucket.md
     ptop() { printf '%s' "${PROF[$1]}" | tr '|' '\n' | awk 'NF { print; exit }' | cut -d';' -f2- | sed 's/;/, /g'; }
     codec_cpu=$(awk -v a="$(median "${CPUS[igzip_dc]:-}")" -v b="$(median "${CPUS[igzip_c1]:-}")" 'BEGIN { print a + b }')
     echo
-    echo "CPU by library, \`perf record -F 999\` of $(count "$(printf '%s' "${PROF[rs_gzip]}" | tr '|' ' ' | awk '{ print NR }')") extra run(s) of each (user code: its share of the"
+    echo "CPU by library, \`perf record -F 999\` of $(printf '%s' "${PROF[rs_gzip]}" | tr '|' '\n' | awk 'NF { n++ } END { print n + 0 }') extra run(s) of each (user code: its share of the"
     echo "user samples x the user seconds; kernel: the system seconds; minor faults: /usr/bin/time %R), medians."
     echo "The totals and the kernel's seconds are given for the timed runs too, and the target is judged on"
     echo "them: on a virtual machine perf's sampling is itself kernel work, and the profiled runs' system"
