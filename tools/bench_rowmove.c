@@ -402,9 +402,13 @@ int main(int argc, char **argv)
         return 2;
     }
     reserve(&piece, nbytes + nrows);
-    pool_cap = 2 * (nbytes / ngroups + nrows / ngroups) + (size_t)NDEST * CHUNK;
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    pool_cap = (2 * (nbytes / ngroups + nrows / ngroups) + (size_t)NDEST * CHUNK + 63) & ~(size_t)63;
     for (size_t g = 0; g < ngroups; g++)
-        pools[g] = aligned_alloc(64, pool_cap);
+        if (!(pools[g] = aligned_alloc(64, pool_cap))) {
+            fprintf(stderr, "bench_rowmove: out of memory\n");
+            return 2;
+        }
     group_at = xmalloc(ngroups * (NDEST + 1) * sizeof *group_at);
     size_t flood_bytes = (size_t)256 << 20;
     char *flood = xmalloc(flood_bytes);
