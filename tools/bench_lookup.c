@@ -1,6 +1,6 @@
 /* bench_lookup: hashes/s, lookups/s and hash+lookup/s on the default ring
  * (1000 nodes x 200 vnodes), single-threaded and on all cores, with the
- * prefix index next to a plain binary search in the same run.
+ * slot table (the ring's index) next to a plain binary search in the same run.
  *
  * Usage: bench_lookup [KEYS] [RUNS] [PASSES]
  *   (default 65,536 distinct keys read 64 times, 5 runs)
@@ -204,10 +204,10 @@ int main(int argc, char **argv)
         bench_fn fn;
     } rows[] = {
         {"murmur3_128 hash (position)", do_hash},
-        {"lookup, prefix index", do_lookup_index},
+        {"lookup, slot table", do_lookup_index},
         {"lookup, binary search", do_lookup_bsearch},
-        {"hash + lookup, prefix index", do_both_index},
-        {"hash + lookup, prefix index, blocks of 32 with prefetch", do_both_batched},
+        {"hash + lookup, slot table", do_both_index},
+        {"hash + lookup, blocks of 32, prefetched", do_both_batched},
         {"hash + lookup, blocks of 64 in three steps a block apart (the pipeline's way)", do_both_pipelined},
         {"hash + lookup, binary search", do_both_bsearch},
     };
