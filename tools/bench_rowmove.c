@@ -2,7 +2,7 @@
  * contiguous piece per destination, on real rows, apart from the rest of
  * the pipeline.
  *
- * Usage: bench_rowmove [--mb N] [--runs N] [--groups G] file.csv
+ * Usage: bench_rowmove [--mb N] [--runs N] [--groups G] [--ahead N] file.csv
  *
  * Takes the first N MiB (default 64: a batch of the default --memory) of
  * the file's whole lines, places each line on the default ring by its
@@ -21,7 +21,14 @@
  *            destination, then the chunks joined per destination;
  *   grouped  each group's rows gathered per destination as soon as the
  *            group is scattered (while its part of the batch is in cache),
- *            then the groups' pieces joined per destination.
+ *            then the groups' pieces joined per destination;
+ *   inline   each row copied with its LF into its group's buffer for its
+ *            destination at the scatter (while in cache), the buffers
+ *            joined per destination;
+ *   across   entries as the pipeline's, but the prefetches run on a cursor
+ *            of their own, --ahead entries ahead (default 8), that goes on
+ *            into the next group's entries instead of starting afresh in
+ *            each group.
  * Every way scans each block of 256 rows once before scattering it, as the
  * scanner does, and every way's pieces are checked against the first's. */
 #define _GNU_SOURCE
@@ -117,17 +124,28 @@ static void piece_done(int way, uint32_t d, size_t len)
     }
 }
 
-static void put_entry(buf *b, uint32_t off, uint32_t len)
+/* Row i's entry: a reference to it in the batch. */
+static void put_entry(buf *b, size_t i)
 {
     reserve(b, 9);
     unsigned char *e = (unsigned char *)b->data + b->len;
-    uint32_t v[2] = {off, len};
+    uint32_t v[2] = {row_off[i], row_len[i]};
     e[0] = 255;
     memcpy(e + 1, v, sizeof v);
     b->len += 9;
 }
 
-static void scatter_entries(size_t g)
+/* Row i itself and its LF (the inline way). */
+static void put_copy(buf *b, size_t i)
+{
+    reserve(b, row_len[i] + 1);
+    memcpy(b->data + b->len, batch + row_off[i], row_len[i]);
+    b->data[b->len + row_len[i]] = '\n';
+    b->len += row_len[i] + 1;
+}
+
+/* Group g's rows, each put into its destination's buffer by put. */
+static void scatter_with(size_t g, void (*put)(buf *b, size_t i))
 {
     size_t first, end;
     group_rows(g, &first, &end);
@@ -136,8 +154,33 @@ static void scatter_entries(size_t g)
     for (size_t i = first; i < end; i++) {
         if ((i - first) % SCAN_ROWS == 0)
             scan_block(i);
-        put_entry(&entries[g * NDEST + row_dest[i]], row_off[i], row_len[i]);
+        put(&entries[g * NDEST + row_dest[i]], i);
     }
+}
+
+static void scatter_entries(size_t g)
+{
+    scatter_with(g, put_entry);
+}
+
+/* Prefetches the row of entry e. */
+static void prefetch_row(const unsigned char *e)
+{
+    uint32_t off;
+    memcpy(&off, e + 1, 4);
+    __builtin_prefetch(batch + off);
+    __builtin_prefetch(batch + off + 64);
+}
+
+/* Copies the row of entry e and an LF to out; returns the end. */
+static char *copy_row(char *out, const unsigned char *e)
+{
+    uint32_t v[2];
+    memcpy(v, e + 1, sizeof v);
+    memcpy(out, batch + v[0], v[1]);
+    out += v[1];
+    *out++ = '\n';
+    return out;
 }
 
 /* Appends group g's rows of destination d, read from the batch through
@@ -150,33 +193,83 @@ static char *gather_entries(size_t g, uint32_t d, char *out)
         ahead += 9;
     for (; e < end; e += 9) {
         if (ahead < end) {
-            uint32_t off;
-            memcpy(&off, ahead + 1, 4);
-            __builtin_prefetch(batch + off);
-            __builtin_prefetch(batch + off + 64);
+            prefetch_row(ahead);
             ahead += 9;
         }
-        uint32_t v[2];
-        memcpy(v, e + 1, sizeof v);
-        memcpy(out, batch + v[0], v[1]);
-        out += v[1];
-        *out++ = '\n';
+        out = copy_row(out, e);
     }
     return out;
 }
 
-static void way_entries(double *join)
+/* Destination d's rows, groups in order, through their entries, at out;
+ * returns the end. */
+static char *gather_by_group(uint32_t d, char *out)
+{
+    for (size_t g = 0; g < ngroups; g++)
+        out = gather_entries(g, d, out);
+    return out;
+}
+
+/* The entries' ways: scatter, then every destination's piece gathered. */
+static void entries_way(double *join, int way, char *(*gather)(uint32_t d, char *out))
 {
     for (size_t g = 0; g < ngroups; g++)
         scatter_entries(g);
     double t0 = cpu_now();
-    for (uint32_t d = 0; d < NDEST; d++) {
-        char *at = piece.data;
-        for (size_t g = 0; g < ngroups; g++)
-            at = gather_entries(g, d, at);
-        piece_done(0, d, (size_t)(at - piece.data));
-    }
+    for (uint32_t d = 0; d < NDEST; d++)
+        piece_done(way, d, (size_t)(gather(d, piece.data) - piece.data));
     *join += cpu_now() - t0;
+}
+
+static void way_entries(double *join)
+{
+    entries_way(join, 0, gather_by_group);
+}
+
+/* across: the gather's prefetches on a cursor of their own that crosses
+ * from one group's entries to the next. */
+typedef struct {
+    uint32_t d;
+    size_t g;
+    const unsigned char *e, *end;
+} entry_cursor;
+
+/* The next entry of the cursor's destination, groups in order, or NULL. */
+static const unsigned char *cursor_next(entry_cursor *c)
+{
+    while (c->e == c->end) {
+        if (++c->g >= ngroups)
+            return NULL;
+        const buf *b = &entries[c->g * NDEST + c->d];
+        c->e = (const unsigned char *)b->data, c->end = c->e + b->len;
+    }
+    const unsigned char *e = c->e;
+    c->e += 9;
+    return e;
+}
+
+static size_t ahead_across = AHEAD;
+
+/* Destination d's rows as gather_by_group, the prefetches ahead_across
+ * entries ahead across the groups. */
+static char *gather_across(uint32_t d, char *at)
+{
+    const unsigned char *first = (const unsigned char *)entries[d].data;
+    entry_cursor copy = {d, 0, first, first + entries[d].len}, pf = copy;
+    const unsigned char *p = NULL, *e;
+    for (size_t k = 0; k < ahead_across && (p = cursor_next(&pf)); k++)
+        prefetch_row(p);
+    while ((e = cursor_next(&copy))) {
+        if (p && (p = cursor_next(&pf)))
+            prefetch_row(p);
+        at = copy_row(at, e);
+    }
+    return at;
+}
+
+static void way_across(double *join)
+{
+    entries_way(join, 4, gather_across);
 }
 
 /* staged: per group and destination a list of CHUNK-byte chunks of a
@@ -295,6 +388,24 @@ static void way_staged(double *join)
     *join += cpu_now() - t0;
 }
 
+/* inline: rows copied at the scatter into the groups' buffers, joined. */
+static void way_inline(double *join)
+{
+    for (size_t g = 0; g < ngroups; g++)
+        scatter_with(g, put_copy);
+    double t0 = cpu_now();
+    for (uint32_t d = 0; d < NDEST; d++) {
+        size_t at = 0;
+        for (size_t g = 0; g < ngroups; g++) {
+            const buf *b = &entries[g * NDEST + d];
+            memcpy(piece.data + at, b->data, b->len);
+            at += b->len;
+        }
+        piece_done(3, d, at);
+    }
+    *join += cpu_now() - t0;
+}
+
 static buf group_piece[MAXG];
 static size_t *group_at; /* [g * (NDEST + 1) + d]: where d's rows start in group_piece[g] */
 
@@ -382,17 +493,22 @@ int main(int argc, char **argv)
             mb = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ahead") && i + 1 < argc)
+            ahead_across = strtoul(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--groups") && i + 1 < argc)
             ngroups = strtoul(argv[++i], NULL, 10);
         else if (argv[i][0] != '-' && !path)
             path = argv[i];
         else {
-            fprintf(stderr, "usage: bench_rowmove [--mb N] [--runs N] [--groups G] file.csv\n");
+            fprintf(stderr, "usage: bench_rowmove [--mb N] [--runs N] [--groups G] [--ahead N] file.csv\n");
             return 2;
         }
     }
-    if (!path || mb < 1 || mb > 1024 || runs < 1 || runs > 31 || ngroups < 1 || ngroups > MAXG) {
-        fprintf(stderr, "usage: bench_rowmove [--mb N (1-1024)] [--runs N (1-31)] [--groups G (1-%d)] file.csv\n",
+    if (!path || mb < 1 || mb > 1024 || runs < 1 || runs > 31 || ngroups < 1 || ngroups > MAXG || ahead_across < 1 ||
+        ahead_across > 256) {
+        fprintf(stderr,
+                "usage: bench_rowmove [--mb N (1-1024)] [--runs N (1-31)] [--groups G (1-%d)] [--ahead N (1-256)] "
+                "file.csv\n",
                 MAXG);
         return 2;
     }
@@ -418,7 +534,9 @@ int main(int argc, char **argv)
         void (*fn)(double *join);
     } ways[] = {{"entries (the pipeline's)", way_entries},
                 {"staged (copied at the scatter, non-temporal)", way_staged},
-                {"grouped (gathered per group, then joined)", way_grouped}};
+                {"grouped (gathered per group, then joined)", way_grouped},
+                {"inline (copied at the scatter, then joined)", way_inline},
+                {"across (entries, prefetched across groups)", way_across}};
     enum { NWAYS = sizeof ways / sizeof *ways };
     double t[NWAYS][32], j[NWAYS][32];
     for (int w = 0; w < NWAYS; w++) { /* warm-up: buffers grown, pieces checked */
