@@ -234,7 +234,9 @@ typedef struct {
     const unsigned char *e, *end;
 } entry_cursor;
 
-/* The next entry of the cursor's destination, groups in order, or NULL. */
+/* The next entry of the cursor's destination, groups in order, or NULL.
+ * Entering a group, it prefetches the entries two groups on (their
+ * buffer's address is in cache by then: see gather_across). */
 static const unsigned char *cursor_next(entry_cursor *c)
 {
     while (c->e == c->end) {
@@ -242,6 +244,8 @@ static const unsigned char *cursor_next(entry_cursor *c)
             return NULL;
         const buf *b = &entries[c->g * NDEST + c->d];
         c->e = (const unsigned char *)b->data, c->end = c->e + b->len;
+        if (c->g + 2 < ngroups)
+            __builtin_prefetch(entries[(c->g + 2) * NDEST + c->d].data);
     }
     const unsigned char *e = c->e;
     c->e += 9;
@@ -254,6 +258,10 @@ static size_t ahead_across = AHEAD;
  * entries ahead across the groups. */
 static char *gather_across(uint32_t d, char *at)
 {
+    for (size_t g = 0; g < ngroups; g++) /* the groups' buffers' addresses */
+        __builtin_prefetch(&entries[g * NDEST + d]);
+    if (ngroups > 1)
+        __builtin_prefetch(entries[NDEST + d].data);
     const unsigned char *first = (const unsigned char *)entries[d].data;
     entry_cursor copy = {d, 0, first, first + entries[d].len}, pf = copy;
     const unsigned char *p = NULL, *e;
@@ -398,6 +406,8 @@ static void way_inline(double *join)
         size_t at = 0;
         for (size_t g = 0; g < ngroups; g++) {
             const buf *b = &entries[g * NDEST + d];
+            if (b->len == 0) /* a buffer never written has no data */
+                continue;
             memcpy(piece.data + at, b->data, b->len);
             at += b->len;
         }
