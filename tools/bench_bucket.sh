@@ -68,6 +68,8 @@ ZSTD=${ZSTD:-1}
 BUFFERED=${BUFFERED:-1}
 PERF=${PERF:-1}
 
+TOOLS=$(cd "$(dirname "$0")" && pwd)
+TAB=$'\t'
 die() { echo "bench_bucket: $1" >&2; exit "${2:-1}"; }
 note() { echo "bench_bucket: $*" >&2; }
 
@@ -236,17 +238,13 @@ profileit() {
   perf record -q -F 999 -o "$data" -- /usr/bin/time -f '%U %S %R' -o "$tf" \
     "$RINGSHARD" bucket --key bill_id -o "$out" --quiet "$@" "$GZ" >/dev/null 2>&1 || die "step '$name' (perf) failed"
   read -r u s f < <(tail -n 1 "$tf")
-  PROF[$name]+="$(perf report -i "$data" --sort dso,sym --stdio -F sample,dso,sym 2>/dev/null | grep -v '^#' |
-    awk -v u="$u" -v s="$s" -v f="$f" -v own="$(basename "$RINGSHARD")" '
-      NF >= 4 { n = $1; dso = $2; sub(/^[^]]*\] /, ""); sym = $0
-        g = dso ~ /kernel/ ? "kernel" : dso ~ /isal/ ? "isal" : dso ~ /libc\.so/ ? "libc" : dso == own ? "own" : dso ~ /gomp/ ? "gomp" : "other"
-        cnt[g] += n; if (g == "own" || g == "libc") bysym[sym] += n }
-      END { us = cnt["own"] + cnt["libc"] + cnt["isal"] + cnt["gomp"] + cnt["other"]; k = us ? u / us : 0
-        printf "%.3f %.3f %.3f %.3f %.2f %d %.2f", (cnt["own"] + cnt["libc"]) * k, cnt["isal"] * k, cnt["gomp"] * k,
-          cnt["other"] * k, s, f, u + s
-        top = ""; for (i = 0; i < 6; i++) { best = ""; for (x in bysym) if (best == "" || bysym[x] > bysym[best]) best = x
-          if (best == "") break; top = top sprintf(";%s %.3f", best, bysym[best] * k); delete bysym[best] }
-        print top }')|"
+  PROF[$name]+="$(perf report -i "$data" --sort dso,sym --stdio -F sample,dso,sym 2>/dev/null |
+    awk -v u="$u" -v own="$(basename "$RINGSHARD")" -f "$TOOLS/perf_libs.awk" | sort -t "$TAB" -k1,1 -k3,3gr |
+    awk -F "$TAB" -v u="$u" -v s="$s" -v f="$f" '
+      $1 == "lib" { lib[$2] = $3 }
+      $1 == "sym" && nsym < 6 { top = top sprintf(";%s %.3f", $2, $3); nsym++ }
+      END { printf "%.3f %.3f %.3f %.3f %.2f %d %.2f%s\n", lib["own"] + lib["libc"], lib["isal"], lib["gomp"],
+              lib["other"], s, f, u + s, top }')|"
   rm -f "$data" "$tf"
 }
 

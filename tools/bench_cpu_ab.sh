@@ -13,6 +13,7 @@
 # Exit status: 0 ok, 1 a run failed, 2 bad usage or perf missing.
 set -euo pipefail
 export LC_ALL=C
+TOOLS=$(cd "$(dirname "$0")" && pwd)
 die() { echo "bench_cpu_ab: $1" >&2; exit "${2:-1}"; }
 [ $# -ge 3 ] || { sed -n '9,12p' "$0" >&2; exit 2; }
 RUNS=$1
@@ -38,14 +39,13 @@ for _ in $(seq "$RUNS"); do
     perf record -q -F 999 -o "$OUT/perf.data" -- /usr/bin/time -f '%U %S' -o "$OUT/time" \
       "$b" bucket --key bill_id -o "$OUT/out" --quiet "$@" "$INPUT" >/dev/null 2>&1 || die "run of $b failed"
     read -r u s < <(tail -n 1 "$OUT/time")
-    perf report -i "$OUT/perf.data" --sort dso,sym --stdio -F sample,dso,sym 2>/dev/null | grep -v '^#' |
-      awk -v i="$i" -v u="$u" -v s="$s" -v own="$(basename "$b")" '
-        NF >= 4 { n = $1; dso = $2; sub(/^[^]]*\] /, ""); sym = $0
-          g = dso ~ /kernel/ ? "kernel" : dso ~ /isal/ ? "isal" : dso ~ /libc\.so/ ? "libc" : dso == own ? "own" : "other"
-          cnt[g] += n; if (g == "own" || g == "libc") by[sym] += n }
-        END { us = cnt["own"] + cnt["libc"] + cnt["isal"] + cnt["other"]; k = us ? u / us : 0
-          printf "%s\town code + libc\t%.3f\n%s\tISA-L\t%.3f\n%s\tkernel (system s)\t%.3f\n", i, (cnt["own"] + cnt["libc"]) * k, i, cnt["isal"] * k, i, s
-          for (x in by) printf "%s\t%s\t%.3f\n", i, x, by[x] * k }' >> "$log"
+    perf report -i "$OUT/perf.data" --sort dso,sym --stdio -F sample,dso,sym 2>/dev/null |
+      awk -v u="$u" -v own="$(basename "$b")" -f "$TOOLS/perf_libs.awk" |
+      awk -F '\t' -v i="$i" -v s="$s" '
+        $1 == "lib" { lib[$2] = $3; next }
+        { printf "%s\t%s\t%.3f\n", i, $2, $3 }
+        END { printf "%s\town code + libc\t%.3f\n%s\tISA-L\t%.3f\n%s\tkernel (system s)\t%.3f\n",
+                i, lib["own"] + lib["libc"], i, lib["isal"], i, s }' >> "$log"
   done
 done
 rm -rf "$OUT/out" "$OUT/perf.data" "$OUT/time"
