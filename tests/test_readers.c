@@ -9,6 +9,7 @@
 #include <string.h>
 #include "ringshard/manifest.h"
 #include "support.h"
+#include "wait.h"
 
 #define sh sh_in_test_dir
 
@@ -82,6 +83,50 @@ Test(readers, a_replacement_after_the_manifest_is_read_changes_nothing_read)
     cr_assert_eq(r.rc, 0, "stats: exit %d\n%s%s", r.rc, r.out, r.err);
     cr_assert(strstr(r.out, "3000 rows"), "%s", r.out);
     cmd_result_free(&r);
+}
+
+/* Runs `cmd` stopped between its open of D and its read of D's manifest
+ * (RINGSHARD_TEST_PAUSE_AT=dir-opened); meanwhile D is replaced by D.B and
+ * the old D removed, as a --force run does; D is put back afterwards. */
+static cmd_result opened_then_removed(const char *cmd)
+{
+    return sh(WAIT_SH "cp -a D D.keep && RINGSHARD_TEST_PAUSE_AT=dir-opened %s >held.out 2>held.err & p=$!\n"
+              "wait_stopped $p 'the reader to stop after opening D' || { kill -9 $p; cat held.err >&2; exit 124; }\n"
+              "mv D D.A && mv D.B D && rm -rf D.A && kill -CONT $p\n"
+              "wait $p; rc=$?\n"
+              "mv D D.B && mv D.keep D\n"
+              "cat held.out; cat held.err >&2; exit $rc",
+              cmd);
+}
+
+/* D replaced and its old generation removed after a reader opened it but
+ * before it read the manifest: exit 1 saying D was replaced, nothing
+ * published; the same reader then reads D whole. */
+Test(readers, a_replacement_before_the_manifest_is_read_is_said_so)
+{
+    static const char *const cmds[][2] = {
+        {"\"$RS\" verify D", NULL},
+        {"\"$RS\" plan --from-buckets D --add 1 --emit M", "M"},
+        {"\"$RS\" dedup --quiet --buckets D -o X", "X"},
+        {"\"$RS\" stats D", NULL},
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cmd_result r = opened_then_removed(cmds[i][0]);
+        cr_assert_eq(r.rc, 1, "%s: exit %d\n%s%s", cmds[i][0], r.rc, r.out, r.err);
+        cr_assert(strstr(r.err, "D was replaced (or removed) while it was read") &&
+                      strstr(r.err, "manifest.json"),
+                  "%s: %s", cmds[i][0], r.err);
+        cmd_result_free(&r);
+        if (cmds[i][1]) {
+            r = sh("test ! -e %s && ls -A | grep -c ringshard-tmp", cmds[i][1]);
+            cr_assert_str_eq(r.out, "0\n", "%s: %s published or a temporary left", cmds[i][0], cmds[i][1]);
+            cmd_result_free(&r);
+        }
+        r = sh("%s >/dev/null", cmds[i][0]);
+        cr_assert_eq(r.rc, 0, "%s on D put back: exit %d\n%s", cmds[i][0], r.rc, r.err);
+        cmd_result_free(&r);
+        SH_OK("rm -rf M X");
+    }
 }
 
 /* A reader's outcome while D is republished: wholly one generation (exit

@@ -67,8 +67,10 @@ typedef struct {
 /* Opens the directory dir and reads its manifests through the descriptor.
  * Errors: dir cannot be opened or is not a directory (RS_EXIT_IO), a
  * manifest cannot be read (RS_EXIT_IO) or is malformed or inconsistent
- * with the base (RS_EXIT_DATA, as rs_manifest_read, naming the file). On
- * failure bd is closed (fd -1). */
+ * with the base (RS_EXIT_DATA, as rs_manifest_read, naming the file). A
+ * manifest that cannot be read because DIR was replaced after it was
+ * opened is said so (rs_bucketdir_explain). On failure bd is closed (fd
+ * -1). */
 int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err);
 
 /* rs_bucketdir_open reading the generations up to upto only (UINT64_MAX:

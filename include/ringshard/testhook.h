@@ -24,6 +24,8 @@
  *   published      outdir: just after it
  *   old            outdir, two-rename fallback: between the renames
  *   dir-open       bucketdir: just before a bucket directory is opened
+ *   dir-opened     bucketdir: the directory opened, its manifest not yet
+ *                  read
  *   file_publish   interrupt (rs_interrupt_publish_gate): a file published
  *                  whole was written to its temporary, just before the
  *                  check for a stop signal and its rename

@@ -255,6 +255,7 @@ int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_
     }
     bd->dev = (uint64_t)st.st_dev;
     bd->ino = (uint64_t)st.st_ino;
+    rs_test_pause("dir-opened");
     char *mpath = NULL;
     if (asprintf(&mpath, "%s/manifest.json", dir) < 0) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -280,6 +281,11 @@ int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_
         goto fail;
     return 0;
 fail:
+    /* A --force run may replace DIR between the open and the manifests'
+     * reads and remove the generation opened: that is said as such, here,
+     * since the caller's rs_bucketdir_explain sees a closed bd */
+    if (bd->ino)
+        rs_bucketdir_explain(bd, err);
     rs_bucketdir_close(bd);
     return -1;
 }
