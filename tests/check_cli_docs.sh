@@ -13,6 +13,16 @@
 # The options are read from --help here independently of
 # tools/gen_cli_docs.py (a line that starts with -x or --opt: its --opt and
 # -x tokens before the description), so that a generator that drops one fails.
+# Every page (ringshard.1 and each command's) has the sections NAME,
+# SYNOPSIS, DESCRIPTION, OPTIONS, EXIT STATUS, FILES, EXAMPLES, SEE ALSO in
+# that order (others may come between), none empty; its OPTIONS section
+# lists every option of the command's --help, each with a meaning; every
+# reference page it names (SEE ALSO, FILES, ...) by its installed path is
+# installed there, and every docs/*.md is.
+# The reference docs: each command's pages (the table doc_pages below)
+# mention every option of its --help; every --option in docs/*.md and
+# README.md is one of some --help (or another tool's, listed in
+# other_tools_options).
 # Also: the README's exit-code table lists the codes `ringshard --help` does.
 # Usage: tests/check_cli_docs.sh BUILD_DIR
 set -euo pipefail
@@ -107,6 +117,115 @@ for c in $commands; do
     done < <(lists "$c" | awk '{a[$1] = a[$1] ? a[$1] "|" $2 : $2} END {for (o in a) print o, a[o]}')
 done
 [ -f "$man1/ringshard.1" ] || bad "no ringshard(1) installed"
+
+# ---- the pages' sections --------------------------------------------------
+# the install prefix the build was configured with: the pages name the
+# reference docs by their path under it
+cfg_prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
+[ -n "$cfg_prefix" ] || bad "no CMAKE_INSTALL_PREFIX in $build/CMakeCache.txt"
+required_sections='NAME|SYNOPSIS|DESCRIPTION|OPTIONS|EXIT STATUS|FILES|EXAMPLES|SEE ALSO'
+# section PAGE_TEXT NAME: the text of that section of a rendered page
+section() {
+    awk -v want="$2" '/^[A-Z][A-Z ]*[A-Z]$/ {on = ($0 == want); next} on' <<< "$1"
+}
+check_page() {  # PAGE OPTIONS...: sections, options under OPTIONS, installed references
+    local page=$1 name text heads want got o docpath rel
+    shift
+    name=$(basename "$page" .1)
+    text=$(MANWIDTH=200 man -l "$page" 2>/dev/null | col -b)
+    heads=$(grep -E '^[A-Z][A-Z ]*[A-Z]$' <<< "$text" | grep -xE "$required_sections" | paste -sd'|')
+    [ "$heads" = "$required_sections" ] || bad "$name: sections [$heads], want [$required_sections] in that order"
+    IFS='|' read -ra want <<< "$required_sections"
+    for got in "${want[@]}"; do
+        grep -q '[^[:space:]]' <<< "$(section "$text" "$got")" || bad "$name: section $got is empty"
+    done
+    local opts_text
+    opts_text=$(section "$text" OPTIONS)
+    for o in "$@"; do
+        grep -qE -- "(^|[^a-z0-9-])$o([^a-z0-9-]|\$)" <<< "$opts_text" || bad "$name: $o is not under OPTIONS"
+    done
+    # each .TP of OPTIONS: its tag, then at least one line of meaning
+    awk 'tp && NR == tp + 2 {if ($0 ~ /^\./ || $0 == "") print "no meaning given for " tag; tp = 0}
+         /^\.SH/ {on = ($0 == ".SH OPTIONS"); next}
+         on && /^\.TP/ {tp = NR; next}
+         tp && NR == tp + 1 {tag = $0; next}' "$page" > "$prefix/meanings"
+    while read -r line; do bad "$name: $line"; done < "$prefix/meanings"
+    # the reference pages it names are installed where it says
+    grep -q "$cfg_prefix/[^ ]*/ringshard/[a-z]*\.md" <<< "$(section "$text" 'SEE ALSO')" ||
+        bad "$name: SEE ALSO names no installed reference page"
+    ! grep -q "source tree" <<< "$text" || bad "$name: points at the source tree"
+    for docpath in $(grep -oE "$cfg_prefix/[A-Za-z0-9_./-]*ringshard/[A-Za-z0-9_.-]+\.md" <<< "$text" | sort -u); do
+        rel=${docpath#"$cfg_prefix"/}
+        [ -f "$prefix/$rel" ] || bad "$name: names $docpath, not installed ($rel under the prefix)"
+    done
+}
+for c in $commands; do
+    [ -f "$man1/ringshard-$c.1" ] || continue
+    # shellcheck disable=SC2046 # one option a word
+    check_page "$man1/ringshard-$c.1" $(options "$c" | grep -vxE -- '-h|--help')
+done
+[ -f "$man1/ringshard.1" ] && check_page "$man1/ringshard.1" --help --version
+docdir=$(find "$prefix" -path '*/doc/ringshard' -type d | head -1)
+for f in "$src"/docs/*.md; do
+    [ -n "$docdir" ] && [ -f "$docdir/$(basename "$f")" ] || bad "docs/$(basename "$f") is not installed under share/doc/ringshard"
+done
+if grep -q '](img/' "$src"/docs/*.md; then
+    [ -n "$docdir" ] && [ -d "$docdir/img" ] || bad "docs/img is referenced but not installed"
+fi
+
+# ---- the reference docs: each command's pages name every option -----------
+# doc_pages[COMMAND]: the docs/ pages that document it; the groups of
+# options several commands share are documented once: the ring options in
+# rings.md, the input options in bucket.md's table
+declare -A doc_pages=(
+    [bucket]="bucket.md rings.md"
+    [dedup]="dedup.md bucket.md rings.md"
+    [plan]="plan.md bucket.md rings.md"
+    [verify]="plan.md"
+    [compact]="compact.md"
+    [stats]="stats.md bucket.md rings.md"
+    [simulate]="stats.md rings.md"
+    [locate]="locate.md rings.md"
+    [ring]="locate.md rings.md"
+    [cat]="bucket.md"
+    [repair]="failures.md"
+)
+for c in $commands; do
+    pages=${doc_pages[$c]:-}
+    if [ -z "$pages" ]; then
+        bad "$c: no docs page for it in the table doc_pages of tests/check_cli_docs.sh"
+        continue
+    fi
+    for o in $(options "$c" | grep -vxE -- '-h|--help|--version'); do
+        found=0
+        for p in $pages; do
+            grep -qE -- "(^|[^A-Za-z0-9_-])$o([^a-z0-9-]|\$)" "$src/docs/$p" && { found=1; break; }
+        done
+        [ $found = 1 ] || bad "$c: $o is in its --help but in none of docs/{${pages// /,}}"
+    done
+done
+
+# ---- every --option the docs name exists ---------------------------------
+# other programs' options the docs show in their own commands
+other_tools_options=(
+    --bind-to --hostfile --cpus-per-task --ntasks-per-node  # mpirun, srun
+    --build --install --test-dir                            # cmake, ctest
+    --static                                                # pkg-config
+    --check                                                 # xz
+    --long                                                  # zstd
+    --parallel                                              # sort
+    --warmup --runs                                         # hyperfine
+    --mpi --clients                                         # tools/deps.sh
+    --rows --dup-share --newline-share                      # tools/gen_bills
+    --mb --block --groups --workaround                      # tools/bench_csv, bench_rowmove, isal_placement
+)
+known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
+    grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
+    printf '%s\n' --help --version "${other_tools_options[@]}")
+while IFS=: read -r f o; do
+    grep -qxF -- "$o" <<< "$known" || bad "${f#"$src"/}: $o is an option of no command's --help"
+done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.md README.md |
+         sed -E 's/^([^:]*):.*(--[a-z][a-z0-9-]*)$/\1:\2/' | sort -u)
 
 # values --help gives in prose, and what completes files and directories
 expect_completion "ringshard bucket --scheme " ring ketama slots modulo jump

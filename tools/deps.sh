@@ -9,7 +9,7 @@ pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriter
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
       strace  # tests/test_append.c and test_history.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)
-      help2man mandoc groff-base man-db bash-completion  # man pages and completion: made and checked
+      mandoc groff-base man-db bash-completion  # man pages and completion: checked
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
 for a in "$@"; do
   case "$a" in

@@ -1,16 +1,34 @@
 #!/usr/bin/env python3
 """Man pages and bash completion for ringshard, generated from its --help.
 
-One source: the text `ringshard --help` and `ringshard COMMAND --help`
-print. The build runs this script on the binary it made, so the pages and
-the completion list exactly the commands and options the binary has, and
-cannot drift from them. What --help does not say (examples, a longer
-description, see-also) comes from man/ringshard.h2m and
-man/ringshard-COMMAND.h2m, help2man include files; every command needs
-one (a new command without it fails the build, saying so).
+One source per page: the text `ringshard --help` or `ringshard COMMAND
+--help` prints, plus the page's file man/ringshard.h2m or
+man/ringshard-COMMAND.h2m for what --help does not say (examples, files,
+see-also). The build runs this script on the binary it made, so the pages
+and the completion list exactly the commands and options the binary has,
+and cannot drift from them. A command without its man/ file fails the
+build, saying so.
 
-The man pages are help2man's (Debian package help2man). The completion is
-written here from the same parse of the help, by these rules:
+The pages are written here, in man(7) roff, in the order of man-pages(7):
+  NAME         the command and its summary from the "Commands:" list;
+  SYNOPSIS     the "Usage:" lines of --help;
+  DESCRIPTION  the prose that follows them, then the man/ file's
+               [DESCRIPTION];
+  COMMANDS     (ringshard(1) only) the "Commands:" list;
+  OPTIONS      every option and operand line of --help, under its group's
+               heading ("Input options:"), with its meaning; prose
+               paragraphs between the groups stay where they are;
+  EXIT STATUS  the man/ file's [EXIT STATUS], then the "Exit codes:" table
+               of `ringshard --help`;
+  ENVIRONMENT, FILES, EXAMPLES, SEE ALSO and any other section: the man/
+               file's; FILES, when the file has none, is the bucket
+               directory's layout. EXAMPLES and SEE ALSO are required.
+A man/ file keeps help2man's include syntax: a line `[SECTION]`, then roff
+(write `\\-` for a `-` in an option). `docs/NAME.md` anywhere in a page
+becomes the installed path of that reference page (--doc-dir), and must
+exist in the source tree's docs/.
+
+The completion is written from the same parse of the help, by these rules:
   - commands: the lines under "Commands:" of `ringshard --help`;
   - options: on a help line that starts (after blanks) with -x or --opt,
     every --opt and -x of its synopsis (the tokens before the first plain
@@ -24,14 +42,13 @@ written here from the same parse of the help, by these rules:
   - operands: INPUT in the usage line completes files, else DIR
     directories, else nothing.
 Usage: tools/gen_cli_docs.py --binary BIN --includes man/ --man-dir OUT
-         --completion OUT_FILE --version V
+         --completion OUT_FILE --version V --doc-dir DOCDIR [--docs docs/]
 """
 import argparse
 import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 
 OPT_LINE = re.compile(r'^\s{1,8}(-[A-Za-z0-9],\s+)?--?[a-z][a-z0-9-]*')
@@ -265,30 +282,310 @@ def page_date():
     return int(epoch) if epoch.isdigit() else int(time.time())
 
 
-def man_page(binary, cmd, summary, include, version, epoch, out_path, wrapdir):
-    """help2man of `ringshard CMD --help` (cmd None: `ringshard --help`) into out_path."""
-    name = 'ringshard' if cmd is None else 'ringshard-' + cmd
-    # help2man names the page after the program it runs: a wrapper of that name
-    prog = os.path.join(wrapdir, name)
-    with open(prog, 'w') as f:
-        f.write('#!/bin/sh\nexec %s %s"$@"\n' % (shell_quote(binary), '' if cmd is None else cmd + ' '))
-    os.chmod(prog, 0o755)
-    env = dict(os.environ, SOURCE_DATE_EPOCH=str(epoch), LC_ALL='C')
-    tmp = out_path + '.tmp'
-    subprocess.run(['help2man', '--no-info', '--section=1', '--manual=User Commands',
-                    '--source=ringshard ' + version, '--version-string=' + version, '--name=' + summary,
-                    '--include=' + include, '--output=' + tmp, prog], check=True, env=env)
-    text = open(tmp).read()
-    os.unlink(tmp)
-    # an ISO date: help2man writes "Month Year", which mandoc cannot parse
+# ---- man pages ---------------------------------------------------------
+
+# man-pages(7)'s order; a section a man/ file adds that is not here goes
+# before SEE ALSO
+SECTION_ORDER = ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'COMMANDS', 'OPTIONS', 'EXIT STATUS', 'ENVIRONMENT',
+                 'FILES', 'NOTES', 'BUGS', 'EXAMPLES', 'SEE ALSO']
+REQUIRED_IN_FILE = ['EXAMPLES', 'SEE ALSO']
+
+DEFAULT_FILES = r'''.TP
+.I DIR/manifest.json
+a bucket directory's manifest: the ring, the key, the dialect, every
+file with its rows, bytes and checksums (docs/manifest.md)
+.TP
+.I DIR/<node>.csv.gz
+the rows of one node (\fI.csv.zst\fR with zstd, \fI.csv\fR plain), a
+header line first; a node's name with bytes other than [A\-Za\-z0\-9._\-]
+as %XX
+.TP
+.I DIR/g<N>/manifest.json\fR, \fPDIR/g<N>/<node>.csv.gz
+generation N, added by an append: its manifest names the one before it;
+a node's rows are its base file's, then its files in the generations'
+order (docs/format.md)
+.TP
+.I DIR/<node>.keyidx\fR, \fPDIR/g<N>/<node>.keyidx
+key indexes beside the data files of a directory grown by
+\fBdedup \-\-append\fR (docs/format.md)
+'''
+
+
+def roff_text(s):
+    """Plain text as roff: backslashes and hyphens escaped."""
+    return s.replace('\\', '\\e').replace('-', '\\-')
+
+
+def roff_lines(lines):
+    """Lines of prose as roff input lines (none may start with . or ')."""
+    out = []
+    for l in lines:
+        t = roff_text(l.strip())
+        if t.startswith('.') or t.startswith("'"):
+            t = '\\&' + t
+        if t:
+            out.append(t)
+    return out
+
+
+def option_tag(syn):
+    """The synopsis of an option line in bold (names) and italics (placeholders)."""
+    out = []
+    for tok in syn.split():
+        bare, comma = (tok[:-1], ',') if tok.endswith(',') and len(tok) > 1 else (tok, '')
+        if re.fullmatch(r'--?[A-Za-z0-9][A-Za-z0-9-]*', bare):
+            out.append('\\fB%s\\fR%s' % (roff_text(bare), comma))
+        elif re.fullmatch(r'[A-Z][A-Z0-9_]*(\.\.\.)?|[A-Z]+\[[^]]*\]', bare):
+            out.append('\\fI%s\\fR%s' % (roff_text(bare), comma))
+        else:
+            out.append(roff_text(tok))
+    return ' '.join(out)
+
+
+def split_synopsis(body):
+    """(synopsis, description) of an option line's text (blanks stripped)."""
+    gap = re.search(r'\s{2,}', body)
+    syn, rest = (body[:gap.start()], body[gap.end():]) if gap else (body, '')
+    toks = syn.split()
+    k = 0
+    while k < len(toks):
+        t = toks[k].rstrip(',')
+        if re.fullmatch(r'--?[a-zA-Z0-9][a-z0-9-]*', t) or t == '/' or (k and is_value_token(t)) or \
+                (k == 0 and re.fullmatch(r'[A-Z][A-Z0-9_.\[\],]*', t)):
+            k += 1
+            continue
+        break
+    return ' '.join(toks[:k]), ' '.join(toks[k:] + ([rest] if rest else []))
+
+
+def help_blocks(lines):
+    """The option part of a --help, as [(kind, ...)]: ('heading', title,
+    note), ('item', synopsis, [description lines]), ('para', [lines])."""
+    blocks, i = [], 0
+    item_line = re.compile(r'^ {1,8}(-|[A-Z][A-Z0-9_]*(\.\.\.)?\s)')
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        if item_line.match(line):
+            syn, desc = split_synopsis(line.strip())
+            body = [desc] if desc else []
+            i += 1
+            while i < len(lines) and lines[i].startswith('      ') and lines[i].strip() \
+                    and not OPT_LINE.match(lines[i]) and not item_line.match(lines[i]):
+                body.append(lines[i].strip())
+                i += 1
+            blocks.append(('item', syn, body))
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ''
+        if not line.startswith(' ') and line.rstrip().endswith(':') and item_line.match(nxt):
+            m = re.match(r'^(.*?)\s*(?:\((.*)\))?:$', line.strip())
+            blocks.append(('heading', m.group(1), m.group(2)))
+            i += 1
+            continue
+        para = []
+        while i < len(lines) and lines[i].strip() and not item_line.match(lines[i]):
+            para.append(lines[i])
+            i += 1
+        blocks.append(('para', para))
+    return blocks
+
+
+def parse_help_page(text):
+    """{'usage': [lines], 'description': [lines], 'blocks': help_blocks}."""
+    lines = text.splitlines()
+    usage, i = [], 0
+    while i < len(lines) and (lines[i].startswith('Usage:') or (usage and lines[i].startswith('       ring'))):
+        usage.append(re.sub(r'^Usage:\s*', '', lines[i]).strip())
+        i += 1
+    if not usage:
+        sys.exit('gen_cli_docs: no "Usage:" line first in:\n' + text[:200])
+    desc = []
+    while i < len(lines) and lines[i].strip():
+        desc.append(lines[i])
+        i += 1
+    return {'usage': usage, 'description': desc, 'blocks': help_blocks(lines[i:])}
+
+
+def roff_prose(lines):
+    """Prose lines of --help, an indented line kept as it is (a layout)."""
+    out = []
+    for l in lines:
+        if l.startswith('  '):
+            out += ['.RS', '.nf'] + roff_lines([l]) + ['.fi', '.RE']
+        else:
+            out += roff_lines([l])
+    return out
+
+
+def roff_synopsis(usage):
+    out = []
+    for k, u in enumerate(usage):
+        m = re.match(r'^(ringshard(?: [a-z][a-z0-9-]*)?)(.*)$', u)
+        head, rest = (m.group(1), m.group(2)) if m else (u, '')
+        if k:
+            out.append('.br')
+        out.append('\\fB%s\\fR%s' % (roff_text(head), roff_text(re.sub(r'\s{2,}', '  ', rest))))
+    return out
+
+
+def roff_options(blocks):
+    out = []
+    for b in blocks:
+        if b[0] == 'heading':
+            out.append('.SS "%s"' % roff_text(b[1]))
+            if b[2]:
+                note = b[2][0].upper() + b[2][1:]
+                out += roff_lines([note + ('' if note.endswith('.') else '.')])
+        elif b[0] == 'item':
+            if not b[2]:
+                sys.exit('gen_cli_docs: --help line "%s" says nothing of what it does' % b[1])
+            out += ['.TP', option_tag(b[1])] + roff_lines(b[2])
+        else:
+            out += ['.PP'] + roff_prose(b[1])
+    return out
+
+
+def exit_codes_of(main_help):
+    """[(code, meaning)] of the "Exit codes:" block of `ringshard --help`."""
+    codes, on = [], False
+    for line in main_help.splitlines():
+        if line.strip() == 'Exit codes:':
+            on = True
+            continue
+        if on:
+            m = re.match(r'^\s+(\d+)\s+(.*)$', line)
+            if not m:
+                break
+            codes.append((m.group(1), m.group(2)))
+    if not codes:
+        sys.exit('gen_cli_docs: no "Exit codes:" list in ringshard --help')
+    return codes
+
+
+def read_include(path):
+    """{SECTION: roff text} of a man/ file: `[SECTION]` lines, then roff."""
+    secs, cur = {}, None
+    for line in open(path, encoding='utf-8').read().splitlines():
+        m = re.fullmatch(r'\[([A-Z][A-Z ]*)\]\s*', line)
+        if m:
+            cur = m.group(1)
+            secs.setdefault(cur, [])
+        elif cur is not None:
+            secs[cur].append(line)
+    missing = [s for s in REQUIRED_IN_FILE if not any(l.strip() for l in secs.get(s, []))]
+    if missing:
+        sys.exit('gen_cli_docs: %s: no %s section (man/README.md says what a page needs)' %
+                 (path, ', '.join('[%s]' % s for s in missing)))
+    return {k: '\n'.join(v).strip('\n') for k, v in secs.items()}
+
+
+def installed_docs(text, docs_src, doc_dir, where):
+    """text with every docs/NAME.md as the installed path DOC_DIR/NAME.md."""
+    def one(m):
+        name = m.group(1)
+        if not os.path.exists(os.path.join(docs_src, name)):
+            sys.exit('gen_cli_docs: %s names docs/%s, which is not in %s' % (where, name, docs_src))
+        return roff_text(doc_dir) + '/' + name
+    text = re.sub(r"\s+in ringshard's source tree", '', text)
+    text = re.sub(r'docs/([A-Za-z0-9_.-]+\.md)', one, text)
+    return re.sub(r'(?<![A-Za-z0-9_./-])docs/(?![A-Za-z0-9_*])', roff_text(doc_dir) + '/', text)
+
+
+def write_page(out_path, name, summary, version, epoch, sections, docs_src, doc_dir):
+    """The page: .TH, then sections {NAME: [roff lines]} in SECTION_ORDER."""
     iso = time.strftime('%Y-%m-%d', time.gmtime(epoch))
-    text, n = re.subn(r'^(\.TH \S+ "1" )"[^"]*"', r'\1"%s"' % iso, text, count=1, flags=re.M)
-    if n != 1:
-        sys.exit('gen_cli_docs: %s: no .TH line to date' % out_path)
-    text = text.replace('.\\" DO NOT MODIFY THIS FILE!  It was generated by help2man',
-                        '.\\" Generated from --help by tools/gen_cli_docs.py with help2man')
-    with open(out_path, 'w') as f:
+    out = ['.\\" Generated by tools/gen_cli_docs.py from `%s --help` and man/%s.h2m: do not edit.' %
+           (name.replace('-', ' '), name),
+           '.TH %s 1 %s "ringshard %s" "User Commands"' % (name.upper(), iso, version),
+           '.nh',  # no hyphenation: options and paths are copied from pages
+           '.SH NAME', '%s \\- %s' % (roff_text(name), roff_text(summary))]
+    order = [s for s in SECTION_ORDER if s in sections and s != 'SEE ALSO'] + \
+            [s for s in sections if s not in SECTION_ORDER] + ['SEE ALSO']
+    for s in order:
+        body = sections[s]
+        if not any(l.strip() for l in body):
+            continue
+        out.append('.SH %s' % (('"%s"' % s) if ' ' in s else s))
+        for l in body:
+            # no paragraph macro right after a heading or another one
+            if l in ('.PP', '.P', '.LP') and out[-1].startswith(('.SH', '.SS', '.PP')):
+                continue
+            out.append(l)
+    text = installed_docs('\n'.join(out) + '\n', docs_src, doc_dir, out_path)
+    tmp = out_path + '.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
         f.write(text)
+    os.replace(tmp, out_path)
+
+
+# what a man/ file copied from another may say, which the table says better
+EXIT_BOILERPLATE = re.compile(r'^0 on success; the other codes are listed in\s*\n\.BR ringshard \(1\)\.\s*$')
+
+
+def exit_status(inc, codes):
+    own = inc.get('EXIT STATUS', '')
+    body = [] if EXIT_BOILERPLATE.match(own) else own.splitlines()
+    if body:
+        body.append('.PP')
+    body += ['ringshard exits with one of these codes:']
+    for code, meaning in codes:
+        body += ['.TP', code] + roff_lines([meaning])
+    return body
+
+
+def command_page(c, summary, help_text, inc, codes):
+    """The sections of ringshard-C(1)."""
+    h = parse_help_page(help_text)
+    secs = {'SYNOPSIS': roff_synopsis(h['usage']),
+            'DESCRIPTION': roff_prose(h['description']),
+            'OPTIONS': roff_options(h['blocks']),
+            'EXIT STATUS': exit_status(inc, codes),
+            'FILES': (inc.get('FILES') or DEFAULT_FILES).splitlines()}
+    if inc.get('DESCRIPTION'):
+        secs['DESCRIPTION'] += ['.PP'] + inc['DESCRIPTION'].splitlines()
+    if inc.get('OPTIONS'):
+        secs['OPTIONS'] += ['.PP'] + inc['OPTIONS'].splitlines()
+    for s, body in inc.items():
+        if s not in secs:
+            secs[s] = body.splitlines()
+    see = secs['SEE ALSO']
+    if 'ringshard (1)' not in '\n'.join(see):
+        secs['SEE ALSO'] = ['.BR ringshard (1),'] + see
+    return secs
+
+
+def main_page(main_help, cmds, inc, codes):
+    """The sections of ringshard(1): its commands, each with its page."""
+    h = parse_help_page(main_help.split('\n', 1)[1].lstrip('\n'))
+    opts = [b for b in help_blocks(main_help.splitlines()) if b[0] == 'item' and b[1].startswith('-')]
+    if not opts:
+        # the program's own options, which its --help names in prose
+        opts = [('item', '-h, --help', ['print the commands and the exit codes']),
+                ('item', '--version', ['print the version'])]
+    cmd_lines = []
+    for c, summary in cmds:
+        cmd_lines += ['.TP', '\\fB%s\\fR' % roff_text(c)] + roff_lines([summary]) + \
+                     ['(\\fBringshard\\-%s\\fR(1))' % roff_text(c)]
+    secs = {'SYNOPSIS': roff_synopsis(h['usage']),
+            'DESCRIPTION': inc.get('DESCRIPTION', '').splitlines(),
+            'COMMANDS': ['Each command has its page, and prints its options with',
+                         '\\fBringshard\\fR \\fIcommand\\fR \\fB\\-\\-help\\fR.'] + cmd_lines,
+            'OPTIONS': roff_options(opts),
+            'EXIT STATUS': exit_status(inc, codes),
+            'FILES': (DEFAULT_FILES + '.TP\n.I docs/\nthe reference pages (Markdown)\n' +
+                      inc.get('FILES', '')).splitlines()}
+    for s, body in inc.items():
+        if s not in secs:
+            secs[s] = body.splitlines()
+    # every command's page in SEE ALSO, those the file does not name added
+    see = secs['SEE ALSO']
+    named = '\n'.join(see)
+    extra = ['.BR ringshard\\-%s (1),' % c for c, _ in cmds
+             if 'ringshard-%s (1)' % c not in named and 'ringshard\\-%s (1)' % c not in named]
+    secs['SEE ALSO'] = extra + see
+    return secs
 
 
 def main():
@@ -298,30 +595,35 @@ def main():
     ap.add_argument('--man-dir', required=True)
     ap.add_argument('--completion', required=True)
     ap.add_argument('--version', required=True)
+    ap.add_argument('--doc-dir', required=True, help='where the reference docs/*.md are installed')
+    ap.add_argument('--docs', help="the source tree's docs/ (default: beside --includes)")
     a = ap.parse_args()
     binary = os.path.abspath(a.binary)
+    docs_src = a.docs or os.path.join(os.path.dirname(os.path.abspath(a.includes.rstrip('/'))), 'docs')
     main_help = run_help(binary, ['--help'])
     cmds = commands_of(main_help)
-    per_cmd = {}
+    codes = exit_codes_of(main_help)
+    per_cmd, helps = {}, {}
     for c, _ in cmds:
         h = run_help(binary, [c, '--help'])
+        helps[c] = h
         per_cmd[c] = {'opts': parse_options(h), 'operands': operands_of(h)}
         if not per_cmd[c]['opts']:
             sys.exit('gen_cli_docs: no options found in ringshard %s --help' % c)
     missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds]
                if not os.path.exists(os.path.join(a.includes, n + '.h2m'))]
     if missing:
-        sys.exit('gen_cli_docs: %s: missing; every command needs its include file (man/README.md)' %
+        sys.exit('gen_cli_docs: %s: missing; every command needs its page file (man/README.md)' %
                  ', '.join(os.path.join(a.includes, n + '.h2m') for n in missing))
     os.makedirs(a.man_dir, exist_ok=True)
     epoch = page_date()
-    with tempfile.TemporaryDirectory() as wrapdir:
-        man_page(binary, None, 'consistent-hash bucketing and migration planning',
-                 os.path.join(a.includes, 'ringshard.h2m'), a.version, epoch,
-                 os.path.join(a.man_dir, 'ringshard.1'), wrapdir)
-        for c, summary in cmds:
-            man_page(binary, c, summary, os.path.join(a.includes, 'ringshard-%s.h2m' % c), a.version, epoch,
-                     os.path.join(a.man_dir, 'ringshard-%s.1' % c), wrapdir)
+    inc = read_include(os.path.join(a.includes, 'ringshard.h2m'))
+    write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', main_help.splitlines()[0].split(' - ', 1)[-1],
+               a.version, epoch, main_page(main_help, cmds, inc, codes), docs_src, a.doc_dir)
+    for c, summary in cmds:
+        inc = read_include(os.path.join(a.includes, 'ringshard-%s.h2m' % c))
+        write_page(os.path.join(a.man_dir, 'ringshard-%s.1' % c), 'ringshard-' + c, summary, a.version, epoch,
+                   command_page(c, summary, helps[c], inc, codes), docs_src, a.doc_dir)
     os.makedirs(os.path.dirname(os.path.abspath(a.completion)), exist_ok=True)
     with open(a.completion, 'w') as f:
         f.write(completion_script(a.version, cmds, per_cmd))
