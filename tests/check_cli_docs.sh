@@ -23,6 +23,8 @@
 # mention every option of its --help; every --option in docs/*.md and
 # README.md is one of some --help (or another tool's, listed in
 # other_tools_options).
+# Every path of the source tree that docs/*.md and README.md cite
+# (src/..., tests/..., tools/..., fixtures/...) exists.
 # Also: the README's exit-code table lists the codes `ringshard --help` does.
 # Usage: tests/check_cli_docs.sh BUILD_DIR
 set -euo pipefail
@@ -217,7 +219,7 @@ other_tools_options=(
     --warmup --runs                                         # hyperfine
     --mpi --clients                                         # tools/deps.sh
     --rows --dup-share --newline-share                      # tools/gen_bills
-    --mb --block --groups --workaround                      # tools/bench_csv, bench_rowmove, isal_placement
+    --groups --workaround                                   # tools/bench_rowmove, isal_placement
 )
 known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
     grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
@@ -247,6 +249,12 @@ expect_completion "ringshard simulate --key-pattern " seq random
     expect_completion "ringshard bucket fi" file.f
     exit $fail
 ) || fail=1
+
+# ---- every file of the source tree the docs cite exists --------------------
+while read -r f p; do
+    [ -e "$src/$p" ] || bad "$f cites $p, which is not in the source tree"
+done < <(cd "$src" && grep -oE '(^|[^A-Za-z0-9_./-])(src|tests|tools|fixtures|include|docs|man|fuzz|\.ci)/[A-Za-z0-9_./*<>-]*[A-Za-z0-9_*>]' \
+             docs/*.md README.md | sed -E 's/^([^:]*):[^A-Za-z.]*/\1 /' | grep -v '[*<>]' | sort -u)
 
 # the README's exit codes are the command's
 readme=$(sed -n '/^## Exit codes/,/^## /p' "$src/README.md" | grep -oE '^\| [0-9]+ ' | tr -dc '0-9\n' | sort -n | tr '\n' ' ')

@@ -20,7 +20,8 @@ trap 'rm -rf "$dir"' EXIT
 ln -s "$here/fixtures" "$dir/fixtures"
 cd "$dir"
 rc=0
-PATH="$bin:$PATH" bash -ev -c "$tour" || rc=$?
+# the tour's own scratch directory (mktemp -d) goes inside $dir, removed with it
+TMPDIR=$dir PATH="$bin:$PATH" bash -ev -c "$tour" || rc=$?
 [ $rc = 0 ] && echo "readme_tour: the README's tour ran, $(grep -c . <<< "$tour") lines" ||
     echo "readme_tour: the README's tour failed (exit $rc) at the last line shown above" >&2
 exit $rc
