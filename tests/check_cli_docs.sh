@@ -43,8 +43,10 @@ man1=$prefix/share/man/man1
 completion=$prefix/share/bash-completion/completions/ringshard
 [ -f "$completion" ] || bad "no completion installed at share/bash-completion/completions/ringshard"
 
-commands=$("$RS" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1; next} on {exit}')
-[ -n "$commands" ] || bad "no commands in ringshard --help"
+all_commands=$("$RS" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1; next} on {exit}')
+[ -n "$all_commands" ] || bad "no commands in ringshard --help"
+# those with a page and options of their own (`help CMD` is `CMD --help`)
+commands=$(grep -vx help <<< "$all_commands" || true)
 
 # options COMMAND: every option its --help lists, one a line
 options() {
@@ -93,7 +95,8 @@ expect_completion() {  # LINE WANT...: the completion offers exactly WANT
     [ "$got" = "$want" ] || bad "completion of '$line': got [$got], want [$want]"
 }
 
-expect_completion "ringshard " $commands --help --version
+# shellcheck disable=SC2086 # one command a word
+expect_completion "ringshard " $all_commands --help --version
 for c in $commands; do
     page=$man1/ringshard-$c.1
     if [ ! -f "$page" ]; then
@@ -176,7 +179,8 @@ if grep -q '](img/' "$src"/docs/*.md; then
 fi
 
 # ---- the reference docs: each command's pages name every option -----------
-# doc_pages[COMMAND]: the docs/ pages that document it; the groups of
+# doc_pages[COMMAND]: the docs/ pages that document it (those that exist
+# count; a command with none fails); the groups of
 # options several commands share are documented once: the ring options in
 # rings.md, the input options in bucket.md's table
 declare -A doc_pages=(
@@ -190,10 +194,14 @@ declare -A doc_pages=(
     [locate]="locate.md rings.md"
     [ring]="locate.md rings.md"
     [cat]="bucket.md"
-    [repair]="failures.md"
+    [repair]="repair.md failures.md compact.md"
 )
 for c in $commands; do
-    pages=${doc_pages[$c]:-}
+    pages=
+    for p in ${doc_pages[$c]:-}; do
+        [ -f "$src/docs/$p" ] && pages="$pages $p"
+    done
+    pages=${pages# }
     if [ -z "$pages" ]; then
         bad "$c: no docs page for it in the table doc_pages of tests/check_cli_docs.sh"
         continue

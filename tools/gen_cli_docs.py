@@ -53,6 +53,9 @@ import time
 
 OPT_LINE = re.compile(r'^\s{1,8}(-[A-Za-z0-9],\s+)?--?[a-z][a-z0-9-]*')
 FILE_ARGS = {'FILE', 'LIST'}
+# commands of the "Commands:" list without a page or options of their own
+# (`ringshard help CMD` is `ringshard CMD --help`)
+NO_PAGE = {'help'}
 DIR_ARGS = {'DIR', 'BUCKETDIR'}
 
 
@@ -566,8 +569,9 @@ def main_page(main_help, cmds, inc, codes):
                 ('item', '--version', ['print the version'])]
     cmd_lines = []
     for c, summary in cmds:
-        cmd_lines += ['.TP', '\\fB%s\\fR' % roff_text(c)] + roff_lines([summary]) + \
-                     ['(\\fBringshard\\-%s\\fR(1))' % roff_text(c)]
+        cmd_lines += ['.TP', '\\fB%s\\fR' % roff_text(c)] + roff_lines([summary])
+        if c not in NO_PAGE:
+            cmd_lines.append('(\\fBringshard\\-%s\\fR(1))' % roff_text(c))
     secs = {'SYNOPSIS': roff_synopsis(h['usage']),
             'DESCRIPTION': inc.get('DESCRIPTION', '').splitlines(),
             'COMMANDS': ['Each command has its page, and prints its options with',
@@ -583,7 +587,7 @@ def main_page(main_help, cmds, inc, codes):
     see = secs['SEE ALSO']
     named = '\n'.join(see)
     extra = ['.BR ringshard\\-%s (1),' % c for c, _ in cmds
-             if 'ringshard-%s (1)' % c not in named and 'ringshard\\-%s (1)' % c not in named]
+             if c not in NO_PAGE and 'ringshard-%s (1)' % c not in named and 'ringshard\\-%s (1)' % c not in named]
     secs['SEE ALSO'] = extra + see
     return secs
 
@@ -605,12 +609,15 @@ def main():
     codes = exit_codes_of(main_help)
     per_cmd, helps = {}, {}
     for c, _ in cmds:
+        if c in NO_PAGE:
+            per_cmd[c] = {'opts': {}, 'operands': 'none'}
+            continue
         h = run_help(binary, [c, '--help'])
         helps[c] = h
         per_cmd[c] = {'opts': parse_options(h), 'operands': operands_of(h)}
         if not per_cmd[c]['opts']:
             sys.exit('gen_cli_docs: no options found in ringshard %s --help' % c)
-    missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds]
+    missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds if c not in NO_PAGE]
                if not os.path.exists(os.path.join(a.includes, n + '.h2m'))]
     if missing:
         sys.exit('gen_cli_docs: %s: missing; every command needs its page file (man/README.md)' %
@@ -621,6 +628,8 @@ def main():
     write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', main_help.splitlines()[0].split(' - ', 1)[-1],
                a.version, epoch, main_page(main_help, cmds, inc, codes), docs_src, a.doc_dir)
     for c, summary in cmds:
+        if c in NO_PAGE:
+            continue
         inc = read_include(os.path.join(a.includes, 'ringshard-%s.h2m' % c))
         write_page(os.path.join(a.man_dir, 'ringshard-%s.1' % c), 'ringshard-' + c, summary, a.version, epoch,
                    command_page(c, summary, helps[c], inc, codes), docs_src, a.doc_dir)
