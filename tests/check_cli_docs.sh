@@ -3,7 +3,8 @@
 # (ctest: cli_docs). Installs the build into a scratch prefix, then, for
 # every command `ringshard --help` lists:
 #   - its page ringshard-COMMAND.1 is installed under share/man/man1, renders
-#     without a warning (mandoc -T lint -W warning; groff -ww -z), and
+#     without a warning (mandoc -T lint -W warning; groff -ww -z; man -l at
+#     60 and 80 columns), and
 #     `man -l` of it shows every option `ringshard COMMAND --help` lists;
 #   - the installed completion, driven through its function in bash as
 #     bash's completion engine calls it, offers every command, every option
@@ -103,7 +104,8 @@ for c in $commands; do
         bad "$c: no man page installed at share/man/man1/ringshard-$c.1"
         continue
     fi
-    lint=$(mandoc -T lint -W warning "$page" 2>&1; groff -ww -z -man "$page" 2>&1)
+    lint=$(mandoc -T lint -W warning "$page" 2>&1; groff -ww -z -man "$page" 2>&1
+           for w in 60 80; do MANWIDTH=$w man -l "$page" 2>&1 > /dev/null; done)
     [ -z "$lint" ] || bad "$c: the page does not render cleanly: $lint"
     text=$(MANWIDTH=200 man -l "$page" 2>/dev/null | col -b)
     offered=" $(complete_line "ringshard $c -" | tr '\n' ' ') "

@@ -503,6 +503,7 @@ def write_page(out_path, name, summary, version, epoch, sections, docs_src, doc_
            (name.replace('-', ' '), name),
            '.TH %s 1 %s "ringshard %s" "User Commands"' % (name.upper(), iso, version),
            '.nh',  # no hyphenation: options and paths are copied from pages
+           '.ad l',  # ragged right: a long path cannot stretch a justified line
            '.SH NAME', '%s \\- %s' % (roff_text(name), roff_text(summary))]
     order = [s for s in SECTION_ORDER if s in sections and s != 'SEE ALSO'] + \
             [s for s in sections if s not in SECTION_ORDER] + ['SEE ALSO']
