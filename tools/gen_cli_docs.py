@@ -562,7 +562,9 @@ def command_page(c, summary, help_text, inc, codes):
 
 def main_page(main_help, cmds, inc, codes):
     """The sections of ringshard(1): its commands, each with its page."""
-    h = parse_help_page(main_help.split('\n', 1)[1].lstrip('\n'))
+    # from its Usage: line (a version line may come first)
+    at = re.search(r'^Usage:', main_help, re.M)
+    h = parse_help_page(main_help[at.start():] if at else main_help)
     opts = [b for b in help_blocks(main_help.splitlines()) if b[0] == 'item' and b[1].startswith('-')]
     if not opts:
         # the program's own options, which its --help names in prose
@@ -626,7 +628,9 @@ def main():
     os.makedirs(a.man_dir, exist_ok=True)
     epoch = page_date()
     inc = read_include(os.path.join(a.includes, 'ringshard.h2m'))
-    write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', main_help.splitlines()[0].split(' - ', 1)[-1],
+    m = re.match(r'ringshard \S+ - (.+)', main_help)
+    summary = m.group(1).strip() if m else 'consistent-hash bucketing and migration planning'
+    write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', summary,
                a.version, epoch, main_page(main_help, cmds, inc, codes), docs_src, a.doc_dir)
     for c, summary in cmds:
         if c in NO_PAGE:
