@@ -161,10 +161,10 @@ check_page() {  # PAGE OPTIONS...: sections, options under OPTIONS, installed re
     grep -q "$cfg_prefix/[^ ]*/ringshard/[a-z]*\.md" <<< "$(section "$text" 'SEE ALSO')" ||
         bad "$name: SEE ALSO names no installed reference page"
     ! grep -q "source tree" <<< "$text" || bad "$name: points at the source tree"
-    for docpath in $(grep -oE "$cfg_prefix/[A-Za-z0-9_./-]*ringshard/[A-Za-z0-9_.-]+\.md" <<< "$text" | sort -u); do
+    while read -r docpath; do
         rel=${docpath#"$cfg_prefix"/}
         [ -f "$prefix/$rel" ] || bad "$name: names $docpath, not installed ($rel under the prefix)"
-    done
+    done < <(grep -oE "$cfg_prefix/[A-Za-z0-9_./-]*ringshard/[A-Za-z0-9_.-]+\.md" <<< "$text" | sort -u)
 }
 for c in $commands; do
     [ -f "$man1/ringshard-$c.1" ] || continue
@@ -174,10 +174,12 @@ done
 [ -f "$man1/ringshard.1" ] && check_page "$man1/ringshard.1" --help --version
 docdir=$(find "$prefix" -path '*/doc/ringshard' -type d | head -1)
 for f in "$src"/docs/*.md; do
-    [ -n "$docdir" ] && [ -f "$docdir/$(basename "$f")" ] || bad "docs/$(basename "$f") is not installed under share/doc/ringshard"
+    if [ -z "$docdir" ] || [ ! -f "$docdir/$(basename "$f")" ]; then
+        bad "docs/$(basename "$f") is not installed under share/doc/ringshard"
+    fi
 done
-if grep -q '](img/' "$src"/docs/*.md; then
-    [ -n "$docdir" ] && [ -d "$docdir/img" ] || bad "docs/img is referenced but not installed"
+if grep -q '](img/' "$src"/docs/*.md && { [ -z "$docdir" ] || [ ! -d "$docdir/img" ]; }; then
+    bad "docs/img is referenced but not installed"
 fi
 
 # ---- the reference docs: each command's pages name every option -----------
