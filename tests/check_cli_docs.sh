@@ -197,7 +197,7 @@ declare -A doc_pages=(
     [simulate]="stats.md rings.md"
     [locate]="locate.md rings.md"
     [ring]="locate.md rings.md"
-    [cat]="bucket.md"
+    [cat]="cat.md bucket.md"
     [repair]="repair.md failures.md compact.md"
 )
 for c in $commands; do

@@ -491,7 +491,7 @@ def installed_docs(text, docs_src, doc_dir, where):
         if not os.path.exists(os.path.join(docs_src, name)):
             sys.exit('gen_cli_docs: %s names docs/%s, which is not in %s' % (where, name, docs_src))
         return roff_text(doc_dir) + '/' + name
-    text = re.sub(r"\s+in ringshard's source tree", '', text)
+    text = re.sub(r"\s+in\s+ringshard's\s+source\s+tree", '', text)
     text = re.sub(r'docs/([A-Za-z0-9_.-]+\.md)', one, text)
     return re.sub(r'(?<![A-Za-z0-9_./-])docs/(?![A-Za-z0-9_*])', roff_text(doc_dir) + '/', text)
 
