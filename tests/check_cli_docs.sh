@@ -23,7 +23,7 @@
 # The reference docs: each command's pages (the table doc_pages below)
 # mention every option of its --help; every --option in docs/*.md and
 # README.md is one of some --help (or another tool's, listed in
-# other_tools_options).
+# other_tools_options, or a typo shown on purpose, misspelt_options).
 # Every path of the source tree that docs/*.md and README.md cite
 # (src/..., tests/..., tools/..., fixtures/...) exists.
 # Also: the README's exit-code table lists the codes `ringshard --help` does.
@@ -233,9 +233,11 @@ other_tools_options=(
     --rows --dup-share --newline-share                      # tools/gen_bills
     --groups --workaround                                   # tools/bench_rowmove, isal_placement
 )
+# misspellings the docs show on purpose (the suggestion for a typo)
+misspelt_options=(--kye)
 known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
     grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
-    printf '%s\n' --help --version "${other_tools_options[@]}")
+    printf '%s\n' --help --version "${other_tools_options[@]}" "${misspelt_options[@]}")
 while IFS=: read -r f o; do
     grep -qxF -- "$o" <<< "$known" || bad "${f#"$src"/}: $o is an option of no command's --help"
 done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.md README.md |
