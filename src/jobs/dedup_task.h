@@ -32,6 +32,7 @@ typedef struct {
     char *in;             /* the bucket to deduplicate */
     const char *in_name;  /* --buckets: its name under the directory's descriptor */
     const char *const *more, *const *more_paths; /* --buckets: its segments (appended generations) */
+    const rs_manifest_file *const *more_files;   /* and their manifest entries */
     size_t nmore;
     rs_dedup_check check; /* --buckets: what it must hold (its manifest entry) */
     rs_placement place;   /* --buckets, and --append's history: check.ctx */

@@ -195,6 +195,9 @@ typedef struct {
     const char *path;
     int this_run, any_size;
     int by_path;   /* no checksum recorded (an older version's manifest): known by path and size */
+    const char *content;    /* the checksum of its decompressed bytes (NULL: not recorded) */
+    uint64_t content_size;  /* their number */
+    int by_content;         /* (a match) the same content, stored otherwise */
 } held;
 
 #define EMPTY_CHECKSUM "crc64:0000000000000000"
@@ -216,7 +219,8 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 {
     for (size_t i = 0; i < m->ninputs; i++) {
         const rs_manifest_input *in = &m->inputs[i];
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum};
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum,
+                  in->content, in->content_size, 0};
         if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
             if (in->size && add_held(h, n, cap, e) != 0)
                 return -1;
@@ -263,6 +267,9 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
     char where[256];
     if (was->this_run)
         snprintf(where, sizeof where, "the same content as %.200s, earlier in this run", was->path);
+    else if (was->by_content)
+        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s: the same content "
+                 "once decompressed)", was->gen, was->path);
     else if (was->by_path)
         snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (the same path and size; its "
                  "manifest, written by an older version, has no checksum)", was->gen);
@@ -274,6 +281,45 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
         return 0;
     if (cmd)
         fprintf(stderr, "ringshard %s: %s: %s: skipped\n", cmd, path, where);
+    return 1;
+}
+
+/* The held input whose content (decompressed) is crc's text and size. */
+static const held *find_content(const held *h, size_t n, uint64_t size, const char *sum)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].content && h[i].content_size == size && strcmp(h[i].content, sum) == 0)
+            return &h[i];
+    return NULL;
+}
+
+/* Input path, whose stored bytes DIR does not hold: is its content one DIR
+ * holds? Only an input whose content size (from its gzip trailer, zstd
+ * frame header or file size: rs_file_content_size_hint) is that of an
+ * input DIR ingested is read to know (a decompression): any other is new
+ * at the cost of two small reads. 1 with *was (a copy) when it is held,
+ * 0 when not, -1 with err. */
+static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, const char *path, held *was,
+                        rs_error *err)
+{
+    uint64_t hint;
+    int mod32, maybe = 0;
+    if (!rs_file_content_size_hint(AT_FDCWD, path, &hint, &mod32))
+        return 0;
+    for (size_t i = 0; i < n && !maybe; i++)
+        maybe = h[i].content && (mod32 ? (h[i].content_size & 0xffffffffu) == hint : h[i].content_size == hint);
+    if (!maybe)
+        return 0;
+    uint64_t crc, size;
+    char sum[RS_CHECKSUM_TEXT];
+    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &size, err) != 0)
+        return -1;
+    rs_checksum_text(crc, sum);
+    const held *w = find_content(h, n, size, sum);
+    if (!w)
+        return 0;
+    *was = *w;
+    was->by_content = 1;
     return 1;
 }
 
@@ -324,17 +370,29 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         int shared = size_held(h, n, size[i - lo]);
         for (size_t j = i + 1; !shared && j < hi; j++)
             shared = known[j - lo] && size[j - lo] == size[i - lo];
-        if (!shared)
-            continue;  /* no other content of its size: it cannot be held */
+        if (!shared) {  /* no other stored bytes of its size: its content may still be held */
+            held was;
+            int c = content_held(h, n, po, po->inputs[i], &was, err);
+            int r = c > 0 ? on_seen(&was, po->inputs[i], policy, cmd, err) : c;
+            if (r < 0) {
+                rc = -1;
+                break;
+            }
+            skip[i] = r > 0;
+            continue;
+        }
         uint64_t crc, sz;
         if (rs_file_checksum(AT_FDCWD, po->inputs[i], po->inputs[i], &crc, &sz, err) != 0) {
             rc = -1;
             break;
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
-        int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
+        held byc;
+        int c = was ? 0 : content_held(h, n, po, po->inputs[i], &byc, err);
+        was = c > 0 ? &byc : was;
+        int r = c < 0 ? -1 : was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
         if (r < 0)
             rc = -1;
         else if (r > 0)
@@ -394,6 +452,10 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
         for (size_t k = 0; !was && !oom && k < n; k++)  /* a pipe's size is unknown (0): any size */
             if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
                 was = &h[k];
+        char content[RS_CHECKSUM_TEXT];
+        rs_checksum_text(in->content, content);
+        if (!was && !oom && in->has_content)   /* the same content, compressed otherwise */
+            was = find_content(h, n, in->content_size, content);
         if (oom)
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
         else if (was && !rc)
@@ -482,7 +544,7 @@ static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *er
         return -1;
     char hex[33];
     rs_manifest_digest_hex(prev, hex);
-    m->schema = 2;
+    m->schema = m->segment_header ? 3 : 2;   /* 3: a reader of 2 would misread the header */
     m->kind = "generation";
     m->generation = g->gen;
     m->previous = hex;
