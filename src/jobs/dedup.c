@@ -15,7 +15,7 @@
  * looked up in the key indexes of DIR's files of node k (history.h; the
  * ones a history written without them lacks are built on the way, from
  * those files' rows, once), loses the rows whose key DIR holds; the rest
- * is deduplicated as usual into a headerless segment and its key index.
+ * is deduplicated as usual into a segment (header line first) and its key index.
  * The duplicates report then lists every new row dropped, with where its
  * key is kept: a generation of the history, or an earlier new row.
  *

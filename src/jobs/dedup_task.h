@@ -55,8 +55,8 @@ typedef struct {
  * file's key index is (at[k] for bd's file k). */
 typedef struct {
     rs_dedup_opts o;
-    int append;           /* per-row duplicates report, indexes, headerless segments */
-    int segments;         /* the outputs are segments (no header line) */
+    int append;           /* per-row duplicates report, indexes, segments */
+    int segments;         /* the outputs are segments (a generation's) */
     const rs_bucketdir *bd;
     rs_index_at *at;
     uint64_t *built_bytes;  /* [bd->nfiles]: the size and CRC-32 of each index built */

@@ -2,7 +2,9 @@
  * member's type and meaning, is in docs/manifest.md; in short:
  *
  * {
- *   "schema": 1,                          integer; readers refuse other values
+ *   "schema": 1,                          integer: 1, 2 (grows), 3 (a generation whose
+ *                                         segments start with the header); others refused
+ *   "segment_header": true,               schema 3 only (then files[].header_bytes)
  *   "kind": "buckets" | "moves",
  *   "tool": {"name": "ringshard", "version": "0.1.0"},
  *   "ring": {"fingerprint": "<32 hex>", "description": "<canonical text>"},
