@@ -208,6 +208,9 @@ Test(append, a_copy_compressed_otherwise_is_the_same_input)
     expect_fail(73, "a2.csv.gz: already ingested by generation 1 (as a1.csv.gz: the same content once decompressed) "
                     "(--on-seen fail); nothing written",
                 "\"$RS\" bucket --append --on-seen fail -o D a2.csv.gz");
+    /* a pipe of the same content, zstd-compressed on the way: known once read */
+    expect_fail(73, "standard input: its content was already ingested by generation 1 (as a1.csv.gz)",
+                "zstd -q -c a.csv | \"$RS\" bucket --append -o D -");
     /* one byte changed, the same size: read to know, and ingested */
     OK("snap D raw | cmp - s1 && sed '2s/,USD,/,EUR,/; 2s/,CNY,/,EUR,/; 2s/,JPY,/,EUR,/' a.csv > d.csv && "
        "! cmp -s a.csv d.csv && test $(wc -c < a.csv) = $(wc -c < d.csv) && gzip -n d.csv && "
@@ -824,6 +827,11 @@ Test(append, each_segment_starts_with_the_header)
            "grep -q '\"segment_header\": true,' D/g00000002/manifest.json && "
            "test $(for f in D/*.csv* D/g*/*.csv*; do dec $f < $f | sed 1d; done | grep -c '^bill_id,') = 0",
            compress[k]);
+    /* verify checks where the header ends: a manifest that says otherwise
+     * (one byte short) is a difference, exit 3 */
+    OK("python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m[\"files\"][0][\"header_bytes\"] -= 1; "
+       "json.dump(m, open(p, \"w\"), indent=2)' D/g00000002/manifest.json");
+    OK("\"$RS\" verify D > v.out; test $? = 3 && grep -q 'its first .* bytes (header_bytes) are not its header line' v.out");
     OK("rm -rf D && \"$RS\" bucket --quiet --keys-only " RING " -o D a.csv && "
        "\"$RS\" bucket --quiet --append -o D b.csv.gz && "
        "for f in D/g00000002/*.csv.gz; do test \"$(gzip -dc $f | head -1)\" = bill_id || exit 1; done && "
