@@ -827,6 +827,12 @@ Test(append, each_segment_starts_with_the_header)
            "grep -q '\"segment_header\": true,' D/g00000002/manifest.json && "
            "test $(for f in D/*.csv* D/g*/*.csv*; do dec $f < $f | sed 1d; done | grep -c '^bill_id,') = 0",
            compress[k]);
+    /* dedup --append writes its segments so too; compact and verify read them */
+    OK("rm -rf X && \"$RS\" dedup --quiet --append " RING " -o X a.csv && \"$RS\" dedup --quiet --append -o X "
+       "b.csv.gz && h=$(head -1 a.csv) && ls X/g00000002/*.csv.gz > /dev/null && for f in X/g00000002/*.csv.gz; do "
+       "test \"$(gzip -dc $f | head -1)\" = \"$h\" || exit 1; done && grep -q '\"schema\": 3,' X/g00000002/manifest.json && "
+       "\"$RS\" verify --quiet X && \"$RS\" cat --all X > x1.t && \"$RS\" compact --quiet X && \"$RS\" verify --quiet X && "
+       "\"$RS\" cat --all X | cmp - x1.t && test $(grep -c \"^$h\\$\" x1.t) = 1");
     /* verify checks where the header ends: a manifest that says otherwise
      * (one byte short) is a difference, exit 3 */
     OK("python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m[\"files\"][0][\"header_bytes\"] -= 1; "
