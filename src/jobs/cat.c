@@ -22,13 +22,17 @@ typedef struct {
     rs_deflater *dz;
     rs_buf chunk, member;
     rs_cat_job_result *r;
+    int wrote;         /* a member (or any byte) is out */
 } writer;
 
-static int flush(writer *w, rs_error *err)
+/* Writes what w->chunk holds (a member of it when compressing); with
+ * final, an empty member when no byte went out, so that a compressed
+ * stream of no rows is still valid gzip or zstd. */
+static int flush(writer *w, int final, rs_error *err)
 {
-    const char *p = w->chunk.data;
+    const char *p = w->chunk.data ? w->chunk.data : "";
     size_t n = w->chunk.len;
-    if (!n)
+    if (!n && !(final && w->dz && !w->wrote))
         return 0;
     if (w->dz) {
         const void *pieces[1] = {w->chunk.data};
@@ -39,6 +43,7 @@ static int flush(writer *w, rs_error *err)
         p = w->member.data, n = w->member.len;
     }
     w->chunk.len = 0;
+    w->wrote = 1;
     if (fwrite(p, 1, n, w->o->out) != n)
         return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->o->out_name, strerror(errno));
     return 0;
@@ -48,7 +53,7 @@ static int put(writer *w, const char *p, size_t n, rs_error *err)
 {
     if (rs_buf_append(&w->chunk, p, n) != 0 || rs_buf_append(&w->chunk, "\n", 1) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    return w->chunk.len >= CHUNK ? flush(w, err) : 0;
+    return w->chunk.len >= CHUNK ? flush(w, 0, err) : 0;
 }
 
 static int placed_anywhere(void *ctx, const char *key, size_t keylen)
@@ -174,7 +179,7 @@ int rs_cat_job_run(const rs_cat_job_opts *o, rs_cat_job_result *r, rs_error *err
     rs_bucketdir bd;
     if (rs_bucketdir_open(&bd, o->dir, err) != 0)
         return -1;
-    writer w = {o, NULL, {0}, {0}, r};
+    writer w = {o, NULL, {0}, {0}, r, 0};
     long *base = calloc(o->nnodes + 1, sizeof *base);
     int rc = 0, header_done = 0;
     if (strcmp(bd.m.kind, "buckets") != 0)
@@ -193,7 +198,7 @@ int rs_cat_job_run(const rs_cat_job_opts *o, rs_cat_job_result *r, rs_error *err
     if (rc == 0 && !header_done && bd.m.header && bd.m.header_line && !bd.m.keys_only)
         rc = put(&w, bd.m.header_line, strlen(bd.m.header_line), err);
     if (rc == 0)
-        rc = flush(&w, err);
+        rc = flush(&w, 1, err);
     if (rc != 0)
         rs_bucketdir_explain(&bd, err);
     r->generations = bd.last_gen - (bd.m.generation ? bd.m.generation : 1) + 1;
