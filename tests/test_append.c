@@ -208,6 +208,9 @@ Test(append, a_copy_compressed_otherwise_is_the_same_input)
     expect_fail(73, "a2.csv.gz: already ingested by generation 1 (as a1.csv.gz: the same content once decompressed) "
                     "(--on-seen fail); nothing written",
                 "\"$RS\" bucket --append --on-seen fail -o D a2.csv.gz");
+    /* within one run: the later copy is skipped */
+    OK_SAYING("ringshard bucket: a2.csv.gz: the same content as a.csv, earlier in this run: skipped\n",
+              "\"$RS\" bucket " RING " --append -o N a.csv a2.csv.gz && test $(grep -c '\"path\"' N/manifest.json) = 1");
     /* a pipe of the same content, zstd-compressed on the way: known once read */
     expect_fail(73, "standard input: its content was already ingested by generation 1 (as a1.csv.gz)",
                 "zstd -q -c a.csv | \"$RS\" bucket --append -o D -");

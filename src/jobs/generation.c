@@ -293,37 +293,71 @@ static const held *find_content(const held *h, size_t n, uint64_t size, const ch
     return NULL;
 }
 
-/* Input path, whose stored bytes DIR does not hold: is its content one DIR
- * holds? Only an input whose content size (from its gzip trailer, zstd
- * frame header or file size: rs_file_content_size_hint) is that of an
- * input DIR ingested is read to know (a decompression): any other is new
- * at the cost of two small reads. 1 with *was (a copy) when it is held,
- * 0 when not, -1 with err. */
-static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, const char *path, held *was,
-                        rs_error *err)
-{
-    uint64_t hint;
-    int mod32, maybe = 0;
-    for (size_t i = 0; i < n && !maybe; i++)   /* DIR's inputs before 0.2.0 have no content recorded */
-        maybe = h[i].content != NULL;
-    if (!maybe || !rs_file_content_size_hint(AT_FDCWD, path, &hint, &mod32))
-        return 0;
-    maybe = 0;
-    for (size_t i = 0; i < n && !maybe; i++)
-        maybe = h[i].content && (mod32 ? (h[i].content_size & 0xffffffffu) == hint : h[i].content_size == hint);
-    if (!maybe)
-        return 0;
-    uint64_t crc, size;
+/* What is known of the content of one of this run's inputs: its size
+ * from its first and last bytes (rs_file_content_size_hint), and once read
+ * (only when that size is one that DIR or an earlier input has), its
+ * CRC-64. */
+typedef struct {
+    uint64_t hint, size;
+    int mod32, hinted, summed;
     char sum[RS_CHECKSUM_TEXT];
-    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &size, err) != 0)
-        return -1;
-    rs_checksum_text(crc, sum);
-    const held *w = find_content(h, n, size, sum);
-    if (!w)
+} probe;
+
+/* Whether content sizes a (mod32: mod 2^32) and b (b_mod32) can be equal. */
+static int sizes_match(uint64_t a, int mod32, uint64_t b, int b_mod32)
+{
+    return mod32 || b_mod32 ? ((a ^ b) & 0xffffffffu) == 0 : a == b;
+}
+
+static int probe_sum(probe *p, const rs_pipeline_opts *po, const char *path, rs_error *err)
+{
+    uint64_t crc;
+    if (p->summed)
         return 0;
-    *was = *w;
-    was->by_content = 1;
-    return 1;
+    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err) != 0)
+        return -1;
+    rs_checksum_text(crc, p->sum);
+    p->summed = 1;
+    return 0;
+}
+
+/* Input i of this run [lo, i], whose stored bytes are new: is its content
+ * one DIR holds, or an earlier input of this run's (not skipped)? Only an
+ * input whose content size (pr[].hint) is such an input's is read to know
+ * (a decompression, and the earlier input's too): any other is new at the
+ * cost of the two small reads of its hint. 1 with *was (a copy) when it
+ * is held, 0 when not, -1 with err. */
+static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, size_t lo, size_t i, probe *pr,
+                        const uint8_t *skip, held *was, rs_error *err)
+{
+    probe *me = &pr[i - lo];
+    int dir = 0, run = 0;
+    for (size_t k = 0; me->hinted && k < n && !dir; k++)
+        dir = h[k].content && sizes_match(h[k].content_size, 0, me->hint, me->mod32);
+    for (size_t j = lo; me->hinted && j < i && !run; j++)
+        run = !skip[j] && pr[j - lo].hinted && sizes_match(pr[j - lo].hint, pr[j - lo].mod32, me->hint, me->mod32);
+    if (!dir && !run)
+        return 0;
+    if (probe_sum(me, po, po->inputs[i], err) != 0)
+        return -1;
+    const held *w = dir ? find_content(h, n, me->size, me->sum) : NULL;
+    if (w) {
+        *was = *w;
+        was->by_content = 1;
+        return 1;
+    }
+    for (size_t j = lo; run && j < i; j++) {
+        probe *q = &pr[j - lo];
+        if (skip[j] || !q->hinted || !sizes_match(q->hint, q->mod32, me->hint, me->mod32))
+            continue;
+        if (probe_sum(q, po, po->inputs[j], err) != 0)
+            return -1;
+        if (q->size == me->size && strcmp(q->sum, me->sum) == 0) {
+            *was = (held){.path = po->inputs[j], .this_run = 1};
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int is_pipe_input(const char *path, struct stat *st)
@@ -349,14 +383,22 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     /* this run's inputs by size; checksummed when a size is shared */
     uint64_t *size = calloc(hi - lo + 1, sizeof *size);
     uint8_t *known = calloc(hi - lo + 1, 1);  /* 1: a regular file (size known) */
-    if (!size || !known)
+    probe *pr = calloc(hi - lo + 1, sizeof *pr);
+    if (!size || !known || !pr)
         rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    /* content sizes are looked at when DIR recorded contents (not before
+     * 0.2.0) or the run has inputs to compare among themselves */
+    int contents = hi - lo > 1;
+    for (size_t k = 0; k < n && !contents; k++)
+        contents = h[k].content != NULL;
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         struct stat st;
         if (is_pipe_input(po->inputs[i], &st))
             continue;  /* checked after the run, or the pipeline reports it */
         known[i - lo] = 1;
         size[i - lo] = (uint64_t)st.st_size;
+        probe *p = &pr[i - lo];
+        p->hinted = contents && rs_file_content_size_hint(AT_FDCWD, po->inputs[i], &p->hint, &p->mod32);
     }
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         if (!known[i - lo])
@@ -375,7 +417,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             shared = known[j - lo] && size[j - lo] == size[i - lo];
         if (!shared) {  /* no other stored bytes of its size: its content may still be held */
             held was;
-            int c = content_held(h, n, po, po->inputs[i], &was, err);
+            int c = content_held(h, n, po, lo, i, pr, skip, &was, err);
             int r = c > 0 ? on_seen(&was, po->inputs[i], policy, cmd, err) : c;
             if (r < 0) {
                 rc = -1;
@@ -393,7 +435,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
         held byc;
-        int c = was ? 0 : content_held(h, n, po, po->inputs[i], &byc, err);
+        int c = was ? 0 : content_held(h, n, po, lo, i, pr, skip, &byc, err);
         was = c > 0 ? &byc : was;
         int r = c < 0 ? -1 : was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
         if (r < 0)
@@ -405,6 +447,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     }
     free(size);
     free(known);
+    free(pr);
     free(h);
     return rc;
 }
