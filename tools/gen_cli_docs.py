@@ -437,7 +437,8 @@ def roff_options(blocks):
     out = []
     for b in blocks:
         if b[0] == 'heading':
-            out.append('.SS "%s"' % roff_text(b[1]))
+            if b[1] != 'Options' or b[2]:  # a plain "Options:" is the section's own title
+                out.append('.SS "%s"' % roff_text(b[1]))
             if b[2]:
                 note = b[2][0].upper() + b[2][1:]
                 out += roff_lines([note + ('' if note.endswith('.') else '.')])
