@@ -81,8 +81,9 @@ start_load() {
 trap 'stop_load; rm -rf "$WORK/run"' EXIT
 
 # Inputs, cached: two gzip bill files (ROWS and ROWS/2 rows), the bucket
-# directory of the first (made by RINGSHARD) and that directory with the
-# second appended as a generation.
+# directory of the first and that directory with the second appended as a
+# generation, made by OLD when it is given (a newer build reads an older
+# one's directories; the reverse may not hold), else by RINGSHARD.
 in_a=$WORK/bills-$ROWS-$SEED.csv.gz
 in_b=$WORK/bills-$((ROWS / 2))-$((SEED + 1)).csv.gz
 for f in "$in_a:$ROWS:$SEED" "$in_b:$((ROWS / 2)):$((SEED + 1))"; do
@@ -97,9 +98,10 @@ ring=(--key bill_id --nodes "$NODES")
 base=$WORK/base-$ROWS-$NODES
 two=$WORK/two-$ROWS-$NODES
 rm -rf "$base" "$two" "$WORK/run"
-"$RINGSHARD" bucket "${ring[@]}" --quiet -o "$base" "$in_a" || die "making $base failed"
+maker=${OLD:-$RINGSHARD}
+"$maker" bucket "${ring[@]}" --quiet -o "$base" "$in_a" || die "making $base failed"
 cp -a "$base" "$two"
-"$RINGSHARD" bucket "${ring[@]}" --append --quiet -o "$two" "$in_b" || die "appending to $two failed"
+"$maker" bucket "${ring[@]}" --append --quiet -o "$two" "$in_b" || die "appending to $two failed"
 
 declare -A WALL CPU
 bins=(new)
