@@ -170,6 +170,17 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     return rc;
 }
 
+/* A file no manifest names would not be in the compacted DIR: compact
+ * refuses to drop it without a word (the user moves it out, or removes it). */
+static int refuse_strays(const rs_bucketdir *bd, rs_error *err)
+{
+    if (!bd->nstray)
+        return 0;
+    return rs_error_set(err, RS_EXIT_DATA, "%s/%s: no manifest names it (not written by ringshard)%s: compact would "
+                        "not keep it and left DIR as it was: move it out of %s (or remove it), then run compact "
+                        "again", bd->path, bd->stray[0], bd->nstray > 1 ? ", and more such entries" : "", bd->path);
+}
+
 static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, rs_compact_job_result *r,
                    rs_error *err)
 {
@@ -237,11 +248,13 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
     if (lr != 0)
         return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
     rs_bucketdir bd;
-    if (rs_bucketdir_open(&bd, o->dir, err) != 0) {
+    if (rs_bucketdir_open_flags(&bd, o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT, err) != 0) {
         close(lockfd);
         return -1;
     }
-    int rc = compact(o, lockfd, &bd, r, err);
+    int rc = rs_bucketdir_refuse_damage(&bd, "compact", err) == 0 && refuse_strays(&bd, err) == 0
+                 ? compact(o, lockfd, &bd, r, err)
+                 : (close(lockfd), -1);
     rs_bucketdir_close(&bd);
     r->seconds = rs_now() - t0;
     return rc;

@@ -38,9 +38,13 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
         rs_error_set(err, RS_EXIT_EXISTS, "%s: exists but holds no manifest.json: not a bucket directory that "
                      "ringshard wrote (--append adds to one; name another directory, or remove this one)", dir);
     }
-    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&g->bd, dir, err) != 0)
+    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open_flags(&g->bd, dir, RS_BUCKETDIR_TOLERANT, err) != 0)
         return -1;
     g->opened = 1;
+    /* a generation after a damaged chain would be read by no one (and a
+     * dedup --append would check keys against part of the history) */
+    if (rs_bucketdir_refuse_damage(&g->bd, "--append", err) != 0)
+        return -1;
     const rs_manifest *m = &g->bd.m;
     if (strcmp(m->kind, "buckets") != 0)
         return rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': --append adds rows to bucket directories", g->mpath,

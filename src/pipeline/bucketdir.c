@@ -4,8 +4,11 @@
 #include "ringshard/bucketdir.h"
 #include "ringshard/hash.h"
 #include "ringshard/testhook.h"
+#include "ringshard/util.h"
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -75,69 +78,422 @@ static const char *differs_from_base(const rs_manifest *b, const rs_manifest *g)
     return NULL;
 }
 
-/* Reads generation gen's manifest after the one whose digest is prev.
- * 0, 1 when it does not exist, -1 with err. */
-static int read_gen(rs_bucketdir *bd, uint64_t gen, const uint64_t prev[2], rs_manifest *g, uint64_t digest[2],
-                    rs_error *err)
+/* Records a damage of the chain (bucketdir.h). 0, or -1 with err when out
+ * of memory. */
+static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt, ...)
+{
+    rs_bucketdir_damage *nd = realloc(bd->damage, (bd->ndamage + 1) * sizeof *nd);
+    if (!nd)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    bd->damage = nd;
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    nd[bd->ndamage++] = (rs_bucketdir_damage){msg, gen, (uint8_t)file, (uint8_t)dropped};
+    return 0;
+}
+
+/* N when name is exactly a generation directory's name, g and 8 digits
+ * (rs_gen_dir_name), else 0. */
+static uint64_t gen_of_name(const char *name)
+{
+    if (name[0] != 'g' || strlen(name) != 9 || strspn(name + 1, "0123456789") != 8)
+        return 0;
+    return strtoull(name + 1, NULL, 10);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Appends a malloc'd copy of name to (*v)[*n]. -1 when out of memory. */
+static int push_name(char ***v, size_t *n, const char *prefix, const char *name)
+{
+    char **nv = realloc(*v, (*n + 1) * sizeof *nv), *s = NULL;
+    if (!nv)
+        return -1;
+    *v = nv;
+    if (asprintf(&s, "%s%s", prefix, name) < 0)
+        return -1;
+    nv[(*n)++] = s;
+    return 0;
+}
+
+/* The entries of the directory dfd (closed here), but . and ..: the
+ * generation directories' numbers into gens (when not NULL), every other
+ * name, prefixed, into names; names sorted. -1 with err. */
+static int list_entries(int dfd, const char *path, const char *prefix, uint64_t **gens, size_t *ngens, char ***names,
+                        size_t *nnames, rs_error *err)
+{
+    DIR *dh = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!dh) {
+        if (dfd >= 0)
+            close(dfd);
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot list: %s", path, strerror(errno));
+    }
+    struct dirent *de;
+    int rc = 0;
+    rewinddir(dh);  /* dfd may be a dup of a descriptor read before: the offset is shared */
+    errno = 0;
+    while (rc == 0 && (de = readdir(dh))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        uint64_t n = gens ? gen_of_name(de->d_name) : 0;
+        if (n) {
+            uint64_t *ng = realloc(*gens, (*ngens + 1) * sizeof *ng);
+            if (!ng)
+                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+            else
+                *gens = ng, ng[(*ngens)++] = n;
+        } else if (push_name(names, nnames, prefix, de->d_name) != 0) {
+            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        errno = 0;
+    }
+    if (rc == 0 && errno)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: cannot list: %s", path, strerror(errno));
+    rewinddir(dh);  /* for the next reader of a dup */
+    closedir(dh);
+    if (gens && *ngens > 1)
+        qsort(*gens, *ngens, sizeof **gens, cmp_u64);
+    if (*nnames > 1)
+        qsort(*names, *nnames, sizeof **names, cmp_strp);
+    return rc;
+}
+
+/* Reads generation gen's manifest into g. 0 when it can be read as a
+ * generation of bd (its "previous" against prev, when prev is not NULL:
+ * 2 when it is another digest), 1 when it cannot be used (what, naming the
+ * file, in bad), -1 with err when out of memory. */
+static int read_gen(rs_bucketdir *bd, uint64_t gen, const uint64_t *prev, rs_manifest *g, uint64_t digest[2],
+                    rs_error *bad, rs_error *err)
 {
     char dname[16], name[40], *mpath = NULL;
     rs_gen_dir_name(gen, dname);
     snprintf(name, sizeof name, "%s/manifest.json", dname);
-    struct stat st;
-    if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
-        return 1;
     if (asprintf(&mpath, "%s/%s", bd->path, name) < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int rc = rs_manifest_readat(g, bd->fd, name, mpath, digest, err);
-    char want[33];
-    rs_manifest_digest_hex(prev, want);
+    struct stat st;
+    int rc = 0;
+    memset(g, 0, sizeof *g);
+    if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+        rs_error_set(bad, RS_EXIT_DATA, "%s/%s: not a directory", bd->path, dname);
+        free(mpath);
+        return 1;
+    }
+    if (fstatat(bd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+        rs_error_set(bad, RS_EXIT_DATA, "%s: missing (generation %" PRIu64 "'s files cannot be read without it)",
+                     mpath, gen);
+        free(mpath);
+        return 1;
+    }
+    if (rs_manifest_readat(g, bd->fd, name, mpath, digest, bad) != 0) {
+        if (bad->code == RS_EXIT_IO && strstr(bad->msg, "out of memory")) {
+            free(mpath);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        free(mpath);
+        return 1;
+    }
     const char *what = NULL, *member = NULL;
-    if (rc == 0 && strcmp(g->kind, "generation") != 0)
+    if (strcmp(g->kind, "generation") != 0)
         member = "kind", what = "\"generation\" expected";
-    else if (rc == 0 && g->generation != gen)
-        member = "generation", what = "not the number of its directory";
-    else if (rc == 0 && strcmp(g->previous, want) != 0)
-        member = "previous", what = "not the digest of the previous generation's manifest (generations out of order?)";
+    else if (g->generation != gen)
+        member = "generation", what = "not the number of its directory (renamed?)";
     if (what)
-        rc = rs_error_set(err, RS_EXIT_DATA, "%s: manifest member \"%s\": %s", mpath, member, what);
-    else if (rc == 0 && (what = differs_from_base(&bd->m, g)))
-        rc = rs_error_set(err, RS_EXIT_DATA, "%s: manifest member \"%s\" differs from the base manifest's (%s/manifest.json)",
-                          mpath, what, bd->path);
+        rs_error_set(bad, RS_EXIT_DATA, "%s: manifest member \"%s\": %s", mpath, member, what);
+    else if ((what = differs_from_base(&bd->m, g)))
+        rs_error_set(bad, RS_EXIT_DATA, "%s: manifest member \"%s\" differs from the base manifest's (%s/manifest.json)",
+                     mpath, what, bd->path);
+    if (what) {
+        rs_manifest_free(g);
+        free(mpath);
+        return 1;
+    }
+    if (prev) {
+        char want[33];
+        rs_manifest_digest_hex(prev, want);
+        if (strcmp(g->previous, want) != 0)
+            rc = 2;
+    }
     free(mpath);
     return rc;
 }
 
-/* The generations after the base, up to upto, while they exist. */
+/* Room for one more generation in bd. -1 with err. */
+static int grow_gens(rs_bucketdir *bd, size_t *cap, rs_error *err)
+{
+    if (bd->ngens < *cap)
+        return 0;
+    *cap = *cap ? 2 * *cap : 16;
+    rs_manifest *ng = realloc(bd->gens, *cap * sizeof *ng);
+    if (ng)
+        bd->gens = ng;
+    uint64_t(*nd)[2] = realloc(bd->gen_digests, *cap * sizeof *nd);
+    if (nd)
+        bd->gen_digests = nd;
+    return ng && nd ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
+}
+
+/* Says that generations [from, to] are missing, between the chain's last
+ * generation read (last) and the next one listed (next, 0: none). */
+static int missing_gens(rs_bucketdir *bd, uint64_t from, uint64_t to, uint64_t last, uint64_t next, rs_error *err)
+{
+    char a[16], b[16], l[16], n[16];
+    rs_gen_dir_name(from, a);
+    rs_gen_dir_name(to, b);
+    rs_gen_dir_name(last, l);
+    rs_gen_dir_name(next, n);
+    if (from == to)
+        return add_damage(bd, from, 0, 1, err, "%s/%s: missing: generation %" PRIu64 " of the chain, between %s and %s "
+                          "(removed or renamed?)", bd->path, a, from, l, n);
+    return add_damage(bd, from, 0, 1, err, "%s/%s to %s: missing: generations %" PRIu64 " to %" PRIu64 " of the chain, "
+                      "between %s and %s (removed or renamed?)", bd->path, a, b, from, to, l, n);
+}
+
+/* The generations listed after the base, up to upto, in order: each one's
+ * manifest read and checked (read_gen); what is damaged is recorded. */
 static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
 {
+    uint64_t base = bd->m.generation ? bd->m.generation : 1, expect = base + 1, last = base;
     uint64_t prev[2] = {bd->base_digest[0], bd->base_digest[1]};
+    int prev_ok = 1;  /* the manifest before expect was read: its digest is prev */
     size_t cap = 0;
-    for (uint64_t gen = bd->m.generation + 1; gen <= upto && gen <= RS_GEN_MAX; gen++) {
-        if (bd->ngens == cap) {
-            cap = cap ? 2 * cap : 16;
-            rs_manifest *ng = realloc(bd->gens, cap * sizeof *ng);
-            if (ng)
-                bd->gens = ng;
-            uint64_t(*nd)[2] = realloc(bd->gen_digests, cap * sizeof *nd);
-            if (nd)
-                bd->gen_digests = nd;
-            if (!ng || !nd)
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = 0; i < bd->nlisted; i++) {
+        uint64_t gen = bd->listed[i];
+        char dname[16];
+        rs_gen_dir_name(gen, dname);
+        if (gen <= base) {
+            if (add_damage(bd, gen, 0, 1, err, "%s/%s: a generation at or below the base's (%" PRIu64 "): not part of "
+                           "the chain (left from before a compaction?)", bd->path, dname, base) != 0)
+                return -1;
+            continue;
         }
+        if (gen > upto)
+            break;  /* another reader's view ends before it (rs_bucketdir_open_upto) */
+        if (gen > expect) {
+            if (missing_gens(bd, expect, gen - 1, last, gen, err) != 0)
+                return -1;
+            prev_ok = 0;
+        }
+        if (grow_gens(bd, &cap, err) != 0)
+            return -1;
+        rs_error bad = {0};
         rs_manifest *g = &bd->gens[bd->ngens];
-        int rc = read_gen(bd, gen, prev, g, bd->gen_digests[bd->ngens], err);
+        int rc = read_gen(bd, gen, prev_ok ? prev : NULL, g, bd->gen_digests[bd->ngens], &bad, err);
         if (rc < 0)
             return -1;
-        if (rc > 0) {
-            if (upto != UINT64_MAX)
-                return rs_error_set(err, RS_EXIT_IO, "%s: generation %" PRIu64 " is missing (removed meanwhile?)",
-                                    bd->path, gen);
-            break;
+        expect = gen + 1;
+        if (rc == 1) {
+            prev_ok = 0;
+            if (add_damage(bd, gen, 0, 1, err, "%s", bad.msg) != 0)
+                return -1;
+            continue;
+        }
+        if (rc == 2) {
+            char pn[16];
+            rs_gen_dir_name(gen - 1, pn);
+            if (add_damage(bd, gen, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of "
+                           "%s's manifest (generations out of order, or one from elsewhere?)", bd->path, dname, pn) != 0) {
+                rs_manifest_free(g);
+                return -1;
+            }
         }
         memcpy(prev, bd->gen_digests[bd->ngens], sizeof prev);
+        prev_ok = 1;
+        last = gen;
         bd->ngens++;
     }
+    if (upto != UINT64_MAX && upto > base && expect <= upto)
+        return missing_gens(bd, expect, upto, last, 0, err);
     return 0;
+}
+
+/* A file (or key index) a manifest lists, under the directory dfd as name:
+ * a damage when it is missing, not a regular file or of another size. */
+static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, const char *name, uint64_t want,
+                         const char *what, int *broken, rs_error *err)
+{
+    char rel[600];
+    snprintf(rel, sizeof rel, "%s%s%s", dname, *dname ? "/" : "", name);
+    struct stat st;
+    char mf[40];
+    snprintf(mf, sizeof mf, "%s%smanifest.json", dname, *dname ? "/" : "");
+    if (fstatat(bd->fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
+        *broken = 1;
+        return add_damage(bd, gen, 1, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
+                          errno == ENOENT ? "missing" : "not a regular file", mf);
+    }
+    if ((uint64_t)st.st_size != want) {
+        *broken = 1;
+        return add_damage(bd, gen, 1, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
+                          (unsigned long long)st.st_size, bd->path, mf, (unsigned long long)want, what);
+    }
+    return 0;
+}
+
+/* Every file and key index a manifest lists: on disk, of its size. */
+static int check_files(rs_bucketdir *bd, const rs_manifest *m, uint64_t gen, const char *dname, int *broken,
+                       rs_error *err)
+{
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const rs_manifest_file *f = &m->files[i];
+        if (check_on_disk(bd, gen, dname, f->file, f->file_bytes, "", broken, err) != 0 ||
+            (f->index && check_on_disk(bd, gen, dname, f->index, f->index_bytes, " (a key index)", broken, err) != 0))
+            return -1;
+    }
+    for (size_t i = 0; i < m->nindexes; i++)
+        if (check_on_disk(bd, gen, dname, m->indexes[i].index, m->indexes[i].index_bytes, " (a key index)", broken,
+                          err) != 0)
+            return -1;
+    return 0;
+}
+
+/* Whether m names name (a file or key index) of its directory. */
+static int names_it(const rs_manifest *m, const char *name)
+{
+    if (!strcmp(name, "manifest.json"))
+        return 1;
+    for (size_t i = 0; i < m->nfiles; i++)
+        if (!strcmp(m->files[i].file, name) || (m->files[i].index && !strcmp(m->files[i].index, name)))
+            return 1;
+    for (size_t i = 0; i < m->nindexes; i++)
+        if (!strcmp(m->indexes[i].index, name))
+            return 1;
+    return 0;
+}
+
+/* Moves the names of names[0..n) that m does not name into bd->stray;
+ * frees names. */
+static int note_strays(rs_bucketdir *bd, const rs_manifest *m, char **names, size_t n, rs_error *err)
+{
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *slash = strchr(names[i], '/');
+        if (rc == 0 && !names_it(m, slash ? slash + 1 : names[i])) {
+            char **ns = realloc(bd->stray, (bd->nstray + 1) * sizeof *ns);
+            if (!ns) {
+                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+            } else {
+                bd->stray = ns;
+                ns[bd->nstray++] = names[i];
+                continue;
+            }
+        }
+        free(names[i]);
+    }
+    free(names);
+    return rc;
+}
+
+/* The chain's files and strays: every file and key index each manifest
+ * read lists, and what no manifest names (top holds DIR's entries other
+ * than the generations; freed here). */
+static int check_contents(rs_bucketdir *bd, char **top, size_t ntop, rs_error *err)
+{
+    int broken = 0;
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    if (check_files(bd, &bd->m, base, "", &broken, err) != 0 || note_strays(bd, &bd->m, top, ntop, err) != 0)
+        return -1;
+    if (bd->ngens && !(bd->gen_broken = calloc(bd->ngens, 1)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t g = 0; g < bd->ngens; g++) {
+        char dname[16], prefix[20], *path = NULL;
+        rs_gen_dir_name(bd->gens[g].generation, dname);
+        broken = 0;
+        if (check_files(bd, &bd->gens[g], bd->gens[g].generation, dname, &broken, err) != 0)
+            return -1;
+        bd->gen_broken[g] = (uint8_t)broken;
+        snprintf(prefix, sizeof prefix, "%s/", dname);
+        char **names = NULL;
+        size_t n = 0;
+        if (asprintf(&path, "%s/%s", bd->path, dname) < 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        int rc = list_entries(openat(bd->fd, dname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), path, prefix,
+                              NULL, NULL, &names, &n, err);
+        free(path);
+        if (rc != 0 || note_strays(bd, &bd->gens[g], names, n, err) != 0)
+            return -1;
+    }
+    if (bd->nstray > 1)
+        qsort(bd->stray, bd->nstray, sizeof *bd->stray, cmp_strp);
+    return 0;
+}
+
+/* The generations after the base manifest: those of a bucket directory
+ * that grows (read_gens); in one of schema 1, a g<N> directory is a
+ * damage (its rows would not be read), in a move directory a stray. */
+static int read_chain(rs_bucketdir *bd, uint64_t upto, char ***top, size_t *ntop, rs_error *err)
+{
+    int buckets = strcmp(bd->m.kind, "buckets") == 0;
+    if (buckets && bd->m.schema >= 2)
+        return read_gens(bd, upto, err);
+    for (size_t i = 0; i < bd->nlisted; i++) {
+        char dname[16];
+        rs_gen_dir_name(bd->listed[i], dname);
+        if (buckets ? add_damage(bd, bd->listed[i], 0, 1, err, "%s/%s: a generation directory, but %s/manifest.json "
+                                 "is of schema 1 (a directory without generations)", bd->path, dname, bd->path) != 0
+                    : push_name(top, ntop, "", dname) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    return 0;
+}
+
+/* Leaves in bd->gens only the generations whose files are intact. */
+static void keep_intact(rs_bucketdir *bd)
+{
+    size_t k = 0;
+    for (size_t g = 0; g < bd->ngens; g++) {
+        if (bd->gen_broken[g]) {
+            for (size_t d = 0; d < bd->ndamage; d++)
+                if (bd->damage[d].gen == bd->gens[g].generation)
+                    bd->damage[d].dropped = 1;
+            rs_manifest_free(&bd->gens[g]);
+            continue;
+        }
+        bd->gens[k] = bd->gens[g];
+        memcpy(bd->gen_digests[k], bd->gen_digests[g], sizeof bd->gen_digests[k]);
+        bd->gen_broken[k++] = 0;
+    }
+    bd->ngens = k;
+}
+
+int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_error *err)
+{
+    if (!bd->ndamage)
+        return 0;
+    size_t more = bd->ndamage - 1;
+    return rs_error_set(err, RS_EXIT_DATA, "%s: damaged: %s%s%s; %s refuses a damaged directory and left it as it "
+                        "was: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps the rows of "
+                        "the intact generations", bd->path, bd->damage[0].msg, more ? ", and " : "",
+                        more ? (more == 1 ? "1 more damage" : "more damages") : "", what, bd->path, bd->path);
+}
+
+/* A reader's refusal (rs_bucketdir_open_flags). */
+static int refuse_read(const rs_bucketdir *bd, rs_error *err)
+{
+    int files_only = 1;
+    for (size_t d = 0; d < bd->ndamage; d++)
+        files_only &= bd->damage[d].file;
+    if (rs_bucketdir_replaced(bd))
+        return rs_error_set(err, RS_EXIT_IO, "%s was replaced (or removed) while it was read: nothing of the new one "
+                            "was read; run again (%s)", bd->path, bd->damage[0].msg);
+    size_t more = bd->ndamage - 1;
+    return rs_error_set(err, files_only ? RS_EXIT_VERIFY : RS_EXIT_DATA,
+                        "%s%s%s: nothing read: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps "
+                        "the rows of the intact generations", bd->damage[0].msg, more ? ", and " : "",
+                        more ? (more == 1 ? "1 more damage" : "more damages") : "", bd->path, bd->path);
 }
 
 /* The node of a generation's file: its base file, or -1. */
@@ -204,7 +560,7 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
             ptrdiff_t b = find_node(refs, nb, f->node);
             if (b < 0) {
                 char dname[16];
-                rs_gen_dir_name(bd->m.generation + 1 + g, dname);
+                rs_gen_dir_name(bd->gens[g].generation, dname);
                 rs_error_set(err, RS_EXIT_DATA, "%s/%s/manifest.json: file %s belongs to node '%s', which has no "
                              "file in the base manifest", bd->path, dname, f->file, f->node ? f->node : "");
                 goto out;
@@ -236,7 +592,7 @@ out:
     return rc;
 }
 
-int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_error *err)
+int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, int flags, rs_error *err)
 {
     memset(bd, 0, sizeof *bd);
     rs_test_pause("dir-open");
@@ -256,8 +612,17 @@ int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_
     bd->dev = (uint64_t)st.st_dev;
     bd->ino = (uint64_t)st.st_ino;
     rs_test_pause("dir-opened");
+    /* listed before any manifest is read: a generation published after
+     * this is not read, and one missing before it is a gap */
+    char **top = NULL;
+    size_t ntop = 0;
+    if (list_entries(dup(bd->fd), dir, "", &bd->listed, &bd->nlisted, &top, &ntop, err) != 0) {
+        rs_free_strings(top, ntop);
+        goto fail;
+    }
     char *mpath = NULL;
     if (asprintf(&mpath, "%s/manifest.json", dir) < 0) {
+        rs_free_strings(top, ntop);
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto fail;
     }
@@ -266,11 +631,22 @@ int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_
         rc = rs_error_set(err, RS_EXIT_DATA, "%s: a generation of a bucket directory: name the directory above it",
                           mpath);
     free(mpath);
+    if (rc != 0 || read_chain(bd, upto, &top, &ntop, err) != 0) {
+        rs_free_strings(top, ntop);
+        goto fail;
+    }
+    rc = check_contents(bd, top, ntop, err);  /* frees top */
     if (rc != 0)
         goto fail;
-    if (bd->m.schema >= 2 && strcmp(bd->m.kind, "buckets") == 0 && read_gens(bd, upto, err) != 0)
+    if (bd->ndamage && !(flags & RS_BUCKETDIR_TOLERANT)) {
+        refuse_read(bd, err);
         goto fail;
-    bd->last_gen = (bd->m.generation ? bd->m.generation : 1) + bd->ngens;
+    }
+    if (flags & RS_BUCKETDIR_INTACT)
+        keep_intact(bd);
+    bd->last_gen = bd->m.generation ? bd->m.generation : 1;
+    if (bd->ngens)
+        bd->last_gen = bd->gens[bd->ngens - 1].generation;
     rs_murmur3_x64_128(bd->base_digest, sizeof bd->base_digest, 0, bd->digest);
     for (size_t g = 0; g < bd->ngens; g++) {
         uint64_t two[4] = {bd->digest[0], bd->digest[1], bd->gen_digests[g][0], bd->gen_digests[g][1]};
@@ -288,6 +664,11 @@ fail:
         rs_bucketdir_explain(bd, err);
     rs_bucketdir_close(bd);
     return -1;
+}
+
+int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_error *err)
+{
+    return rs_bucketdir_open_flags(bd, dir, upto, 0, err);
 }
 
 int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
@@ -313,6 +694,12 @@ void rs_bucketdir_close(rs_bucketdir *bd)
         rs_manifest_free(&bd->gens[g]);
     free(bd->gens);
     free(bd->gen_digests);
+    for (size_t d = 0; d < bd->ndamage; d++)
+        free(bd->damage[d].msg);
+    free(bd->damage);
+    rs_free_strings(bd->stray, bd->nstray);
+    free(bd->listed);
+    free(bd->gen_broken);
     free(bd->path);
     rs_manifest_free(&bd->m);
     memset(bd, 0, sizeof *bd);
@@ -357,8 +744,10 @@ void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
 /* The manifest of generation gen (the base's or an appended one's). */
 static const rs_manifest *manifest_of_gen(const rs_bucketdir *bd, uint64_t gen)
 {
-    uint64_t base = bd->m.generation ? bd->m.generation : 1;
-    return gen > base && gen - base <= bd->ngens ? &bd->gens[gen - base - 1] : &bd->m;
+    for (size_t g = 0; g < bd->ngens; g++)  /* after a gap (a tolerant open), not at gen - base - 1 */
+        if (bd->gens[g].generation == gen)
+            return &bd->gens[g];
+    return &bd->m;
 }
 
 int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_t *size, uint32_t *crc32,
