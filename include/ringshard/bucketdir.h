@@ -85,15 +85,22 @@ typedef struct {
     size_t nlisted;
     uint64_t *listed;       /* [nlisted] the generations g<N> listed after the base's, ascending */
     uint8_t *gen_broken;    /* [ngens] 1: a file or key index of it is missing or of another size */
+    uint64_t *gen_dir;      /* [ngens] the g<N> each was read from: its own number, but for a directory
+                               renamed within a gap (rs_bucketdir_gen_dir) */
 } rs_bucketdir;
 
 /* One damage of a directory's chain of generations. */
 typedef struct rs_bucketdir_damage {
     char *msg;              /* "DIR/g00000003: missing (...)": what, naming the file */
     uint64_t gen;           /* the generation it concerns */
-    uint8_t file;           /* 1: a file or key index of a readable generation (verify names those itself) */
+    uint8_t file;           /* a file or key index of a readable generation (verify names those itself):
+                               1 missing or not a regular file, 2 of another size */
     uint8_t dropped;        /* 1: the generation's manifest cannot be used: none of its rows is read */
 } rs_bucketdir_damage;
+
+/* The name of the directory generation gen of bd was read from, into
+ * out[16] (rs_gen_dir_name of gen when bd did not read it). */
+void rs_bucketdir_gen_dir(const rs_bucketdir *bd, uint64_t gen, char out[16]);
 
 /* rs_bucketdir_open_flags's flags. TOLERANT: a damaged chain does not fail
  * the open; bd holds every damage and reads what can be read: the base and
@@ -122,7 +129,10 @@ int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_
  * how many more), or RS_EXIT_VERIFY when every damage is a file of a
  * readable generation (missing, or of another size: what a reader reports
  * as a file that does not match its manifest); when DIR was replaced
- * meanwhile, RS_EXIT_IO saying so instead. Strays never fail it. */
+ * meanwhile, RS_EXIT_IO saying so instead. A file of another size alone
+ * does not fail it: a reader's own check (rs_bucketdir_check_file) names
+ * what differs in it, with RS_EXIT_VERIFY; writers refuse it
+ * (rs_bucketdir_refuse_damage). Strays never fail it. */
 int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, int flags, rs_error *err);
 
 /* A writer (what: "compact", "--append", ...) refuses a damaged bd: 0 when

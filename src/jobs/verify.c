@@ -181,7 +181,7 @@ static int is_gen_dir(const vstate *s, const char *name)
 {
     for (size_t g = 0; g < s->bd.ngens; g++) {
         char dn[16];
-        rs_gen_dir_name(s->bd.gens[g].generation, dn);
+        rs_gen_dir_name(s->bd.gen_dir[g], dn);
         if (!strcmp(dn, name))
             return 1;
     }
@@ -353,7 +353,7 @@ static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
     for (size_t g = 0; g < bd->ngens; g++)  /* one that indexes no file of DIR */
         for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
             char *name = NULL, dn[16];
-            rs_gen_dir_name(bd->gens[g].generation, dn);
+            rs_gen_dir_name(bd->gen_dir[g], dn);
             if (asprintf(&name, "%s/%s", dn, bd->gens[g].indexes[k].index) < 0)
                 continue;
             char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;

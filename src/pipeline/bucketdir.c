@@ -172,12 +172,11 @@ static int list_entries(int dfd, const char *path, const char *prefix, uint64_t 
     return rc;
 }
 
-/* Reads generation gen's manifest into g. 0 when it can be read as a
- * generation of bd (its "previous" against prev, when prev is not NULL:
- * 2 when it is another digest), 1 when it cannot be used (what, naming the
- * file, in bad), -1 with err when out of memory. */
-static int read_gen(rs_bucketdir *bd, uint64_t gen, const uint64_t *prev, rs_manifest *g, uint64_t digest[2],
-                    rs_error *bad, rs_error *err)
+/* Reads the manifest of directory g<gen> into g. 0 when it can be read as
+ * a generation of bd (its "generation" member may be another number: the
+ * caller judges), 1 when it cannot be used (what, naming the file, in
+ * bad), -1 with err when out of memory. */
+static int read_gen(rs_bucketdir *bd, uint64_t gen, rs_manifest *g, uint64_t digest[2], rs_error *bad, rs_error *err)
 {
     char dname[16], name[40], *mpath = NULL;
     rs_gen_dir_name(gen, dname);
@@ -185,48 +184,26 @@ static int read_gen(rs_bucketdir *bd, uint64_t gen, const uint64_t *prev, rs_man
     if (asprintf(&mpath, "%s/%s", bd->path, name) < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     struct stat st;
-    int rc = 0;
+    int rc = 1;
     memset(g, 0, sizeof *g);
-    if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) {
+    const char *what = NULL;
+    if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         rs_error_set(bad, RS_EXIT_DATA, "%s/%s: not a directory", bd->path, dname);
-        free(mpath);
-        return 1;
-    }
-    if (fstatat(bd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT) {
+    else if (fstatat(bd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
         rs_error_set(bad, RS_EXIT_DATA, "%s: missing (generation %" PRIu64 "'s files cannot be read without it)",
                      mpath, gen);
-        free(mpath);
-        return 1;
-    }
-    if (rs_manifest_readat(g, bd->fd, name, mpath, digest, bad) != 0) {
-        if (bad->code == RS_EXIT_IO && strstr(bad->msg, "out of memory")) {
-            free(mpath);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
-        free(mpath);
-        return 1;
-    }
-    const char *what = NULL, *member = NULL;
-    if (strcmp(g->kind, "generation") != 0)
-        member = "kind", what = "\"generation\" expected";
-    else if (g->generation != gen)
-        member = "generation", what = "not the number of its directory (renamed?)";
-    if (what)
-        rs_error_set(bad, RS_EXIT_DATA, "%s: manifest member \"%s\": %s", mpath, member, what);
+    else if (rs_manifest_readat(g, bd->fd, name, mpath, digest, bad) != 0)
+        rc = bad->code == RS_EXIT_IO && strstr(bad->msg, "out of memory") ? rs_error_set(err, RS_EXIT_IO, "out of memory")
+                                                                           : 1;
+    else if (strcmp(g->kind, "generation") != 0)
+        what = "kind", rs_error_set(bad, RS_EXIT_DATA, "%s: manifest member \"kind\": \"generation\" expected", mpath);
     else if ((what = differs_from_base(&bd->m, g)))
         rs_error_set(bad, RS_EXIT_DATA, "%s: manifest member \"%s\" differs from the base manifest's (%s/manifest.json)",
                      mpath, what, bd->path);
-    if (what) {
+    else
+        rc = 0;
+    if (what)
         rs_manifest_free(g);
-        free(mpath);
-        return 1;
-    }
-    if (prev) {
-        char want[33];
-        rs_manifest_digest_hex(prev, want);
-        if (strcmp(g->previous, want) != 0)
-            rc = 2;
-    }
     free(mpath);
     return rc;
 }
@@ -243,7 +220,10 @@ static int grow_gens(rs_bucketdir *bd, size_t *cap, rs_error *err)
     uint64_t(*nd)[2] = realloc(bd->gen_digests, *cap * sizeof *nd);
     if (nd)
         bd->gen_digests = nd;
-    return ng && nd ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    uint64_t *dirs = realloc(bd->gen_dir, *cap * sizeof *dirs);
+    if (dirs)
+        bd->gen_dir = dirs;
+    return ng && nd && dirs ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
 }
 
 /* Says that generations [from, to] are missing, between the chain's last
@@ -262,8 +242,42 @@ static int missing_gens(rs_bucketdir *bd, uint64_t from, uint64_t to, uint64_t l
                       "between %s and %s (removed or renamed?)", bd->path, a, b, from, to, l, n);
 }
 
+/* What the generation read from directory g<dir> (manifest g) is, after
+ * the chain's state (expect: the next generation; prev: the digest of the
+ * one before it when it was read, else NULL): its number (0: unusable),
+ * with the damages said. A directory renamed within a gap (its manifest
+ * says the generation expected and chains after the one before) is that
+ * generation, read from where it is. */
+static uint64_t judge_gen(rs_bucketdir *bd, uint64_t dir, const rs_manifest *g, uint64_t expect, uint64_t last,
+                          const uint64_t *prev, rs_error *err)
+{
+    char want[33] = "", dn[16], pn[16];
+    if (prev)
+        rs_manifest_digest_hex(prev, want);
+    int chained = prev && strcmp(g->previous, want) == 0;
+    rs_gen_dir_name(dir, dn);
+    rs_gen_dir_name(g->generation, pn);
+    if (g->generation != dir) {
+        if (chained && g->generation == expect && dir > expect)
+            return add_damage(bd, expect, 0, 0, err, "%s/%s: holds generation %" PRIu64 " (its manifest says so and "
+                              "chains after g%08" PRIu64 "): renamed from %s?", bd->path, dn, expect, last, pn) != 0
+                       ? UINT64_MAX : expect;
+        return add_damage(bd, dir, 0, 1, err, "%s/%s/manifest.json: manifest member \"generation\": %" PRIu64 ", not the "
+                          "number of its directory (renamed?)", bd->path, dn, g->generation) != 0 ? UINT64_MAX : 0;
+    }
+    if (dir > expect && missing_gens(bd, expect, dir - 1, last, dir, err) != 0)
+        return UINT64_MAX;
+    if (dir == expect && prev && !chained) {
+        rs_gen_dir_name(last, pn);
+        if (add_damage(bd, dir, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of %s's "
+                       "manifest (generations out of order, or one from elsewhere?)", bd->path, dn, pn) != 0)
+            return UINT64_MAX;
+    }
+    return dir;
+}
+
 /* The generations listed after the base, up to upto, in order: each one's
- * manifest read and checked (read_gen); what is damaged is recorded. */
+ * manifest read and judged (judge_gen); what is damaged is recorded. */
 static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
 {
     uint64_t base = bd->m.generation ? bd->m.generation : 1, expect = base + 1, last = base;
@@ -271,53 +285,60 @@ static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
     int prev_ok = 1;  /* the manifest before expect was read: its digest is prev */
     size_t cap = 0;
     for (size_t i = 0; i < bd->nlisted; i++) {
-        uint64_t gen = bd->listed[i];
+        uint64_t dir = bd->listed[i];
         char dname[16];
-        rs_gen_dir_name(gen, dname);
-        if (gen <= base) {
-            if (add_damage(bd, gen, 0, 1, err, "%s/%s: a generation at or below the base's (%" PRIu64 "): not part of "
+        rs_gen_dir_name(dir, dname);
+        if (dir <= base) {
+            if (add_damage(bd, dir, 0, 1, err, "%s/%s: a generation at or below the base's (%" PRIu64 "): not part of "
                            "the chain (left from before a compaction?)", bd->path, dname, base) != 0)
                 return -1;
             continue;
         }
-        if (gen > upto)
+        if (dir > upto)
             break;  /* another reader's view ends before it (rs_bucketdir_open_upto) */
-        if (gen > expect) {
-            if (missing_gens(bd, expect, gen - 1, last, gen, err) != 0)
-                return -1;
-            prev_ok = 0;
-        }
+        rs_error bad = {0};
         if (grow_gens(bd, &cap, err) != 0)
             return -1;
-        rs_error bad = {0};
         rs_manifest *g = &bd->gens[bd->ngens];
-        int rc = read_gen(bd, gen, prev_ok ? prev : NULL, g, bd->gen_digests[bd->ngens], &bad, err);
+        int rc = read_gen(bd, dir, g, bd->gen_digests[bd->ngens], &bad, err);
         if (rc < 0)
             return -1;
-        expect = gen + 1;
-        if (rc == 1) {
-            prev_ok = 0;
-            if (add_damage(bd, gen, 0, 1, err, "%s", bad.msg) != 0)
+        uint64_t gen = rc == 0 ? judge_gen(bd, dir, g, expect, last, prev_ok ? prev : NULL, err) : 0;
+        if (gen == UINT64_MAX) {
+            rs_manifest_free(g);
+            return -1;
+        }
+        if (gen == 0) {  /* unusable: its rows cannot be read */
+            if (rc == 0)
+                rs_manifest_free(g);
+            if (dir > expect && missing_gens(bd, expect, dir - 1, last, dir, err) != 0)
                 return -1;
+            if (rc != 0 && add_damage(bd, dir, 0, 1, err, "%s", bad.msg) != 0)
+                return -1;
+            prev_ok = 0;
+            expect = dir + 1 > expect ? dir + 1 : expect;
             continue;
         }
-        if (rc == 2) {
-            char pn[16];
-            rs_gen_dir_name(gen - 1, pn);
-            if (add_damage(bd, gen, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of "
-                           "%s's manifest (generations out of order, or one from elsewhere?)", bd->path, dname, pn) != 0) {
-                rs_manifest_free(g);
-                return -1;
-            }
-        }
+        bd->gen_dir[bd->ngens] = dir;
         memcpy(prev, bd->gen_digests[bd->ngens], sizeof prev);
         prev_ok = 1;
         last = gen;
+        expect = gen + 1;
         bd->ngens++;
     }
     if (upto != UINT64_MAX && upto > base && expect <= upto)
         return missing_gens(bd, expect, upto, last, 0, err);
     return 0;
+}
+
+void rs_bucketdir_gen_dir(const rs_bucketdir *bd, uint64_t gen, char out[16])
+{
+    for (size_t g = 0; g < bd->ngens; g++)
+        if (bd->gens[g].generation == gen) {
+            rs_gen_dir_name(bd->gen_dir[g], out);
+            return;
+        }
+    rs_gen_dir_name(gen, out);
 }
 
 /* A file (or key index) a manifest lists, under the directory dfd as name:
@@ -337,7 +358,7 @@ static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, cons
     }
     if ((uint64_t)st.st_size != want) {
         *broken = 1;
-        return add_damage(bd, gen, 1, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
+        return add_damage(bd, gen, 2, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
                           (unsigned long long)st.st_size, bd->path, mf, (unsigned long long)want, what);
     }
     return 0;
@@ -410,7 +431,7 @@ static int check_contents(rs_bucketdir *bd, char **top, size_t ntop, rs_error *e
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t g = 0; g < bd->ngens; g++) {
         char dname[16], prefix[20], *path = NULL;
-        rs_gen_dir_name(bd->gens[g].generation, dname);
+        rs_gen_dir_name(bd->gen_dir[g], dname);
         broken = 0;
         if (check_files(bd, &bd->gens[g], bd->gens[g].generation, dname, &broken, err) != 0)
             return -1;
@@ -464,6 +485,7 @@ static void keep_intact(rs_bucketdir *bd)
         }
         bd->gens[k] = bd->gens[g];
         memcpy(bd->gen_digests[k], bd->gen_digests[g], sizeof bd->gen_digests[k]);
+        bd->gen_dir[k] = bd->gen_dir[g];
         bd->gen_broken[k++] = 0;
     }
     bd->ngens = k;
@@ -484,15 +506,24 @@ int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_erro
 static int refuse_read(const rs_bucketdir *bd, rs_error *err)
 {
     int files_only = 1;
-    for (size_t d = 0; d < bd->ndamage; d++)
-        files_only &= bd->damage[d].file;
+    const rs_bucketdir_damage *first = NULL;
+    size_t n = 0;
+    for (size_t d = 0; d < bd->ndamage; d++) {
+        if (bd->damage[d].file == 2)
+            continue;  /* a size: the reader's own check names what else differs (rs_bucketdir_check_file) */
+        files_only &= bd->damage[d].file != 0;
+        first = first ? first : &bd->damage[d];
+        n++;
+    }
+    if (!first)
+        return 0;
     if (rs_bucketdir_replaced(bd))
         return rs_error_set(err, RS_EXIT_IO, "%s was replaced (or removed) while it was read: nothing of the new one "
-                            "was read; run again (%s)", bd->path, bd->damage[0].msg);
-    size_t more = bd->ndamage - 1;
+                            "was read; run again (%s)", bd->path, first->msg);
+    size_t more = n - 1;
     return rs_error_set(err, files_only ? RS_EXIT_VERIFY : RS_EXIT_DATA,
                         "%s%s%s: nothing read: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps "
-                        "the rows of the intact generations", bd->damage[0].msg, more ? ", and " : "",
+                        "the rows of the intact generations", first->msg, more ? ", and " : "",
                         more ? (more == 1 ? "1 more damage" : "more damages") : "", bd->path, bd->path);
 }
 
@@ -508,7 +539,7 @@ static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint
                     rs_error *err)
 {
     char dname[16];
-    rs_gen_dir_name(gen, dname);
+    rs_bucketdir_gen_dir(bd, gen, dname);
     char *name = NULL, *path = NULL;
     if (segment ? asprintf(&name, "%s/%s", dname, f->file) < 0 : !(name = strdup(f->file)))
         name = NULL;
@@ -560,7 +591,7 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
             ptrdiff_t b = find_node(refs, nb, f->node);
             if (b < 0) {
                 char dname[16];
-                rs_gen_dir_name(bd->gens[g].generation, dname);
+                rs_gen_dir_name(bd->gen_dir[g], dname);
                 rs_error_set(err, RS_EXIT_DATA, "%s/%s/manifest.json: file %s belongs to node '%s', which has no "
                              "file in the base manifest", bd->path, dname, f->file, f->node ? f->node : "");
                 goto out;
@@ -638,10 +669,8 @@ int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, in
     rc = check_contents(bd, top, ntop, err);  /* frees top */
     if (rc != 0)
         goto fail;
-    if (bd->ndamage && !(flags & RS_BUCKETDIR_TOLERANT)) {
-        refuse_read(bd, err);
+    if (bd->ndamage && !(flags & RS_BUCKETDIR_TOLERANT) && refuse_read(bd, err) != 0)
         goto fail;
-    }
     if (flags & RS_BUCKETDIR_INTACT)
         keep_intact(bd);
     bd->last_gen = bd->m.generation ? bd->m.generation : 1;
@@ -700,6 +729,7 @@ void rs_bucketdir_close(rs_bucketdir *bd)
     rs_free_strings(bd->stray, bd->nstray);
     free(bd->listed);
     free(bd->gen_broken);
+    free(bd->gen_dir);
     free(bd->path);
     rs_manifest_free(&bd->m);
     memset(bd, 0, sizeof *bd);
@@ -757,7 +787,7 @@ int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_
     char dn[16];
     *name = NULL;
     if (f->index) {
-        rs_gen_dir_name(bd->file_gen[i], dn);
+        rs_bucketdir_gen_dir(bd, bd->file_gen[i], dn);
         if (asprintf(name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "", f->index) < 0)
             return -1;
         const rs_manifest *own = manifest_of_gen(bd, bd->file_gen[i]);
@@ -770,7 +800,7 @@ int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_
             const rs_manifest_index *mi = &bd->gens[g].indexes[x];
             if (mi->generation != bd->file_gen[i] || strcmp(mi->file, f->file) != 0)
                 continue;
-            rs_gen_dir_name(bd->gens[g].generation, dn);
+            rs_gen_dir_name(bd->gen_dir[g], dn);
             if (asprintf(name, "%s/%s", dn, mi->index) < 0)
                 return -1;
             *size = mi->index_bytes, *crc32 = mi->index_crc32;
@@ -785,7 +815,7 @@ char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
     char *p = NULL, dname[16];
     if (!bd->headerless[i])
         return asprintf(&p, "%s/manifest.json", bd->path) < 0 ? NULL : p;
-    rs_gen_dir_name(bd->file_gen[i], dname);
+    rs_bucketdir_gen_dir(bd, bd->file_gen[i], dname);
     return asprintf(&p, "%s/%s/manifest.json", bd->path, dname) < 0 ? NULL : p;
 }
 

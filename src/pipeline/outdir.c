@@ -755,6 +755,55 @@ out:
     return rc;
 }
 
+int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
+{
+    if (od->tmp == NULL || od->final == NULL) {
+        rs_outdir_abort(od);
+        return rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
+    }
+    int rc = -1, fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+        goto out;
+    }
+    if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
+        goto out;
+    rs_test_pause("publish");
+    if (rs_interrupt_pending()) {
+        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        goto out;
+    }
+    /* Not an exchange: the previous directory would sit at the
+     * temporary's name, which the next run removes as litter. Two renames
+     * keep it whole under one of two names the user sees. */
+    if (rename_noreplace_at(AT_FDCWD, od->final, AT_FDCWD, aside) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->final, aside, strerror(errno));
+        goto out;
+    }
+    rs_interrupt_published();   /* from here the run finishes */
+    rs_test_pause("aside");
+    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, od->final) != 0) {
+        int e = errno;
+        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, od->final) == 0)
+            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", od->tmp, od->final,
+                         strerror(e), od->final);
+        else
+            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s", od->tmp,
+                         od->final, strerror(e), od->final, aside);
+        goto out;
+    }
+    free(od->tmp);
+    od->tmp = NULL;
+    rs_test_pause("published");
+    rc = 0;
+    if (rs_tmp_sync_parent(od->final) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of its parent failed: %s",
+                          od->final, strerror(errno));
+out:
+    rs_outdir_abort(od);
+    return rc;
+}
+
 /* Waits until flock(fd, LOCK_EX) is ours or a stop signal comes. */
 static int wait_lock(int fd, const char *dir, rs_error *err)
 {
