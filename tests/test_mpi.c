@@ -417,6 +417,30 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
     }
 }
 
+/* A bucket directory whose chain is damaged (its middle generation
+ * removed) under mpirun: every rank sees the damage, the readers (plan
+ * --from-buckets --emit, dedup --buckets) and an append refuse it with
+ * exit 2 naming it, nothing is emitted and D is left byte for byte as it
+ * was (tests/test_chain.c has every damage against every command). */
+Test(mpi, ranks_refuse_a_damaged_chain)
+{
+    OK("{ echo id,v; i=0; while [ $i -lt 900 ]; do echo a$i,x$i; i=$((i+1)); done; } > a.csv && "
+       "for g in 2 3 4; do { echo id,v; i=0; while [ $i -lt 300 ]; do echo g$g$i,y$i; i=$((i+1)); done; } > g$g.csv; done && "
+       "\"$RS\" bucket --quiet --key id --nodes 8 -o D a.csv && for g in 2 3 4; do "
+       "\"$RS\" bucket --quiet --append -o D g$g.csv || exit 1; done && rm -rf D/g00000003 && "
+       "find D -type f | sort | xargs cksum > before.sum");
+    const char *const cmds[] = {"plan --quiet --from-buckets D --add 1 --emit M", "dedup --quiet --buckets D -o M",
+                                "bucket --quiet -j 1 --append -o D g2.csv"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        res r = sh(MPIRUN "2 \"$RS\" %s", cmds[k]);
+        cr_assert_eq(r.rc, 2, "%s: exit %d\n%s", cmds[k], r.rc, r.err);
+        cr_assert(strstr(r.err, "D/g00000003: missing: generation 3 of the chain"), "%s: %s", cmds[k], r.err);
+        res_free(&r);
+        OK("! test -e M && find D -type f | sort | xargs cksum > after.sum && cmp before.sum after.sum && "
+           "! ls -d D.ringshard-* 2>/dev/null");
+    }
+}
+
 /* --files-from under mpirun: rank 0 reads the list - a
  * file, or standard input, which mpirun gives to rank 0 alone - and sends it
  * to the other ranks, so every rank divides the same inputs: the output is
