@@ -140,8 +140,8 @@ Test(chain, a_stray_file_is_kept_and_compact_refuses_it)
 }
 
 /* repair: the rows of every intact generation are kept (counted from the
- * files), after a gap too; a renamed generation and a broken digest lose
- * nothing (exit 0); what cannot be kept is listed with its rows and
+ * files), after a gap too; a renamed generation (last, or moved past later
+ * ones), a copy of one and a broken digest lose nothing (exit 0); what cannot be kept is listed with its rows and
  * inputs (exit 3); the damaged directory is D.damaged.1, byte for byte as
  * it was; the new D verifies and takes appends; a whole D is left alone. */
 Test(chain, repair_keeps_the_rows_of_every_intact_generation)
@@ -154,6 +154,8 @@ Test(chain, repair_keeps_the_rows_of_every_intact_generation)
     } cases[] = {
         {"rm -rf D/g00000003", 3, "1200", "DAMAGE D/g00000003: missing"},
         {"mv D/g00000005 D/g00000007", 0, "1500", "DAMAGE D/g00000007: holds generation 5"},
+        {"mv D/g00000003 D/g00000009", 0, "1500", "DAMAGE D/g00000009: holds generation 3"},
+        {"cp -a D/g00000003 D/g00000008", 0, "1500", "g00000003 is not missing (a copy?)"},
         {"rm D/g00000003/manifest.json", 3, "1200", "DAMAGE D/g00000003/manifest.json: missing"},
         {"sed -i 's/\"seconds\": .*/\"seconds\": 99/' D/g00000003/manifest.json", 0, "1500", "\"previous\""},
         {"rm D/g00000004/3.csv.gz", 3, "1200", "NOT KEPT g00000004: 300 rows in 8 files"},

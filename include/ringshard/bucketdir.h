@@ -31,7 +31,9 @@
  * and one missing from the middle is a damage, not the chain's end. Every
  * damage is recorded (rs_bucketdir_damage): a generation missing between
  * two listed ones, a g<N> at or below the base's generation, a manifest
- * missing, unreadable, of another kind or number, or unlike the base, a
+ * missing, unreadable, of another kind, or unlike the base, a directory
+ * renamed (its manifest says a generation no other one holds: read as that
+ * generation, from where it is) or a copy (another holds it: not read), a
  * "previous" digest that is not its predecessor's, and a file or key index
  * that a manifest lists but that is missing or of another size on disk
  * (one fstatat each). Entries of DIR (and of its generations) that no
@@ -96,6 +98,7 @@ typedef struct rs_bucketdir_damage {
     uint8_t file;           /* a file or key index of a readable generation (verify names those itself):
                                1 missing or not a regular file, 2 of another size */
     uint8_t dropped;        /* 1: the generation's manifest cannot be used: none of its rows is read */
+    uint64_t ngens;         /* the generations it stands for (a run of missing ones: more than 1) */
 } rs_bucketdir_damage;
 
 /* The name of the directory generation gen of bd was read from, into
@@ -105,7 +108,7 @@ void rs_bucketdir_gen_dir(const rs_bucketdir *bd, uint64_t gen, char out[16]);
 /* rs_bucketdir_open_flags's flags. TOLERANT: a damaged chain does not fail
  * the open; bd holds every damage and reads what can be read: the base and
  * every generation whose manifest reads and agrees with the base (after a
- * gap too). INTACT (with TOLERANT): of those, only the generations whose
+ * gap too, a renamed one in its generation's place). INTACT (with TOLERANT): of those, only the generations whose
  * files and key indexes all match their manifests. */
 #define RS_BUCKETDIR_TOLERANT 1
 #define RS_BUCKETDIR_INTACT 2

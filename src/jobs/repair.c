@@ -65,7 +65,7 @@ static int survey(const rs_bucketdir *bd, rs_repair_job_result *r, rs_error *err
                                 "inputs with --force)", dm->msg);
         add_line(r, "DAMAGE %s", dm->msg);
         if (dm->dropped && !dm->file) {
-            r->lost_generations++;
+            r->lost_generations += dm->ngens;
             r->lost_unknown = 1;
         }
     }

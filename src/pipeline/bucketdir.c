@@ -96,7 +96,7 @@ static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_
     va_end(ap);
     if (k < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    nd[bd->ndamage++] = (rs_bucketdir_damage){msg, gen, (uint8_t)file, (uint8_t)dropped};
+    nd[bd->ndamage++] = (rs_bucketdir_damage){msg, gen, (uint8_t)file, (uint8_t)dropped, 1};
     return 0;
 }
 
@@ -235,54 +235,24 @@ static int missing_gens(rs_bucketdir *bd, uint64_t from, uint64_t to, uint64_t l
     rs_gen_dir_name(to, b);
     rs_gen_dir_name(last, l);
     rs_gen_dir_name(next, n);
+    int rc;
     if (from == to)
-        return add_damage(bd, from, 0, 1, err, "%s/%s: missing: generation %" PRIu64 " of the chain, between %s and %s "
-                          "(removed or renamed?)", bd->path, a, from, l, n);
-    return add_damage(bd, from, 0, 1, err, "%s/%s to %s: missing: generations %" PRIu64 " to %" PRIu64 " of the chain, "
-                      "between %s and %s (removed or renamed?)", bd->path, a, b, from, to, l, n);
+        rc = add_damage(bd, from, 0, 1, err, "%s/%s: missing: generation %" PRIu64 " of the chain, between %s and %s "
+                        "(removed or renamed?)", bd->path, a, from, l, n);
+    else
+        rc = add_damage(bd, from, 0, 1, err, "%s/%s to %s: missing: generations %" PRIu64 " to %" PRIu64 " of the "
+                        "chain, between %s and %s (removed or renamed?)", bd->path, a, b, from, to, l, n);
+    if (rc == 0)
+        bd->damage[bd->ndamage - 1].ngens = to - from + 1;
+    return rc;
 }
 
-/* What the generation read from directory g<dir> (manifest g) is, after
- * the chain's state (expect: the next generation; prev: the digest of the
- * one before it when it was read, else NULL): its number (0: unusable),
- * with the damages said. A directory renamed within a gap (its manifest
- * says the generation expected and chains after the one before) is that
- * generation, read from where it is. */
-static uint64_t judge_gen(rs_bucketdir *bd, uint64_t dir, const rs_manifest *g, uint64_t expect, uint64_t last,
-                          const uint64_t *prev, rs_error *err)
+/* Phase 1 of read_gens: every g<N> listed after the base (up to upto)
+ * whose manifest can be used goes into bd->gens (gen_dir its directory),
+ * whatever number it says; the others are damages. */
+static int read_listed(rs_bucketdir *bd, uint64_t upto, rs_error *err)
 {
-    char want[33] = "", dn[16], pn[16];
-    if (prev)
-        rs_manifest_digest_hex(prev, want);
-    int chained = prev && strcmp(g->previous, want) == 0;
-    rs_gen_dir_name(dir, dn);
-    rs_gen_dir_name(g->generation, pn);
-    if (g->generation != dir) {
-        if (chained && g->generation == expect && dir > expect)
-            return add_damage(bd, expect, 0, 0, err, "%s/%s: holds generation %" PRIu64 " (its manifest says so and "
-                              "chains after g%08" PRIu64 "): renamed from %s?", bd->path, dn, expect, last, pn) != 0
-                       ? UINT64_MAX : expect;
-        return add_damage(bd, dir, 0, 1, err, "%s/%s/manifest.json: manifest member \"generation\": %" PRIu64 ", not the "
-                          "number of its directory (renamed?)", bd->path, dn, g->generation) != 0 ? UINT64_MAX : 0;
-    }
-    if (dir > expect && missing_gens(bd, expect, dir - 1, last, dir, err) != 0)
-        return UINT64_MAX;
-    if (dir == expect && prev && !chained) {
-        rs_gen_dir_name(last, pn);
-        if (add_damage(bd, dir, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of %s's "
-                       "manifest (generations out of order, or one from elsewhere?)", bd->path, dn, pn) != 0)
-            return UINT64_MAX;
-    }
-    return dir;
-}
-
-/* The generations listed after the base, up to upto, in order: each one's
- * manifest read and judged (judge_gen); what is damaged is recorded. */
-static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
-{
-    uint64_t base = bd->m.generation ? bd->m.generation : 1, expect = base + 1, last = base;
-    uint64_t prev[2] = {bd->base_digest[0], bd->base_digest[1]};
-    int prev_ok = 1;  /* the manifest before expect was read: its digest is prev */
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
     size_t cap = 0;
     for (size_t i = 0; i < bd->nlisted; i++) {
         uint64_t dir = bd->listed[i];
@@ -299,35 +269,137 @@ static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
         rs_error bad = {0};
         if (grow_gens(bd, &cap, err) != 0)
             return -1;
-        rs_manifest *g = &bd->gens[bd->ngens];
-        int rc = read_gen(bd, dir, g, bd->gen_digests[bd->ngens], &bad, err);
-        if (rc < 0)
+        int rc = read_gen(bd, dir, &bd->gens[bd->ngens], bd->gen_digests[bd->ngens], &bad, err);
+        if (rc < 0 || (rc > 0 && add_damage(bd, dir, 0, 1, err, "%s", bad.msg) != 0))
             return -1;
-        uint64_t gen = rc == 0 ? judge_gen(bd, dir, g, expect, last, prev_ok ? prev : NULL, err) : 0;
-        if (gen == UINT64_MAX) {
-            rs_manifest_free(g);
+        if (rc == 0)
+            bd->gen_dir[bd->ngens++] = dir;
+    }
+    return 0;
+}
+
+/* Phase 2: a generation whose manifest says another number than its
+ * directory's is that generation, read from where it is (renamed), when no
+ * other directory holds that number; else it cannot be placed. */
+static int place_renamed(rs_bucketdir *bd, rs_error *err)
+{
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    size_t k = 0;
+    for (size_t g = 0; g < bd->ngens; g++) {
+        uint64_t m = bd->gens[g].generation, dir = bd->gen_dir[g];
+        int taken = m <= base;
+        for (size_t h = 0; h < bd->ngens && !taken; h++)
+            taken = h != g && (bd->gens[h].generation == m || bd->gen_dir[h] == m);
+        char dn[16], mn[16];
+        rs_gen_dir_name(dir, dn);
+        rs_gen_dir_name(m, mn);
+        int rc = 0;
+        if (m != dir && taken)
+            rc = add_damage(bd, dir, 0, 0, err, "%s/%s/manifest.json: manifest member \"generation\": %" PRIu64 ", not "
+                            "the number of its directory, and %s is not missing (a copy?)", bd->path, dn, m, mn);
+        else if (m != dir)
+            rc = add_damage(bd, m, 0, 0, err, "%s/%s: holds generation %" PRIu64 " (its manifest says so): renamed "
+                            "from %s? read as that generation", bd->path, dn, m, mn);
+        if (rc != 0)
             return -1;
-        }
-        if (gen == 0) {  /* unusable: its rows cannot be read */
-            if (rc == 0)
-                rs_manifest_free(g);
-            if (dir > expect && missing_gens(bd, expect, dir - 1, last, dir, err) != 0)
-                return -1;
-            if (rc != 0 && add_damage(bd, dir, 0, 1, err, "%s", bad.msg) != 0)
-                return -1;
-            prev_ok = 0;
-            expect = dir + 1 > expect ? dir + 1 : expect;
+        if (m != dir && taken) {
+            rs_manifest_free(&bd->gens[g]);
             continue;
         }
-        bd->gen_dir[bd->ngens] = dir;
-        memcpy(prev, bd->gen_digests[bd->ngens], sizeof prev);
-        prev_ok = 1;
-        last = gen;
-        expect = gen + 1;
-        bd->ngens++;
+        bd->gens[k] = bd->gens[g];
+        memcpy(bd->gen_digests[k], bd->gen_digests[g], sizeof bd->gen_digests[k]);
+        bd->gen_dir[k++] = dir;
     }
-    if (upto != UINT64_MAX && upto > base && expect <= upto)
-        return missing_gens(bd, expect, upto, last, 0, err);
+    bd->ngens = k;
+    return 0;
+}
+
+/* Sorts bd->gens by generation (insertion: they come nearly sorted). */
+static void sort_gens(rs_bucketdir *bd)
+{
+    for (size_t i = 1; i < bd->ngens; i++)
+        for (size_t j = i; j > 0 && bd->gens[j - 1].generation > bd->gens[j].generation; j--) {
+            rs_manifest t = bd->gens[j];
+            bd->gens[j] = bd->gens[j - 1], bd->gens[j - 1] = t;
+            uint64_t d[2], x = bd->gen_dir[j];
+            memcpy(d, bd->gen_digests[j], sizeof d);
+            memcpy(bd->gen_digests[j], bd->gen_digests[j - 1], sizeof d);
+            memcpy(bd->gen_digests[j - 1], d, sizeof d);
+            bd->gen_dir[j] = bd->gen_dir[j - 1], bd->gen_dir[j - 1] = x;
+        }
+}
+
+/* Whether generation n's directory is said already as one whose rows
+ * cannot be read (its manifest unusable). */
+static int said_dropped(const rs_bucketdir *bd, uint64_t n)
+{
+    for (size_t d = 0; d < bd->ndamage; d++)
+        if (bd->damage[d].gen == n && bd->damage[d].dropped)
+            return 1;
+    return 0;
+}
+
+/* Says the generations in [from, to] that no directory holds (but those
+ * said already), run by run. */
+static int say_missing(rs_bucketdir *bd, uint64_t from, uint64_t to, uint64_t last, uint64_t next, rs_error *err)
+{
+    for (uint64_t n = from; n <= to; n++) {
+        if (said_dropped(bd, n))
+            continue;
+        uint64_t end = n;
+        while (end < to && !said_dropped(bd, end + 1))
+            end++;
+        if (missing_gens(bd, n, end, last, next, err) != 0)
+            return -1;
+        n = end;
+    }
+    return 0;
+}
+
+/* Phase 3: the chain in order: the numbers it lacks, and each "previous"
+ * against the manifest before it when that one was read. */
+static int check_links(rs_bucketdir *bd, uint64_t upto, rs_error *err)
+{
+    uint64_t base = bd->m.generation ? bd->m.generation : 1, last = base;
+    const uint64_t *prev = bd->base_digest;
+    for (size_t g = 0; g < bd->ngens; g++) {
+        uint64_t m = bd->gens[g].generation;
+        if (m > last + 1 && say_missing(bd, last + 1, m - 1, last, m, err) != 0)
+            return -1;
+        char want[33], dn[16], pn[16];
+        rs_manifest_digest_hex(prev, want);
+        rs_gen_dir_name(bd->gen_dir[g], dn);
+        rs_gen_dir_name(last, pn);
+        if (m == last + 1 && strcmp(bd->gens[g].previous, want) != 0 &&
+            add_damage(bd, m, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of %s's "
+                       "manifest (generations out of order, or one from elsewhere?)", bd->path, dn, pn) != 0)
+            return -1;
+        last = m;
+        prev = bd->gen_digests[g];
+    }
+    if (upto != UINT64_MAX && upto > last)
+        return say_missing(bd, last + 1, upto, last, 0, err);
+    return 0;
+}
+
+static int cmp_damage(const void *a, const void *b)
+{
+    const rs_bucketdir_damage *x = a, *y = b;
+    return x->gen < y->gen ? -1 : x->gen > y->gen;
+}
+
+/* The generations listed after the base, up to upto: read (phase 1),
+ * renamed ones placed (2), the chain's links checked (3); the damages in
+ * the order of the generations. */
+static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
+{
+    if (read_listed(bd, upto, err) != 0 || place_renamed(bd, err) != 0)
+        return -1;
+    sort_gens(bd);
+    if (check_links(bd, upto, err) != 0)
+        return -1;
+    if (bd->ndamage > 1)  /* qsort is not stable: equal generations keep no order, which is fine */
+        qsort(bd->damage, bd->ndamage, sizeof *bd->damage, cmp_damage);
     return 0;
 }
 
