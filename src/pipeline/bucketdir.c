@@ -120,10 +120,14 @@ static int cmp_strp(const void *a, const void *b) { return strcmp(*(char *const 
 /* Appends a malloc'd copy of name to (*v)[*n]. -1 when out of memory. */
 static int push_name(char ***v, size_t *n, const char *prefix, const char *name)
 {
-    char **nv = realloc(*v, (*n + 1) * sizeof *nv), *s = NULL;
-    if (!nv)
-        return -1;
-    *v = nv;
+    char *s = NULL;
+    if ((*n & (*n - 1)) == 0) {  /* 0, 1, 2, 4, ...: doubled, not one at a time (100,000 nodes) */
+        char **nv = realloc(*v, (*n ? 2 * *n : 16) * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+    }
+    char **nv = *v;
     if (asprintf(&s, "%s%s", prefix, name) < 0)
         return -1;
     nv[(*n)++] = s;
@@ -151,7 +155,7 @@ static int list_entries(int dfd, const char *path, const char *prefix, uint64_t 
             continue;
         uint64_t n = gens ? gen_of_name(de->d_name) : 0;
         if (n) {
-            uint64_t *ng = realloc(*gens, (*ngens + 1) * sizeof *ng);
+            uint64_t *ng = (*ngens & (*ngens - 1)) ? *gens : realloc(*gens, (*ngens ? 2 * *ngens : 16) * sizeof *ng);
             if (!ng)
                 rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
             else
@@ -453,29 +457,38 @@ static int check_files(rs_bucketdir *bd, const rs_manifest *m, uint64_t gen, con
     return 0;
 }
 
-/* Whether m names name (a file or key index) of its directory. */
-static int names_it(const rs_manifest *m, const char *name)
+/* The names m gives its directory's entries (manifest.json, its files and
+ * key indexes), sorted: a malloc'd array of pointers into m, *n of them. */
+static const char **names_of(const rs_manifest *m, size_t *n)
 {
-    if (!strcmp(name, "manifest.json"))
-        return 1;
-    for (size_t i = 0; i < m->nfiles; i++)
-        if (!strcmp(m->files[i].file, name) || (m->files[i].index && !strcmp(m->files[i].index, name)))
-            return 1;
+    const char **v = malloc((2 * m->nfiles + m->nindexes + 1) * sizeof *v);
+    size_t k = 0;
+    if (!v)
+        return NULL;
+    v[k++] = "manifest.json";
+    for (size_t i = 0; i < m->nfiles; i++) {
+        v[k++] = m->files[i].file;
+        if (m->files[i].index)
+            v[k++] = m->files[i].index;
+    }
     for (size_t i = 0; i < m->nindexes; i++)
-        if (!strcmp(m->indexes[i].index, name))
-            return 1;
-    return 0;
+        v[k++] = m->indexes[i].index;
+    qsort(v, k, sizeof *v, cmp_strp);
+    *n = k;
+    return v;
 }
 
 /* Moves the names of names[0..n) that m does not name into bd->stray;
- * frees names. */
+ * frees names. One bsearch each: a directory may hold 100,000 files. */
 static int note_strays(rs_bucketdir *bd, const rs_manifest *m, char **names, size_t n, rs_error *err)
 {
-    int rc = 0;
+    size_t nknown = 0;
+    const char **known = names_of(m, &nknown);
+    int rc = known ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t i = 0; i < n; i++) {
-        const char *slash = strchr(names[i], '/');
-        if (rc == 0 && !names_it(m, slash ? slash + 1 : names[i])) {
-            char **ns = realloc(bd->stray, (bd->nstray + 1) * sizeof *ns);
+        const char *slash = strchr(names[i], '/'), *name = slash ? slash + 1 : names[i];
+        if (rc == 0 && !bsearch(&name, known, nknown, sizeof *known, cmp_strp)) {
+            char **ns = realloc(bd->stray, (bd->nstray + 1) * sizeof *ns);  /* strays are few */
             if (!ns) {
                 rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
             } else {
@@ -486,6 +499,7 @@ static int note_strays(rs_bucketdir *bd, const rs_manifest *m, char **names, siz
         }
         free(names[i]);
     }
+    free(known);
     free(names);
     return rc;
 }
