@@ -13,7 +13,10 @@ static const char compact_help[] =
     "`bucket` writes it: the same rows in the same order, each node's files\n"
     "concatenated byte for byte (gzip members and zstd frames concatenate).\n"
     "DIR is rebuilt beside itself and replaced in one step, as --force does;\n"
-    "appends wait for it. A directory of one generation is left as it is.\n\n"
+    "appends wait for it. A directory of one generation is left as it is.\n"
+    "A damaged chain of generations (see `ringshard verify`), or an entry of\n"
+    "DIR that no manifest names, is refused (exit 2), DIR left as it was;\n"
+    "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
     "Options:\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";

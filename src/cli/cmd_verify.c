@@ -10,6 +10,8 @@ static const char verify_help[] =
     "Usage: ringshard verify [OPTIONS] DIR\n"
     "Rescans a bucket directory (ringshard bucket) or a move directory\n"
     "(ringshard plan --emit) in parallel and checks it against DIR/manifest.json:\n"
+    "the chain of generations of a directory that grows (every g<N>, each\n"
+    "manifest's link to the one before it: every damage is reported);\n"
     "the ring descriptions against their fingerprints; the files listed against\n"
     "those present (none missing, none other); every file's header; every row's\n"
     "place (in a bucket directory, the file of the node the ring assigns; in a\n"

@@ -386,10 +386,15 @@ static int check_links(rs_bucketdir *bd, uint64_t upto, rs_error *err)
     return 0;
 }
 
-static int cmp_damage(const void *a, const void *b)
+/* The damages in the order of their generations, those of one generation
+ * in the order found (stable: the same words every run). */
+static void sort_damage(rs_bucketdir *bd)
 {
-    const rs_bucketdir_damage *x = a, *y = b;
-    return x->gen < y->gen ? -1 : x->gen > y->gen;
+    for (size_t i = 1; i < bd->ndamage; i++)
+        for (size_t j = i; j > 0 && bd->damage[j - 1].gen > bd->damage[j].gen; j--) {
+            rs_bucketdir_damage t = bd->damage[j];
+            bd->damage[j] = bd->damage[j - 1], bd->damage[j - 1] = t;
+        }
 }
 
 /* The generations listed after the base, up to upto: read (phase 1),
@@ -402,8 +407,7 @@ static int read_gens(rs_bucketdir *bd, uint64_t upto, rs_error *err)
     sort_gens(bd);
     if (check_links(bd, upto, err) != 0)
         return -1;
-    if (bd->ndamage > 1)  /* qsort is not stable: equal generations keep no order, which is fine */
-        qsort(bd->damage, bd->ndamage, sizeof *bd->damage, cmp_damage);
+    sort_damage(bd);
     return 0;
 }
 
