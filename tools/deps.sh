@@ -7,7 +7,7 @@
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
-      strace  # tests/test_append.c and test_history.c kill runs at each publishing system call (fault injection)
+      strace  # tests/test_append.c, test_history.c and test_chain.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)
       help2man mandoc groff-base man-db bash-completion  # man pages and completion: made and checked
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
