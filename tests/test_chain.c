@@ -19,12 +19,12 @@
 #define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; " CHAIN_SH
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 
-/* rows DIR: the data rows of every file of DIR, from the files (the base
- * files start with the header line; segments do not). The inputs have no
- * line break inside a field, so a line is a row. */
+/* rows DIR: the data rows of every file of DIR, from the files (each one,
+ * segments too, starts with the header line). The inputs have no line
+ * break inside a field, so a line is a row. */
 #define CHAIN_SH                                                                                           \
-    "rows() { n=0; for f in \"$1\"/*.csv.gz; do n=$((n + $(gzip -dc \"$f\" | wc -l) - 1)); done; "          \
-    "for f in \"$1\"/g*/*.csv.gz; do [ -e \"$f\" ] && n=$((n + $(gzip -dc \"$f\" | wc -l))); done; echo $n; }; "
+    "rows() { n=0; for f in \"$1\"/*.csv.gz \"$1\"/g*/*.csv.gz; do [ -e \"$f\" ] && "                        \
+    "n=$((n + $(gzip -dc \"$f\" | wc -l) - 1)); done; echo $n; }; "
 
 /* W: a directory of 5 generations (the base, then 4 appends, 300 rows
  * each) over 8 nodes; in1.csv..in5.csv its inputs, more.csv another. */
@@ -45,15 +45,16 @@ static const struct {
     const char *name, *damage;
     int reader;     /* exit of plan --from-buckets, dedup --buckets */
     int stats;      /* exit of stats DIR (it reads the manifests, not the files) */
+    int cat;        /* exit of cat --all */
     const char *says;  /* in every refusal's message */
 } damages[] = {
-    {"middle generation removed", "rm -rf D/g00000003", 2, 2, "D/g00000003: missing"},
-    {"last generation renamed", "mv D/g00000005 D/g00000007", 2, 2, "D/g00000007: holds generation 5"},
-    {"manifest removed", "rm D/g00000003/manifest.json", 2, 2, "D/g00000003/manifest.json: missing"},
-    {"digest mismatch", "sed -i 's/\"seconds\": .*/\"seconds\": 99/' D/g00000003/manifest.json", 2, 2,
+    {"middle generation removed", "rm -rf D/g00000003", 2, 2, 2, "D/g00000003: missing"},
+    {"last generation renamed", "mv D/g00000005 D/g00000007", 2, 2, 2, "D/g00000007: holds generation 5"},
+    {"manifest removed", "rm D/g00000003/manifest.json", 2, 2, 2, "D/g00000003/manifest.json: missing"},
+    {"digest mismatch", "sed -i 's/\"seconds\": .*/\"seconds\": 99/' D/g00000003/manifest.json", 2, 2, 2,
      "D/g00000004/manifest.json: manifest member \"previous\""},
-    {"file removed", "rm D/g00000004/3.csv.gz", 3, 3, "D/g00000004/3.csv.gz: missing"},
-    {"file of another size", "echo xx >> D/g00000004/3.csv.gz", 2, 0, "D/g00000004/3.csv.gz: "},
+    {"file removed", "rm D/g00000004/3.csv.gz", 3, 3, 3, "D/g00000004/3.csv.gz: missing"},
+    {"file of another size", "echo xx >> D/g00000004/3.csv.gz", 2, 0, 3, "D/g00000004/3.csv.gz: "},
 };
 
 /* Runs cmd on a fresh damaged copy (M, made once) as D; asserts its exit
@@ -99,6 +100,7 @@ Test(chain, every_command_refuses_each_damage_and_leaves_dir_as_it_was)
         run_on_damaged(n, "\"$RS\" plan --from-buckets D --add 1 > /dev/null", damages[i].reader, NULL, 1);
         run_on_damaged(n, "\"$RS\" dedup --quiet --buckets D -o O", damages[i].reader, NULL, 1);
         run_on_damaged(n, "\"$RS\" stats D > /dev/null", damages[i].stats, NULL, 1);
+        run_on_damaged(n, "\"$RS\" cat --all D > /dev/null", damages[i].cat, says, 1);
         run_on_damaged(n, "\"$RS\" verify D", 3, says + 2, 1);
     }
 }
