@@ -715,6 +715,31 @@ out:
     return rc;
 }
 
+/* DIR's listing, its base manifest, its chain and the files they list
+ * (rs_bucketdir_open_flags). Listed before any manifest is read: a
+ * generation published after this is not read, and one missing before it
+ * is a gap. 0, or -1 with err. */
+static int read_dir(rs_bucketdir *bd, uint64_t upto, rs_error *err)
+{
+    char **top = NULL, *mpath = NULL;
+    size_t ntop = 0;
+    if (list_entries(dup(bd->fd), bd->path, "", &bd->listed, &bd->nlisted, &top, &ntop, err) != 0 ||
+        asprintf(&mpath, "%s/manifest.json", bd->path) < 0) {
+        rs_free_strings(top, ntop);
+        return err->code ? -1 : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    int rc = rs_manifest_readat(&bd->m, bd->fd, "manifest.json", mpath, bd->base_digest, err);
+    if (rc == 0 && strcmp(bd->m.kind, "generation") == 0)
+        rc = rs_error_set(err, RS_EXIT_DATA, "%s: a generation of a bucket directory: name the directory above it",
+                          mpath);
+    free(mpath);
+    if (rc != 0 || read_chain(bd, upto, &top, &ntop, err) != 0) {
+        rs_free_strings(top, ntop);
+        return -1;
+    }
+    return check_contents(bd, top, ntop, err);  /* frees top */
+}
+
 int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, int flags, rs_error *err)
 {
     memset(bd, 0, sizeof *bd);
@@ -735,31 +760,7 @@ int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, in
     bd->dev = (uint64_t)st.st_dev;
     bd->ino = (uint64_t)st.st_ino;
     rs_test_pause("dir-opened");
-    /* listed before any manifest is read: a generation published after
-     * this is not read, and one missing before it is a gap */
-    char **top = NULL;
-    size_t ntop = 0;
-    if (list_entries(dup(bd->fd), dir, "", &bd->listed, &bd->nlisted, &top, &ntop, err) != 0) {
-        rs_free_strings(top, ntop);
-        goto fail;
-    }
-    char *mpath = NULL;
-    if (asprintf(&mpath, "%s/manifest.json", dir) < 0) {
-        rs_free_strings(top, ntop);
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-        goto fail;
-    }
-    int rc = rs_manifest_readat(&bd->m, bd->fd, "manifest.json", mpath, bd->base_digest, err);
-    if (rc == 0 && strcmp(bd->m.kind, "generation") == 0)
-        rc = rs_error_set(err, RS_EXIT_DATA, "%s: a generation of a bucket directory: name the directory above it",
-                          mpath);
-    free(mpath);
-    if (rc != 0 || read_chain(bd, upto, &top, &ntop, err) != 0) {
-        rs_free_strings(top, ntop);
-        goto fail;
-    }
-    rc = check_contents(bd, top, ntop, err);  /* frees top */
-    if (rc != 0)
+    if (read_dir(bd, upto, err) != 0)
         goto fail;
     if (bd->ndamage && !(flags & RS_BUCKETDIR_TOLERANT) && refuse_read(bd, err) != 0)
         goto fail;
