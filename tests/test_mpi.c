@@ -542,7 +542,8 @@ Test(mpi, lanes_under_ranks_identical)
  * plan --from-buckets --emit and dedup --buckets under 1-3 ranks give one
  * process's bytes, reading every generation; and `bucket --append` itself
  * under 1-3 ranks (two generations with --commit-every 1) adds the bytes
- * one process adds, manifests included but their wall times. */
+ * one process adds, manifests included but their wall times (tiny1.csv.gz
+ * holds the content of the base's tiny1.csv: --on-seen again ingests it). */
 Test(mpi, multi_generation_directory_identical_for_1_to_3_ranks)
 {
     make_inputs();
@@ -558,14 +559,14 @@ Test(mpi, multi_generation_directory_identical_for_1_to_3_ranks)
     "grep -v -e '\"seconds\"' -e '\"previous\"' " a "/$m > m1 && grep -v -e '\"seconds\"' -e '\"previous\"' " b "/$m " \
     "> m2 && cmp m1 m2 || exit 1; done"
     OK("gzip -c tiny1.csv > tiny1.csv.gz && rm -rf A && cp -a D A && "
-       "\"$RS\" bucket --quiet --append --commit-every 1 --memory 32M -o A bills_c.csv tiny1.csv.gz && "
+       "\"$RS\" bucket --quiet --append --on-seen again --commit-every 1 --memory 32M -o A bills_c.csv tiny1.csv.gz && "
        "test -d A/g00000005 && \"$RS\" verify --quiet A");
     for (int R = 1; R <= 3; R++) {
         OK(MPIRUN "%d \"$RS\" plan --quiet -j 1 --from-buckets D --add 2 --emit p%d > p%d.txt && " SAME("pref", "p%d")
                " && cmp pref.txt p%d.txt",
            R, R, R, R, R, R, R, R);
         OK(MPIRUN "%d \"$RS\" dedup --quiet -j 1 --buckets D -o d%d && " SAME("dref", "d%d"), R, R, R, R, R, R);
-        OK("rm -rf B && cp -a D B && " MPIRUN "%d \"$RS\" bucket --quiet -j 1 --append --commit-every 1 --memory 32M "
+        OK("rm -rf B && cp -a D B && " MPIRUN "%d \"$RS\" bucket --quiet -j 1 --append --on-seen again --commit-every 1 --memory 32M "
            "-o B bills_c.csv tiny1.csv.gz && " SAME_GENS("A", "B") " && \"$RS\" verify --quiet B && rm -r B",
            R);
     }
