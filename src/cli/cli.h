@@ -117,7 +117,28 @@ int rs_cli_uint(const char *what, const char *arg, unsigned long long min, unsig
  * "MB" forms accepted the same). */
 int rs_cli_size(const char *what, const char *arg, unsigned long long *out, rs_error *err);
 
-/* Prints err as "ringshard: <cmd>: <msg>" and returns its exit code. */
+/* getopt_long for command cmd, quietly (opterr = 0): an unknown option, a
+ * missing or unwanted argument is said once as "ringshard CMD: ..." with
+ * the nearest long options by edit distance ("did you mean '--key'?") and
+ * returns RS_CLI_GETOPT_BAD; --version prints the version and returns
+ * RS_CLI_GETOPT_VERSION. Other returns as getopt_long's. The command's
+ * `default:` branch returns rs_cli_getopt_exit(c) (cli/args.c). */
+int rs_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
+enum { RS_CLI_GETOPT_BAD = -2, RS_CLI_GETOPT_VERSION = -3 };
+
+/* The exit code for rs_cli_getopt's RS_CLI_GETOPT_* code: 0 after
+ * --version, else RS_EXIT_USAGE (the message is out already). */
+int rs_cli_getopt_exit(int code);
+
+/* Edit distance (insert, delete, substitute, swap neighbours: 1 each). */
+size_t rs_cli_edit_distance(const char *a, const char *b);
+
+/* 1 if typed is likely a misspelling of name (at most 2 edits, and at
+ * most a third of the longer one's length beyond 1), with the distance in
+ * *dist; else 0. */
+int rs_cli_similar(const char *typed, const char *name, size_t *dist);
+
+/* Prints err as "ringshard <cmd>: <msg>" and returns its exit code. */
 int rs_cli_fail(const char *cmd, const rs_error *err);
 
 /* Reports an unknown option / missing argument from getopt and returns

@@ -106,7 +106,7 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_cli_append ap = {0};
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("bucket", argc, argv, "ho:j:", longopts)) != -1) {
         if ((r = rs_cli_append_option(&ap, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("bucket", &err);
@@ -147,7 +147,7 @@ int rs_cmd_bucket(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("bucket", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (!outdir)

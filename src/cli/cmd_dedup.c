@@ -195,7 +195,7 @@ int rs_cmd_dedup(int argc, char **argv)
     rs_error err = {0};
     int c, r, ring_given = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("dedup", argc, argv, "ho:j:", longopts)) != -1) {
         if ((r = rs_cli_append_option(&a.ap, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("dedup", &err);
@@ -237,7 +237,7 @@ int rs_cmd_dedup(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("dedup", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (!a.outdir)

@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
     rs_error err = {0};
     int c, r;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("plan", argc, argv, "hj:", longopts)) != -1) {
         if ((c == RS_OPT_ORDER && optarg && (!strcmp(optarg, "smallest") || !strcmp(optarg, "largest"))) ||
             c == OPT_WAVE_ORDER) {
             if (strcmp(optarg, "smallest") && strcmp(optarg, "largest"))
@@ -163,7 +163,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("plan", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     return -1;

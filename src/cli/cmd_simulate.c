@@ -89,7 +89,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
     int c, r;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("simulate", argc, argv, "hj:", longopts)) != -1) {
         if (rs_cli_ring_option(ro, c, optarg))
             continue;
         if ((r = rs_cli_balance_option(bo, c, optarg, &err)) != 0) {
@@ -131,7 +131,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
             so->threads = (int)v;
             break;
         case 'h': fputs(simulate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_usage_error("simulate", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind < argc)

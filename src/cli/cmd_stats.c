@@ -61,7 +61,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *
     int c, r;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("stats", argc, argv, "hj:", longopts)) != -1) {
         if (rs_cli_ring_option(ro, c, optarg))
             continue;
         if ((r = rs_cli_input_option(po, c, optarg, &err)) != 0) {
@@ -82,7 +82,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("stats", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     return -1;

@@ -45,7 +45,7 @@ int rs_cmd_verify(int argc, char **argv)
     unsigned long long max_report = 20;
     int c, r;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("verify", argc, argv, "hj:", longopts)) != -1) {
         if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("verify", &err);
@@ -66,7 +66,7 @@ int rs_cmd_verify(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_metrics_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("verify", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind + 1 != argc)
