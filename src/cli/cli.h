@@ -245,6 +245,22 @@ int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const 
  * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
+/* "-" as the FILE of an output option (option: "--json", as messages
+ * name it): *path becomes "/dev/stdout" (written in place, not replaced)
+ * and the summaries that go to stdout go to stderr instead
+ * (rs_cli_summary). 0, or -1 with err (RS_EXIT_USAGE) when another option
+ * took standard output already. Nothing for a path other than "-". */
+int rs_cli_stdout_file(const char *option, const char **path, rs_error *err);
+
+/* rs_cli_stdout_file for each (option, &path) pair of the NULL-terminated
+ * list. 0, or -1 with err at the first conflict. */
+int rs_cli_stdout_files(rs_error *err, ...);
+
+/* Where a command prints its summary or report: stdout, or stderr when an
+ * output option writes its FILE to stdout ("-"), so that stdout carries
+ * only that data. */
+FILE *rs_cli_summary(void);
+
 /* Flushes standard output; a failed write anywhere before is an error
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);

@@ -268,7 +268,8 @@ int rs_cmd_dedup(int argc, char **argv)
         return rs_cli_fail("dedup", &err);
 
     if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
-        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0)
+        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0 ||
+        rs_cli_stdout_file("--duplicates", &a.dups_path, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
     /* the ring: given, or (--buckets) the directory's, which the job reads */

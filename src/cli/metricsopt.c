@@ -35,6 +35,8 @@ int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *
         return 0;
     if (run.on)
         return rs_error_set(err, RS_EXIT_USAGE, "--metrics: given twice");
+    if (rs_cli_stdout_file("--metrics", &arg, err) != 0)
+        return -1;
     if (rs_world_rank() != 0)
         return 1;
     if (rs_metrics_reserve(&run.of, arg, err) != 0)

@@ -76,6 +76,8 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         else if (!strncmp(arg, "quarantine=", 11) && arg[11]) {
             po->bad_rows = RS_BAD_ROW_QUARANTINE;
             po->quarantine = arg + 11;
+            if (rs_cli_stdout_file("--on-bad-row quarantine=", &po->quarantine, err) != 0)
+                return -1;
         } else
             return rs_error_set(err, RS_EXIT_USAGE, "--on-bad-row: expected fail, skip or quarantine=FILE, not '%s'",
                                 arg), -1;
