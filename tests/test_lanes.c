@@ -145,7 +145,7 @@ Test(lanes, interrupt_during_the_piece_copy_publishes_nothing)
         "kill -INT $p; kill -CONT $p; wait $p; echo rc=$?; cat err; "
         "ls -A | grep -c -e 'ringshard-tmp' -e lane || true");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
-    cr_assert_str_eq(r.out, "pieces\nrc=130\nringshard bucket: interrupted\n0\n", "%s", r.err);
+    cr_assert_str_eq(r.out, "pieces\nrc=130\nringshard bucket: stopping (interrupted)...\nringshard bucket: interrupted\n0\n", "%s", r.err);
     cmd_result_free(&r);
     OK(SAME("before", "out"));
 }

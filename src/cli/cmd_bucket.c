@@ -72,11 +72,13 @@ static void summary(uint32_t ndest, const rs_pipeline_result *res, const char *d
             mx = res->dest[d].rows;
     }
     double mean = ndest ? (double)res->rows / ndest : 0;
+    char size[RS_HUMAN_MAX], rate[RS_HUMAN_MAX];
     fprintf(stderr,
-            "ringshard bucket: %llu rows, %.1f MB into %u buckets in %s (%.2f s, %.2f M rows/s)\n"
+            "ringshard bucket: %llu rows, %s into %u buckets in %s (%.2f s, %s)\n"
             "  rows per bucket: min %llu, mean %.1f, max %llu, max/mean %.3f",
-            (unsigned long long)res->rows, res->bytes / 1e6, ndest, dir, res->seconds,
-            res->seconds > 0 ? res->rows / res->seconds / 1e6 : 0, (unsigned long long)mn, mean,
+            (unsigned long long)res->rows, rs_human_bytes((double)res->bytes, size, sizeof size), ndest, dir,
+            res->seconds, rs_human_rate(res->seconds > 0 ? res->rows / res->seconds : 0, "rows", rate, sizeof rate),
+            (unsigned long long)mn, mean,
             (unsigned long long)mx, mean > 0 ? mx / mean : 0);
     if (res->rejected)
         fprintf(stderr, "; rejected rows: %llu", (unsigned long long)res->rejected);

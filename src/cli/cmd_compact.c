@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "ringshard/job_compact.h"
+#include "ringshard/util.h"
 #include "ringshard/metrics.h"
 
 static const char compact_help[] =
@@ -67,12 +68,15 @@ int rs_cmd_compact(int argc, char **argv)
     if (!r.published)
         fprintf(stderr, "ringshard compact: %s has one generation (%llu): nothing to merge\n", o.dir,
                 (unsigned long long)r.generation);
-    else
+    else {
+        char data[RS_HUMAN_MAX], copied[RS_HUMAN_MAX];
         fprintf(stderr,
                 "ringshard compact: %s: %llu generations (%llu files) merged into %llu files, generation %llu: "
-                "%llu rows, %.1f MB of data, %.1f MB copied in %.2f s\n",
+                "%llu rows, %s of data, %s copied in %.2f s\n",
                 o.dir, (unsigned long long)r.generations, (unsigned long long)r.files_before,
                 (unsigned long long)r.files_after, (unsigned long long)r.generation, (unsigned long long)r.rows,
-                r.bytes / 1e6, r.file_bytes / 1e6, r.seconds);
+                rs_human_bytes((double)r.bytes, data, sizeof data),
+                rs_human_bytes((double)r.file_bytes, copied, sizeof copied), r.seconds);
+    }
     return 0;
 }

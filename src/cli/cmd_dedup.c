@@ -74,9 +74,11 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
             (unsigned long long)r->rows_in, (unsigned long long)r->rows, (unsigned long long)(r->rows_in - r->rows),
             (unsigned long long)r->dup_keys, a->by_row ? "rows" : "keys", r->buckets, a->outdir,
             r->pass1_seconds + r->pass2_seconds, r->pass1_seconds, r->pass2_seconds);
+    char size[RS_HUMAN_MAX];
     if (r->buckets)
-        fprintf(stderr, "  largest bucket: %s, %llu rows in (%.1f MB), %llu out; split again: %llu buckets (%llu splits)",
-                r->largest_node, (unsigned long long)r->largest_rows_in, r->largest_bytes_in / 1e6,
+        fprintf(stderr, "  largest bucket: %s, %llu rows in (%s), %llu out; split again: %llu buckets (%llu splits)",
+                r->largest_node, (unsigned long long)r->largest_rows_in,
+                rs_human_bytes((double)r->largest_bytes_in, size, sizeof size),
                 (unsigned long long)r->largest_rows, (unsigned long long)r->split_buckets,
                 (unsigned long long)r->splits);
     if (r->streamed)
@@ -111,8 +113,11 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
             (unsigned long long)r->history_rows, (unsigned long long)r->repeat_rows,
             (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
             (unsigned long long)r->inputs_skipped);
-    fprintf(stderr, "  history: %.1f MB of key index read (of %.1f MB of indexes, %.1f MB of data), %llu rows re-read",
-            r->index_read / 1e6, r->index_bytes / 1e6, r->history_bytes / 1e6, (unsigned long long)r->rows_reread);
+    char read[RS_HUMAN_MAX], index[RS_HUMAN_MAX], data[RS_HUMAN_MAX];
+    fprintf(stderr, "  history: %s of key index read (of %s of indexes, %s of data), %llu rows re-read",
+            rs_human_bytes((double)r->index_read, read, sizeof read),
+            rs_human_bytes((double)r->index_bytes, index, sizeof index),
+            rs_human_bytes((double)r->history_bytes, data, sizeof data), (unsigned long long)r->rows_reread);
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "rs_config.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 
 typedef struct {
@@ -94,6 +95,11 @@ static int dispatch(int argc, char **argv)
         return 0;
     if (!cmd->cluster)
         rs_world_solo();
+    if (rs_world_rank() == 0) {   /* said once, under MPI too */
+        char notice[64];
+        snprintf(notice, sizeof notice, "ringshard %s: stopping (interrupted)...\n", cmd->name);
+        rs_interrupt_set_notice(notice);
+    }
     return cmd->run(argc - 1, argv + 1);
 }
 

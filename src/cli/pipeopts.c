@@ -114,7 +114,7 @@ void rs_cli_input_defaults(rs_pipeline_opts *po)
 static void on_signal(int sig)
 {
     (void)sig;
-    rs_pipeline_interrupt();
+    rs_interrupt_signal();   /* the notice "ringshard CMD: stopping (interrupted)...", then the flag */
 }
 
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
