@@ -17,7 +17,7 @@ enum {
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
-    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS,
+    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS, RS_OPT_ALLOW_EMPTY,
     /* output options (rs_cli_output_option) */
     RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL, RS_OPT_DIRECT_IO,
     /* balance options (rs_cli_balance_option) */
@@ -43,7 +43,8 @@ enum {
     {"quiet", no_argument, 0, RS_OPT_QUIET},                               \
     {"files-from", required_argument, 0, RS_OPT_FILES_FROM},               \
     {"null", no_argument, 0, RS_OPT_NULL},                                 \
-    {"producers", required_argument, 0, RS_OPT_PRODUCERS}
+    {"producers", required_argument, 0, RS_OPT_PRODUCERS},                 \
+    {"allow-empty", no_argument, 0, RS_OPT_ALLOW_EMPTY}
 
 #define RS_OUTPUT_LONGOPTS                                                 \
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
@@ -284,6 +285,12 @@ int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *
 /* The run's metrics for the command to fill in (counts, phases), or NULL
  * when no --metrics was given (or on ranks other than 0). */
 rs_metrics *rs_cli_metrics(void);
+
+/* After a run that read inputs: with --allow-empty, says on stderr (unless
+ * quiet) which inputs had no rows ("ringshard CMD: 1 input without rows,
+ * allowed by --allow-empty: t.csv") and counts them in the metrics'
+ * ringshard_empty_inputs. Nothing when there is none. */
+void rs_cli_empty_note(const char *cmd, const rs_pipeline_opts *po, const rs_pipeline_result *res, int quiet);
 
 /* Fills the metrics' inputs, rows, bytes and rejected rows read from a
  * pipeline's result, and the rows and bytes written from the same when

@@ -6,6 +6,7 @@
  * returned, whatever path it returned by, so that a usage error, a failed
  * job and an interrupted one are recorded with their exit codes as a
  * success is. Under MPI rank 0 alone writes it. */
+#include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
@@ -82,4 +83,20 @@ int rs_cli_metrics_finish(int rc)
         return rc ? rc : RS_EXIT_IO;
     }
     return rc;
+}
+
+void rs_cli_empty_note(const char *cmd, const rs_pipeline_opts *po, const rs_pipeline_result *res, int quiet)
+{
+    size_t n = po->empty_inputs == RS_EMPTY_ALLOW && res->input ? rs_pipeline_empty_inputs(po, res) : 0;
+    if (n == 0)
+        return;
+    if (rs_cli_metrics())
+        rs_cli_metrics()->empty_inputs = n;
+    if (quiet || rs_world_rank() != 0)
+        return;
+    fprintf(stderr, "ringshard %s: %zu input%s without rows, allowed by --allow-empty:", cmd, n, n == 1 ? "" : "s");
+    for (size_t i = 0, shown = 0; i < po->ninputs && shown < 5; i++)
+        if (rs_pipeline_empty_input(po, res, i))
+            fprintf(stderr, "%s %s", shown++ ? "," : "", po->inputs[i]);
+    fprintf(stderr, "%s\n", n > 5 ? ", ..." : "");
 }

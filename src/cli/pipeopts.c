@@ -28,6 +28,9 @@ const char rs_cli_input_help[] =
     "                         cannot hold their batches)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
     "  --quiet                no progress line and no summary\n"
+    "  --allow-empty          an input without rows (0 bytes; a header only when --key\n"
+    "                         names the column) is counted, not an error (default:\n"
+    "                         exit 2 naming it, nothing written)\n"
     "  --files-from LIST      also read the inputs named in LIST, one path a line ('-':\n"
     "                         stdin), after those on the command line; may be repeated.\n"
     "                         Empty lines, a CR at a line's end, a missing file, a\n"
@@ -102,6 +105,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         po->producers = (int)v;
         return 1;
     case RS_OPT_QUIET: po->progress = -1; return 1;
+    case RS_OPT_ALLOW_EMPTY: po->empty_inputs = RS_EMPTY_ALLOW; return 1;
     default: return rs_cli_files_from_option(code, arg, err);
     }
 }
@@ -135,6 +139,8 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");
     int quiet = po->progress < 0;
     po->progress = !quiet && isatty(STDERR_FILENO);
+    if (po->empty_inputs == RS_EMPTY_UNCHECKED)
+        po->empty_inputs = RS_EMPTY_REFUSE;
     return quiet;
 }
 
