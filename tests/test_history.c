@@ -392,7 +392,7 @@ Test(history, ingested_empty_and_all_duplicate_inputs)
                          "test -d D/g00000003 && " CHECK "rows D first 1 dedup:a.csv dedup:b.csv.gz dedup:c.csv "
                          "--dups dups"));
     CHECKED(counts_agree("head -n 1 a.csv > header.csv && : > empty.csv && \"$RS\" dedup --append -o D --duplicates "
-                         "dups header.csv empty.csv && test \"$(ls D/g00000004)\" = manifest.json && "
+                         "dups --allow-empty header.csv empty.csv && test \"$(ls D/g00000004)\" = manifest.json && "
                          "\"$RS\" verify --quiet D && test ! -s dups && " CHECK "rows D first 1 dedup:a.csv "
                          "dedup:b.csv.gz dedup:c.csv dedup:header.csv+empty.csv --dups dups"));
     CHECKED(counts_agree("{ \"$RS\" dedup --append --on-seen again -o D --duplicates /dev/stdout a.csv; "

@@ -208,7 +208,9 @@ int rs_cli_files_from_given(void);
 int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
                              rs_error *err);
 
-/* Takes argv[first..argc) as the inputs (then the --files-from lists'), decides on the progress line
+/* Takes argv[first..argc) as the inputs (then the --files-from lists'),
+ * sets inputs without rows to be refused unless --allow-empty was given
+ * (first > 0: the user's inputs, not a stand-in), decides on the progress line
  * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
  * handlers (they stop the pipeline within the batch in progress) and ignores SIGXFSZ.
  * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs, or

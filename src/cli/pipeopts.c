@@ -139,7 +139,9 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");
     int quiet = po->progress < 0;
     po->progress = !quiet && isatty(STDERR_FILENO);
-    if (po->empty_inputs == RS_EMPTY_UNCHECKED)
+    /* first 0: argv stands in for a directory's files (verify, plan
+     * --from-buckets), whose header-only node files are no failed export */
+    if (po->empty_inputs == RS_EMPTY_UNCHECKED && first > 0)
         po->empty_inputs = RS_EMPTY_REFUSE;
     return quiet;
 }
