@@ -33,7 +33,7 @@ static const char dedup_help[] =
     "                         then first occurrence; with --append, every new row\n"
     "                         dropped: KEY<TAB>WHERE<TAB>ROW, WHERE the generation\n"
     "                         holding the key (g00000003) or 'repeat' (an earlier\n"
-    "                         new row kept)\n"
+    "                         new row kept). '-': standard output\n"
     "  --buckets BUCKETDIR    deduplicate an existing bucket directory (its manifest\n"
     "                         gives the ring, key and dialect; no INPUT)\n"
     "  --temp-compress gzip|zstd|none  pass 1's temporary buckets: plain (default,\n"

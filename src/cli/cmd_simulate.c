@@ -41,6 +41,8 @@ static const char simulate_help[] =
     "                      [capacity load_after]\n"
     "  --svg FILE          write the pictures as one SVG file (a sweep: a line chart)\n"
     "  --html FILE         write a self-contained HTML report\n"
+    "                      (a FILE '-' is standard output; the text then goes\n"
+    "                      to standard error)\n"
     "  -j, --threads N     worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  -h, --help          this help\n\n";
 

@@ -35,6 +35,8 @@ static const char stats_help[] =
     "                      [capacity load_after]\n"
     "  --svg FILE          write the bar chart and histogram as one SVG file\n"
     "  --html FILE         write a self-contained HTML report\n"
+    "                      (a FILE '-' is standard output; the summary then goes\n"
+    "                      to standard error)\n"
     "  -h, --help          this help\n\n";
 
 static int is_bucket_dir(const char *path, char *manifest, size_t cap)

@@ -16,7 +16,8 @@ const char rs_cli_metrics_help[] =
     "Monitoring:\n"
     "  --metrics FILE         write the run's result, times, counts and phases to\n"
     "                         FILE, replaced whole at the end of every run\n"
-    "                         (Prometheus text format: docs/metrics.md)\n";
+    "                         (Prometheus text format: docs/metrics.md); '-':\n"
+    "                         standard output\n";
 
 static struct {
     int on;

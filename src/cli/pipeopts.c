@@ -20,6 +20,7 @@ const char rs_cli_input_help[] =
     "  --on-bad-row fail|skip|quarantine=FILE\n"
     "                         a malformed row stops the run (default, exit 2), is counted\n"
     "                         and skipped, or is also written to FILE with its reason\n"
+    "                         ('-': standard output)\n"
     "  -j, --threads N        worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
     "  --producers N          at most N inputs (or units) inflated at once, each by a\n"
