@@ -220,7 +220,7 @@ Test(history, histories_without_key_indexes_are_indexed_once)
                  "this once)", dirs[i].files, dirs[i].files);
         cmd_result r = expect(0, note, "rm -rf X && %s && " CHECK "total X && \"$RS\" dedup --append -o X b.csv.gz",
                               dirs[i].make);
-        snprintf(reread, sizeof reread, "MB of data), %ld rows re-read to build %d missing key indexes\n", atol(r.out),
+        snprintf(reread, sizeof reread, "B of data), %ld rows re-read to build %d missing key indexes\n", atol(r.out),
                  dirs[i].files);
         cr_assert(atol(r.out) > 2000 && strstr(r.err, reread), "'%s' not in:\n%s", reread, r.err);
         cmd_result_free(&r);

@@ -91,27 +91,38 @@ static size_t prefixed(const char *name, const struct option *longopts, char *li
     return k;
 }
 
+/* 1 if argv's long option name is one of longopts with value val: getopt
+ * refused its argument (not a short option of a later cluster). */
+static int takes_no_argument(const char *name, int val, const struct option *longopts)
+{
+    for (const struct option *o = longopts; o->name; o++)
+        if (o->val == val && o->has_arg == no_argument && strncmp(o->name, name, strlen(name)) == 0)
+            return 1;
+    return 0;
+}
+
 /* The message for getopt's '?' or ':' on argv[optind - 1]. */
 static void bad_option(const char *cmd, int code, int argc, char **argv, const struct option *longopts)
 {
     char msg[1024], name[256], list[512];
     const char *arg = optind - 1 < argc && optind > 0 ? argv[optind - 1] : "";
-    int is_long = strncmp(arg, "--", 2) == 0;
+    /* argv[optind - 1] is the option at fault, or, for a short option in
+     * the middle of a cluster (-Qj), an earlier argument */
+    int is_long = strncmp(arg, "--", 2) == 0 && (optopt == 0 || code == ':' || strchr(arg, '=') ||
+                                                 takes_no_argument(arg + 2, optopt, longopts));
     if (code == ':' && is_long)
         snprintf(msg, sizeof msg, "option '--%s' requires an argument", long_name(arg, name, sizeof name));
     else if (code == ':')
         snprintf(msg, sizeof msg, "option '-%c' requires an argument", optopt);
-    else if (is_long && optopt != 0)
-        snprintf(msg, sizeof msg, "option '--%s' takes no argument", long_name(arg, name, sizeof name));
+    else if (is_long && optopt != 0 && takes_no_argument(long_name(arg, name, sizeof name), optopt, longopts))
+        snprintf(msg, sizeof msg, "option '--%s' takes no argument", name);
     else if (is_long && prefixed(long_name(arg, name, sizeof name), longopts, list, sizeof list) > 1)
         snprintf(msg, sizeof msg, "option '--%s' is ambiguous (%s)", name, list);
     else if (is_long) {
         snprintf(msg, sizeof msg, "unrecognized option '--%s'", name);
         suggest(msg, sizeof msg, name, longopts);
     } else {
-        snprintf(msg, sizeof msg, "invalid option '-%c'", optopt);
-        char one[2] = {(char)optopt, '\0'};
-        suggest(msg, sizeof msg, one, longopts);
+        snprintf(msg, sizeof msg, "invalid option '-%c'", optopt);   /* one letter: no near name to suggest */
     }
     rs_cli_usage_error(cmd, msg);
 }

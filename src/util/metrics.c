@@ -149,7 +149,7 @@ static double previous_last_success(const char *path, const char *command)
 int rs_metrics_publish(rs_outfile *of, const rs_metrics *m, rs_error *err)
 {
     double last = m->exit_code == 0 ? m->end_time : of->in_place ? 0 : previous_last_success(of->final, m->command);
-    of->f = fopen(of->tmp, of->in_place ? "a" : "w");
+    of->f = rs_outfile_stream(of);
     if (of->f == NULL) {
         int e = errno;
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", of->final, strerror(e));
