@@ -13,11 +13,29 @@ dec() {
   esac
 }
 
+# The stored bytes of the header line segment $2 of generation directory
+# $1 starts with (its manifest's header_bytes; 0: none, an older
+# version's segment or a directory without a header).
+seg_header_bytes() {
+  python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(next((f.get("header_bytes", 0) for f in m["files"] if f["file"] == sys.argv[2]), 0))' "$1/manifest.json" "$2"
+}
+
+# Segment $2 of generation directory $1 without its header line, as stored.
+seg_rows() {
+  tail -c +$(($(seg_header_bytes "$1" "$2") + 1)) "$1/$2"
+}
+
 # One bucket of DIR $1 (its base file $2 and the segments of every
-# generation), decompressed: the shell one-liner the README documents,
-# `cat DIR/0.csv.gz DIR/g*/0.csv.gz | zcat`.
+# generation, each without its header line), decompressed.
 one_bucket() {
-  cat "$1/$2" "$1"/g*/"$2" 2>/dev/null | dec "$2"
+  {
+    cat "$1/$2"
+    for ob_g in "$1"/g*; do
+      [ -e "$ob_g/$2" ] && seg_rows "$ob_g" "$2"
+    done
+  } 2>/dev/null | dec "$2"
 }
 
 # Every node's rows in DIR $1 (one_bucket) are those of the same file of
@@ -82,11 +100,17 @@ litter() {
 }
 
 # Copies each node's parts (base file, then its segments in generation
-# order) of DIR $1, concatenated, into directory $2.
+# order, without their header lines) of DIR $1, concatenated, into
+# directory $2.
 cat_parts() {
   mkdir -p "$2" || return 1
   for cp_f in $(ls "$1" | grep -v -e '^manifest.json$' -e '^g[0-9]*$'); do
-    cat "$1/$cp_f" "$1"/g*/"$cp_f" > "$2/$cp_f" 2>/dev/null
+    {
+      cat "$1/$cp_f"
+      for cp_g in "$1"/g*; do
+        [ -e "$cp_g/$cp_f" ] && seg_rows "$cp_g" "$cp_f"
+      done
+    } > "$2/$cp_f" 2>/dev/null
   done
 }
 

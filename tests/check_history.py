@@ -237,8 +237,8 @@ def check_rows(d, mode, key, sep, runs, dups, since):
         n = 0
         for f in m["files"]:
             recs = records(data_of(os.path.join(gd, f["file"])))
-            if gi == 0 and header and recs:
-                recs = recs[1:]
+            if (gi == 0 and header or m.get("segment_header")) and recs:
+                recs = recs[1:]  # the header line (a segment's since 0.2.0)
             if len(recs) != f["rows"]:
                 return fail(f"{gd}/{f['file']}: {len(recs)} rows, its manifest says {f['rows']}")
             n += len(recs)
@@ -334,6 +334,19 @@ def parse_index(raw):
     return dict(flags=flags, entries=entries, bits=bits, rows=rows, bytes=nbytes, crc=crc), out
 
 
+def starts_with_header(d, fpath):
+    """Whether data file fpath of DIR d starts with the header line: a base
+    file does, a segment when its generation says so (segment_header)."""
+    gd = os.path.dirname(fpath)
+    return gd == d or json.load(open(os.path.join(gd, "manifest.json"))).get("segment_header", False)
+
+
+def rows_of(path, header):
+    """The decompressed bytes of path, without its first line when header."""
+    data = data_of(path)
+    return data[data.index(b"\n") + 1:] if header and data else data
+
+
 def check_indexes(d, mode, key, sep, bits):
     ident = Keys(mode, key, sep)
     idx, base = listed_indexes(d)
@@ -352,7 +365,7 @@ def check_indexes(d, mode, key, sep, bits):
         if h["flags"] != (1 if mode == "row" else 0) or h["bits"] != bits:
             return fail(f"{ipath}: flags {h['flags']}, {h['bits']} bits")
         recs = records(data_of(fpath))
-        if header and os.path.dirname(fpath) == d and recs:
+        if header and starts_with_header(d, fpath) and recs:
             recs = recs[1:]
         want = collections.Counter(ident(r) for r in recs)
         have = collections.Counter()
@@ -422,7 +435,8 @@ def check_same(d, ref):
     if names - set(ref_files):
         return fail(f"{d}: files {sorted(names - set(ref_files))} that {ref} lacks")
     for name in ref_files:
-        got = b"".join(data_of(os.path.join(gd, name)) for _, gd in ms if os.path.exists(os.path.join(gd, name)))
+        got = b"".join(rows_of(os.path.join(gd, name), gi > 0 and m.get("segment_header"))
+                       for gi, (m, gd) in enumerate(ms) if os.path.exists(os.path.join(gd, name)))
         if got != data_of(os.path.join(ref, name)):
             return fail(f"{d}: node file {name} and its segments differ from {ref}/{name}")
     print(f"ok {len(ref_files)} nodes")

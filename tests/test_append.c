@@ -186,6 +186,42 @@ Test(append, inputs_are_known_by_their_content_not_their_name)
        "\"$RS\" verify --quiet D");
 }
 
+/* By content once decompressed: the same CSV gzipped again (-n, or with
+ * another name and time in its gzip header), compressed with zstd, or
+ * plain after its gzip was ingested, is skipped, DIR left byte for byte;
+ * --on-seen fail refuses it (73), again ingests it; a different file of
+ * the same content size, compressed, is ingested. Each input's content
+ * checksum is in the manifest. */
+Test(append, a_copy_compressed_otherwise_is_the_same_input)
+{
+    OK("gzip -n -c a.csv > a1.csv.gz && cp a.csv x.csv && touch -d '2001-01-01' x.csv && gzip -c x.csv > a2.csv.gz && "
+       "! cmp -s a1.csv.gz a2.csv.gz && zstd -q -c a.csv > a3.csv.zst && "
+       "\"$RS\" bucket --quiet " RING " --append -o D a1.csv.gz && snap D raw > s1 && "
+       "grep -q '\"content\": \"crc64:' D/manifest.json && grep -q '\"content_size\": '$(wc -c < a.csv) D/manifest.json");
+    OK_SAYING("ringshard bucket: a2.csv.gz: already ingested by generation 1 (as a1.csv.gz: the same content once "
+              "decompressed): skipped\n"
+              "ringshard bucket: a3.csv.zst: already ingested by generation 1 (as a1.csv.gz: the same content once "
+              "decompressed): skipped\n"
+              "ringshard bucket: a.csv: already ingested by generation 1 (as a1.csv.gz: the same content once "
+              "decompressed): skipped\n",
+              "\"$RS\" bucket --append -o D a2.csv.gz a3.csv.zst a.csv && snap D raw | cmp - s1");
+    expect_fail(73, "a2.csv.gz: already ingested by generation 1 (as a1.csv.gz: the same content once decompressed) "
+                    "(--on-seen fail); nothing written",
+                "\"$RS\" bucket --append --on-seen fail -o D a2.csv.gz");
+    /* within one run: the later copy is skipped */
+    OK_SAYING("ringshard bucket: a2.csv.gz: the same content as a.csv, earlier in this run: skipped\n",
+              "\"$RS\" bucket " RING " --append -o N a.csv a2.csv.gz && test $(grep -c '\"path\"' N/manifest.json) = 1");
+    /* a pipe of the same content, zstd-compressed on the way: known once read */
+    expect_fail(73, "standard input: its content was already ingested by generation 1 (as a1.csv.gz)",
+                "zstd -q -c a.csv | \"$RS\" bucket --append -o D -");
+    /* one byte changed, the same size: read to know, and ingested */
+    OK("snap D raw | cmp - s1 && sed '2s/,USD,/,EUR,/; 2s/,CNY,/,EUR,/; 2s/,JPY,/,EUR,/' a.csv > d.csv && "
+       "! cmp -s a.csv d.csv && test $(wc -c < a.csv) = $(wc -c < d.csv) && gzip -n d.csv && "
+       "\"$RS\" bucket --quiet --append -o D d.csv.gz && test -d D/g00000002 && "
+       "\"$RS\" bucket --quiet --append --on-seen again -o D a3.csv.zst && test -d D/g00000003 && "
+       "\"$RS\" bucket --quiet " RING " -o R a.csv d.csv.gz a.csv && same_rows D R && \"$RS\" verify --quiet D");
+}
+
 /* --on-seen fail: exit 73 naming the input and the generation, nothing
  * written (not even the new input beside it); --on-seen again: ingested
  * once more. */
@@ -773,4 +809,85 @@ Test(append, quarantine_under_commit_every_keeps_every_generations_rows)
        "printf 'input\\tline\\trecord\\treason\\trow\\nq1.csv\\t3\\t2\\tunterminated quoted field\\t\"bad1,2\\n"
        "q2.csv\\t3\\t2\\tunterminated quoted field\\t\"bad2,2\\n' | cmp - q.tsv || exit 1; "
        "\"$RS\" verify --quiet D$cmd || exit 1; done");
+}
+
+/* ---- every data file a CSV file of its own -------------------------- */
+
+/* Each segment starts with the header line the base files start with (its
+ * own gzip member, zstd frame or line: header_bytes in a manifest of
+ * schema 3, segment_header true); keys-only segments with the key
+ * column's name; a directory without a header writes none (schema 2). Any
+ * reader taking each file's first line for its header reads every row. */
+Test(append, each_segment_starts_with_the_header)
+{
+    static const char *const compress[] = {"gzip", "zstd", "none"};
+    for (int k = 0; k < 3; k++)
+        OK("rm -rf D && \"$RS\" bucket --quiet " RING " --compress %s -o D a.csv && "
+           "\"$RS\" bucket --quiet --append -o D b.csv.gz && h=$(head -1 a.csv) && n=0 && "
+           "for f in D/g00000002/[0-9]*; do test \"$(dec $f < $f | head -1)\" = \"$h\" || exit 1; "
+           "test $(seg_header_bytes D/g00000002 ${f##*/}) -gt 0 || exit 1; n=$((n + 1)); done && test $n = 5 && "
+           "grep -q '\"schema\": 3,' D/g00000002/manifest.json && "
+           "grep -q '\"segment_header\": true,' D/g00000002/manifest.json && "
+           "test $(for f in D/*.csv* D/g*/*.csv*; do dec $f < $f | sed 1d; done | grep -c '^bill_id,') = 0",
+           compress[k]);
+    /* dedup --append writes its segments so too; compact and verify read them */
+    OK("rm -rf X && \"$RS\" dedup --quiet --append " RING " -o X a.csv && \"$RS\" dedup --quiet --append -o X "
+       "b.csv.gz && h=$(head -1 a.csv) && ls X/g00000002/*.csv.gz > /dev/null && for f in X/g00000002/*.csv.gz; do "
+       "test \"$(gzip -dc $f | head -1)\" = \"$h\" || exit 1; done && grep -q '\"schema\": 3,' X/g00000002/manifest.json && "
+       "\"$RS\" verify --quiet X && \"$RS\" cat --all X > x1.t && \"$RS\" compact --quiet X && \"$RS\" verify --quiet X && "
+       "\"$RS\" cat --all X | cmp - x1.t && test $(grep -c \"^$h\\$\" x1.t) = 1");
+    /* verify checks where the header ends: a manifest that says otherwise
+     * (one byte short) is a difference, exit 3 */
+    OK("python3 -c 'import json, sys; p = sys.argv[1]; m = json.load(open(p)); m[\"files\"][0][\"header_bytes\"] -= 1; "
+       "json.dump(m, open(p, \"w\"), indent=2)' D/g00000002/manifest.json");
+    OK("\"$RS\" verify D > v.out; test $? = 3 && grep -q 'its first .* bytes (header_bytes) are not its header line' v.out");
+    OK("rm -rf D && \"$RS\" bucket --quiet --keys-only " RING " -o D a.csv && "
+       "\"$RS\" bucket --quiet --append -o D b.csv.gz && "
+       "for f in D/g00000002/*.csv.gz; do test \"$(gzip -dc $f | head -1)\" = bill_id || exit 1; done && "
+       "\"$RS\" verify --quiet D && \"$RS\" cat D 0 | head -1 | grep -qx bill_id");
+    OK(GEN " --rows 300 --seed 5 --no-header -o h1.csv 2>/dev/null && " GEN " --rows 300 --seed 6 --no-header "
+       "-o h2.csv 2>/dev/null && rm -rf D && \"$RS\" bucket --quiet --no-header --nodes 3 -o D h1.csv && "
+       "\"$RS\" bucket --quiet --append -o D h2.csv && grep -q '\"schema\": 2,' D/g00000002/manifest.json && "
+       "! grep -q segment_header D/g00000002/manifest.json && "
+       "\"$RS\" cat D 0 > c0.t && cat D/0.csv.gz D/g00000002/0.csv.gz | gzip -dc | cmp - c0.t && "
+       "\"$RS\" verify --quiet D");
+}
+
+/* A directory whose segments an older version wrote (no header line,
+ * schema 2: tests/old_segments.py makes one) is read as before by every
+ * reader, takes appends (its new segments with the header) and compacts
+ * into what one run writes. */
+Test(append, older_headerless_segments_are_still_read)
+{
+    OK("\"$RS\" bucket --quiet " RING " -o D a.csv && \"$RS\" bucket --quiet --append -o D b.csv.gz && "
+       "python3 " RS_SOURCE_DIR "/tests/old_segments.py D/g00000002 && "
+       "test \"$(gzip -dc D/g00000002/0.csv.gz | head -1)\" != \"$(head -1 a.csv)\" && "
+       "\"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz && \"$RS\" verify --quiet D && same_rows D R && "
+       "\"$RS\" cat --all D > all.csv && { head -1 a.csv; for f in R/*.csv.gz; do gzip -dc $f | sed 1d; done; } | "
+       "cmp - all.csv && "
+       "\"$RS\" stats D | sed 1d > sd.t && \"$RS\" stats R | sed 1d > sr.t && cmp sd.t sr.t && "
+       "\"$RS\" dedup --quiet --buckets D -o XD && \"$RS\" dedup --quiet --buckets R -o XR && same_content XD XR && "
+       "\"$RS\" plan --quiet --from-buckets D --add 2 --emit MD > pd.t && "
+       "\"$RS\" plan --quiet --from-buckets R --add 2 --emit MR > pr.t && same_content MD MR && cmp pd.t pr.t");
+    OK("\"$RS\" bucket --quiet --append -o D c.csv && grep -q '\"schema\": 3,' D/g00000003/manifest.json && "
+       "\"$RS\" bucket --quiet " RING " -o R2 a.csv b.csv.gz c.csv && \"$RS\" verify --quiet D && same_rows D R2 && "
+       "for n in 0 1 2 3 4; do gzip -dc R2/$n.csv.gz > r.t && \"$RS\" cat D $n | cmp - r.t || exit 1; done && "
+       "\"$RS\" compact --quiet D && \"$RS\" verify --quiet D && same_rows D R2");
+}
+
+/* ringshard cat: a node's rows across generations as one CSV (one
+ * header), what one run's file holds; -o FILE only once complete; an
+ * unknown node is a usage error with the nearest name; a file that differs
+ * from its manifest stops it (exit 3, named). */
+Test(append, cat_reads_a_node_across_generations)
+{
+    OK("\"$RS\" bucket --quiet " RING " -o D a.csv && \"$RS\" bucket --quiet --append -o D b.csv.gz && "
+       "\"$RS\" bucket --quiet --append -o D c.csv && \"$RS\" bucket --quiet " RING " -o R a.csv b.csv.gz c.csv && "
+       "\"$RS\" cat D 3 1 > c31.csv && { gzip -dc R/3.csv.gz; gzip -dc R/1.csv.gz | sed 1d; } | cmp - c31.csv && "
+       "gzip -dc R/2.csv.gz > r2.t && \"$RS\" cat --quiet --compress gzip -o c2.csv.gz D 2 && "
+       "gzip -dc c2.csv.gz | cmp - r2.t && \"$RS\" cat -o - D 2 | cmp - r2.t");
+    expect_fail(64, "ringshard cat: D: no node '33' (did you mean '3'?)", "\"$RS\" cat -o out.csv D 1 33");
+    OK("test ! -e out.csv && printf x >> D/g00000002/4.csv.gz");
+    expect_fail(3, "D/g00000002/4.csv.gz: ", "\"$RS\" cat -o out.csv D 4");
+    OK("test ! -e out.csv && \"$RS\" cat D 0 > /dev/null");
 }

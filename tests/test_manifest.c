@@ -768,12 +768,17 @@ Test(manifest, malformed_json_names_offset)
     free(dir);
 }
 
-Test(manifest, schema_3_rejected_and_2_needs_a_generation)
+Test(manifest, schema_4_rejected_3_for_generations_and_2_needs_a_generation)
 {
     rs_error err = {0};
-    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 3,/", &err), -1);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 4,/", &err), -1);
     cr_assert_eq(err.code, RS_EXIT_DATA);
-    cr_assert(strstr(err.msg, "unsupported manifest schema 3"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "unsupported manifest schema 4 (this version of ringshard reads schemas 1 to 3)"), "%s",
+              err.msg);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 3, \"generation\": 2,/", &err), -1);
+    cr_assert(strstr(err.msg, "\"schema\": 3 is for kind \"generation\" only"), "%s", err.msg);
+    cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2, \"generation\": 2, \"segment_header\": true,/", &err), -1);
+    cr_assert(strstr(err.msg, "\"segment_header\": true needs schema 3"), "%s", err.msg);
     cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2,/", &err), -1);
     cr_assert(strstr(err.msg, "\"generation\": missing"), "%s", err.msg);
     cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 2, \"generation\": 0,/", &err), -1);

@@ -3,18 +3,19 @@
 # Usage: tools/deps.sh [--mpi] [--clients]   (needs root or sudo; does nothing when all are present)
 # --clients: the memcached clients tools/gen_client_vectors.sh regenerates
 # fixtures/vectors/clients/ from (the tests read the committed vectors);
-# it also needs java, javac, node and npm.
+# it also needs java and javac.
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
       strace  # tests/test_append.c and test_history.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)
+      nodejs npm  # tests/check_tool_readers.sh reads bucket directories with DuckDB's npm package
       help2man mandoc groff-base man-db bash-completion  # man pages and completion: made and checked
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
 for a in "$@"; do
   case "$a" in
     --mpi) pkgs+=(libopenmpi-dev openmpi-bin) ;;
-    --clients) pkgs+=(libmemcached-dev nutcracker libspymemcached-java default-jdk-headless nodejs npm) ;;
+    --clients) pkgs+=(libmemcached-dev nutcracker libspymemcached-java default-jdk-headless) ;;
   esac
 done
 missing=()

@@ -4,8 +4,10 @@
  * --force or compact (the new one is built beside it and renamed or
  * exchanged into place), and a bucket directory grows by appends: each
  * adds a generation, DIR/g<N>/ (N as 8 digits), holding a manifest and, for
- * each node that got rows, a segment - that node's new rows, without a
- * header line (docs/format.md, "Appendable bucket directories"). A
+ * each node that got rows, a segment - that node's new rows, a CSV file of
+ * its own that starts with the header line as the base files do (older
+ * versions wrote segments without one: read as such; docs/format.md,
+ * "Bucket directories that grow"). A
  * generation is published whole, in one rename, and never changes after.
  *
  * rs_bucketdir opens DIR once (an O_DIRECTORY descriptor) and every reader
@@ -57,7 +59,8 @@ typedef struct {
     const rs_manifest_file **files;  /* [nfiles] each one's manifest entry */
     uint64_t *file_gen;     /* [nfiles] its generation */
     size_t *file_base;      /* [nfiles] its node's base file (index into m.files) */
-    uint8_t *headerless;    /* [nfiles] 1: a segment (no header line) */
+    uint8_t *headerless;    /* [nfiles] 1: no header line although the directory has one (a
+                               segment that an older version wrote; rs_bucketdir_segment) */
     char **paths;           /* [nfiles] "DIR/<name>": names in messages */
     const char **names;     /* [nfiles] names under fd ("0.csv.gz", "g00000002/0.csv.gz") */
     uint64_t rows, bytes, rejected;  /* totals over every generation */
@@ -99,12 +102,16 @@ int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_
 
 void rs_bucketdir_sel_free(rs_bucketdir_sel *sel);
 
+/* 1 when file i of bd is a segment of an appended generation (in
+ * DIR/g<N>/), 0 when it is a base file. */
+int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i);
+
 /* Checks what a reader found in file i of bd against its manifest entry:
  * its size on disk (found->size), data rows, data bytes and, with
  * check_crc, the CRC-32 of its data (found->crc, as pipeline input_crc
  * computes it), and with header non-NULL (the header line the file started
- * with; ignored for a segment, when the manifest has none or the file is
- * keys-only) the header line. Returns 0, or -1 with RS_EXIT_VERIFY naming
+ * with; ignored for a file without one (headerless), when the manifest has
+ * none or the file is keys-only) the header line. Returns 0, or -1 with RS_EXIT_VERIFY naming
  * the file and what differs (found, then what the manifest says). */
 int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
                             const char *header, rs_error *err);

@@ -38,6 +38,7 @@
 #include "ringshard/csv.h"
 #include "ringshard/deflate.h"
 #include "ringshard/error.h"
+#include "ringshard/manifest.h"
 #include "ringshard/reader.h"
 
 #define RS_DEDUP_CHUNK (1u << 20)   /* uncompressed bytes per output member */
@@ -83,12 +84,15 @@ typedef struct {
     const char *in_name;
     int in_dirfd;
     /* With in_name: further parts of the same bucket, read after it as if
-     * concatenated (the segments of appended generations: no header line),
-     * as names under in_dirfd and paths for messages. o->check then says
+     * concatenated (the segments of appended generations), as names under
+     * in_dirfd and paths for messages, with their manifest entries
+     * (in_more_files: a segment's header line, header_bytes of stored
+     * bytes, is skipped; an older version's has none). o->check then says
      * what all the parts hold together (rows, bytes, sizes summed; the
      * CRC-32 of their data one after the other). */
     const char *const *in_more;
     const char *const *in_more_paths;
+    const rs_manifest_file *const *in_more_files;
     size_t nin_more;
     const rs_dedup_check *check; /* NULL, or what the input must hold */
     /* dedup --append */
@@ -113,6 +117,7 @@ typedef struct {
     uint32_t streamed;           /* sub-files deduplicated as a stream (keys only in memory) */
     uint64_t index_bytes;        /* with index_out: the index file's size */
     uint32_t index_crc32;        /* and its CRC-32 */
+    uint64_t header_bytes;       /* of file_bytes, its header line's (a member of its own) */
 } rs_dedup_result;
 
 /* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint

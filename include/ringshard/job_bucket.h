@@ -77,7 +77,7 @@ typedef struct {
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err);
 /* With o->append, the inputs are added to DIR instead (docs/format.md,
  * "Appendable bucket directories"): each generation is DIR/g<N>/ with a
- * headerless segment per node that got rows and its manifest, published in
+ * segment per node that got rows (header line first) and its manifest, published in
  * one rename under DIR's writer lock; inputs DIR already holds follow
  * o->on_seen; o->commit_every publishes a generation every so many inputs
  * (a run killed in between is resumed by running it again: what was

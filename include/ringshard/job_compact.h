@@ -23,7 +23,8 @@ typedef struct {
 } rs_compact_job_result;
 
 /* Compacts o->dir under its writer lock (appends wait for it): for every
- * node, its base file then its segments, concatenated byte for byte
+ * node, its base file then its segments (each without its header line,
+ * files[].header_bytes), concatenated byte for byte
  * (copy_file_range: gzip members and zstd frames concatenate, so the file
  * is what one `bucket` run over the same rows would write, up to where
  * its members end) into a new DIR built beside it, with a manifest of

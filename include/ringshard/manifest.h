@@ -4,7 +4,9 @@
  * DIR/g<N>/manifest.json, what an appended generation added (kind
  * "generation"). Schema: docs/manifest.md. Versioned by "schema": 1 for a
  * directory of one generation, 2 for one that grows by appends (its base
- * manifest and its generations' manifests). */
+ * manifest and its generations' manifests), 3 for a generation whose
+ * segments start with the header line (what a reader of schema 2 would
+ * take for a row: it refuses the schema instead). */
 #ifndef RINGSHARD_MANIFEST_H
 #define RINGSHARD_MANIFEST_H
 
@@ -18,6 +20,8 @@ typedef struct {
     uint64_t zero_padding;  /* "zero_padding_bytes" (optional when read: 0) */
     char *checksum;        /* "crc64:<16 hex>": rs_crc64 of its stored bytes (NULL: not recorded) */
     uint64_t generation;   /* the generation that ingested it (0: not recorded) */
+    char *content;         /* "crc64:<16 hex>": rs_crc64 of its decompressed bytes (NULL: not recorded) */
+    uint64_t content_size; /* its decompressed bytes (with content) */
 } rs_manifest_input;
 
 typedef struct {
@@ -32,6 +36,8 @@ typedef struct {
     char *index;           /* NULL, or the key index of the file (keyidx.h), in its directory */
     uint64_t index_bytes;  /* the index file's size */
     uint32_t index_crc32;  /* CRC-32 of the index file's bytes */
+    uint64_t header_bytes; /* a segment of a generation with segment_header: the stored bytes
+                              of its header line (a gzip member, a zstd frame or the line) */
 } rs_manifest_file;
 
 /* A key index a generation built for a file of an earlier generation
@@ -45,12 +51,15 @@ typedef struct {
 } rs_manifest_index;
 
 typedef struct {
-    int schema;                 /* 1, or 2 (a directory that grows; 0 writes 1) */
+    int schema;                 /* 1, 2 (a directory that grows; 0 writes 1), or 3 (a
+                                   generation whose segments start with a header line) */
     char *kind;                 /* "buckets", "moves", or "generation" (DIR/g<N>/manifest.json) */
     uint64_t generation;        /* schema 2: the generation described (the base's: 1 or the
                                    last compaction's); 0 in schema 1 */
     char *previous;             /* "generation": the previous generation's manifest digest
                                    (32 hex digits, rs_manifest_digest_hex) */
+    int segment_header;         /* "generation" (schema 3): each segment starts with the
+                                   header line, as a base file does (files[].header_bytes) */
     char *tool_version;
     char *ring_description;     /* the canonical description (ring.h) */
     char *ring_fingerprint;
@@ -81,13 +90,14 @@ typedef struct {
  * "schema" is m->schema, 1 when 0; tool_version NULL writes the version of
  * this build). kind "moves" selects from/to/wave and new_ring, anything
  * else node. The members added by schema 2 (generation, previous,
- * options.dedup, inputs' checksum and generation, files' index, indexes)
- * are written only when set, so a schema-1 manifest reads as before. Write
+ * options.dedup, inputs' checksum, content and generation, files' index,
+ * indexes) and of schema 3 (segment_header, files' header_bytes) are
+ * written only when set, so a schema-1 manifest reads as before. Write
  * errors are RS_EXIT_IO naming path. */
 int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err);
 
 /* Reads path into m. Unknown members are ignored; a missing required member,
- * a schema other than 1 or 2 or malformed JSON is RS_EXIT_DATA naming the file
+ * a schema other than 1, 2 or 3 (3: kind "generation" only) or malformed JSON is RS_EXIT_DATA naming the file
  * (and byte offset for syntax errors). Optional members: "tool", "seconds",
  * files[].wave, files[].crc32_hex (checked against crc32 when present) and
  * "new_ring" for buckets. A file that cannot be read is RS_EXIT_IO. On

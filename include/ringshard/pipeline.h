@@ -170,6 +170,10 @@ typedef struct {
                                     stored bytes, when has_checksum */
     int has_checksum;            /* 1: the input was read whole with the checksum on
                                     (not a unit of a ringshard file, see reader.h) */
+    uint64_t content;            /* with has_content: rs_crc64 of its content (its
+                                    decompressed bytes, rs_reader_content) */
+    uint64_t content_size;       /* and their number */
+    int has_content;             /* as has_checksum */
 } rs_input_stats;
 
 typedef struct {

@@ -143,6 +143,27 @@ void rs_reader_checksum_on(rs_reader *r);
  * its first byte to its end (not a range: rs_reader_open_range); else 0. */
 int rs_reader_checksum(const rs_reader *r, uint64_t *crc);
 
+/* 1 with *crc, rs_crc64 of the input's content (its decompressed bytes;
+ * a plain input's are its stored bytes: rs_reader_checksum's) and *size,
+ * their number, when rs_reader_checksum would give 1; else 0. A bucket
+ * directory records it for each input, so that a copy compressed again is
+ * known as the same input. */
+int rs_reader_content(const rs_reader *r, uint64_t *crc, uint64_t *size);
+
+/* The content of the file `name` under dirfd, as rs_reader_content gives
+ * it, read whole now (named display in messages). 0 or -1 with err. */
+int rs_file_content(int dirfd, const char *name, const char *display, rs_codec_choice codec, uint64_t *crc,
+                    uint64_t *size, rs_error *err);
+
+/* The size of the content of the regular file `name` under dirfd, from
+ * its first and last bytes only: a plain file's size; a gzip file's ISIZE
+ * (its last member's size mod 2^32: *mod32 = 1; the whole content's when
+ * it is one member, as gzip writes); a zstd file's first frame's declared
+ * content size (the whole content's when it is one frame, as zstd writes).
+ * 1 with *size, 0 when unknown (a zstd frame that declares none, a file
+ * that cannot be read). */
+int rs_file_content_size_hint(int dirfd, const char *name, uint64_t *size, int *mod32);
+
 /* The checksum of a regular file's stored bytes, as rs_reader_checksum
  * takes it while reading (rs_crc64 of every byte), in one pass of its own:
  * name relative to dirfd, named display in messages. *size gets its size.

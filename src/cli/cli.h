@@ -355,6 +355,7 @@ void rs_cli_install_signals(void);
     X(plan, 1, "plan a node-set change: what moves where, with or without data")        \
     X(verify, 0, "prove a bucket or move directory matches its manifest and ring")      \
     X(compact, 0, "merge a bucket directory's appended generations into one file per node") \
+    X(cat, 0, "a bucket directory's rows of some nodes, across generations, as one CSV") \
     X(stats, 0, "per-node balance of data or a bucket directory, against theory")       \
     X(simulate, 0, "balance and movement of synthetic keys, vnode sweeps")
 

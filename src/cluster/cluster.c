@@ -431,7 +431,8 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
  * are summed, its CRC-32s combined in rank (= unit) order. */
-enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_SUM, IN_HAS_SUM, IN_FIELDS };
+enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_SUM, IN_HAS_SUM, IN_CONTENT,
+       IN_CONTENT_SIZE, IN_HAS_CONTENT, IN_FIELDS };
 
 static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo,
                          size_t n, rs_pipeline_result *res)
@@ -448,6 +449,8 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
         f[IN_PAD] = in->zero_padding;
         f[IN_SUM] = in->checksum, f[IN_HAS_SUM] = (uint64_t)in->has_checksum;
+        f[IN_CONTENT] = in->content, f[IN_CONTENT_SIZE] = in->content_size;
+        f[IN_HAS_CONTENT] = (uint64_t)in->has_content;
     }
     char *all;
     g->gather_bytes(g, v, n * IN_FIELDS * sizeof *v, &all, lens);
@@ -464,11 +467,12 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
             seen[f[IN_INDEX]] = 1;
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
                                    f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD], f[IN_SUM],
-                                   (int)f[IN_HAS_SUM]};
+                                   (int)f[IN_HAS_SUM], f[IN_CONTENT], f[IN_CONTENT_SIZE],
+                                   (int)f[IN_HAS_CONTENT]};
             continue;
         }
         /* an input split among members was read as ranges: no checksum */
-        in->has_checksum = 0;
+        in->has_checksum = in->has_content = 0;
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];

@@ -862,6 +862,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
             goto out;
         if (r == 1 && !o->no_header_out && ow_header(&w, row, rowlen, err) != 0)
             goto out;
+        res->header_bytes = w.file_bytes;
     }
     if (!split)
         s.chk = o->check;  /* dedup_mem's pass is the input's first read */

@@ -34,7 +34,12 @@ static ssize_t rs_read(rstream *s, void *buf, size_t cap, rs_error *err)
             return n;
         rs_reader_close(s->rd);
         const char *path = s->o->in_more_paths[s->part];
-        s->rd = rs_reader_openat(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, err);
+        /* a segment's header line is its first member (frame, or line):
+         * the rows go on after it, as in one file */
+        uint64_t skip = s->o->in_more_files ? s->o->in_more_files[s->part]->header_bytes : 0;
+        s->rd = skip ? rs_reader_openat_range(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, skip,
+                                              UINT64_MAX - skip, err)
+                     : rs_reader_openat(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, err);
         s->part++;
         if (!s->rd)
             return -1;

@@ -2,7 +2,7 @@
  *
  * A fresh run writes DIR whole, beside it, and publishes it in one rename
  * (outdir.h). An append (--append) adds a generation to an existing DIR
- * (jobs/generation.h): the same pipeline, into headerless segments staged
+ * (jobs/generation.h): the same pipeline, into segments staged
  * beside DIR, published in one rename of the generation's directory. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -169,6 +169,19 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
 {
     if (rs_manifest_start(m, "generation", ring, po, res, po->ndest, err) != 0)
         return -1;
+    /* each segment starts with the header line, as the base files do:
+     * the bytes rs_pipeline_header_bytes gave every output */
+    uint64_t header_bytes = 0;
+    if (!po->no_header && res->header_out) {
+        rs_buf hb = {0};
+        if (rs_pipeline_header_bytes(po, res->header_out, res->header_out_len, &hb) != 0) {
+            rs_buf_free(&hb);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        header_bytes = hb.len;
+        rs_buf_free(&hb);
+        m->segment_header = 1;
+    }
     const rs_nodes *nodes = rs_ring_nodes(ring);
     for (uint32_t d = 0; d < po->ndest; d++) {
         const rs_dest_stats *ds = &res->dest[d];
@@ -179,7 +192,7 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
         }
         m->files[m->nfiles++] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
                                                    .bytes = ds->bytes, .file_bytes = ds->file_bytes,
-                                                   .crc32 = ds->crc};
+                                                   .header_bytes = header_bytes, .crc32 = ds->crc};
         m->bytes += ds->bytes;
     }
     m->rows = res->rows;
@@ -243,7 +256,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     po.progress_label = label;
     rs_pipeline_route_by_ring(&po, ring);
     po.dest_paths = (const char *const *)files;
-    po.no_header = 1;         /* segments: the header is the base's */
+    po.no_header = !po.header;   /* segments start with the header, as base files (none: nothing to write) */
     po.write_behind = 1;
     po.input_checksum = 1;
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||

@@ -24,7 +24,9 @@
 #include "rs_config.h"
 
 /* Appends file k of bd to out at *off, after checking its size against
- * its manifest. 0 or -1 with err. */
+ * its manifest; a segment's header line (its first header_bytes: a gzip
+ * member, a zstd frame or the line) is left out, the base file's heads
+ * the merged file. 0 or -1 with err. */
 static int copy_part(const rs_bucketdir *bd, size_t k, int out, const char *out_path, uint64_t *off, rs_error *err)
 {
     int in = openat(bd->fd, bd->names[k], O_RDONLY | O_CLOEXEC);
@@ -40,11 +42,12 @@ static int copy_part(const rs_bucketdir *bd, size_t k, int out, const char *out_
         rc = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (verify it)",
                           bd->paths[k], (unsigned long long)st.st_size,
                           (unsigned long long)bd->files[k]->file_bytes);
-    else if (rs_copy_into(in, 0, (uint64_t)st.st_size, out, *off) != 0)
+    uint64_t skip = rs_bucketdir_segment(bd, k) ? bd->files[k]->header_bytes : 0;
+    if (rc == 0 && rs_copy_into(in, skip, (uint64_t)st.st_size - skip, out, *off) != 0)
         rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")
                             : rs_error_set(err, RS_EXIT_IO, "%s: cannot copy %s into it: %s", out_path, bd->paths[k],
                                            strerror(errno));
-    *off += (uint64_t)st.st_size;
+    *off += (uint64_t)st.st_size - skip;
     close(in);
     return rc;
 }

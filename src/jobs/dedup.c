@@ -15,7 +15,7 @@
  * looked up in the key indexes of DIR's files of node k (history.h; the
  * ones a history written without them lacks are built on the way, from
  * those files' rows, once), loses the rows whose key DIR holds; the rest
- * is deduplicated as usual into a headerless segment and its key index.
+ * is deduplicated as usual into a segment (header line first) and its key index.
  * The duplicates report then lists every new row dropped, with where its
  * key is kept: a generation of the history, or an earlier new row.
  *
@@ -173,7 +173,8 @@ static char *out_path(dstate *s, const char *name)
  * bucket's result (each is zero outside its owner, so a sum gathers them),
  * and the sizes and CRCs of the history indexes each built. */
 enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
-       R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_FIELDS };
+       R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_HEADER_BYTES,
+       R_FIELDS };
 
 static void share_results(dstate *s, size_t lo, size_t hi)
 {
@@ -192,6 +193,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         f[R_INDEX_BYTES] = d->index_bytes, f[R_INDEX_CRC] = d->index_crc32;
         f[R_H_ROWS] = j->hres.dropped_rows, f[R_H_BYTES] = j->hres.dropped_bytes;
         f[R_H_READ] = j->hres.index_bytes_read, f[R_REREAD] = j->rows_reread;
+        f[R_HEADER_BYTES] = d->header_bytes;
     }
     uint64_t *b = v + (size_t)n * R_FIELDS;   /* the indexes built, by their builder */
     for (size_t k = 0; k < nb; k++)
@@ -202,7 +204,8 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         rs_dedup_task *j = &s->jobs[i];
         j->res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS], f[R_DUP_BYTES],
                                    f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS], (uint32_t)f[R_SPLITS],
-                                   (uint32_t)f[R_STREAMED], f[R_INDEX_BYTES], (uint32_t)f[R_INDEX_CRC]};
+                                   (uint32_t)f[R_STREAMED], f[R_INDEX_BYTES], (uint32_t)f[R_INDEX_CRC],
+                                   f[R_HEADER_BYTES]};
         j->hres.dropped_rows = f[R_H_ROWS], j->hres.dropped_bytes = f[R_H_BYTES];
         j->hres.index_bytes_read = f[R_H_READ], j->rows_reread = f[R_REREAD];
     }
@@ -335,7 +338,7 @@ static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
     const rs_bucketdir *bd = &s->g->bd;
     const rs_nodes *nodes = rs_ring_nodes(s->ring);
     for (size_t k = 0; k < bd->nfiles; k++) {
-        if (bd->headerless[k] || strcmp(bd->files[k]->node ? bd->files[k]->node : "", nodes->names[node]) != 0)
+        if (rs_bucketdir_segment(bd, k) || strcmp(bd->files[k]->node ? bd->files[k]->node : "", nodes->names[node]) != 0)
             continue;
         size_t e = k + 1;   /* the base file, then its segments */
         while (e < bd->nfiles && bd->file_base[e] == bd->file_base[k])
@@ -388,6 +391,7 @@ static int setup_tasks(dstate *s, rs_error *err)
             }
             j->more = s->bd.names + k0 + 1;
             j->more_paths = (const char *const *)s->bd.paths + k0 + 1;
+            j->more_files = (const rs_manifest_file *const *)s->bd.files + k0 + 1;
             j->nmore = k - k0 - 1;
             j->rows = j->check.rows;
             j->bytes = j->check.bytes;
@@ -574,7 +578,9 @@ static int manifest_files(dstate *s, rs_manifest *m, rs_error *err)
         }
         rs_manifest_file *f = &m->files[m->nfiles++];
         *f = (rs_manifest_file){.file = s->out_names[i], .node = (char *)s->jobs[i].node, .rows = d->rows,
-                                .bytes = d->bytes, .file_bytes = d->file_bytes, .crc32 = d->crc};
+                                .bytes = d->bytes, .file_bytes = d->file_bytes, .header_bytes = d->header_bytes,
+                                .crc32 = d->crc};
+        m->segment_header |= s->g && d->header_bytes;
         if (s->grow) {
             f->index = s->index_names[i];
             f->index_bytes = d->index_bytes;

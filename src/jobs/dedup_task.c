@@ -116,6 +116,7 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
         o.in_name = j->in_name;
         o.in_more = j->more;
         o.in_more_paths = j->more_paths;
+        o.in_more_files = j->more_files;
         o.nin_more = j->nmore;
         o.check = &j->check;
     }
@@ -134,7 +135,7 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
         o.index_out = j->index;
         /* the index's writer holds a run at most (keyidx.h) */
         o.budget -= o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY;
-        o.no_header_out = p->segments;
+        o.no_header_out = 0;   /* segments too start with the header: each a CSV file of its own */
     } else {
         o.dups = rep;
     }

@@ -32,6 +32,7 @@ typedef struct {
     char *in;             /* the bucket to deduplicate */
     const char *in_name;  /* --buckets: its name under the directory's descriptor */
     const char *const *more, *const *more_paths; /* --buckets: its segments (appended generations) */
+    const rs_manifest_file *const *more_files;   /* and their manifest entries */
     size_t nmore;
     rs_dedup_check check; /* --buckets: what it must hold (its manifest entry) */
     rs_placement place;   /* --buckets, and --append's history: check.ctx */
@@ -54,8 +55,8 @@ typedef struct {
  * file's key index is (at[k] for bd's file k). */
 typedef struct {
     rs_dedup_opts o;
-    int append;           /* per-row duplicates report, indexes, headerless segments */
-    int segments;         /* the outputs are segments (no header line) */
+    int append;           /* per-row duplicates report, indexes, segments */
+    int segments;         /* the outputs are segments (a generation's) */
     const rs_bucketdir *bd;
     rs_index_at *at;
     uint64_t *built_bytes;  /* [bd->nfiles]: the size and CRC-32 of each index built */

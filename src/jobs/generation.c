@@ -195,6 +195,9 @@ typedef struct {
     const char *path;
     int this_run, any_size;
     int by_path;   /* no checksum recorded (an older version's manifest): known by path and size */
+    const char *content;    /* the checksum of its decompressed bytes (NULL: not recorded) */
+    uint64_t content_size;  /* their number */
+    int by_content;         /* (a match) the same content, stored otherwise */
 } held;
 
 #define EMPTY_CHECKSUM "crc64:0000000000000000"
@@ -216,7 +219,8 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
 {
     for (size_t i = 0; i < m->ninputs; i++) {
         const rs_manifest_input *in = &m->inputs[i];
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum};
+        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum,
+                  in->content, in->content_size, 0};
         if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
             if (in->size && add_held(h, n, cap, e) != 0)
                 return -1;
@@ -263,6 +267,9 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
     char where[256];
     if (was->this_run)
         snprintf(where, sizeof where, "the same content as %.200s, earlier in this run", was->path);
+    else if (was->by_content)
+        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s: the same content "
+                 "once decompressed)", was->gen, was->path);
     else if (was->by_path)
         snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (the same path and size; its "
                  "manifest, written by an older version, has no checksum)", was->gen);
@@ -275,6 +282,82 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
     if (cmd)
         fprintf(stderr, "ringshard %s: %s: %s: skipped\n", cmd, path, where);
     return 1;
+}
+
+/* The held input whose content (decompressed) is crc's text and size. */
+static const held *find_content(const held *h, size_t n, uint64_t size, const char *sum)
+{
+    for (size_t i = 0; i < n; i++)
+        if (h[i].content && h[i].content_size == size && strcmp(h[i].content, sum) == 0)
+            return &h[i];
+    return NULL;
+}
+
+/* What is known of the content of one of this run's inputs: its size
+ * from its first and last bytes (rs_file_content_size_hint), and once read
+ * (only when that size is one that DIR or an earlier input has), its
+ * CRC-64. */
+typedef struct {
+    uint64_t hint, size;
+    int mod32, hinted, summed;
+    char sum[RS_CHECKSUM_TEXT];
+} probe;
+
+/* Whether content sizes a (mod32: mod 2^32) and b (b_mod32) can be equal. */
+static int sizes_match(uint64_t a, int mod32, uint64_t b, int b_mod32)
+{
+    return mod32 || b_mod32 ? ((a ^ b) & 0xffffffffu) == 0 : a == b;
+}
+
+static int probe_sum(probe *p, const rs_pipeline_opts *po, const char *path, rs_error *err)
+{
+    uint64_t crc;
+    if (p->summed)
+        return 0;
+    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err) != 0)
+        return -1;
+    rs_checksum_text(crc, p->sum);
+    p->summed = 1;
+    return 0;
+}
+
+/* Input i of this run [lo, i], whose stored bytes are new: is its content
+ * one DIR holds, or an earlier input of this run's (not skipped)? Only an
+ * input whose content size (pr[].hint) is such an input's is read to know
+ * (a decompression, and the earlier input's too): any other is new at the
+ * cost of the two small reads of its hint. 1 with *was (a copy) when it
+ * is held, 0 when not, -1 with err. */
+static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, size_t lo, size_t i, probe *pr,
+                        const uint8_t *skip, held *was, rs_error *err)
+{
+    probe *me = &pr[i - lo];
+    int dir = 0, run = 0;
+    for (size_t k = 0; me->hinted && k < n && !dir; k++)
+        dir = h[k].content && sizes_match(h[k].content_size, 0, me->hint, me->mod32);
+    for (size_t j = lo; me->hinted && j < i && !run; j++)
+        run = !skip[j] && pr[j - lo].hinted && sizes_match(pr[j - lo].hint, pr[j - lo].mod32, me->hint, me->mod32);
+    if (!dir && !run)
+        return 0;
+    if (probe_sum(me, po, po->inputs[i], err) != 0)
+        return -1;
+    const held *w = dir ? find_content(h, n, me->size, me->sum) : NULL;
+    if (w) {
+        *was = *w;
+        was->by_content = 1;
+        return 1;
+    }
+    for (size_t j = lo; run && j < i; j++) {
+        probe *q = &pr[j - lo];
+        if (skip[j] || !q->hinted || !sizes_match(q->hint, q->mod32, me->hint, me->mod32))
+            continue;
+        if (probe_sum(q, po, po->inputs[j], err) != 0)
+            return -1;
+        if (q->size == me->size && strcmp(q->sum, me->sum) == 0) {
+            *was = (held){.path = po->inputs[j], .this_run = 1};
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static int is_pipe_input(const char *path, struct stat *st)
@@ -300,14 +383,22 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     /* this run's inputs by size; checksummed when a size is shared */
     uint64_t *size = calloc(hi - lo + 1, sizeof *size);
     uint8_t *known = calloc(hi - lo + 1, 1);  /* 1: a regular file (size known) */
-    if (!size || !known)
+    probe *pr = calloc(hi - lo + 1, sizeof *pr);
+    if (!size || !known || !pr)
         rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    /* content sizes are looked at when DIR recorded contents (not before
+     * 0.2.0) or the run has inputs to compare among themselves */
+    int contents = hi - lo > 1;
+    for (size_t k = 0; k < n && !contents; k++)
+        contents = h[k].content != NULL;
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         struct stat st;
         if (is_pipe_input(po->inputs[i], &st))
             continue;  /* checked after the run, or the pipeline reports it */
         known[i - lo] = 1;
         size[i - lo] = (uint64_t)st.st_size;
+        probe *p = &pr[i - lo];
+        p->hinted = contents && rs_file_content_size_hint(AT_FDCWD, po->inputs[i], &p->hint, &p->mod32);
     }
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         if (!known[i - lo])
@@ -324,17 +415,29 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         int shared = size_held(h, n, size[i - lo]);
         for (size_t j = i + 1; !shared && j < hi; j++)
             shared = known[j - lo] && size[j - lo] == size[i - lo];
-        if (!shared)
-            continue;  /* no other content of its size: it cannot be held */
+        if (!shared) {  /* no other stored bytes of its size: its content may still be held */
+            held was;
+            int c = content_held(h, n, po, lo, i, pr, skip, &was, err);
+            int r = c > 0 ? on_seen(&was, po->inputs[i], policy, cmd, err) : c;
+            if (r < 0) {
+                rc = -1;
+                break;
+            }
+            skip[i] = r > 0;
+            continue;
+        }
         uint64_t crc, sz;
         if (rs_file_checksum(AT_FDCWD, po->inputs[i], po->inputs[i], &crc, &sz, err) != 0) {
             rc = -1;
             break;
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
-        int r = was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
+        held byc;
+        int c = was ? 0 : content_held(h, n, po, lo, i, pr, skip, &byc, err);
+        was = c > 0 ? &byc : was;
+        int r = c < 0 ? -1 : was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
         if (r < 0)
             rc = -1;
         else if (r > 0)
@@ -344,6 +447,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     }
     free(size);
     free(known);
+    free(pr);
     free(h);
     return rc;
 }
@@ -394,6 +498,10 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
         for (size_t k = 0; !was && !oom && k < n; k++)  /* a pipe's size is unknown (0): any size */
             if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
                 was = &h[k];
+        char content[RS_CHECKSUM_TEXT];
+        rs_checksum_text(in->content, content);
+        if (!was && !oom && in->has_content)   /* the same content, compressed otherwise */
+            was = find_content(h, n, in->content_size, content);
         if (oom)
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
         else if (was && !rc)
@@ -482,7 +590,7 @@ static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *er
         return -1;
     char hex[33];
     rs_manifest_digest_hex(prev, hex);
-    m->schema = 2;
+    m->schema = m->segment_header ? 3 : 2;   /* 3: a reader of 2 would misread the header */
     m->kind = "generation";
     m->generation = g->gen;
     m->previous = hex;

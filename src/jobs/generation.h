@@ -4,7 +4,7 @@
  * A bucket directory grows by GENERATIONS (docs/format.md, "Appendable
  * bucket directories"): the base (DIR/manifest.json and DIR/<node>.csv.gz,
  * as `bucket` writes it) and then DIR/g<N>/ for each append, holding the
- * append's manifest and a headerless segment for each node that got rows.
+ * append's manifest and a segment (header line first) for each node that got rows.
  * An append:
  *
  *   1. takes DIR's writer lock (rs_outdir_lock) - two appends take turns -

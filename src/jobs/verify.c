@@ -531,6 +531,48 @@ static void check_counts(vstate *s)
     }
 }
 
+/* Segment i's header (its first header_bytes, as its manifest says) must
+ * decode to its header line alone, and its rows must start right after
+ * it: where compact cuts it and dedup --buckets and cat skip it. */
+static void check_segment_header(vstate *s, size_t i)
+{
+    const rs_manifest_file *f = s->bd.files[i];
+    const rs_manifest *m = &s->bd.m;
+    if (!rs_bucketdir_segment(&s->bd, i) || !f->header_bytes)
+        return;
+    rs_error e = {0};
+    char buf[1 << 12];
+    rs_buf line = {0};
+    rs_reader *r = rs_reader_openat_range(s->bd.fd, s->bd.names[i], s->bd.paths[i], RS_CODEC_AUTO, 0,
+                                          f->header_bytes, &e);
+    ssize_t k = r ? 1 : -1;
+    while (k > 0 && (k = rs_reader_read(r, buf, sizeof buf, &e)) > 0 && line.len < (1u << 20))
+        if (rs_buf_append(&line, buf, (size_t)k) != 0)
+            k = -1;
+    rs_reader_close(r);
+    r = NULL;
+    const char *want = m->header_line && !m->keys_only ? m->header_line : NULL;
+    size_t n = line.len;
+    if (k < 0 || n == 0 || line.data[n - 1] != '\n' ||
+        (want && (n - 1 != strlen(want) || memcmp(line.data, want, n - 1) != 0)))
+        diff_line(s, "%s: its first %llu bytes (header_bytes) are not its header line%s%s", s->bd.names[i],
+                  (unsigned long long)f->header_bytes, k < 0 ? ": " : "", k < 0 ? e.msg : "");
+    else if (!(r = rs_reader_openat_range(s->bd.fd, s->bd.names[i], s->bd.paths[i], RS_CODEC_AUTO,
+                                          f->header_bytes, UINT64_MAX - f->header_bytes, &e)) ||
+             rs_reader_read(r, buf, sizeof buf, &e) < 0)
+        diff_line(s, "%s: its rows do not start after its header (header_bytes %llu): %s", s->bd.names[i],
+                  (unsigned long long)f->header_bytes, e.msg);
+    rs_reader_close(r);
+    rs_buf_free(&line);
+}
+
+static void check_segment_headers(vstate *s)
+{
+    for (size_t i = 0; i < s->nf; i++)
+        if (s->scanned[i])
+            check_segment_header(s, i);
+}
+
 /* What an index's entries add up to, checked as they are read. */
 typedef struct {
     uint64_t sum[2];
@@ -619,6 +661,7 @@ static int verify_steps(vstate *s, rs_error *err)
     if (scan_rows(s, err) != 0)
         return -1;
     check_counts(s);
+    check_segment_headers(s);
     check_indexes(s);
     /* Files that vanished or cannot be read because DIR was replaced and
      * the generation opened was removed are not differences of DIR */

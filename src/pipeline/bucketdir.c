@@ -149,7 +149,7 @@ static ptrdiff_t find_node(const node_ref *refs, size_t n, const char *node)
 }
 
 static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint64_t gen, size_t base, int segment,
-                    rs_error *err)
+                    int headerless, rs_error *err)
 {
     char dname[16];
     rs_gen_dir_name(gen, dname);
@@ -163,7 +163,7 @@ static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint
     bd->files[at] = f;
     bd->file_gen[at] = gen;
     bd->file_base[at] = base;
-    bd->headerless[at] = (uint8_t)segment;
+    bd->headerless[at] = (uint8_t)headerless;
     bd->names[at] = name;
     bd->paths[at] = path;
     return 0;
@@ -218,13 +218,15 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
         run += c;
     }
     for (size_t i = 0; i < nb; i++)
-        if (add_file(bd, at[i]++, &m->files[i], m->generation ? m->generation : 1, i, 0, err) != 0)
+        if (add_file(bd, at[i]++, &m->files[i], m->generation ? m->generation : 1, i, 0, 0, err) != 0)
             goto out;
     bd->rows = m->rows, bd->bytes = m->bytes, bd->rejected = m->rejected;
     for (size_t g = 0, k = 0; g < bd->ngens; g++) {
         const rs_manifest *gm = &bd->gens[g];
         for (size_t j = 0; j < gm->nfiles; j++, k++)
-            if (add_file(bd, at[seg_node[k]]++, &gm->files[j], gm->generation, seg_node[k], 1, err) != 0)
+            /* an older version's segments have no header line */
+            if (add_file(bd, at[seg_node[k]]++, &gm->files[j], gm->generation, seg_node[k], 1,
+                         bd->m.header && !gm->segment_header, err) != 0)
                 goto out;
         bd->rows += gm->rows, bd->bytes += gm->bytes, bd->rejected += gm->rejected;
     }
@@ -354,6 +356,11 @@ void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
     memset(sel, 0, sizeof *sel);
 }
 
+int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i)
+{
+    return bd->file_gen[i] != (bd->m.generation ? bd->m.generation : 1);
+}
+
 /* The manifest of generation gen (the base's or an appended one's). */
 static const rs_manifest *manifest_of_gen(const rs_bucketdir *bd, uint64_t gen)
 {
@@ -369,7 +376,8 @@ int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_
     *name = NULL;
     if (f->index) {
         rs_gen_dir_name(bd->file_gen[i], dn);
-        if (asprintf(name, "%s%s%s", bd->headerless[i] ? dn : "", bd->headerless[i] ? "/" : "", f->index) < 0)
+        int seg = rs_bucketdir_segment(bd, i);
+        if (asprintf(name, "%s%s%s", seg ? dn : "", seg ? "/" : "", f->index) < 0)
             return -1;
         const rs_manifest *own = manifest_of_gen(bd, bd->file_gen[i]);
         *size = f->index_bytes, *crc32 = f->index_crc32;
@@ -394,7 +402,7 @@ int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_
 char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
 {
     char *p = NULL, dname[16];
-    if (!bd->headerless[i])
+    if (!rs_bucketdir_segment(bd, i))
         return asprintf(&p, "%s/manifest.json", bd->path) < 0 ? NULL : p;
     rs_gen_dir_name(bd->file_gen[i], dname);
     return asprintf(&p, "%s/%s/manifest.json", bd->path, dname) < 0 ? NULL : p;

@@ -2,7 +2,9 @@
  * member's type and meaning, is in docs/manifest.md; in short:
  *
  * {
- *   "schema": 1,                          integer; readers refuse other values
+ *   "schema": 1,                          integer: 1, 2 (grows), 3 (a generation whose
+ *                                         segments start with the header); others refused
+ *   "segment_header": true,               schema 3 only (then files[].header_bytes)
  *   "kind": "buckets" | "moves",
  *   "tool": {"name": "ringshard", "version": "0.1.0"},
  *   "ring": {"fingerprint": "<32 hex>", "description": "<canonical text>"},
@@ -54,7 +56,7 @@
 #include "rs_config.h"
 #include "util/json_read.h"
 
-#define MANIFEST_SCHEMA 2   /* the newest this version reads and writes */
+#define MANIFEST_SCHEMA 3   /* the newest this version reads and writes */
 
 static int is_moves(const char *kind) { return kind != NULL && strcmp(kind, "moves") == 0; }
 
@@ -138,6 +140,10 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "generation", m->generation);
     if (m->previous != NULL)
         write_str(&j, "previous", m->previous);
+    if (m->segment_header) {
+        rs_json_key(&j, "segment_header");
+        rs_json_bool(&j, 1);
+    }
 
     rs_json_key(&j, "tool");
     rs_json_object_begin(&j);
@@ -187,6 +193,10 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "zero_padding_bytes", in->zero_padding);
         if (in->checksum != NULL)
             write_str(&j, "checksum", in->checksum);
+        if (in->content != NULL) {
+            write_str(&j, "content", in->content);
+            write_u64(&j, "content_size", in->content_size);
+        }
         if (in->generation != 0)
             write_u64(&j, "generation", in->generation);
         rs_json_object_end(&j);
@@ -212,6 +222,8 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
         write_u64(&j, "rows", fl->rows);
         write_u64(&j, "bytes", fl->bytes);
         write_u64(&j, "file_bytes", fl->file_bytes);
+        if (m->segment_header)
+            write_u64(&j, "header_bytes", fl->header_bytes);
         write_u64(&j, "crc32", fl->crc32);
         rs_json_key(&j, "crc32_hex");
         rs_json_string(&j, hex);
@@ -503,6 +515,8 @@ static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
             get_u64(r, o, ctx, "blank_lines", 1, UINT64_MAX, &in->blank_lines) != 0 ||
             get_u64(r, o, ctx, "zero_padding_bytes", 0, UINT64_MAX, &in->zero_padding) != 0 ||
             get_hex_token(r, o, ctx, "checksum", "crc64:", 16, &in->checksum) != 0 ||
+            get_hex_token(r, o, ctx, "content", "crc64:", 16, &in->content) != 0 ||
+            get_u64(r, o, ctx, "content_size", in->content != NULL, UINT64_MAX, &in->content_size) != 0 ||
             get_u64(r, o, ctx, "generation", 0, UINT64_MAX, &in->generation) != 0)
             return -1;
     }
@@ -555,6 +569,7 @@ static int read_files(reader *r, const rs_jv *arr, rs_manifest *m, int moves)
         if (get_u64(r, o, ctx, "rows", 1, UINT64_MAX, &fl->rows) != 0 ||
             get_u64(r, o, ctx, "bytes", 1, UINT64_MAX, &fl->bytes) != 0 ||
             get_u64(r, o, ctx, "file_bytes", 1, UINT64_MAX, &fl->file_bytes) != 0 ||
+            get_u64(r, o, ctx, "header_bytes", m->segment_header, fl->file_bytes, &fl->header_bytes) != 0 ||
             get_u64(r, o, ctx, "crc32", 1, UINT32_MAX, &v) != 0)
             return -1;
         fl->crc32 = (uint32_t)v;
@@ -606,9 +621,9 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     v = member(r, root, "", "schema", RS_JV_NUMBER, 1, &failed);
     if (v == NULL)
         return -1;
-    if (strcmp(v->str, "1") != 0 && strcmp(v->str, "2") != 0)
+    if (strcmp(v->str, "1") != 0 && strcmp(v->str, "2") != 0 && strcmp(v->str, "3") != 0)
         return rs_error_set(r->err, RS_EXIT_DATA,
-                            "%s: unsupported manifest schema %.40s (this version of ringshard reads schemas 1 and %d)",
+                            "%s: unsupported manifest schema %.40s (this version of ringshard reads schemas 1 to %d)",
                             r->path, v->str, MANIFEST_SCHEMA);
     m->schema = v->str[0] - '0';
 
@@ -619,6 +634,16 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
         return bad(r, "", "kind", "\"buckets\" or \"moves\" expected");  /* ("generation": a g<N>/ of one) */
     if (gen && m->schema < 2)
         return bad(r, "", "kind", "\"generation\" needs schema 2");
+    if (!gen && m->schema > 2)
+        return bad(r, "", "schema", "3 is for kind \"generation\" only");
+    /* schema 3: its segments start with the header line; a reader of
+     * schema 2 would take that line for a row, so it refuses the schema */
+    const rs_jv *sh = member(r, root, "", "segment_header", RS_JV_BOOL, m->schema == 3, &failed);
+    if (failed)
+        return -1;
+    m->segment_header = sh != NULL && sh->boolean;
+    if (m->segment_header != (m->schema == 3))
+        return bad(r, "", "segment_header", m->schema == 3 ? "true expected in schema 3" : "true needs schema 3");
     if (m->schema >= 2 && get_u64(r, root, "", "generation", 1, UINT64_MAX, &m->generation) != 0)
         return -1;
     if (m->schema >= 2 && m->generation == 0)
@@ -797,6 +822,7 @@ void rs_manifest_free(rs_manifest *m)
     for (size_t i = 0; i < m->ninputs; i++) {
         free(m->inputs[i].path);
         free(m->inputs[i].checksum);
+        free(m->inputs[i].content);
     }
     free(m->inputs);
     for (size_t i = 0; i < m->nfiles; i++) {

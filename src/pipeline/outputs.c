@@ -65,7 +65,7 @@ int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipe
     /* the checksums' text lives after the entries, in the same block */
     size_t n = po->ninputs;
     m->ninputs = n;
-    m->inputs = calloc(1, n * (sizeof *m->inputs + RS_CHECKSUM_TEXT) + 1);
+    m->inputs = calloc(1, n * (sizeof *m->inputs + 2 * RS_CHECKSUM_TEXT) + 1);
     if (!m->inputs)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     char *text = (char *)(m->inputs + n);
@@ -77,6 +77,11 @@ int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipe
         if (in->has_checksum) {
             m->inputs[i].checksum = text + i * RS_CHECKSUM_TEXT;
             rs_checksum_text(in->checksum, m->inputs[i].checksum);
+        }
+        if (in->has_content) {
+            m->inputs[i].content = text + (n + i) * RS_CHECKSUM_TEXT;
+            rs_checksum_text(in->content, m->inputs[i].content);
+            m->inputs[i].content_size = in->content_size;
         }
     }
     return 0;

@@ -695,8 +695,10 @@ void rs_pipe_produce(pipe_state *s, batch *b)
         if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
             s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
+            rs_input_stats *in = &s->res->input[i];
             if (o->input_checksum)
-                s->res->input[i].has_checksum = rs_reader_checksum(s->rd, &s->res->input[i].checksum);
+                in->has_checksum = rs_reader_checksum(s->rd, &in->checksum),
+                in->has_content = rs_reader_content(s->rd, &in->content, &in->content_size);
             rs_reader_close(s->rd);
             s->rd = NULL;
             int check = u->counted && !s->unit_last_sent;
