@@ -146,7 +146,7 @@ Test(conventions, empty_inputs_fail_unless_allowed)
     SH_OK("grep -q '^ringshard_empty_inputs{command=\"bucket\"} 1$' m.prom && "
           "\"$RS\" bucket --quiet --allow-empty --nodes 3 -o a2 e.csv.gz");
     /* a header-only input read by column number is no failed export */
-    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o h h.csv");
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o h h.csv && \"$RS\" bucket --quiet --key 1 --nodes 3 -o h1 h.csv");
 }
 
 /* A reader of stdout that stops reading (head): no message, exit 141 as

@@ -287,8 +287,8 @@ enum { RS_EMPTY_UNCHECKED = 0, RS_EMPTY_REFUSE, RS_EMPTY_ALLOW };
  * read, none rejected) and is 0 bytes (a regular file; nothing on a pipe),
  * or held no header line either (nothing once decompressed: a gzip of
  * nothing; with one input only, as the run's header tells), or o->key
- * names a key column (a header-only export). A header-only input read by
- * column numbers alone passes. 1 or 0. */
+ * names a key column by name (a header-only export). A header-only input
+ * read by column numbers alone passes. 1 or 0. */
 int rs_pipeline_empty_input(const rs_pipeline_opts *o, const rs_pipeline_result *res, size_t i);
 
 /* How many inputs of a finished run are empty (rs_pipeline_empty_input). */

@@ -12,13 +12,23 @@ static int zero_bytes(const char *path)
     return strcmp(path, "-") != 0 && stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
 }
 
+/* 1 if the --key spec names a column (a part that is not a number): the
+ * run expects the export's columns, so a header alone is no data. */
+static int key_named(const char *spec)
+{
+    for (const char *p = spec; p && *p; p++)
+        if (*p != ',' && (*p < '0' || *p > '9'))
+            return 1;
+    return 0;
+}
+
 int rs_pipeline_empty_input(const rs_pipeline_opts *o, const rs_pipeline_result *res, size_t i)
 {
     const rs_input_stats *in = &res->input[i];
     if (in->rows || in->rejected)
         return 0;
     int no_header = o->ninputs == 1 && res->header == NULL;   /* nothing, or nothing once decompressed */
-    return zero_bytes(o->inputs[i]) || no_header || o->key != NULL;
+    return zero_bytes(o->inputs[i]) || no_header || key_named(o->key);
 }
 
 size_t rs_pipeline_empty_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *res)
