@@ -145,6 +145,13 @@ Test(conventions, empty_inputs_fail_unless_allowed)
     cmd_result_free(&r);
     SH_OK("grep -q '^ringshard_empty_inputs{command=\"bucket\"} 1$' m.prom && "
           "\"$RS\" bucket --quiet --allow-empty --nodes 3 -o a2 e.csv.gz");
+    /* dedup, and an append, say and count them the same */
+    expect_free(0, "ringshard dedup: 1 input without rows, allowed by --allow-empty: e.csv\n",
+                "\"$RS\" dedup --allow-empty --key bill_id --nodes 3 --metrics d.prom -o dd e.csv b.csv");
+    expect_free(0, "ringshard bucket: 2 inputs without rows, allowed by --allow-empty: e.csv, ...\n",
+                "\"$RS\" bucket --append --allow-empty --key bill_id --nodes 3 --metrics g.prom -o G b.csv e.csv h.csv");
+    SH_OK("grep -q '^ringshard_empty_inputs{command=\"dedup\"} 1$' d.prom && "
+          "grep -q '^ringshard_empty_inputs{command=\"bucket\"} 2$' g.prom");
     /* a header-only input read by column number is no failed export */
     SH_OK("\"$RS\" bucket --quiet --nodes 3 -o h h.csv && \"$RS\" bucket --quiet --key 1 --nodes 3 -o h1 h.csv");
 }

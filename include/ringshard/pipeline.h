@@ -294,7 +294,13 @@ int rs_pipeline_empty_input(const rs_pipeline_opts *o, const rs_pipeline_result 
 /* How many inputs of a finished run are empty (rs_pipeline_empty_input). */
 size_t rs_pipeline_empty_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *res);
 
-/* With o->empty_inputs RS_EMPTY_REFUSE: -1 with err (RS_EXIT_DATA, "FILE:
+/* How many inputs without rows RS_EMPTY_ALLOW let pass so far in this
+ * process (rs_pipeline_check_empty counts them), *first the first one's
+ * name ("" when none). */
+size_t rs_pipeline_allowed_empty(const char **first);
+
+/* With o->empty_inputs RS_EMPTY_ALLOW: counts the empty inputs
+ * (rs_pipeline_allowed_empty), 0. With RS_EMPTY_REFUSE: -1 with err (RS_EXIT_DATA, "FILE:
  * empty input (0 bytes): ...") at the first empty input; else 0. */
 int rs_pipeline_check_empty(const rs_pipeline_opts *o, const rs_pipeline_result *res, rs_error *err);
 

@@ -288,11 +288,14 @@ int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *
  * when no --metrics was given (or on ranks other than 0). */
 rs_metrics *rs_cli_metrics(void);
 
-/* After a run that read inputs: with --allow-empty, says on stderr (unless
- * quiet) which inputs had no rows ("ringshard CMD: 1 input without rows,
+/* After the command (main): with --allow-empty, says on stderr (unless
+ * quiet) that inputs had no rows ("ringshard CMD: 1 input without rows,
  * allowed by --allow-empty: t.csv") and counts them in the metrics'
  * ringshard_empty_inputs. Nothing when there is none. */
-void rs_cli_empty_note(const char *cmd, const rs_pipeline_opts *po, const rs_pipeline_result *res, int quiet);
+void rs_cli_empty_report(const char *cmd, int quiet);
+
+/* 1 once rs_cli_input_finish saw --quiet, else 0. */
+int rs_cli_quiet(void);
 
 /* Fills the metrics' inputs, rows, bytes and rejected rows read from a
  * pipeline's result, and the rows and bytes written from the same when

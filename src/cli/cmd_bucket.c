@@ -173,8 +173,6 @@ int rs_cmd_bucket(int argc, char **argv)
     int rc = 0;
     rs_bucket_job_run(&o, &res, &err);
     rs_cli_metrics_pipeline(&res.run, po.ninputs - res.inputs_skipped, res.published);
-    if (!err.code && !ap.append)   /* an append's statistics cover the inputs it ingested only */
-        rs_cli_empty_note("bucket", &po, &res.run, quiet);
     rs_cli_metrics_phase("pipeline", res.run.seconds);
     rs_cli_metrics_phase("publish", res.publish_seconds);
     if (rs_cli_metrics())

@@ -35,6 +35,8 @@ static void usage(FILE *f)
 #undef RS_EXIT_HELP
 }
 
+static const char *rs_cli_command;   /* the command that runs, for the words after it */
+
 static const command *find(const char *name)
 {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
@@ -95,6 +97,7 @@ static int dispatch(int argc, char **argv)
         return 0;
     if (!cmd->cluster)
         rs_world_solo();
+    rs_cli_command = cmd->name;
     if (rs_world_rank() == 0) {   /* said once, under MPI too */
         char notice[64];
         snprintf(notice, sizeof notice, "ringshard %s: stopping (interrupted)...\n", cmd->name);
@@ -128,7 +131,10 @@ int main(int argc, char **argv)
     signal(SIGXFSZ, SIG_IGN);
     rs_world_init(&argc, &argv);
     rs_cli_metrics_start();
-    int rc = rs_cli_metrics_finish(dispatch(argc, argv));
+    int rc = dispatch(argc, argv);
+    if (rs_cli_command)
+        rs_cli_empty_report(rs_cli_command, rs_cli_quiet());
+    rc = rs_cli_metrics_finish(rc);
     rs_world_finish();
     return rc;
 }

@@ -86,18 +86,15 @@ int rs_cli_metrics_finish(int rc)
     return rc;
 }
 
-void rs_cli_empty_note(const char *cmd, const rs_pipeline_opts *po, const rs_pipeline_result *res, int quiet)
+void rs_cli_empty_report(const char *cmd, int quiet)
 {
-    size_t n = po->empty_inputs == RS_EMPTY_ALLOW && res->input ? rs_pipeline_empty_inputs(po, res) : 0;
+    const char *first;
+    size_t n = rs_pipeline_allowed_empty(&first);
     if (n == 0)
         return;
     if (rs_cli_metrics())
         rs_cli_metrics()->empty_inputs = n;
-    if (quiet || rs_world_rank() != 0)
-        return;
-    fprintf(stderr, "ringshard %s: %zu input%s without rows, allowed by --allow-empty:", cmd, n, n == 1 ? "" : "s");
-    for (size_t i = 0, shown = 0; i < po->ninputs && shown < 5; i++)
-        if (rs_pipeline_empty_input(po, res, i))
-            fprintf(stderr, "%s %s", shown++ ? "," : "", po->inputs[i]);
-    fprintf(stderr, "%s\n", n > 5 ? ", ..." : "");
+    if (!quiet && rs_world_rank() == 0)
+        fprintf(stderr, "ringshard %s: %zu input%s without rows, allowed by --allow-empty: %s%s\n", cmd, n,
+                n == 1 ? "" : "s", first, n > 1 ? ", ..." : "");
 }

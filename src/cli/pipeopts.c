@@ -122,6 +122,10 @@ static void on_signal(int sig)
     rs_interrupt_signal();   /* the notice "ringshard CMD: stopping (interrupted)...", then the flag */
 }
 
+static int quiet_given;
+
+int rs_cli_quiet(void) { return quiet_given; }
+
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
 {
     if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
@@ -139,6 +143,7 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
     if (!po->ninputs)
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");
     int quiet = po->progress < 0;
+    quiet_given = quiet;
     po->progress = !quiet && isatty(STDERR_FILENO);
     /* first 0: argv stands in for a directory's files (verify, plan
      * --from-buckets), whose header-only node files are no failed export */

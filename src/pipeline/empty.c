@@ -1,6 +1,7 @@
 /* Inputs without rows (ringshard/pipeline.h): a cron job whose upstream
  * export broke hands over a 0-byte or header-only file, and a run that
  * succeeds on it (1000 empty files, exit 0) hides the failure. */
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "ringshard/pipeline.h"
@@ -39,8 +40,22 @@ size_t rs_pipeline_empty_inputs(const rs_pipeline_opts *o, const rs_pipeline_res
     return n;
 }
 
+/* The inputs without rows that RS_EMPTY_ALLOW let pass in this process
+ * (every run of it: an append's generations), and the first one's name. */
+static size_t allowed;
+static char allowed_first[256];
+
+size_t rs_pipeline_allowed_empty(const char **first)
+{
+    *first = allowed_first;
+    return allowed;
+}
+
 int rs_pipeline_check_empty(const rs_pipeline_opts *o, const rs_pipeline_result *res, rs_error *err)
 {
+    for (size_t i = 0; o->empty_inputs == RS_EMPTY_ALLOW && res->input && i < o->ninputs; i++)
+        if (rs_pipeline_empty_input(o, res, i) && allowed++ == 0)
+            snprintf(allowed_first, sizeof allowed_first, "%s", o->inputs[i]);
     if (o->empty_inputs != RS_EMPTY_REFUSE)
         return 0;
     for (size_t i = 0; res->input && i < o->ninputs; i++) {
