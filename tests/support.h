@@ -97,4 +97,18 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap);
  * reads the manifest only; it needs no inputs or ring options.) */
 void assert_verify(const char *dir);
 
+/* Skips the test in the AddressSanitizer build (tools/sanitize.sh) and
+ * says why: for the sweeps that SIGKILL a run at every call of every
+ * publishing system call, several hundred runs whose point is the state
+ * left on disk, which does not depend on the build. The Release suite runs
+ * them (tools/test.sh runs it first); the ASan pass keeps the cases that
+ * kill or fail a run at the pause points and rerun it, so the recovery
+ * paths are still run under ASan. Use as a test's first statement. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RELEASE_SUITE_ONLY() \
+    cr_skip_test("a kill sweep: the Release suite runs it (tests/support.h, RELEASE_SUITE_ONLY)")
+#else
+#define RELEASE_SUITE_ONLY() ((void)0)
+#endif
+
 #endif

@@ -419,6 +419,7 @@ static char *crash_everywhere(const char *prepare, const char *cmd, const char *
  * manifest), verify passes and the next append works. */
 Test(append, sigkill_at_every_publishing_call_of_an_append)
 {
+    RELEASE_SUITE_ONLY();
     char *s = crash_everywhere("\"$RS\" bucket --quiet --append --key bill_id --nodes 2 -o B c.csv",
                                "\"$RS\" bucket --quiet -j 1 --append -o D a.csv b.csv.gz",
                                "dir-open begun batch_written publish published", 0);
@@ -440,6 +441,7 @@ Test(append, sigkill_at_every_publishing_call_of_an_append)
  * no DIR or a complete one. */
 Test(append, sigkill_at_every_publishing_call_of_the_append_that_creates_dir)
 {
+    RELEASE_SUITE_ONLY();
     char *s = crash_everywhere("true", "\"$RS\" bucket --quiet -j 1 --append --key bill_id --nodes 2 -o D c.csv",
                                "begun batch_written publish published", 0);
     cr_assert(!strstr(s, " old=0 ") && !strstr(s, " new=0 "), "%s", s);
@@ -452,6 +454,7 @@ Test(append, sigkill_at_every_publishing_call_of_the_append_that_creates_dir)
  * DIR. */
 Test(append, sigkill_at_every_publishing_call_of_compact)
 {
+    RELEASE_SUITE_ONLY();
     char *s = crash_everywhere("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
                                "\"$RS\" bucket --quiet --append -o B a.csv && "
                                "\"$RS\" bucket --quiet --append -o B b.csv.gz",

@@ -299,6 +299,7 @@ static char *crash(const char *setup, const char *cmd, const char *points, const
  * and at each call of each publishing system call. */
 Test(history, sigkill_during_an_append_leaves_the_old_or_the_new_generation)
 {
+    RELEASE_SUITE_ONLY();
     SH_OK("\"$RS\" dedup --quiet --append " RING2 " -o B a.csv");
     char *s = crash("rm -rf D D.ringshard-*; cp -a B D", "\"$RS\" dedup --quiet -j 1 --append -o D b.csv.gz",
                     "dir-open begun batch_written publish published",
@@ -314,6 +315,7 @@ Test(history, sigkill_during_an_append_leaves_the_old_or_the_new_generation)
  * DIR: killed anywhere, DIR is as before or after. */
 Test(history, sigkill_during_an_append_that_builds_indexes_or_creates_dir)
 {
+    RELEASE_SUITE_ONLY();
     SH_OK("\"$RS\" bucket --quiet " RING2 " -o B a.csv");
     char *s = crash("rm -rf D D.ringshard-*; cp -a B D", "\"$RS\" dedup --quiet -j 1 --append -o D b.csv.gz",
                     "dir-open begun batch_written publish upgraded published", "renameat2 renameat rename fsync", 1);

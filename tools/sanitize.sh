@@ -20,6 +20,10 @@ cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 # files in the build tree, so direct I/O is still checked under ASan.
 . tools/testdirs.sh sanitize
 echo "sanitize: test_memory not run under ASan (RSS includes shadow memory); it runs in the normal suite"
+# The kill sweeps of test_append and test_history are skipped here and
+# say so (RELEASE_SUITE_ONLY in tests/support.h: hundreds of SIGKILLed runs
+# whose point is the state on disk, which the Release suite checks).
 # Leak checks are off: Criterion's failed assertions return early by design.
+# Two suites at a time, as in tools/test.sh.
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$BUILD" --output-on-failure -j1 -E '^test_memory$'
+  ctest --test-dir "$BUILD" --output-on-failure -j2 -E '^test_memory$'

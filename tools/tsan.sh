@@ -46,4 +46,4 @@ rm -f "$log"
 [ "$others" = 0 ] && [ "$passed" = $((all - 1)) ] ||
   { echo "tsan: test_bucket: $passed of $all tests passed, $others others skipped" >&2; exit 1; }
 echo "tsan: test_bucket: $passed of $all tests passed"
-ctest --test-dir "$TESTS" --output-on-failure -j1 -R '^test_(dedup|verify|plan|stats|simulate|units|lanes|direct)$'
+ctest --test-dir "$TESTS" --output-on-failure -j2 -R '^test_(dedup|verify|plan|stats|simulate|units|lanes|direct|waits)$'
