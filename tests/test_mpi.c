@@ -36,7 +36,9 @@ static void make_inputs(void)
        "cp " DATA "bills_a.csv.gz " DATA "bills_b.csv.gz " DATA "bills_c.csv .");
 }
 
-#define INPUTS "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz empty.csv tiny2.csv.gz bills_a.csv.gz bills_c.csv"
+#define INPUT_FILES "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz empty.csv tiny2.csv.gz bills_a.csv.gz bills_c.csv"
+/* the empty ones pass by --allow-empty */
+#define INPUTS "--allow-empty " INPUT_FILES
 
 /* diff -r of two output directories, the manifests compared without their
  * wall times. */
@@ -449,7 +451,7 @@ Test(mpi, ranks_refuse_a_damaged_chain)
 Test(mpi, files_from_lists_read_by_rank_0)
 {
     make_inputs();
-    OK("printf '%%s\\n' " INPUTS " > list && printf 'tiny1.csv\\nnope.csv\\n' > bad.lst");
+    OK("printf '%%s\\n' " INPUT_FILES " > list && printf 'tiny1.csv\\nnope.csv\\n' > bad.lst");
     OK("\"$RS\" bucket --quiet --key bill_id --memory 32M -o ref " INPUTS);
     for (int R = 2; R <= 3; R++) {
         OK(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --key bill_id --memory 32M -o f%d --files-from list && "
@@ -515,11 +517,11 @@ Test(mpi, lanes_under_ranks_identical)
     OK(GEN " --rows 9000 --seed 14 -o g1.csv 2>/dev/null && gzip -1 g1.csv && "
        GEN " --rows 4000 --seed 15 -o p1.csv 2>/dev/null && : > empty.csv && "
        "\"$RS\" bucket --quiet --key bill_id --nodes 7 --memory 4G --producers 1 -o ref p1.csv big.rs.gz g1.csv.gz "
-       "empty.csv small.csv");
+       "--allow-empty empty.csv small.csv");
     for (int R = 1; R <= 3; R++)
         for (int P = 1; P <= 3; P++)
             OK(MPIRUN "%d -x RINGSHARD_LOG=info \"$RS\" bucket --quiet -j 3 --producers %d --key bill_id --nodes 7 "
-                      "--memory 4G -o r p1.csv big.rs.gz g1.csv.gz empty.csv small.csv 2> log && "
+                      "--memory 4G -o r p1.csv big.rs.gz g1.csv.gz --allow-empty empty.csv small.csv 2> log && "
                       "test $(grep -c '^ringshard: info: lanes: ' log) = %d && grep -q '^ringshard: info: lanes: %d (' log && "
                       SAME("ref", "r") " && rm -r r",
                R, P, R, P);
@@ -532,7 +534,7 @@ Test(mpi, lanes_under_ranks_identical)
             for (int P = 1; P <= 4; P++) {
                 int several = P > 1 && js[k] > 1;
                 OK(MPIRUN "%d -x RINGSHARD_LOG=info \"$RS\" bucket --quiet -j %d --producers %d --key bill_id "
-                          "--nodes 7 --memory 4G -o r p1.csv big.rs.gz g1.csv.gz empty.csv small.csv 2> log && "
+                          "--nodes 7 --memory 4G -o r p1.csv big.rs.gz g1.csv.gz --allow-empty empty.csv small.csv 2> log && "
                           "%s" SAME("ref", "r") " && rm -r r",
                    R, js[k], P, several ? "grep -q '^ringshard: info: lanes: [2-4] (' log && " : "");
             }

@@ -949,7 +949,7 @@ static int rank_lanes(rs_group *g, rs_pipeline_opts *local, const unit_list *sub
     return rc;
 }
 
-int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+static int run_lanes(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     rs_group world;
     rs_world_group(&world);
@@ -979,4 +979,12 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     free(nunits);
     free(sizes);
     return rc;
+}
+
+int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+{
+    /* the merged statistics: every rank decides alike on empty inputs */
+    if (run_lanes(o, res, err) != 0)
+        return -1;
+    return rs_pipeline_check_empty(o, res, err);
 }
