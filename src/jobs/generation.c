@@ -304,6 +304,7 @@ static const held *find_content(const held *h, size_t n, uint64_t size, const ch
 typedef struct {
     uint64_t hint, size;
     int mod32, hinted, summed;
+    int none;   /* summed, but it has no content sum (several gzip members or zstd frames) */
     char sum[RS_CHECKSUM_TEXT];
 } probe;
 
@@ -318,10 +319,12 @@ static int probe_sum(probe *p, const rs_pipeline_opts *po, const char *path, rs_
     uint64_t crc;
     if (p->summed)
         return 0;
-    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err) != 0)
+    int known = rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err);
+    if (known < 0)
         return -1;
     rs_checksum_text(crc, p->sum);
     p->summed = 1;
+    p->none = !known;
     return 0;
 }
 
@@ -344,6 +347,8 @@ static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, siz
         return 0;
     if (probe_sum(me, po, po->inputs[i], err) != 0)
         return -1;
+    if (me->none)
+        return 0;
     const held *w = dir ? find_content(h, n, me->size, me->sum) : NULL;
     if (w) {
         *was = *w;
@@ -356,7 +361,7 @@ static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, siz
             continue;
         if (probe_sum(q, po, po->inputs[j], err) != 0)
             return -1;
-        if (q->size == me->size && strcmp(q->sum, me->sum) == 0) {
+        if (!q->none && q->size == me->size && strcmp(q->sum, me->sum) == 0) {
             *was = (held){.path = po->inputs[j], .this_run = 1};
             return 1;
         }
