@@ -735,9 +735,9 @@ Test(append, what_cannot_take_an_append_is_refused_and_left_as_it_was)
 Test(append, empty_inputs_and_quarantine)
 {
     OK("\"$RS\" bucket --quiet " RING " -o D a.csv && : > empty.csv && head -n 1 a.csv > header_only.csv && "
-       "\"$RS\" bucket --quiet --append -o D empty.csv header_only.csv && \"$RS\" verify --quiet D && "
+       "\"$RS\" bucket --quiet --append -o D --allow-empty empty.csv header_only.csv && \"$RS\" verify --quiet D && "
        "\"$RS\" bucket --quiet " RING " -o R a.csv && same_rows D R && snap D raw > s1 && "
-       "\"$RS\" bucket --quiet --append -o D empty.csv header_only.csv && snap D raw | cmp - s1");
+       "\"$RS\" bucket --quiet --append -o D --allow-empty empty.csv header_only.csv && snap D raw | cmp - s1");
     OK("{ head -n 1 a.csv; sed -n 2,20p c.csv | tr -d '\\r'; printf 'bad\"quote,1,2,3,4,5,6\\n'; "
        "sed -n 21,40p c.csv | tr -d '\\r'; } > bad.csv && "
        "\"$RS\" bucket --quiet --append --on-bad-row quarantine=q.tsv -o D bad.csv && "
@@ -750,14 +750,14 @@ Test(append, empty_inputs_and_quarantine)
      * input's header line for a row): one made by bucket refuses appends;
      * --append does not make one from nothing, and its first append with
      * data makes it; without a header it takes them */
-    OK("\"$RS\" bucket --quiet " RING " -o E empty.csv && snap E raw > e1 && \"$RS\" verify --quiet E");
+    OK("\"$RS\" bucket --quiet " RING " --allow-empty -o E empty.csv && snap E raw > e1 && \"$RS\" verify --quiet E");
     OK_SAYING("E2 not created: its inputs hold no header line and no row",
-              "\"$RS\" bucket --append " RING " -o E2 empty.csv && test ! -e E2");
+              "\"$RS\" bucket --append " RING " --allow-empty -o E2 empty.csv && test ! -e E2");
     expect_fail(64, "E/manifest.json: DIR has no header line yet (its inputs were empty)",
                 "\"$RS\" bucket --append -o E b.csv.gz");
-    OK("\"$RS\" bucket --quiet --append " RING " -o E2 empty.csv b.csv.gz && \"$RS\" bucket --quiet " RING " -o R3 b.csv.gz && "
+    OK("\"$RS\" bucket --quiet --append " RING " --allow-empty -o E2 empty.csv b.csv.gz && \"$RS\" bucket --quiet " RING " -o R3 b.csv.gz && "
        "same_rows E2 R3 && \"$RS\" verify --quiet E2");
-    OK("snap E raw | cmp - e1 && \"$RS\" bucket --quiet --no-header --nodes 3 -o EN empty.csv && "
+    OK("snap E raw | cmp - e1 && \"$RS\" bucket --quiet --no-header --nodes 3 --allow-empty -o EN empty.csv && "
        "sed 1d a.csv > a_body.csv && \"$RS\" bucket --quiet --append -o EN a_body.csv && "
        "\"$RS\" bucket --quiet --no-header --nodes 3 -o RN a_body.csv && same_rows EN RN");
 }

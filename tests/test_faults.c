@@ -123,11 +123,11 @@ Test(faults, gzip_empty_inputs_contribute_nothing)
     make_good_csv();
     res r = sh(": > empty.csv && : > empty.dat && gzip -c < /dev/null > member.gz && "
                "\"$RS\" bucket --quiet --nodes 3 -o ref good.csv && "
-               "\"$RS\" bucket --quiet --nodes 3 -o out empty.dat good.csv empty.csv member.gz && "
+               "\"$RS\" bucket --quiet --nodes 3 --allow-empty -o out empty.dat good.csv empty.csv member.gz && "
                "diff -r -x manifest.json ref out && "
                "python3 -c \"import json; m=json.load(open('out/manifest.json'))\n"
                "print([(i['path'], i['rows'], i['bytes']) for i in m['inputs']], m['totals']['rows'])\" && "
-               "\"$RS\" bucket --quiet --nodes 3 -o alone empty.csv && " PY_TOTALS, "alone");
+               "\"$RS\" bucket --quiet --nodes 3 --allow-empty -o alone empty.csv && " PY_TOTALS, "alone");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out, "[('empty.dat', 0, 0), ('good.csv', 20000, 277780), ('empty.csv', 0, 0), "
                             "('member.gz', 0, 0)] 20000\n0 0 3\n", "%s", r.out);
@@ -610,8 +610,8 @@ Test(faults, empty_inputs_give_valid_gzip_files)
 {
     char *out, *err;
     int rc = runf(&out, &err,
-                  "cd %s && : > empty.csv && \"$RS\" bucket --quiet --nodes 3 -o out empty.csv && gzip -t out/*.csv.gz && "
-                  "\"$RS\" dedup --quiet --nodes 3 -o dd empty.csv && gzip -t dd/*.csv.gz && "
+                  "cd %s && : > empty.csv && \"$RS\" bucket --quiet --allow-empty --nodes 3 -o out empty.csv && gzip -t out/*.csv.gz && "
+                  "\"$RS\" dedup --quiet --allow-empty --nodes 3 -o dd empty.csv && gzip -t dd/*.csv.gz && "
                   "cat out/*.csv.gz dd/*.csv.gz | gzip -dc | wc -c",
                   test_dir);
     cr_assert_eq(rc, 0, "%s %s", out, err);

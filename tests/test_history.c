@@ -220,7 +220,7 @@ Test(history, histories_without_key_indexes_are_indexed_once)
                  "this once)", dirs[i].files, dirs[i].files);
         cmd_result r = expect(0, note, "rm -rf X && %s && " CHECK "total X && \"$RS\" dedup --append -o X b.csv.gz",
                               dirs[i].make);
-        snprintf(reread, sizeof reread, "MB of data), %ld rows re-read to build %d missing key indexes\n", atol(r.out),
+        snprintf(reread, sizeof reread, "B of data), %ld rows re-read to build %d missing key indexes\n", atol(r.out),
                  dirs[i].files);
         cr_assert(atol(r.out) > 2000 && strstr(r.err, reread), "'%s' not in:\n%s", reread, r.err);
         cmd_result_free(&r);
@@ -394,7 +394,7 @@ Test(history, ingested_empty_and_all_duplicate_inputs)
                          "test -d D/g00000003 && " CHECK "rows D first 1 dedup:a.csv dedup:b.csv.gz dedup:c.csv "
                          "--dups dups"));
     CHECKED(counts_agree("head -n 1 a.csv > header.csv && : > empty.csv && \"$RS\" dedup --append -o D --duplicates "
-                         "dups header.csv empty.csv && test \"$(ls D/g00000004)\" = manifest.json && "
+                         "dups --allow-empty header.csv empty.csv && test \"$(ls D/g00000004)\" = manifest.json && "
                          "\"$RS\" verify --quiet D && test ! -s dups && " CHECK "rows D first 1 dedup:a.csv "
                          "dedup:b.csv.gz dedup:c.csv dedup:header.csv+empty.csv --dups dups"));
     CHECKED(counts_agree("{ \"$RS\" dedup --append --on-seen again -o D --duplicates /dev/stdout a.csv; "

@@ -30,7 +30,7 @@ TestSuite(lanes, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 9
 /* Units of about 1 MB (ringshard's own file is cut into several), and
  * --memory enough for 4 lanes of the 64 MiB batches that --memory gives
  * from about 1 GiB up (a lane holds 8 batches, see lanes.c). */
-#define RUN "RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --key bill_id --nodes 7 --memory 4G "
+#define RUN "RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --allow-empty --key bill_id --nodes 7 --memory 4G "
 
 /* The mix: small plain files, gzip files (one unit each) and one file of
  * ringshard's gzip members (120,000 rows: several units); a header-only
@@ -45,7 +45,7 @@ static void make_mix(void)
        "head -n 1 p1.csv > hdr.csv && : > empty.csv");
 }
 
-#define MIX "p1.csv g1.csv.gz own.gz hdr.csv p2.csv empty.csv g2.csv.gz"
+#define MIX "--allow-empty p1.csv g1.csv.gz own.gz hdr.csv p2.csv empty.csv g2.csv.gz"
 
 /* Asserts that the run whose stderr is in file `log` had `lanes` lanes. */
 #define LANES_RAN(log, lanes) "grep -q '^ringshard: info: lanes: " lanes " (' " log
@@ -145,7 +145,7 @@ Test(lanes, interrupt_during_the_piece_copy_publishes_nothing)
         "kill -INT $p; kill -CONT $p; wait $p; echo rc=$?; cat err; "
         "ls -A | grep -c -e 'ringshard-tmp' -e lane || true");
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
-    cr_assert_str_eq(r.out, "pieces\nrc=130\nringshard bucket: interrupted\n0\n", "%s", r.err);
+    cr_assert_str_eq(r.out, "pieces\nrc=130\nringshard bucket: stopping (interrupted)...\nringshard bucket: interrupted\n0\n", "%s", r.err);
     cmd_result_free(&r);
     OK(SAME("before", "out"));
 }

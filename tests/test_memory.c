@@ -253,7 +253,9 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
                   e);
         cr_assert(i == 2 || strstr(e, m.out), "%s: '%s' not in: %s", args, m.out, e);
         const char *h = strstr(e, "history: ");
-        cr_assert(h && sscanf(h, "history: %lf MB of key index read", &read[i]) == 1, "%s", e);
+        char unit[4];
+        cr_assert(h && sscanf(h, "history: %lf %3s of key index read", &read[i], unit) == 2, "%s", e);
+        read[i] *= !strcmp(unit, "GB") ? 1e3 : !strcmp(unit, "MB") ? 1 : !strcmp(unit, "kB") ? 1e-3 : 1e-6;
         free(e);
     }
     cmd_result_free(&m);

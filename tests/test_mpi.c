@@ -36,7 +36,9 @@ static void make_inputs(void)
        "cp " DATA "bills_a.csv.gz " DATA "bills_b.csv.gz " DATA "bills_c.csv .");
 }
 
-#define INPUTS "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz empty.csv tiny2.csv.gz bills_a.csv.gz bills_c.csv"
+#define INPUT_FILES "tiny1.csv big.csv.gz header_only.csv bills_b.csv.gz empty.csv tiny2.csv.gz bills_a.csv.gz bills_c.csv"
+/* the empty ones pass by --allow-empty */
+#define INPUTS "--allow-empty " INPUT_FILES
 
 /* diff -r of two output directories, the manifests compared without their
  * wall times. */
@@ -417,6 +419,30 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
     }
 }
 
+/* A bucket directory whose chain is damaged (its middle generation
+ * removed) under mpirun: every rank sees the damage, the readers (plan
+ * --from-buckets --emit, dedup --buckets) and an append refuse it with
+ * exit 2 naming it, nothing is emitted and D is left byte for byte as it
+ * was (tests/test_chain.c has every damage against every command). */
+Test(mpi, ranks_refuse_a_damaged_chain)
+{
+    OK("{ echo id,v; i=0; while [ $i -lt 900 ]; do echo a$i,x$i; i=$((i+1)); done; } > a.csv && "
+       "for g in 2 3 4; do { echo id,v; i=0; while [ $i -lt 300 ]; do echo g$g$i,y$i; i=$((i+1)); done; } > g$g.csv; done && "
+       "\"$RS\" bucket --quiet --key id --nodes 8 -o D a.csv && for g in 2 3 4; do "
+       "\"$RS\" bucket --quiet --append -o D g$g.csv || exit 1; done && rm -rf D/g00000003 && "
+       "find D -type f | sort | xargs cksum > before.sum");
+    const char *const cmds[] = {"plan --quiet --from-buckets D --add 1 --emit M", "dedup --quiet --buckets D -o M",
+                                "bucket --quiet -j 1 --append -o D g2.csv"};
+    for (size_t k = 0; k < sizeof cmds / sizeof cmds[0]; k++) {
+        res r = sh(MPIRUN "2 \"$RS\" %s", cmds[k]);
+        cr_assert_eq(r.rc, 2, "%s: exit %d\n%s", cmds[k], r.rc, r.err);
+        cr_assert(strstr(r.err, "D/g00000003: missing: generation 3 of the chain"), "%s: %s", cmds[k], r.err);
+        res_free(&r);
+        OK("! test -e M && find D -type f | sort | xargs cksum > after.sum && cmp before.sum after.sum && "
+           "! ls -d D.ringshard-* 2>/dev/null");
+    }
+}
+
 /* --files-from under mpirun: rank 0 reads the list - a
  * file, or standard input, which mpirun gives to rank 0 alone - and sends it
  * to the other ranks, so every rank divides the same inputs: the output is
@@ -425,7 +451,7 @@ Test(mpi, ranks_that_read_two_generations_fail_the_run)
 Test(mpi, files_from_lists_read_by_rank_0)
 {
     make_inputs();
-    OK("printf '%%s\\n' " INPUTS " > list && printf 'tiny1.csv\\nnope.csv\\n' > bad.lst");
+    OK("printf '%%s\\n' " INPUT_FILES " > list && printf 'tiny1.csv\\nnope.csv\\n' > bad.lst");
     OK("\"$RS\" bucket --quiet --key bill_id --memory 32M -o ref " INPUTS);
     for (int R = 2; R <= 3; R++) {
         OK(MPIRUN "%d \"$RS\" bucket --quiet -j 1 --key bill_id --memory 32M -o f%d --files-from list && "
@@ -491,11 +517,11 @@ Test(mpi, lanes_under_ranks_identical)
     OK(GEN " --rows 9000 --seed 14 -o g1.csv 2>/dev/null && gzip -1 g1.csv && "
        GEN " --rows 4000 --seed 15 -o p1.csv 2>/dev/null && : > empty.csv && "
        "\"$RS\" bucket --quiet --key bill_id --nodes 7 --memory 4G --producers 1 -o ref p1.csv big.rs.gz g1.csv.gz "
-       "empty.csv small.csv");
+       "--allow-empty empty.csv small.csv");
     for (int R = 1; R <= 3; R++)
         for (int P = 1; P <= 3; P++)
             OK(MPIRUN "%d -x RINGSHARD_LOG=info \"$RS\" bucket --quiet -j 3 --producers %d --key bill_id --nodes 7 "
-                      "--memory 4G -o r p1.csv big.rs.gz g1.csv.gz empty.csv small.csv 2> log && "
+                      "--memory 4G -o r p1.csv big.rs.gz g1.csv.gz --allow-empty empty.csv small.csv 2> log && "
                       "test $(grep -c '^ringshard: info: lanes: ' log) = %d && grep -q '^ringshard: info: lanes: %d (' log && "
                       SAME("ref", "r") " && rm -r r",
                R, P, R, P);
@@ -508,7 +534,7 @@ Test(mpi, lanes_under_ranks_identical)
             for (int P = 1; P <= 4; P++) {
                 int several = P > 1 && js[k] > 1;
                 OK(MPIRUN "%d -x RINGSHARD_LOG=info \"$RS\" bucket --quiet -j %d --producers %d --key bill_id "
-                          "--nodes 7 --memory 4G -o r p1.csv big.rs.gz g1.csv.gz empty.csv small.csv 2> log && "
+                          "--nodes 7 --memory 4G -o r p1.csv big.rs.gz g1.csv.gz --allow-empty empty.csv small.csv 2> log && "
                           "%s" SAME("ref", "r") " && rm -r r",
                    R, js[k], P, several ? "grep -q '^ringshard: info: lanes: [2-4] (' log && " : "");
             }
@@ -518,7 +544,8 @@ Test(mpi, lanes_under_ranks_identical)
  * plan --from-buckets --emit and dedup --buckets under 1-3 ranks give one
  * process's bytes, reading every generation; and `bucket --append` itself
  * under 1-3 ranks (two generations with --commit-every 1) adds the bytes
- * one process adds, manifests included but their wall times. */
+ * one process adds, manifests included but their wall times (tiny1.csv.gz
+ * holds the content of the base's tiny1.csv: --on-seen again ingests it). */
 Test(mpi, multi_generation_directory_identical_for_1_to_3_ranks)
 {
     make_inputs();
@@ -534,14 +561,14 @@ Test(mpi, multi_generation_directory_identical_for_1_to_3_ranks)
     "grep -v -e '\"seconds\"' -e '\"previous\"' " a "/$m > m1 && grep -v -e '\"seconds\"' -e '\"previous\"' " b "/$m " \
     "> m2 && cmp m1 m2 || exit 1; done"
     OK("gzip -c tiny1.csv > tiny1.csv.gz && rm -rf A && cp -a D A && "
-       "\"$RS\" bucket --quiet --append --commit-every 1 --memory 32M -o A bills_c.csv tiny1.csv.gz && "
+       "\"$RS\" bucket --quiet --append --on-seen again --commit-every 1 --memory 32M -o A bills_c.csv tiny1.csv.gz && "
        "test -d A/g00000005 && \"$RS\" verify --quiet A");
     for (int R = 1; R <= 3; R++) {
         OK(MPIRUN "%d \"$RS\" plan --quiet -j 1 --from-buckets D --add 2 --emit p%d > p%d.txt && " SAME("pref", "p%d")
                " && cmp pref.txt p%d.txt",
            R, R, R, R, R, R, R, R);
         OK(MPIRUN "%d \"$RS\" dedup --quiet -j 1 --buckets D -o d%d && " SAME("dref", "d%d"), R, R, R, R, R, R);
-        OK("rm -rf B && cp -a D B && " MPIRUN "%d \"$RS\" bucket --quiet -j 1 --append --commit-every 1 --memory 32M "
+        OK("rm -rf B && cp -a D B && " MPIRUN "%d \"$RS\" bucket --quiet -j 1 --append --on-seen again --commit-every 1 --memory 32M "
            "-o B bills_c.csv tiny1.csv.gz && " SAME_GENS("A", "B") " && \"$RS\" verify --quiet B && rm -r B",
            R);
     }

@@ -17,7 +17,7 @@
 # Masked before comparing (in stdout, stderr and JSON/TSV/SVG/HTML files
 # only; data files are compared raw):
 #   - times: "seconds" in manifests and plan JSON, "N.NN s" and
-#     "N.NN M rows/s" in summaries (the wall clock differs from run to run);
+#     speeds ("1.25 M rows/s", "352 k rows/s") in summaries (the wall clock differs from run to run);
 #   - the binary's path (each run names its own binary);
 #   - temporary names, ".ringshard-tmp.<pid>.<hex>" (the pid differs).
 # Nothing else is masked: node names, counts, CRCs, fingerprints and file
@@ -298,7 +298,7 @@ mask() {  # FILE BIN: the masked text on stdout
     sed -E -e "s#$2#BIN#g" \
         -e 's/"seconds": *[0-9.eE+-]+/"seconds": T/g' \
         -e 's/[0-9]+\.[0-9]+ s\b/T s/g' \
-        -e 's/[0-9]+\.[0-9]+ M rows\/s/R M rows\/s/g' \
+        -e 's/[0-9]+(\.[0-9]+)? ([kMG] )?rows\/s/R rows\/s/g' \
         -e 's/\.ringshard-tmp\.[0-9]+\.[0-9a-f]+/.ringshard-tmp.PID.HEX/g' "$1"
 }
 

@@ -25,7 +25,24 @@
  *
  * What was read is then checked against the manifests
  * (rs_bucketdir_check_file): a reader trusts no file that differs from
- * what its manifest says of it. */
+ * what its manifest says of it.
+ *
+ * The chain. Before it reads a manifest, the open lists DIR (one readdir
+ * of the descriptor): the g<N> directories listed are the generations it
+ * reads, so that one an append publishes after the listing is not seen,
+ * and one missing from the middle is a damage, not the chain's end. Every
+ * damage is recorded (rs_bucketdir_damage): a generation missing between
+ * two listed ones, a g<N> at or below the base's generation, a manifest
+ * missing, unreadable, of another kind, or unlike the base, a directory
+ * renamed (its manifest says a generation no other one holds: read as that
+ * generation, from where it is) or a copy (another holds it: not read), a
+ * "previous" digest that is not its predecessor's, and a file or key index
+ * that a manifest lists but that is missing or of another size on disk
+ * (one fstatat each). Entries of DIR (and of its generations) that no
+ * manifest names are strays, listed apart: no row is missing for them.
+ * A damaged directory is refused by rs_bucketdir_open (readers, and writers
+ * that would build on it); verify and repair open it with
+ * RS_BUCKETDIR_TOLERANT to see every damage. */
 #ifndef RINGSHARD_BUCKETDIR_H
 #define RINGSHARD_BUCKETDIR_H
 
@@ -65,7 +82,39 @@ typedef struct {
     const char **names;     /* [nfiles] names under fd ("0.csv.gz", "g00000002/0.csv.gz") */
     uint64_t rows, bytes, rejected;  /* totals over every generation */
     uint64_t last_gen;      /* the newest generation read (the base's when none) */
+    /* The chain's check (see above) */
+    size_t ndamage;
+    struct rs_bucketdir_damage *damage;  /* [ndamage] in the order of the generations */
+    size_t nstray;
+    char **stray;           /* [nstray] names under fd that no manifest names ("x.txt", "g00000002/y") */
+    size_t nlisted;
+    uint64_t *listed;       /* [nlisted] the generations g<N> listed after the base's, ascending */
+    uint8_t *gen_broken;    /* [ngens] 1: a file or key index of it is missing or of another size */
+    uint64_t *gen_dir;      /* [ngens] the g<N> each was read from: its own number, but for a directory
+                               renamed within a gap (rs_bucketdir_gen_dir) */
 } rs_bucketdir;
+
+/* One damage of a directory's chain of generations. */
+typedef struct rs_bucketdir_damage {
+    char *msg;              /* "DIR/g00000003: missing (...)": what, naming the file */
+    uint64_t gen;           /* the generation it concerns */
+    uint8_t file;           /* a file or key index of a readable generation (verify names those itself):
+                               1 missing or not a regular file, 2 of another size */
+    uint8_t dropped;        /* 1: the generation's manifest cannot be used: none of its rows is read */
+    uint64_t ngens;         /* the generations it stands for (a run of missing ones: more than 1) */
+} rs_bucketdir_damage;
+
+/* The name of the directory generation gen of bd was read from, into
+ * out[16] (rs_gen_dir_name of gen when bd did not read it). */
+void rs_bucketdir_gen_dir(const rs_bucketdir *bd, uint64_t gen, char out[16]);
+
+/* rs_bucketdir_open_flags's flags. TOLERANT: a damaged chain does not fail
+ * the open; bd holds every damage and reads what can be read: the base and
+ * every generation whose manifest reads and agrees with the base (after a
+ * gap too, a renamed one in its generation's place). INTACT (with TOLERANT): of those, only the generations whose
+ * files and key indexes all match their manifests. */
+#define RS_BUCKETDIR_TOLERANT 1
+#define RS_BUCKETDIR_INTACT 2
 
 /* Opens the directory dir and reads its manifests through the descriptor.
  * Errors: dir cannot be opened or is not a directory (RS_EXIT_IO), a
@@ -80,6 +129,22 @@ int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err);
  * every one): what another reader of the same state found (MPI ranks, see
  * cluster.h). A generation up to upto that is missing is an error. */
 int rs_bucketdir_open_upto(rs_bucketdir *bd, const char *dir, uint64_t upto, rs_error *err);
+
+/* rs_bucketdir_open_upto with flags (RS_BUCKETDIR_*). Without TOLERANT a
+ * damaged chain fails the open: RS_EXIT_DATA naming the first damage (and
+ * how many more), or RS_EXIT_VERIFY when every damage is a file of a
+ * readable generation (missing, or of another size: what a reader reports
+ * as a file that does not match its manifest); when DIR was replaced
+ * meanwhile, RS_EXIT_IO saying so instead. A file of another size alone
+ * does not fail it: a reader's own check (rs_bucketdir_check_file) names
+ * what differs in it, with RS_EXIT_VERIFY; writers refuse it
+ * (rs_bucketdir_refuse_damage). Strays never fail it. */
+int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, int flags, rs_error *err);
+
+/* A writer (what: "compact", "--append", ...) refuses a damaged bd: 0 when
+ * bd has no damage, else -1 with err RS_EXIT_DATA naming the first damage,
+ * how many there are and what the user can do (verify, repair). */
+int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_error *err);
 
 /* Closes the descriptor and frees everything bd holds (a zeroed or closed
  * bd is fine). */

@@ -16,7 +16,8 @@
     X(VERIFY, 3, "differences found by verify, plan --from-buckets, dedup --buckets, --strict") \
     X(USAGE, 64, "bad command line: unknown option, bad value, missing argument") \
     X(EXISTS, 73, "the output exists (no --force) or is not ringshard's (no --force-any)") \
-    X(INTERRUPTED, 130, "interrupted by SIGINT, SIGTERM or SIGHUP; nothing published")
+    X(INTERRUPTED, 130, "interrupted by SIGINT, SIGTERM or SIGHUP; nothing published") \
+    X(PIPE, 141, "standard output closed by its reader (| head): quiet, as if killed by SIGPIPE")
 
 enum {
 #define RS_EXIT_ENUM(name, code, help) RS_EXIT_##name = code,

@@ -23,6 +23,16 @@ int rs_interrupt_fd(void);
 /* Raises the flag. Async-signal-safe; it stays raised. */
 void rs_interrupt_raise(void);
 
+/* The line (with its newline) that rs_interrupt_signal writes to stderr
+ * when the first signal comes: the user sees at once that the stop is
+ * under way, before the cleanup. Copied (at most 255 bytes); NULL or ""
+ * for none. Call it before the handlers are installed. */
+void rs_interrupt_set_notice(const char *line);
+
+/* rs_interrupt_raise for a signal handler: the first call also writes the
+ * notice with write(2). Async-signal-safe. */
+void rs_interrupt_signal(void);
+
 /* 1 once the flag is raised, else 0. Safe from any thread. */
 int rs_interrupt_pending(void);
 

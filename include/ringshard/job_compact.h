@@ -6,7 +6,9 @@
 #define RINGSHARD_JOB_COMPACT_H
 
 #include <stdint.h>
+#include "ringshard/bucketdir.h"
 #include "ringshard/error.h"
+#include "ringshard/outdir.h"
 
 typedef struct {
     const char *dir;          /* the bucket directory */
@@ -38,5 +40,15 @@ typedef struct {
  * manifest that cannot be read), RS_EXIT_USAGE (not a bucket directory),
  * RS_EXIT_VERIFY, RS_EXIT_INTERRUPTED; nothing is replaced then. */
 int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, rs_error *err);
+
+/* The compacted form of the generations bd holds (its base and bd->gens,
+ * whatever their numbers: repair passes those it keeps) written into od's
+ * temporary directory: each node's files merged, their key indexes when
+ * every file has one, the manifest (generation: the last one of bd; the
+ * inputs of the generations held). Adds r->file_bytes, sets
+ * r->files_after. 0, or -1 with err (RS_EXIT_IO, RS_EXIT_VERIFY for a file
+ * whose size is not its manifest's, RS_EXIT_INTERRUPTED); od is the
+ * caller's to commit or abort. */
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, rs_compact_job_result *r, rs_error *err);
 
 #endif

@@ -33,6 +33,7 @@ typedef struct {
     double end_time;
     uint64_t inputs;           /* inputs (files, or a directory's files) read */
     uint64_t inputs_skipped;   /* inputs skipped as already ingested (appends) */
+    uint64_t empty_inputs;     /* inputs without rows that --allow-empty let pass */
     uint64_t rows_read, bytes_read;        /* data rows and bytes (row + LF) read, rejected rows excluded */
     uint64_t rows_written, bytes_written;  /* data rows and bytes written to the output */
     uint64_t rows_rejected;    /* malformed rows skipped or quarantined (--on-bad-row) */

@@ -105,6 +105,17 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err);
  * all but the last, "published" after the last. */
 int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err);
 
+/* Publishes od as final and keeps the previous final whole at aside (a
+ * path that must not exist): fsyncs the temporary's tree, renames final to
+ * aside, then the temporary to final (both RENAME_NOREPLACE), then fsyncs
+ * the parent. Killed between the two renames, final is missing and aside
+ * holds the previous directory as it was; a failure of the second rename
+ * puts it back. A stop signal raised before the first rename publishes
+ * nothing (RS_EXIT_INTERRUPTED). Test pause points: "publish" before the
+ * renames, "aside" between them, "published" after. *od is released
+ * either way. (repair: the damaged directory is kept for inspection.) */
+int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err);
+
 /* Takes the writer lock of the directory dir: an exclusive flock(2) on the
  * directory itself, held by a run that appends to it or replaces it
  * (--force, compact) until it is done, so that two such runs take turns

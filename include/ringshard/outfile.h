@@ -33,6 +33,11 @@ int rs_outfile_in_place(const char *path);
  * 0, or -1 with err (RS_EXIT_IO, "<path>: cannot create: <reason>"). */
 int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err);
 
+/* A stream on of->tmp for writing: appended to when in place, and
+ * "/dev/stdout" as a copy of descriptor 1 (a socket, such as a service's
+ * journal, cannot be opened by that name). NULL with errno. */
+FILE *rs_outfile_stream(const rs_outfile *of);
+
 /* rs_outfile_reserve, then opens the temporary for writing: the stream,
  * or NULL with err. */
 FILE *rs_outfile_open(rs_outfile *of, const char *path, rs_error *err);

@@ -88,6 +88,12 @@ typedef struct {
     int progress;                /* 1: progress line on stderr (caller checks isatty) */
     const char *progress_label;  /* NULL, or what the progress line starts with
                                     ("generation 5 (2/4)": an append) */
+    /* inputs without a row (rs_pipeline_empty_input): 0, not checked (the
+     * jobs' own reads: segments, verify); RS_EMPTY_REFUSE, the run fails
+     * (RS_EXIT_DATA naming the first) before anything is published, as a
+     * broken upstream export must not pass for a quiet day;
+     * RS_EMPTY_ALLOW, counted only (--allow-empty) */
+    int empty_inputs;
     rs_bad_row_policy bad_rows;
     const char *quarantine;      /* with RS_BAD_ROW_QUARANTINE: file for rejected rows (created or
                                   * truncated; appended to when rs_outfile_in_place says so) */
@@ -274,6 +280,29 @@ int rs_pipeline_header_bytes(const rs_pipeline_opts *o, const char *line, size_t
 
 /* Frees what rs_pipeline_run allocated in res. */
 void rs_pipeline_result_free(rs_pipeline_result *res);
+
+enum { RS_EMPTY_UNCHECKED = 0, RS_EMPTY_REFUSE, RS_EMPTY_ALLOW };
+
+/* Whether input i of a finished run counts as empty: it gave no row (none
+ * read, none rejected) and is 0 bytes (a regular file; nothing on a pipe),
+ * or held no header line either (nothing once decompressed: a gzip of
+ * nothing; with one input only, as the run's header tells), or o->key
+ * names a key column by name (a header-only export). A header-only input
+ * read by column numbers alone passes. 1 or 0. */
+int rs_pipeline_empty_input(const rs_pipeline_opts *o, const rs_pipeline_result *res, size_t i);
+
+/* How many inputs of a finished run are empty (rs_pipeline_empty_input). */
+size_t rs_pipeline_empty_inputs(const rs_pipeline_opts *o, const rs_pipeline_result *res);
+
+/* How many inputs without rows RS_EMPTY_ALLOW let pass so far in this
+ * process (rs_pipeline_check_empty counts them), *first the first one's
+ * name ("" when none). */
+size_t rs_pipeline_allowed_empty(const char **first);
+
+/* With o->empty_inputs RS_EMPTY_ALLOW: counts the empty inputs
+ * (rs_pipeline_allowed_empty), 0. With RS_EMPTY_REFUSE: -1 with err (RS_EXIT_DATA, "FILE:
+ * empty input (0 bytes): ...") at the first empty input; else 0. */
+int rs_pipeline_check_empty(const rs_pipeline_opts *o, const rs_pipeline_result *res, rs_error *err);
 
 /* Asks a running pipeline to stop (async-signal-safe): the batch in
  * progress is abandoned (its remaining parse groups and outputs are

@@ -15,6 +15,20 @@ double rs_now(void);
  * first). */
 int rs_copy_into(int fd_in, uint64_t from, uint64_t len, int fd_out, uint64_t off);
 
+/* The largest that rs_human_bytes and rs_human_rate write, with the NUL. */
+#define RS_HUMAN_MAX 48
+
+/* n bytes for a summary, in decimal units with one decimal: "532 B",
+ * "19.3 MB", "10.3 GB", "1.2 TB" (the largest unit that keeps the number
+ * under 1000). Writes into buf (cap bytes, RS_HUMAN_MAX suffice) and
+ * returns it. */
+const char *rs_human_bytes(double n, char *buf, size_t cap);
+
+/* A speed for a summary, three significant digits with k, M or G:
+ * "85.0 rows/s", "352 k rows/s", "1.25 M rows/s" (what: "rows"). Into buf,
+ * returned. */
+const char *rs_human_rate(double per_second, const char *what, char *buf, size_t cap);
+
 /* Frees list[0..n) and list itself; list may be NULL. */
 void rs_free_strings(char **list, size_t n);
 

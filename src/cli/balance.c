@@ -30,8 +30,8 @@ int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_erro
             return rs_error_set(err, RS_EXIT_USAGE, "--capacity-factor: '%s' is not a number >= 1", arg);
         return 1;
     case RS_OPT_TSV: bo->tsv = 1; return 1;
-    case RS_OPT_SVG: bo->svg = arg; return 1;
-    case RS_OPT_HTML: bo->html = arg; return 1;
+    case RS_OPT_SVG: bo->svg = arg; return rs_cli_stdout_file("--svg", &bo->svg, err) == 0 ? 1 : -1;
+    case RS_OPT_HTML: bo->html = arg; return rs_cli_stdout_file("--html", &bo->html, err) == 0 ? 1 : -1;
     default: return 0;
     }
 }

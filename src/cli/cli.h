@@ -17,7 +17,7 @@ enum {
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
-    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS,
+    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS, RS_OPT_ALLOW_EMPTY,
     /* output options (rs_cli_output_option) */
     RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL, RS_OPT_DIRECT_IO,
     /* balance options (rs_cli_balance_option) */
@@ -43,7 +43,8 @@ enum {
     {"quiet", no_argument, 0, RS_OPT_QUIET},                               \
     {"files-from", required_argument, 0, RS_OPT_FILES_FROM},               \
     {"null", no_argument, 0, RS_OPT_NULL},                                 \
-    {"producers", required_argument, 0, RS_OPT_PRODUCERS}
+    {"producers", required_argument, 0, RS_OPT_PRODUCERS},                 \
+    {"allow-empty", no_argument, 0, RS_OPT_ALLOW_EMPTY}
 
 #define RS_OUTPUT_LONGOPTS                                                 \
     {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
@@ -117,7 +118,28 @@ int rs_cli_uint(const char *what, const char *arg, unsigned long long min, unsig
  * "MB" forms accepted the same). */
 int rs_cli_size(const char *what, const char *arg, unsigned long long *out, rs_error *err);
 
-/* Prints err as "ringshard: <cmd>: <msg>" and returns its exit code. */
+/* getopt_long for command cmd, quietly (opterr = 0): an unknown option, a
+ * missing or unwanted argument is said once as "ringshard CMD: ..." with
+ * the nearest long options by edit distance ("did you mean '--key'?") and
+ * returns RS_CLI_GETOPT_BAD; --version prints the version and returns
+ * RS_CLI_GETOPT_VERSION. Other returns as getopt_long's. The command's
+ * `default:` branch returns rs_cli_getopt_exit(c) (cli/args.c). */
+int rs_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
+enum { RS_CLI_GETOPT_BAD = -2, RS_CLI_GETOPT_VERSION = -3 };
+
+/* The exit code for rs_cli_getopt's RS_CLI_GETOPT_* code: 0 after
+ * --version, else RS_EXIT_USAGE (the message is out already). */
+int rs_cli_getopt_exit(int code);
+
+/* Edit distance (insert, delete, substitute, swap neighbours: 1 each). */
+size_t rs_cli_edit_distance(const char *a, const char *b);
+
+/* 1 if typed is likely a misspelling of name (at most 2 edits, and at
+ * most a third of the longer one's length beyond 1), with the distance in
+ * *dist; else 0. */
+int rs_cli_similar(const char *typed, const char *name, size_t *dist);
+
+/* Prints err as "ringshard <cmd>: <msg>" and returns its exit code. */
 int rs_cli_fail(const char *cmd, const rs_error *err);
 
 /* Reports an unknown option / missing argument from getopt and returns
@@ -186,7 +208,9 @@ int rs_cli_files_from_given(void);
 int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
                              rs_error *err);
 
-/* Takes argv[first..argc) as the inputs (then the --files-from lists'), decides on the progress line
+/* Takes argv[first..argc) as the inputs (then the --files-from lists'),
+ * sets inputs without rows to be refused unless --allow-empty was given
+ * (first > 0: the user's inputs, not a stand-in), decides on the progress line
  * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
  * handlers (they stop the pipeline within the batch in progress) and ignores SIGXFSZ.
  * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs, or
@@ -224,6 +248,22 @@ int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const 
  * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
+/* "-" as the FILE of an output option (option: "--json", as messages
+ * name it): *path becomes "/dev/stdout" (written in place, not replaced)
+ * and the summaries that go to stdout go to stderr instead
+ * (rs_cli_summary). 0, or -1 with err (RS_EXIT_USAGE) when another option
+ * took standard output already. Nothing for a path other than "-". */
+int rs_cli_stdout_file(const char *option, const char **path, rs_error *err);
+
+/* rs_cli_stdout_file for each (option, &path) pair of the NULL-terminated
+ * list. 0, or -1 with err at the first conflict. */
+int rs_cli_stdout_files(rs_error *err, ...);
+
+/* Where a command prints its summary or report: stdout, or stderr when an
+ * output option writes its FILE to stdout ("-"), so that stdout carries
+ * only that data. */
+FILE *rs_cli_summary(void);
+
 /* Flushes standard output; a failed write anywhere before is an error
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);
@@ -247,6 +287,15 @@ int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *
 /* The run's metrics for the command to fill in (counts, phases), or NULL
  * when no --metrics was given (or on ranks other than 0). */
 rs_metrics *rs_cli_metrics(void);
+
+/* After the command (main): with --allow-empty, says on stderr (unless
+ * quiet) that inputs had no rows ("ringshard CMD: 1 input without rows,
+ * allowed by --allow-empty: t.csv") and counts them in the metrics'
+ * ringshard_empty_inputs. Nothing when there is none. */
+void rs_cli_empty_report(const char *cmd, int quiet);
+
+/* 1 once rs_cli_input_finish saw --quiet, else 0. */
+int rs_cli_quiet(void);
 
 /* Fills the metrics' inputs, rows, bytes and rejected rows read from a
  * pipeline's result, and the rows and bytes written from the same when
@@ -309,6 +358,7 @@ void rs_cli_install_signals(void);
     X(plan, 1, "plan a node-set change: what moves where, with or without data")        \
     X(verify, 0, "prove a bucket or move directory matches its manifest and ring")      \
     X(compact, 0, "merge a bucket directory's appended generations into one file per node") \
+    X(repair, 0, "rebuild a damaged bucket directory from its intact generations")     \
     X(cat, 0, "a bucket directory's rows of some nodes, across generations, as one CSV") \
     X(stats, 0, "per-node balance of data or a bucket directory, against theory")       \
     X(simulate, 0, "balance and movement of synthetic keys, vnode sweeps")

@@ -72,11 +72,13 @@ static void summary(uint32_t ndest, const rs_pipeline_result *res, const char *d
             mx = res->dest[d].rows;
     }
     double mean = ndest ? (double)res->rows / ndest : 0;
+    char size[RS_HUMAN_MAX], rate[RS_HUMAN_MAX];
     fprintf(stderr,
-            "ringshard bucket: %llu rows, %.1f MB into %u buckets in %s (%.2f s, %.2f M rows/s)\n"
+            "ringshard bucket: %llu rows, %s into %u buckets in %s (%.2f s, %s)\n"
             "  rows per bucket: min %llu, mean %.1f, max %llu, max/mean %.3f",
-            (unsigned long long)res->rows, res->bytes / 1e6, ndest, dir, res->seconds,
-            res->seconds > 0 ? res->rows / res->seconds / 1e6 : 0, (unsigned long long)mn, mean,
+            (unsigned long long)res->rows, rs_human_bytes((double)res->bytes, size, sizeof size), ndest, dir,
+            res->seconds, rs_human_rate(res->seconds > 0 ? res->rows / res->seconds : 0, "rows", rate, sizeof rate),
+            (unsigned long long)mn, mean,
             (unsigned long long)mx, mean > 0 ? mx / mean : 0);
     if (res->rejected)
         fprintf(stderr, "; rejected rows: %llu", (unsigned long long)res->rejected);
@@ -106,7 +108,7 @@ int rs_cmd_bucket(int argc, char **argv)
     rs_cli_append ap = {0};
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("bucket", argc, argv, "ho:j:", longopts)) != -1) {
         if ((r = rs_cli_append_option(&ap, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("bucket", &err);
@@ -147,7 +149,7 @@ int rs_cmd_bucket(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("bucket", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (!outdir)

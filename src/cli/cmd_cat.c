@@ -48,7 +48,7 @@ static int parse(int argc, char **argv, cat_args *a, rs_error *err)
     };
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("cat", argc, argv, "o:h", longopts)) != -1) {
         switch (c) {
         case OPT_ALL: a->all = 1; break;
         case 'o': a->output = optarg; break;
@@ -63,7 +63,7 @@ static int parse(int argc, char **argv, cat_args *a, rs_error *err)
             break;
         case OPT_QUIET: a->quiet = 1; break;
         case 'h': fputs(cat_help, stdout); return 1;
-        default: return rs_error_set(err, RS_EXIT_USAGE, "bad option");
+        default: return c == RS_CLI_GETOPT_VERSION ? 1 : -2;   /* said by rs_cli_getopt */
         }
     }
     if (!a->level_given)
@@ -91,8 +91,7 @@ int rs_cmd_cat(int argc, char **argv)
     if (p > 0)
         return 0;
     if (p < 0)
-        return err.code == RS_EXIT_USAGE && !strcmp(err.msg, "bad option") ? rs_cli_usage_error("cat", "bad option")
-                                                                           : rs_cli_fail("cat", &err);
+        return p == -2 ? RS_EXIT_USAGE : rs_cli_fail("cat", &err);
     rs_cli_install_signals();
     rs_outfile of = {0};
     int to_file = a.output && strcmp(a.output, "-") != 0;

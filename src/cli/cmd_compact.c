@@ -4,6 +4,7 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "ringshard/job_compact.h"
+#include "ringshard/util.h"
 #include "ringshard/metrics.h"
 
 static const char compact_help[] =
@@ -14,7 +15,10 @@ static const char compact_help[] =
     "concatenated byte for byte (gzip members and zstd frames concatenate),\n"
     "each segment's header line left out.\n"
     "DIR is rebuilt beside itself and replaced in one step, as --force does;\n"
-    "appends wait for it. A directory of one generation is left as it is.\n\n"
+    "appends wait for it. A directory of one generation is left as it is.\n"
+    "A damaged chain of generations (see `ringshard verify`), or an entry of\n"
+    "DIR that no manifest names, is refused (exit 2), DIR left as it was;\n"
+    "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
     "Options:\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";
@@ -32,7 +36,7 @@ int rs_cmd_compact(int argc, char **argv)
     int c, got, quiet = 0;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("compact", argc, argv, "h", longopts)) != -1) {
         if ((got = rs_cli_metrics_option("compact", c, optarg, &err)) != 0) {
             if (got < 0)
                 return rs_cli_fail("compact", &err);
@@ -45,7 +49,7 @@ int rs_cmd_compact(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_metrics_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("compact", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind + 1 != argc)
@@ -68,12 +72,15 @@ int rs_cmd_compact(int argc, char **argv)
     if (!r.published)
         fprintf(stderr, "ringshard compact: %s has one generation (%llu): nothing to merge\n", o.dir,
                 (unsigned long long)r.generation);
-    else
+    else {
+        char data[RS_HUMAN_MAX], copied[RS_HUMAN_MAX];
         fprintf(stderr,
                 "ringshard compact: %s: %llu generations (%llu files) merged into %llu files, generation %llu: "
-                "%llu rows, %.1f MB of data, %.1f MB copied in %.2f s\n",
+                "%llu rows, %s of data, %s copied in %.2f s\n",
                 o.dir, (unsigned long long)r.generations, (unsigned long long)r.files_before,
                 (unsigned long long)r.files_after, (unsigned long long)r.generation, (unsigned long long)r.rows,
-                r.bytes / 1e6, r.file_bytes / 1e6, r.seconds);
+                rs_human_bytes((double)r.bytes, data, sizeof data),
+                rs_human_bytes((double)r.file_bytes, copied, sizeof copied), r.seconds);
+    }
     return 0;
 }

@@ -33,7 +33,7 @@ static const char dedup_help[] =
     "                         then first occurrence; with --append, every new row\n"
     "                         dropped: KEY<TAB>WHERE<TAB>ROW, WHERE the generation\n"
     "                         holding the key (g00000003) or 'repeat' (an earlier\n"
-    "                         new row kept)\n"
+    "                         new row kept). '-': standard output\n"
     "  --buckets BUCKETDIR    deduplicate an existing bucket directory (its manifest\n"
     "                         gives the ring, key and dialect; no INPUT)\n"
     "  --temp-compress gzip|zstd|none  pass 1's temporary buckets: plain (default,\n"
@@ -74,9 +74,11 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
             (unsigned long long)r->rows_in, (unsigned long long)r->rows, (unsigned long long)(r->rows_in - r->rows),
             (unsigned long long)r->dup_keys, a->by_row ? "rows" : "keys", r->buckets, a->outdir,
             r->pass1_seconds + r->pass2_seconds, r->pass1_seconds, r->pass2_seconds);
+    char size[RS_HUMAN_MAX];
     if (r->buckets)
-        fprintf(stderr, "  largest bucket: %s, %llu rows in (%.1f MB), %llu out; split again: %llu buckets (%llu splits)",
-                r->largest_node, (unsigned long long)r->largest_rows_in, r->largest_bytes_in / 1e6,
+        fprintf(stderr, "  largest bucket: %s, %llu rows in (%s), %llu out; split again: %llu buckets (%llu splits)",
+                r->largest_node, (unsigned long long)r->largest_rows_in,
+                rs_human_bytes((double)r->largest_bytes_in, size, sizeof size),
                 (unsigned long long)r->largest_rows, (unsigned long long)r->split_buckets,
                 (unsigned long long)r->splits);
     if (r->streamed)
@@ -111,8 +113,11 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
             (unsigned long long)r->history_rows, (unsigned long long)r->repeat_rows,
             (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
             (unsigned long long)r->inputs_skipped);
-    fprintf(stderr, "  history: %.1f MB of key index read (of %.1f MB of indexes, %.1f MB of data), %llu rows re-read",
-            r->index_read / 1e6, r->index_bytes / 1e6, r->history_bytes / 1e6, (unsigned long long)r->rows_reread);
+    char read[RS_HUMAN_MAX], index[RS_HUMAN_MAX], data[RS_HUMAN_MAX];
+    fprintf(stderr, "  history: %s of key index read (of %s of indexes, %s of data), %llu rows re-read",
+            rs_human_bytes((double)r->index_read, read, sizeof read),
+            rs_human_bytes((double)r->index_bytes, index, sizeof index),
+            rs_human_bytes((double)r->history_bytes, data, sizeof data), (unsigned long long)r->rows_reread);
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
@@ -195,7 +200,7 @@ int rs_cmd_dedup(int argc, char **argv)
     rs_error err = {0};
     int c, r, ring_given = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "ho:j:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("dedup", argc, argv, "ho:j:", longopts)) != -1) {
         if ((r = rs_cli_append_option(&a.ap, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("dedup", &err);
@@ -237,7 +242,7 @@ int rs_cmd_dedup(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("dedup", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (!a.outdir)
@@ -268,7 +273,8 @@ int rs_cmd_dedup(int argc, char **argv)
         return rs_cli_fail("dedup", &err);
 
     if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
-        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0)
+        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0 ||
+        rs_cli_stdout_file("--duplicates", &a.dups_path, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
     /* the ring: given, or (--buckets) the directory's, which the job reads */

@@ -58,14 +58,14 @@ int rs_cmd_locate(int argc, char **argv)
     rs_cli_ring ro = {0};
     int explain = 0, header = 1, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("locate", argc, argv, "h", longopts)) != -1) {
         if (rs_cli_ring_option(&ro, c, optarg))
             continue;
         switch (c) {
         case OPT_EXPLAIN: explain = 1; break;
         case OPT_NO_HEADER: header = 0; break;
         case 'h': fputs(locate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_usage_error("locate", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     rs_error err = {0};

@@ -78,7 +78,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
     rs_error err = {0};
     int c, r;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("plan", argc, argv, "hj:", longopts)) != -1) {
         if ((c == RS_OPT_ORDER && optarg && (!strcmp(optarg, "smallest") || !strcmp(optarg, "largest"))) ||
             c == OPT_WAVE_ORDER) {
             if (strcmp(optarg, "smallest") && strcmp(optarg, "largest"))
@@ -163,7 +163,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("plan", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     return -1;
@@ -171,7 +171,7 @@ static int parse_args(int argc, char **argv, plan_args *a, rs_pipeline_opts *po)
 
 /* The options that do not fit together, in the order they were always
  * checked. Returns -1 to go on, else the exit code (the error printed). */
-static int check_args(const plan_args *a, const rs_pipeline_opts *po, int have_inputs, int data)
+static int check_args(plan_args *a, const rs_pipeline_opts *po, int have_inputs, int data)
 {
     rs_error err = {0};
     if (a->o.from_buckets && have_inputs)
@@ -188,6 +188,9 @@ static int check_args(const plan_args *a, const rs_pipeline_opts *po, int have_i
     for (size_t i = 0; i < sizeof side / sizeof *side; i++)
         if (rs_cli_outside_output(side[i][0], side[i][1], a->o.emit, &err) != 0)
             return rs_cli_fail("plan", &err);
+    if (rs_cli_stdout_files(&err, "--json", &a->o.json, "--arcs", &a->o.arcs, "--pairs", &a->o.pairs, "--svg",
+                            &a->o.svg, "--html", &a->o.html, NULL) != 0)
+        return rs_cli_fail("plan", &err);
     return -1;
 }
 
@@ -306,7 +309,7 @@ int rs_cmd_plan(int argc, char **argv)
     if (rs_world_rank() != 0)  /* under MPI, rank 0 prints */
         goto out;
     if (!quiet) {
-        rs_cli_plan_summary(stdout, &a.o, a.top, &res);
+        rs_cli_plan_summary(rs_cli_summary(), &a.o, a.top, &res);
         if (rs_cli_flush_stdout(&err) != 0)
             goto out;
     }

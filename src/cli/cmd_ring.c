@@ -131,13 +131,13 @@ int rs_cmd_ring(int argc, char **argv)
     rs_cli_ring ro = {0};
     int mode = 0, c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("ring", argc, argv, "h", longopts)) != -1) {
         if (rs_cli_ring_option(&ro, c, optarg))
             continue;
         switch (c) {
         case OPT_POINTS: case OPT_SHARES: case OPT_DESCRIPTION: mode = c; break;
         case 'h': fputs(ring_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_usage_error("ring", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind < argc)

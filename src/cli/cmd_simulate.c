@@ -41,6 +41,8 @@ static const char simulate_help[] =
     "                      [capacity load_after]\n"
     "  --svg FILE          write the pictures as one SVG file (a sweep: a line chart)\n"
     "  --html FILE         write a self-contained HTML report\n"
+    "                      (a FILE '-' is standard output; the text then goes\n"
+    "                      to standard error)\n"
     "  -j, --threads N     worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  -h, --help          this help\n\n";
 
@@ -89,7 +91,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
     int c, r;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("simulate", argc, argv, "hj:", longopts)) != -1) {
         if (rs_cli_ring_option(ro, c, optarg))
             continue;
         if ((r = rs_cli_balance_option(bo, c, optarg, &err)) != 0) {
@@ -131,7 +133,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
             so->threads = (int)v;
             break;
         case 'h': fputs(simulate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_usage_error("simulate", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind < argc)
@@ -168,31 +170,32 @@ static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t
 static void print_sweep(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, const char *pattern,
                         int changing, double factor)
 {
+    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     const rs_simulate_ring *sr = res->rings;
     const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
-    printf("# ringshard simulate: %llu keys, pattern %s; scheme %s, hash %s, %u nodes%s%s\n",
+    fprintf(out, "# ringshard simulate: %llu keys, pattern %s; scheme %s, hash %s, %u nodes%s%s\n",
            (unsigned long long)so->keys, pattern, rs_scheme_name(o->scheme), rs_hash_get(o->hash)->name,
            sr[0].bal.nodes, changing ? "; change: " : "", changing ? res->what : "");
     fputs("vnodes\tpoints\tmean\tsd\trel_sd\trel_sd_expected\trel_sd_theory\tinv_sqrt_v\tmin_mean\tmax_mean\tflagged",
           stdout);
     if (changing)
-        fputs("\tmoved\tmoved_fraction\tideal_fraction\texact_moved_share", stdout);
+        fputs("\tmoved\tmoved_fraction\tideal_fraction\texact_moved_share", out);
     if (!isnan(factor))
-        fputs("\tover\tspilled\tmax_after", stdout);
-    putchar('\n');
+        fputs("\tover\tspilled\tmax_after", out);
+    fputc('\n', out);
     for (size_t s = 0; s < res->nrings; s++) {
         const rs_balance *b = &sr[s].bal;
-        printf("%u\t%u\t%.2f\t%.2f\t%.6f\t%.6f\t%.6f\t%.6f\t%.4f\t%.4f\t%u", sr[s].vnodes,
+        fprintf(out, "%u\t%u\t%.2f\t%.2f\t%.6f\t%.6f\t%.6f\t%.6f\t%.4f\t%.4f\t%u", sr[s].vnodes,
                rs_ring_npoints(sr[s].base), b->mean, b->sd, b->rel_sd, b->sd_ring / b->mean,
                b->sd_theory / b->mean, 1 / sqrt((double)sr[s].vnodes), b->min_mean, b->max_mean,
                b->above + b->below);
         if (changing)
-            printf("\t%llu\t%.7f\t%.7f\t%.7f", (unsigned long long)sr[s].moved,
+            fprintf(out, "\t%llu\t%.7f\t%.7f\t%.7f", (unsigned long long)sr[s].moved,
                    (double)sr[s].moved / (double)so->keys, sr[s].ideal, sr[s].exact_moved);
         if (!isnan(factor))
-            printf("\t%u\t%llu\t%llu", sr[s].bounded.over, (unsigned long long)sr[s].bounded.spilled,
+            fprintf(out, "\t%u\t%llu\t%llu", sr[s].bounded.over, (unsigned long long)sr[s].bounded.spilled,
                    (unsigned long long)sr[s].bounded.max_after);
-        putchar('\n');
+        fputc('\n', out);
     }
 }
 
@@ -200,21 +203,22 @@ static void print_sweep(const rs_simulate_job_opts *so, const rs_simulate_job_re
 static void print_one(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, const char *pattern,
                       int changing, const rs_cli_balance *bo)
 {
+    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     const rs_simulate_ring *sr = res->rings;
     const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
     if (bo->tsv) {
-        rs_balance_print_table(stdout, sr[0].base, sr[0].ns, sr[0].capacity, sr[0].load_after);
+        rs_balance_print_table(out, sr[0].base, sr[0].ns, sr[0].capacity, sr[0].load_after);
         return;
     }
-    printf("%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
+    fprintf(out, "%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
            rs_hash_get(o->hash)->name, rs_ring_fingerprint(sr[0].base));
-    printf("%-24s%s\n", "pattern", pattern);
-    rs_balance_print(stdout, sr[0].base, &sr[0].bal, "keys");
-    rs_balance_print_flagged(stdout, sr[0].base, sr[0].ns, 10);
+    fprintf(out, "%-24s%s\n", "pattern", pattern);
+    rs_balance_print(out, sr[0].base, &sr[0].bal, "keys");
+    rs_balance_print_flagged(out, sr[0].base, sr[0].ns, 10);
     if (changing)
-        print_change(stdout, &sr[0], so, res->what);
+        print_change(out, &sr[0], so, res->what);
     if (!isnan(bo->factor))
-        rs_bounded_print(stdout, &sr[0].bounded, "keys");
+        rs_bounded_print(out, &sr[0].bounded, "keys");
 }
 
 /* The pictures, after the text: the sweep's line chart, or the ring's

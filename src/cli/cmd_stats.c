@@ -35,6 +35,8 @@ static const char stats_help[] =
     "                      [capacity load_after]\n"
     "  --svg FILE          write the bar chart and histogram as one SVG file\n"
     "  --html FILE         write a self-contained HTML report\n"
+    "                      (a FILE '-' is standard output; the summary then goes\n"
+    "                      to standard error)\n"
     "  -h, --help          this help\n\n";
 
 static int is_bucket_dir(const char *path, char *manifest, size_t cap)
@@ -61,7 +63,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *
     int c, r;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("stats", argc, argv, "hj:", longopts)) != -1) {
         if (rs_cli_ring_option(ro, c, optarg))
             continue;
         if ((r = rs_cli_input_option(po, c, optarg, &err)) != 0) {
@@ -82,7 +84,7 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *
             fputc('\n', stdout);
             fputs(rs_cli_ring_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("stats", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     return -1;
@@ -91,21 +93,22 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *
 /* The summary (or with --tsv the per-node table). */
 static void print_result(const rs_stats_job_result *r, const rs_cli_balance *bo)
 {
+    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     const rs_ring *ring = r->ring;
     if (bo->tsv) {
-        rs_balance_print_table(stdout, ring, r->ns, r->capacity, r->load);
+        rs_balance_print_table(out, ring, r->ns, r->capacity, r->load);
         return;
     }
     const rs_ring_opts *o = rs_ring_get_opts(ring);
-    printf("%-24s%s\n", "source", r->source);
-    printf("%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
+    fprintf(out, "%-24s%s\n", "source", r->source);
+    fprintf(out, "%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
            rs_hash_get(o->hash)->name, rs_ring_fingerprint(ring));
     if (r->rejected)
-        printf("%-24s%llu\n", "rejected rows", (unsigned long long)r->rejected);
-    rs_balance_print(stdout, ring, &r->bal, "rows");
-    rs_balance_print_flagged(stdout, ring, r->ns, 10);
+        fprintf(out, "%-24s%llu\n", "rejected rows", (unsigned long long)r->rejected);
+    rs_balance_print(out, ring, &r->bal, "rows");
+    rs_balance_print_flagged(out, ring, r->ns, 10);
     if (!isnan(bo->factor))
-        rs_bounded_print(stdout, &r->bl, "rows");
+        rs_bounded_print(out, &r->bl, "rows");
 }
 
 int rs_cmd_stats(int argc, char **argv)

@@ -10,6 +10,8 @@ static const char verify_help[] =
     "Usage: ringshard verify [OPTIONS] DIR\n"
     "Rescans a bucket directory (ringshard bucket) or a move directory\n"
     "(ringshard plan --emit) in parallel and checks it against DIR/manifest.json:\n"
+    "the chain of generations of a directory that grows (every g<N>, each\n"
+    "manifest's link to the one before it: every damage is reported);\n"
     "the ring descriptions against their fingerprints; the files listed against\n"
     "those present (none missing, none other); every file's header; every row's\n"
     "place (in a bucket directory, the file of the node the ring assigns; in a\n"
@@ -45,7 +47,7 @@ int rs_cmd_verify(int argc, char **argv)
     unsigned long long max_report = 20;
     int c, r;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "hj:", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("verify", argc, argv, "hj:", longopts)) != -1) {
         if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("verify", &err);
@@ -63,10 +65,10 @@ int rs_cmd_verify(int argc, char **argv)
             break;
         case 'h':
             fputs(verify_help, stdout);
-            fputc('\n', stdout);
+            fputc('\n', rs_cli_summary());
             fputs(rs_cli_metrics_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("verify", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind + 1 != argc)
@@ -88,21 +90,21 @@ int rs_cmd_verify(int argc, char **argv)
         rs_metrics_add_phase(m, "verify", rs_now() - t0);
     }
     for (size_t k = 0; k < res.nlines; k++)
-        fprintf(stdout, "DIFF %s: %s\n", dir, res.lines[k]);
+        fprintf(rs_cli_summary(), "DIFF %s: %s\n", dir, res.lines[k]);
     if (ran && res.nlines < res.differences)
-        fprintf(stdout, "DIFF %s: ... %llu more differences not shown (--max-report)\n", dir,
+        fprintf(rs_cli_summary(), "DIFF %s: ... %llu more differences not shown (--max-report)\n", dir,
                 (unsigned long long)(res.differences - res.nlines));
     if (ran && res.differences) {
-        fprintf(stdout, "verify %s: FAILED: %llu differences\n", dir, (unsigned long long)res.differences);
+        fprintf(rs_cli_summary(), "verify %s: FAILED: %llu differences\n", dir, (unsigned long long)res.differences);
         rc = RS_EXIT_VERIFY;
     } else if (ran && !quiet) {
-        fprintf(stdout, "verify %s: OK: %s, %zu files, %llu rows, %llu bytes; every row where %s, "
+        fprintf(rs_cli_summary(), "verify %s: OK: %s, %zu files, %llu rows, %llu bytes; every row where %s, "
                         "counts and CRC-32 match the manifest",
                 dir, res.moves ? "moves" : "buckets", res.files, (unsigned long long)res.rows,
                 (unsigned long long)res.bytes, res.moves ? "the old and new rings put it" : "the ring puts it");
         if (res.indexes)
-            fprintf(stdout, "; %zu key indexes hold their files' keys", res.indexes);
-        fputc('\n', stdout);
+            fprintf(rs_cli_summary(), "; %zu key indexes hold their files' keys", res.indexes);
+        fputc('\n', rs_cli_summary());
     }
     if (ran)
         rs_cli_flush_stdout(&err);

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "rs_config.h"
+#include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 
 typedef struct {
@@ -28,10 +29,40 @@ static void usage(FILE *f)
                "Usage: ringshard COMMAND [OPTIONS] [ARGS]\n\nCommands:\n", RS_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'ringshard COMMAND --help' describes a command.\n\nExit codes:\n");
+    fprintf(f, "\n'ringshard COMMAND --help' (or 'ringshard help COMMAND') describes a command.\n\nExit codes:\n");
 #define RS_EXIT_HELP(name, code, help) fprintf(f, "  %3d  %s\n", code, help);
     RS_EXIT_TABLE(RS_EXIT_HELP)
 #undef RS_EXIT_HELP
+}
+
+static const char *rs_cli_command;   /* the command that runs, for the words after it */
+
+static const command *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(name, commands[i].name))
+            return &commands[i];
+    return NULL;
+}
+
+/* "'buckt' is not a command", with the nearest commands by edit distance
+ * as git says it. */
+static int unknown_command(const char *name)
+{
+    size_t n = sizeof commands / sizeof *commands, best = (size_t)-1, d, k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (rs_cli_similar(name, commands[i].name, &d) && d < best)
+            best = d;
+    for (size_t i = 0; i < n; i++)
+        k += rs_cli_similar(name, commands[i].name, &d) && d == best;
+    fprintf(stderr, "ringshard: '%s' is not a command.", name);
+    if (k)
+        fprintf(stderr, " The most similar command%s: ", k > 1 ? "s are" : " is");
+    for (size_t i = 0, j = 0; k && i < n; i++)
+        if (rs_cli_similar(name, commands[i].name, &d) && d == best)
+            fprintf(stderr, "%s%s", j++ ? ", " : "", commands[i].name);
+    fprintf(stderr, "\nSee 'ringshard --help'.\n");
+    return RS_EXIT_USAGE;
 }
 
 static int dispatch(int argc, char **argv)
@@ -42,6 +73,13 @@ static int dispatch(int argc, char **argv)
         usage(stderr);
         return RS_EXIT_USAGE;
     }
+    if (!strcmp(argv[1], "help") && argc > 2 && find(argv[2])) {
+        /* `ringshard help CMD` is `ringshard CMD --help` */
+        char *args[] = {argv[2], "--help", NULL};
+        return find(argv[2])->run(2, args);
+    }
+    if (!strcmp(argv[1], "help") && argc > 2)
+        return unknown_command(argv[2]);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
         return 0;
@@ -50,18 +88,22 @@ static int dispatch(int argc, char **argv)
         printf("ringshard %s\n", RS_VERSION);
         return 0;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(argv[1], commands[i].name)) {
-            /* under mpirun, a command that does not divide its work runs
-             * once, on rank 0 */
-            if (!commands[i].cluster && rs_world_rank() != 0)
-                return 0;
-            if (!commands[i].cluster)
-                rs_world_solo();
-            return commands[i].run(argc - 1, argv + 1);
-        }
-    fprintf(stderr, "ringshard: unknown command '%s'\nTry 'ringshard --help'.\n", argv[1]);
-    return RS_EXIT_USAGE;
+    const command *cmd = find(argv[1]);
+    if (!cmd)
+        return unknown_command(argv[1]);
+    /* under mpirun, a command that does not divide its work runs once, on
+     * rank 0 */
+    if (!cmd->cluster && rs_world_rank() != 0)
+        return 0;
+    if (!cmd->cluster)
+        rs_world_solo();
+    rs_cli_command = cmd->name;
+    if (rs_world_rank() == 0) {   /* said once, under MPI too */
+        char notice[64];
+        snprintf(notice, sizeof notice, "ringshard %s: stopping (interrupted)...\n", cmd->name);
+        rs_interrupt_set_notice(notice);
+    }
+    return cmd->run(argc - 1, argv + 1);
 }
 
 /* RINGSHARD_LOG=error|warn|info|debug: how much the log facility prints
@@ -89,7 +131,10 @@ int main(int argc, char **argv)
     signal(SIGXFSZ, SIG_IGN);
     rs_world_init(&argc, &argv);
     rs_cli_metrics_start();
-    int rc = rs_cli_metrics_finish(dispatch(argc, argv));
+    int rc = dispatch(argc, argv);
+    if (rs_cli_command)
+        rs_cli_empty_report(rs_cli_command, rs_cli_quiet());
+    rc = rs_cli_metrics_finish(rc);
     rs_world_finish();
     return rc;
 }

@@ -6,6 +6,7 @@
  * returned, whatever path it returned by, so that a usage error, a failed
  * job and an interrupted one are recorded with their exit codes as a
  * success is. Under MPI rank 0 alone writes it. */
+#include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
@@ -15,7 +16,8 @@ const char rs_cli_metrics_help[] =
     "Monitoring:\n"
     "  --metrics FILE         write the run's result, times, counts and phases to\n"
     "                         FILE, replaced whole at the end of every run\n"
-    "                         (Prometheus text format: docs/metrics.md)\n";
+    "                         (Prometheus text format: docs/metrics.md); '-':\n"
+    "                         standard output\n";
 
 static struct {
     int on;
@@ -35,6 +37,8 @@ int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *
         return 0;
     if (run.on)
         return rs_error_set(err, RS_EXIT_USAGE, "--metrics: given twice");
+    if (rs_cli_stdout_file("--metrics", &arg, err) != 0)
+        return -1;
     if (rs_world_rank() != 0)
         return 1;
     if (rs_metrics_reserve(&run.of, arg, err) != 0)
@@ -80,4 +84,17 @@ int rs_cli_metrics_finish(int rc)
         return rc ? rc : RS_EXIT_IO;
     }
     return rc;
+}
+
+void rs_cli_empty_report(const char *cmd, int quiet)
+{
+    const char *first;
+    size_t n = rs_pipeline_allowed_empty(&first);
+    if (n == 0)
+        return;
+    if (rs_cli_metrics())
+        rs_cli_metrics()->empty_inputs = n;
+    if (!quiet && rs_world_rank() == 0)
+        fprintf(stderr, "ringshard %s: %zu input%s without rows, allowed by --allow-empty: %s%s\n", cmd, n,
+                n == 1 ? "" : "s", first, n > 1 ? ", ..." : "");
 }

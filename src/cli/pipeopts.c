@@ -20,6 +20,7 @@ const char rs_cli_input_help[] =
     "  --on-bad-row fail|skip|quarantine=FILE\n"
     "                         a malformed row stops the run (default, exit 2), is counted\n"
     "                         and skipped, or is also written to FILE with its reason\n"
+    "                         ('-': standard output)\n"
     "  -j, --threads N        worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
     "  --memory SIZE          bound on the memory used (default 1G, at least 32M)\n"
     "  --producers N          at most N inputs (or units) inflated at once, each by a\n"
@@ -28,6 +29,9 @@ const char rs_cli_input_help[] =
     "                         cannot hold their batches)\n"
     "  --zlib                 use zlib instead of ISA-L for gzip\n"
     "  --quiet                no progress line and no summary\n"
+    "  --allow-empty          an input without rows (0 bytes; a header only when --key\n"
+    "                         names the column) is counted, not an error (default:\n"
+    "                         exit 2 naming it, nothing written)\n"
     "  --files-from LIST      also read the inputs named in LIST, one path a line ('-':\n"
     "                         stdin), after those on the command line; may be repeated.\n"
     "                         Empty lines, a CR at a line's end, a missing file, a\n"
@@ -76,6 +80,8 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         else if (!strncmp(arg, "quarantine=", 11) && arg[11]) {
             po->bad_rows = RS_BAD_ROW_QUARANTINE;
             po->quarantine = arg + 11;
+            if (rs_cli_stdout_file("--on-bad-row quarantine=", &po->quarantine, err) != 0)
+                return -1;
         } else
             return rs_error_set(err, RS_EXIT_USAGE, "--on-bad-row: expected fail, skip or quarantine=FILE, not '%s'",
                                 arg), -1;
@@ -100,6 +106,7 @@ int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_erro
         po->producers = (int)v;
         return 1;
     case RS_OPT_QUIET: po->progress = -1; return 1;
+    case RS_OPT_ALLOW_EMPTY: po->empty_inputs = RS_EMPTY_ALLOW; return 1;
     default: return rs_cli_files_from_option(code, arg, err);
     }
 }
@@ -112,8 +119,12 @@ void rs_cli_input_defaults(rs_pipeline_opts *po)
 static void on_signal(int sig)
 {
     (void)sig;
-    rs_pipeline_interrupt();
+    rs_interrupt_signal();   /* the notice "ringshard CMD: stopping (interrupted)...", then the flag */
 }
+
+static int quiet_given;
+
+int rs_cli_quiet(void) { return quiet_given; }
 
 int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err)
 {
@@ -132,7 +143,12 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, 
     if (!po->ninputs)
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");
     int quiet = po->progress < 0;
+    quiet_given = quiet;
     po->progress = !quiet && isatty(STDERR_FILENO);
+    /* first 0: argv stands in for a directory's files (verify, plan
+     * --from-buckets), whose header-only node files are no failed export */
+    if (po->empty_inputs == RS_EMPTY_UNCHECKED && first > 0)
+        po->empty_inputs = RS_EMPTY_REFUSE;
     return quiet;
 }
 

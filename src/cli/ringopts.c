@@ -1,9 +1,11 @@
 /* Ring options shared by every command, and small option-value parsers. */
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
 
@@ -201,8 +203,24 @@ rs_ring *rs_cli_ring_build_within(const rs_cli_ring *ro, uint64_t memory, rs_err
     return r;
 }
 
+/* 1 if err is a failed write to standard output whose reader is gone (a
+ * pipe into `head` that has exited): poll reports POLLERR on a pipe
+ * without readers. */
+static int stdout_reader_gone(const rs_error *err)
+{
+    if (err->code != RS_EXIT_IO || (!strstr(err->msg, "/dev/stdout") && !strstr(err->msg, "standard output")))
+        return 0;
+    struct pollfd p = {.fd = STDOUT_FILENO, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 int rs_cli_fail(const char *cmd, const rs_error *err)
 {
+    /* SIGPIPE is ignored (a closed stderr must not kill a run that
+     * published); a reader of stdout that stopped reading gets what
+     * cat or seq give it: no message, status 141 */
+    if (stdout_reader_gone(err))
+        return RS_EXIT_PIPE;
     if (rs_world_rank() == 0)  /* the ranks agree on one error: say it once */
         fprintf(stderr, "ringshard %s: %s\n", cmd, err->msg);
     return err->code ? err->code : RS_EXIT_IO;

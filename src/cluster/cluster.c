@@ -211,19 +211,24 @@ int rs_cluster_quarantine_end(rs_cluster_quarantine *q, int ok, rs_error *err)
 
 int rs_cluster_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
 {
+    return rs_cluster_bucketdir_open_flags(bd, dir, 0, err);
+}
+
+int rs_cluster_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, int flags, rs_error *err)
+{
     if (rs_world_size() == 1)
-        return rs_bucketdir_open(bd, dir, err);
+        return rs_bucketdir_open_flags(bd, dir, UINT64_MAX, flags, err);
     /* rank 0 opens first and says how far its generations go: the others
      * read as many (appends may publish more meanwhile; those stay unread) */
     int opened = -1;
     uint64_t upto = 0;
     if (rs_world_rank() == 0) {
-        opened = rs_bucketdir_open(bd, dir, err);
+        opened = rs_bucketdir_open_flags(bd, dir, UINT64_MAX, flags, err);
         upto = opened == 0 ? bd->last_gen : 0;
     }
     rs_world_bcast(&upto, sizeof upto, 0);
     if (rs_world_rank() != 0)
-        opened = upto ? rs_bucketdir_open_upto(bd, dir, upto, err)
+        opened = upto ? rs_bucketdir_open_flags(bd, dir, upto, flags, err)
                       : rs_error_set(err, RS_EXIT_IO, "%s: rank 0 could not open it", dir);
     if (rs_cluster_same_dir(bd, err) != 0 || opened != 0)  /* collective: every rank calls it */
         return -1;
@@ -944,7 +949,7 @@ static int rank_lanes(rs_group *g, rs_pipeline_opts *local, const unit_list *sub
     return rc;
 }
 
-int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+static int run_lanes(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
 {
     rs_group world;
     rs_world_group(&world);
@@ -974,4 +979,12 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
     free(nunits);
     free(sizes);
     return rc;
+}
+
+int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+{
+    /* the merged statistics: every rank decides alike on empty inputs */
+    if (run_lanes(o, res, err) != 0)
+        return -1;
+    return rs_pipeline_check_empty(o, res, err);
 }

@@ -57,6 +57,10 @@ int rs_cluster_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, 
  * -1 on every rank with the first failure. Size 1: rs_bucketdir_open. */
 int rs_cluster_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err);
 
+/* rs_cluster_bucketdir_open with rs_bucketdir_open_flags's flags (a
+ * writer opens TOLERANT, then refuses a damage with its own message). */
+int rs_cluster_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, int flags, rs_error *err);
+
 /* After every rank opened the same bucket directory with
  * rs_bucketdir_open (ranks cannot share a descriptor): checks that each
  * read the generation rank 0 read - the same manifest bytes (digest) and,

@@ -1,4 +1,5 @@
 /* --key resolution: column names or 1-based indexes against a header. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "ringshard/csv.h"
@@ -43,6 +44,64 @@ int rs_csv_keyspec_check(const char *spec, int header, rs_error *err)
     }
 }
 
+/* The header as read, for a message: its fields quoted, a tab as \t, cut
+ * after about 160 bytes ("... 40 fields in all"). */
+static void header_shown(char *out, size_t cap, const char *fields, uint32_t nfields)
+{
+    size_t len = (size_t)snprintf(out, cap, "%u field%s: ", nfields, nfields == 1 ? "" : "s");
+    const char *f = fields;
+    for (uint32_t i = 0; i < nfields && len + 24 < cap; i++, f += strlen(f) + 1) {
+        if (len > 160) {
+            len += (size_t)snprintf(out + len, cap - len, "...");
+            break;
+        }
+        out[len++] = i ? ',' : '"';
+        if (i)
+            out[len++] = '"';
+        for (const char *c = f; *c && len + 24 < cap && len < 200; c++) {
+            if (*c == '\t')
+                out[len++] = '\\', out[len++] = 't';
+            else
+                out[len++] = *c;
+        }
+        out[len++] = '"';
+        out[len] = '\0';
+    }
+}
+
+/* A delimiter the header seems to use instead of the one it was split
+ * by: one by which a field splits into a piece equal to the key name
+ * part, else (a header of one field) one that field contains. 0 if none. */
+static char likely_delimiter(const char *fields, uint32_t nfields, const char *part)
+{
+    static const char cand[] = "\t;|,";
+    size_t n = strlen(part);
+    for (const char *d = cand; *d; d++) {
+        const char *f = fields;
+        for (uint32_t i = 0; i < nfields; i++, f += strlen(f) + 1)
+            for (const char *p = f; (p = strstr(p, part)) != NULL; p++)
+                if ((p == f || p[-1] == *d) && (p[n] == '\0' || p[n] == *d) && strchr(f, *d))
+                    return *d;
+    }
+    for (const char *d = cand; nfields == 1 && *d; d++)
+        if (strchr(fields, *d))
+            return *d;
+    return 0;
+}
+
+/* The "no column" error: the header read, and a delimiter it seems to use. */
+static int no_column(const char *part, const char *fields, uint32_t nfields, const char *origin, rs_error *err)
+{
+    char shown[320];
+    header_shown(shown, sizeof shown, fields, nfields);
+    char d = likely_delimiter(fields, nfields, part);
+    static const char *const names[] = {"tab-separated: try --delimiter tab", "semicolon-separated: try --delimiter ';'",
+                                        "pipe-separated: try --delimiter '|'", "comma-separated: try --delimiter ,"};
+    const char *hint = d == '\t' ? names[0] : d == ';' ? names[1] : d == '|' ? names[2] : d == ',' ? names[3] : NULL;
+    return rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s (it has %s)%s%s", part, origin,
+                        shown, hint ? "; the header looks " : "", hint ? hint : "");
+}
+
 int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const char *fields, uint32_t nfields,
                            const char *origin, rs_error *err)
 {
@@ -74,6 +133,10 @@ int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const
             long v = strtol(part, &end, 10);
             if (*end == '\0' && v >= 1)
                 col = v - 1;
+        }
+        if (col < 0 && fields) {
+            rc = no_column(part, fields, nfields, origin, err);
+            break;
         }
         if (col < 0 || (fields && (uint32_t)col >= nfields)) {
             rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s", part, origin);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ringshard/interrupt.h"
 #include "ringshard/writeback.h"
 
 struct rs_writeback {
@@ -43,7 +44,9 @@ static void *writeback_main(void *arg)
         wb->taken = wb->posted;
         memcpy(wb->len, wb->next, wb->n * sizeof *wb->len);
         pthread_mutex_unlock(&wb->mu);
-        for (uint32_t d = 0; d < wb->n; d++) {
+        /* an interrupted run publishes nothing: writeback started now is
+         * only more I/O for the removal of its files to wait for */
+        for (uint32_t d = 0; d < wb->n && !rs_interrupt_pending(); d++) {
             uint64_t to = wb->len[d] / wb->page * wb->page, from = wb->started[d];
             if (wb->fd[d] < 0 || to <= from)
                 continue;

@@ -173,6 +173,50 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     return rc;
 }
 
+/* A file no manifest names would not be in the compacted DIR: compact
+ * refuses to drop it without a word (the user moves it out, or removes it). */
+static int refuse_strays(const rs_bucketdir *bd, rs_error *err)
+{
+    if (!bd->nstray)
+        return 0;
+    return rs_error_set(err, RS_EXIT_DATA, "%s/%s: no manifest names it (not written by ringshard)%s: compact would "
+                        "not keep it and left DIR as it was: move it out of %s (or remove it), then run compact "
+                        "again", bd->path, bd->stray[0], bd->nstray > 1 ? ", and more such entries" : "", bd->path);
+}
+
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, rs_compact_job_result *r, rs_error *err)
+{
+    rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
+    char **inames = calloc(bd->nfiles + 1, sizeof *inames);
+    uint64_t *isizes = calloc(bd->nfiles + 1, sizeof *isizes);
+    int by_row = 0, indexed = 0;
+    if (!files || !inames || !isizes)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    else
+        indexed = find_indexes(bd, inames, isizes, &by_row, err);
+    size_t k = 0;
+    for (size_t i = 0; files && i < bd->m.nfiles && !err->code; i++) {
+        size_t k0 = k;
+        if (merge_node(bd, i, &k, od, &files[i], err) == 0)
+            r->file_bytes += files[i].file_bytes;
+        if (!err->code && indexed > 0)
+            merge_index(bd, k0, k, inames, isizes, by_row, od, &files[i], err);
+        if (!err->code && rs_interrupt_pending())
+            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    }
+    if (!err->code)
+        write_manifest(bd, files, indexed > 0 ? (by_row ? "row" : "first") : NULL, od, err);
+    for (size_t i = 0; files && i < bd->m.nfiles; i++)
+        free(files[i].index);
+    rs_free_strings(inames, bd->nfiles);
+    free(isizes);
+    free(files);
+    if (err->code)
+        return -1;
+    r->files_after = bd->m.nfiles;
+    return 0;
+}
+
 static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, rs_compact_job_result *r,
                    rs_error *err)
 {
@@ -189,42 +233,20 @@ static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, r
         r->files_after = bd->nfiles;
         return 0;   /* one generation: nothing to merge */
     }
+    if (refuse_strays(bd, err) != 0) {
+        close(lockfd);
+        return -1;
+    }
     rs_outdir od;
     if (rs_outdir_begin(&od, o->dir, RS_OUTDIR_FORCE, err) != 0) {
         close(lockfd);
         return -1;
     }
     od.lockfd = lockfd;   /* held until the replaced DIR is removed */
-    rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
-    char **inames = calloc(bd->nfiles + 1, sizeof *inames);
-    uint64_t *isizes = calloc(bd->nfiles + 1, sizeof *isizes);
-    int by_row = 0, indexed = 0;
-    if (!files || !inames || !isizes)
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-    else
-        indexed = find_indexes(bd, inames, isizes, &by_row, err);
-    size_t k = 0;
-    for (size_t i = 0; files && i < bd->m.nfiles && !err->code; i++) {
-        size_t k0 = k;
-        if (merge_node(bd, i, &k, &od, &files[i], err) == 0)
-            r->file_bytes += files[i].file_bytes;
-        if (!err->code && indexed > 0)
-            merge_index(bd, k0, k, inames, isizes, by_row, &od, &files[i], err);
-        if (!err->code && rs_interrupt_pending())
-            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-    }
-    if (!err->code)
-        write_manifest(bd, files, indexed > 0 ? (by_row ? "row" : "first") : NULL, &od, err);
-    for (size_t i = 0; files && i < bd->m.nfiles; i++)
-        free(files[i].index);
-    rs_free_strings(inames, bd->nfiles);
-    free(isizes);
-    free(files);
-    if (err->code) {
+    if (rs_compact_into(bd, &od, r, err) != 0) {
         rs_outdir_abort(&od);
         return -1;
     }
-    r->files_after = bd->m.nfiles;
     if (rs_outdir_commit(&od, err) != 0)
         return -1;
     r->published = 1;
@@ -240,11 +262,13 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
     if (lr != 0)
         return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
     rs_bucketdir bd;
-    if (rs_bucketdir_open(&bd, o->dir, err) != 0) {
+    if (rs_bucketdir_open_flags(&bd, o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT, err) != 0) {
         close(lockfd);
         return -1;
     }
-    int rc = compact(o, lockfd, &bd, r, err);
+    int rc = rs_bucketdir_refuse_damage(&bd, "compact", err) == 0
+                 ? compact(o, lockfd, &bd, r, err)
+                 : (close(lockfd), -1);
     rs_bucketdir_close(&bd);
     r->seconds = rs_now() - t0;
     return rc;

@@ -38,9 +38,13 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
         rs_error_set(err, RS_EXIT_EXISTS, "%s: exists but holds no manifest.json: not a bucket directory that "
                      "ringshard wrote (--append adds to one; name another directory, or remove this one)", dir);
     }
-    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&g->bd, dir, err) != 0)
+    if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open_flags(&g->bd, dir, RS_BUCKETDIR_TOLERANT, err) != 0)
         return -1;
     g->opened = 1;
+    /* a generation after a damaged chain would be read by no one (and a
+     * dedup --append would check keys against part of the history) */
+    if (rs_bucketdir_refuse_damage(&g->bd, "--append", err) != 0)
+        return -1;
     const rs_manifest *m = &g->bd.m;
     if (strcmp(m->kind, "buckets") != 0)
         return rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': --append adds rows to bucket directories", g->mpath,
@@ -300,6 +304,7 @@ static const held *find_content(const held *h, size_t n, uint64_t size, const ch
 typedef struct {
     uint64_t hint, size;
     int mod32, hinted, summed;
+    int none;   /* summed, but it has no content sum (several gzip members or zstd frames) */
     char sum[RS_CHECKSUM_TEXT];
 } probe;
 
@@ -314,10 +319,12 @@ static int probe_sum(probe *p, const rs_pipeline_opts *po, const char *path, rs_
     uint64_t crc;
     if (p->summed)
         return 0;
-    if (rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err) != 0)
+    int known = rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err);
+    if (known < 0)
         return -1;
     rs_checksum_text(crc, p->sum);
     p->summed = 1;
+    p->none = !known;
     return 0;
 }
 
@@ -340,6 +347,8 @@ static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, siz
         return 0;
     if (probe_sum(me, po, po->inputs[i], err) != 0)
         return -1;
+    if (me->none)
+        return 0;
     const held *w = dir ? find_content(h, n, me->size, me->sum) : NULL;
     if (w) {
         *was = *w;
@@ -352,7 +361,7 @@ static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, siz
             continue;
         if (probe_sum(q, po, po->inputs[j], err) != 0)
             return -1;
-        if (q->size == me->size && strcmp(q->sum, me->sum) == 0) {
+        if (!q->none && q->size == me->size && strcmp(q->sum, me->sum) == 0) {
             *was = (held){.path = po->inputs[j], .this_run = 1};
             return 1;
         }

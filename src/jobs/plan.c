@@ -542,9 +542,11 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
     rs_interrupt_published();  /* the files that follow are then published whatever comes */
     rc = 0;
 out:
-    if (!quiet && d->have && rs_world_rank() == 0)
-        fprintf(stderr, "ringshard plan: %llu rows read in %.2f s (%.2f M rows/s)\n", (unsigned long long)res.rows,
-                res.seconds, res.seconds > 0 ? res.rows / res.seconds / 1e6 : 0);
+    if (!quiet && d->have && rs_world_rank() == 0) {
+        char rate[RS_HUMAN_MAX];
+        fprintf(stderr, "ringshard plan: %llu rows read in %.2f s (%s)\n", (unsigned long long)res.rows, res.seconds,
+                rs_human_rate(res.seconds > 0 ? res.rows / res.seconds : 0, "rows", rate, sizeof rate));
+    }
     if (begun)
         rs_cluster_outdir_abort(&od);
     rs_cluster_quarantine_end(&q, rc == 0, err);   /* without --emit, published here if all went well */

@@ -9,6 +9,7 @@
 #include "ringshard/bucketdir.h"
 #include "ringshard/job_stats.h"
 #include "ringshard/stats.h"
+#include "ringshard/util.h"
 
 
 /* The router: the owning node; with bounded loads (one thread) also each
@@ -90,12 +91,13 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
         counts[k] += f->rows;
         total += f->rows;
     }
+    char size[RS_HUMAN_MAX];
     if (bd.ngens)
-        snprintf(source, scap, "bucket directory %s: %zu files in %zu generations, %llu rows, %.1f MB (manifests)", dir,
-                 bd.nfiles, bd.ngens + 1, (unsigned long long)total, (double)bd.bytes / 1e6);
+        snprintf(source, scap, "bucket directory %s: %zu files in %zu generations, %llu rows, %s (manifests)", dir,
+                 bd.nfiles, bd.ngens + 1, (unsigned long long)total, rs_human_bytes((double)bd.bytes, size, sizeof size));
     else
-        snprintf(source, scap, "bucket directory %s: %zu files, %llu rows, %.1f MB (manifest)", dir, m.nfiles,
-                 (unsigned long long)total, (double)m.bytes / 1e6);
+        snprintf(source, scap, "bucket directory %s: %zu files, %llu rows, %s (manifest)", dir, m.nfiles,
+                 (unsigned long long)total, rs_human_bytes((double)m.bytes, size, sizeof size));
     *counts_out = counts;
     goto out;
 fail:
@@ -143,8 +145,10 @@ static int from_data(const rs_stats_job_opts *o, stats_ctx *ctx, rs_stats_job_re
     for (uint32_t i = 0; i < po.ndest; i++)
         r->counts[i] = res.dest[i].rows;
     r->rejected = res.rejected;
-    snprintf(r->source, sizeof r->source, "%zu input%s, %llu rows, %.1f MB read in %.2f s%s", po.ninputs,
-             po.ninputs == 1 ? "" : "s", (unsigned long long)res.rows, (double)res.bytes / 1e6, res.seconds,
+    char size[RS_HUMAN_MAX];
+    snprintf(r->source, sizeof r->source, "%zu input%s, %llu rows, %s read in %.2f s%s", po.ninputs,
+             po.ninputs == 1 ? "" : "s", (unsigned long long)res.rows,
+             rs_human_bytes((double)res.bytes, size, sizeof size), res.seconds,
              res.rejected ? " (rows rejected: see below)" : "");
     rc = 0;
 out:

@@ -181,7 +181,7 @@ static int is_gen_dir(const vstate *s, const char *name)
 {
     for (size_t g = 0; g < s->bd.ngens; g++) {
         char dn[16];
-        rs_gen_dir_name(s->bd.gens[g].generation, dn);
+        rs_gen_dir_name(s->bd.gen_dir[g], dn);
         if (!strcmp(dn, name))
             return 1;
     }
@@ -198,7 +198,8 @@ static uint64_t newer_gen(const vstate *s, const char *name)
         return 0;
     uint64_t n = strtoull(name + 1, NULL, 10);
     rs_gen_dir_name(n, dn);
-    return n > s->bd.last_gen && strcmp(dn, name) == 0 ? n : 0;
+    uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0;  /* a damaged one is not newer */
+    return n > s->bd.last_gen && n > seen && strcmp(dn, name) == 0 ? n : 0;
 }
 
 /* Appends the entries of the directory open as dfd (closed here) to
@@ -260,9 +261,11 @@ static int list_present(vstate *s, rs_error *err)
     size_t pcap = 0;
     if (list_dir(s, dup(s->bd.fd), "", &pcap, err) != 0)
         return -1;
-    if (s->newer && s->newer_max != s->bd.last_gen + s->newer)
+    uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0, last = seen > s->bd.last_gen ? seen
+                                                                                                  : s->bd.last_gen;
+    if (s->newer && s->newer_max != last + s->newer)
         diff_line(s, "g%08llu, the last generation read, is followed by %llu generation director%s up to "
-                  "g%08llu, with a gap", (unsigned long long)s->bd.last_gen, (unsigned long long)s->newer,
+                  "g%08llu, with a gap", (unsigned long long)last, (unsigned long long)s->newer,
                   s->newer == 1 ? "y" : "ies", (unsigned long long)s->newer_max);
     if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
         qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
@@ -350,7 +353,7 @@ static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
     for (size_t g = 0; g < bd->ngens; g++)  /* one that indexes no file of DIR */
         for (size_t k = 0; k < bd->gens[g].nindexes; k++) {
             char *name = NULL, dn[16];
-            rs_gen_dir_name(bd->gens[g].generation, dn);
+            rs_gen_dir_name(bd->gen_dir[g], dn);
             if (asprintf(&name, "%s/%s", dn, bd->gens[g].indexes[k].index) < 0)
                 continue;
             char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
@@ -380,9 +383,9 @@ static int check_listing(vstate *s, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
-    for (size_t g = 0; g < bd->ngens; g++) {  /* a generation's directory is its files' */
-        char dn[16];
-        rs_gen_dir_name(bd->gens[g].generation, dn);
+    for (size_t g = 0; g < bd->nlisted; g++) {  /* a generation's directory is its files' (a damaged one: */
+        char dn[16];                             /* reported by report_damage) */
+        rs_gen_dir_name(bd->listed[g], dn);
         mark_listed(s, listed, dn);
     }
     for (size_t i = 0; i < nf; i++) {
@@ -642,12 +645,25 @@ static void check_indexes(vstate *s)
         }
 }
 
+/* The chain's damages (bucketdir.h), every one: those of its files are
+ * reported by check_listing as for any directory. */
+static void report_damage(vstate *s)
+{
+    size_t n = strlen(s->bd.path);
+    for (size_t d = 0; d < s->bd.ndamage; d++) {
+        const char *msg = s->bd.damage[d].msg;
+        if (!s->bd.damage[d].file)
+            diff_line(s, "%s", !strncmp(msg, s->bd.path, n) && msg[n] == '/' ? msg + n + 1 : msg);
+    }
+}
+
 static int verify_steps(vstate *s, rs_error *err)
 {
     /* DIR is opened once, and everything is read through that descriptor:
      * a replacement of DIR meanwhile cannot mix two generations */
-    if (rs_bucketdir_open(&s->bd, s->o->dir, err) != 0)
+    if (rs_bucketdir_open_flags(&s->bd, s->o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT, err) != 0)
         return -1;
+    report_damage(s);
     s->moves = s->r->moves = strcmp(s->bd.m.kind, "moves") == 0;
     if (!(s->ring = ring_from(s->bd.m.ring_description, s->bd.m.ring_fingerprint, s->moves ? "old ring" : "ring", s,
                               err)))

@@ -75,6 +75,7 @@
 #include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 #include "ringshard/outdir.h"
+#include "ringshard/bucketdir.h"
 #include "ringshard/outfile.h"
 #include "ringshard/testhook.h"
 #include "util/tmpname.h"
@@ -402,6 +403,29 @@ static int holds_our_manifest(int dfd)
     return *p == '{' && kind != NULL && strstr(kind, "\"ringshard\"") != NULL;
 }
 
+/* A bucket directory whose chain of generations is damaged is not
+ * replaced by --force: the rows of its intact generations would go with
+ * it, unseen (repair keeps them; --force-any replaces it all the same).
+ * One that cannot be opened as a bucket directory is judged as before. */
+static int refuse_damaged(const char *fin, rs_error *err)
+{
+    rs_bucketdir bd;
+    rs_error e = {0};
+    if (rs_bucketdir_open_flags(&bd, fin, UINT64_MAX, RS_BUCKETDIR_TOLERANT, &e) != 0)
+        return 0;
+    int rc = 0;
+    if (bd.ndamage) {
+        size_t more = bd.ndamage - 1;
+        rc = rs_error_set(err, RS_EXIT_DATA, "%s: damaged: %s%s%s; --force refuses to replace a damaged directory "
+                          "and left it as it was: run `ringshard verify %s` for every damage; `ringshard repair %s` "
+                          "keeps the rows of the intact generations (--force-any replaces it all the same)", fin,
+                          bd.damage[0].msg, more ? ", and " : "", more ? (more == 1 ? "1 more damage" : "more damages") : "",
+                          fin, fin);
+    }
+    rs_bucketdir_close(&bd);
+    return rc;
+}
+
 /* May fin (an existing directory) be replaced: empty, or a ringshard
  * output, or any directory with RS_OUTDIR_FORCE_ANY? 0, or -1 with err
  * (RS_EXIT_EXISTS) saying what is there. */
@@ -424,8 +448,10 @@ static int check_replaceable(const char *fin, int flags, rs_error *err)
     while ((de = readdir(d)) != NULL)
         entries += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
     closedir(d);
-    if (entries == 0 || ours > 0)
+    if (entries == 0)
         return 0;
+    if (ours > 0)
+        return refuse_damaged(fin, err);
     return rs_error_set(err, RS_EXIT_EXISTS,
                         "%s: not a ringshard output (holds %zu %s, %s): refusing to replace it "
                         "(--force-any replaces any directory)",
@@ -752,6 +778,55 @@ out:
     free(fin);
     free(parent);
     rs_outdir_abort(od);   /* removes tmp if not published; releases od */
+    return rc;
+}
+
+int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
+{
+    if (od->tmp == NULL || od->final == NULL) {
+        rs_outdir_abort(od);
+        return rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
+    }
+    int rc = -1, fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+        goto out;
+    }
+    if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
+        goto out;
+    rs_test_pause("publish");
+    if (rs_interrupt_pending()) {
+        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        goto out;
+    }
+    /* Not an exchange: the previous directory would sit at the
+     * temporary's name, which the next run removes as litter. Two renames
+     * keep it whole under one of two names the user sees. */
+    if (rename_noreplace_at(AT_FDCWD, od->final, AT_FDCWD, aside) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->final, aside, strerror(errno));
+        goto out;
+    }
+    rs_interrupt_published();   /* from here the run finishes */
+    rs_test_pause("aside");
+    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, od->final) != 0) {
+        int e = errno;
+        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, od->final) == 0)
+            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", od->tmp, od->final,
+                         strerror(e), od->final);
+        else
+            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s", od->tmp,
+                         od->final, strerror(e), od->final, aside);
+        goto out;
+    }
+    free(od->tmp);
+    od->tmp = NULL;
+    rs_test_pause("published");
+    rc = 0;
+    if (rs_tmp_sync_parent(od->final) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of its parent failed: %s",
+                          od->final, strerror(errno));
+out:
+    rs_outdir_abort(od);
     return rc;
 }
 

@@ -117,6 +117,7 @@
 #include "ringshard/log.h"
 #include "ringshard/ring.h"
 #include "ringshard/testhook.h"
+#include "ringshard/util.h"
 #include "pipeline/pipe.h"
 
 void rs_pipeline_interrupt(void) { rs_interrupt_raise(); }
@@ -268,19 +269,6 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
                         u->zstd ? "metadata frames" : "member headers");
 }
 
-/* n bytes as "123 B", "12.3 kB", "12.3 MB" or "12.3 GB". */
-static void human_bytes(char *out, size_t cap, uint64_t n)
-{
-    if (n < 1000)
-        snprintf(out, cap, "%llu B", (unsigned long long)n);
-    else if (n < 1000000)
-        snprintf(out, cap, "%.1f kB", n / 1e3);
-    else if (n < 10000000000ULL)
-        snprintf(out, cap, "%.1f MB", n / 1e6);
-    else
-        snprintf(out, cap, "%.1f GB", n / 1e9);
-}
-
 /* "45.0%  files 3/8  read 12.3 MB of 27.3 MB  ..." - the inputs done (the
  * producer's: it has moved past them) and their bytes as stored (gzip
  * compressed), of all inputs; with a pipe among them the total is "?" and
@@ -301,9 +289,9 @@ static void progress_line(pipe_state *s, double t0, int final)
         snprintf(eta, sizeof eta, " ETA %.0fs", el / frac - el);
     if (known) {
         snprintf(pct, sizeof pct, "%5.1f%%  ", frac * 100);
-        human_bytes(total, sizeof total, s->total_size);
+        rs_human_bytes((double)(s->total_size), total, sizeof total);
     }
-    human_bytes(done, sizeof done, got);
+    rs_human_bytes((double)(got), done, sizeof done);
     fprintf(stderr, "\r%s%s%sfiles %u/%zu  read %s of %s  %llu rows  %.1f MB  %.2f M rows/s  %.0f MB/s%s\033[K",
             s->o->progress_label ? s->o->progress_label : "", s->o->progress_label ? "  " : "", pct, s->next_input,
             s->o->ninputs, done, total, (unsigned long long)res->rows, mb, res->rows / el / 1e6, mb / el, eta);

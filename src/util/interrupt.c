@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <unistd.h>
 #include "ringshard/interrupt.h"
 #include "ringshard/testhook.h"
@@ -42,6 +43,32 @@ void rs_interrupt_raise(void)
         (void)k;
         errno = saved;
     }
+}
+
+static char notice[256];
+static size_t notice_len;
+static int signalled;
+
+void rs_interrupt_set_notice(const char *line)
+{
+    size_t n = line ? strlen(line) : 0;
+    if (n >= sizeof notice)
+        n = sizeof notice - 1;
+    memcpy(notice, line ? line : "", n);
+    notice_len = n;
+}
+
+void rs_interrupt_signal(void)
+{
+    /* only the first signal speaks: a second Ctrl-C while the cleanup
+     * runs says nothing new */
+    if (!__atomic_exchange_n(&signalled, 1, __ATOMIC_RELAXED) && notice_len) {
+        int saved = errno;
+        ssize_t k = write(STDERR_FILENO, notice, notice_len);   /* a closed stderr: nothing to do */
+        (void)k;
+        errno = saved;
+    }
+    rs_interrupt_raise();
 }
 
 int rs_interrupt_pending(void) { return __atomic_load_n(&raised, __ATOMIC_RELAXED) != 0; }

@@ -101,6 +101,8 @@ int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
          last_success, 0},
         {"inputs", "Inputs the last run read (files, or the files of a directory it read).", 0, 0, m->inputs},
         {"inputs_skipped", "Inputs the last run skipped as already ingested.", 0, 0, m->inputs_skipped},
+        {"empty_inputs", "Inputs without rows (0 bytes, or a header only) the last run let pass (--allow-empty).", 0,
+         0, m->empty_inputs},
         {"rows_read", "Data rows the last run read, rejected rows excluded.", 0, 0, m->rows_read},
         {"bytes_read", "Data bytes the last run read (each row's bytes and one line end).", 0, 0, m->bytes_read},
         {"rows_written", "Data rows the last run wrote to its output.", 0, 0, m->rows_written},
@@ -147,7 +149,7 @@ static double previous_last_success(const char *path, const char *command)
 int rs_metrics_publish(rs_outfile *of, const rs_metrics *m, rs_error *err)
 {
     double last = m->exit_code == 0 ? m->end_time : of->in_place ? 0 : previous_last_success(of->final, m->command);
-    of->f = fopen(of->tmp, of->in_place ? "a" : "w");
+    of->f = rs_outfile_stream(of);
     if (of->f == NULL) {
         int e = errno;
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", of->final, strerror(e));

@@ -259,13 +259,25 @@ int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err)
     return 0;
 }
 
+FILE *rs_outfile_stream(const rs_outfile *of)
+{
+    if (of->in_place && strcmp(of->tmp, "/dev/stdout") == 0) {
+        int fd = dup(STDOUT_FILENO);
+        FILE *f = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (!f && fd >= 0)
+            close(fd);
+        return f;
+    }
+    return fopen(of->tmp, of->in_place ? "a" : "w");
+}
+
 FILE *rs_outfile_open(rs_outfile *of, const char *path, rs_error *err)
 {
     if (rs_outfile_reserve(of, path, err) != 0)
         return NULL;
     /* in place, appended to: /dev/stdout may be a shell's `>> log`, which
      * "w" (O_TRUNC) would empty */
-    of->f = fopen(of->tmp, of->in_place ? "a" : "w");
+    of->f = rs_outfile_stream(of);
     if (of->f == NULL) {
         int e = errno;
         rs_outfile_abort(of);

@@ -1,0 +1,49 @@
+/* ringshard/job_repair.h - the repair job: a bucket directory whose chain
+ * of generations is damaged (bucketdir.h) made whole again from what is
+ * intact, as `ringshard repair` runs it. Never run by another command. */
+#ifndef RINGSHARD_JOB_REPAIR_H
+#define RINGSHARD_JOB_REPAIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ringshard/error.h"
+
+typedef struct {
+    const char *dir;          /* the damaged bucket directory */
+} rs_repair_job_opts;
+
+typedef struct {
+    int whole;                /* DIR had no damage: nothing done */
+    int published;            /* 1 when DIR was rebuilt and the damaged one put aside */
+    char *aside;              /* where the damaged directory is kept (malloc'd) */
+    uint64_t generations;     /* generations kept: the base and the appended ones */
+    uint64_t generation;      /* the rebuilt base's generation number (the newest kept) */
+    uint64_t rows, files_after, file_bytes;  /* what the rebuilt DIR holds */
+    uint64_t lost_generations;  /* listed generations not kept */
+    uint64_t lost_rows;       /* their rows, as far as their manifests say */
+    int lost_unknown;         /* a generation not kept whose manifest cannot be read: its rows unknown */
+    char **lines;             /* [nlines] what was found and what could not be kept, one line each */
+    size_t nlines;
+    size_t strays;            /* entries no manifest names: left in the damaged directory */
+    double seconds;
+} rs_repair_job_result;
+
+/* Repairs o->dir under its writer lock: reads its chain with every damage
+ * (rs_bucketdir_open_flags, TOLERANT | INTACT) and keeps the base and every
+ * generation whose manifest reads and agrees with the base and whose files
+ * and key indexes all match it, after a gap or a broken "previous" link
+ * too (the link cannot be checked; its rows are kept). Those are written
+ * as one compacted directory beside DIR (rs_compact_into), then DIR is
+ * renamed to "DIR.damaged.<N>" (the first N from 1 that does not exist)
+ * and the new directory to DIR (rs_outdir_commit_aside). A directory
+ * without damage is left as it is (r->whole). A generation not kept is
+ * dropped whole, its inputs not listed in the new manifest (an append of
+ * them again ingests their rows). Returns 0, or -1 with err: RS_EXIT_DATA
+ * when the base manifest or a base file is damaged (nothing to build on),
+ * RS_EXIT_USAGE (not a bucket directory), RS_EXIT_IO, RS_EXIT_INTERRUPTED;
+ * DIR is left as it was then. */
+int rs_repair_job_run(const rs_repair_job_opts *o, rs_repair_job_result *r, rs_error *err);
+
+void rs_repair_job_result_free(rs_repair_job_result *r);
+
+#endif

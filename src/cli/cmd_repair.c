@@ -1,0 +1,102 @@
+/* ringshard repair: a bucket directory whose chain of generations is
+ * damaged rebuilt from its intact generations, the damaged one kept aside. */
+#include <stdio.h>
+#include <string.h>
+#include "cli/cli.h"
+#include "ringshard/job_repair.h"
+#include "ringshard/metrics.h"
+
+static const char repair_help[] =
+    "Usage: ringshard repair [OPTIONS] DIR\n"
+    "Rebuilds the bucket directory DIR when its chain of generations is\n"
+    "damaged (a generation missing or renamed, a manifest missing or\n"
+    "unreadable, a digest that does not chain, a file missing or of another\n"
+    "size: what `ringshard verify DIR` reports). Keeps the rows of the base\n"
+    "and of every generation whose manifest reads and whose files match it,\n"
+    "after a gap too, merged into one file per node as compact writes them;\n"
+    "renames the damaged directory to DIR.damaged.<N> (kept whole, for\n"
+    "inspection) and publishes the new one as DIR. Prints on stdout each\n"
+    "damage found (DAMAGE), each generation it could not keep with its rows\n"
+    "and inputs (NOT KEPT) and each entry no manifest names (NOT CARRIED:\n"
+    "it stays in DIR.damaged.<N>). A directory without damage is left as it\n"
+    "is. Exit 0 when every generation was kept, 3 when DIR was rebuilt\n"
+    "without some (listed), 2 when the base itself is damaged (DIR left as\n"
+    "it was).\n\n"
+    "Options:\n"
+    "  --quiet                no summary\n"
+    "  -h, --help             this help\n";
+
+enum { OPT_QUIET = RS_OPT__FIRST_COMMAND };
+
+/* The summary line on stderr. */
+static void summary(const char *dir, const rs_repair_job_result *r)
+{
+    if (r->whole) {
+        fprintf(stderr, "ringshard repair: %s: no damage: nothing to repair%s\n", dir,
+                r->strays ? " (it holds entries no manifest names: `ringshard verify` lists them)" : "");
+        return;
+    }
+    fprintf(stderr, "ringshard repair: %s rebuilt from %llu generations (to generation %llu): %llu rows in %llu "
+            "files; the damaged directory is %s", dir, (unsigned long long)r->generations,
+            (unsigned long long)r->generation, (unsigned long long)r->rows, (unsigned long long)r->files_after,
+            r->aside);
+    if (r->lost_generations)
+        fprintf(stderr, "; %llu generations not kept (%llu rows as their manifests say%s; they stay in %s)",
+                (unsigned long long)r->lost_generations, (unsigned long long)r->lost_rows,
+                r->lost_unknown ? ", and those of generations without a usable manifest" : "", r->aside);
+    fputc('\n', stderr);
+}
+
+int rs_cmd_repair(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"quiet", no_argument, 0, OPT_QUIET},
+        RS_METRICS_LONGOPT,
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    int c, got, quiet = 0;
+    rs_error err = {0};
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if ((got = rs_cli_metrics_option("repair", c, optarg, &err)) != 0) {
+            if (got < 0)
+                return rs_cli_fail("repair", &err);
+            continue;
+        }
+        switch (c) {
+        case OPT_QUIET: quiet = 1; break;
+        case 'h':
+            fputs(repair_help, stdout);
+            fputc('\n', stdout);
+            fputs(rs_cli_metrics_help, stdout);
+            return 0;
+        default: return rs_cli_usage_error("repair", "bad option");
+        }
+    }
+    if (optind + 1 != argc)
+        return rs_cli_usage_error("repair", "expected one directory");
+    rs_cli_install_signals();
+    rs_repair_job_opts o = {argv[optind]};
+    rs_repair_job_result r;
+    int rc = rs_repair_job_run(&o, &r, &err);
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->rows_written = r.rows;
+        m->bytes_written = r.file_bytes;
+        rs_metrics_add_phase(m, "repair", r.seconds);
+    }
+    for (size_t k = 0; k < r.nlines; k++)
+        fprintf(stdout, "%s\n", r.lines[k]);
+    if (rc == 0 && r.nlines)
+        rs_cli_flush_stdout(&err);
+    if (rc != 0 || err.code) {
+        rs_repair_job_result_free(&r);
+        return rs_cli_fail("repair", &err);
+    }
+    if (!quiet)
+        summary(o.dir, &r);
+    rc = r.lost_generations ? RS_EXIT_VERIFY : 0;
+    rs_repair_job_result_free(&r);
+    return rc;
+}

@@ -1,0 +1,181 @@
+/* The repair job (job_repair.h): the library side of `ringshard repair`.
+ *
+ * Why the damaged directory is renamed aside and not rebuilt in place:
+ * what cannot be kept (a generation whose manifest is lost, a file of
+ * another size) may still be worth a look, and repair must never be the
+ * step that loses a row; so the directory stays whole, under another name,
+ * and DIR becomes a compacted directory of what is intact. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ringshard/bucketdir.h"
+#include "ringshard/job_compact.h"
+#include "ringshard/job_repair.h"
+#include "ringshard/outdir.h"
+#include "ringshard/util.h"
+
+static void add_line(rs_repair_job_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line of the report (lost with the memory when there is none). */
+static void add_line(rs_repair_job_result *r, const char *fmt, ...)
+{
+    char **nl = realloc(r->lines, (r->nlines + 1) * sizeof *nl), *line = NULL;
+    if (!nl)
+        return;
+    r->lines = nl;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&line, fmt, ap) >= 0)
+        r->lines[r->nlines++] = line;
+    va_end(ap);
+}
+
+/* The inputs a generation ingested, comma-separated (malloc'd). */
+static char *inputs_of(const rs_manifest *m)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < m->ninputs; i++)
+        n += strlen(m->inputs[i].path) + 2;
+    char *s = calloc(n, 1);
+    for (size_t i = 0; s && i < m->ninputs; i++) {
+        if (i)
+            strcat(s, ", ");
+        strcat(s, m->inputs[i].path);
+    }
+    return s;
+}
+
+/* What the damaged bd (opened TOLERANT) cannot give the new directory: a
+ * line per damage, per generation not kept, per stray. -1 with err when
+ * the base itself is damaged. */
+static int survey(const rs_bucketdir *bd, rs_repair_job_result *r, rs_error *err)
+{
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    for (size_t d = 0; d < bd->ndamage; d++) {
+        const rs_bucketdir_damage *dm = &bd->damage[d];
+        if (dm->file && dm->gen == base)
+            return rs_error_set(err, RS_EXIT_DATA, "%s; repair keeps the generations appended to an intact base, and "
+                                "this base is damaged: DIR left as it was (restore the file, or rebuild DIR from its "
+                                "inputs with --force)", dm->msg);
+        add_line(r, "DAMAGE %s", dm->msg);
+        if (dm->dropped && !dm->file) {
+            r->lost_generations += dm->ngens;
+            r->lost_unknown = 1;
+        }
+    }
+    for (size_t g = 0; g < bd->ngens; g++) {
+        if (!bd->gen_broken[g])
+            continue;
+        const rs_manifest *m = &bd->gens[g];
+        char *in = inputs_of(m);
+        add_line(r, "NOT KEPT g%08" PRIu64 ": %" PRIu64 " rows in %zu files (a file of it does not match its "
+                 "manifest); its inputs, which an append ingests again: %s", m->generation, m->rows, m->nfiles,
+                 in && *in ? in : "none listed");
+        free(in);
+        r->lost_generations++;
+        r->lost_rows += m->rows;
+    }
+    for (size_t i = 0; i < bd->nstray; i++)
+        add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
+    r->strays = bd->nstray;
+    return 0;
+}
+
+/* "DIR.damaged.<N>", the first N that names nothing (malloc'd). */
+static char *aside_name(const char *dir)
+{
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
+    for (unsigned k = 1; k < 100000; k++) {
+        char *p = NULL;
+        struct stat st;
+        if (asprintf(&p, "%.*s.damaged.%u", (int)n, dir, k) < 0)
+            return NULL;
+        if (lstat(p, &st) != 0 && errno == ENOENT)
+            return p;
+        free(p);
+    }
+    return NULL;
+}
+
+/* The new DIR from what bd (opened TOLERANT | INTACT) holds, published with
+ * the damaged one kept aside. */
+static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *bd, rs_repair_job_result *r,
+                   rs_error *err)
+{
+    rs_outdir od;
+    /* FORCE_ANY: the damaged DIR is never replaced (commit_aside renames
+     * it), so the check of what may be replaced does not apply */
+    if (rs_outdir_begin(&od, o->dir, RS_OUTDIR_FORCE_ANY, err) != 0)
+        return close(lockfd), -1;
+    od.lockfd = lockfd;   /* held until DIR is the new one */
+    rs_compact_job_result cr = {0};
+    if (!(r->aside = aside_name(o->dir))) {
+        rs_outdir_abort(&od);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    if (rs_compact_into(bd, &od, &cr, err) != 0) {
+        rs_outdir_abort(&od);
+        return -1;
+    }
+    if (rs_outdir_commit_aside(&od, r->aside, err) != 0)
+        return -1;
+    r->published = 1;
+    r->files_after = cr.files_after;
+    r->file_bytes = cr.file_bytes;
+    return 0;
+}
+
+static int repair(const rs_repair_job_opts *o, int lockfd, rs_repair_job_result *r, rs_error *err)
+{
+    rs_bucketdir bd;
+    if (rs_bucketdir_open_flags(&bd, o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT, err) != 0)
+        return close(lockfd), -1;
+    int rc = 0;
+    if (strcmp(bd.m.kind, "buckets") != 0)
+        rc = rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': repair rebuilds bucket directories", o->dir, bd.m.kind);
+    else if (!bd.ndamage)
+        r->whole = 1, r->strays = bd.nstray;
+    else
+        rc = survey(&bd, r, err);
+    rs_bucketdir_close(&bd);
+    if (rc != 0 || r->whole)
+        return close(lockfd), rc;
+    /* again, keeping the intact generations only: under the lock, DIR is
+     * as it was a moment ago */
+    if (rs_bucketdir_open_flags(&bd, o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT | RS_BUCKETDIR_INTACT, err) != 0)
+        return close(lockfd), -1;
+    r->generations = bd.ngens + 1;
+    r->generation = bd.last_gen;
+    r->rows = bd.rows;
+    rc = rebuild(o, lockfd, &bd, r, err);
+    rs_bucketdir_close(&bd);
+    return rc;
+}
+
+int rs_repair_job_run(const rs_repair_job_opts *o, rs_repair_job_result *r, rs_error *err)
+{
+    memset(r, 0, sizeof *r);
+    double t0 = rs_now();
+    rs_outdir_recover(o->dir);
+    int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
+    if (lr != 0)
+        return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
+    int rc = repair(o, lockfd, r, err);
+    r->seconds = rs_now() - t0;
+    return rc;
+}
+
+void rs_repair_job_result_free(rs_repair_job_result *r)
+{
+    rs_free_strings(r->lines, r->nlines);
+    free(r->aside);
+    memset(r, 0, sizeof *r);
+}
