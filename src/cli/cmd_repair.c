@@ -58,7 +58,7 @@ int rs_cmd_repair(int argc, char **argv)
     int c, got, quiet = 0;
     rs_error err = {0};
     optind = 1;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    while ((c = rs_cli_getopt("repair", argc, argv, "h", longopts)) != -1) {
         if ((got = rs_cli_metrics_option("repair", c, optarg, &err)) != 0) {
             if (got < 0)
                 return rs_cli_fail("repair", &err);
@@ -71,7 +71,7 @@ int rs_cmd_repair(int argc, char **argv)
             fputc('\n', stdout);
             fputs(rs_cli_metrics_help, stdout);
             return 0;
-        default: return rs_cli_usage_error("repair", "bad option");
+        default: return rs_cli_getopt_exit(c);
         }
     }
     if (optind + 1 != argc)
