@@ -717,6 +717,25 @@ static int publish_sides(rs_outdir *od, rs_error *err)
     return rc;
 }
 
+/* The temporary tree made durable, then the last look at a stop signal
+ * before anything is published: a signal that came after the pipeline's
+ * last look at the flag (while the files were closed, the manifest
+ * written, the tree fsync'd: seconds for a large output) makes exit 130,
+ * which says nothing was published, so nothing is. (Files published whole
+ * have the same check in rs_interrupt_publish_gate.) */
+static int ready_to_publish(rs_outdir *od, rs_error *err)
+{
+    int fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+    if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
+        return -1;
+    rs_test_pause("publish");
+    if (rs_interrupt_pending())
+        return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+    return 0;
+}
+
 int rs_outdir_commit(rs_outdir *od, rs_error *err)
 {
     if (od->tmp == NULL || od->final == NULL)
@@ -735,25 +754,8 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-
-    int fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+    if (ready_to_publish(od, err) != 0)
         goto out;
-    }
-    if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
-        goto out;
-
-    rs_test_pause("publish");
-    /* A stop signal that came after the pipeline's last look at the flag
-     * (while the files were closed, the manifest written, the tree
-     * fsync'd: seconds for a large output): exit 130 says nothing was
-     * published, so nothing is. (Files published whole have the same check
-     * in rs_interrupt_publish_gate.) */
-    if (rs_interrupt_pending()) {
-        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-        goto out;
-    }
     const char *displaced;
     if (publish(od, fin, old, &displaced, err) != 0)
         goto out;
@@ -787,18 +789,9 @@ int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
         rs_outdir_abort(od);
         return rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
     }
-    int rc = -1, fd = open(od->tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) {
-        rs_error_set(err, RS_EXIT_IO, "%s: %s", od->tmp, strerror(errno));
+    int rc = -1;
+    if (ready_to_publish(od, err) != 0)
         goto out;
-    }
-    if (sync_tree(od->tmp, fd, 0, err) != 0)   /* closes fd */
-        goto out;
-    rs_test_pause("publish");
-    if (rs_interrupt_pending()) {
-        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-        goto out;
-    }
     /* Not an exchange: the previous directory would sit at the
      * temporary's name, which the next run removes as litter. Two renames
      * keep it whole under one of two names the user sees. */
