@@ -98,7 +98,10 @@ static int dispatch(int argc, char **argv)
     if (!cmd->cluster)
         rs_world_solo();
     rs_cli_command = cmd->name;
-    if (rs_world_rank() == 0) {   /* said once, under MPI too */
+    /* Not under mpirun with several ranks: mpirun signals every rank when
+     * one ends with an error, and "stopping (interrupted)" would then be a
+     * second, misleading message after that rank's own */
+    if (rs_world_size() == 1) {
         char notice[64];
         snprintf(notice, sizeof notice, "ringshard %s: stopping (interrupted)...\n", cmd->name);
         rs_interrupt_set_notice(notice);
