@@ -406,13 +406,21 @@ static int holds_our_manifest(int dfd)
 /* A bucket directory whose chain of generations is damaged is not
  * replaced by --force: the rows of its intact generations would go with
  * it, unseen (repair keeps them; --force-any replaces it all the same).
- * One that cannot be opened as a bucket directory is judged as before. */
+ * One that cannot be opened as a bucket directory is judged as before.
+ * Damage seen in a directory that another --force run replaced meanwhile
+ * (it removes the old one's files after its exchange) is that old one's
+ * removal, not damage: the directory now in place is looked at again. */
 static int refuse_damaged(const char *fin, rs_error *err)
 {
     rs_bucketdir bd;
-    rs_error e = {0};
-    if (rs_bucketdir_open_flags(&bd, fin, UINT64_MAX, RS_BUCKETDIR_TOLERANT, &e) != 0)
-        return 0;
+    for (int tries = 0;; tries++) {
+        rs_error e = {0};
+        if (rs_bucketdir_open_flags(&bd, fin, UINT64_MAX, RS_BUCKETDIR_TOLERANT, &e) != 0)
+            return 0;
+        if (!bd.ndamage || tries == 100 || !rs_bucketdir_replaced(&bd))
+            break;
+        rs_bucketdir_close(&bd);
+    }
     int rc = 0;
     if (bd.ndamage) {
         size_t more = bd.ndamage - 1;
