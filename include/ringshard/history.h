@@ -50,6 +50,8 @@ typedef struct {
     uint64_t rows_in, bytes_in;          /* the new bucket's rows and bytes (rows + LF) */
     uint64_t dropped_rows, dropped_bytes;/* rows whose key the history holds */
     uint64_t index_bytes_read;           /* read from the indexes */
+    uint64_t keys_confirmed;             /* new keys found in an index by their exact bytes */
+    uint64_t confirm_bytes;              /* of index_bytes_read, read to compare exact keys */
     uint32_t parts;                      /* parts the new keys were looked up in */
     int filtered;                        /* 1: `out` holds the rows that stay, complete */
 } rs_history_result;

@@ -129,6 +129,8 @@ typedef struct {
     uint32_t runs, fp_bits;
     uint64_t size;
     uint64_t bytes_read;   /* what the lookups read from it */
+    uint64_t keys_confirmed;  /* probes whose exact key the lookups found in it */
+    uint64_t confirm_bytes;   /* of bytes_read, what was read to compare exact keys */
 } rs_keyidx;
 
 /* Opens index `name` under dirfd (named path in messages) and checks its

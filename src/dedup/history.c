@@ -175,6 +175,8 @@ int rs_history_filter(const rs_history_opts *h, const rs_dedup_opts *dopts, cons
         rc = filter(h, &d, in, f, out, x, r, err);
     for (size_t k = 0; k < opened; k++) {
         r->index_bytes_read += x[k].bytes_read;
+        r->keys_confirmed += x[k].keys_confirmed;
+        r->confirm_bytes += x[k].confirm_bytes;
         rs_keyidx_close(&x[k]);
     }
     if (f && fclose(f) != 0 && rc == 0)

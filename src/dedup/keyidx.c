@@ -363,12 +363,16 @@ static int read_key(rs_keyidx *x, const run_at *r, uint64_t j, rs_buf *key, size
 
 /* The probes among p[lo..hi) whose fingerprint is fp and whose key is
  * history key k get hit. */
-static void hits_of(const rs_keyidx_probe *p, size_t i, size_t n, uint64_t fp, const char *k, size_t klen,
-                    void (*hit)(void *, uint32_t), void *ctx)
+static uint64_t hits_of(const rs_keyidx_probe *p, size_t i, size_t n, uint64_t fp, const char *k, size_t klen,
+                        void (*hit)(void *, uint32_t), void *ctx)
 {
+    uint64_t found = 0;
     for (; i < n && p[i].fp == fp; i++)
-        if (p[i].len == klen && memcmp(p[i].key, k, klen) == 0)
+        if (p[i].len == klen && memcmp(p[i].key, k, klen) == 0) {
             hit(ctx, p[i].id);
+            found++;
+        }
+    return found;
 }
 
 /* One run: its blocks that can hold a probe's fingerprint, merged with
@@ -422,10 +426,13 @@ static int lookup_run(rs_keyidx *x, const run_at *r, const rs_keyidx_probe *p, s
             if (p[q].fp != blk[j])
                 continue;
             size_t len;
-            if (read_key(x, r, b * RS_KEYIDX_BLOCK + j, &key, &len, err) != 0)
+            uint64_t before = x->bytes_read;
+            if (read_key(x, r, b * RS_KEYIDX_BLOCK + j, &key, &len, err) != 0) {
                 rc = -1;
-            else
-                hits_of(p, q, n, blk[j], key.data, len, hit, ctx);
+            } else {
+                x->confirm_bytes += x->bytes_read - before;
+                x->keys_confirmed += hits_of(p, q, n, blk[j], key.data, len, hit, ctx);
+            }
         }
     }
 out:
