@@ -103,7 +103,7 @@ static int find_indexes(const rs_bucketdir *bd, char **names, uint64_t *sizes, i
     return bd->nfiles > 0;
 }
 
-/* Node i's indexes (files [k0, k) of bd) concatenated into the index of
+/* Node i's indexes (files [k0, k) of bd) merged into the index of
  * its merged file f, named after it. */
 static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const *names, const uint64_t *sizes,
                        int by_row, const rs_outdir *od, rs_manifest_file *f, rs_error *err)
@@ -129,7 +129,7 @@ static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const 
         want[q] = (rs_keyidx_of){part->rows, part->bytes, part->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
     }
     rs_keyidx_of of = {f->rows, f->bytes, f->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
-    rc = rs_keyidx_concat(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
+    rc = rs_keyidx_merge(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
                           sizes + k0, n, &of, &f->index_bytes, &f->index_crc32, err);
 out:
     free(want);
