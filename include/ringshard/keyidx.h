@@ -82,11 +82,17 @@ typedef struct {
 
 /* A writer sorts what fits in its memory (RS_KEYIDX_WRITER_MEMORY, or
  * rs_keyidx_set_memory's) and spills sorted runs to an unnamed temporary
- * file beside the index, merged when the index is finished (at most
- * RS_KEYIDX_FAN_IN at once, a pass more for each factor of it). The index's
- * bytes depend on the keys alone, never on the memory or the thread count. */
-#define RS_KEYIDX_WRITER_MEMORY ((uint64_t)12 << 20)
+ * file beside the index, merged when the index is finished (as many at
+ * once as the memory holds, RS_KEYIDX_FAN_IN at most; a pass more for each
+ * factor of it). The sort and the merge do not overlap: the pending keys
+ * are freed before the merge. The index's bytes depend on the keys alone,
+ * never on the memory or the thread count. */
+#define RS_KEYIDX_WRITER_MEMORY ((uint64_t)16 << 20)
 #define RS_KEYIDX_FAN_IN 32u
+/* what the file's three regions and the deflate state take; and each
+ * sorted run a merge reads, at most */
+#define RS_KEYIDX_EMIT_MEMORY ((uint64_t)1 << 20)
+#define RS_KEYIDX_SOURCE_MEMORY ((uint64_t)192 << 10)
 
 struct rs_keyidx_spill;
 
@@ -100,15 +106,21 @@ typedef struct {
     size_t n, cap;
     uint64_t entries;      /* added in all */
     uint64_t memory;       /* what the pending keys may take */
+    unsigned fan_in;       /* sorted runs merged at once */
     struct rs_keyidx_spill *spill;  /* the sorted runs spilled, when any */
     int failed;            /* errno of the first failure */
 } rs_keyidx_writer;
 
+/* A test hook: the pending keys' memory and the merge's fan-in set below
+ * rs_keyidx_set_memory's floor, so that tests cover many merge passes. */
+void rs_keyidx_set_memory_for_tests(rs_keyidx_writer *w, uint64_t keys_bytes, unsigned fan_in);
+
 /* Creates (truncates) path for an index. 0, or -1 with err (RS_EXIT_IO). */
 int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err);
 
-/* The memory w's pending keys may take (at least 64 KiB; the merge's
- * buffers, RS_KEYIDX_FAN_IN x 128 KiB at most, come on top). */
+/* The memory w may use in all (by default RS_KEYIDX_WRITER_MEMORY): its
+ * pending keys, or, when it finishes, the runs it merges at once, besides
+ * RS_KEYIDX_EMIT_MEMORY; 2 MiB at least. */
 void rs_keyidx_set_memory(rs_keyidx_writer *w, uint64_t bytes);
 
 /* Adds the next row's key. 0, or -1 with err (out of memory, a write
@@ -128,14 +140,14 @@ void rs_keyidx_abort(rs_keyidx_writer *w);
 /* Writes the index of files concatenated (compact): one version-2 index of
  * the keys of indexes names[0..n) under dirfd (paths for messages; version
  * 1 or 2), opened with rs_keyidx_open against want[k] and sizes[k], merged
- * in one streaming pass (or more, beyond RS_KEYIDX_FAN_IN sorted runs)
- * within RS_KEYIDX_WRITER_MEMORY, behind a header saying `of` (the merged
+ * in one streaming pass (or more, beyond the sorted runs `memory` merges
+ * at once; 0: RS_KEYIDX_WRITER_MEMORY), behind a header saying `of` (the merged
  * file); byte-identical to the index rs_keyidx_add would build from the
  * merged file's rows. *file_bytes and *crc32 get the new index's size and
  * CRC-32. 0, or -1 with err (the file removed). */
 int rs_keyidx_merge(const char *out, int dirfd, const char *const *names, const char *const *paths,
                     const rs_keyidx_of *want, const uint64_t *sizes, size_t n, const rs_keyidx_of *of,
-                    uint64_t *file_bytes, uint32_t *crc32, rs_error *err);
+                    uint64_t memory, uint64_t *file_bytes, uint32_t *crc32, rs_error *err);
 
 /* ------------------------------------------------------------ reading */
 

@@ -266,7 +266,7 @@ int kx_sources_grow(kx_source **srcs, size_t n, size_t *cap)
 
 int rs_keyidx_merge(const char *out, int dirfd, const char *const *names, const char *const *paths,
                     const rs_keyidx_of *want, const uint64_t *sizes, size_t n, const rs_keyidx_of *of,
-                    uint64_t *file_bytes, uint32_t *crc32, rs_error *err)
+                    uint64_t memory, uint64_t *file_bytes, uint32_t *crc32, rs_error *err)
 {
     rs_keyidx_writer w;
     rs_keyidx *x = calloc(n + 1, sizeof *x);
@@ -279,6 +279,8 @@ int rs_keyidx_merge(const char *out, int dirfd, const char *const *names, const 
         free(x);
         return -1;
     }
+    if (memory)
+        rs_keyidx_set_memory(&w, memory);
     int rc = 0;
     for (; rc == 0 && opened < n; opened++) {
         if ((rc = rs_keyidx_open(&x[opened], dirfd, names[opened], paths[opened], &want[opened], sizes[opened],

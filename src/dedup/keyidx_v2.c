@@ -18,7 +18,7 @@ enum {
     WINDOW_LINES = 64,             /* filter lines read at once, at most: 4 KiB */
     GAP_LINES = 2,                 /* lines between two probes' read in one piece */
     RANGE_READ = 1 << 20,          /* a range up to this size is read in one piece */
-    STREAM_BUF = 1 << 16,
+    STREAM_BUF = 1 << 15,          /* a cursor: this, a chunk's payload and raw keys: < RS_KEYIDX_SOURCE_MEMORY */
 };
 
 struct rs_keyidx_v2 {

@@ -3,7 +3,7 @@
  * Keys arrive in the file's row order. What fits in the writer's memory is
  * sorted (by fingerprint, ties in row order) and, when more keys come,
  * spilled as a sorted run to an unnamed temporary file beside the index.
- * Finishing merges the runs (RS_KEYIDX_FAN_IN at once; more runs than that
+ * Finishing merges the runs (as many at once as the memory holds; more than that
  * are merged group by group into longer runs first) and streams the
  * merged entries into the file's three regions at once: the filter lines
  * and the range table, whose sizes the number of keys fixes, each through
@@ -285,7 +285,7 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err)
 {
     memset(w, 0, sizeof *w);
     w->fd = -1;
-    w->memory = RS_KEYIDX_WRITER_MEMORY - RS_KEYIDX_FAN_IN * (SPILL_BUF + SPILL_BUF);
+    rs_keyidx_set_memory(w, RS_KEYIDX_WRITER_MEMORY);
     if (!(w->path = strdup(path)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if ((w->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
@@ -299,7 +299,18 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err)
 
 void rs_keyidx_set_memory(rs_keyidx_writer *w, uint64_t bytes)
 {
-    w->memory = bytes < ((uint64_t)1 << 16) ? (uint64_t)1 << 16 : bytes;
+    uint64_t room = bytes > RS_KEYIDX_EMIT_MEMORY + ((uint64_t)1 << 20) ? bytes - RS_KEYIDX_EMIT_MEMORY
+                                                                        : (uint64_t)1 << 20;
+    w->memory = room;
+    uint64_t f = room / RS_KEYIDX_SOURCE_MEMORY;
+    w->fan_in = f < 2 ? 2 : f > RS_KEYIDX_FAN_IN ? RS_KEYIDX_FAN_IN : (unsigned)f;
+}
+
+/* Below a writer's memory floor, for the tests of many merge passes. */
+void rs_keyidx_set_memory_for_tests(rs_keyidx_writer *w, uint64_t keys_bytes, unsigned fan_in)
+{
+    w->memory = keys_bytes;
+    w->fan_in = fan_in < 2 ? 2 : fan_in;
 }
 
 int rs_keyidx_add(rs_keyidx_writer *w, const void *key, size_t len, rs_error *err)
@@ -352,6 +363,9 @@ int rs_keyidx_finish(rs_keyidx_writer *w, const rs_keyidx_of *of, uint64_t *file
             rs_keyidx_abort(w);
             return -1;
         }
+        rs_buf_free(&w->heap);   /* the merge's memory now */
+        free(w->ent);
+        w->ent = NULL, w->cap = 0;
         return kx_write_sorted(w, NULL, 0, w->entries, of, file_bytes, crc32, err);
     }
     sort_pending(w);
@@ -432,19 +446,19 @@ static void release_all(kx_source *s, size_t from, size_t to)
         s[k].release(&s[k]);
 }
 
-/* Merges groups of RS_KEYIDX_FAN_IN consecutive sources into spilled runs
+/* Merges groups of w->fan_in consecutive sources into spilled runs
  * until no more than that many are left (in place: a group's run takes a
  * place its sources left). On failure every source is released. */
 static int reduce(rs_keyidx_writer *w, kx_source *s, size_t *n, rs_error *err)
 {
-    while (*n > RS_KEYIDX_FAN_IN) {
+    while (*n > w->fan_in) {
         size_t out = 0;
         if (!w->spill && spill_open(w, err) != 0) {
             release_all(s, 0, *n);
             return -1;
         }
-        for (size_t a = 0; a < *n; a += RS_KEYIDX_FAN_IN) {
-            size_t b = a + RS_KEYIDX_FAN_IN < *n ? a + RS_KEYIDX_FAN_IN : *n;
+        for (size_t a = 0; a < *n; a += w->fan_in) {
+            size_t b = a + w->fan_in < *n ? a + w->fan_in : *n;
             int e = spill_begin_run(w->spill), rc = 0, ran = !e;
             if (ran && (rc = merge(s + a, b - a, spill_entry, w->spill, err)) == 0)
                 e = spill_end_run(w->spill);
