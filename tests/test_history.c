@@ -481,3 +481,28 @@ Test(history, an_append_reading_a_damaged_index_block_stops)
     }
     SH_OK(CHECK "snap T | cmp - snap.before");
 }
+
+/* After that: `repair` finds the index whose bytes are not its manifest's
+ * CRC-32 (the chain itself whole), rebuilds DIR with every row and no key
+ * index, the damaged directory kept aside; the next append builds the
+ * indexes from the rows and keeps and drops exactly what the same append
+ * onto an undamaged copy does; verify passes. */
+Test(history, repair_drops_damaged_key_indexes_and_the_next_append_rebuilds_them)
+{
+    SH_OK("\"$RS\" dedup --quiet --append " RING " -o T a.csv && \"$RS\" dedup --quiet --append -o T b.csv.gz && "
+          "cp -a T U && for f in T/*.keyidx T/g*/*.keyidx; do python3 -c \"import struct,sys; "
+          "f=open(sys.argv[1],'r+b'); h=f.read(128); ca=struct.unpack_from('<Q',h,88)[0]; f.seek(ca+30); "
+          "b=f.read(1); f.seek(ca+30); f.write(bytes([b[0]^0x10]))\" $f || exit 1; done");
+    cmd_result r = expect(2, "key index damaged: chunk at byte ", "\"$RS\" dedup --append -o T c.csv");
+    cmd_result_free(&r);
+    r = expect(0, "INDEXES NOT CARRIED: 10 damaged key indexes", "\"$RS\" repair T");
+    cr_assert(strstr(r.out, "DAMAGE T/g00000002/0.keyidx: CRC-32 "), "%s", r.out);
+    cmd_result_free(&r);
+    SH_OK("test -d T.damaged.1 && ! ls T/*.keyidx 2>/dev/null && \"$RS\" verify --quiet T && "
+          "\"$RS\" dedup --append -o T --duplicates t.dups c.csv 2> t.err && "
+          "grep -q 'rows re-read to build 5 missing key indexes' t.err && "
+          "\"$RS\" dedup --quiet --append -o U --duplicates u.dups c.csv && "
+          "cut -f 1,3 t.dups > t.rows && cut -f 1,3 u.dups > u.rows && cmp t.rows u.rows && "
+          "for n in 0 1 2 3 4; do cmp T/g00000003/$n.csv.gz U/g00000003/$n.csv.gz || exit 1; done && "
+          "\"$RS\" verify --quiet T && " CHECK "indexes T first 1");
+}

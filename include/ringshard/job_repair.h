@@ -25,6 +25,7 @@ typedef struct {
     char **lines;             /* [nlines] what was found and what could not be kept, one line each */
     size_t nlines;
     size_t strays;            /* entries no manifest names: left in the damaged directory */
+    size_t indexes_dropped;   /* key indexes not of their manifest's CRC-32: none carried then */
     double seconds;
 } rs_repair_job_result;
 
@@ -36,7 +37,10 @@ typedef struct {
  * as one compacted directory beside DIR (rs_compact_into), then DIR is
  * renamed to "DIR.damaged.<N>" (the first N from 1 that does not exist)
  * and the new directory to DIR (rs_outdir_commit_aside). A directory
- * without damage is left as it is (r->whole). A generation not kept is
+ * without damage is left as it is (r->whole). A key index whose bytes are
+ * not its manifest's CRC-32 (a damaged block: the chain itself is whole)
+ * is damage too: the new DIR then has no key indexes (the rows are all
+ * kept), and the next dedup --append builds them. A generation not kept is
  * dropped whole, its inputs not listed in the new manifest (an append of
  * them again ingests their rows). Returns 0, or -1 with err: RS_EXIT_DATA
  * when the base manifest or a base file is damaged (nothing to build on),

@@ -184,8 +184,8 @@ static int refuse_strays(const rs_bucketdir *bd, rs_error *err)
                         "again", bd->path, bd->stray[0], bd->nstray > 1 ? ", and more such entries" : "", bd->path);
 }
 
-int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, rs_compact_job_result *r,
-                    rs_error *err)
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
+                    rs_compact_job_result *r, rs_error *err)
 {
     rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
     char **inames = calloc(bd->nfiles + 1, sizeof *inames);
@@ -200,7 +200,7 @@ int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory
         size_t k0 = k;
         if (merge_node(bd, i, &k, od, &files[i], err) == 0)
             r->file_bytes += files[i].file_bytes;
-        if (!err->code && indexed > 0)
+        if (!err->code && indexed > 0 && !drop_indexes)
             merge_index(bd, k0, k, inames, isizes, by_row, od, memory, &files[i], err);
         if (!err->code && rs_interrupt_pending())
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
@@ -244,7 +244,7 @@ static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, r
         return -1;
     }
     od.lockfd = lockfd;   /* held until the replaced DIR is removed */
-    if (rs_compact_into(bd, &od, o->memory, r, err) != 0) {
+    if (rs_compact_into(bd, &od, o->memory, 0, r, err) != 0) {
         rs_outdir_abort(&od);
         return -1;
     }

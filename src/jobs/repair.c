@@ -14,7 +14,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <fcntl.h>
 #include "ringshard/bucketdir.h"
+#include "ringshard/deflate.h"
 #include "ringshard/job_compact.h"
 #include "ringshard/job_repair.h"
 #include "ringshard/outdir.h"
@@ -105,6 +107,48 @@ static char *aside_name(const char *dir)
     return NULL;
 }
 
+/* The CRC-32 of a whole file under dirfd; -1 when it cannot be read. */
+static int file_crc(int dirfd, const char *name, uint32_t *crc)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[1 << 16];
+    ssize_t k;
+    *crc = 0;
+    while ((k = read(fd, buf, sizeof buf)) > 0)
+        *crc = rs_crc32(*crc, buf, (size_t)k);
+    close(fd);
+    return k < 0 ? -1 : 0;
+}
+
+/* Key indexes whose bytes are not their manifest's CRC-32 (a damaged
+ * block; their sizes were checked by the open): each a DAMAGE line, and
+ * counted in r->indexes_dropped. An index is rebuilt from its file's
+ * rows, which are intact, so none is carried: the new DIR has none, and
+ * the next dedup --append builds them all (reading the rows once). */
+static void survey_indexes(const rs_bucketdir *bd, rs_repair_job_result *r)
+{
+    size_t damaged = 0;
+    for (size_t k = 0; k < bd->nfiles; k++) {
+        char *name = NULL;
+        uint64_t size;
+        uint32_t want, crc;
+        int row;
+        if (rs_bucketdir_index_of(bd, k, &name, &size, &want, &row) <= 0)
+            continue;
+        if (file_crc(bd->fd, name, &crc) != 0)
+            add_line(r, "DAMAGE %s/%s: unreadable: %s", bd->path, name, strerror(errno)), damaged++;
+        else if (crc != want)
+            add_line(r, "DAMAGE %s/%s: CRC-32 %08x, the manifest says %08x", bd->path, name, crc, want), damaged++;
+        free(name);
+    }
+    if (damaged)
+        add_line(r, "INDEXES NOT CARRIED: %zu damaged key index%s: the new DIR has no key indexes; the next "
+                 "`dedup --append` builds them from the rows (reading them once)", damaged, damaged > 1 ? "es" : "");
+    r->indexes_dropped = damaged;
+}
+
 /* The new DIR from what bd (opened TOLERANT | INTACT) holds, published with
  * the damaged one kept aside. */
 static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *bd, rs_repair_job_result *r,
@@ -121,7 +165,7 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
         rs_outdir_abort(&od);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    if (rs_compact_into(bd, &od, 0, &cr, err) != 0) {
+    if (rs_compact_into(bd, &od, 0, r->indexes_dropped > 0, &cr, err) != 0) {
         rs_outdir_abort(&od);
         return -1;
     }
@@ -141,9 +185,9 @@ static int repair(const rs_repair_job_opts *o, int lockfd, rs_repair_job_result 
     int rc = 0;
     if (strcmp(bd.m.kind, "buckets") != 0)
         rc = rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': repair rebuilds bucket directories", o->dir, bd.m.kind);
-    else if (!bd.ndamage)
+    else if (!bd.ndamage && (survey_indexes(&bd, r), !r->indexes_dropped))
         r->whole = 1, r->strays = bd.nstray;
-    else
+    else if (bd.ndamage)
         rc = survey(&bd, r, err);
     rs_bucketdir_close(&bd);
     if (rc != 0 || r->whole)
@@ -155,6 +199,8 @@ static int repair(const rs_repair_job_opts *o, int lockfd, rs_repair_job_result 
     r->generations = bd.ngens + 1;
     r->generation = bd.last_gen;
     r->rows = bd.rows;
+    if (!r->indexes_dropped)   /* the chain's damage: the kept generations' indexes */
+        survey_indexes(&bd, r);
     rc = rebuild(o, lockfd, &bd, r, err);
     rs_bucketdir_close(&bd);
     return rc;
