@@ -356,12 +356,14 @@ def parse_index_v2(raw):
     assert magic == b"RSKEYIX2" and version == 2 and z1 == 0 and hcrc == zlib.crc32(h[:124]), "header"
     assert (range_keys, filter_bits) == (V2_RANGE_KEYS, V2_FILTER_BITS), "geometry"
     assert lines == v2_lines(entries) and ranges == v2_ranges(entries), "lines, ranges"
-    assert filter_at == 128 and table_at == 128 + 64 * lines and chunks_at == table_at + 8 * (ranges + 1), "regions"
+    assert filter_at == 128 and table_at == 128 + 64 * lines and chunks_at == table_at + 12 * (ranges + 1), "regions"
     assert chunks_at + chunks_bytes == len(raw), "size"
     for i in range(lines):
         ln = raw[filter_at + 64 * i:filter_at + 64 * i + 64]
         assert struct.unpack_from("<I", ln, 60)[0] == zlib.crc32(ln[:60]), f"filter line {i} CRC"
-    table = struct.unpack_from("<%dQ" % (ranges + 1), raw, table_at)
+    ents = [struct.unpack_from("<QI", raw, table_at + 12 * r) for r in range(ranges + 1)]
+    assert all(c == zlib.crc32(struct.pack("<QQ", r, off)) for r, (off, c) in enumerate(ents)), "range table CRC"
+    table = [off for off, _ in ents]
     assert table[0] == 0 and table[ranges] == chunks_bytes and list(table) == sorted(table), "range table"
     fps, keys, pos, starts, kb = [], [], 0, {}, 0
     while pos < chunks_bytes:
@@ -443,12 +445,13 @@ def write_index_v2(hd, ents):
     for ln in filt:
         struct.pack_into("<I", ln, 60, zlib.crc32(bytes(ln[:60])))
     table_at = 128 + 64 * lines
-    chunks_at = table_at + 8 * (ranges + 1)
+    chunks_at = table_at + 12 * (ranges + 1)
     h = bytearray(struct.pack("<8sIIQIIQQIIQQQQQQQQI", b"RSKEYIX2", 2, hd["flags"], n, bits, V2_RANGE_KEYS,
                               hd["rows"], hd["bytes"], hd["crc"], V2_FILTER_BITS, lines, ranges, 128, table_at,
                               chunks_at, len(chunks), sum(len(k) for _, k in ents), nchunks, 0))
     h += struct.pack("<I", zlib.crc32(bytes(h)))
-    return bytes(h) + b"".join(bytes(x) for x in filt) + struct.pack("<%dQ" % (ranges + 1), *table) + bytes(chunks)
+    tab = b"".join(struct.pack("<QI", off, zlib.crc32(struct.pack("<QQ", r, off))) for r, off in enumerate(table))
+    return bytes(h) + b"".join(bytes(x) for x in filt) + tab + bytes(chunks)
 
 
 def parse_index(raw):

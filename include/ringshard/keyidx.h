@@ -20,7 +20,7 @@
  *     8  4  version (2)              64  8  ranges R
  *    12  4  flags (bit 0: by row)    72  8  filter offset (128)
  *    16  8  entries n                80  8  range table offset (128 + 64 L)
- *    24  4  fingerprint bits         88  8  chunks offset (table + 8 (R + 1))
+ *    24  4  fingerprint bits         88  8  chunks offset (table + 12 (R + 1))
  *    28  4  keys a range holds (128) 96  8  chunks bytes
  *    32  8  rows  \  of the file     104 8  key bytes (sum of key lengths)
  *    40  8  bytes  } it indexes      112 8  chunks
@@ -28,8 +28,9 @@
  *    52  4  filter bits a key (10)   124 4  CRC-32 of bytes 0-123
  *   L filter lines of 64 bytes: 480 bits, then the CRC-32 of those 60 bytes;
  *     a key sets 6 bits of line (fp * L) >> bits;
- *   R + 1 range table entries: the offset in the chunks region of range r's
- *     first chunk (entry R: the region's size); range r holds the keys whose
+ *   R + 1 range table entries of 12 bytes: the offset in the chunks region
+ *     of range r's first chunk (entry R: the region's size), and the CRC-32
+ *     of r and that offset (8 bytes each); range r holds the keys whose
  *     fingerprint gives (fp * R) >> bits = r, in fingerprint order, ties in
  *     the file's row order;
  *   the chunks, range after range, each at most 256 keys and 64 KiB of them
@@ -59,6 +60,7 @@
 #define RS_KEYIDX_CHUNK_RAW 65536u    /* key bytes in one chunk, at most (but for one longer key) */
 #define RS_KEYIDX_FILTER_BITS 10u     /* filter bits a key: ~1% false positives */
 #define RS_KEYIDX_LINE 64u            /* a filter line: 480 bits and a CRC-32 */
+#define RS_KEYIDX_ENTRY 12u           /* a range table entry: an offset and a CRC-32 */
 /* version 1 */
 #define RS_KEYIDX1_MAGIC "RSKEYIX1"
 #define RS_KEYIDX1_HEADER 64

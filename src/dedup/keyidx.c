@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "dedup/keyidx_impl.h"
+#include "ringshard/deflate.h"
 #include "ringshard/hash.h"
 
 /* ---------------------------------------------------------- fingerprint */
@@ -64,6 +65,14 @@ uint64_t kx_lines_for(uint64_t n)
 {
     uint64_t bits = n * RS_KEYIDX_FILTER_BITS, per = 8 * (RS_KEYIDX_LINE - 4);
     return bits / per + 1;
+}
+
+uint32_t kx_entry_crc(uint64_t r, uint64_t off)
+{
+    unsigned char b[16];
+    kx_put64(b, r);
+    kx_put64(b + 8, off);
+    return rs_crc32(0, b, sizeof b);
 }
 
 uint64_t kx_ranges_for(uint64_t n)

@@ -38,6 +38,9 @@ static inline uint64_t kx_part(uint64_t fp, uint64_t n, uint32_t bits)
     return (uint64_t)(((unsigned __int128)fp * n) >> bits);
 }
 
+/* The CRC-32 of range table entry r (r and its offset, 8 bytes each). */
+uint32_t kx_entry_crc(uint64_t r, uint64_t off);
+
 /* Filter geometry for n keys: lines and ranges (at least one of each). */
 uint64_t kx_lines_for(uint64_t n);
 uint64_t kx_ranges_for(uint64_t n);

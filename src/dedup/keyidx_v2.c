@@ -61,7 +61,7 @@ int kx_v2_open(rs_keyidx *x, const unsigned char *h, rs_error *err)
         return kx_bad(x, err, "header: a geometry this version does not write (keys a range, filter bits)");
     if (x->entries > x->size || v->lines != kx_lines_for(x->entries) || v->ranges != kx_ranges_for(x->entries) ||
         v->filter_at != RS_KEYIDX_HEADER || v->table_at != v->filter_at + RS_KEYIDX_LINE * v->lines ||
-        v->chunks_at != v->table_at + 8 * (v->ranges + 1) || v->chunks_bytes > x->size ||
+        v->chunks_at != v->table_at + RS_KEYIDX_ENTRY * (v->ranges + 1) || v->chunks_bytes > x->size ||
         v->chunks_at + v->chunks_bytes != x->size)
         return kx_bad(x, err, "header: regions that do not add up to the file's %llu bytes",
                       (unsigned long long)x->size);
@@ -219,11 +219,14 @@ static const unsigned char *filter_line(rs_keyidx *x, uint64_t line, const rs_ke
 static int load_range(rs_keyidx *x, uint64_t r, rs_error *err)
 {
     struct rs_keyidx_v2 *v = x->v2;
-    unsigned char t[16];
+    unsigned char t[2 * RS_KEYIDX_ENTRY];
     v->range_live = 0;
-    if (kx_read_at(x, t, sizeof t, v->table_at + 8 * r, err) != 0)
+    if (kx_read_at(x, t, sizeof t, v->table_at + RS_KEYIDX_ENTRY * r, err) != 0)
         return -1;
-    v->ra = kx_get64(t), v->rb = kx_get64(t + 8);
+    v->ra = kx_get64(t), v->rb = kx_get64(t + RS_KEYIDX_ENTRY);
+    for (int k = 0; k < 2; k++)
+        if (kx_get32(t + RS_KEYIDX_ENTRY * k + 8) != kx_entry_crc(r + k, k ? v->rb : v->ra))
+            return kx_bad(x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)(r + k));
     if (v->ra > v->rb || v->rb > v->chunks_bytes)
         return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)r);
     v->whole = v->rb - v->ra <= RANGE_READ;
@@ -478,9 +481,11 @@ static int next_line(side *d, rs_error *err)
 static int table_through(side *d, uint64_t upto, uint64_t value, rs_error *err)
 {
     for (; d->tabled <= upto; d->tabled++) {
-        unsigned char b[8];
-        if (sget(d->x, &d->table, b, 8, err) != 0)
+        unsigned char b[RS_KEYIDX_ENTRY];
+        if (sget(d->x, &d->table, b, sizeof b, err) != 0)
             return -1;
+        if (kx_get32(b + 8) != kx_entry_crc(d->tabled, kx_get64(b)))
+            return kx_bad(d->x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)d->tabled);
         if (kx_get64(b) != value)
             return kx_bad(d->x, err, "range table entry %llu: not where its range's chunks start",
                           (unsigned long long)d->tabled);

@@ -536,11 +536,13 @@ static void put_line(emitter *m)
     memset(m->cur, 0, sizeof m->cur);
 }
 
+/* Entry m->tabled of the range table. */
 static void put_table(emitter *m)
 {
-    unsigned char b[8];
+    unsigned char b[RS_KEYIDX_ENTRY];
     kx_put64(b, m->data.bytes);
-    region_put(&m->table, b, 8);
+    kx_put32(b + 8, kx_entry_crc(m->tabled, m->data.bytes));
+    region_put(&m->table, b, sizeof b);
 }
 
 static int put_leb(rs_buf *b, uint64_t v)
@@ -647,7 +649,7 @@ static int emitter_init(emitter *m, int fd, uint64_t n)
     m->lines = kx_lines_for(n), m->ranges = kx_ranges_for(n);
     m->filter = (region){fd, RS_KEYIDX_HEADER, 0, malloc(REGION_BUF), 0, 0, 0};
     m->table = (region){fd, m->filter.at + m->lines * RS_KEYIDX_LINE, 0, malloc(REGION_BUF), 0, 0, 0};
-    m->data = (region){fd, m->table.at + 8 * (m->ranges + 1), 0, malloc(REGION_BUF), 0, 0, 0};
+    m->data = (region){fd, m->table.at + RS_KEYIDX_ENTRY * (m->ranges + 1), 0, malloc(REGION_BUF), 0, 0, 0};
     /* level 6, filtered: keys in fingerprint order have little to match
      * but their alphabet (docs/format.md has the sizes) */
     m->z_live = deflateInit2(&m->z, 6, Z_DEFLATED, -15, 8, Z_FILTERED) == Z_OK;
