@@ -8,6 +8,7 @@
 #include "ringshard/job_dedup.h"
 #include "ringshard/util.h"
 #include "ringshard/outdir.h"
+#include "ringshard/procio.h"
 
 static const char dedup_help[] =
     "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
@@ -63,6 +64,7 @@ typedef struct {
     const char *outdir, *dups_path, *buckets_dir;
     int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given, keep_given;
     rs_cli_append ap;
+    rs_procio io0;   /* the kernel's read counters when the command began */
 } dedup_args;
 
 /* The summary on stderr: rows in and out, the largest bucket, splits. */
@@ -70,10 +72,11 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
 {
     fprintf(stderr,
             "ringshard dedup: %llu rows in, %llu distinct rows, %llu duplicates removed (%llu %s with copies), "
-            "%u buckets in %s (%.2f s: pass 1 %.2f s, pass 2 %.2f s)\n",
+            "%u buckets in %s (%.2f s: pass 1 %.2f s, pass 2 %.2f s, checks and publication %.2f s)\n",
             (unsigned long long)r->rows_in, (unsigned long long)r->rows, (unsigned long long)(r->rows_in - r->rows),
             (unsigned long long)r->dup_keys, a->by_row ? "rows" : "keys", r->buckets, a->outdir,
-            r->pass1_seconds + r->pass2_seconds, r->pass1_seconds, r->pass2_seconds);
+            r->seconds, r->pass1_seconds, r->pass2_seconds,
+            r->seconds > r->pass1_seconds + r->pass2_seconds ? r->seconds - r->pass1_seconds - r->pass2_seconds : 0);
     char size[RS_HUMAN_MAX];
     if (r->buckets)
         fprintf(stderr, "  largest bucket: %s, %llu rows in (%s), %llu out; split again: %llu buckets (%llu splits)",
@@ -85,6 +88,29 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
         fprintf(stderr, "; %llu parts deduplicated as a stream (hot keys)", (unsigned long long)r->streamed);
     if (r->rejected)
         fprintf(stderr, "; rejected rows: %llu", (unsigned long long)r->rejected);
+    fputc('\n', stderr);
+}
+
+/* What the append read, as it counts and as the kernel does: the keys
+ * confirmed by their bytes, the process's rchar and read_bytes since the
+ * command began (every read: indexes, inputs, temporary buckets, whether
+ * from the page cache or not), the inputs read to tell ingested ones. */
+static void append_reads(const dedup_args *a, const rs_dedup_job_result *r)
+{
+    char b1[RS_HUMAN_MAX], b2[RS_HUMAN_MAX];
+    fprintf(stderr, "  history keys: %llu new keys found by their exact bytes (%s of key index read to compare them)\n",
+            (unsigned long long)r->keys_confirmed, rs_human_bytes((double)r->confirm_bytes, b1, sizeof b1));
+    rs_procio now, d;
+    rs_procio_read(&now);
+    rs_procio_delta(&a->io0, &now, &d);
+    if (d.known)
+        fprintf(stderr, "  read (kernel): %s returned by reads (rchar), %s of them from storage (read_bytes)",
+                rs_human_bytes((double)d.rchar, b1, sizeof b1), rs_human_bytes((double)d.read_bytes, b2, sizeof b2));
+    else
+        fputs("  read (kernel): n/a (no /proc/self/io)", stderr);
+    if (r->seen_bytes)
+        fprintf(stderr, "; %s of inputs read before the run to tell ingested ones",
+                rs_human_bytes((double)r->seen_bytes, b1, sizeof b1));
     fputc('\n', stderr);
 }
 
@@ -121,6 +147,7 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
+    append_reads(a, r);
     rs_cli_compact_hint("dedup", a->outdir, r->dir_generations, r->dir_files);
 }
 
@@ -193,6 +220,7 @@ int rs_cmd_dedup(int argc, char **argv)
     };
     dedup_args a;
     memset(&a, 0, sizeof a);
+    rs_procio_read(&a.io0);
     rs_cli_input_defaults(&a.po);
     a.compress = 1;
     a.level = 1;
@@ -308,6 +336,8 @@ int rs_cmd_dedup(int argc, char **argv)
         m->rows_written = res.published ? res.rows : 0, m->bytes_written = res.published ? res.bytes : 0;
         rs_metrics_add_phase(m, "pass1", res.pass1_seconds);
         rs_metrics_add_phase(m, "pass2", res.pass2_seconds);
+        rs_metrics_add_phase(m, "publish", res.seconds > res.pass1_seconds + res.pass2_seconds
+                                               ? res.seconds - res.pass1_seconds - res.pass2_seconds : 0);
     }
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
         summary(&a, &res);
