@@ -91,29 +91,6 @@ static void summary(const dedup_args *a, const rs_dedup_job_result *r)
     fputc('\n', stderr);
 }
 
-/* What the append read, as it counts and as the kernel does: the keys
- * confirmed by their bytes, the process's rchar and read_bytes since the
- * command began (every read: indexes, inputs, temporary buckets, whether
- * from the page cache or not), the inputs read to tell ingested ones. */
-static void append_reads(const dedup_args *a, const rs_dedup_job_result *r)
-{
-    char b1[RS_HUMAN_MAX], b2[RS_HUMAN_MAX];
-    fprintf(stderr, "  history keys: %llu new keys found by their exact bytes (%s of key index read to compare them)\n",
-            (unsigned long long)r->keys_confirmed, rs_human_bytes((double)r->confirm_bytes, b1, sizeof b1));
-    rs_procio now, d;
-    rs_procio_read(&now);
-    rs_procio_delta(&a->io0, &now, &d);
-    if (d.known)
-        fprintf(stderr, "  read (kernel): %s returned by reads (rchar), %s of them from storage (read_bytes)",
-                rs_human_bytes((double)d.rchar, b1, sizeof b1), rs_human_bytes((double)d.read_bytes, b2, sizeof b2));
-    else
-        fputs("  read (kernel): n/a (no /proc/self/io)", stderr);
-    if (r->seen_bytes)
-        fprintf(stderr, "; %s of inputs read before the run to tell ingested ones",
-                rs_human_bytes((double)r->seen_bytes, b1, sizeof b1));
-    fputc('\n', stderr);
-}
-
 /* The append summary: generations, inputs, what the history held, and
  * what was read of it. */
 static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
@@ -147,7 +124,7 @@ static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
-    append_reads(a, r);
+    rs_cli_dedup_reads(&a->io0, r);
     rs_cli_compact_hint("dedup", a->outdir, r->dir_generations, r->dir_files);
 }
 
