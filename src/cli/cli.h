@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <stdio.h>
 #include "ringshard/error.h"
-#include "ringshard/job_dedup.h"
 #include "ringshard/metrics.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
@@ -178,14 +177,6 @@ int rs_cli_append_finish(const rs_cli_append *a, int force, rs_error *err);
 /* Says on stderr that DIR could be compacted when it holds more than
  * RS_GEN_COMPACT_HINT generations (after an append). */
 void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files);
-
-/* The append summary's lines on what `dedup --append` read: the new keys
- * its history confirmed by their bytes and the index bytes that took; the
- * process's reads as the kernel counts them since `since` (rchar: every
- * byte read() returned, cached or not; read_bytes: fetched from storage;
- * "n/a" without /proc/self/io); the input bytes read before the run to
- * tell inputs already ingested, when any. */
-void rs_cli_dedup_reads(const rs_procio *since, const rs_dedup_job_result *r);
 
 /* Help text of the input options. */
 extern const char rs_cli_input_help[];
