@@ -315,8 +315,12 @@ void rs_keyidx_set_memory_for_tests(rs_keyidx_writer *w, uint64_t keys_bytes, un
 
 int rs_keyidx_add(rs_keyidx_writer *w, const void *key, size_t len, rs_error *err)
 {
-    /* the pending entries, their keys and qsort's copy of the entries */
-    if (w->n && (uint64_t)(w->n + 1) * 48 + w->heap.len + len > w->memory && spill_pending(w, err) != 0)
+    /* what the pending keys hold once this one is added, as allocated:
+     * the entries and the keys (both grow by doubling) and qsort's copy
+     * of the entries */
+    size_t cap = w->n < w->cap ? w->cap : w->cap ? 2 * w->cap : 1024;
+    uint64_t need = (uint64_t)cap * 24 + (uint64_t)(w->n + 1) * 24 + rs_buf_cap_after(&w->heap, len);
+    if (w->n && need > w->memory && spill_pending(w, err) != 0)
         return -1;
     if (w->n == w->cap) {
         size_t nc = w->cap ? 2 * w->cap : 1024;
