@@ -422,6 +422,101 @@ Test(history, compact_then_append)
     cmd_result_free(&r);
 }
 
+/* ---- what the summary says it read ---------------------------------------- */
+
+/* h.csv: 500 distinct bills on single lines; day.csv: 30 fresh bills, then
+ * 100 rows of h.csv (keys the history holds). */
+static void summary_inputs(void)
+{
+    SH_OK("{ " GEN " --rows 500 --seed 9 --dup-share 0 --newline-share 0 -o h.csv && "
+          "{ " GEN " --rows 30 --seed 10 --dup-share 0 --newline-share 0 && sed -n '2,101p' h.csv; } > day.csv; } "
+          "2>/dev/null && \"$RS\" dedup --quiet --append " RING " -o D h.csv");
+}
+
+/* "12.3 kB" at s, in bytes (rs_human_bytes' units); -1 if s is not one. */
+static double human(const char *s)
+{
+    double v;
+    char unit[4];
+    if (!s || sscanf(s, "%lf %3s", &v, unit) != 2)
+        return -1;
+    static const char *const units[] = {"B", "kB", "MB", "GB", "TB"};
+    for (int i = 0; i < 5; i++, v *= 1000)
+        if (!strcmp(unit, units[i]))
+            return v;
+    return -1;
+}
+
+static double file_size(const char *name)
+{
+    cmd_result r = sh("stat -c %%s %s", name);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    double v = atof(r.out);
+    cmd_result_free(&r);
+    return v;
+}
+
+/* The append's summary counts the new keys the history's indexes confirmed
+ * by their bytes (the 100 rows of h.csv, no more: a fresh key is never
+ * confirmed) and the index bytes that took; it gives the process's reads
+ * as the kernel counts them (rchar covers at least the input, read once);
+ * its time is the whole job's: the append stopped for 2 s just before its
+ * publication (the stopped time is in no pass) reports at least that much
+ * outside pass 1 and pass 2. */
+Test(history, the_summary_counts_confirmed_keys_kernel_reads_and_the_publication)
+{
+    summary_inputs();
+    cmd_result r = expect(0, "dropped: 100 whose key the history holds",
+                          WAIT_SH "RINGSHARD_TEST_PAUSE_AT=publish \"$RS\" dedup --append -o D day.csv 2> e & p=$!; "
+                          "wait_stopped $p 'the append to stop before its publication' || exit 1; "
+                          "sleep 2; kill -CONT $p && wait $p; rc=$?; cat e >&2; exit $rc");
+    unsigned long long keys = 0;
+    const char *k = strstr(r.err, "  history keys: ");
+    cr_assert(k && sscanf(k, "  history keys: %llu new keys found by their exact bytes", &keys) == 1, "%s", r.err);
+    cr_assert_eq(keys, 100, "%s", r.err);
+    const char *cb = strstr(k, "(");
+    cr_assert(human(cb ? cb + 1 : NULL) >= 100 * 32, "the confirmations read less than the 100 keys:\n%s", r.err);
+    const char *io = strstr(r.err, "  read (kernel): ");
+    cr_assert(io, "%s", r.err);
+    cr_assert(human(io + 17) >= file_size("day.csv"), "rchar below the input's size:\n%s", r.err);
+    cr_assert(strstr(io, " returned by reads (rchar), ") && strstr(io, " from storage (read_bytes)"), "%s", r.err);
+    double total, p1, p2, rest;
+    const char *t = strstr(r.err, "buckets in D (");
+    cr_assert(t && sscanf(t, "buckets in D (%lf s: pass 1 %lf s, pass 2 %lf s, checks and publication %lf s)",
+                          &total, &p1, &p2, &rest) == 4, "%s", r.err);
+    cr_assert(rest >= 2.0 && total >= p1 + p2 + 2.0, "the publication's time is left out:\n%s", r.err);
+    cmd_result_free(&r);
+}
+
+/* An input of the size of one DIR ingested is read before the run only
+ * when the answer changes what the run does: with --on-seen skip (the
+ * default) a different file of that size is checksummed first (and then
+ * ingested, read a second time: the summary says how much the first read
+ * took), but --on-seen again ingests a copy without that first read.
+ * Counted by the job (the bytes it read to tell), not timed. */
+Test(history, on_seen_again_reads_an_input_once)
+{
+    summary_inputs();
+    /* the same bytes, two rows swapped: h.csv's size, another checksum */
+    SH_OK("{ head -n 1 h.csv; sed -n 3p h.csv; sed -n 2p h.csv; tail -n +4 h.csv; } > swapped.csv && "
+          "test $(stat -c %%s swapped.csv) = $(stat -c %%s h.csv) && ! cmp -s swapped.csv h.csv && "
+          "cp -r D D2");
+    cmd_result r = expect(0, "1 input ingested, 0 skipped", "\"$RS\" dedup --append -o D swapped.csv");
+    const char *first = strstr(r.err, " of inputs read before the run to tell ingested ones");
+    while (first && first > r.err && first[-1] != ';')
+        first--;
+    double size = file_size("h.csv"), got = human(first ? first + 1 : NULL);
+    cr_assert(got > 0.99 * size && got < 1.01 * size, "not one read of swapped.csv (%.0f B) counted:\n%s", size,
+              r.err);
+    cmd_result_free(&r);
+    r = expect(0, "dropped: 500 whose key the history holds, 0 repeats within the new inputs; 1 input ingested, 0 "
+                  "skipped", "\"$RS\" dedup --append --on-seen again -o D2 h.csv");
+    cr_assert(!strstr(r.err, "of inputs read before the run"), "h.csv read before the run:\n%s", r.err);
+    cmd_result_free(&r);
+    r = expect(0, "nothing new for D2: 1 input already ingested", "\"$RS\" dedup --append -o D2 h.csv");
+    cmd_result_free(&r);
+}
+
 /* ---- key indexes: version 1, damaged blocks ------------------------------ */
 
 #define V1 RS_SOURCE_DIR "/fixtures/history_v1"

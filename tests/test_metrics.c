@@ -158,6 +158,14 @@ Test(metrics, dedup_plan_emit_and_verify_write_theirs)
     assert_sample("d.prom", "ringshard_rows_read{command=\"dedup\"}", "6000");
     assert_sample("d.prom", "ringshard_rows_written{command=\"dedup\"}", "3000");
     free(sample("d.prom", "ringshard_phase_seconds{command=\"dedup\",phase=\"pass2\"}"));
+    free(sample("d.prom", "ringshard_phase_seconds{command=\"dedup\",phase=\"publish\"}"));
+    /* the kernel's counts (Linux): the run read its input at least once */
+    char *rchar = sample("d.prom", "ringshard_io_rchar_bytes{command=\"dedup\"}");
+    res sz = sh("stat -c %%s twice.csv");
+    cr_assert(strtoull(rchar, NULL, 10) >= strtoull(sz.out, NULL, 10), "rchar %s, input %s", rchar, sz.out);
+    cmd_result_free(&sz);
+    free(rchar);
+    free(sample("d.prom", "ringshard_io_read_bytes{command=\"dedup\"}"));
     assert_sample("p.prom", "ringshard_rows_read{command=\"plan\"}", "3000");
     assert_sample("p.prom", "ringshard_inputs{command=\"plan\"}", "5");
     /* the moved rows are what verify reads in the move directory */

@@ -149,6 +149,7 @@ void rs_dedup_put_escaped(FILE *f, const char *p, size_t len);
 typedef struct {
     int fd;
     int err;   /* errno of the first failure, 0 while none */
+    char *buf; /* the FILE's buffer (NULL: stdio's own), freed by rs_dedup_report_finish */
 } rs_dedup_report;
 
 /* Creates (truncates) path and returns a FILE writing to it through r;

@@ -50,6 +50,8 @@ typedef struct {
     char *largest_node;       /* the bucket with the most bytes (NULL when none) */
     uint64_t largest_rows_in, largest_bytes_in, largest_rows;
     double pass1_seconds, pass2_seconds;
+    double seconds;           /* the whole job: the inputs' identity checks, both passes, the
+                                 publication (its fsyncs) */
     uint64_t rejected;        /* rows rejected by --on-bad-row (or by the input directory's run) */
     /* --append */
     uint32_t generations;     /* generations published */
@@ -59,6 +61,10 @@ typedef struct {
     uint64_t history_rows;    /* new rows dropped because DIR's history held their key */
     uint64_t repeat_rows;     /* new rows dropped as repeats within the new inputs */
     uint64_t index_read;      /* bytes read from the history's key indexes */
+    uint64_t keys_confirmed;  /* new keys found in the history by their exact bytes */
+    uint64_t confirm_bytes;   /* of index_read, read to compare those exact keys */
+    uint64_t seen_bytes;      /* input bytes read before the run to tell inputs already
+                                 ingested (read again by the run when not skipped) */
     uint64_t index_bytes;     /* the size of the key indexes consulted */
     uint64_t history_bytes;   /* the size of the history's data files (never read) */
     uint64_t rows_reread;     /* history rows read to build missing key indexes */

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include "ringshard/error.h"
 #include "ringshard/outfile.h"
+#include "ringshard/procio.h"
 
 /* Phases a run may report (a command reports a few of them). */
 #define RS_METRICS_MAX_PHASES 8
@@ -37,6 +38,7 @@ typedef struct {
     uint64_t rows_read, bytes_read;        /* data rows and bytes (row + LF) read, rejected rows excluded */
     uint64_t rows_written, bytes_written;  /* data rows and bytes written to the output */
     uint64_t rows_rejected;    /* malformed rows skipped or quarantined (--on-bad-row) */
+    rs_procio io;              /* the kernel's read counters over the run (io.known 0: not written) */
     rs_metrics_phase phase[RS_METRICS_MAX_PHASES];
     int nphases;
 } rs_metrics;

@@ -229,6 +229,8 @@ static void fill_metrics(const rs_cli_dedup_args *a, const rs_dedup_job_result *
         m->rows_written = res->published ? res->rows : 0, m->bytes_written = res->published ? res->bytes : 0;
         rs_metrics_add_phase(m, "pass1", res->pass1_seconds);
         rs_metrics_add_phase(m, "pass2", res->pass2_seconds);
+        rs_metrics_add_phase(m, "publish", res->seconds > res->pass1_seconds + res->pass2_seconds
+                                               ? res->seconds - res->pass1_seconds - res->pass2_seconds : 0);
     }
 }
 
@@ -236,6 +238,7 @@ int rs_cmd_dedup(int argc, char **argv)
 {
     rs_cli_dedup_args a;
     memset(&a, 0, sizeof a);
+    rs_procio_read(&a.io0);
     rs_cli_input_defaults(&a.po);
     a.compress = 1;
     a.level = 1;

@@ -9,10 +9,11 @@ void rs_cli_dedup_summary(const rs_cli_dedup_args *a, const rs_dedup_job_result 
 {
     fprintf(stderr,
             "ringshard dedup: %llu rows in, %llu distinct rows, %llu duplicates removed (%llu %s with copies), "
-            "%u buckets in %s (%.2f s: pass 1 %.2f s, pass 2 %.2f s)\n",
+            "%u buckets in %s (%.2f s: pass 1 %.2f s, pass 2 %.2f s, checks and publication %.2f s)\n",
             (unsigned long long)r->rows_in, (unsigned long long)r->rows, (unsigned long long)(r->rows_in - r->rows),
             (unsigned long long)r->dup_keys, a->by_row ? "rows" : "keys", r->buckets, a->outdir,
-            r->pass1_seconds + r->pass2_seconds, r->pass1_seconds, r->pass2_seconds);
+            r->seconds, r->pass1_seconds, r->pass2_seconds,
+            r->seconds > r->pass1_seconds + r->pass2_seconds ? r->seconds - r->pass1_seconds - r->pass2_seconds : 0);
     char size[RS_HUMAN_MAX];
     if (r->buckets)
         fprintf(stderr, "  largest bucket: %s, %llu rows in (%s), %llu out; split again: %llu buckets (%llu splits)",
@@ -24,6 +25,29 @@ void rs_cli_dedup_summary(const rs_cli_dedup_args *a, const rs_dedup_job_result 
         fprintf(stderr, "; %llu parts deduplicated as a stream (hot keys)", (unsigned long long)r->streamed);
     if (r->rejected)
         fprintf(stderr, "; rejected rows: %llu", (unsigned long long)r->rejected);
+    fputc('\n', stderr);
+}
+
+/* What the append read, as it counts and as the kernel does: the keys
+ * confirmed by their bytes, the process's rchar and read_bytes since the
+ * command began (every read: indexes, inputs, temporary buckets, whether
+ * from the page cache or not), the inputs read to tell ingested ones. */
+static void append_reads(const rs_procio *since, const rs_dedup_job_result *r)
+{
+    char b1[RS_HUMAN_MAX], b2[RS_HUMAN_MAX];
+    fprintf(stderr, "  history keys: %llu new keys found by their exact bytes (%s of key index read to compare them)\n",
+            (unsigned long long)r->keys_confirmed, rs_human_bytes((double)r->confirm_bytes, b1, sizeof b1));
+    rs_procio now, d;
+    rs_procio_read(&now);
+    rs_procio_delta(since, &now, &d);
+    if (d.known)
+        fprintf(stderr, "  read (kernel): %s returned by reads (rchar), %s of them from storage (read_bytes)",
+                rs_human_bytes((double)d.rchar, b1, sizeof b1), rs_human_bytes((double)d.read_bytes, b2, sizeof b2));
+    else
+        fputs("  read (kernel): n/a (no /proc/self/io)", stderr);
+    if (r->seen_bytes)
+        fprintf(stderr, "; %s of inputs read before the run to tell ingested ones",
+                rs_human_bytes((double)r->seen_bytes, b1, sizeof b1));
     fputc('\n', stderr);
 }
 
@@ -60,5 +84,6 @@ void rs_cli_dedup_append_summary(const rs_cli_dedup_args *a, const rs_dedup_job_
     if (r->indexes_built)
         fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
     fputc('\n', stderr);
+    append_reads(&a->io0, r);
     rs_cli_compact_hint("dedup", a->outdir, r->dir_generations, r->dir_files);
 }

@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "ringshard/metrics.h"
+#include "ringshard/procio.h"
 
 const char rs_cli_metrics_help[] =
     "Monitoring:\n"
@@ -25,10 +26,12 @@ static struct {
     rs_metrics m;
 } run;
 static double started;
+static rs_procio io_started;   /* the kernel's read counters when the run began */
 
 void rs_cli_metrics_start(void)
 {
     started = rs_metrics_clock();
+    rs_procio_read(&io_started);
 }
 
 int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err)
@@ -78,6 +81,9 @@ int rs_cli_metrics_finish(int rc)
     run.on = 0;
     run.m.exit_code = rc;
     run.m.end_time = rs_metrics_clock();
+    rs_procio now;
+    rs_procio_read(&now);
+    rs_procio_delta(&io_started, &now, &run.m.io);
     rs_error err = {0};
     if (rs_metrics_publish(&run.of, &run.m, &err) != 0) {
         rs_cli_fail(run.m.command, &err);

@@ -314,18 +314,51 @@ static int sizes_match(uint64_t a, int mod32, uint64_t b, int b_mod32)
     return mod32 || b_mod32 ? ((a ^ b) & 0xffffffffu) == 0 : a == b;
 }
 
+/* Input bytes read before a run to tell inputs already ingested, for the
+ * summary (rs_gen_seen_bytes): rank 0's, the process's whole life. */
+static uint64_t seen_read;
+
+uint64_t rs_gen_seen_bytes(void)
+{
+    return __atomic_load_n(&seen_read, __ATOMIC_RELAXED);
+}
+
+static void count_seen_read(uint64_t n)
+{
+    __atomic_fetch_add(&seen_read, n, __ATOMIC_RELAXED);
+}
+
 static int probe_sum(probe *p, const rs_pipeline_opts *po, const char *path, rs_error *err)
 {
     uint64_t crc;
+    struct stat st;
     if (p->summed)
         return 0;
     int known = rs_file_content(AT_FDCWD, path, path, po->codec, &crc, &p->size, err);
     if (known < 0)
         return -1;
+    count_seen_read(stat(path, &st) == 0 ? (uint64_t)st.st_size : 0);   /* read whole, as stored */
     rs_checksum_text(crc, p->sum);
     p->summed = 1;
     p->none = !known;
     return 0;
+}
+
+/* Whether the file at path is stored plain (no gzip nor zstd magic in its
+ * first bytes): then its content sum is its stored bytes' checksum. */
+static int stored_plain(const char *path)
+{
+    unsigned char m[4] = {0};
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : pread(fd, m, sizeof m, 0);
+    if (fd >= 0)
+        close(fd);
+    if (n < 0)
+        return 0;
+    int gzip = n >= 2 && m[0] == 0x1f && m[1] == 0x8b;
+    int zstd = n == 4 && ((m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd) ||
+                          ((m[0] & 0xf0) == 0x50 && m[1] == 0x2a && m[2] == 0x4d && m[3] == 0x18));
+    return !gzip && !zstd;
 }
 
 /* Input i of this run [lo, i], whose stored bytes are new: is its content
@@ -440,6 +473,12 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             rc = -1;
             break;
         }
+        count_seen_read(sz);
+        probe *p = &pr[i - lo];
+        if (p->hinted && !p->summed && stored_plain(po->inputs[i])) {   /* its content: not read again */
+            p->summed = 1, p->size = sz, p->none = 0;
+            rs_checksum_text(crc, p->sum);
+        }
         held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
@@ -464,7 +503,10 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
 int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
                 size_t *nskipped, const char *cmd, rs_error *err)
 {
-    if (rs_world_rank() == 0 && !err->code)
+    /* --on-seen again ingests every input whatever DIR holds: reading one
+     * before the run to compare it (a copy's size matches) would only read
+     * it twice */
+    if (rs_world_rank() == 0 && !err->code && policy != RS_SEEN_AGAIN)
         seen_decide(g, po, lo, hi, policy, skip, cmd, err);
     if (rs_world_agree(err) != 0)
         return -1;

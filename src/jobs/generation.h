@@ -83,9 +83,16 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
  * (for i in [lo, hi)) is set to 1 for those skipped; *nskipped counts
  * them. With dir NULL (DIR does not exist yet) only this run's inputs are
  * compared. Pipes cannot be read twice: they are checked after the run
- * (rs_gen_seen_after). Collective (rank 0 decides). */
+ * (rs_gen_seen_after). With RS_SEEN_AGAIN nothing is read nor skipped.
+ * Collective (rank 0 decides). */
 int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
                 size_t *nskipped, const char *cmd, rs_error *err);
+
+/* The input bytes rank 0 has read so far (in this process) before runs,
+ * to tell whether inputs were already ingested: each input it checksummed
+ * or decompressed whole, by its stored size. Such an input is read again
+ * by the run unless skipped. */
+uint64_t rs_gen_seen_bytes(void);
 
 /* After the run: every input read has its checksum (a unit-split file's is
  * taken now, in a pass of its own), and a pipe whose content DIR already

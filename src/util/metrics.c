@@ -117,6 +117,13 @@ int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
         else
             fprintf(f, "ringshard_%s{command=\"%s\"} %llu\n", s[i].name, c, (unsigned long long)s[i].v);
     }
+    if (m->io.known) {   /* /proc/self/io: absent outside Linux, and then no sample rather than a false 0 */
+        family(f, "io_rchar_bytes", "Bytes the last run's reads returned, page cache hits included (/proc/self/io "
+                                    "rchar).");
+        fprintf(f, "ringshard_io_rchar_bytes{command=\"%s\"} %llu\n", c, (unsigned long long)m->io.rchar);
+        family(f, "io_read_bytes", "Bytes the last run caused to be read from storage (/proc/self/io read_bytes).");
+        fprintf(f, "ringshard_io_read_bytes{command=\"%s\"} %llu\n", c, (unsigned long long)m->io.read_bytes);
+    }
     family(f, "phase_seconds", "Wall-clock seconds of each phase of the last run.");
     for (int i = 0; i < m->nphases; i++)
         fprintf(f, "ringshard_phase_seconds{command=\"%s\",phase=\"%s\"} %.6f\n", c, m->phase[i].name,
