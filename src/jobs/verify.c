@@ -179,6 +179,8 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
 /* Whether name is one of the generations read (g<N>, N after the base). */
 static int is_gen_dir(const vstate *s, const char *name)
 {
+    if (name[0] != 'g' || strlen(name) != 9 || strspn(name + 1, "0123456789") != 8)
+        return 0;   /* a file: no pass over the generations for each of 100,000 */
     for (size_t g = 0; g < s->bd.ngens; g++) {
         char dn[16];
         rs_gen_dir_name(s->bd.gen_dir[g], dn);
