@@ -53,6 +53,12 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard
       manifest), verify pass, NEXT work and verify pass again, nothing be
       left beside DIR. Prints where each point left DIR and the counts.
 
+  check_history.py index FILE
+      Reads one key index (either version) with this file's own reader:
+      prints "entries N keys N crc C rewrite same|differs|-", C the CRC-32
+      of its keys in order joined by |, and for version 2 whether writing
+      its keys again from docs/format.md gives the same bytes.
+
   check_history.py tamper DIR INDEX HOW
       Damages key index INDEX (a path under DIR) for verify to find:
       flip (a byte of its keys), swapkey (one key replaced by another, its
@@ -306,7 +312,148 @@ def listed_indexes(d):
     return out, ms[0][0]
 
 
+# Version 2 (RSKEYIX2), read and written from docs/format.md alone.
+V2_RANGE_KEYS, V2_FILTER_BITS, V2_LINE = 128, 10, 64
+
+
+def v2_lines(n):
+    return n * V2_FILTER_BITS // (8 * (V2_LINE - 4)) + 1
+
+
+def v2_ranges(n):
+    return n // V2_RANGE_KEYS + 1
+
+
+def v2_part(fp, n, bits):
+    return (fp * n) >> bits
+
+
+def splitmix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return z ^ (z >> 31)
+
+
+def v2_line_bits(fp):
+    a = splitmix(fp)
+    w = (a, splitmix(a ^ 0x9E3779B97F4A7C15))
+    return [(((w[i // 4] >> (16 * (i % 4))) & 0xFFFF) * 480) >> 16 for i in range(6)]
+
+
+def leb(v):
+    out = bytearray()
+    while True:
+        out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            return bytes(out)
+
+
+def parse_index_v2(raw):
+    h = raw[:128]
+    (magic, version, flags, entries, bits, range_keys, rows, nbytes, crc, filter_bits, lines, ranges, filter_at,
+     table_at, chunks_at, chunks_bytes, key_bytes, nchunks, z1, hcrc) = struct.unpack("<8sIIQIIQQIIQQQQQQQQII", h)
+    assert magic == b"RSKEYIX2" and version == 2 and z1 == 0 and hcrc == zlib.crc32(h[:124]), "header"
+    assert (range_keys, filter_bits) == (V2_RANGE_KEYS, V2_FILTER_BITS), "geometry"
+    assert lines == v2_lines(entries) and ranges == v2_ranges(entries), "lines, ranges"
+    assert filter_at == 128 and table_at == 128 + 64 * lines and chunks_at == table_at + 8 * (ranges + 1), "regions"
+    assert chunks_at + chunks_bytes == len(raw), "size"
+    for i in range(lines):
+        ln = raw[filter_at + 64 * i:filter_at + 64 * i + 64]
+        assert struct.unpack_from("<I", ln, 60)[0] == zlib.crc32(ln[:60]), f"filter line {i} CRC"
+    table = struct.unpack_from("<%dQ" % (ranges + 1), raw, table_at)
+    assert table[0] == 0 and table[ranges] == chunks_bytes and list(table) == sorted(table), "range table"
+    fps, keys, pos, starts, kb = [], [], 0, {}, 0
+    while pos < chunks_bytes:
+        at = chunks_at + pos
+        ccrc, plen, rawlen, nk, stored, z, last = struct.unpack_from("<IIIHBBQ", raw, at)
+        pay = raw[at + 24:at + 24 + plen]
+        assert ccrc == zlib.crc32(pay, zlib.crc32(raw[at + 4:at + 24])), f"chunk at {at}: CRC"
+        assert 1 <= nk <= 256 and z == 0 and stored in (0, 1), f"chunk at {at}: header"
+        body = pay if stored else zlib.decompress(pay, -15)
+        assert len(body) == rawlen, f"chunk at {at}: raw size"
+        lens, q = [], 0
+        for _ in range(nk):
+            v, sh = 0, 0
+            while True:
+                c = body[q]
+                q += 1
+                v |= (c & 0x7F) << sh
+                sh += 7
+                if not c & 0x80:
+                    break
+            lens.append(v)
+        assert q + sum(lens) == rawlen, f"chunk at {at}: lengths"
+        ck = []
+        for ln in lens:
+            ck.append(body[q:q + ln])
+            q += ln
+        cf = [fingerprint(k, bits) for k in ck]
+        assert cf[-1] == last, f"chunk at {at}: last fingerprint"
+        r = v2_part(cf[0], ranges, bits)
+        assert all(v2_part(f, ranges, bits) == r for f in cf), f"chunk at {at}: spans ranges"
+        starts.setdefault(r, pos)
+        fps += cf
+        keys += ck
+        kb += sum(lens)
+        pos += 24 + plen
+    assert pos == chunks_bytes and len(keys) == entries and kb == key_bytes, "counts"
+    want = [chunks_bytes] * (ranges + 1)
+    for r in range(ranges - 1, -1, -1):
+        want[r] = starts.get(r, want[r + 1])
+    assert list(table) == want, "range table"
+    for fp in fps:
+        ln = raw[filter_at + 64 * v2_part(fp, lines, bits):][:60]
+        assert all(ln[b >> 3] >> (b & 7) & 1 for b in v2_line_bits(fp)), "a key missing from its filter line"
+    assert all(fps[i] <= fps[i + 1] for i in range(len(fps) - 1)), "fingerprints not sorted"
+    return dict(flags=flags, entries=entries, bits=bits, rows=rows, bytes=nbytes, crc=crc), [(fps, keys)]
+
+
+def write_index_v2(hd, ents):
+    """A version-2 index of ents, (fingerprint, key) sorted, described by
+    hd (a parsed header)."""
+    n, bits = len(ents), hd["bits"]
+    lines, ranges = v2_lines(n), v2_ranges(n)
+    filt = [bytearray(64) for _ in range(lines)]
+    groups = collections.defaultdict(list)
+    for fp, k in ents:
+        for b in v2_line_bits(fp):
+            filt[v2_part(fp, lines, bits)][b >> 3] |= 1 << (b & 7)
+        groups[v2_part(fp, ranges, bits)].append((fp, k))
+    chunks, table, nchunks = bytearray(), [], 0
+    for r in range(ranges):
+        table.append(len(chunks))
+        parts, part = [], []
+        for fp, k in groups.get(r, []):
+            # a chunk: 256 keys at most, 64 KiB of them (but for one longer key)
+            if part and (len(part) == 256 or sum(len(x) for _, x in part) + len(k) > 65536):
+                parts.append(part)
+                part = []
+            part.append((fp, k))
+        for part in parts + ([part] if part else []):
+            body = b"".join(leb(len(k)) for _, k in part) + b"".join(k for _, k in part)
+            c = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_FILTERED)
+            pay = c.compress(body) + c.flush()
+            stored = len(pay) >= len(body)
+            pay = body if stored else pay
+            head = struct.pack("<IIHBBQ", len(pay), len(body), len(part), int(stored), 0, part[-1][0])
+            chunks += struct.pack("<I", zlib.crc32(pay, zlib.crc32(head))) + head + pay
+            nchunks += 1
+    table.append(len(chunks))
+    for ln in filt:
+        struct.pack_into("<I", ln, 60, zlib.crc32(bytes(ln[:60])))
+    table_at = 128 + 64 * lines
+    chunks_at = table_at + 8 * (ranges + 1)
+    h = bytearray(struct.pack("<8sIIQIIQQIIQQQQQQQQI", b"RSKEYIX2", 2, hd["flags"], n, bits, V2_RANGE_KEYS,
+                              hd["rows"], hd["bytes"], hd["crc"], V2_FILTER_BITS, lines, ranges, 128, table_at,
+                              chunks_at, len(chunks), sum(len(k) for _, k in ents), nchunks, 0))
+    h += struct.pack("<I", zlib.crc32(bytes(h)))
+    return bytes(h) + b"".join(bytes(x) for x in filt) + struct.pack("<%dQ" % (ranges + 1), *table) + bytes(chunks)
+
+
 def parse_index(raw):
+    if raw[:8] == b"RSKEYIX2":
+        return parse_index_v2(raw)
     h = raw[:64]
     magic, version, flags, entries, bits, runs, rows, nbytes, crc, z1, hcrc, z2 = struct.unpack(
         "<8sIIQIIQQIIII", h)
@@ -381,6 +528,23 @@ def check_indexes(d, mode, key, sep, bits):
     return 0
 
 
+def print_index(path):
+    """One index file read on its own: its entries' count, the CRC-32 of
+    its keys in order, and whether a rewrite from its keys alone is the
+    same file byte for byte (version 2)."""
+    raw = open(path, "rb").read()
+    try:
+        h, runs = parse_index(raw)
+    except AssertionError as e:
+        return fail(f"{path}: {e}")
+    keys = [k for _, ks in runs for k in ks]
+    same = "-"
+    if raw[:8] == b"RSKEYIX2":
+        same = "same" if write_index_v2(h, list(zip(runs[0][0], runs[0][1]))) == raw else "differs"
+    print(f"entries {h['entries']} keys {len(keys)} crc {zlib.crc32(b'|'.join(keys)):08x} rewrite {same}")
+    return 0
+
+
 # ----------------------------------------------------------------- tamper
 
 
@@ -396,6 +560,14 @@ def tamper(d, index, how):
         raw[-1] ^= 0x01
     elif how in ("cut", "cutfixed"):
         raw = raw[:-8]
+    elif how == "swapkey" and raw[:8] == b"RSKEYIX2":
+        h, runs = parse_index(bytes(raw))
+        fps, keys = runs[0]
+        old = keys[0]
+        new = old[:-1] + (b"0" if old[-1:] != b"0" else b"1")
+        ents = sorted([(fp, k) for fp, k in zip(fps[1:], keys[1:])] + [(fingerprint(new, h["bits"]), new)],
+                      key=lambda e: e[0])
+        raw = bytearray(write_index_v2(h, ents))
     elif how == "swapkey":
         h, runs = parse_index(bytes(raw))
         fps, keys = runs[0]
@@ -576,6 +748,8 @@ def main():
         return check_rows(d, mode, key, sep, runs, dups, since)
     if cmd == "indexes":
         return check_indexes(args[0], args[1], args[2], sep, bits)
+    if cmd == "index":
+        return print_index(args[0])
     if cmd == "tamper":
         return tamper(*args)
     if cmd == "same":

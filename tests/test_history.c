@@ -421,3 +421,63 @@ Test(history, compact_then_append)
     cr_assert(strstr(r.err, ", 0 rows re-read\n"), "%s", r.err);
     cmd_result_free(&r);
 }
+
+/* ---- key indexes: version 1, damaged blocks ------------------------------ */
+
+#define V1 RS_SOURCE_DIR "/fixtures/history_v1"
+
+/* fixtures/history_v1/H, written by ringshard 0.1 (two generations, key
+ * indexes of version 1), is read as it is: verify passes; an append onto
+ * it keeps and drops what the same append onto the same history written by
+ * this version does (its generation's files and its duplicates report,
+ * byte for byte); compact (--memory 2M) rewrites its indexes as version 2, the same
+ * bytes as the compacted index of the directory this version wrote, and
+ * the Python reader checks them entry by entry. */
+Test(history, version_1_indexes_are_read_and_compact_rewrites_them)
+{
+    SH_OK("cp -a " V1 "/H old && zcat " V1 "/day1.csv.gz > day1.csv && zcat " V1 "/day2.csv.gz > day2.csv && "
+          "\"$RS\" dedup --quiet --append --key bill_id --nodes 2 -o new day1.csv && "
+          "\"$RS\" dedup --quiet --append -o new day2.csv && "
+          "head -c 8 old/0.keyidx | grep -qx RSKEYIX1 && head -c 8 new/0.keyidx | grep -qx RSKEYIX2 && "
+          "\"$RS\" verify --quiet old && "
+          "\"$RS\" dedup --quiet --append -o old --duplicates old.dups " V1 "/day3.csv && "
+          "\"$RS\" dedup --quiet --append -o new --duplicates new.dups " V1 "/day3.csv && cmp old.dups new.dups && "
+          "test \"$(grep -c \"$(printf '\\tg0000000')\" old.dups)\" -eq 100 && "
+          "for f in 0.csv.gz 1.csv.gz 0.keyidx 1.keyidx; do cmp old/g00000003/$f new/g00000003/$f || exit 1; done && "
+          "\"$RS\" compact --quiet --memory 2M old && \"$RS\" compact --quiet new && "
+          "for f in 0.csv.gz 1.csv.gz 0.keyidx 1.keyidx; do cmp old/$f new/$f || exit 1; done && "
+          "head -c 8 old/1.keyidx | grep -qx RSKEYIX2 && \"$RS\" verify --quiet old && " CHECK "indexes old first 1");
+}
+
+/* A byte flipped in a history index's filter, or in its chunks (the
+ * manifest's size and CRC-32 left as they are: an append does not read a
+ * whole index to check them, it checks each block it reads): the append
+ * that reads the block stops with exit 2, naming the index and the block;
+ * the directory is as it was, nothing is published; verify says so too. */
+Test(history, an_append_reading_a_damaged_index_block_stops)
+{
+    SH_OK("\"$RS\" dedup --quiet --append " RING " -o T a.csv && " CHECK "snap T > snap.before");
+    static const struct {
+        const char *where, *says;
+    } cases[] = {
+        {"fa+64*(L//2)+5", "key index damaged: filter line "},
+        {"ca+30", "key index damaged: chunk at byte "},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        /* every new key is looked up in every line's neighbourhood: c.csv
+         * holds a.csv's keys again, so the first chunk is read too */
+        SH_OK("rm -rf X && cp -a T X && for f in X/*.keyidx; do python3 -c \"import struct,sys; "
+              "f=open(sys.argv[1],'r+b'); h=f.read(128); L,R,fa,ta,ca=struct.unpack_from('<QQQQQ',h,56); at=%s; "
+              "f.seek(at); b=f.read(1); f.seek(at); f.write(bytes([b[0]^0x10]))\" $f || exit 1; done && "
+              CHECK "snap X > snap.damaged",
+              cases[i].where);
+        cmd_result r = expect(2, cases[i].says, "\"$RS\" dedup --append -o X c.csv");
+        cr_assert(strstr(r.err, ".keyidx: key index damaged"), "%s", r.err);
+        cmd_result_free(&r);
+        SH_OK(CHECK "snap X | cmp - snap.damaged && ! ls -d X/g00000002 2>/dev/null && "
+              "test -z \"$(ls -A . | grep -v -e '^[a-z]*\\.csv' -e '^[a-z]*\\.csv\\.gz$' -e '^snap\\.' -e '^[TX]$')\"");
+        r = expect(3, "key index damaged", "\"$RS\" verify X");
+        cmd_result_free(&r);
+    }
+    SH_OK(CHECK "snap T | cmp - snap.before");
+}

@@ -214,7 +214,7 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
 
 /* dedup --append keeps to --memory whatever the size of the history: at
  * --memory 64M -j 2, against a history whose key indexes hold more than
- * 64 MiB (1.5 million keys on 2 nodes, so that each node's index is also
+ * 64 MiB (4 million keys on 2 nodes, so that each node's index is also
  * larger than a thread's share), the peak RSS stays within 64 MiB, and so
  * it does against the same rows as a bucket directory, whose indexes the
  * run builds on the way (reading its rows once). Both write the new
@@ -224,7 +224,7 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
  * column), to keep the data small. */
 Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
 {
-    SH_OK(GEN " --rows 1500000 --seed 3 --dup-share 0 --newline-share 0 2>/dev/null | cut -d, -f1 | gzip -1 > h.csv.gz "
+    SH_OK(GEN " --rows 4000000 --seed 3 --dup-share 0 --newline-share 0 2>/dev/null | cut -d, -f1 | gzip -1 > h.csv.gz "
           "&& { " GEN " --rows 360000 --seed 4 --newline-share 0 2>/dev/null | cut -d, -f1 && "
           "gzip -dc h.csv.gz | awk 'NR > 1 && NR %% 37 == 0'; } | gzip -1 > n.csv.gz && "
           "\"$RS\" dedup --quiet --append --nodes 2 -o H h.csv.gz && \"$RS\" bucket --quiet --nodes 2 -o B h.csv.gz && "
@@ -248,8 +248,8 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
         if (i > 0)
             cr_assert_leq(peak, 64 * 1024, "%s: peak RSS %ld KiB", args, peak);
         cr_assert_gt(peak, 8 * 1024, "the measurement must see the process (%ld KiB)", peak);
-        cr_assert(strstr(e, "dropped: 40540 whose key the history holds"), "%s: %s", args, e);
-        cr_assert(strstr(e, i < 2 ? ", 0 rows re-read" : ", 1500000 rows re-read to build 2 missing"), "%s: %s", args,
+        cr_assert(strstr(e, "dropped: 108108 whose key the history holds"), "%s: %s", args, e);
+        cr_assert(strstr(e, i < 2 ? ", 0 rows re-read" : ", 4000000 rows re-read to build 2 missing"), "%s: %s", args,
                   e);
         cr_assert(i == 2 || strstr(e, m.out), "%s: '%s' not in: %s", args, m.out, e);
         const char *h = strstr(e, "history: ");

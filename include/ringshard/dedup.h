@@ -98,6 +98,7 @@ typedef struct {
     /* dedup --append */
     int no_header_out;           /* the output gets no header line (a segment) */
     const char *index_out;       /* NULL, or where the output's key index goes (keyidx.h) */
+    uint64_t index_memory;       /* with index_out: what its writer may hold in all (0: its default) */
     FILE *dropped;               /* NULL, or a line per row not kept (an earlier copy
                                     kept): KEY TAB "repeat" TAB ROW, escaped as the
                                     duplicates report (instead of `dups`) */

@@ -12,6 +12,7 @@
 
 typedef struct {
     const char *dir;          /* the bucket directory */
+    uint64_t memory;          /* what merging a node's key indexes may use (0: RS_KEYIDX_WRITER_MEMORY) */
 } rs_compact_job_opts;
 
 typedef struct {
@@ -44,11 +45,13 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
 /* The compacted form of the generations bd holds (its base and bd->gens,
  * whatever their numbers: repair passes those it keeps) written into od's
  * temporary directory: each node's files merged, their key indexes when
- * every file has one, the manifest (generation: the last one of bd; the
+ * every file has one (merged within `memory`, 0: the default, keyidx.h),
+ * the manifest (generation: the last one of bd; the
  * inputs of the generations held). Adds r->file_bytes, sets
  * r->files_after. 0, or -1 with err (RS_EXIT_IO, RS_EXIT_VERIFY for a file
  * whose size is not its manifest's, RS_EXIT_INTERRUPTED); od is the
  * caller's to commit or abort. */
-int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, rs_compact_job_result *r, rs_error *err);
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, rs_compact_job_result *r,
+                    rs_error *err);
 
 #endif

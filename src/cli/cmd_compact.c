@@ -20,20 +20,25 @@ static const char compact_help[] =
     "DIR that no manifest names, is refused (exit 2), DIR left as it was;\n"
     "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
     "Options:\n"
+    "  --memory SIZE          bound on the memory that merging a node's key indexes\n"
+    "                         uses (default 16M, at least 2M); fewer sorted runs\n"
+    "                         merged at once, never other bytes\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";
 
-enum { OPT_QUIET = RS_OPT__FIRST_COMMAND };
+enum { OPT_QUIET = RS_OPT__FIRST_COMMAND, OPT_MEMORY };
 
 int rs_cmd_compact(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"quiet", no_argument, 0, OPT_QUIET},
+        {"memory", required_argument, 0, OPT_MEMORY},
         RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c, got, quiet = 0;
+    unsigned long long memory = 0;
     rs_error err = {0};
     optind = 1;
     while ((c = rs_cli_getopt("compact", argc, argv, "h", longopts)) != -1) {
@@ -44,6 +49,12 @@ int rs_cmd_compact(int argc, char **argv)
         }
         switch (c) {
         case OPT_QUIET: quiet = 1; break;
+        case OPT_MEMORY:
+            if (rs_cli_size("--memory", optarg, &memory, &err) != 0)
+                return rs_cli_fail("compact", &err);
+            if (memory < (2u << 20))
+                return rs_cli_usage_error("compact", "--memory: at least 2M");
+            break;
         case 'h':
             fputs(compact_help, stdout);
             fputc('\n', stdout);
@@ -55,7 +66,7 @@ int rs_cmd_compact(int argc, char **argv)
     if (optind + 1 != argc)
         return rs_cli_usage_error("compact", "expected one directory");
     rs_cli_install_signals();
-    rs_compact_job_opts o = {argv[optind]};
+    rs_compact_job_opts o = {argv[optind], memory};
     rs_compact_job_result r;
     int rc = rs_compact_job_run(&o, &r, &err);
     rs_metrics *m = rs_cli_metrics();

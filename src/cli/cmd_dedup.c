@@ -1,9 +1,10 @@
 /* ringshard dedup: keep one row per key, at scale. Parses the options,
  * runs the dedup job (job_dedup.h, src/jobs/dedup.c: the two passes) and
- * prints its summary. */
+ * prints its summary (cli/dedup_print.c). */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/dedup_print.h"
 #include "cluster/world.h"
 #include "ringshard/job_dedup.h"
 #include "ringshard/util.h"
@@ -56,77 +57,9 @@ enum {
 };
 
 
-typedef struct {
-    /* options */
-    rs_pipeline_opts po;
-    rs_cli_ring ro;
-    const char *outdir, *dups_path, *buckets_dir;
-    int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given, keep_given;
-    rs_cli_append ap;
-} dedup_args;
-
-/* The summary on stderr: rows in and out, the largest bucket, splits. */
-static void summary(const dedup_args *a, const rs_dedup_job_result *r)
-{
-    fprintf(stderr,
-            "ringshard dedup: %llu rows in, %llu distinct rows, %llu duplicates removed (%llu %s with copies), "
-            "%u buckets in %s (%.2f s: pass 1 %.2f s, pass 2 %.2f s)\n",
-            (unsigned long long)r->rows_in, (unsigned long long)r->rows, (unsigned long long)(r->rows_in - r->rows),
-            (unsigned long long)r->dup_keys, a->by_row ? "rows" : "keys", r->buckets, a->outdir,
-            r->pass1_seconds + r->pass2_seconds, r->pass1_seconds, r->pass2_seconds);
-    char size[RS_HUMAN_MAX];
-    if (r->buckets)
-        fprintf(stderr, "  largest bucket: %s, %llu rows in (%s), %llu out; split again: %llu buckets (%llu splits)",
-                r->largest_node, (unsigned long long)r->largest_rows_in,
-                rs_human_bytes((double)r->largest_bytes_in, size, sizeof size),
-                (unsigned long long)r->largest_rows, (unsigned long long)r->split_buckets,
-                (unsigned long long)r->splits);
-    if (r->streamed)
-        fprintf(stderr, "; %llu parts deduplicated as a stream (hot keys)", (unsigned long long)r->streamed);
-    if (r->rejected)
-        fprintf(stderr, "; rejected rows: %llu", (unsigned long long)r->rejected);
-    fputc('\n', stderr);
-}
-
-/* The append summary: generations, inputs, what the history held, and
- * what was read of it. */
-static void append_summary(const dedup_args *a, const rs_dedup_job_result *r)
-{
-    if (!r->generations && r->inputs_empty) {
-        fprintf(stderr, "ringshard dedup: %s not created: its inputs hold no header line and no row (the first "
-                        "append with data creates it)\n", a->outdir);
-        return;
-    }
-    if (!r->generations) {
-        fprintf(stderr, "ringshard dedup: nothing new for %s: %llu input%s already ingested\n", a->outdir,
-                (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");
-        return;
-    }
-    if (r->first_gen == r->last_gen)
-        fprintf(stderr, "ringshard dedup: generation %llu of %s", (unsigned long long)r->last_gen, a->outdir);
-    else   /* --commit-every: the counts are those of all of them */
-        fprintf(stderr, "ringshard dedup: generations %llu-%llu (%u) of %s", (unsigned long long)r->first_gen,
-                (unsigned long long)r->last_gen, r->generations, a->outdir);
-    fprintf(stderr, ": %llu new rows kept of %llu; dropped: %llu whose key the history holds, %llu repeats within "
-                    "the new inputs; %llu input%s ingested, %llu skipped as already ingested\n",
-            (unsigned long long)r->rows, (unsigned long long)r->rows_in,
-            (unsigned long long)r->history_rows, (unsigned long long)r->repeat_rows,
-            (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
-            (unsigned long long)r->inputs_skipped);
-    char read[RS_HUMAN_MAX], index[RS_HUMAN_MAX], data[RS_HUMAN_MAX];
-    fprintf(stderr, "  history: %s of key index read (of %s of indexes, %s of data), %llu rows re-read",
-            rs_human_bytes((double)r->index_read, read, sizeof read),
-            rs_human_bytes((double)r->index_bytes, index, sizeof index),
-            rs_human_bytes((double)r->history_bytes, data, sizeof data), (unsigned long long)r->rows_reread);
-    if (r->indexes_built)
-        fprintf(stderr, " to build %llu missing key indexes", (unsigned long long)r->indexes_built);
-    fputc('\n', stderr);
-    rs_cli_compact_hint("dedup", a->outdir, r->dir_generations, r->dir_files);
-}
-
 /* dedup's own options. 1 if c is one (recorded in a), 0 if not; -1 with
  * err for a bad value, -2 with err for a usage error (err.msg: the message). */
-static int dedup_option(dedup_args *a, int c, const char *arg, rs_error *err)
+static int dedup_option(rs_cli_dedup_args *a, int c, const char *arg, rs_error *err)
 {
 switch (c) {
     case 'o': a->outdir = arg; break;
@@ -171,7 +104,10 @@ switch (c) {
     return 1;
 }
 
-int rs_cmd_dedup(int argc, char **argv)
+/* Parses the options into *a (*ring_given: a ring option was given).
+ * Returns -1 to go on, else the exit code (the error printed; 0 after
+ * --help). */
+static int parse_args(int argc, char **argv, rs_cli_dedup_args *a, int *ring_given)
 {
     static const struct option longopts[] = {
         RS_RING_LONGOPTS,
@@ -191,32 +127,26 @@ int rs_cmd_dedup(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    dedup_args a;
-    memset(&a, 0, sizeof a);
-    rs_cli_input_defaults(&a.po);
-    a.compress = 1;
-    a.level = 1;
-    a.temp_compress = 0;  /* measured: plain temporary buckets are faster (docs/dedup.md) */
     rs_error err = {0};
-    int c, r, ring_given = 0;
+    int c, r;
     optind = 1;
     while ((c = rs_cli_getopt("dedup", argc, argv, "ho:j:", longopts)) != -1) {
-        if ((r = rs_cli_append_option(&a.ap, c, optarg, &err)) != 0) {
+        if ((r = rs_cli_append_option(&a->ap, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("dedup", &err);
             continue;
         }
         if (c == OPT_COMPRESS || c == OPT_LEVEL)
-            a.ap.given |= c == OPT_COMPRESS ? RS_GIVEN_COMPRESS : RS_GIVEN_LEVEL;
-        if (rs_cli_ring_option(&a.ro, c, optarg)) {
-            ring_given = 1;
+            a->ap.given |= c == OPT_COMPRESS ? RS_GIVEN_COMPRESS : RS_GIVEN_LEVEL;
+        if (rs_cli_ring_option(&a->ro, c, optarg)) {
+            *ring_given = 1;
             continue;
         }
-        if ((r = rs_cli_input_option(&a.po, c, optarg, &err)) != 0) {
+        if ((r = rs_cli_input_option(&a->po, c, optarg, &err)) != 0) {
             if (r < 0)
                 return rs_cli_fail("dedup", &err);
             if (c == RS_OPT_KEY || c == RS_OPT_DELIMITER || c == RS_OPT_HEADER || c == RS_OPT_NO_HEADER)
-                a.key_given = 1;
+                a->key_given = 1;
             continue;
         }
         if ((r = rs_cli_metrics_option("dedup", c, optarg, &err)) != 0) {
@@ -224,7 +154,7 @@ int rs_cmd_dedup(int argc, char **argv)
                 return rs_cli_fail("dedup", &err);
             continue;
         }
-        if ((r = dedup_option(&a, c, optarg, &err)) != 0) {
+        if ((r = dedup_option(a, c, optarg, &err)) != 0) {
             if (r == -1)
                 return rs_cli_fail("dedup", &err);
             if (r == -2)
@@ -245,37 +175,75 @@ int rs_cmd_dedup(int argc, char **argv)
         default: return rs_cli_getopt_exit(c);
         }
     }
-    if (!a.outdir)
+    return -1;
+}
+
+/* The options that do not fit together, in the order they were always
+ * checked, and the inputs (INPUT... and --files-from, or --buckets).
+ * Returns -1 to go on, else the exit code (the error printed). */
+static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int ring_given)
+{
+    rs_error err = {0};
+    if (!a->outdir)
         return rs_cli_usage_error("dedup", "no output directory (-o DIR)");
-    if (rs_cli_append_finish(&a.ap, a.force, &err) != 0)
+    if (rs_cli_append_finish(&a->ap, a->force, &err) != 0)
         return rs_cli_fail("dedup", &err);
-    if (a.ap.append && (a.keep_last || a.buckets_dir))
-        return rs_cli_usage_error("dedup", a.keep_last ? "--append keeps the first copy of each key (the history's "
-                                                         "copy wins): --keep last cannot be honoured without rewriting "
-                                                         "what the history published; dedup without --append, or "
-                                                         "--keep first"
-                                                       : "--append adds inputs to DIR: --buckets takes none");
-    if (a.buckets_dir) {
+    if (a->ap.append && (a->keep_last || a->buckets_dir))
+        return rs_cli_usage_error("dedup", a->keep_last ? "--append keeps the first copy of each key (the history's "
+                                                          "copy wins): --keep last cannot be honoured without rewriting "
+                                                          "what the history published; dedup without --append, or "
+                                                          "--keep first"
+                                                        : "--append adds inputs to DIR: --buckets takes none");
+    if (a->buckets_dir) {
         if (optind < argc || rs_cli_files_from_given())
             return rs_cli_usage_error("dedup", "--buckets takes no INPUT nor --files-from (the bucket directory is "
                                                "the input)");
-        if (ring_given || a.key_given)
+        if (ring_given || a->key_given)
             return rs_cli_usage_error("dedup", "--buckets: the ring, key and CSV options come from its manifest");
-        a.quiet = a.po.progress < 0;
-        a.po.progress = 0;
+        a->quiet = a->po.progress < 0;
+        a->po.progress = 0;
         rs_cli_install_signals();
     } else {
-        a.quiet = rs_cli_input_finish(&a.po, argc, argv, optind, &err);
-        if (a.quiet < 0)
+        a->quiet = rs_cli_input_finish(&a->po, argc, argv, optind, &err);
+        if (a->quiet < 0)
             return rs_cli_fail("dedup", &err);
     }
-    if (rs_cli_level_check("--level", a.compress, a.level, &err) != 0)
+    if (rs_cli_level_check("--level", a->compress, a->level, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
-    if (rs_cli_outside_output("--on-bad-row quarantine=", a.po.quarantine, a.outdir, &err) != 0 ||
-        rs_cli_outside_output("--duplicates ", a.dups_path, a.outdir, &err) != 0 ||
-        rs_cli_stdout_file("--duplicates", &a.dups_path, &err) != 0)
+    if (rs_cli_outside_output("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||
+        rs_cli_outside_output("--duplicates ", a->dups_path, a->outdir, &err) != 0 ||
+        rs_cli_stdout_file("--duplicates", &a->dups_path, &err) != 0)
         return rs_cli_fail("dedup", &err);
+    return -1;
+}
+
+/* What --metrics FILE reports of the run. */
+static void fill_metrics(const rs_cli_dedup_args *a, const rs_dedup_job_result *res)
+{
+    rs_metrics *m = rs_cli_metrics();
+    if (m) {
+        m->inputs = a->buckets_dir ? res->buckets : a->po.ninputs;
+        m->inputs_skipped = res->inputs_skipped;
+        m->rows_read = res->rows_in, m->bytes_read = res->bytes_in, m->rows_rejected = res->rejected;
+        m->rows_written = res->published ? res->rows : 0, m->bytes_written = res->published ? res->bytes : 0;
+        rs_metrics_add_phase(m, "pass1", res->pass1_seconds);
+        rs_metrics_add_phase(m, "pass2", res->pass2_seconds);
+    }
+}
+
+int rs_cmd_dedup(int argc, char **argv)
+{
+    rs_cli_dedup_args a;
+    memset(&a, 0, sizeof a);
+    rs_cli_input_defaults(&a.po);
+    a.compress = 1;
+    a.level = 1;
+    a.temp_compress = 0;  /* measured: plain temporary buckets are faster (docs/dedup.md) */
+    rs_error err = {0};
+    int r, ring_given = 0;
+    if ((r = parse_args(argc, argv, &a, &ring_given)) >= 0 || (r = check_args(argc, argv, &a, ring_given)) >= 0)
+        return r;
 
     /* the ring: given, or (--buckets) the directory's, which the job reads */
     rs_ring *ring = NULL;
@@ -299,18 +267,10 @@ int rs_cmd_dedup(int argc, char **argv)
     int rc = 0;
     rs_dedup_job_run(&o, &res, &err);
     if (a.ap.append && !err.code && !a.quiet && rs_world_rank() == 0)
-        append_summary(&a, &res);
-    rs_metrics *m = rs_cli_metrics();
-    if (m) {
-        m->inputs = a.buckets_dir ? res.buckets : a.po.ninputs;
-        m->inputs_skipped = res.inputs_skipped;
-        m->rows_read = res.rows_in, m->bytes_read = res.bytes_in, m->rows_rejected = res.rejected;
-        m->rows_written = res.published ? res.rows : 0, m->bytes_written = res.published ? res.bytes : 0;
-        rs_metrics_add_phase(m, "pass1", res.pass1_seconds);
-        rs_metrics_add_phase(m, "pass2", res.pass2_seconds);
-    }
+        rs_cli_dedup_append_summary(&a, &res);
+    fill_metrics(&a, &res);
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
-        summary(&a, &res);
+        rs_cli_dedup_summary(&a, &res);
     if (err.code)
         rc = rs_cli_fail("dedup", &err);
     rs_dedup_job_result_free(&res);

@@ -1,16 +1,14 @@
 /* ringshard simulate: balance and movement of synthetic keys on any ring,
  * vnode sweeps, bounded-load capacity what-ifs. The options fill the
- * simulate job (ringshard/job_simulate.h, src/jobs/simulate.c); this file
- * prints its result and draws its pictures. */
-#include <math.h>
+ * simulate job (ringshard/job_simulate.h, src/jobs/simulate.c);
+ * cli/simulate_print.c prints its result and draws its pictures. */
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "cli/simulate_print.h"
 #include "ringshard/job_simulate.h"
-#include "ringshard/report.h"
-#include "ringshard/stats.h"
 
 static const char simulate_help[] =
     "Usage: ringshard simulate [OPTIONS]\n"
@@ -49,26 +47,6 @@ static const char simulate_help[] =
 enum {
     OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED, OPT_ADD, OPT_ADD_NAMES, OPT_REMOVE
 };
-
-static void print_change(FILE *f, const rs_simulate_ring *sr, const rs_simulate_job_opts *so, const char *what)
-{
-    fprintf(f, "%-24s%s\n", "change", what);
-    fprintf(f, "%-24s%llu\n", "moved", (unsigned long long)sr->moved);
-    fprintf(f, "%-24s%.7f\n", "moved fraction", (double)sr->moved / (double)so->keys);
-    fprintf(f, "%-24s%.7f  (the least any placement must move: %.1f keys)\n", "ideal fraction", sr->ideal,
-            sr->ideal * (double)so->keys);
-    if (isnan(sr->exact_moved))
-        fprintf(f, "%-24sn/a  (no arcs to compare for this scheme)\n", "exact moved share");
-    else
-        fprintf(f, "%-24s%.7f  (hash space changing owner, from the arcs: %.1f keys expected)\n",
-                "exact moved share", sr->exact_moved, sr->exact_moved * (double)so->keys);
-    const rs_balance *a = &sr->bal_changed;
-    const rs_nodes *nodes = rs_ring_nodes(sr->changed);
-    fprintf(f, "%-24s%llu  (node %s)\n", "min (after)", (unsigned long long)a->min, nodes->names[a->argmin]);
-    fprintf(f, "%-24s%llu  (node %s)\n", "max (after)", (unsigned long long)a->max, nodes->names[a->argmax]);
-    fprintf(f, "%-24s%.2f\n", "sd (after)", a->sd);
-    fprintf(f, "%-24s%.4f\n", "max/mean (after)", a->max_mean);
-}
 
 /* Parses the options into *ro, *bo and *so. Returns -1 to go on, else the
  * exit code (the error printed; 0 after --help). */
@@ -166,84 +144,6 @@ static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t
     return 0;
 }
 
-/* The sweep's table: one TSV row per vnode count. */
-static void print_sweep(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, const char *pattern,
-                        int changing, double factor)
-{
-    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
-    const rs_simulate_ring *sr = res->rings;
-    const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
-    fprintf(out, "# ringshard simulate: %llu keys, pattern %s; scheme %s, hash %s, %u nodes%s%s\n",
-           (unsigned long long)so->keys, pattern, rs_scheme_name(o->scheme), rs_hash_get(o->hash)->name,
-           sr[0].bal.nodes, changing ? "; change: " : "", changing ? res->what : "");
-    fputs("vnodes\tpoints\tmean\tsd\trel_sd\trel_sd_expected\trel_sd_theory\tinv_sqrt_v\tmin_mean\tmax_mean\tflagged",
-          stdout);
-    if (changing)
-        fputs("\tmoved\tmoved_fraction\tideal_fraction\texact_moved_share", out);
-    if (!isnan(factor))
-        fputs("\tover\tspilled\tmax_after", out);
-    fputc('\n', out);
-    for (size_t s = 0; s < res->nrings; s++) {
-        const rs_balance *b = &sr[s].bal;
-        fprintf(out, "%u\t%u\t%.2f\t%.2f\t%.6f\t%.6f\t%.6f\t%.6f\t%.4f\t%.4f\t%u", sr[s].vnodes,
-               rs_ring_npoints(sr[s].base), b->mean, b->sd, b->rel_sd, b->sd_ring / b->mean,
-               b->sd_theory / b->mean, 1 / sqrt((double)sr[s].vnodes), b->min_mean, b->max_mean,
-               b->above + b->below);
-        if (changing)
-            fprintf(out, "\t%llu\t%.7f\t%.7f\t%.7f", (unsigned long long)sr[s].moved,
-                   (double)sr[s].moved / (double)so->keys, sr[s].ideal, sr[s].exact_moved);
-        if (!isnan(factor))
-            fprintf(out, "\t%u\t%llu\t%llu", sr[s].bounded.over, (unsigned long long)sr[s].bounded.spilled,
-                   (unsigned long long)sr[s].bounded.max_after);
-        fputc('\n', out);
-    }
-}
-
-/* The summary (or with --tsv the per-node table) of the one ring. */
-static void print_one(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, const char *pattern,
-                      int changing, const rs_cli_balance *bo)
-{
-    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
-    const rs_simulate_ring *sr = res->rings;
-    const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
-    if (bo->tsv) {
-        rs_balance_print_table(out, sr[0].base, sr[0].ns, sr[0].capacity, sr[0].load_after);
-        return;
-    }
-    fprintf(out, "%-24sscheme %s, hash %s, fingerprint %s\n", "ring", rs_scheme_name(o->scheme),
-           rs_hash_get(o->hash)->name, rs_ring_fingerprint(sr[0].base));
-    fprintf(out, "%-24s%s\n", "pattern", pattern);
-    rs_balance_print(out, sr[0].base, &sr[0].bal, "keys");
-    rs_balance_print_flagged(out, sr[0].base, sr[0].ns, 10);
-    if (changing)
-        print_change(out, &sr[0], so, res->what);
-    if (!isnan(bo->factor))
-        rs_bounded_print(out, &sr[0].bounded, "keys");
-}
-
-/* The pictures, after the text: the sweep's line chart, or the ring's
- * balance pictures. */
-static int pictures(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, int sweep,
-                    const rs_cli_balance *bo, rs_error *err)
-{
-    const rs_simulate_ring *sr = res->rings;
-    char title[256];
-    if (sweep) {
-        snprintf(title, sizeof title, "ringshard simulate: balance by vnode count (%llu keys)",
-                 (unsigned long long)so->keys);
-        for (int html = 0; html < 2; html++) {
-            const char *path = html ? bo->html : bo->svg;
-            if (path && rs_simulate_sweep_picture(path, html, so, res, title, err) != 0)
-                return -1;
-        }
-        return 0;
-    }
-    snprintf(title, sizeof title, "ringshard simulate: %llu %s keys on %u nodes", (unsigned long long)so->keys,
-             so->pattern == RS_KEYS_SEQ ? "seq" : "random", sr[0].bal.nodes);
-    return rs_cli_balance_pictures(bo, title, sr[0].base, &sr[0].bal, sr[0].ns,
-                                   isnan(bo->factor) ? NULL : &sr[0].bounded, "keys", err);
-}
-
 int rs_cmd_simulate(int argc, char **argv)
 {
     rs_cli_ring ro = {0};
@@ -288,10 +188,10 @@ int rs_cmd_simulate(int argc, char **argv)
         snprintf(pattern, sizeof pattern, "random (32 hex digits, splitmix64 seed %llu)",
                  (unsigned long long)so.key_seed);
     if (sweep)
-        print_sweep(&so, &res, pattern, changing, bo.factor);
+        rs_cli_simulate_print_sweep(&so, &res, pattern, changing, bo.factor);
     else
-        print_one(&so, &res, pattern, changing, &bo);
-    if (rs_cli_flush_stdout(&err) != 0 || pictures(&so, &res, sweep, &bo, &err) != 0)
+        rs_cli_simulate_print_one(&so, &res, pattern, changing, &bo);
+    if (rs_cli_flush_stdout(&err) != 0 || rs_cli_simulate_pictures(&so, &res, sweep, &bo, &err) != 0)
         goto fail;
     goto done;
 fail:

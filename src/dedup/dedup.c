@@ -852,8 +852,11 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     if (ow_open(&w, out, o->compress, dz, err) != 0)
         goto out;
     opened = 1;
-    if (o->index_out && rs_keyidx_create(&idx, o->index_out, err) == 0)
+    if (o->index_out && rs_keyidx_create(&idx, o->index_out, err) == 0) {
         idxp = &idx;
+        if (o->index_memory)
+            rs_keyidx_set_memory(&idx, o->index_memory);
+    }
     else if (o->index_out)
         goto out;
     if (o->header) {

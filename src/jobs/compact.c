@@ -103,10 +103,10 @@ static int find_indexes(const rs_bucketdir *bd, char **names, uint64_t *sizes, i
     return bd->nfiles > 0;
 }
 
-/* Node i's indexes (files [k0, k) of bd) concatenated into the index of
+/* Node i's indexes (files [k0, k) of bd) merged into the index of
  * its merged file f, named after it. */
 static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const *names, const uint64_t *sizes,
-                       int by_row, const rs_outdir *od, rs_manifest_file *f, rs_error *err)
+                       int by_row, const rs_outdir *od, uint64_t memory, rs_manifest_file *f, rs_error *err)
 {
     size_t n = k - k0;
     rs_keyidx_of *want = calloc(n + 1, sizeof *want);
@@ -129,8 +129,8 @@ static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const 
         want[q] = (rs_keyidx_of){part->rows, part->bytes, part->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
     }
     rs_keyidx_of of = {f->rows, f->bytes, f->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
-    rc = rs_keyidx_concat(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
-                          sizes + k0, n, &of, &f->index_bytes, &f->index_crc32, err);
+    rc = rs_keyidx_merge(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
+                          sizes + k0, n, &of, memory, &f->index_bytes, &f->index_crc32, err);
 out:
     free(want);
     free(stem);
@@ -184,7 +184,8 @@ static int refuse_strays(const rs_bucketdir *bd, rs_error *err)
                         "again", bd->path, bd->stray[0], bd->nstray > 1 ? ", and more such entries" : "", bd->path);
 }
 
-int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, rs_compact_job_result *r, rs_error *err)
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, rs_compact_job_result *r,
+                    rs_error *err)
 {
     rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
     char **inames = calloc(bd->nfiles + 1, sizeof *inames);
@@ -200,7 +201,7 @@ int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, rs_compact_job_
         if (merge_node(bd, i, &k, od, &files[i], err) == 0)
             r->file_bytes += files[i].file_bytes;
         if (!err->code && indexed > 0)
-            merge_index(bd, k0, k, inames, isizes, by_row, od, &files[i], err);
+            merge_index(bd, k0, k, inames, isizes, by_row, od, memory, &files[i], err);
         if (!err->code && rs_interrupt_pending())
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     }
@@ -243,7 +244,7 @@ static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, r
         return -1;
     }
     od.lockfd = lockfd;   /* held until the replaced DIR is removed */
-    if (rs_compact_into(bd, &od, r, err) != 0) {
+    if (rs_compact_into(bd, &od, o->memory, r, err) != 0) {
         rs_outdir_abort(&od);
         return -1;
     }

@@ -133,8 +133,9 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     if (p->append) {
         o.dropped = rep;
         o.index_out = j->index;
-        /* the index's writer holds a run at most (keyidx.h) */
-        o.budget -= o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY;
+        /* the index's writer: its sort and its merge (keyidx.h) */
+        o.index_memory = o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY;
+        o.budget -= o.index_memory;
         o.no_header_out = 0;   /* segments too start with the header: each a CSV file of its own */
     } else {
         o.dups = rep;

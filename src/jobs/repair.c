@@ -121,7 +121,7 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
         rs_outdir_abort(&od);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    if (rs_compact_into(bd, &od, &cr, err) != 0) {
+    if (rs_compact_into(bd, &od, 0, &cr, err) != 0) {
         rs_outdir_abort(&od);
         return -1;
     }

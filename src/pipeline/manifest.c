@@ -122,6 +122,141 @@ static void write_u64(rs_json *j, const char *key, uint64_t v)
     rs_json_u64(j, v);
 }
 
+/* The head: schema, kind, generation, previous, segment_header, tool. */
+static void write_head(rs_json *j, const rs_manifest *m)
+{
+    int schema = m->schema ? m->schema : 1;
+    rs_json_key(j, "schema");
+    rs_json_i64(j, schema);
+    write_str(j, "kind", m->kind);
+    if (schema >= 2)
+        write_u64(j, "generation", m->generation);
+    if (m->previous != NULL)
+        write_str(j, "previous", m->previous);
+    if (m->segment_header) {
+        rs_json_key(j, "segment_header");
+        rs_json_bool(j, 1);
+    }
+
+    rs_json_key(j, "tool");
+    rs_json_object_begin(j);
+    rs_json_key(j, "name");
+    rs_json_string(j, "ringshard");
+    write_str(j, "version", m->tool_version ? m->tool_version : RS_VERSION);
+    rs_json_object_end(j);
+}
+
+/* "options": the key, the CSV dialect, the compression, dedup. */
+static void write_options(rs_json *j, const rs_manifest *m)
+{
+    rs_json_key(j, "options");
+    rs_json_object_begin(j);
+    write_str(j, "key", m->key);
+    if (m->key_sep && m->key_sep != '|') {  /* the default is left out: older readers read the rest */
+        rs_json_key(j, "key_sep");
+        rs_json_string_n(j, &m->key_sep, 1);
+    }
+    rs_json_key(j, "delimiter");
+    rs_json_string_n(j, &m->delimiter, 1);
+    rs_json_key(j, "header");
+    rs_json_bool(j, m->header);
+    rs_json_key(j, "compress");
+    rs_json_string(j, m->compress == RS_COMPRESS_ZSTD ? "zstd" : m->compress ? "gzip" : "none");
+    rs_json_key(j, "level");
+    rs_json_i64(j, m->level);
+    rs_json_key(j, "keys_only");
+    rs_json_bool(j, m->keys_only);
+    if (m->dedup != NULL)
+        write_str(j, "dedup", m->dedup);
+    rs_json_object_end(j);
+}
+
+/* "inputs": one object per input, in input order. */
+static void write_inputs(rs_json *j, const rs_manifest *m)
+{
+    rs_json_key(j, "inputs");
+    rs_json_array_begin(j);
+    for (size_t i = 0; i < m->ninputs; i++) {
+        const rs_manifest_input *in = &m->inputs[i];
+        rs_json_object_begin(j);
+        write_str(j, "path", in->path);
+        write_u64(j, "size", in->size);
+        write_u64(j, "rows", in->rows);
+        write_u64(j, "bytes", in->bytes);
+        write_u64(j, "rejected", in->rejected);
+        write_u64(j, "blank_lines", in->blank_lines);
+        write_u64(j, "zero_padding_bytes", in->zero_padding);
+        if (in->checksum != NULL)
+            write_str(j, "checksum", in->checksum);
+        if (in->content != NULL) {
+            write_str(j, "content", in->content);
+            write_u64(j, "content_size", in->content_size);
+        }
+        if (in->generation != 0)
+            write_u64(j, "generation", in->generation);
+        rs_json_object_end(j);
+    }
+    rs_json_array_end(j);
+}
+
+/* "files": one object per file, a move file with its from and to. */
+static void write_files(rs_json *j, const rs_manifest *m, int moves)
+{
+    rs_json_key(j, "files");
+    rs_json_array_begin(j);
+    for (size_t i = 0; i < m->nfiles; i++) {
+        const rs_manifest_file *fl = &m->files[i];
+        char hex[9];
+        snprintf(hex, sizeof hex, "%08" PRIx32, fl->crc32);
+        rs_json_object_begin(j);
+        write_str(j, "file", fl->file);  /* ringshard's names are ASCII; a read one may not be */
+        if (moves) {
+            write_str(j, "from", fl->from);
+            write_str(j, "to", fl->to);
+            if (fl->wave != 0)
+                write_u64(j, "wave", fl->wave);
+        } else {
+            write_str(j, "node", fl->node);
+        }
+        write_u64(j, "rows", fl->rows);
+        write_u64(j, "bytes", fl->bytes);
+        write_u64(j, "file_bytes", fl->file_bytes);
+        if (m->segment_header)
+            write_u64(j, "header_bytes", fl->header_bytes);
+        write_u64(j, "crc32", fl->crc32);
+        rs_json_key(j, "crc32_hex");
+        rs_json_string(j, hex);
+        if (fl->index != NULL) {
+            write_str(j, "index", fl->index);
+            write_u64(j, "index_bytes", fl->index_bytes);
+            write_u64(j, "index_crc32", fl->index_crc32);
+        }
+        rs_json_object_end(j);
+    }
+    rs_json_array_end(j);
+}
+
+/* "indexes" (only when there are any): key indexes built since for files
+ * of earlier generations. */
+static void write_indexes(rs_json *j, const rs_manifest *m)
+{
+    if (m->nindexes > 0) {
+        rs_json_key(j, "indexes");
+        rs_json_array_begin(j);
+        for (size_t i = 0; i < m->nindexes; i++) {
+            const rs_manifest_index *x = &m->indexes[i];
+            rs_json_object_begin(j);
+            write_u64(j, "generation", x->generation);
+            write_str(j, "file", x->file);
+            write_str(j, "index", x->index);
+            write_u64(j, "index_bytes", x->index_bytes);
+            write_u64(j, "index_crc32", x->index_crc32);
+            rs_json_object_end(j);
+        }
+        rs_json_array_end(j);
+    }
+}
+
 int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
 {
     FILE *f = fopen(path, "w");
@@ -132,125 +267,19 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     rs_json j;
     rs_json_init(&j, f, 1);
     rs_json_object_begin(&j);
-    int schema = m->schema ? m->schema : 1;
-    rs_json_key(&j, "schema");
-    rs_json_i64(&j, schema);
-    write_str(&j, "kind", m->kind);
-    if (schema >= 2)
-        write_u64(&j, "generation", m->generation);
-    if (m->previous != NULL)
-        write_str(&j, "previous", m->previous);
-    if (m->segment_header) {
-        rs_json_key(&j, "segment_header");
-        rs_json_bool(&j, 1);
-    }
-
-    rs_json_key(&j, "tool");
-    rs_json_object_begin(&j);
-    rs_json_key(&j, "name");
-    rs_json_string(&j, "ringshard");
-    write_str(&j, "version", m->tool_version ? m->tool_version : RS_VERSION);
-    rs_json_object_end(&j);
+    write_head(&j, m);
 
     write_ring(&j, "ring", m->ring_fingerprint, m->ring_description);
     if (moves || m->new_ring_description != NULL)
         write_ring(&j, "new_ring", m->new_ring_fingerprint, m->new_ring_description);
 
-    rs_json_key(&j, "options");
-    rs_json_object_begin(&j);
-    write_str(&j, "key", m->key);
-    if (m->key_sep && m->key_sep != '|') {  /* the default is left out: older readers read the rest */
-        rs_json_key(&j, "key_sep");
-        rs_json_string_n(&j, &m->key_sep, 1);
-    }
-    rs_json_key(&j, "delimiter");
-    rs_json_string_n(&j, &m->delimiter, 1);
-    rs_json_key(&j, "header");
-    rs_json_bool(&j, m->header);
-    rs_json_key(&j, "compress");
-    rs_json_string(&j, m->compress == RS_COMPRESS_ZSTD ? "zstd" : m->compress ? "gzip" : "none");
-    rs_json_key(&j, "level");
-    rs_json_i64(&j, m->level);
-    rs_json_key(&j, "keys_only");
-    rs_json_bool(&j, m->keys_only);
-    if (m->dedup != NULL)
-        write_str(&j, "dedup", m->dedup);
-    rs_json_object_end(&j);
+    write_options(&j, m);
 
     write_str(&j, "header", m->header_line);   /* NULL -> null */
 
-    rs_json_key(&j, "inputs");
-    rs_json_array_begin(&j);
-    for (size_t i = 0; i < m->ninputs; i++) {
-        const rs_manifest_input *in = &m->inputs[i];
-        rs_json_object_begin(&j);
-        write_str(&j, "path", in->path);
-        write_u64(&j, "size", in->size);
-        write_u64(&j, "rows", in->rows);
-        write_u64(&j, "bytes", in->bytes);
-        write_u64(&j, "rejected", in->rejected);
-        write_u64(&j, "blank_lines", in->blank_lines);
-        write_u64(&j, "zero_padding_bytes", in->zero_padding);
-        if (in->checksum != NULL)
-            write_str(&j, "checksum", in->checksum);
-        if (in->content != NULL) {
-            write_str(&j, "content", in->content);
-            write_u64(&j, "content_size", in->content_size);
-        }
-        if (in->generation != 0)
-            write_u64(&j, "generation", in->generation);
-        rs_json_object_end(&j);
-    }
-    rs_json_array_end(&j);
-
-    rs_json_key(&j, "files");
-    rs_json_array_begin(&j);
-    for (size_t i = 0; i < m->nfiles; i++) {
-        const rs_manifest_file *fl = &m->files[i];
-        char hex[9];
-        snprintf(hex, sizeof hex, "%08" PRIx32, fl->crc32);
-        rs_json_object_begin(&j);
-        write_str(&j, "file", fl->file);  /* ringshard's names are ASCII; a read one may not be */
-        if (moves) {
-            write_str(&j, "from", fl->from);
-            write_str(&j, "to", fl->to);
-            if (fl->wave != 0)
-                write_u64(&j, "wave", fl->wave);
-        } else {
-            write_str(&j, "node", fl->node);
-        }
-        write_u64(&j, "rows", fl->rows);
-        write_u64(&j, "bytes", fl->bytes);
-        write_u64(&j, "file_bytes", fl->file_bytes);
-        if (m->segment_header)
-            write_u64(&j, "header_bytes", fl->header_bytes);
-        write_u64(&j, "crc32", fl->crc32);
-        rs_json_key(&j, "crc32_hex");
-        rs_json_string(&j, hex);
-        if (fl->index != NULL) {
-            write_str(&j, "index", fl->index);
-            write_u64(&j, "index_bytes", fl->index_bytes);
-            write_u64(&j, "index_crc32", fl->index_crc32);
-        }
-        rs_json_object_end(&j);
-    }
-    rs_json_array_end(&j);
-
-    if (m->nindexes > 0) {
-        rs_json_key(&j, "indexes");
-        rs_json_array_begin(&j);
-        for (size_t i = 0; i < m->nindexes; i++) {
-            const rs_manifest_index *x = &m->indexes[i];
-            rs_json_object_begin(&j);
-            write_u64(&j, "generation", x->generation);
-            write_str(&j, "file", x->file);
-            write_str(&j, "index", x->index);
-            write_u64(&j, "index_bytes", x->index_bytes);
-            write_u64(&j, "index_crc32", x->index_crc32);
-            rs_json_object_end(&j);
-        }
-        rs_json_array_end(&j);
-    }
+    write_inputs(&j, m);
+    write_files(&j, m, moves);
+    write_indexes(&j, m);
 
     rs_json_key(&j, "totals");
     rs_json_object_begin(&j);

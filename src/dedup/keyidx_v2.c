@@ -1,0 +1,538 @@
+/* Reading version-2 key indexes (ringshard/keyidx.h, docs/format.md):
+ * lookups that read one filter line a key and one range of chunks a key
+ * the filter passes; a sequential cursor (compact's merge, verify's scan).
+ * Nothing read is used before it is checked: every filter line and every
+ * chunk carries its CRC-32, and a chunk's keys must be in order, in their
+ * range, and as many and as long as its header says. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include "dedup/keyidx_impl.h"
+#include "ringshard/deflate.h"
+
+enum {
+    CHUNK_HEADER = 24,
+    WINDOW_LINES = 64,             /* filter lines read at once, at most: 4 KiB */
+    GAP_LINES = 2,                 /* lines between two probes' read in one piece */
+    RANGE_READ = 1 << 20,          /* a range up to this size is read in one piece */
+    STREAM_BUF = 1 << 15,          /* a cursor: this, a chunk's payload and raw keys: < RS_KEYIDX_SOURCE_MEMORY */
+};
+
+struct rs_keyidx_v2 {
+    uint64_t lines, ranges, filter_at, table_at, chunks_at, chunks_bytes, key_bytes, chunks;
+    unsigned char *win;            /* filter lines [win_first, win_first + win_n) */
+    uint64_t win_first, win_n;
+    uint64_t range;                /* the range in rbuf (when range_live) */
+    int range_live, whole;         /* whole: the range's bytes are all in rbuf */
+    uint64_t ra, rb;               /* the range's bytes in the chunks region */
+    rs_buf rbuf;
+    /* the chunk decoded */
+    uint64_t chunk_at;             /* its offset in the chunks region; UINT64_MAX: none */
+    rs_buf raw;
+    uint64_t *kfp;                 /* [nk] its keys' fingerprints */
+    uint32_t *koff;                /* [nk + 1] their offsets in raw */
+    uint32_t nk;
+    z_stream z;
+    int z_live;
+};
+
+int kx_v2_open(rs_keyidx *x, const unsigned char *h, rs_error *err)
+{
+    if (kx_get32(h + 8) != 2 || kx_get32(h + 124) != rs_crc32(0, h, 124))
+        return kx_bad(x, err, "header: not a version-2 key index, or damaged (CRC-32)");
+    struct rs_keyidx_v2 *v = calloc(1, sizeof *v);
+    if (!v)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    x->v2 = v;
+    x->version = 2;
+    x->runs = 1;
+    x->of = (rs_keyidx_of){kx_get64(h + 32), kx_get64(h + 40), kx_get32(h + 48), kx_get32(h + 12)};
+    x->entries = kx_get64(h + 16);
+    x->fp_bits = kx_get32(h + 24);
+    v->lines = kx_get64(h + 56), v->ranges = kx_get64(h + 64);
+    v->filter_at = kx_get64(h + 72), v->table_at = kx_get64(h + 80), v->chunks_at = kx_get64(h + 88);
+    v->chunks_bytes = kx_get64(h + 96), v->key_bytes = kx_get64(h + 104), v->chunks = kx_get64(h + 112);
+    v->chunk_at = UINT64_MAX;
+    if (kx_get32(h + 28) != RS_KEYIDX_RANGE_KEYS || kx_get32(h + 52) != RS_KEYIDX_FILTER_BITS ||
+        x->fp_bits < 1 || x->fp_bits > 64)
+        return kx_bad(x, err, "header: a geometry this version does not write (keys a range, filter bits)");
+    if (x->entries > x->size || v->lines != kx_lines_for(x->entries) || v->ranges != kx_ranges_for(x->entries) ||
+        v->filter_at != RS_KEYIDX_HEADER || v->table_at != v->filter_at + RS_KEYIDX_LINE * v->lines ||
+        v->chunks_at != v->table_at + 8 * (v->ranges + 1) || v->chunks_bytes > x->size ||
+        v->chunks_at + v->chunks_bytes != x->size)
+        return kx_bad(x, err, "header: regions that do not add up to the file's %llu bytes",
+                      (unsigned long long)x->size);
+    (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);   /* a lookup reads lines and chunks here and there */
+    return 0;
+}
+
+void kx_v2_close(rs_keyidx *x)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    free(v->win);
+    rs_buf_free(&v->rbuf);
+    rs_buf_free(&v->raw);
+    free(v->kfp);
+    free(v->koff);
+    if (v->z_live)
+        inflateEnd(&v->z);
+    free(v);
+    x->v2 = NULL;
+}
+
+/* ------------------------------------------------------------- chunks */
+
+static uint64_t get_leb(const unsigned char **p, const unsigned char *end, int *ok)
+{
+    uint64_t v = 0;
+    for (int s = 0; s < 64 && *p < end; s += 7) {
+        unsigned char c = *(*p)++;
+        v |= (uint64_t)(c & 0x7f) << s;
+        if (!(c & 0x80))
+            return v;
+    }
+    *ok = 0;
+    return 0;
+}
+
+static int inflate_into(struct rs_keyidx_v2 *v, const unsigned char *pay, size_t plen, size_t raw)
+{
+    if (!v->z_live) {
+        if (inflateInit2(&v->z, -15) != Z_OK)
+            return -1;
+        v->z_live = 1;
+    }
+    inflateReset(&v->z);
+    v->z.next_in = (Bytef *)pay, v->z.avail_in = (uInt)plen;
+    v->z.next_out = (Bytef *)v->raw.data, v->z.avail_out = (uInt)raw;
+    int r = inflate(&v->z, Z_FINISH);
+    return r == Z_STREAM_END && v->z.total_out == raw && v->z.avail_in == 0 ? 0 : -1;
+}
+
+/* The keys' lengths and fingerprints of the chunk in v->raw. */
+static int parse_keys(struct rs_keyidx_v2 *v, uint32_t keys)
+{
+    const unsigned char *p = (const unsigned char *)v->raw.data, *end = p + v->raw.len;
+    uint64_t *nf = realloc(v->kfp, (keys + 1) * sizeof *nf);
+    if (nf)
+        v->kfp = nf;
+    uint32_t *no = realloc(v->koff, (keys + 1) * sizeof *no);
+    if (no)
+        v->koff = no;
+    if (!nf || !no)
+        return -2;
+    int ok = 1;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < keys && ok; i++) {
+        uint64_t len = get_leb(&p, end, &ok);
+        v->koff[i] = (uint32_t)sum;   /* made absolute below */
+        sum += len;
+        if (sum > v->raw.len)
+            ok = 0;
+    }
+    uint64_t base = (uint64_t)(p - (const unsigned char *)v->raw.data);
+    if (!ok || base + sum != v->raw.len)
+        return -1;
+    for (uint32_t i = 0; i < keys; i++)
+        v->koff[i] += (uint32_t)base;
+    v->koff[keys] = (uint32_t)v->raw.len;
+    for (uint32_t i = 0; i < keys; i++)
+        v->kfp[i] = rs_keyidx_fp(v->raw.data + v->koff[i], v->koff[i + 1] - v->koff[i]);
+    v->nk = keys;
+    return 0;
+}
+
+/* Checks and decodes the chunk at offset `at` of the chunks region (h its
+ * header, pay its payload): its keys into v. */
+static int decode_chunk(rs_keyidx *x, const unsigned char *h, const unsigned char *pay, uint64_t at, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    uint32_t plen = kx_get32(h + 4), raw = kx_get32(h + 8), keys = h[12] | (uint32_t)h[13] << 8;
+    v->chunk_at = UINT64_MAX;
+    if (kx_get32(h) != rs_crc32(rs_crc32(0, h + 4, 20), pay, plen))
+        return kx_bad(x, err, "chunk at byte %llu: CRC-32 mismatch", (unsigned long long)(v->chunks_at + at));
+    if (keys == 0 || keys > RS_KEYIDX_CHUNK_KEYS || h[14] > 1 || h[15] || (h[14] && raw != plen) ||
+        (!h[14] && (uint64_t)raw > (uint64_t)plen * 1032 + 64))
+        return kx_bad(x, err, "chunk at byte %llu: a header this version does not write",
+                      (unsigned long long)(v->chunks_at + at));
+    v->raw.len = 0;
+    if (rs_buf_reserve(&v->raw, (size_t)raw + 1) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (h[14])
+        memcpy(v->raw.data, pay, raw);
+    else if (inflate_into(v, pay, plen, raw) != 0)
+        return kx_bad(x, err, "chunk at byte %llu: its keys do not inflate", (unsigned long long)(v->chunks_at + at));
+    v->raw.len = raw;
+    int r = parse_keys(v, keys);
+    if (r == -2)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (uint32_t i = 1; r == 0 && i < keys; i++)
+        if (v->kfp[i] < v->kfp[i - 1])
+            r = -1;
+    if (r != 0 || v->kfp[keys - 1] != kx_get64(h + 16))
+        return kx_bad(x, err, "chunk at byte %llu: keys that are not as its header says, or not in order",
+                      (unsigned long long)(v->chunks_at + at));
+    v->chunk_at = at;
+    return 0;
+}
+
+/* ------------------------------------------------------------ lookups */
+
+/* Filter line `line` (read with the lines of the probes from i on that
+ * fall within WINDOW_LINES of it), checked. */
+static const unsigned char *filter_line(rs_keyidx *x, uint64_t line, const rs_keyidx_probe *p, size_t i, size_t n,
+                                        rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    if (!v->win_n || line < v->win_first || line >= v->win_first + v->win_n) {
+        /* the next probes' lines too, while each is near the last: what
+         * the gap costs is about a syscall's worth of copying (a cold read
+         * brings in the page whatever is asked) */
+        uint64_t last = line;
+        for (; i < n; i++) {
+            uint64_t l = kx_part(p[i].fp, v->lines, x->fp_bits);
+            if (l >= line + WINDOW_LINES || l - last > GAP_LINES)
+                break;
+            last = l;
+        }
+        if (!v->win && !(v->win = malloc(WINDOW_LINES * RS_KEYIDX_LINE))) {
+            rs_error_set(err, RS_EXIT_IO, "out of memory");
+            return NULL;
+        }
+        v->win_n = 0;
+        if (kx_read_at(x, v->win, (last - line + 1) * RS_KEYIDX_LINE, v->filter_at + line * RS_KEYIDX_LINE, err) != 0)
+            return NULL;
+        v->win_first = line, v->win_n = last - line + 1;
+    }
+    const unsigned char *lp = v->win + (line - v->win_first) * RS_KEYIDX_LINE;
+    if (kx_get32(lp + RS_KEYIDX_LINE - 4) != rs_crc32(0, lp, RS_KEYIDX_LINE - 4)) {
+        kx_bad(x, err, "filter line %llu: CRC-32 mismatch", (unsigned long long)line);
+        return NULL;
+    }
+    return lp;
+}
+
+/* Range r's bounds from the range table, and its bytes when not too many. */
+static int load_range(rs_keyidx *x, uint64_t r, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    unsigned char t[16];
+    v->range_live = 0;
+    if (kx_read_at(x, t, sizeof t, v->table_at + 8 * r, err) != 0)
+        return -1;
+    v->ra = kx_get64(t), v->rb = kx_get64(t + 8);
+    if (v->ra > v->rb || v->rb > v->chunks_bytes)
+        return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)r);
+    v->whole = v->rb - v->ra <= RANGE_READ;
+    if (v->whole) {
+        v->rbuf.len = 0;
+        if (rs_buf_reserve(&v->rbuf, (size_t)(v->rb - v->ra) + 1) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        if (kx_read_at(x, v->rbuf.data, (size_t)(v->rb - v->ra), v->chunks_at + v->ra, err) != 0)
+            return -1;
+    }
+    v->range = r, v->range_live = 1;
+    return 0;
+}
+
+/* The chunk at offset `at` of the range: its header into h, its payload's
+ * address into *pay (from the range's bytes, or read into rbuf). */
+static int range_chunk(rs_keyidx *x, uint64_t at, unsigned char *h, const unsigned char **pay, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    const char *why = "a chunk runs past its range";
+    if (at + CHUNK_HEADER > v->rb)
+        goto damaged;
+    if (v->whole)
+        memcpy(h, v->rbuf.data + (at - v->ra), CHUNK_HEADER);
+    else if (kx_read_at(x, h, CHUNK_HEADER, v->chunks_at + at, err) != 0)
+        return -1;
+    uint64_t plen = kx_get32(h + 4);
+    if (at + CHUNK_HEADER + plen > v->rb)
+        goto damaged;
+    if (v->whole) {
+        *pay = (const unsigned char *)v->rbuf.data + (at - v->ra) + CHUNK_HEADER;
+        return 0;
+    }
+    v->rbuf.len = 0;
+    if (rs_buf_reserve(&v->rbuf, (size_t)plen + 1) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    *pay = (const unsigned char *)v->rbuf.data;
+    return kx_read_at(x, v->rbuf.data, (size_t)plen, v->chunks_at + at + CHUNK_HEADER, err);
+damaged:
+    return kx_bad(x, err, "range %llu: %s", (unsigned long long)v->range, why);
+}
+
+/* The probes p[i..j) (one fingerprint fp) against the range's chunks. */
+static int confirm(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t j, void (*hit)(void *, uint32_t),
+                   void *ctx, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    uint64_t fp = p[i].fp;
+    for (uint64_t at = v->ra; at < v->rb;) {
+        unsigned char h[CHUNK_HEADER];
+        const unsigned char *pay;
+        if (range_chunk(x, at, h, &pay, err) != 0)
+            return -1;
+        uint64_t next = at + CHUNK_HEADER + kx_get32(h + 4), last = kx_get64(h + 16);
+        if (fp <= last) {
+            if (v->chunk_at != at && decode_chunk(x, h, pay, at, err) != 0)
+                return -1;
+            if (kx_part(v->kfp[0], v->ranges, x->fp_bits) != v->range ||
+                kx_part(last, v->ranges, x->fp_bits) != v->range)
+                return kx_bad(x, err, "range %llu: keys of another range", (unsigned long long)v->range);
+            for (uint32_t k = 0; k < v->nk; k++)
+                if (v->kfp[k] == fp)
+                    x->keys_confirmed += kx_hits(p, i, j, fp, v->raw.data + v->koff[k], v->koff[k + 1] - v->koff[k],
+                                                 hit, ctx);
+            if (fp < last)
+                break;
+        }
+        at = next;
+    }
+    return 0;
+}
+
+int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
+                 rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    if (x->entries == 0)
+        return 0;
+    v->win_n = 0, v->range_live = 0, v->chunk_at = UINT64_MAX;
+    for (size_t i = 0, j; i < n; i = j) {
+        uint64_t fp = p[i].fp;
+        for (j = i + 1; j < n && p[j].fp == fp;)
+            j++;
+        const unsigned char *lp = filter_line(x, kx_part(fp, v->lines, x->fp_bits), p, j, n, err);
+        if (!lp)
+            return -1;
+        if (!kx_line_has(lp, fp))
+            continue;
+        uint64_t r = kx_part(fp, v->ranges, x->fp_bits), before = x->bytes_read;
+        if ((!v->range_live || v->range != r) && load_range(x, r, err) != 0)
+            return -1;
+        int rc = confirm(x, p, i, j, hit, ctx, err);
+        x->confirm_bytes += x->bytes_read - before;
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------- reading in order */
+
+/* A forward reader of one region of the file, through a buffer. */
+typedef struct {
+    uint64_t pos, end;
+    unsigned char *buf;
+    size_t len, at;
+} stream;
+
+static int sget(rs_keyidx *x, stream *s, void *out, size_t n, rs_error *err)
+{
+    unsigned char *o = out;
+    while (n) {
+        if (s->at == s->len) {
+            uint64_t left = s->end - s->pos;
+            if (left == 0)
+                return kx_bad(x, err, "a region ends early");
+            if (!s->buf && !(s->buf = malloc(STREAM_BUF)))
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            s->len = left < STREAM_BUF ? (size_t)left : STREAM_BUF;
+            if (kx_read_at(x, s->buf, s->len, s->pos, err) != 0)
+                return -1;
+            s->pos += s->len;
+            s->at = 0;
+        }
+        size_t k = s->len - s->at < n ? s->len - s->at : n;
+        memcpy(o, s->buf + s->at, k);
+        s->at += k, o += k, n -= k;
+    }
+    return 0;
+}
+
+/* The chunks in order, key by key: a kx_source, and verify's scan. */
+typedef struct {
+    rs_keyidx *x;
+    stream s;
+    rs_buf pay;
+    uint64_t at;                /* the next chunk's offset in the chunks region */
+    uint64_t chunk_start;       /* the decoded chunk's */
+    uint32_t k;                 /* the next key of the decoded chunk */
+    uint64_t seen, chunks, key_bytes, prev_fp;
+} cursor;
+
+static void cursor_init(cursor *c, rs_keyidx *x)
+{
+    memset(c, 0, sizeof *c);
+    c->x = x;
+    c->s = (stream){x->v2->chunks_at, x->v2->chunks_at + x->v2->chunks_bytes, NULL, 0, 0};
+}
+
+static void cursor_free(cursor *c)
+{
+    free(c->s.buf);
+    rs_buf_free(&c->pay);
+}
+
+/* The next chunk into x->v2: 1, 0 at the end (the counts checked), -1. */
+static int cursor_chunk(cursor *c, rs_error *err)
+{
+    rs_keyidx *x = c->x;
+    struct rs_keyidx_v2 *v = x->v2;
+    if (c->at == v->chunks_bytes) {
+        if (c->seen != x->entries || c->chunks != v->chunks || c->key_bytes != v->key_bytes)
+            return kx_bad(x, err, "chunks that do not add up to its header (entries, chunks, key bytes)");
+        return 0;
+    }
+    unsigned char h[CHUNK_HEADER];
+    if (sget(x, &c->s, h, sizeof h, err) != 0)
+        return -1;
+    uint32_t plen = kx_get32(h + 4);
+    if (c->at + CHUNK_HEADER + plen > v->chunks_bytes)
+        return kx_bad(x, err, "chunk at byte %llu: runs past the file", (unsigned long long)(v->chunks_at + c->at));
+    c->pay.len = 0;
+    if (rs_buf_reserve(&c->pay, (size_t)plen + 1) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (sget(x, &c->s, c->pay.data, plen, err) != 0 ||
+        decode_chunk(x, h, (const unsigned char *)c->pay.data, c->at, err) != 0)
+        return -1;
+    if (c->chunks && v->kfp[0] < c->prev_fp)
+        return kx_bad(x, err, "chunk at byte %llu: not in order", (unsigned long long)(v->chunks_at + c->at));
+    c->chunk_start = c->at;
+    c->at += CHUNK_HEADER + plen;
+    c->chunks++;
+    c->seen += v->nk;
+    c->key_bytes += v->raw.len - (v->koff[0]);
+    c->prev_fp = v->kfp[v->nk - 1];
+    c->k = 0;
+    return 1;
+}
+
+static int cursor_next(kx_source *s, rs_error *err)
+{
+    cursor *c = s->impl;
+    struct rs_keyidx_v2 *v = c->x->v2;
+    if (c->k == v->nk || v->chunk_at != c->chunk_start) {
+        if (c->chunks && v->chunk_at != c->chunk_start)
+            return kx_bad(c->x, err, "read out of order");
+        int r = cursor_chunk(c, err);
+        if (r <= 0)
+            return r;
+    }
+    uint32_t k = c->k++;
+    s->fp = v->kfp[k], s->key = v->raw.data + v->koff[k], s->len = v->koff[k + 1] - v->koff[k];
+    return 1;
+}
+
+static void cursor_release(kx_source *s)
+{
+    cursor *c = s->impl;
+    if (!c)
+        return;
+    cursor_free(c);
+    free(c);
+    s->impl = NULL;
+}
+
+int kx_v2_source(rs_keyidx *x, kx_source **srcs, size_t *n, size_t *cap, rs_error *err)
+{
+    cursor *c = malloc(sizeof *c);
+    if (!c || kx_sources_grow(srcs, *n, cap) != 0) {
+        free(c);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    cursor_init(c, x);
+    c->chunks = 0;
+    x->v2->chunk_at = UINT64_MAX;
+    (*srcs)[(*n)++] = (kx_source){cursor_next, cursor_release, 0, NULL, 0, c};
+    (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    return 0;
+}
+
+/* verify's reading: the cursor's checks, and the filter lines and the
+ * range table read beside it, every line's CRC-32, every key in its
+ * line, every range's entry at its first chunk. */
+typedef struct {
+    rs_keyidx *x;
+    stream lines, table;
+    unsigned char line[RS_KEYIDX_LINE];
+    uint64_t lines_read, tabled;
+} side;
+
+static int next_line(side *d, rs_error *err)
+{
+    if (sget(d->x, &d->lines, d->line, sizeof d->line, err) != 0)
+        return -1;
+    if (kx_get32(d->line + RS_KEYIDX_LINE - 4) != rs_crc32(0, d->line, RS_KEYIDX_LINE - 4))
+        return kx_bad(d->x, err, "filter line %llu: CRC-32 mismatch", (unsigned long long)d->lines_read);
+    d->lines_read++;
+    return 0;
+}
+
+/* Range table entries through `upto` must all be `value`. */
+static int table_through(side *d, uint64_t upto, uint64_t value, rs_error *err)
+{
+    for (; d->tabled <= upto; d->tabled++) {
+        unsigned char b[8];
+        if (sget(d->x, &d->table, b, 8, err) != 0)
+            return -1;
+        if (kx_get64(b) != value)
+            return kx_bad(d->x, err, "range table entry %llu: not where its range's chunks start",
+                          (unsigned long long)d->tabled);
+    }
+    return 0;
+}
+
+static int scan_chunk(side *d, const cursor *c, uint64_t *range, int (*each)(void *, uint64_t, const char *, size_t),
+                      void *ctx, rs_error *err)
+{
+    rs_keyidx *x = d->x;
+    struct rs_keyidx_v2 *v = x->v2;
+    uint64_t rf = kx_part(v->kfp[0], v->ranges, x->fp_bits), rl = kx_part(v->kfp[v->nk - 1], v->ranges, x->fp_bits);
+    if (rf != rl || (c->chunks > 1 && rf < *range))
+        return kx_bad(x, err, "chunk at byte %llu: keys of another range",
+                      (unsigned long long)(v->chunks_at + c->chunk_start));
+    if ((c->chunks == 1 || rf != *range) && table_through(d, rf, c->chunk_start, err) != 0)
+        return -1;
+    *range = rf;
+    for (uint32_t k = 0; k < v->nk; k++) {
+        uint64_t line = kx_part(v->kfp[k], v->lines, x->fp_bits);
+        while (d->lines_read <= line)
+            if (next_line(d, err) != 0)
+                return -1;
+        if (!kx_line_has(d->line, v->kfp[k]))
+            return kx_bad(x, err, "filter line %llu: a key it holds is not in it", (unsigned long long)line);
+        if (each(ctx, v->kfp[k], v->raw.data + v->koff[k], v->koff[k + 1] - v->koff[k]) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+int kx_v2_scan(rs_keyidx *x, int (*each)(void *, uint64_t, const char *, size_t), void *ctx, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    cursor c;
+    cursor_init(&c, x);
+    side d = {x, {v->filter_at, v->table_at, NULL, 0, 0}, {v->table_at, v->chunks_at, NULL, 0, 0}, {0}, 0, 0};
+    (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    uint64_t range = 0;
+    int r;
+    while ((r = cursor_chunk(&c, err)) == 1)
+        if (scan_chunk(&d, &c, &range, each, ctx, err) != 0) {
+            r = -1;
+            break;
+        }
+    while (r == 0 && d.lines_read < v->lines)
+        r = next_line(&d, err);
+    if (r == 0)
+        r = table_through(&d, v->ranges, v->chunks_bytes, err);
+    cursor_free(&c);
+    free(d.lines.buf);
+    free(d.table.buf);
+    return r < 0 ? -1 : 0;
+}

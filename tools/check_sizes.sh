@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The size rules of the source tree (ctest: check_sizes):
+#   - every command file src/cli/cmd_*.c holds at most 300 lines (option
+#     parsing, running and printing go to files of their own: plan_args.c,
+#     plan_print.c, dedup_print.c, simulate_print.c ...);
+#   - no function in src/**/*.c spans more than 120 lines, from the line
+#     that names it (at column 0) to its closing brace (at column 0), unless
+#     tools/check_sizes.allow lists it (FILE FUNCTION REASON, the reason
+#     the one a comment above the function gives); an entry whose function
+#     is no longer that long fails too, so that the list stays exact.
+# Prints every breach; exit 0 when none, 1 otherwise.
+#
+# Usage: tools/check_sizes.sh [SOURCE_DIR]   (default: this script's tree)
+set -euo pipefail
+root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
+cd "$root"
+max_cmd=300 max_fn=120
+allow=tools/check_sizes.allow
+fail=0
+
+for f in src/cli/cmd_*.c; do
+    n=$(wc -l < "$f")
+    if [ "$n" -gt "$max_cmd" ]; then
+        echo "check_sizes: $f: $n lines, more than $max_cmd: split it (options, running, printing)" >&2
+        fail=1
+    fi
+done
+
+# FILE<TAB>FUNCTION<TAB>LINE<TAB>LENGTH of every function over the limit. A
+# function starts at the last line at column 0 naming it before a '{' at
+# column 0 (the project's style: the brace on a line of its own), and ends
+# at the next '}' at column 0.
+long=$(find src -name '*.c' | LC_ALL=C sort | xargs awk -v max="$max_fn" '
+    FNR == 1 { head = 0; start = 0 }
+    start == 0 && /^[A-Za-z_].*\(/ {
+        head = FNR
+        name = $0
+        sub(/\(.*/, "", name)
+        sub(/.*[^A-Za-z0-9_]/, "", name)
+    }
+    start == 0 && /^[A-Za-z_].*;[ \t]*$/ { head = 0 }
+    start == 0 && /^\{/ && head { start = head; next }
+    start && /^\}/ {
+        if (FNR - start + 1 > max)
+            printf "%s\t%s\t%d\t%d\n", FILENAME, name, start, FNR - start + 1
+        start = 0
+        head = 0
+    }')
+
+while IFS=$'\t' read -r file fn line len; do
+    [ -n "$file" ] || continue
+    if ! awk -v f="$file" -v fn="$fn" '$1 == f && $2 == fn && NF >= 3 { found = 1 } END { exit !found }' \
+            <(grep -v '^#' "$allow"); then
+        echo "check_sizes: $file:$line: $fn: $len lines, more than $max_fn: cut it into named steps, or list it" \
+             "in $allow with the reason a comment above it gives" >&2
+        fail=1
+    fi
+done <<< "$long"
+
+while read -r file fn reason; do
+    case "$file" in '' | '#'*) continue ;; esac
+    if [ -z "$reason" ]; then
+        echo "check_sizes: $allow: $file $fn: no reason given" >&2
+        fail=1
+    elif ! printf '%s\n' "$long" | awk -F'\t' -v f="$file" -v fn="$fn" '$1 == f && $2 == fn { found = 1 } END { exit !found }'; then
+        echo "check_sizes: $allow: $file $fn is not a function over $max_fn lines (any more): remove the entry" >&2
+        fail=1
+    fi
+done < "$allow"
+
+[ "$fail" -eq 0 ] && echo "check_sizes: command files <= $max_cmd lines, functions <= $max_fn lines (or listed)"
+exit "$fail"
