@@ -92,6 +92,12 @@ typedef struct {
     uint8_t *gen_broken;    /* [ngens] 1: a file or key index of it is missing or of another size */
     uint64_t *gen_dir;      /* [ngens] the g<N> each was read from: its own number, but for a directory
                                renamed within a gap (rs_bucketdir_gen_dir) */
+    /* Per file, found once by the open (readers ask for every file: no search of every
+       generation's lists each time) */
+    size_t *file_slot;      /* [nfiles] its generation's place in gens; SIZE_MAX for a base file */
+    const rs_manifest_index **file_ix;  /* [nfiles] the entry of a later generation's "indexes"
+                               that indexes it (the first one), or NULL */
+    size_t *file_ix_slot;   /* [nfiles] that generation's place in gens */
 } rs_bucketdir;
 
 /* One damage of a directory's chain of generations. */

@@ -55,8 +55,42 @@ int rs_nodes_remove(rs_nodes *nodes, const char *name, rs_error *err);
 /* Marks the node `name` down (see rs_nodes.down). RS_EXIT_USAGE if absent. */
 int rs_nodes_set_down(rs_nodes *nodes, const char *name, rs_error *err);
 
-/* Index of `name`, or -1. Linear; not for hot loops. */
+/* Index of `name`, or -1. Linear: a loop of these is quadratic in the
+ * node count; a caller with many names to look up uses rs_node_index. */
 int64_t rs_nodes_find(const rs_nodes *nodes, const char *name);
+
+/* A name -> position lookup over a node list, for callers that look up a
+ * name per file of a directory or per line of a ring description (50,000
+ * nodes and more): a hash table of positions, the names read from the
+ * list. The list must outlive the index and change only through
+ * rs_nodes_append_indexed while the index is in use. */
+typedef struct {
+    uint32_t *slot;   /* position + 1, 0 when empty; a power of two slots, at least twice the entries */
+    uint32_t mask;    /* slots - 1 */
+    uint32_t used;    /* entries */
+} rs_node_index;
+
+/* Indexes every node of nodes (of a name given twice, the first, as
+ * rs_nodes_find finds it). Returns 0, or -1 with err (RS_EXIT_IO) when out
+ * of memory (ix is then empty: freeing it is fine). */
+int rs_node_index_build(rs_node_index *ix, const rs_nodes *nodes, rs_error *err);
+
+/* Position of `name` in nodes, the list ix was built on: what
+ * rs_nodes_find returns, in a few comparisons whatever the node count. */
+int64_t rs_node_index_find(const rs_node_index *ix, const rs_nodes *nodes, const char *name);
+
+/* rs_nodes_append (same checks and messages) with the duplicate check made
+ * by ix, an index of nodes, which then indexes the new node too. */
+int rs_nodes_append_indexed(rs_nodes *nodes, rs_node_index *ix, const char *name, double weight, const char *what,
+                            rs_error *err);
+
+/* Frees the index (a zeroed one is fine). */
+void rs_node_index_free(rs_node_index *ix);
+
+/* Test hook: the node names compared so far in this process by
+ * rs_nodes_find, rs_nodes_append and the index. A test runs a command on N
+ * nodes and checks the count grows with N, not N squared: no timing. */
+uint64_t rs_nodes_comparisons(void);
 
 /* Deep copy of src into dst (dst is overwritten, not freed). */
 int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err);

@@ -14,6 +14,7 @@
 #include "ringshard/bucketdir.h"
 #include "ringshard/deflate.h"
 #include "ringshard/job_cat.h"
+#include "ringshard/nodes.h"
 
 #define CHUNK (1u << 20)   /* plain bytes per compressed member */
 
@@ -142,16 +143,41 @@ static size_t distance(const char *a, const char *b)
     return row[lb];
 }
 
+/* The base files' nodes, for the lookups of the NODE arguments: a list
+ * view of names into bd's manifest and its index (one lookup per NODE,
+ * not a pass over every node: `cat DIR` may be given thousands). */
+typedef struct {
+    rs_nodes view;
+    rs_node_index ix;
+} node_lookup;
+
+static int lookup_build(node_lookup *l, const rs_manifest *m, rs_error *err)
+{
+    memset(l, 0, sizeof *l);
+    if (!(l->view.names = malloc((m->nfiles + 1) * sizeof *l->view.names)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = 0; i < m->nfiles; i++)
+        l->view.names[i] = (char *)(m->files[i].node ? m->files[i].node : "");
+    l->view.count = (uint32_t)m->nfiles;
+    return rs_node_index_build(&l->ix, &l->view, err);
+}
+
+static void lookup_free(node_lookup *l)
+{
+    rs_node_index_free(&l->ix);
+    free(l->view.names);   /* the names are the manifest's */
+}
+
 /* Node name's base file in bd, or -1 with err naming the nearest node. */
-static long find_node(const rs_bucketdir *bd, const char *name, rs_error *err)
+static long find_node(const rs_bucketdir *bd, const node_lookup *l, const char *name, rs_error *err)
 {
     const rs_manifest *m = &bd->m;
+    int64_t hit = rs_node_index_find(&l->ix, &l->view, name);
+    if (hit >= 0)
+        return (long)hit;
     size_t best = 0, bestd = (size_t)-1;
     for (size_t i = 0; i < m->nfiles; i++) {
-        const char *node = m->files[i].node ? m->files[i].node : "";
-        if (strcmp(node, name) == 0)
-            return (long)i;
-        size_t d = distance(name, node);
+        size_t d = distance(name, m->files[i].node ? m->files[i].node : "");
         if (d < bestd)
             best = i, bestd = d;
     }
@@ -164,11 +190,21 @@ static long find_node(const rs_bucketdir *bd, const char *name, rs_error *err)
     return -1;
 }
 
-/* Node b's files (its base file k0 and the segments after it). */
+/* Node b's files: its base file and the segments after it, a run of
+ * bd->files (node by node, in base file order) found by bisection, so
+ * that cat --all does not go through every file for every node. */
 static int cat_node(const rs_bucketdir *bd, size_t b, writer *w, int *header_done, rs_error *err)
 {
-    for (size_t k = 0; k < bd->nfiles; k++)
-        if (bd->file_base[k] == b && cat_file(bd, k, w, header_done, err) != 0)
+    size_t lo = 0, hi = bd->nfiles;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (bd->file_base[mid] < b)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo; k < bd->nfiles && bd->file_base[k] == b; k++)
+        if (cat_file(bd, k, w, header_done, err) != 0)
             return -1;
     return 0;
 }
@@ -181,15 +217,19 @@ int rs_cat_job_run(const rs_cat_job_opts *o, rs_cat_job_result *r, rs_error *err
         return -1;
     writer w = {o, NULL, {0}, {0}, r, 0};
     long *base = calloc(o->nnodes + 1, sizeof *base);
+    node_lookup look = {0};
     int rc = 0, header_done = 0;
     if (strcmp(bd.m.kind, "buckets") != 0)
         rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a directory of kind '%s': cat reads bucket directories", o->dir,
                           bd.m.kind);
     else if (!base)
         rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rc == 0 && o->nnodes && lookup_build(&look, &bd.m, err) != 0)
+        rc = -1;
     for (size_t i = 0; rc == 0 && i < o->nnodes; i++)   /* every name checked before a row is written */
-        if ((base[i] = find_node(&bd, o->nodes[i], err)) < 0)
+        if ((base[i] = find_node(&bd, &look, o->nodes[i], err)) < 0)
             rc = -1;
+    lookup_free(&look);
     if (rc == 0 && o->compress && !(w.dz = rs_compressor_new(o->compress, o->level, o->codec)))
         rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     size_t n = o->nnodes ? o->nnodes : bd.m.nfiles;

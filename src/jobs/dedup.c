@@ -154,6 +154,8 @@ typedef struct {
     size_t header_len;
     rs_dedup_pass pass;        /* pass 2's options, and the history */
     rs_index_at *at;           /* --append: where each history file's index is */
+    rs_node_index nix;         /* the ring's nodes by name: a lookup per file of a directory */
+    size_t *hist_at;           /* --append: [node] where its files start in DIR's list, + 1 (0: none) */
     int out_compress, out_level; /* the output's (--append: DIR's) */
     double t1, t2, t2_start;   /* pass 1, pass 2 seconds; when pass 2 began */
 } dstate;
@@ -334,21 +336,35 @@ static int setup_history(dstate *s, rs_error *err)
     return 0;
 }
 
+/* --append: s->hist_at, each node's base file in DIR's list (the first
+ * one of that node), found once for all tasks. */
+static int history_starts(dstate *s, rs_error *err)
+{
+    const rs_bucketdir *bd = &s->g->bd;
+    const rs_nodes *nodes = rs_ring_nodes(s->ring);
+    if (!(s->hist_at = calloc(nodes->count + 1, sizeof *s->hist_at)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t k = 0; k < bd->nfiles; k++) {
+        int64_t n = rs_bucketdir_segment(bd, k) ? -1
+                    : rs_node_index_find(&s->nix, nodes, bd->files[k]->node ? bd->files[k]->node : "");
+        if (n >= 0 && !s->hist_at[n])
+            s->hist_at[n] = k + 1;
+    }
+    return 0;
+}
+
 /* Task i's history: its node's files in DIR. */
 static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
 {
     const rs_bucketdir *bd = &s->g->bd;
-    const rs_nodes *nodes = rs_ring_nodes(s->ring);
-    for (size_t k = 0; k < bd->nfiles; k++) {
-        if (rs_bucketdir_segment(bd, k) || strcmp(bd->files[k]->node ? bd->files[k]->node : "", nodes->names[node]) != 0)
-            continue;
-        size_t e = k + 1;   /* the base file, then its segments */
-        while (e < bd->nfiles && bd->file_base[e] == bd->file_base[k])
-            e++;
-        j->part0 = k;
-        j->nparts = e - k;
+    size_t k = s->hist_at[node];
+    if (k-- == 0)
         return;
-    }
+    size_t e = k + 1;   /* the base file, then its segments */
+    while (e < bd->nfiles && bd->file_base[e] == bd->file_base[k])
+        e++;
+    j->part0 = k;
+    j->nparts = e - k;
 }
 
 /* ---------------------------------------------------------------- tasks */
@@ -365,6 +381,9 @@ static int setup_tasks(dstate *s, rs_error *err)
     s->index_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->index_names);
     if (!s->jobs || !s->out_names || !s->index_names)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (rs_node_index_build(&s->nix, rs_ring_nodes(s->ring), err) != 0 ||
+        (s->g && !o->buckets_dir && history_starts(s, err) != 0))
+        return -1;
     size_t k = 0;  /* --buckets: the directory's files, node by node (bucketdir.h) */
     for (uint32_t i = 0; i < s->njobs; i++) {
         rs_dedup_task *j = &s->jobs[i];
@@ -372,7 +391,7 @@ static int setup_tasks(dstate *s, rs_error *err)
         snprintf(num, sizeof num, "/%u", i);
         if (o->buckets_dir) {
             const rs_manifest_file *f = &in_mp->files[i];
-            int64_t node = f->node ? rs_nodes_find(rs_ring_nodes(s->ring), f->node) : -1;
+            int64_t node = f->node ? rs_node_index_find(&s->nix, rs_ring_nodes(s->ring), f->node) : -1;
             if (node < 0)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: file %s belongs to node '%s', not on its ring",
                                     s->in_mpath, f->file, f->node ? f->node : "");
@@ -741,6 +760,8 @@ static void free_state(dstate *s)
         free(s->at[k].built);
     }
     free(s->at);
+    free(s->hist_at);
+    rs_node_index_free(&s->nix);
     free(s->pass.built_bytes);
     free(s->pass.built_crc);
     free(s->jobs);

@@ -293,6 +293,27 @@ static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_resu
     return 0;
 }
 
+/* --from-buckets: each input's node on the old ring, into input_node[n]
+ * (a lookup per file of the directory: indexed, not linear). */
+static int input_nodes(const rs_plan_job_opts *o, const rs_nodes *old_nodes, const rs_plan_data *d, size_t n,
+                       uint32_t *input_node, rs_error *err)
+{
+    rs_node_index ix;
+    if (rs_node_index_build(&ix, old_nodes, err) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int64_t k = rs_node_index_find(&ix, old_nodes, d->input_nodes[i]);
+        if (k < 0)
+            rc = rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json: file %s belongs to node '%s', not on its ring",
+                              o->from_buckets, d->input_labels[i], d->input_nodes[i]);
+        else
+            input_node[i] = (uint32_t)k;
+    }
+    rs_node_index_free(&ix);
+    return rc;
+}
+
 /* The per-thread counters and, with --from-buckets, each input's old node
  * (a row elsewhere is on the wrong node). */
 static int data_prepare(const rs_plan_job_opts *o, const rs_pipeline_opts *po, const rs_plan *p, const rs_plan_data *d,
@@ -311,14 +332,8 @@ static int data_prepare(const rs_plan_job_opts *o, const rs_pipeline_opts *po, c
         uint32_t *input_node = *input_nodep = malloc((po->ninputs ? po->ninputs : 1) * sizeof *input_node);
         if (!input_node)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        for (size_t i = 0; i < po->ninputs; i++) {
-            int64_t k = rs_nodes_find(old_nodes, d->input_nodes[i]);
-            if (k < 0)
-                return rs_error_set(err, RS_EXIT_DATA,
-                                    "%s/manifest.json: file %s belongs to node '%s', not on its ring",
-                                    o->from_buckets, d->input_labels[i], d->input_nodes[i]);
-            input_node[i] = (uint32_t)k;
-        }
+        if (input_nodes(o, old_nodes, d, po->ninputs, input_node, err) != 0)
+            return -1;
     }
     for (int t = 0; t < T && !err->code; t++) {
         tc[t].keys = calloc(npairs + 1, sizeof(uint64_t));

@@ -52,6 +52,7 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
     rs_bucketdir bd;
     rs_ring *ring = NULL;
     rs_nodes nodes = {0};
+    rs_node_index ix = {0};
     uint64_t *counts = NULL;
     /* stats reads only the manifest, through one descriptor of DIR as
      * every reader of a bucket directory does */
@@ -79,10 +80,12 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto fail;
     }
+    if (rs_node_index_build(&ix, rn, err) != 0)   /* a lookup per file: no linear search */
+        goto fail;
     uint64_t total = 0;
     for (size_t i = 0; i < bd.nfiles; i++) {  /* every generation's files */
         const rs_manifest_file *f = bd.files[i];
-        int64_t k = f->node ? rs_nodes_find(rn, f->node) : -1;
+        int64_t k = f->node ? rs_node_index_find(&ix, rn, f->node) : -1;
         if (k < 0) {
             rs_error_set(err, RS_EXIT_DATA, "%s: file '%s' belongs to node '%s', which the ring does not have", mpath,
                          bd.names[i], f->node ? f->node : "");
@@ -105,6 +108,7 @@ fail:
     ring = NULL;
     free(counts);
 out:
+    rs_node_index_free(&ix);
     rs_nodes_free(&nodes);
     rs_bucketdir_close(&bd);
     return ring;

@@ -179,6 +179,8 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
 /* Whether name is one of the generations read (g<N>, N after the base). */
 static int is_gen_dir(const vstate *s, const char *name)
 {
+    if (name[0] != 'g' || strlen(name) != 9 || strspn(name + 1, "0123456789") != 8)
+        return 0;   /* a file: no pass over the generations for each of 100,000 */
     for (size_t g = 0; g < s->bd.ngens; g++) {
         char dn[16];
         rs_gen_dir_name(s->bd.gen_dir[g], dn);
@@ -378,11 +380,14 @@ static int check_listing(vstate *s, rs_error *err)
     s->st = calloc(nf + 1, sizeof *s->st);
     s->wrong = calloc(nf + 1, sizeof *s->wrong);
     uint8_t *listed = calloc(s->npresent + 1, 1);
-    if (!s->want || !s->want_to || !s->idx || !s->st || !s->wrong || !listed) {
+    const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
+    rs_node_index oix = {0}, nix = {0};   /* a node lookup per file: no linear search */
+    if (!s->want || !s->want_to || !s->idx || !s->st || !s->wrong || !listed ||
+        rs_node_index_build(&oix, on, err) != 0 || (nn && rs_node_index_build(&nix, nn, err) != 0)) {
         free(listed);
+        rs_node_index_free(&oix);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
     for (size_t g = 0; g < bd->nlisted; g++) {  /* a generation's directory is its files' (a damaged one: */
         char dn[16];                             /* reported by report_damage) */
         rs_gen_dir_name(bd->listed[g], dn);
@@ -393,7 +398,7 @@ static int check_listing(vstate *s, rs_error *err)
         const char *name = bd->names[i];
         int hit = mark_listed(s, listed, name), usable = 1;
         if (s->moves) {
-            int64_t a = rs_nodes_find(on, f->from), b = rs_nodes_find(nn, f->to);
+            int64_t a = rs_node_index_find(&oix, on, f->from), b = rs_node_index_find(&nix, nn, f->to);
             if (a < 0 || b < 0) {
                 diff_line(s, "%s: moves %s -> %s, but %s is not a node of the %s ring", name, f->from, f->to,
                           a < 0 ? f->from : f->to, a < 0 ? "old" : "new");
@@ -403,7 +408,7 @@ static int check_listing(vstate *s, rs_error *err)
                 s->want_to[i] = (uint32_t)b;
             }
         } else {
-            int64_t a = rs_nodes_find(on, f->node);
+            int64_t a = rs_node_index_find(&oix, on, f->node);
             if (a < 0) {
                 diff_line(s, "%s: node %s is not a node of the ring", name, f->node);
                 usable = 0;
@@ -422,6 +427,8 @@ static int check_listing(vstate *s, rs_error *err)
         if (usable)
             s->idx[s->nidx++] = i;
     }
+    rs_node_index_free(&oix);
+    rs_node_index_free(&nix);
     if (mark_indexes(s, listed, err) != 0) {
         free(listed);
         return -1;

@@ -625,13 +625,13 @@ static ptrdiff_t find_node(const node_ref *refs, size_t n, const char *node)
     return hit ? (ptrdiff_t)hit->base : -1;
 }
 
-static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint64_t gen, size_t base, int segment,
-                    int headerless, rs_error *err)
+/* File `at` of the list: f of generation gen, whose manifest is gens[slot]
+ * (SIZE_MAX: the base's), a segment in directory dname. */
+static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint64_t gen, size_t slot,
+                    const char *dname, size_t base, int headerless, rs_error *err)
 {
-    char dname[16];
-    rs_bucketdir_gen_dir(bd, gen, dname);
     char *name = NULL, *path = NULL;
-    if (segment ? asprintf(&name, "%s/%s", dname, f->file) < 0 : !(name = strdup(f->file)))
+    if (slot != SIZE_MAX ? asprintf(&name, "%s/%s", dname, f->file) < 0 : !(name = strdup(f->file)))
         name = NULL;
     if (!name || asprintf(&path, "%s/%s", bd->path, name) < 0) {
         free(name);
@@ -639,10 +639,72 @@ static int add_file(rs_bucketdir *bd, size_t at, const rs_manifest_file *f, uint
     }
     bd->files[at] = f;
     bd->file_gen[at] = gen;
+    bd->file_slot[at] = slot;
     bd->file_base[at] = base;
     bd->headerless[at] = (uint8_t)headerless;
     bd->names[at] = name;
     bd->paths[at] = path;
+    return 0;
+}
+
+/* An entry of a generation's "indexes": where it is, for the sort. */
+typedef struct {
+    const rs_manifest_index *mi;
+    size_t slot, x;
+} index_ref;
+
+static int cmp_index_ref(const void *a, const void *b)
+{
+    const index_ref *p = a, *q = b;
+    if (p->mi->generation != q->mi->generation)
+        return p->mi->generation < q->mi->generation ? -1 : 1;
+    int c = strcmp(p->mi->file, q->mi->file);
+    if (c)
+        return c;
+    if (p->slot != q->slot)   /* the first generation's, as a search in order finds it */
+        return p->slot < q->slot ? -1 : 1;
+    return (p->x > q->x) - (p->x < q->x);
+}
+
+/* bd->file_ix: for each file without an index of its own, the first entry
+ * of a later generation's "indexes" naming it. Sorted once and searched
+ * per file: a generation may index every file of a 100,000-file base. */
+static int link_indexes(rs_bucketdir *bd, rs_error *err)
+{
+    size_t n = 0;
+    for (size_t g = 0; g < bd->ngens; g++)
+        n += bd->gens[g].nindexes;
+    bd->file_ix = calloc(bd->nfiles + 1, sizeof *bd->file_ix);
+    bd->file_ix_slot = calloc(bd->nfiles + 1, sizeof *bd->file_ix_slot);
+    index_ref *refs = calloc(n + 1, sizeof *refs);
+    if (!bd->file_ix || !bd->file_ix_slot || !refs) {
+        free(refs);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    for (size_t g = 0, k = 0; g < bd->ngens; g++)
+        for (size_t x = 0; x < bd->gens[g].nindexes; x++)
+            refs[k++] = (index_ref){&bd->gens[g].indexes[x], g, x};
+    if (n > 1)
+        qsort(refs, n, sizeof *refs, cmp_index_ref);
+    for (size_t i = 0; i < bd->nfiles && n; i++) {
+        if (bd->files[i]->index)
+            continue;
+        rs_manifest_index key = {.generation = bd->file_gen[i], .file = bd->files[i]->file};
+        size_t lo = 0, hi = n;   /* the first entry not before the file's */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            index_ref probe = {&key, 0, 0};
+            if (cmp_index_ref(&refs[mid], &probe) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo < n && refs[lo].mi->generation == key.generation && strcmp(refs[lo].mi->file, key.file) == 0) {
+            bd->file_ix[i] = refs[lo].mi;
+            bd->file_ix_slot[i] = refs[lo].slot;
+        }
+    }
+    free(refs);
     return 0;
 }
 
@@ -656,13 +718,14 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
     bd->files = calloc(n + 1, sizeof *bd->files);
     bd->file_gen = calloc(n + 1, sizeof *bd->file_gen);
     bd->file_base = calloc(n + 1, sizeof *bd->file_base);
+    bd->file_slot = calloc(n + 1, sizeof *bd->file_slot);
     bd->headerless = calloc(n + 1, 1);
     bd->paths = calloc(n + 1, sizeof *bd->paths);
     bd->names = calloc(n + 1, sizeof *bd->names);
     size_t *at = calloc(nb + 1, sizeof *at), *seg_node = calloc(n + 1, sizeof *seg_node);
     node_ref *refs = calloc(nb + 1, sizeof *refs);
     int rc = -1;
-    if (!bd->files || !bd->file_gen || !bd->file_base || !bd->headerless || !bd->paths || !bd->names || !at ||
+    if (!bd->files || !bd->file_gen || !bd->file_base || !bd->file_slot || !bd->headerless || !bd->paths || !bd->names || !at ||
         !seg_node || !refs) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
@@ -695,14 +758,16 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
         run += c;
     }
     for (size_t i = 0; i < nb; i++)
-        if (add_file(bd, at[i]++, &m->files[i], m->generation ? m->generation : 1, i, 0, 0, err) != 0)
+        if (add_file(bd, at[i]++, &m->files[i], m->generation ? m->generation : 1, SIZE_MAX, "", i, 0, err) != 0)
             goto out;
     bd->rows = m->rows, bd->bytes = m->bytes, bd->rejected = m->rejected;
     for (size_t g = 0, k = 0; g < bd->ngens; g++) {
         const rs_manifest *gm = &bd->gens[g];
+        char dname[16];
+        rs_gen_dir_name(bd->gen_dir[g], dname);
         for (size_t j = 0; j < gm->nfiles; j++, k++)
             /* an older version's segments have no header line */
-            if (add_file(bd, at[seg_node[k]]++, &gm->files[j], gm->generation, seg_node[k], 1,
+            if (add_file(bd, at[seg_node[k]]++, &gm->files[j], gm->generation, g, dname, seg_node[k],
                          bd->m.header && !gm->segment_header, err) != 0)
                 goto out;
         bd->rows += gm->rows, bd->bytes += gm->bytes, bd->rejected += gm->rejected;
@@ -775,7 +840,7 @@ int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, in
         rs_murmur3_x64_128(two, sizeof two, 0, bd->digest);
     }
     test_hold();
-    if (flatten(bd, err) != 0)
+    if (flatten(bd, err) != 0 || link_indexes(bd, err) != 0)
         goto fail;
     return 0;
 fail:
@@ -811,6 +876,9 @@ void rs_bucketdir_close(rs_bucketdir *bd)
     free(bd->files);
     free(bd->file_gen);
     free(bd->file_base);
+    free(bd->file_slot);
+    free(bd->file_ix);
+    free(bd->file_ix_slot);
     free(bd->headerless);
     for (size_t g = 0; g < bd->ngens; g++)
         rs_manifest_free(&bd->gens[g]);
@@ -869,52 +937,41 @@ int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i)
     return bd->file_gen[i] != (bd->m.generation ? bd->m.generation : 1);
 }
 
-/* The manifest of generation gen (the base's or an appended one's). */
-static const rs_manifest *manifest_of_gen(const rs_bucketdir *bd, uint64_t gen)
-{
-    for (size_t g = 0; g < bd->ngens; g++)  /* after a gap (a tolerant open), not at gen - base - 1 */
-        if (bd->gens[g].generation == gen)
-            return &bd->gens[g];
-    return &bd->m;
-}
-
 int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_t *size, uint32_t *crc32,
                           int *by_row)
 {
     const rs_manifest_file *f = bd->files[i];
+    size_t slot = bd->file_slot[i];
     char dn[16];
     *name = NULL;
     if (f->index) {
-        rs_bucketdir_gen_dir(bd, bd->file_gen[i], dn);
-        int seg = rs_bucketdir_segment(bd, i);
-        if (asprintf(name, "%s%s%s", seg ? dn : "", seg ? "/" : "", f->index) < 0)
+        const rs_manifest *own = slot == SIZE_MAX ? &bd->m : &bd->gens[slot];
+        if (slot != SIZE_MAX)
+            rs_gen_dir_name(bd->gen_dir[slot], dn);
+        if (asprintf(name, "%s%s%s", slot != SIZE_MAX ? dn : "", slot != SIZE_MAX ? "/" : "", f->index) < 0)
             return -1;
-        const rs_manifest *own = manifest_of_gen(bd, bd->file_gen[i]);
         *size = f->index_bytes, *crc32 = f->index_crc32;
         *by_row = own->dedup && !strcmp(own->dedup, "row");
         return 1;
     }
-    for (size_t g = 0; g < bd->ngens; g++)
-        for (size_t x = 0; x < bd->gens[g].nindexes; x++) {
-            const rs_manifest_index *mi = &bd->gens[g].indexes[x];
-            if (mi->generation != bd->file_gen[i] || strcmp(mi->file, f->file) != 0)
-                continue;
-            rs_gen_dir_name(bd->gen_dir[g], dn);
-            if (asprintf(name, "%s/%s", dn, mi->index) < 0)
-                return -1;
-            *size = mi->index_bytes, *crc32 = mi->index_crc32;
-            *by_row = bd->gens[g].dedup && !strcmp(bd->gens[g].dedup, "row");
-            return 1;
-        }
-    return 0;
+    const rs_manifest_index *mi = bd->file_ix[i];
+    if (!mi)
+        return 0;
+    size_t g = bd->file_ix_slot[i];
+    rs_gen_dir_name(bd->gen_dir[g], dn);
+    if (asprintf(name, "%s/%s", dn, mi->index) < 0)
+        return -1;
+    *size = mi->index_bytes, *crc32 = mi->index_crc32;
+    *by_row = bd->gens[g].dedup && !strcmp(bd->gens[g].dedup, "row");
+    return 1;
 }
 
 char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
 {
     char *p = NULL, dname[16];
-    if (!rs_bucketdir_segment(bd, i))
+    if (bd->file_slot[i] == SIZE_MAX)
         return asprintf(&p, "%s/manifest.json", bd->path) < 0 ? NULL : p;
-    rs_bucketdir_gen_dir(bd, bd->file_gen[i], dname);
+    rs_gen_dir_name(bd->gen_dir[bd->file_slot[i]], dname);
     return asprintf(&p, "%s/%s/manifest.json", bd->path, dname) < 0 ? NULL : p;
 }
 

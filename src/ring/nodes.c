@@ -72,12 +72,98 @@ static char *unquote(char *line)
     }
 }
 
+static uint64_t comparisons;   /* rs_nodes_comparisons */
+
+static void count_comparisons(uint64_t n) { __atomic_fetch_add(&comparisons, n, __ATOMIC_RELAXED); }
+
+uint64_t rs_nodes_comparisons(void) { return __atomic_load_n(&comparisons, __ATOMIC_RELAXED); }
+
 int64_t rs_nodes_find(const rs_nodes *n, const char *name)
 {
-    for (uint32_t i = 0; i < n->count; i++)
-        if (strcmp(n->names[i], name) == 0)
-            return i;
-    return -1;
+    uint32_t i = 0;
+    while (i < n->count && strcmp(n->names[i], name) != 0)
+        i++;
+    count_comparisons(i + (i < n->count));
+    return i < n->count ? (int64_t)i : -1;
+}
+
+/* FNV-1a, 64 bits: node names are short and few hash alike. */
+static uint64_t name_hash(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * 0x100000001b3ULL;
+    return h;
+}
+
+/* The slot of name in ix: where it is, or the empty slot where it goes. */
+static uint32_t index_slot(const rs_node_index *ix, const rs_nodes *nodes, const char *name)
+{
+    uint32_t s = (uint32_t)name_hash(name) & ix->mask, compared = 0;
+    while (ix->slot[s] && (compared++, strcmp(nodes->names[ix->slot[s] - 1], name) != 0))
+        s = (s + 1) & ix->mask;
+    count_comparisons(compared);
+    return s;
+}
+
+/* Room for one more entry: the table is kept at most half full, so that
+ * probe runs stay short. */
+static int index_reserve(rs_node_index *ix, const rs_nodes *nodes, rs_error *err)
+{
+    if (ix->slot && 2 * ((uint64_t)ix->used + 1) <= (uint64_t)ix->mask + 1)
+        return 0;
+    uint64_t size = ix->slot ? 2 * ((uint64_t)ix->mask + 1) : 64;
+    while (size < 2 * ((uint64_t)ix->used + 1))
+        size *= 2;
+    if (size > (uint64_t)UINT32_MAX + 1)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the node index");
+    rs_node_index grown = {calloc(size, sizeof *grown.slot), (uint32_t)(size - 1), ix->used};
+    if (!grown.slot)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the node index");
+    for (uint64_t s = 0; ix->slot && s <= ix->mask; s++)
+        if (ix->slot[s])
+            grown.slot[index_slot(&grown, nodes, nodes->names[ix->slot[s] - 1])] = ix->slot[s];
+    free(ix->slot);
+    *ix = grown;
+    return 0;
+}
+
+/* Indexes node i of nodes unless its name is indexed already. */
+static int index_add(rs_node_index *ix, const rs_nodes *nodes, uint32_t i, rs_error *err)
+{
+    if (index_reserve(ix, nodes, err) != 0)
+        return -1;
+    uint32_t s = index_slot(ix, nodes, nodes->names[i]);
+    if (!ix->slot[s]) {
+        ix->slot[s] = i + 1;
+        ix->used++;
+    }
+    return 0;
+}
+
+int rs_node_index_build(rs_node_index *ix, const rs_nodes *nodes, rs_error *err)
+{
+    memset(ix, 0, sizeof *ix);
+    for (uint32_t i = 0; i < nodes->count; i++)
+        if (index_add(ix, nodes, i, err) != 0) {
+            rs_node_index_free(ix);
+            return -1;
+        }
+    return 0;
+}
+
+int64_t rs_node_index_find(const rs_node_index *ix, const rs_nodes *nodes, const char *name)
+{
+    if (!ix->slot)
+        return -1;
+    uint32_t v = ix->slot[index_slot(ix, nodes, name)];
+    return v ? (int64_t)v - 1 : -1;
+}
+
+void rs_node_index_free(rs_node_index *ix)
+{
+    free(ix->slot);
+    memset(ix, 0, sizeof *ix);
 }
 
 /* The duplicate check is quadratic only for appends by hand; the file parser
@@ -96,7 +182,8 @@ static int append_unchecked(rs_nodes *n, const char *name, double weight, rs_err
     return 0;
 }
 
-int rs_nodes_append(rs_nodes *n, const char *name, double weight, const char *what, rs_error *err)
+/* The checks rs_nodes_append makes but the duplicate one. */
+static int check_new_node(const char *name, double weight, const char *what, rs_error *err)
 {
     char buf[128];
     const char *why = name_problem(name, buf, sizeof buf);
@@ -104,9 +191,28 @@ int rs_nodes_append(rs_nodes *n, const char *name, double weight, const char *wh
         return rs_error_set(err, RS_EXIT_USAGE, "%s: %s", what, why);
     if (!(weight > 0) || !isfinite(weight))
         return rs_error_set(err, RS_EXIT_USAGE, "%s: weight of node '%s' must be positive", what, name);
+    return 0;
+}
+
+int rs_nodes_append(rs_nodes *n, const char *name, double weight, const char *what, rs_error *err)
+{
+    if (check_new_node(name, weight, what, err) != 0)
+        return -1;
     if (rs_nodes_find(n, name) >= 0)
         return rs_error_set(err, RS_EXIT_USAGE, "%s: duplicate node name '%s'", what, name);
     return append_unchecked(n, name, weight, err);
+}
+
+int rs_nodes_append_indexed(rs_nodes *n, rs_node_index *ix, const char *name, double weight, const char *what,
+                            rs_error *err)
+{
+    if (check_new_node(name, weight, what, err) != 0)
+        return -1;
+    if (rs_node_index_find(ix, n, name) >= 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: duplicate node name '%s'", what, name);
+    if (append_unchecked(n, name, weight, err) != 0)
+        return -1;
+    return index_add(ix, n, n->count - 1, err);
 }
 
 int rs_nodes_init_count(rs_nodes *n, uint32_t count, rs_error *err)

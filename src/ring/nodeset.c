@@ -45,25 +45,31 @@ int rs_nodes_add_after(rs_nodes *nodes, uint32_t k, rs_error *err)
         }
     }
     char name[4200];
-    for (uint32_t added = 0; added < k; next++) {
+    rs_node_index ix;   /* --add 100000: no linear search per name */
+    if (rs_node_index_build(&ix, nodes, err) != 0)
+        return -1;
+    int rc = 0;
+    for (uint32_t added = 0; added < k && rc == 0; next++) {
         snprintf(name, sizeof name, "%s%0*llu", prefix, width, next);
-        if (rs_nodes_find(nodes, name) >= 0)
+        if (rs_node_index_find(&ix, nodes, name) >= 0)
             continue;
-        if (rs_nodes_append(nodes, name, 1.0, "--add", err) != 0)
-            return -1;
+        rc = rs_nodes_append_indexed(nodes, &ix, name, 1.0, "--add", err);
         added++;
     }
-    return 0;
+    rs_node_index_free(&ix);
+    return rc;
 }
 
 int rs_nodes_add_names(rs_nodes *nodes, const char *list, rs_error *err)
 {
     char *copy = strdup(list), *save = NULL;
+    rs_node_index ix;
     if (!copy)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int rc = 0;
+    int rc = rs_node_index_build(&ix, nodes, err);
     for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save))
-        rc = rs_nodes_append(nodes, name, 1.0, "--add-names", err);
+        rc = rs_nodes_append_indexed(nodes, &ix, name, 1.0, "--add-names", err);
+    rs_node_index_free(&ix);
     free(copy);
     return rc;
 }

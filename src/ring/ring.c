@@ -661,6 +661,7 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
 {
     memset(nodes, 0, sizeof *nodes);
     rs_ring_opts_default(o, RS_SCHEME_RING);
+    rs_node_index ix = {0};   /* a description may list 100,000 nodes: no linear duplicate check */
     const char *p = text;
     unsigned lineno = 0, declared = 0;
     int seen_header = 0;
@@ -720,7 +721,7 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
             if (!t3)
                 goto bad;
             *t2 = *t3 = '\0';
-            if (rs_nodes_append(nodes, t3 + 1, strtod(val, NULL), "ring description", err) != 0)
+            if (rs_nodes_append_indexed(nodes, &ix, t3 + 1, strtod(val, NULL), "ring description", err) != 0)
                 goto fail;
             nodes->down[nodes->count - 1] = !strcmp(t2 + 1, "down");
         } else {
@@ -729,10 +730,12 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
     }
     if (!seen_header || nodes->count == 0 || nodes->count != declared)
         goto bad;
+    rs_node_index_free(&ix);
     return 0;
 bad:
     rs_error_set(err, RS_EXIT_DATA, "ring description: malformed line %u", lineno);
 fail:
+    rs_node_index_free(&ix);
     rs_nodes_free(nodes);
     return -1;
 }
