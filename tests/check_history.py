@@ -349,6 +349,78 @@ def leb(v):
             return bytes(out)
 
 
+def pack_bits(a):
+    k = 1
+    while (1 << k) < a:
+        k += 1
+    return k
+
+
+def pack_keys(keys):
+    """The PACKED payload of keys (docs/format.md), or None when they do not
+    share a length or have more than 64 byte values."""
+    n = len(keys[0])
+    alpha = sorted(set(b"".join(keys)))
+    if n == 0 or any(len(k) != n for k in keys) or len(alpha) > 64:
+        return None
+    k, sym = pack_bits(len(alpha)), {c: i for i, c in enumerate(alpha)}
+    out = bytearray([len(alpha)]) + bytes(alpha) + leb(n)
+    for key in keys:
+        v = 0
+        for c in key:
+            v = v << k | sym[c]
+        pad = (-n * k) % 8
+        out += (v << pad).to_bytes((n * k + pad) // 8, "big")
+    return bytes(out)
+
+
+def unpack_keys(pay, nk):
+    a, q = pay[0], 1
+    alpha = pay[q:q + a]
+    q += a
+    n, sh = 0, 0
+    while True:
+        c = pay[q]
+        q += 1
+        n |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            break
+    k = pack_bits(a)
+    per = (n * k + 7) // 8
+    assert a >= 1 and list(alpha) == sorted(set(alpha)) and n >= 1 and len(pay) == q + per * nk, "packed chunk"
+    keys = []
+    for i in range(nk):
+        v = int.from_bytes(pay[q + i * per:q + (i + 1) * per], "big") >> (per * 8 - n * k)
+        syms = [(v >> (k * (n - 1 - j))) & ((1 << k) - 1) for j in range(n)]
+        assert all(s < a for s in syms), "packed symbol"
+        keys.append(bytes(alpha[s] for s in syms))
+    return keys
+
+
+def chunk_keys(pay, stored, nk, rawlen, at):
+    """The keys of a deflated (0) or stored (1) chunk."""
+    body = pay if stored else zlib.decompress(pay, -15)
+    assert len(body) == rawlen, f"chunk at {at}: raw size"
+    lens, q = [], 0
+    for _ in range(nk):
+        v, sh = 0, 0
+        while True:
+            c = body[q]
+            q += 1
+            v |= (c & 0x7F) << sh
+            sh += 7
+            if not c & 0x80:
+                break
+        lens.append(v)
+    assert q + sum(lens) == rawlen, f"chunk at {at}: lengths"
+    ck = []
+    for ln in lens:
+        ck.append(body[q:q + ln])
+        q += ln
+    return ck
+
+
 def parse_index_v2(raw):
     h = raw[:128]
     (magic, version, flags, entries, bits, range_keys, rows, nbytes, crc, filter_bits, lines, ranges, filter_at,
@@ -371,25 +443,14 @@ def parse_index_v2(raw):
         ccrc, plen, rawlen, nk, stored, z, last = struct.unpack_from("<IIIHBBQ", raw, at)
         pay = raw[at + 24:at + 24 + plen]
         assert ccrc == zlib.crc32(pay, zlib.crc32(raw[at + 4:at + 24])), f"chunk at {at}: CRC"
-        assert 1 <= nk <= 256 and z == 0 and stored in (0, 1), f"chunk at {at}: header"
-        body = pay if stored else zlib.decompress(pay, -15)
-        assert len(body) == rawlen, f"chunk at {at}: raw size"
-        lens, q = [], 0
-        for _ in range(nk):
-            v, sh = 0, 0
-            while True:
-                c = body[q]
-                q += 1
-                v |= (c & 0x7F) << sh
-                sh += 7
-                if not c & 0x80:
-                    break
-            lens.append(v)
-        assert q + sum(lens) == rawlen, f"chunk at {at}: lengths"
-        ck = []
-        for ln in lens:
-            ck.append(body[q:q + ln])
-            q += ln
+        assert 1 <= nk <= 256 and z == 0 and stored in (0, 1, 2), f"chunk at {at}: header"
+        if stored == 2:
+            ck = unpack_keys(pay, nk)
+            assert sum(len(k) for k in ck) == rawlen, f"chunk at {at}: raw size"
+            lens = [len(k) for k in ck]
+        else:
+            ck = chunk_keys(pay, stored, nk, rawlen, at)
+            lens = [len(k) for k in ck]
         cf = [fingerprint(k, bits) for k in ck]
         assert cf[-1] == last, f"chunk at {at}: last fingerprint"
         r = v2_part(cf[0], ranges, bits)
@@ -433,12 +494,16 @@ def write_index_v2(hd, ents):
                 part = []
             part.append((fp, k))
         for part in parts + ([part] if part else []):
-            body = b"".join(leb(len(k)) for _, k in part) + b"".join(k for _, k in part)
-            c = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_FILTERED)
-            pay = c.compress(body) + c.flush()
-            stored = len(pay) >= len(body)
-            pay = body if stored else pay
-            head = struct.pack("<IIHBBQ", len(pay), len(body), len(part), int(stored), 0, part[-1][0])
+            pk = pack_keys([k for _, k in part])
+            if pk is not None:
+                pay, rawlen, how = pk, sum(len(k) for _, k in part), 2
+            else:
+                body = b"".join(leb(len(k)) for _, k in part) + b"".join(k for _, k in part)
+                c = zlib.compressobj(6, zlib.DEFLATED, -15, 8, zlib.Z_FILTERED)
+                pay = c.compress(body) + c.flush()
+                pay, how = (body, 1) if len(pay) >= len(body) else (pay, 0)
+                rawlen = len(body)
+            head = struct.pack("<IIHBBQ", len(pay), rawlen, len(part), how, 0, part[-1][0])
             chunks += struct.pack("<I", zlib.crc32(pay, zlib.crc32(head))) + head + pay
             nchunks += 1
     table.append(len(chunks))

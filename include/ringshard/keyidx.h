@@ -35,8 +35,10 @@
  *     the file's row order;
  *   the chunks, range after range, each at most 256 keys and 64 KiB of them
  *     (but for one longer key): a 24-byte header (CRC-32 of bytes 4-23 and
- *     the payload, payload bytes, raw bytes, keys, flags (bit 0: stored),
- *     the last key's fingerprint) and the payload: raw deflate of each key's
+ *     the payload, payload bytes, raw bytes, keys, the payload's kind,
+ *     the last key's fingerprint) and the payload: the keys PACKED when they
+ *     share a length and at most 64 byte values (each byte a k-bit number in
+ *     the chunk's alphabet), else raw deflate (or stored) of each key's
  *     length (LEB128) followed by the keys.
  *
  * Version 1 (RSKEYIX1) indexes, written by ringshard 0.1, are still read

@@ -12,7 +12,7 @@
  * fingerprint the history held. One run per file, cut into ranges of the
  * fingerprint space, is found by arithmetic (no fences to read); its
  * filter answers "not here" for ~99% of the keys a file does not hold
- * from one 64-byte line; the keys themselves, deflated, take about what
+ * from one 64-byte line; the keys themselves, packed or deflated, take about what
  * their entropy does, which keeps the index a third of the data's size. */
 #define _GNU_SOURCE
 #include <errno.h>

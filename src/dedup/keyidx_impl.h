@@ -27,6 +27,22 @@ static inline uint64_t kx_get64(const unsigned char *p)
     return (uint64_t)kx_get32(p) | (uint64_t)kx_get32(p + 4) << 32;
 }
 
+/* A chunk's payload (docs/format.md): raw deflate of the keys' lengths and
+ * the keys, the same stored, or the keys PACKED: when they share a length
+ * L and at most 64 byte values, each byte as its k-bit number in the
+ * chunk's alphabet, k the bits that number the alphabet (1 at least), a
+ * key padded to a whole byte: a lookup compares keys without decoding
+ * anything. */
+enum { KX_DEFLATED = 0, KX_STORED = 1, KX_PACKED = 2, KX_ALPHABET_MAX = 64 };
+
+static inline unsigned kx_pack_bits(unsigned a)
+{
+    unsigned k = 1;
+    while ((1u << k) < a)
+        k++;
+    return k;
+}
+
 /* The width of this run's fingerprints (64 but under the test knob). */
 uint32_t kx_fp_bits(void);
 

@@ -40,6 +40,7 @@ struct rs_keyidx_v2 {
     uint32_t *koff;                /* [nk + 1] their offsets in raw */
     uint32_t nk;
     int have_fps;                  /* kfp[] computed for the chunk decoded */
+    rs_buf probe;                  /* a probe's key packed as a chunk's keys are */
     z_stream z;
     int z_live;
 #if RS_HAVE_ISAL
@@ -83,6 +84,7 @@ void kx_v2_close(rs_keyidx *x)
     free(v->win);
     rs_buf_free(&v->rbuf);
     rs_buf_free(&v->raw);
+    rs_buf_free(&v->probe);
     free(v->kfp);
     free(v->koff);
     if (v->z_live)
@@ -169,6 +171,111 @@ static int parse_keys(struct rs_keyidx_v2 *v, uint32_t keys, int fps)
     return 0;
 }
 
+/* A packed chunk's payload read (keyidx_impl.h): its alphabet, key
+ * length, bits a symbol, bytes a key and where the keys start. 0, or -1
+ * when the payload is not as its header says. */
+typedef struct {
+    unsigned a, k;
+    const unsigned char *alpha, *keys;
+    uint64_t len;
+    size_t per;
+} packed;
+
+static int packed_of(const unsigned char *pay, size_t plen, uint32_t keys, uint32_t raw, packed *pk)
+{
+    const unsigned char *p = pay, *end = pay + plen;
+    int ok = 1;
+    if (plen < 2 || (pk->a = *p++) == 0 || pk->a > KX_ALPHABET_MAX || (size_t)(end - p) < pk->a)
+        return -1;
+    pk->alpha = p;
+    p += pk->a;
+    for (unsigned i = 1; i < pk->a; i++)
+        if (pk->alpha[i] <= pk->alpha[i - 1])
+            return -1;
+    pk->len = get_leb(&p, end, &ok);
+    pk->k = kx_pack_bits(pk->a);
+    if (!ok || pk->len == 0 || pk->len > raw || pk->len * keys != raw)
+        return -1;
+    pk->per = (size_t)((pk->len * pk->k + 7) / 8);
+    pk->keys = p;
+    return (uint64_t)(end - p) == (uint64_t)pk->per * keys ? 0 : -1;
+}
+
+/* Packed key i into out (len bytes). -1 for a symbol outside the alphabet. */
+static int unpack_key(const packed *pk, uint32_t i, char *out)
+{
+    const unsigned char *b = pk->keys + (size_t)i * pk->per;
+    uint64_t acc = 0;
+    unsigned nb = 0;
+    for (uint64_t j = 0; j < pk->len; j++) {
+        while (nb < pk->k)
+            acc = acc << 8 | *b++, nb += 8;
+        unsigned s = (unsigned)(acc >> (nb - pk->k)) & ((1u << pk->k) - 1);
+        nb -= pk->k;
+        if (s >= pk->a)
+            return -1;
+        out[j] = (char)pk->alpha[s];
+    }
+    return 0;
+}
+
+/* A probe's key in the packed form of pk into out (pk->per bytes): 0, or
+ * -1 when it cannot be one of pk's keys (its length, or a byte outside
+ * the alphabet). */
+static int pack_probe(const packed *pk, const rs_keyidx_probe *p, unsigned char *out)
+{
+    if (p->len != pk->len)
+        return -1;
+    unsigned char sym[256];
+    memset(sym, 0xff, sizeof sym);
+    for (unsigned i = 0; i < pk->a; i++)
+        sym[pk->alpha[i]] = (unsigned char)i;
+    const unsigned char *k = (const unsigned char *)p->key;
+    uint64_t acc = 0;
+    unsigned nb = 0;
+    for (uint32_t j = 0; j < p->len; j++) {
+        if (sym[k[j]] == 0xff)
+            return -1;
+        acc = acc << pk->k | sym[k[j]];
+        for (nb += pk->k; nb >= 8; nb -= 8)
+            *out++ = (unsigned char)(acc >> (nb - 8));
+        acc &= ((uint64_t)1 << nb) - 1;
+    }
+    if (nb)
+        *out = (unsigned char)(acc << (8 - nb));
+    return 0;
+}
+
+/* A packed chunk's keys into v->raw, one after the other, and their
+ * offsets (and fingerprints, with fps). 0, -1 (not as its header says),
+ * -2 out of memory. */
+static int unpack_chunk(struct rs_keyidx_v2 *v, const unsigned char *pay, size_t plen, uint32_t keys, uint32_t raw,
+                        int fps)
+{
+    packed pk;
+    if (packed_of(pay, plen, keys, raw, &pk) != 0)
+        return -1;
+    uint64_t *nf = realloc(v->kfp, (keys + 1) * sizeof *nf);
+    if (nf)
+        v->kfp = nf;
+    uint32_t *no = realloc(v->koff, (keys + 1) * sizeof *no);
+    if (no)
+        v->koff = no;
+    if (!nf || !no)
+        return -2;
+    for (uint32_t i = 0; i <= keys; i++)
+        v->koff[i] = (uint32_t)(i * pk.len);
+    for (uint32_t i = 0; i < keys; i++)
+        if (unpack_key(&pk, i, v->raw.data + v->koff[i]) != 0)
+            return -1;
+    v->raw.len = raw;
+    for (uint32_t i = 0; fps && i < keys; i++)
+        v->kfp[i] = rs_keyidx_fp(v->raw.data + v->koff[i], (size_t)pk.len);
+    v->nk = keys;
+    v->have_fps = fps;
+    return 0;
+}
+
 /* Checks and decodes the chunk at offset `at` of the chunks region (h its
  * header, pay its payload): its keys into v. With fps (verify, compact),
  * the keys' fingerprints too, checked against the order and the header; a
@@ -182,19 +289,26 @@ static int decode_chunk(rs_keyidx *x, const unsigned char *h, const unsigned cha
     v->chunk_at = UINT64_MAX;
     if (kx_get32(h) != rs_crc32(rs_crc32(0, h + 4, 20), pay, plen))
         return kx_bad(x, err, "chunk at byte %llu: CRC-32 mismatch", (unsigned long long)(v->chunks_at + at));
-    if (keys == 0 || keys > RS_KEYIDX_CHUNK_KEYS || h[14] > 1 || h[15] || (h[14] && raw != plen) ||
-        (!h[14] && (uint64_t)raw > (uint64_t)plen * 1032 + 64))
+    if (keys == 0 || keys > RS_KEYIDX_CHUNK_KEYS || h[14] > KX_PACKED || h[15] || (h[14] == KX_STORED && raw != plen) ||
+        (h[14] == KX_DEFLATED && (uint64_t)raw > (uint64_t)plen * 1032 + 64) ||
+        (h[14] == KX_PACKED && (uint64_t)raw > (uint64_t)plen * 8))
         return kx_bad(x, err, "chunk at byte %llu: a header this version does not write",
                       (unsigned long long)(v->chunks_at + at));
     v->raw.len = 0;
     if (rs_buf_reserve(&v->raw, (size_t)raw + 1) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (h[14])
-        memcpy(v->raw.data, pay, raw);
-    else if (inflate_into(v, pay, plen, raw) != 0)
-        return kx_bad(x, err, "chunk at byte %llu: its keys do not inflate", (unsigned long long)(v->chunks_at + at));
-    v->raw.len = raw;
-    int r = parse_keys(v, keys, fps);
+    int r;
+    if (h[14] == KX_PACKED) {
+        r = unpack_chunk(v, pay, plen, keys, raw, fps);
+    } else {
+        if (h[14] == KX_STORED)
+            memcpy(v->raw.data, pay, raw);
+        else if (inflate_into(v, pay, plen, raw) != 0)
+            return kx_bad(x, err, "chunk at byte %llu: its keys do not inflate",
+                          (unsigned long long)(v->chunks_at + at));
+        v->raw.len = raw;
+        r = parse_keys(v, keys, fps);
+    }
     if (r == -2)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (uint32_t i = 1; fps && r == 0 && i < keys; i++)
@@ -297,6 +411,35 @@ damaged:
     return kx_bad(x, err, "range %llu: %s", (unsigned long long)v->range, why);
 }
 
+/* The probes p[i..j) against a packed chunk: each in packed form against
+ * every key, byte for byte; nothing decoded. */
+static int confirm_packed(rs_keyidx *x, const unsigned char *h, const unsigned char *pay, uint64_t at,
+                          const rs_keyidx_probe *p, size_t i, size_t j, void (*hit)(void *, uint32_t), void *ctx,
+                          rs_error *err)
+{
+    uint32_t plen = kx_get32(h + 4), raw = kx_get32(h + 8), keys = h[12] | (uint32_t)h[13] << 8;
+    packed pk;
+    if (kx_get32(h) != rs_crc32(rs_crc32(0, h + 4, 20), pay, plen))
+        return kx_bad(x, err, "chunk at byte %llu: CRC-32 mismatch", (unsigned long long)(x->v2->chunks_at + at));
+    if (keys == 0 || keys > RS_KEYIDX_CHUNK_KEYS || h[15] || packed_of(pay, plen, keys, raw, &pk) != 0)
+        return kx_bad(x, err, "chunk at byte %llu: keys that are not as its header says",
+                      (unsigned long long)(x->v2->chunks_at + at));
+    rs_buf *probe = &x->v2->probe;
+    probe->len = 0;
+    if (rs_buf_reserve(probe, pk.per + 1) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (; i < j; i++) {
+        if (pack_probe(&pk, &p[i], (unsigned char *)probe->data) != 0)
+            continue;
+        for (uint32_t k = 0; k < keys; k++)
+            if (memcmp(pk.keys + (size_t)k * pk.per, probe->data, pk.per) == 0) {
+                hit(ctx, p[i].id);
+                x->keys_confirmed++;
+            }
+    }
+    return 0;
+}
+
 /* The probes p[i..j) (one fingerprint fp) against the range's chunks. */
 static int confirm(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t j, void (*hit)(void *, uint32_t),
                    void *ctx, rs_error *err)
@@ -309,7 +452,12 @@ static int confirm(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t j, v
         if (range_chunk(x, at, h, &pay, err) != 0)
             return -1;
         uint64_t next = at + CHUNK_HEADER + kx_get32(h + 4), last = kx_get64(h + 16);
-        if (fp <= last) {
+        if (fp <= last && h[14] == KX_PACKED) {
+            if (confirm_packed(x, h, pay, at, p, i, j, hit, ctx, err) != 0)
+                return -1;
+            if (fp < last)
+                break;
+        } else if (fp <= last) {
             if (v->chunk_at != at && decode_chunk(x, h, pay, at, 0, err) != 0)
                 return -1;
             /* by the bytes: a key equal to a probe's has its fingerprint */

@@ -524,6 +524,8 @@ typedef struct {
     unsigned char cur[RS_KEYIDX_LINE];
     rs_buf lens, keys, raw, out;
     uint32_t ckeys;
+    size_t clen;                   /* the pending chunk's first key's length */
+    int fixed;                     /* its keys all have that length */
     uint64_t last_fp;
     z_stream z;
     int z_live, unsorted;
@@ -556,11 +558,83 @@ static int put_leb(rs_buf *b, uint64_t v)
     return rs_buf_append(b, t, n);
 }
 
-/* Deflates the pending chunk and appends it to the data region. */
+/* The pending chunk's header and payload into the data region. */
+static int put_payload(emitter *m, unsigned how, const char *pay, size_t plen, size_t raw)
+{
+    unsigned char h[24];
+    kx_put32(h + 4, (uint32_t)plen);
+    kx_put32(h + 8, (uint32_t)raw);
+    h[12] = (unsigned char)m->ckeys, h[13] = (unsigned char)(m->ckeys >> 8);
+    h[14] = (unsigned char)how, h[15] = 0;
+    kx_put64(h + 16, m->last_fp);
+    kx_put32(h, rs_crc32(rs_crc32(0, h + 4, 20), pay, plen));
+    region_put(&m->data, h, sizeof h);
+    region_put(&m->data, pay, plen);
+    m->chunks++;
+    m->ckeys = 0;
+    m->lens.len = m->keys.len = 0;
+    return 0;
+}
+
+/* The pending chunk PACKED into m->out (keyidx_impl.h), when its keys
+ * qualify: 1; 0 when they do not; -1 out of memory. */
+static int pack_chunk(emitter *m)
+{
+    size_t n = m->ckeys, L = m->clen;
+    if (!m->fixed || L == 0)
+        return 0;
+    unsigned char present[256] = {0}, sym[256], alpha[KX_ALPHABET_MAX];
+    const unsigned char *k8 = (const unsigned char *)m->keys.data;
+    for (size_t i = 0; i < m->keys.len; i++)
+        present[k8[i]] = 1;
+    unsigned a = 0;
+    for (unsigned c = 0; c < 256; c++)
+        if (present[c]) {
+            if (a == KX_ALPHABET_MAX)
+                return 0;
+            sym[c] = (unsigned char)a;
+            alpha[a++] = (unsigned char)c;
+        }
+    unsigned k = kx_pack_bits(a);
+    size_t per = (L * k + 7) / 8;
+    m->out.len = 0;
+    if (rs_buf_reserve(&m->out, 1 + a + 10 + n * per) != 0)
+        return -1;
+    unsigned char *o = (unsigned char *)m->out.data;
+    *o++ = (unsigned char)a;
+    memcpy(o, alpha, a);
+    o += a;
+    m->out.len = 1 + a;
+    if (put_leb(&m->out, L) != 0)
+        return -1;
+    o = (unsigned char *)m->out.data + m->out.len;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t acc = 0;
+        unsigned nb = 0;
+        for (size_t j = 0; j < L; j++) {
+            acc = acc << k | sym[k8[i * L + j]];
+            for (nb += k; nb >= 8; nb -= 8)
+                *o++ = (unsigned char)(acc >> (nb - 8));
+            acc &= ((uint64_t)1 << nb) - 1;
+        }
+        if (nb)
+            *o++ = (unsigned char)(acc << (8 - nb));
+    }
+    m->out.len = (size_t)(o - (unsigned char *)m->out.data);
+    return 1;
+}
+
+/* Encodes the pending chunk (packed, or deflated, or stored) and appends
+ * it to the data region. */
 static int put_chunk(emitter *m)
 {
     if (!m->ckeys)
         return 0;
+    int packed = pack_chunk(m);
+    if (packed < 0)
+        return ENOMEM;
+    if (packed)
+        return put_payload(m, KX_PACKED, m->out.data, m->out.len, m->keys.len);
     m->raw.len = 0;
     if (rs_buf_append(&m->raw, m->lens.data, m->lens.len) != 0 || rs_buf_append(&m->raw, m->keys.data, m->keys.len) != 0)
         return ENOMEM;
@@ -572,21 +646,9 @@ static int put_chunk(emitter *m)
     m->z.next_in = (Bytef *)m->raw.data, m->z.avail_in = (uInt)m->raw.len;
     m->z.next_out = (Bytef *)m->out.data, m->z.avail_out = (uInt)bound;
     int stored = deflate(&m->z, Z_FINISH) != Z_STREAM_END || m->z.total_out >= m->raw.len;
-    const char *pay = stored ? m->raw.data : m->out.data;
-    size_t plen = stored ? m->raw.len : (size_t)m->z.total_out;
-    unsigned char h[24];
-    kx_put32(h + 4, (uint32_t)plen);
-    kx_put32(h + 8, (uint32_t)m->raw.len);
-    h[12] = (unsigned char)m->ckeys, h[13] = (unsigned char)(m->ckeys >> 8);
-    h[14] = (unsigned char)stored, h[15] = 0;
-    kx_put64(h + 16, m->last_fp);
-    kx_put32(h, rs_crc32(rs_crc32(0, h + 4, 20), pay, plen));
-    region_put(&m->data, h, sizeof h);
-    region_put(&m->data, pay, plen);
-    m->chunks++;
-    m->ckeys = 0;
-    m->lens.len = m->keys.len = 0;
-    return 0;
+    if (stored)
+        return put_payload(m, KX_STORED, m->raw.data, m->raw.len, m->raw.len);
+    return put_payload(m, KX_DEFLATED, m->out.data, (size_t)m->z.total_out, m->raw.len);
 }
 
 /* The next entry of the merged stream into the three regions. */
@@ -610,6 +672,10 @@ static int emit_entry(void *ctx, uint64_t fp, const char *key, size_t len)
         put_table(m);
     if (e || put_leb(&m->lens, len) != 0 || rs_buf_append(&m->keys, key, len) != 0)
         return e ? e : ENOMEM;
+    if (!m->ckeys)
+        m->clen = len, m->fixed = 1;
+    else if (len != m->clen)
+        m->fixed = 0;
     m->ckeys++;
     m->last_fp = fp;
     m->prev_fp = fp;
