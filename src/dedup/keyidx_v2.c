@@ -22,6 +22,8 @@ enum {
     WINDOW_LINES = 64,             /* filter lines read at once, at most: 4 KiB */
     GAP_LINES = 2,                 /* lines between two probes' read in one piece */
     RANGE_READ = 1 << 20,          /* a range up to this size is read in one piece */
+    TABLE_WINDOW = 64,             /* range table entries read at once by a dense lookup */
+    CHUNK_WINDOW = 32 << 10,       /* and the chunks of the ranges that follow, up to this */
     STREAM_BUF = 1 << 15,          /* a cursor: this, a chunk's payload and raw keys: < RS_KEYIDX_SOURCE_MEMORY */
 };
 
@@ -30,9 +32,14 @@ struct rs_keyidx_v2 {
     unsigned char *win;            /* filter lines [win_first, win_first + win_n) */
     uint64_t win_first, win_n;
     uint64_t range;                /* the range in rbuf (when range_live) */
-    int range_live, whole;         /* whole: the range's bytes are all in rbuf */
+    int range_live, whole;         /* whole: the range's bytes are all in cwin */
     uint64_t ra, rb;               /* the range's bytes in the chunks region */
-    rs_buf rbuf;
+    rs_buf rbuf;                   /* a chunk's payload, when not whole */
+    int dense;                     /* the lookup's keys: 4 or more a range */
+    unsigned char *tab;            /* range table entries [tab_first, tab_first + tab_n), checked */
+    uint64_t tab_first, tab_n;
+    rs_buf cwin;                   /* chunks region bytes [cw_a, cw_b) */
+    uint64_t cw_a, cw_b;
     /* the chunk decoded */
     uint64_t chunk_at;             /* its offset in the chunks region; UINT64_MAX: none */
     rs_buf raw;
@@ -74,7 +81,6 @@ int kx_v2_open(rs_keyidx *x, const unsigned char *h, rs_error *err)
         v->chunks_at + v->chunks_bytes != x->size)
         return kx_bad(x, err, "header: regions that do not add up to the file's %llu bytes",
                       (unsigned long long)x->size);
-    (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);   /* a lookup reads lines and chunks here and there */
     return 0;
 }
 
@@ -83,6 +89,8 @@ void kx_v2_close(rs_keyidx *x)
     struct rs_keyidx_v2 *v = x->v2;
     free(v->win);
     rs_buf_free(&v->rbuf);
+    rs_buf_free(&v->cwin);
+    free(v->tab);
     rs_buf_free(&v->raw);
     rs_buf_free(&v->probe);
     free(v->kfp);
@@ -357,27 +365,58 @@ static const unsigned char *filter_line(rs_keyidx *x, uint64_t line, const rs_ke
     return lp;
 }
 
-/* Range r's bounds from the range table, and its bytes when not too many. */
+/* Range table entry r (checked) from the window of entries read, which
+ * is read again from r on when r is outside it: two entries, or with a
+ * dense lookup TABLE_WINDOW (the ranges its next keys fall in). */
+static int table_entry(rs_keyidx *x, uint64_t r, uint64_t *off, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    if (r < v->tab_first || r >= v->tab_first + v->tab_n) {
+        uint64_t n = v->dense ? TABLE_WINDOW : 2;
+        if (n > v->ranges + 1 - r)
+            n = v->ranges + 1 - r;
+        if (!v->tab && !(v->tab = malloc(TABLE_WINDOW * RS_KEYIDX_ENTRY)))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        v->tab_n = 0;
+        if (kx_read_at(x, v->tab, n * RS_KEYIDX_ENTRY, v->table_at + RS_KEYIDX_ENTRY * r, err) != 0)
+            return -1;
+        for (uint64_t k = 0; k < n; k++)
+            if (kx_get32(v->tab + RS_KEYIDX_ENTRY * k + 8) !=
+                kx_entry_crc(r + k, kx_get64(v->tab + RS_KEYIDX_ENTRY * k)))
+                return kx_bad(x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)(r + k));
+        v->tab_first = r, v->tab_n = n;
+    }
+    *off = kx_get64(v->tab + RS_KEYIDX_ENTRY * (r - v->tab_first));
+    return 0;
+}
+
+/* Range r's bounds from the range table, and its bytes when not too many
+ * (with a dense lookup, those of the next ranges too, up to CHUNK_WINDOW:
+ * its next keys are likely to need them). */
 static int load_range(rs_keyidx *x, uint64_t r, rs_error *err)
 {
     struct rs_keyidx_v2 *v = x->v2;
-    unsigned char t[2 * RS_KEYIDX_ENTRY];
     v->range_live = 0;
-    if (kx_read_at(x, t, sizeof t, v->table_at + RS_KEYIDX_ENTRY * r, err) != 0)
+    if (table_entry(x, r, &v->ra, err) != 0 || table_entry(x, r + 1, &v->rb, err) != 0)
         return -1;
-    v->ra = kx_get64(t), v->rb = kx_get64(t + RS_KEYIDX_ENTRY);
-    for (int k = 0; k < 2; k++)
-        if (kx_get32(t + RS_KEYIDX_ENTRY * k + 8) != kx_entry_crc(r + k, k ? v->rb : v->ra))
-            return kx_bad(x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)(r + k));
     if (v->ra > v->rb || v->rb > v->chunks_bytes)
         return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)r);
     v->whole = v->rb - v->ra <= RANGE_READ;
-    if (v->whole) {
-        v->rbuf.len = 0;
-        if (rs_buf_reserve(&v->rbuf, (size_t)(v->rb - v->ra) + 1) != 0)
+    if (v->whole && (v->ra < v->cw_a || v->rb > v->cw_b)) {
+        uint64_t end = v->rb;
+        for (uint64_t q = r + 2; v->dense && q < v->tab_first + v->tab_n; q++) {
+            uint64_t o = kx_get64(v->tab + RS_KEYIDX_ENTRY * (q - v->tab_first));
+            if (o < end || o - v->ra > CHUNK_WINDOW || o > v->chunks_bytes)
+                break;
+            end = o;
+        }
+        v->cwin.len = 0;
+        v->cw_a = v->cw_b = 0;
+        if (rs_buf_reserve(&v->cwin, (size_t)(end - v->ra) + 1) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        if (kx_read_at(x, v->rbuf.data, (size_t)(v->rb - v->ra), v->chunks_at + v->ra, err) != 0)
+        if (kx_read_at(x, v->cwin.data, (size_t)(end - v->ra), v->chunks_at + v->ra, err) != 0)
             return -1;
+        v->cw_a = v->ra, v->cw_b = end;
     }
     v->range = r, v->range_live = 1;
     return 0;
@@ -392,14 +431,14 @@ static int range_chunk(rs_keyidx *x, uint64_t at, unsigned char *h, const unsign
     if (at + CHUNK_HEADER > v->rb)
         goto damaged;
     if (v->whole)
-        memcpy(h, v->rbuf.data + (at - v->ra), CHUNK_HEADER);
+        memcpy(h, v->cwin.data + (at - v->cw_a), CHUNK_HEADER);
     else if (kx_read_at(x, h, CHUNK_HEADER, v->chunks_at + at, err) != 0)
         return -1;
     uint64_t plen = kx_get32(h + 4);
     if (at + CHUNK_HEADER + plen > v->rb)
         goto damaged;
     if (v->whole) {
-        *pay = (const unsigned char *)v->rbuf.data + (at - v->ra) + CHUNK_HEADER;
+        *pay = (const unsigned char *)v->cwin.data + (at - v->cw_a) + CHUNK_HEADER;
         return 0;
     }
     v->rbuf.len = 0;
@@ -479,6 +518,15 @@ int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(v
     if (x->entries == 0)
         return 0;
     v->win_n = 0, v->range_live = 0, v->chunk_at = UINT64_MAX;
+    v->tab_n = 0, v->cw_a = v->cw_b = 0;
+    /* sparse keys read a line or a chunk here and there: no readahead (it
+     * would read pages no key needs); more keys than pages of filter read
+     * most pages in order, which the kernel's readahead serves best. With
+     * 4 keys or more a range, most ranges hold one the filter passes: the
+     * table and the chunks are read a window at a time */
+    int paged = n > v->lines * RS_KEYIDX_LINE / 4096 + 1;
+    (void)posix_fadvise(x->fd, 0, 0, paged ? POSIX_FADV_NORMAL : POSIX_FADV_RANDOM);
+    v->dense = n >= 4 * v->ranges;
     for (size_t i = 0, j; i < n; i = j) {
         uint64_t fp = p[i].fp;
         for (j = i + 1; j < n && p[j].fp == fp;)
