@@ -30,7 +30,7 @@
 #                                      sync, then every file of the copy
 #                                      evicted (posix_fadvise DONTNEED)
 #   compact COPY5                      cold
-# Reported per step, medians of RUNS: CPU s (user + system, /usr/bin/time),
+# Reported per step, medians of RUNS: CPU s (user + system, from wait4),
 # wall s, and the bytes the process read as the kernel counts them
 # (/proc/<pid>/io of ringshard: rchar, every byte read() returned, cached
 # or not; read_bytes, what it fetched from storage), taken from the
@@ -70,7 +70,6 @@ BUILD=$(cd "$BUILD" && pwd)
 RS=$BUILD/ringshard
 GEN=$BUILD/gen_bills
 [ -x "$RS" ] && [ -x "$GEN" ] || die "no ringshard or gen_bills in $BUILD" 2
-[ -x /usr/bin/time ] || die "/usr/bin/time missing (tools/deps.sh installs it)" 2
 command -v python3 >/dev/null || die "python3 missing" 2
 WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/bench_history.XXXXXX")}
 mkdir -p "$WORK"
@@ -132,6 +131,23 @@ metric() { sed -n "s/^ringshard_$1{command=\"[a-z]*\"} //p" "$2"; }
 # $SRC (the word COPY in CMD), warm or cold; medians into CPU[NAME], WALL,
 # RCHAR, RBYTES, IDX (the key index bytes the summary says it read).
 declare -A CPU WALL RCHAR RBYTES IDX DISK
+
+# Runs CMD; prints "wall user system" in seconds to the millisecond
+# (wait4's rusage: /usr/bin/time rounds to 10 ms, which is most of a
+# small append's CPU); CMD's stdout is dropped, its stderr kept.
+timed() {
+    python3 -c '
+import os, sys, time
+t = time.time()
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execv(sys.argv[1], sys.argv[1:])
+_, status, ru = os.wait4(pid, 0)
+print("%.3f %.3f %.3f" % (time.time() - t, ru.ru_utime, ru.ru_stime))
+sys.exit(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8)
+' "$@"
+}
 step() {
     local name=$1 cache=$2
     shift 2
@@ -142,7 +158,7 @@ step() {
         args=()
         for a in "$@"; do args+=("${a//COPY/copy}"); done
         "$cache" copy
-        /usr/bin/time -f '%e %U %S' -o time.txt "$RS" "${args[@]}" --metrics m.prom 2> err.txt ||
+        timed "$RS" "${args[@]}" --metrics m.prom > time.txt 2> err.txt ||
             { cat err.txt >&2; die "$name: ringshard ${args[*]} failed"; }
         read -r e u s < <(tail -n 1 time.txt)
         c+="$(awk -v u="$u" -v s="$s" 'BEGIN { print u + s }') " w+="$e "
