@@ -349,6 +349,18 @@ def leb(v):
             return bytes(out)
 
 
+def read_leb(buf, q):
+    """The unsigned LEB128 at buf[q], and the offset after it."""
+    v, sh = 0, 0
+    while True:
+        c = buf[q]
+        q += 1
+        v |= (c & 0x7F) << sh
+        sh += 7
+        if not c & 0x80:
+            return v, q
+
+
 def pack_bits(a):
     k = 1
     while (1 << k) < a:
@@ -378,14 +390,7 @@ def unpack_keys(pay, nk):
     a, q = pay[0], 1
     alpha = pay[q:q + a]
     q += a
-    n, sh = 0, 0
-    while True:
-        c = pay[q]
-        q += 1
-        n |= (c & 0x7F) << sh
-        sh += 7
-        if not c & 0x80:
-            break
+    n, q = read_leb(pay, q)
     k = pack_bits(a)
     per = (n * k + 7) // 8
     assert a >= 1 and list(alpha) == sorted(set(alpha)) and n >= 1 and len(pay) == q + per * nk, "packed chunk"
@@ -404,14 +409,7 @@ def chunk_keys(pay, stored, nk, rawlen, at):
     assert len(body) == rawlen, f"chunk at {at}: raw size"
     lens, q = [], 0
     for _ in range(nk):
-        v, sh = 0, 0
-        while True:
-            c = body[q]
-            q += 1
-            v |= (c & 0x7F) << sh
-            sh += 7
-            if not c & 0x80:
-                break
+        v, q = read_leb(body, q)
         lens.append(v)
     assert q + sum(lens) == rawlen, f"chunk at {at}: lengths"
     ck = []

@@ -166,6 +166,10 @@ void rs_deflater_free(rs_deflater *d);
 /* CRC-32 (gzip polynomial) of buf, continuing from crc (start with 0). */
 uint32_t rs_crc32(uint32_t crc, const void *buf, size_t len);
 
+/* The CRC-32 of the whole file `name` under dirfd into *crc: 0, or -1
+ * with errno when it cannot be opened or read. */
+int rs_crc32_fileat(int dirfd, const char *name, uint32_t *crc);
+
 /* CRC-32 of A||B given crc(A), crc(B) and len(B) (as zlib's crc32_combine). */
 uint32_t rs_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 

@@ -146,6 +146,29 @@ int kx_read_at(rs_keyidx *x, void *buf, size_t n, uint64_t off, rs_error *err)
     return 0;
 }
 
+int kx_sget(rs_keyidx *x, kx_stream *s, void *out, size_t n, rs_error *err)
+{
+    unsigned char *o = out;
+    while (n) {
+        if (s->at == s->len) {
+            uint64_t left = s->end - s->pos;
+            if (left == 0)
+                return kx_bad(x, err, "a region ends early (cut short?)");
+            if (!s->buf && !(s->buf = malloc(s->cap)))
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            s->len = left < s->cap ? (size_t)left : s->cap;
+            if (kx_read_at(x, s->buf, s->len, s->pos, err) != 0)
+                return -1;
+            s->pos += s->len;
+            s->at = 0;
+        }
+        size_t k = s->len - s->at < n ? s->len - s->at : n;
+        memcpy(o, s->buf + s->at, k);
+        s->at += k, o += k, n -= k;
+    }
+    return 0;
+}
+
 /* What the header says against what the manifest says. */
 static int check_want(rs_keyidx *x, const rs_keyidx_of *want, rs_error *err)
 {

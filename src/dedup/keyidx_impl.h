@@ -71,6 +71,19 @@ int kx_bad(const rs_keyidx *x, rs_error *err, const char *fmt, ...) __attribute_
 /* pread of exactly n bytes at off, counted in x->bytes_read. */
 int kx_read_at(rs_keyidx *x, void *buf, size_t n, uint64_t off, rs_error *err);
 
+/* A forward reader of one region [pos, end) of x's file through a buffer
+ * of cap bytes (allocated at the first read when buf is NULL: the caller
+ * frees it then). */
+typedef struct {
+    uint64_t pos, end;
+    unsigned char *buf;
+    size_t len, at, cap;
+} kx_stream;
+
+/* The next n bytes of s into out; RS_EXIT_DATA when the region ends
+ * first. 0 or -1 with err. */
+int kx_sget(rs_keyidx *x, kx_stream *s, void *out, size_t n, rs_error *err);
+
 /* A sorted stream of entries: an in-memory run, a spilled run, a run of a
  * version-1 index, a version-2 index. Ties between sources go to the
  * lower-numbered one, which holds the earlier rows. */

@@ -176,39 +176,11 @@ int kx_v1_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(v
 
 /* ------------------------------------------------------ reading a run */
 
-/* A forward reader of one region of the file, through a buffer. */
-typedef struct {
-    uint64_t pos, end;
-    unsigned char *buf;
-    size_t len, at, cap;
-} stream;
-
-static int sget(rs_keyidx *x, stream *s, void *out, size_t n, rs_error *err)
-{
-    unsigned char *o = out;
-    while (n) {
-        if (s->at == s->len) {
-            uint64_t left = s->end - s->pos;
-            if (left == 0)
-                return kx_bad(x, err, "ends early (cut short?)");
-            s->len = left < s->cap ? (size_t)left : s->cap;
-            if (kx_read_at(x, s->buf, s->len, s->pos, err) != 0)
-                return -1;
-            s->pos += s->len;
-            s->at = 0;
-        }
-        size_t k = s->len - s->at < n ? s->len - s->at : n;
-        memcpy(o, s->buf + s->at, k);
-        s->at += k, o += k, n -= k;
-    }
-    return 0;
-}
-
 /* A run read entry by entry, checked as it goes: a kx_source. */
 typedef struct {
     rs_keyidx *x;
     run_at r;
-    stream f, o, k;
+    kx_stream f, o, k;
     unsigned char *mem;    /* the three streams' buffers, allocated at the first entry */
     rs_buf key;
     uint64_t j, prev_fp, prev_off;
@@ -220,11 +192,11 @@ static int cursor_start(run_cursor *c, rs_error *err)
 {
     if (!(c->mem = malloc(3 * CURSOR_BUF)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    c->f = (stream){c->r.fps, c->r.offs, c->mem, 0, 0, CURSOR_BUF};
-    c->o = (stream){c->r.offs, c->r.keys, c->mem + CURSOR_BUF, 0, 0, CURSOR_BUF};
-    c->k = (stream){c->r.keys, c->r.end, c->mem + 2 * CURSOR_BUF, 0, 0, CURSOR_BUF};
+    c->f = (kx_stream){c->r.fps, c->r.offs, c->mem, 0, 0, CURSOR_BUF};
+    c->o = (kx_stream){c->r.offs, c->r.keys, c->mem + CURSOR_BUF, 0, 0, CURSOR_BUF};
+    c->k = (kx_stream){c->r.keys, c->r.end, c->mem + 2 * CURSOR_BUF, 0, 0, CURSOR_BUF};
     unsigned char b8[8];
-    if (sget(c->x, &c->o, b8, 8, err) != 0)
+    if (kx_sget(c->x, &c->o, b8, 8, err) != 0)
         return -1;
     if (kx_get64(b8) != 0)
         return kx_bad(c->x, err, "offsets that do not start at 0");
@@ -239,10 +211,10 @@ static int cursor_next(kx_source *s, rs_error *err)
     if (c->j == c->r.n)
         return c->prev_off == c->r.heap ? 0 : kx_bad(c->x, err, "offsets that do not end at its keys' size");
     unsigned char b8[8];
-    if (sget(c->x, &c->f, b8, 8, err) != 0)
+    if (kx_sget(c->x, &c->f, b8, 8, err) != 0)
         return -1;
     uint64_t fp = kx_get64(b8);
-    if (sget(c->x, &c->o, b8, 8, err) != 0)
+    if (kx_sget(c->x, &c->o, b8, 8, err) != 0)
         return -1;
     uint64_t off = kx_get64(b8);
     if (off < c->prev_off || off > c->r.heap)
@@ -253,7 +225,7 @@ static int cursor_next(kx_source *s, rs_error *err)
     c->key.len = 0;
     if (rs_buf_reserve(&c->key, len + 1) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (sget(c->x, &c->k, c->key.data, len, err) != 0)
+    if (kx_sget(c->x, &c->k, c->key.data, len, err) != 0)
         return -1;
     c->j++;
     c->prev_fp = fp, c->prev_off = off;

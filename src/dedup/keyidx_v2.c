@@ -144,18 +144,24 @@ static int inflate_into(struct rs_keyidx_v2 *v, const unsigned char *pay, size_t
     return r == Z_STREAM_END && v->z.total_out == raw && v->z.avail_in == 0 ? 0 : -1;
 }
 
-/* The keys' lengths (and, with fps, their fingerprints) of the chunk in
- * v->raw. */
-static int parse_keys(struct rs_keyidx_v2 *v, uint32_t keys, int fps)
+/* Room in v for the offsets and fingerprints of a chunk of `keys` keys. */
+static int keys_room(struct rs_keyidx_v2 *v, uint32_t keys)
 {
-    const unsigned char *p = (const unsigned char *)v->raw.data, *end = p + v->raw.len;
     uint64_t *nf = realloc(v->kfp, (keys + 1) * sizeof *nf);
     if (nf)
         v->kfp = nf;
     uint32_t *no = realloc(v->koff, (keys + 1) * sizeof *no);
     if (no)
         v->koff = no;
-    if (!nf || !no)
+    return nf && no ? 0 : -1;
+}
+
+/* The keys' lengths (and, with fps, their fingerprints) of the chunk in
+ * v->raw. */
+static int parse_keys(struct rs_keyidx_v2 *v, uint32_t keys, int fps)
+{
+    const unsigned char *p = (const unsigned char *)v->raw.data, *end = p + v->raw.len;
+    if (keys_room(v, keys) != 0)
         return -2;
     int ok = 1;
     uint64_t sum = 0;
@@ -263,13 +269,7 @@ static int unpack_chunk(struct rs_keyidx_v2 *v, const unsigned char *pay, size_t
     packed pk;
     if (packed_of(pay, plen, keys, raw, &pk) != 0)
         return -1;
-    uint64_t *nf = realloc(v->kfp, (keys + 1) * sizeof *nf);
-    if (nf)
-        v->kfp = nf;
-    uint32_t *no = realloc(v->koff, (keys + 1) * sizeof *no);
-    if (no)
-        v->koff = no;
-    if (!nf || !no)
+    if (keys_room(v, keys) != 0)
         return -2;
     for (uint32_t i = 0; i <= keys; i++)
         v->koff[i] = (uint32_t)(i * pk.len);
@@ -550,40 +550,10 @@ int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(v
 
 /* ------------------------------------------------- reading in order */
 
-/* A forward reader of one region of the file, through a buffer. */
-typedef struct {
-    uint64_t pos, end;
-    unsigned char *buf;
-    size_t len, at;
-} stream;
-
-static int sget(rs_keyidx *x, stream *s, void *out, size_t n, rs_error *err)
-{
-    unsigned char *o = out;
-    while (n) {
-        if (s->at == s->len) {
-            uint64_t left = s->end - s->pos;
-            if (left == 0)
-                return kx_bad(x, err, "a region ends early");
-            if (!s->buf && !(s->buf = malloc(STREAM_BUF)))
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-            s->len = left < STREAM_BUF ? (size_t)left : STREAM_BUF;
-            if (kx_read_at(x, s->buf, s->len, s->pos, err) != 0)
-                return -1;
-            s->pos += s->len;
-            s->at = 0;
-        }
-        size_t k = s->len - s->at < n ? s->len - s->at : n;
-        memcpy(o, s->buf + s->at, k);
-        s->at += k, o += k, n -= k;
-    }
-    return 0;
-}
-
 /* The chunks in order, key by key: a kx_source, and verify's scan. */
 typedef struct {
     rs_keyidx *x;
-    stream s;
+    kx_stream s;
     rs_buf pay;
     uint64_t at;                /* the next chunk's offset in the chunks region */
     uint64_t chunk_start;       /* the decoded chunk's */
@@ -595,7 +565,7 @@ static void cursor_init(cursor *c, rs_keyidx *x)
 {
     memset(c, 0, sizeof *c);
     c->x = x;
-    c->s = (stream){x->v2->chunks_at, x->v2->chunks_at + x->v2->chunks_bytes, NULL, 0, 0};
+    c->s = (kx_stream){x->v2->chunks_at, x->v2->chunks_at + x->v2->chunks_bytes, NULL, 0, 0, STREAM_BUF};
 }
 
 static void cursor_free(cursor *c)
@@ -615,7 +585,7 @@ static int cursor_chunk(cursor *c, rs_error *err)
         return 0;
     }
     unsigned char h[CHUNK_HEADER];
-    if (sget(x, &c->s, h, sizeof h, err) != 0)
+    if (kx_sget(x, &c->s, h, sizeof h, err) != 0)
         return -1;
     uint32_t plen = kx_get32(h + 4);
     if (c->at + CHUNK_HEADER + plen > v->chunks_bytes)
@@ -623,7 +593,7 @@ static int cursor_chunk(cursor *c, rs_error *err)
     c->pay.len = 0;
     if (rs_buf_reserve(&c->pay, (size_t)plen + 1) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (sget(x, &c->s, c->pay.data, plen, err) != 0 ||
+    if (kx_sget(x, &c->s, c->pay.data, plen, err) != 0 ||
         decode_chunk(x, h, (const unsigned char *)c->pay.data, c->at, 1, err) != 0)
         return -1;
     if (c->chunks && v->kfp[0] < c->prev_fp)
@@ -684,14 +654,14 @@ int kx_v2_source(rs_keyidx *x, kx_source **srcs, size_t *n, size_t *cap, rs_erro
  * line, every range's entry at its first chunk. */
 typedef struct {
     rs_keyidx *x;
-    stream lines, table;
+    kx_stream lines, table;
     unsigned char line[RS_KEYIDX_LINE];
     uint64_t lines_read, tabled;
 } side;
 
 static int next_line(side *d, rs_error *err)
 {
-    if (sget(d->x, &d->lines, d->line, sizeof d->line, err) != 0)
+    if (kx_sget(d->x, &d->lines, d->line, sizeof d->line, err) != 0)
         return -1;
     if (kx_get32(d->line + RS_KEYIDX_LINE - 4) != rs_crc32(0, d->line, RS_KEYIDX_LINE - 4))
         return kx_bad(d->x, err, "filter line %llu: CRC-32 mismatch", (unsigned long long)d->lines_read);
@@ -704,7 +674,7 @@ static int table_through(side *d, uint64_t upto, uint64_t value, rs_error *err)
 {
     for (; d->tabled <= upto; d->tabled++) {
         unsigned char b[RS_KEYIDX_ENTRY];
-        if (sget(d->x, &d->table, b, sizeof b, err) != 0)
+        if (kx_sget(d->x, &d->table, b, sizeof b, err) != 0)
             return -1;
         if (kx_get32(b + 8) != kx_entry_crc(d->tabled, kx_get64(b)))
             return kx_bad(d->x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)d->tabled);
@@ -745,7 +715,7 @@ int kx_v2_scan(rs_keyidx *x, int (*each)(void *, uint64_t, const char *, size_t)
     struct rs_keyidx_v2 *v = x->v2;
     cursor c;
     cursor_init(&c, x);
-    side d = {x, {v->filter_at, v->table_at, NULL, 0, 0}, {v->table_at, v->chunks_at, NULL, 0, 0}, {0}, 0, 0};
+    side d = {x, {v->filter_at, v->table_at, NULL, 0, 0, STREAM_BUF}, {v->table_at, v->chunks_at, NULL, 0, 0, STREAM_BUF}, {0}, 0, 0};
     (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     uint64_t range = 0;
     int r;

@@ -11,7 +11,10 @@
  * extra subfield (layout in deflate.h, docs/format.md): the libraries write
  * the deflate data and (ISA-L) the trailer only, and the member's size is
  * patched into the header once it is known. */
+#include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <stdarg.h>
@@ -512,6 +515,23 @@ int rs_deflater_member_lines(rs_deflater *d, const void *const *pieces, const si
     if (crc_out)
         *crc_out = (uint32_t)rs_get_le((const unsigned char *)out->data + out->len - 8, 4);
     return 0;
+}
+
+int rs_crc32_fileat(int dirfd, const char *name, uint32_t *crc)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[1 << 16];
+    ssize_t k;
+    *crc = 0;
+    while ((k = read(fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR))
+        if (k > 0)
+            *crc = rs_crc32(*crc, buf, (size_t)k);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return k < 0 ? -1 : 0;
 }
 
 uint32_t rs_crc32(uint32_t crc, const void *buf, size_t len)

@@ -107,21 +107,6 @@ static char *aside_name(const char *dir)
     return NULL;
 }
 
-/* The CRC-32 of a whole file under dirfd; -1 when it cannot be read. */
-static int file_crc(int dirfd, const char *name, uint32_t *crc)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char buf[1 << 16];
-    ssize_t k;
-    *crc = 0;
-    while ((k = read(fd, buf, sizeof buf)) > 0)
-        *crc = rs_crc32(*crc, buf, (size_t)k);
-    close(fd);
-    return k < 0 ? -1 : 0;
-}
-
 /* Key indexes whose bytes are not their manifest's CRC-32 (a damaged
  * block; their sizes were checked by the open): each a DAMAGE line, and
  * counted in r->indexes_dropped. An index is rebuilt from its file's
@@ -137,7 +122,7 @@ static void survey_indexes(const rs_bucketdir *bd, rs_repair_job_result *r)
         int row;
         if (rs_bucketdir_index_of(bd, k, &name, &size, &want, &row) <= 0)
             continue;
-        if (file_crc(bd->fd, name, &crc) != 0)
+        if (rs_crc32_fileat(bd->fd, name, &crc) != 0)
             add_line(r, "DAMAGE %s/%s: unreadable: %s", bd->path, name, strerror(errno)), damaged++;
         else if (crc != want)
             add_line(r, "DAMAGE %s/%s: CRC-32 %08x, the manifest says %08x", bd->path, name, crc, want), damaged++;

@@ -598,21 +598,6 @@ static int scan_entry(void *ctx, uint64_t fp, const char *key, size_t len)
     return 0;
 }
 
-/* The CRC-32 of a whole file under DIR; -1 when it cannot be read. */
-static int file_crc(int dirfd, const char *name, uint32_t *crc)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char buf[1 << 16];
-    ssize_t k;
-    *crc = 0;
-    while ((k = read(fd, buf, sizeof buf)) > 0)
-        *crc = rs_crc32(*crc, buf, (size_t)k);
-    close(fd);
-    return k < 0 ? -1 : 0;
-}
-
 /* File i's key index against its manifest entry (size, CRC-32), the file
  * it indexes (rows, bytes, CRC-32, mode) and, entry by entry, the file's
  * keys: every fingerprint its key's, the runs sorted, the keys the same
@@ -625,7 +610,7 @@ static void check_index(vstate *s, size_t i)
     uint32_t crc;
     if (asprintf(&path, "%s/%s", s->o->dir, x->name) < 0)
         return;
-    if (file_crc(s->bd.fd, x->name, &crc) != 0)
+    if (rs_crc32_fileat(s->bd.fd, x->name, &crc) != 0)
         diff_line(s, "%s: unreadable: %s", x->name, strerror(errno));
     else if (crc != x->crc32)
         diff_line(s, "%s: CRC-32 %08x, the manifest says %08x", x->name, crc, x->crc32);
