@@ -213,29 +213,29 @@ Test(memory_bound, direct_io_within_budget, .timeout = 600)
 }
 
 /* dedup --append keeps to --memory whatever the size of the history: at
- * --memory 64M -j 2, against a history whose key indexes hold more than
- * 64 MiB (4 million keys on 2 nodes, so that each node's index is also
- * larger than a thread's share), the peak RSS stays within 64 MiB, and so
+ * --memory 32M -j 2, against a history whose key indexes hold more than
+ * 32 MiB (2 million keys on 2 nodes, so that each node's index is also
+ * larger than a thread's share), the peak RSS stays within 32 MiB, and so
  * it does against the same rows as a bucket directory, whose indexes the
  * run builds on the way (reading its rows once). Both write the new
  * generation and the duplicates report a --memory 1G run writes, byte for
- * byte; at 64M the new keys are looked up in several parts (the indexes
+ * byte; at 32M the new keys are looked up in several parts (the indexes
  * are read more than once). The rows are bill ids alone (gen_bills' first
  * column), to keep the data small. */
 Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
 {
-    SH_OK(GEN " --rows 4000000 --seed 3 --dup-share 0 --newline-share 0 2>/dev/null | cut -d, -f1 | gzip -1 > h.csv.gz "
+    SH_OK(GEN " --rows 2000000 --seed 3 --dup-share 0 --newline-share 0 2>/dev/null | cut -d, -f1 | gzip -1 > h.csv.gz "
           "&& { " GEN " --rows 360000 --seed 4 --newline-share 0 2>/dev/null | cut -d, -f1 && "
           "gzip -dc h.csv.gz | awk 'NR > 1 && NR %% 37 == 0'; } | gzip -1 > n.csv.gz && "
           "\"$RS\" dedup --quiet --append --nodes 2 -o H h.csv.gz && \"$RS\" bucket --quiet --nodes 2 -o B h.csv.gz && "
-          "cp -al H H1 && cp -al H H64 && cp -al B B64");
+          "cp -al H H1 && cp -al H H32 && cp -al B B32");
     /* what the summary must say of the history (H's manifest) */
     cmd_result m = sh_in_test_dir("python3 -c 'import json; f = json.load(open(\"H/manifest.json\"))[\"files\"]; "
-                                  "n = sum(x[\"index_bytes\"] for x in f); assert n > 64 << 20, n; "
+                                  "n = sum(x[\"index_bytes\"] for x in f); assert n > 32 << 20, n; "
                                   "print(\"(of %%.1f MB of indexes, %%.1f MB of data)\" %% "
                                   "(n / 1e6, sum(x[\"file_bytes\"] for x in f) / 1e6), end=\"\")'");
     cr_assert_eq(m.rc, 0, "%s", m.err);
-    static const char *const runs[] = {"H1 1G", "H64 64M", "B64 64M"};
+    static const char *const runs[] = {"H1 1G", "H32 32M", "B32 32M"};
     double read[3];
     for (int i = 0; i < 3; i++) {
         char dir[8], mem[8], args[256], *e;
@@ -246,10 +246,10 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
         int rc = peak_of(args, &peak, &e);
         cr_assert_eq(rc, 0, "%s: %s", args, e);
         if (i > 0)
-            cr_assert_leq(peak, 64 * 1024, "%s: peak RSS %ld KiB", args, peak);
+            cr_assert_leq(peak, 32 * 1024, "%s: peak RSS %ld KiB", args, peak);
         cr_assert_gt(peak, 8 * 1024, "the measurement must see the process (%ld KiB)", peak);
-        cr_assert(strstr(e, "dropped: 108108 whose key the history holds"), "%s: %s", args, e);
-        cr_assert(strstr(e, i < 2 ? ", 0 rows re-read" : ", 4000000 rows re-read to build 2 missing"), "%s: %s", args,
+        cr_assert(strstr(e, "dropped: 54054 whose key the history holds"), "%s: %s", args, e);
+        cr_assert(strstr(e, i < 2 ? ", 0 rows re-read" : ", 2000000 rows re-read to build 2 missing"), "%s: %s", args,
                   e);
         cr_assert(i == 2 || strstr(e, m.out), "%s: '%s' not in: %s", args, m.out, e);
         const char *h = strstr(e, "history: ");
@@ -259,9 +259,9 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
         free(e);
     }
     cmd_result_free(&m);
-    cr_assert_gt(read[1], read[0] * 1.5, "at 64M the new keys are looked up in parts: %.1f MB, %.1f at 1G", read[1],
+    cr_assert_gt(read[1], read[0] * 1.5, "at 32M the new keys are looked up in parts: %.1f MB, %.1f at 1G", read[1],
                  read[0]);
-    SH_OK("for d in H64 B64; do for f in 0.csv.gz 1.csv.gz 0.keyidx 1.keyidx; do cmp H1/g00000002/$f $d/g00000002/$f || exit 1; done; "
+    SH_OK("for d in H32 B32; do for f in 0.csv.gz 1.csv.gz 0.keyidx 1.keyidx; do cmp H1/g00000002/$f $d/g00000002/$f || exit 1; done; "
           "cmp H1.dups $d.dups && \"$RS\" verify --quiet $d || exit 1; done");
 }
 

@@ -257,7 +257,8 @@ static void mem_release(kx_source *s) { (void)s; }
 
 static void sort_pending(rs_keyidx_writer *w)
 {
-    qsort(w->ent, w->n, 3 * sizeof *w->ent, cmp_ent);
+    if (w->n)   /* an empty set's array may be NULL: qsort must not see it */
+        qsort(w->ent, w->n, 3 * sizeof *w->ent, cmp_ent);
 }
 
 static int spill_pending(rs_keyidx_writer *w, rs_error *err)

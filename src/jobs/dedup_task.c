@@ -52,6 +52,8 @@ static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *pla
     int r = o.header ? (rows_skip_header(&s, err) < 0 ? -1 : 0) : 0;
     if (r == 0 && rs_keyidx_create(&w, p->at[k].built, err) != 0)
         r = -2;
+    else if (r == 0)   /* the rest of the task's share goes to the reader of the rows */
+        rs_keyidx_set_memory(&w, o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY);
     s.chk = &chk;
     while (r == 0 && (r = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         r = rs_keyidx_add(&w, key, keylen, err) != 0 ? -1 : 0;
