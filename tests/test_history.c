@@ -460,16 +460,18 @@ static double file_size(const char *name)
  * by their bytes (the 100 rows of h.csv, no more: a fresh key is never
  * confirmed) and the index bytes that took; it gives the process's reads
  * as the kernel counts them (rchar covers at least the input, read once);
- * its time is the whole job's: the append stopped for 2 s just before its
- * publication (the stopped time is in no pass) reports at least that much
- * outside pass 1 and pass 2. */
+ * its time is the whole job's: the append held stopped just before its
+ * publication until 2 s have passed (the stopped time is in no pass)
+ * reports at least that much outside pass 1 and pass 2. */
 Test(history, the_summary_counts_confirmed_keys_kernel_reads_and_the_publication)
 {
     summary_inputs();
     cmd_result r = expect(0, "dropped: 100 whose key the history holds",
                           WAIT_SH "RINGSHARD_TEST_PAUSE_AT=publish \"$RS\" dedup --append -o D day.csv 2> e & p=$!; "
                           "wait_stopped $p 'the append to stop before its publication' || exit 1; "
-                          "sleep 2; kill -CONT $p && wait $p; rc=$?; cat e >&2; exit $rc");
+                          "t0=$(date +%%s%%N); wait_for 'two seconds of the append stopped' "
+                          "'[ $(( $(date +%%s%%N) - t0 )) -ge 2000000000 ]' || exit 1; "
+                          "kill -CONT $p && wait $p; rc=$?; cat e >&2; exit $rc");
     unsigned long long keys = 0;
     const char *k = strstr(r.err, "  history keys: ");
     cr_assert(k && sscanf(k, "  history keys: %llu new keys found by their exact bytes", &keys) == 1, "%s", r.err);
