@@ -79,6 +79,7 @@ hdr metrics.h util
 hdr outfile.h util
 hdr procio.h util
 hdr testhook.h util
+hdr timeline.h util
 hdr util.h util
 hdr hash.h hash
 '
