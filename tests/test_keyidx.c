@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ringshard/keyidx.h"
+#include "ringshard/dataset.h"
 #include "support.h"
 
 TestSuite(keyidx, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);

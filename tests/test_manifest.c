@@ -14,8 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "ringshard/json.h"
-#include "ringshard/manifest.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 #include "support.h"
 #include "util/json_read.h"
 

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ringshard/manifest.h"
+#include "ringshard/dataset.h"
 #include "support.h"
 #include "wait.h"
 

@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_stats.h"
 #include "ringshard/job_verify.h"
 #include "ringshard/nodes.h"

@@ -50,7 +50,6 @@
 #include <stdint.h>
 #include "ringshard/error.h"
 #include "ringshard/manifest.h"
-#include "ringshard/pipeline.h"
 
 /* The name of generation gen's directory: "g" and 8 digits ("g00000002"),
  * so that the shell's sorted glob DIR/g* lists them in order (up to
@@ -156,36 +155,27 @@ int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_erro
  * bd is fine). */
 void rs_bucketdir_close(rs_bucketdir *bd);
 
-/* The pipeline inputs for files idx[0..n) of bd (idx NULL: every file, in
- * order): what rs_bucketdir_inputs points a pipeline at, owned here. */
-typedef struct {
-    const char **names, **paths;
-    uint8_t *headerless;
-} rs_bucketdir_sel;
-
-/* Points the pipeline's inputs at files idx[0..n) of bd (idx NULL: every
- * file): inputs get "DIR/<name>" for messages, input_names the names under
- * bd->fd, input_headerless the segments, header_ref the base's header (a
- * lane may start with a segment). sel owns the arrays
- * (rs_bucketdir_sel_free). 0, or -1 when out of memory. */
-int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
-                        rs_bucketdir_sel *sel, rs_error *err);
-
-void rs_bucketdir_sel_free(rs_bucketdir_sel *sel);
-
 /* 1 when file i of bd is a segment of an appended generation (in
  * DIR/g<N>/), 0 when it is a base file. */
 int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i);
 
+/* What a reader found in a file of a directory (rs_bucketdir_check_found):
+ * its size on disk, data rows, data bytes (line ends counted as one LF),
+ * empty lines and the CRC-32 of its data rows as written. */
+typedef struct {
+    uint64_t size, rows, bytes, blank_lines;
+    uint32_t crc;
+} rs_bucketdir_found;
+
 /* Checks what a reader found in file i of bd against its manifest entry:
  * its size on disk (found->size), data rows, data bytes and, with
- * check_crc, the CRC-32 of its data (found->crc, as pipeline input_crc
- * computes it), and with header non-NULL (the header line the file started
- * with; ignored for a file without one (headerless), when the manifest has
- * none or the file is keys-only) the header line. Returns 0, or -1 with RS_EXIT_VERIFY naming
- * the file and what differs (found, then what the manifest says). */
-int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
-                            const char *header, rs_error *err);
+ * check_crc, the CRC-32 of its data (found->crc), and with header non-NULL
+ * (the header line the file started with; ignored for a file without one
+ * (headerless), when the manifest has none or the file is keys-only) the
+ * header line. Returns 0, or -1 with RS_EXIT_VERIFY naming the file and
+ * what differs (found, then what the manifest says). */
+int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdir_found *found, int check_crc,
+                             const char *header, rs_error *err);
 
 /* File i's key index (keyidx.h), as the manifests list it: its own
  * (beside it, in its generation's manifest), or one that a later
@@ -213,7 +203,6 @@ void rs_bucketdir_explain(const rs_bucketdir *bd, rs_error *err);
 
 /* Writing a bucket or move directory (bucket, dedup, plan --emit). */
 #include "ringshard/outdir.h"
-#include "ringshard/ring.h"
 
 /* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
  * else ".csv". */
@@ -233,23 +222,6 @@ char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, 
  * hex digits, NUL-terminated, into out[RS_CHECKSUM_TEXT]. */
 #define RS_CHECKSUM_TEXT 23
 void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT]);
-
-/* m->inputs from a finished run's statistics (their checksums' text in
- * the same block: freeing m->inputs frees them). 0, or -1 with err. */
-int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err);
-
-/* Starts manifest m of `kind` for a finished pipeline run: the ring, the
- * options that shape the files (key, delimiter, header, compression, keys
- * only), every input's statistics (its checksum when the run took one),
- * rejected rows and seconds; m->files gets
- * room for nfiles entries (nfiles itself is left 0). Strings point into
- * kind, ring, po and res (they must outlive m), the checksums into the
- * block of m->inputs; m->inputs and m->files are
- * malloc'd for the caller to free. The caller fills files, rows and bytes
- * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
- * when out of memory. */
-int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
-                      const rs_pipeline_result *res, size_t nfiles, rs_error *err);
 
 /* Writes m as manifest.json into od's temporary directory. Returns 0, or -1
  * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */

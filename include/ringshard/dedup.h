@@ -38,7 +38,7 @@
 #include "ringshard/csv.h"
 #include "ringshard/deflate.h"
 #include "ringshard/error.h"
-#include "ringshard/manifest.h"
+#include "ringshard/dataset.h"
 #include "ringshard/reader.h"
 
 #define RS_DEDUP_CHUNK (1u << 20)   /* uncompressed bytes per output member */

@@ -21,7 +21,7 @@
 #include <stdio.h>
 #include "ringshard/dedup.h"
 #include "ringshard/error.h"
-#include "ringshard/keyidx.h"
+#include "ringshard/dataset.h"
 
 /* What the filter holds apart from a part: the new bucket's reader (its
  * buffer, which grows to twice a row at worst past 1 MiB, and the codec's

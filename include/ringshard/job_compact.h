@@ -6,9 +6,8 @@
 #define RINGSHARD_JOB_COMPACT_H
 
 #include <stdint.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/error.h"
-#include "ringshard/outdir.h"
 
 typedef struct {
     const char *dir;          /* the bucket directory */

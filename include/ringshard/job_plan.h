@@ -9,7 +9,7 @@
 #define RINGSHARD_JOB_PLAN_H
 
 #include <stdint.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/error.h"
 #include "ringshard/nodes.h"
 #include "ringshard/pipeline.h"

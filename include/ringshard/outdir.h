@@ -10,7 +10,7 @@
  * replaced in one step (renameat2 RENAME_EXCHANGE), then the old one
  * removed; where the file system cannot, in two renames (the next run
  * restores DIR if killed between them). The design note is at the top of
- * src/pipeline/outdir.c. */
+ * src/dataset/outdir.c. */
 #ifndef RINGSHARD_OUTDIR_H
 #define RINGSHARD_OUTDIR_H
 

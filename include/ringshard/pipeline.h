@@ -312,4 +312,50 @@ void rs_pipeline_interrupt(void);
 /* 1 once rs_pipeline_interrupt was called. */
 int rs_pipeline_interrupted(void);
 
+/* Bucket and move directories (ringshard/dataset.h) as a pipeline run
+ * reads and writes them: a directory's files as the run's inputs, what the
+ * run found checked against their manifests, and a manifest started from
+ * a finished run. */
+#include "ringshard/dataset.h"
+#include "ringshard/ring.h"
+
+/* The pipeline inputs for files idx[0..n) of bd (idx NULL: every file, in
+ * order): what rs_bucketdir_inputs points a pipeline at, owned here. */
+typedef struct {
+    const char **names, **paths;
+    uint8_t *headerless;
+} rs_bucketdir_sel;
+
+/* Points the pipeline's inputs at files idx[0..n) of bd (idx NULL: every
+ * file): inputs get "DIR/<name>" for messages, input_names the names under
+ * bd->fd, input_headerless the segments, header_ref the base's header (a
+ * lane may start with a segment). sel owns the arrays
+ * (rs_bucketdir_sel_free). 0, or -1 when out of memory. */
+int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
+                        rs_bucketdir_sel *sel, rs_error *err);
+
+void rs_bucketdir_sel_free(rs_bucketdir_sel *sel);
+
+/* rs_bucketdir_check_found with what a pipeline run found in file i of bd
+ * (its input statistics; found->crc as input_crc computes it). */
+int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
+                            const char *header, rs_error *err);
+
+/* m->inputs from a finished run's statistics (their checksums' text in
+ * the same block: freeing m->inputs frees them). 0, or -1 with err. */
+int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err);
+
+/* Starts manifest m of `kind` for a finished pipeline run: the ring, the
+ * options that shape the files (key, delimiter, header, compression, keys
+ * only), every input's statistics (its checksum when the run took one),
+ * rejected rows and seconds; m->files gets
+ * room for nfiles entries (nfiles itself is left 0). Strings point into
+ * kind, ring, po and res (they must outlive m), the checksums into the
+ * block of m->inputs; m->inputs and m->files are
+ * malloc'd for the caller to free. The caller fills files, rows and bytes
+ * (and, for moves, the new ring). Returns 0, or -1 with err (RS_EXIT_IO)
+ * when out of memory. */
+int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                      const rs_pipeline_result *res, size_t nfiles, rs_error *err);
+
 #endif

@@ -5,7 +5,7 @@
 #include "cli/cli.h"
 #include "cluster/world.h"
 #include "ringshard/job_bucket.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/util.h"
 
 static const char bucket_help[] =

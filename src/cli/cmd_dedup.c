@@ -8,7 +8,7 @@
 #include "cluster/world.h"
 #include "ringshard/job_dedup.h"
 #include "ringshard/util.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 
 static const char dedup_help[] =
     "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"

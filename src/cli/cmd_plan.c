@@ -11,7 +11,7 @@
 #include "cli/plan_print.h"
 #include "cluster/world.h"
 #include "ringshard/job_plan.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 
 /* The ring options the job takes ready: the old side's ring (unless
  * --from-buckets takes it from the manifest) and the new side's count. */

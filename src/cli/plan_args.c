@@ -5,7 +5,7 @@
 #include <string.h>
 #include "cli/plan_args.h"
 #include "cli/plan_print.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 
 enum {
     OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_ADD,

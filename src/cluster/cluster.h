@@ -6,8 +6,7 @@
 #ifndef RS_CLUSTER_CLUSTER_H
 #define RS_CLUSTER_CLUSTER_H
 
-#include "ringshard/bucketdir.h"
-#include "ringshard/outdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/outfile.h"
 #include "ringshard/pipeline.h"
 

@@ -27,7 +27,7 @@
 #include "ringshard/buf.h"
 #include "ringshard/hash.h"
 #include "dedup/rows.h"
-#include "ringshard/keyidx.h"
+#include "ringshard/dataset.h"
 
 #define TABLE_SEED 0x7ab1e000u
 #define SPLIT_SEED 0x5b117000u

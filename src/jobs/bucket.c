@@ -14,10 +14,8 @@
 #include "cluster/cluster.h"
 #include "cluster/world.h"
 #include "jobs/generation.h"
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"
-#include "ringshard/manifest.h"
-#include "ringshard/outdir.h"
 #include "ringshard/timeline.h"
 #include "ringshard/util.h"
 

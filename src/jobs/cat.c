@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "dedup/rows.h"
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "ringshard/job_cat.h"
 #include "ringshard/nodes.h"

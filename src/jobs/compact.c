@@ -13,13 +13,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/job_compact.h"
-#include "ringshard/keyidx.h"
-#include "ringshard/manifest.h"
-#include "ringshard/outdir.h"
 #include "ringshard/util.h"
 #include "rs_config.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "dedup/rows.h"
-#include "ringshard/keyidx.h"
+#include "ringshard/dataset.h"
 #include "ringshard/pipeline.h"
 
 int rs_placed_on(void *ctx, const char *key, size_t keylen)

@@ -7,7 +7,7 @@
 #define RS_JOBS_DEDUP_TASK_H
 
 #include <stdint.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/dedup.h"
 #include "ringshard/history.h"
 #include "ringshard/ring.h"

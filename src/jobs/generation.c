@@ -41,25 +41,7 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
     if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open_flags(&g->bd, dir, RS_BUCKETDIR_TOLERANT, err) != 0)
         return -1;
     g->opened = 1;
-    /* a generation after a damaged chain would be read by no one (and a
-     * dedup --append would check keys against part of the history) */
-    if (rs_bucketdir_refuse_damage(&g->bd, "--append", err) != 0)
-        return -1;
-    const rs_manifest *m = &g->bd.m;
-    if (strcmp(m->kind, "buckets") != 0)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: kind '%s': --append adds rows to bucket directories", g->mpath,
-                            m->kind);
-    if (m->header && !m->header_line)
-        return rs_error_set(err, RS_EXIT_USAGE,
-                            "%s: DIR has no header line yet (its inputs were empty): replace it (--force) with "
-                            "the new inputs instead of appending",
-                            g->mpath);
-    g->gen = g->bd.last_gen + 1;
-    if (g->gen > RS_GEN_MAX)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: holds %" PRIu64 " generations, the most there can be: compact it",
-                            dir, g->bd.last_gen);
-    rs_gen_dir_name(g->gen, g->gen_name);
-    return 0;
+    return rs_gen_next(&g->bd, g->mpath, &g->gen, g->gen_name, err);
 }
 
 /* ------------------------------------------------------------- options */
@@ -600,75 +582,11 @@ char *rs_gen_path(const rs_gen *g, const char *name)
     return asprintf(&p, "%s/%s", g->gen_tmp, name) < 0 ? NULL : p;
 }
 
-void rs_gen_first(rs_manifest *m)
-{
-    m->schema = 2;
-    m->generation = 1;
-    for (size_t i = 0; i < m->ninputs; i++)
-        m->inputs[i].generation = 1;
-}
-
-/* A schema-1 base manifest as schema 2 (generation 1: its inputs are
- * generation 1's), into the staging directory; *digest gets its digest. */
-static int write_upgrade(rs_gen *g, uint64_t digest[2], rs_error *err)
-{
-    rs_manifest up = g->bd.m;   /* shallow: only the copy's numbers change */
-    rs_manifest_input *in = calloc(up.ninputs + 1, sizeof *in);
-    if (!in)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    memcpy(in, up.inputs, up.ninputs * sizeof *in);
-    up.inputs = in;
-    rs_gen_first(&up);
-    char *path = rs_outdir_path(&g->od, "manifest.json");
-    int rc = path ? rs_manifest_write(&up, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    free(in);
-    rs_manifest back = {0};
-    if (rc == 0)
-        rc = rs_manifest_readat(&back, AT_FDCWD, path, path, digest, err);
-    rs_manifest_free(&back);
-    free(path);
-    return rc;
-}
-
-/* Rank 0: the manifests, then the publication's names. */
-static int write_manifests(rs_gen *g, rs_manifest *m, int *upgrade, rs_error *err)
-{
-    const rs_manifest *b = &g->bd.m;
-    uint64_t prev[2];
-    memcpy(prev, g->bd.ngens ? g->bd.gen_digests[g->bd.ngens - 1] : g->bd.base_digest, sizeof prev);
-    *upgrade = b->schema < 2;
-    if (*upgrade && write_upgrade(g, prev, err) != 0)
-        return -1;
-    char hex[33];
-    rs_manifest_digest_hex(prev, hex);
-    m->schema = m->segment_header ? 3 : 2;   /* 3: a reader of 2 would misread the header */
-    m->kind = "generation";
-    m->generation = g->gen;
-    m->previous = hex;
-    m->ring_description = b->ring_description;
-    m->ring_fingerprint = b->ring_fingerprint;
-    m->key = b->key;
-    m->key_sep = b->key_sep;
-    m->delimiter = b->delimiter;
-    m->header = b->header;
-    m->header_line = b->header_line;
-    m->compress = b->compress;
-    m->level = b->level;
-    m->keys_only = b->keys_only;
-    for (size_t i = 0; i < m->ninputs; i++)
-        m->inputs[i].generation = g->gen;
-    char *path = rs_gen_path(g, "manifest.json");
-    int rc = path ? rs_manifest_write(m, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    free(path);
-    m->previous = NULL;  /* hex is this function's */
-    return rc;
-}
-
 int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
 {
     int upgrade = 0;
     if (rs_world_rank() == 0 && !err->code)
-        write_manifests(g, m, &upgrade, err);
+        rs_gen_write_manifests(&g->bd, &g->od, g->gen, g->gen_tmp, m, &upgrade, err);
     const char *names[2] = {"manifest.json", g->gen_name};
     int rc = rs_cluster_outdir_end_into(&g->od, upgrade ? names : names + 1, upgrade ? 2 : 1, err);
     g->staged = 0;   /* published or removed */

@@ -27,15 +27,17 @@
  *
  * Under MPI every function is collective: rank 0 holds the lock, decides
  * and publishes; every rank opens DIR at rank 0's state and stages into the
- * same temporary directory. */
+ * same temporary directory. What a generation is as a format (its name,
+ * the checks that DIR can take one more, its manifest and the chain's
+ * digest) is the dataset layer's (ringshard/dataset.h: rs_gen_next,
+ * rs_gen_write_manifests, rs_gen_first); this file adds the collectives,
+ * the lock's rank and the job's options and inputs. */
 #ifndef RS_JOBS_GENERATION_H
 #define RS_JOBS_GENERATION_H
 
 #include <stdint.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"  /* rs_on_seen, RS_GIVEN_* */
-#include "ringshard/manifest.h"
-#include "ringshard/outdir.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 
@@ -135,9 +137,5 @@ int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
  * array, the caller's to free). 0, or -1 with err. */
 int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
                   const char ***sel, rs_error *err);
-
-/* The manifest of a fresh bucket directory that will grow: schema 2,
- * generation 1, every input recorded as ingested by generation 1. */
-void rs_gen_first(rs_manifest *m);
 
 #endif

@@ -15,11 +15,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <fcntl.h>
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "ringshard/job_compact.h"
 #include "ringshard/job_repair.h"
-#include "ringshard/outdir.h"
 #include "ringshard/util.h"
 
 static void add_line(rs_repair_job_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

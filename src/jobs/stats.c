@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cluster/cluster.h"
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_stats.h"
 #include "ringshard/stats.h"
 #include "ringshard/util.h"

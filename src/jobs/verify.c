@@ -13,11 +13,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cluster/cluster.h"
-#include "ringshard/bucketdir.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_verify.h"
 #include "ringshard/deflate.h"
 #include "ringshard/hash.h"
-#include "ringshard/keyidx.h"
 #include "ringshard/ring.h"
 #include "ringshard/util.h"
 

@@ -1,15 +1,15 @@
 /* What the jobs share about their outputs and options: a bucket or move
- * directory's data file names and paths and its manifest (bucket, dedup,
- * plan --emit), the pipeline options' defaults, and the thread check the
- * jobs make before they create an output. */
+ * directory's manifest started from a finished run (bucket, dedup, plan
+ * --emit), a directory's files as a run's inputs and checked against what
+ * the run found, the pipeline options' defaults, and the thread check the
+ * jobs make before they create an output. The directory's format itself
+ * is the dataset layer's (ringshard/dataset.h). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ringshard/bucketdir.h"
-#include "ringshard/deflate.h"
-#include "ringshard/util.h"
+#include "ringshard/pipeline.h"
 #include "rs_config.h"
 
 void rs_pipeline_opts_default(rs_pipeline_opts *po)
@@ -21,43 +21,6 @@ void rs_pipeline_opts_default(rs_pipeline_opts *po)
     po->memory = 1ULL << 30;
     po->compress = 1;
     po->level = 1;
-}
-
-const char *rs_data_ext(int compress)
-{
-    return compress == RS_COMPRESS_ZSTD ? ".csv.zst" : compress ? ".csv.gz" : ".csv";
-}
-
-char *rs_data_file(const char *a, const char *b, int compress)
-{
-    char *sa = rs_safe_filename(a), *sb = b ? rs_safe_filename(b) : NULL;
-    char *name = NULL;
-    if (sa && (sb || !b)) {
-        size_t n = strlen(sa) + (sb ? strlen(sb) + 2 : 0) + strlen(rs_data_ext(compress)) + 1;
-        if ((name = malloc(n)))
-            snprintf(name, n, "%s%s%s%s", sa, sb ? "__" : "", sb ? sb : "", rs_data_ext(compress));
-    }
-    free(sa);
-    free(sb);
-    return name;
-}
-
-char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err)
-{
-    char **paths = calloc(n ? n : 1, sizeof *paths);
-    for (size_t i = 0; paths && i < n; i++)
-        if (!(paths[i] = rs_outdir_path(od, names[i]))) {
-            rs_free_strings(paths, i);
-            paths = NULL;
-        }
-    if (!paths)
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-    return paths;
-}
-
-void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT])
-{
-    snprintf(out, RS_CHECKSUM_TEXT, "crc64:%016" PRIx64, crc64);
 }
 
 int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err)
@@ -112,12 +75,47 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     return 0;
 }
 
-int rs_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err)
+int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
+                        rs_bucketdir_sel *sel, rs_error *err)
 {
-    char *path = rs_outdir_path(od, "manifest.json");
-    int rc = path ? rs_manifest_write(m, path, err) : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    free(path);
-    return rc;
+    size_t k = idx ? n : bd->nfiles;
+    memset(sel, 0, sizeof *sel);
+    sel->names = malloc((k ? k : 1) * sizeof *sel->names);
+    sel->paths = malloc((k ? k : 1) * sizeof *sel->paths);
+    sel->headerless = malloc(k ? k : 1);
+    if (!sel->names || !sel->paths || !sel->headerless) {
+        rs_bucketdir_sel_free(sel);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    for (size_t j = 0; j < k; j++) {
+        size_t i = idx ? idx[j] : j;
+        sel->names[j] = bd->names[i];
+        sel->paths[j] = bd->paths[i];
+        sel->headerless[j] = bd->headerless[i];
+    }
+    po->inputs = sel->paths;
+    po->input_names = sel->names;
+    po->input_headerless = sel->headerless;
+    po->header_ref = bd->m.header ? bd->m.header_line : NULL;
+    po->input_dirfd = bd->fd;
+    po->ninputs = k;
+    return 0;
+}
+
+void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
+{
+    free(sel->names);
+    free(sel->paths);
+    free(sel->headerless);
+    memset(sel, 0, sizeof *sel);
+}
+
+int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
+                            const char *header, rs_error *err)
+{
+    rs_bucketdir_found f = {.size = found->size, .rows = found->rows, .bytes = found->bytes,
+                            .blank_lines = found->blank_lines, .crc = found->crc};
+    return rs_bucketdir_check_found(bd, i, &f, check_crc, header, err);
 }
 
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -2,7 +2,7 @@
  * published by renaming one over its target.
  *
  * Every temporary is a sibling of what it becomes: "<stem>.ringshard-tmp.
- * <pid>.<8 hex digits>" (directories: pipeline/outdir.c; files:
+ * <pid>.<8 hex digits>" (directories: dataset/outdir.c; files:
  * util/outfile.c), so that a rename publishes it in one step, and a killed
  * run's leftovers are recognised by the next run on the same target (the
  * pid is gone) and removed. Internal to the library. */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <ringshard/job_bucket.h>
 #include <ringshard/job_verify.h>
-#include <ringshard/outdir.h>
+#include <ringshard/dataset.h>
 #include <ringshard/ring.h>
 
 #define ROWS 1000

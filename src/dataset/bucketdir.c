@@ -897,41 +897,6 @@ void rs_bucketdir_close(rs_bucketdir *bd)
     bd->fd = -1;
 }
 
-int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,
-                        rs_bucketdir_sel *sel, rs_error *err)
-{
-    size_t k = idx ? n : bd->nfiles;
-    memset(sel, 0, sizeof *sel);
-    sel->names = malloc((k ? k : 1) * sizeof *sel->names);
-    sel->paths = malloc((k ? k : 1) * sizeof *sel->paths);
-    sel->headerless = malloc(k ? k : 1);
-    if (!sel->names || !sel->paths || !sel->headerless) {
-        rs_bucketdir_sel_free(sel);
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
-    for (size_t j = 0; j < k; j++) {
-        size_t i = idx ? idx[j] : j;
-        sel->names[j] = bd->names[i];
-        sel->paths[j] = bd->paths[i];
-        sel->headerless[j] = bd->headerless[i];
-    }
-    po->inputs = sel->paths;
-    po->input_names = sel->names;
-    po->input_headerless = sel->headerless;
-    po->header_ref = bd->m.header ? bd->m.header_line : NULL;
-    po->input_dirfd = bd->fd;
-    po->ninputs = k;
-    return 0;
-}
-
-void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
-{
-    free(sel->names);
-    free(sel->paths);
-    free(sel->headerless);
-    memset(sel, 0, sizeof *sel);
-}
-
 int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i)
 {
     return bd->file_gen[i] != (bd->m.generation ? bd->m.generation : 1);
@@ -985,8 +950,8 @@ static int differs(const rs_bucketdir *bd, size_t i, const char *what, uint64_t 
     return -1;
 }
 
-int rs_bucketdir_check_file(const rs_bucketdir *bd, size_t i, const rs_input_stats *found, int check_crc,
-                            const char *header, rs_error *err)
+int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdir_found *found, int check_crc,
+                             const char *header, rs_error *err)
 {
     const rs_manifest_file *f = bd->files[i];
     if (found->rows != f->rows)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "dedup/keyidx_impl.h"
+#include "dataset/keyidx_impl.h"
 #include "ringshard/deflate.h"
 #include "rs_config.h"
 #if RS_HAVE_ISAL

@@ -23,7 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "dedup/keyidx_impl.h"
+#include "dataset/keyidx_impl.h"
 #include "ringshard/deflate.h"
 #include "ringshard/hash.h"
 

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dedup/keyidx_impl.h"
+#include "dataset/keyidx_impl.h"
 #include "ringshard/deflate.h"
 
 int kx_v1_open(rs_keyidx *x, const unsigned char *h, rs_error *err)

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
-#include "dedup/keyidx_impl.h"
+#include "dataset/keyidx_impl.h"
 #include "ringshard/deflate.h"
 
 enum { SPILL_BUF = 1 << 16, REGION_BUF = 1 << 16 };
