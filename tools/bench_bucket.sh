@@ -22,6 +22,11 @@
 #                          through the page cache and with oflag=direct)
 #   BUFFERED=1             also time ringshard gzip and --compress none with
 #                          --direct-io off (0: skip)
+#   TIMELINE=1             after the rounds, one more gzip and one more
+#                          --compress none run each record their thread
+#                          timeline (RINGSHARD_TIMELINE), summed up in the
+#                          report by tools/timeline.sh: where the cores
+#                          waited (0: skip)
 #   PERF=1                 profile ringshard gzip and --compress none under
 #                          `perf record -F 999` (each run, as extra steps) for
 #                          the CPU table: CPU seconds by library (ringshard's
@@ -67,6 +72,7 @@ DD_MB=${DD_MB:-1024}
 ZSTD=${ZSTD:-1}
 BUFFERED=${BUFFERED:-1}
 PERF=${PERF:-1}
+TIMELINE=${TIMELINE:-1}
 
 TOOLS=$(cd "$(dirname "$0")" && pwd)
 TAB=$'\t'
@@ -351,6 +357,16 @@ for run in $(seq 1 "$RUNS"); do
     sync
   fi
 done
+if [ "$TIMELINE" = 1 ]; then
+  note "timelines: one more gzip and one more --compress none run"
+  for step in "gzip" "none --compress none"; do
+    read -r name args <<<"$step"
+    # shellcheck disable=SC2086 # $args is one option or none
+    RINGSHARD_TIMELINE="$WORK/timeline_$name.tsv" "$RINGSHARD" bucket --key bill_id -o "$RUNS_DIR/timeline_$name" \
+      --quiet $args "${rs_extra[@]}" "$GZ" || die "the timeline run ($name) failed"
+    sync
+  done
+fi
 note "deleting the runs' outputs"
 rm -rf "$RUNS_DIR" "$DDTEST"
 rm -f "$WORK"/.time.*
@@ -558,6 +574,18 @@ REPORT=$WORK/bench_bucket.md
     echo "| T(gzip in -> gzip out) - T(zstd in -> gzip out), s | $gain | >= T(igzip -dc) - T(zstd -dc) = $floor_gain | $(verdict "$gain" ">=" "$floor_gain") |"
     echo "| T(zstd in -> zstd out) / ((T(zstd -dc) + T(zstd -1)) / 2) | $rz | <= 1.5 | $(verdict "$rz" "<=" 1.5) |"
     echo "| peak RSS of the zstd runs, MB | $(awk -v m="$rss_zst" 'BEGIN { if (m == "") print "n/a"; else printf "%.1f", m / 1024 }') | <= 1024 (--memory 1G) | $(verdict "$(awk -v m="$rss_zst" 'BEGIN { if (m == "") print "n/a"; else printf "%.1f", m / 1024 }')" "<=" 1024) |"
+  fi
+  if [ "$TIMELINE" = 1 ]; then
+    echo
+    echo "Thread timelines of one more run each (\`RINGSHARD_TIMELINE=FILE\`, summed up by \`tools/timeline.sh FILE\`):"
+    echo "each stage's seconds over all threads, on a core, runnable but waiting for one, and asleep; the"
+    echo "core-seconds no stage used, given to the stage that ran alone meanwhile."
+    for name in gzip none; do
+      echo
+      echo '```'
+      bash "$TOOLS/timeline.sh" "$WORK/timeline_$name.tsv" "$(nproc)" | sed "1s|.*|$name output: &|"
+      echo '```'
+    done
   fi
   if [ "$awk_n" -gt 0 ]; then
     echo
