@@ -221,7 +221,9 @@ typedef struct {
     int phase;              /* 0 parsing, 1 merged, 2 merged and failed */
     uint32_t next_dest;     /* claimed 4 at a time */
     int werr;
-    int left, all_left;     /* threads done with the batch; 1 once all are */
+    int left;               /* threads done with the batch */
+    int failed, io_failed;  /* the merge's verdict; the last batch's direct writes failed */
+    rs_error io_err;
 } batch_sched;
 
 /* Waits for the last group's merge: spin briefly (a merge takes
@@ -369,83 +371,94 @@ static void write_dests(pipe_state *s, run_state *r, batch *b, batch_sched *bs, 
     }
 }
 
-/* One batch, b, while `next` is produced. 0 to go on, -1 with err to stop. */
-static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_error *err)
+/* Before batch b: a stop signal, a read error, the outputs' header
+ * lines (once the first batch shows what they are), the end of the
+ * inputs; then the line numbers where b starts and a BAD batch taken.
+ * 1 to run b, 0 to stop (err set, or the end). */
+static int batch_begin(pipe_state *s, run_state *r, batch *b, rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
-    rs_pipeline_result *res = s->res;
-    int G = r->G, T = r->T;
-    uint32_t ndest = r->ndest;
-    scatter *sc = &r->sc;
-    thread_acc *acc = r->acc;
-    /* One parallel region a batch. Whoever arrives first produces the
-     * next batch (inflating it) while the others parse this one's
-     * groups; the thread that finishes the last group merges the counts
-     * and checks for errors in input order; then all compress and
-     * write. The producer joins whatever step is under way when it is
-     * done: no barrier waits for it before the end of the region. */
+    double tl = rs_timeline_start();
+    /* First: a read that a signal cut short failed because of it */
+    if (rs_interrupt_pending()) {
+        rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
+        return 0;
+    }
+    if (b->err.code) {
+        rs_error_set(err, b->err.code, "%s", b->err.msg);
+        s->res->fail_input = b->input;
+        return 0;
+    }
+    if (o->dest_paths && !r->headers_written && (b->end || b->len) && rs_pipe_emit_headers(s, r, err) != 0)
+        return 0;
+    if (b->end)
+        return 0;
     if (b->unit_first && b->unit > 0) {  /* numbering continues from the unit's base */
         r->input_lines[b->input] = b->line_base;
         r->input_records[b->input] = b->record_base;
     }
     r->input_lines[b->input] += b->start_line;
     if (b->bad && take_bad_batch(s, b, r->quarantine, r->input_lines, r->input_records, err) != 0) {
-        res->fail_input = b->input;
-        return -1;
+        s->res->fail_input = b->input;
+        return 0;
     }
     reset_counts(r);
-    batch_sched bs = {0};
-    int failed = 0, io_failed = 0;
-    rs_error io_err = {0};
-#pragma omp parallel num_threads(T)
-    {
-        int t = omp_get_thread_num();
-        double tl = rs_timeline_start();
-        if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0) {
-            rs_pipe_produce(s, next);
-            rs_timeline_end(RS_TL_PRODUCE, tl);
-        }
-        for (;;) {
-            int g = __atomic_fetch_add(&bs.next_group, 1, __ATOMIC_RELAXED);
-            if (g >= G)
-                break;
-            tl = rs_timeline_start();
-            if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
-                rs_pipe_parse_range(s, b, t + s->o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, sc, &acc[g]);
-            rs_timeline_end(RS_TL_PARSE, tl);
-            if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
-                /* the last batch's direct writes, done while this one was
-                 * parsed: the arena is free for this one's */
-                tl = rs_timeline_start();
-                io_failed = r->dx && rs_direct_drain(r->dx, &io_err) != 0;
-                rs_timeline_end(RS_TL_DRAIN, tl);
-                tl = rs_timeline_start();
-                failed = io_failed || merge_batch(s, b, acc, G, r->quarantine, r->input_lines, r->input_records, err);
-                rs_timeline_end(RS_TL_MERGE, tl);
-                publish_phase(&bs.phase, failed ? 2 : 1);
-            }
-        }
-        tl = rs_timeline_start();
-        wait_for_phase(&bs.phase);
-        rs_timeline_end(RS_TL_WAIT_MERGE, tl);
-        tl = rs_timeline_start();
-        if (bs.phase == 1 && o->dest_paths)
-            write_dests(s, r, b, &bs, t);
-        rs_timeline_end(RS_TL_WRITE, tl);
-        tl = rs_timeline_start();
-        /* Leave the region together, the early ones asleep: at the
-         * region's end libgomp's barrier spins (GOMP_SPINCOUNT, 300,000
-         * rounds unless the environment says otherwise) while the last
-         * thread still writes, CPU time taken from the producer or from
-         * other processes (docs/performance.md, OpenMP waiting). */
-        if (__atomic_add_fetch(&bs.left, 1, __ATOMIC_ACQ_REL) == omp_get_num_threads())
-            publish_phase(&bs.all_left, 1);
-        else
-            wait_for_phase(&bs.all_left);
-        rs_timeline_end(RS_TL_WAIT_END, tl);
-    }
+    rs_timeline_end(RS_TL_BETWEEN, tl);
+    return 1;
+}
+
+/* Thread t's part of batch b while `next` is produced: whoever arrives
+ * first produces the next batch (inflating it) while the others parse
+ * this one's groups; the thread that finishes the last group merges the
+ * counts and checks for errors in input order; then all compress and
+ * write. The producer joins whatever step is under way when it is done:
+ * no barrier waits for it before the batch's end. */
+static void batch_team(pipe_state *s, run_state *r, batch *b, batch *next, batch_sched *bs, int t, rs_error *err)
+{
+    int G = r->G;
     double tl = rs_timeline_start();
-    int werr = bs.werr;
+    if (__atomic_exchange_n(&bs->producer, 1, __ATOMIC_ACQ_REL) == 0) {
+        rs_pipe_produce(s, next);
+        rs_timeline_end(RS_TL_PRODUCE, tl);
+    }
+    for (;;) {
+        int g = __atomic_fetch_add(&bs->next_group, 1, __ATOMIC_RELAXED);
+        if (g >= G)
+            break;
+        tl = rs_timeline_start();
+        if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
+            rs_pipe_parse_range(s, b, t + s->o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, &r->sc,
+                                &r->acc[g]);
+        rs_timeline_end(RS_TL_PARSE, tl);
+        if (__atomic_add_fetch(&bs->groups_done, 1, __ATOMIC_ACQ_REL) == G) {
+            /* the last batch's direct writes, done while this one was
+             * parsed: the arena is free for this one's */
+            tl = rs_timeline_start();
+            bs->io_failed = r->dx && rs_direct_drain(r->dx, &bs->io_err) != 0;
+            rs_timeline_end(RS_TL_DRAIN, tl);
+            tl = rs_timeline_start();
+            bs->failed = bs->io_failed ||
+                         merge_batch(s, b, r->acc, G, r->quarantine, r->input_lines, r->input_records, err);
+            rs_timeline_end(RS_TL_MERGE, tl);
+            publish_phase(&bs->phase, bs->failed ? 2 : 1);
+        }
+    }
+    tl = rs_timeline_start();
+    wait_for_phase(&bs->phase);
+    rs_timeline_end(RS_TL_WAIT_MERGE, tl);
+    tl = rs_timeline_start();
+    if (bs->phase == 1 && s->o->dest_paths)
+        write_dests(s, r, b, bs, t);
+    rs_timeline_end(RS_TL_WRITE, tl);
+}
+
+/* After batch b, on the last thread done with it: the stop signal, the
+ * errors in input order, the rows counted, the write-behind told. 0 to
+ * go on, -1 with err to stop. */
+static int batch_end(pipe_state *s, run_state *r, batch *b, const batch_sched *bs, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    uint32_t ndest = r->ndest;
     rs_test_pause("batch_written");
     /* Stop within the batch: under mpirun, the launcher kills a rank
      * that does not exit about two seconds after a ^C (Open MPI's
@@ -454,67 +467,116 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
         rs_error_clear(err);
         return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     }
-    if (io_failed)
-        return rs_error_set(err, io_err.code, "%s", io_err.msg);
-    if (failed || (b->unit_last && check_unit(o, b, r->input_lines, r->input_records, err) != 0)) {
-        res->fail_input = b->input;
+    if (bs->io_failed)
+        return rs_error_set(err, bs->io_err.code, "%s", bs->io_err.msg);
+    if (bs->failed || (b->unit_last && check_unit(o, b, r->input_lines, r->input_records, err) != 0)) {
+        s->res->fail_input = b->input;
         return -1;
     }
-    if (werr) {
-        for (int t = 0; t < T; t++)
+    if (bs->werr) {
+        for (int t = 0; t < r->T; t++)
             if (r->terr[t].code)
                 return rs_error_set(err, r->terr[t].code, "%s", r->terr[t].msg);
         return -1;
     }
     if (!o->dest_paths)
-        for (int g = 0; g < G; g++)
+        for (int g = 0; g < r->G; g++)
             for (uint32_t d = 0; d < ndest; d++)
-                r->df[d].st.rows += sc->count[(size_t)g * ndest + d].rows;
+                r->df[d].st.rows += r->sc.count[(size_t)g * ndest + d].rows;
     if (r->wb_lens) {
         for (uint32_t d = 0; d < ndest; d++)
             r->wb_lens[d] = r->df[d].st.file_bytes;
         rs_writeback_post(r->wb, r->wb_lens);
     }
-    rs_timeline_end(RS_TL_BETWEEN, tl);
     return 0;
 }
 
+/* The team between two batches: the last thread done with a batch ends
+ * it and begins the next (batch_between), then releases the others by
+ * advancing `turn`; they wait for that as wait_for_turn says. */
+typedef struct {
+    batch_sched bs;        /* the batch under way */
+    int slot;              /* its buffer: s->b[slot]; the other is produced */
+    int go;                /* 0 once the team is to leave */
+    int turn;              /* batches ended: the waiters' futex word */
+} team_state;
+
+/* Waits until *turn is past `seen`: spinning up to about 200
+ * microseconds, then asleep on the futex. A thread that ends its share of
+ * a batch first usually waits for the others' last destinations and the
+ * batch's end, a fraction of a millisecond; put to sleep, it took 2 to
+ * 8 ms to run again on a two-core VM (a futex wake of an idle virtual
+ * CPU), a sixth of the wall time lost at every batch's start and end
+ * (docs/performance.md, where the second core waits). The spin is
+ * bounded by time, not by count, so that a loaded machine loses at most
+ * that much a batch to it. */
+static void wait_for_turn(int *turn, int seen)
+{
+    double until = 0;
+    for (unsigned n = 0; __atomic_load_n(turn, __ATOMIC_ACQUIRE) == seen; n++) {
+        if ((n & 255) == 255) {
+            double t = now();
+            if (until == 0)
+                until = t + 200e-6;
+            else if (t > until) {
+                syscall(SYS_futex, turn, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+                continue;
+            }
+        }
+        _mm_pause();
+    }
+}
+
+/* On the last thread done with a batch: ends it, begins the next one,
+ * and releases the team. */
+static void batch_between(pipe_state *s, run_state *r, team_state *ts, rs_error *err)
+{
+    int go = batch_end(s, r, &s->b[ts->slot], &ts->bs, err) == 0;
+    if (go) {
+        ts->slot = 1 - ts->slot;
+        if (s->o->progress && now() - r->last_progress > 0.25) {
+            progress_line(s, r->t0, 0);
+            r->last_progress = now();
+        }
+        memset(&ts->bs, 0, sizeof ts->bs);
+        go = batch_begin(s, r, &s->b[ts->slot], err);
+    }
+    ts->go = go;
+    __atomic_store_n(&ts->turn, ts->turn + 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &ts->turn, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
 /* The batches, two slots: one parsed and written while the other is
- * produced. Stops at the end of the inputs or at the first error. */
+ * produced. Stops at the end of the inputs or at the first error. One
+ * parallel region for all of them: libgomp's own region start and end
+ * put the team to sleep and wake it for every batch (with passive
+ * waits), the latency wait_for_turn avoids. */
 static void run_batches(pipe_state *s, run_state *r, rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
     r->last_progress = now();
     r->input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_records);
     r->input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_lines);
-    int slot = 0;
     double tl = rs_timeline_start();
     rs_pipe_produce(s, &s->b[0]);
     rs_timeline_end(RS_TL_FIRST, tl);
-    for (;;) {
-        batch *b = &s->b[slot], *next = &s->b[1 - slot];
-        tl = rs_timeline_start();
-        /* First: a read that a signal cut short failed because of it */
-        if (rs_interrupt_pending()) {
-            rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
-            break;
-        }
-        if (b->err.code) {
-            rs_error_set(err, b->err.code, "%s", b->err.msg);
-            s->res->fail_input = b->input;
-            break;
-        }
-        if (o->dest_paths && !r->headers_written && (b->end || b->len) && rs_pipe_emit_headers(s, r, err) != 0)
-            break;
-        rs_timeline_end(RS_TL_BETWEEN, tl);
-        if (b->end)
-            break;
-        if (run_batch(s, r, b, next, err) != 0)
-            break;
-        slot = 1 - slot;
-        if (o->progress && now() - r->last_progress > 0.25) {
-            progress_line(s, r->t0, 0);
-            r->last_progress = now();
+    team_state ts;
+    memset(&ts, 0, sizeof ts);
+    ts.go = batch_begin(s, r, &s->b[0], err);
+    if (ts.go) {
+#pragma omp parallel num_threads(r->T)
+        {
+            int t = omp_get_thread_num(), n = omp_get_num_threads();
+            while (ts.go) {
+                int seen = __atomic_load_n(&ts.turn, __ATOMIC_ACQUIRE);
+                batch_team(s, r, &s->b[ts.slot], &s->b[1 - ts.slot], &ts.bs, t, err);
+                double tw = rs_timeline_start();
+                if (__atomic_add_fetch(&ts.bs.left, 1, __ATOMIC_ACQ_REL) == n)
+                    batch_between(s, r, &ts, err);
+                else
+                    wait_for_turn(&ts.turn, seen);
+                rs_timeline_end(RS_TL_WAIT_END, tw);
+            }
         }
     }
     rs_writeback_stop(r->wb);  /* before the files are closed */
