@@ -198,7 +198,8 @@ int rs_run_plan_make(const rs_pipeline_opts *o, size_t nitems, rs_run_plan *pl, 
     pl->batch_bytes = cap;
     pl->lane_memory = P > 1 ? share : o->memory;
     if (refused.code) {
-        *err = refused;
+        if (!err->code)  /* as rs_error_set: the first error stands */
+            *err = refused;
         return -1;
     }
     if (P == 1) {
