@@ -27,8 +27,12 @@ typedef struct {
     int lanes;                   /* P >= 1 */
     /* per lane: its threads (they add up to T; lane k gets T / P, one more
      * for k < T % P), parse groups, batch size (the process's, for every
-     * lane: the output's members follow from it) and what a thread keeps */
+     * lane: the output's members follow from it) and what a thread keeps;
+     * all 0 for a lane whose share cannot hold its threads (lanes bounded
+     * by the open files below what --memory holds): its run fails with
+     * lane_refused, the first such lane's reason */
     rs_pipeline_shape lane[RS_RUN_LANES_MAX];
+    rs_error lane_refused;
     uint64_t lane_memory;        /* per lane: its share of --memory (--memory itself with one lane) */
     size_t batch_bytes;          /* the process's batch size; 0: --memory cannot hold the run */
     size_t items_bound;          /* the lanes before the work items bounded them: with at

@@ -911,7 +911,10 @@ static int lane_pipeline(rs_group *g, rs_pipeline_opts *local, const unit_list *
         local->tid_base += j->plan->lane[k].threads;
     local->memory = j->plan->lane_memory;
     local->batch_bytes = j->plan->batch_bytes;
-    return rs_pipeline_run_shaped(local, &j->plan->lane[g->rank], mine, err);
+    const rs_pipeline_shape *shape = &j->plan->lane[g->rank];
+    if (!shape->threads && !err->code)  /* refused: its share cannot hold its threads */
+        *err = j->plan->lane_refused;
+    return rs_pipeline_run_shaped(local, shape->threads ? shape : NULL, mine, err);
 }
 
 static void lane_main(rs_group *g, void *ctx)

@@ -206,9 +206,17 @@ int rs_run_plan_make(const rs_pipeline_opts *o, size_t nitems, rs_run_plan *pl, 
         pl->lane[0] = whole;
         return 0;
     }
-    for (int k = 0; k < P; k++)
-        if (shape_pipeline(o, T / P + (k < T % P), pl->lane_memory, cap, &pl->lane[k], err) != 0)
-            return -1;  /* cannot be: lanes_fit tried the largest lane */
+    /* Lanes fewer for the files than for --memory have more threads each
+     * in the same share: one that cannot hold them is refused (threads 0,
+     * lane_refused saying why) and fails its run as its pipeline would. */
+    for (int k = 0; k < P; k++) {
+        rs_error e = {0};
+        if (shape_pipeline(o, T / P + (k < T % P), pl->lane_memory, cap, &pl->lane[k], &e) != 0) {
+            memset(&pl->lane[k], 0, sizeof pl->lane[k]);
+            if (!pl->lane_refused.code)
+                pl->lane_refused = e;
+        }
+    }
     return 0;
 }
 
