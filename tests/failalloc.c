@@ -8,13 +8,19 @@
  * makes the K-th and every later pthread_create fail with EAGAIN, as under
  * a process limit (ulimit -u, which root does not feel).
  *   RS_FAIL_DIR_FSYNC=PATH
- * makes fsync of the directory PATH (by device and inode) fail with EIO. */
+ * makes fsync of the directory PATH (by device and inode) fail with EIO.
+ *   RS_FAIL_FILE_FSYNC=NAME[,NAME...]
+ * makes fsync of a regular file of one of these base names fail with EIO. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static size_t lo, hi;
 static long fail_thread_from;
@@ -51,12 +57,39 @@ int pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), v
     return next(t, a, fn, arg);
 }
 
+/* Whether fd is a regular file whose base name RS_FAIL_FILE_FSYNC lists. */
+static int listed_file(int fd, const struct stat *st)
+{
+    const char *list = getenv("RS_FAIL_FILE_FSYNC");
+    char link[64], path[PATH_MAX];
+    if (!list || !S_ISREG(st->st_mode))
+        return 0;
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    if (n <= 0)
+        return 0;
+    path[n] = 0;
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t len = strlen(base);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == len && !strncmp(p, base, k))
+            return 1;
+        p += k + (p[k] == ',');
+    }
+    return 0;
+}
+
 int fsync(int fd)
 {
     static int (*next)(int);
     if (!next)
         next = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
     struct stat st;
+    if (fstat(fd, &st) == 0 && listed_file(fd, &st)) {
+        errno = EIO;
+        return -1;
+    }
     if (fsync_armed && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == fsync_dev &&
         st.st_ino == fsync_ino) {
         errno = EIO;

@@ -536,6 +536,34 @@ Test(publish, duplicates_report_is_published_with_the_output)
     assert_complete("out", 21);
 }
 
+/* Files are fsync'd by several threads at once: when two of them fail,
+ * the one reported is the first in the directory's order, whichever
+ * thread met it first - the same message every time - and nothing is
+ * published. */
+Test(publish, a_file_fsync_failure_names_the_file_and_publishes_nothing)
+{
+    make_input();
+    const char *first = NULL;
+    for (int run = 0; run < 4; run++) {
+        res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_FILE_FSYNC=1.csv.gz,17.csv.gz \"$RS\" bucket "
+                   "--quiet --nodes 20 -o out in.csv",
+                   RS_FAILALLOC);
+        cr_assert_eq(r.rc, 1, "%s", r.err);
+        const char *named = strstr(r.err, "/1.csv.gz: fsync: Input/output error\n")    ? "1.csv.gz"
+                            : strstr(r.err, "/17.csv.gz: fsync: Input/output error\n") ? "17.csv.gz"
+                                                                                        : NULL;
+        cr_assert(named, "%s", r.err);
+        cr_expect_eq(strchr(r.err, '\n') + 1, r.err + strlen(r.err), "one message: %s", r.err);
+        if (!first)
+            first = named;
+        else
+            cr_expect_str_eq(named, first, "another file named on another run");
+        cmd_result_free(&r);
+        SH_EQ("0\n", "test -e out || echo 0");
+        SH_EQ("0\n", LITTER);
+    }
+}
+
 /* The parent's fsync fails after the publishing rename: the output is
  * published (readers may see it: no rollback) and the run says so, exit 1.
  * (tests/failalloc.c makes fsync of that directory fail with EIO.) */

@@ -9,6 +9,7 @@
 #include "rs_config.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/log.h"
+#include "ringshard/timeline.h"
 
 typedef struct {
     const char *name;
@@ -128,6 +129,7 @@ static void log_level_from_env(void)
 int main(int argc, char **argv)
 {
     log_level_from_env();
+    rs_timeline_init();
     /* a file-size limit (ulimit -f) makes a write fail with EFBIG, which
      * every command reports naming the file, instead of killing the run
      * (SIGXFSZ) where it stands */

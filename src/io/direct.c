@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ringshard/direct.h"
+#include "ringshard/timeline.h"
 
 #define RS_DIRECT_ALIGN ((size_t)RS_DIRECT_BLOCK)
 #define RS_DIRECT_THREADS 4  /* writes in flight: a virtio disk wants several */
@@ -87,7 +88,9 @@ static void *io_main(void *arg)
         dx_job j = dx->q[dx->qnext++];
         int skip = dx->failed;  /* the run has failed: no more disk traffic */
         pthread_mutex_unlock(&dx->mu);
+        double tl = rs_timeline_start();
         int rc = skip ? 0 : write_all(dx->fds[j.d], j.p, j.len, j.off, 1);
+        rs_timeline_end(RS_TL_DIRECT, tl);
         int e = errno;
         pthread_mutex_lock(&dx->mu);
         if (rc != 0)

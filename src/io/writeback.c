@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ringshard/interrupt.h"
+#include "ringshard/timeline.h"
 #include "ringshard/writeback.h"
 
 struct rs_writeback {
@@ -44,6 +45,7 @@ static void *writeback_main(void *arg)
         wb->taken = wb->posted;
         memcpy(wb->len, wb->next, wb->n * sizeof *wb->len);
         pthread_mutex_unlock(&wb->mu);
+        double tl = rs_timeline_start();
         /* an interrupted run publishes nothing: writeback started now is
          * only more I/O for the removal of its files to wait for */
         for (uint32_t d = 0; d < wb->n && !rs_interrupt_pending(); d++) {
@@ -54,6 +56,7 @@ static void *writeback_main(void *arg)
             (void)sync_file_range(wb->fd[d], (off_t)from, (off_t)(to - from), SYNC_FILE_RANGE_WRITE);
             wb->started[d] = to;
         }
+        rs_timeline_end(RS_TL_WRITEBACK, tl);
         pthread_mutex_lock(&wb->mu);
     }
     pthread_mutex_unlock(&wb->mu);

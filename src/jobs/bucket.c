@@ -19,6 +19,7 @@
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 #include "ringshard/runplan.h"
+#include "ringshard/timeline.h"
 #include "ringshard/util.h"
 
 /* The manifest of a finished run: one file per node. */
@@ -104,6 +105,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     char **files = NULL, **names = node_file_names(ring, po.compress, err);
     rs_manifest m = {0};
     int begun = 0, empty = 0;
+    double tl = 0;
     *raced = 0;
     /* Failures up to the pipeline are agreed on by every rank (under MPI) */
     if (!err->code)
@@ -122,6 +124,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     po.input_checksum = 1;
     if (rs_cluster_pipeline_run(&po, &run, err) != 0)
         goto out;
+    tl = rs_timeline_start();
     /* every rank holds the merged statistics: all check, rank 0 writes */
     if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, err) != 0)
         goto out;
@@ -142,6 +145,7 @@ out:;
         rs_cluster_outdir_abort(&od);
         r->inputs_empty += po.ninputs;
     } else if (begun && rs_cluster_outdir_end(&od, err) == 0) {
+        rs_timeline_end(RS_TL_PUBLISH, tl);
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
         r->generations += grow;
@@ -263,10 +267,12 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
         rs_gen_seen_after(g, &po, &run, o->on_seen, err) != 0)
         goto out;
+    double tl = rs_timeline_start();
     if (rs_world_rank() == 0)
         fill_segments(g, &m, &po, &run, ring, names, files, err);
     double t_publish = rs_now();
     if (rs_gen_publish(g, &m, err) == 0) {
+        rs_timeline_end(RS_TL_PUBLISH, tl);
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
         r->generations++;

@@ -67,6 +67,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -149,25 +150,63 @@ static int rm_tree(const char *path)
 /* ---- fsync of a tree ---- */
 
 /* Files are flushed in windows of SYNC_WINDOW: first every file's
- * writeback is started (sync_file_range), then each is fsync'd. One fsync
- * after another leaves the device idle between files; starting them all
- * first keeps its queue full (about half the time for 1000 files). */
+ * writeback is started (sync_file_range), then the files are fsync'd by
+ * SYNC_THREADS threads at once. One fsync after another leaves the device
+ * idle between files; starting the writeback first keeps its queue full,
+ * and concurrent fsyncs share their journal commits and cache flushes
+ * (the block layer merges flushes that wait together): 1000 files of
+ * 480 kB whose data is already on the disk took 0.07-0.48 s one by one
+ * and 0.016-0.019 s on 8 threads (docs/performance.md, publishing). */
 #define SYNC_WINDOW 256
+#define SYNC_THREADS 8
 
 typedef struct {
     int fd[SYNC_WINDOW];
     char *name[SYNC_WINDOW];
-    int n;
+    int err[SYNC_WINDOW];   /* errno of the file's fsync, 0 when it succeeded */
+    int n, next;            /* files; the next one a thread claims */
 } sync_window;
 
+static void *fsync_worker(void *arg)
+{
+    sync_window *w = arg;
+    for (int i; (i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED)) < w->n;)
+        w->err[i] = fsync(w->fd[i]) == 0 ? 0 : errno;
+    return NULL;
+}
+
+/* fsyncs every file of w, on up to SYNC_THREADS threads (fewer when
+ * threads cannot be made: the calling thread does the rest). */
+static void fsync_all(sync_window *w)
+{
+    pthread_t th[SYNC_THREADS];
+    int made = 0;
+    w->next = 0;
+    pthread_attr_t at;
+    int attr = pthread_attr_init(&at) == 0;
+    if (attr)
+        pthread_attr_setstacksize(&at, (size_t)64 << 10);
+    while (made < SYNC_THREADS - 1 && made < w->n - 1 &&
+           pthread_create(&th[made], attr ? &at : NULL, fsync_worker, w) == 0)
+        made++;
+    if (attr)
+        pthread_attr_destroy(&at);
+    fsync_worker(w);
+    for (int k = 0; k < made; k++)
+        pthread_join(th[k], NULL);
+}
+
+/* The first failure in directory order is the one reported, whichever
+ * thread met it first. */
 static int flush_window(const char *path, sync_window *w, rs_error *err)
 {
     int rc = 0;
     for (int i = 0; i < w->n; i++)
         (void)sync_file_range(w->fd[i], 0, 0, SYNC_FILE_RANGE_WRITE);  /* a hint: fsync reports errors */
+    fsync_all(w);
     for (int i = 0; i < w->n; i++) {
-        if (rc == 0 && fsync(w->fd[i]) != 0)
-            rc = rs_error_set(err, RS_EXIT_IO, "%s/%s: fsync: %s", path, w->name[i], strerror(errno));
+        if (rc == 0 && w->err[i])
+            rc = rs_error_set(err, RS_EXIT_IO, "%s/%s: fsync: %s", path, w->name[i], strerror(w->err[i]));
         close(w->fd[i]);
         free(w->name[i]);
     }

@@ -118,6 +118,7 @@
 #include "ringshard/log.h"
 #include "ringshard/ring.h"
 #include "ringshard/testhook.h"
+#include "ringshard/timeline.h"
 #include "ringshard/util.h"
 #include "pipeline/pipe.h"
 
@@ -369,23 +370,35 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
 #pragma omp parallel num_threads(T)
     {
         int t = omp_get_thread_num();
-        if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0)
+        double tl = rs_timeline_start();
+        if (__atomic_exchange_n(&bs.producer, 1, __ATOMIC_ACQ_REL) == 0) {
             rs_pipe_produce(s, next);
+            rs_timeline_end(RS_TL_PRODUCE, tl);
+        }
         for (;;) {
             int g = __atomic_fetch_add(&bs.next_group, 1, __ATOMIC_RELAXED);
             if (g >= G)
                 break;
+            tl = rs_timeline_start();
             if (!rs_pipeline_interrupted())  /* a batch can take seconds on one thread */
                 rs_pipe_parse_range(s, b, t + s->o->tid_base, g, RS_SEGMENTS * g / G, RS_SEGMENTS * (g + 1) / G, sc, &acc[g]);
+            rs_timeline_end(RS_TL_PARSE, tl);
             if (__atomic_add_fetch(&bs.groups_done, 1, __ATOMIC_ACQ_REL) == G) {
                 /* the last batch's direct writes, done while this one was
                  * parsed: the arena is free for this one's */
+                tl = rs_timeline_start();
                 io_failed = r->dx && rs_direct_drain(r->dx, &io_err) != 0;
+                rs_timeline_end(RS_TL_DRAIN, tl);
+                tl = rs_timeline_start();
                 failed = io_failed || merge_batch(s, b, acc, G, r->quarantine, r->input_lines, r->input_records, err);
+                rs_timeline_end(RS_TL_MERGE, tl);
                 publish_phase(&bs.phase, failed ? 2 : 1);
             }
         }
+        tl = rs_timeline_start();
         wait_for_phase(&bs.phase);
+        rs_timeline_end(RS_TL_WAIT_MERGE, tl);
+        tl = rs_timeline_start();
         if (bs.phase == 1 && o->dest_paths) {
             for (;;) {
                 uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
@@ -407,6 +420,8 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
                 }
             }
         }
+        rs_timeline_end(RS_TL_WRITE, tl);
+        tl = rs_timeline_start();
         /* Leave the region together, the early ones asleep: at the
          * region's end libgomp's barrier spins (GOMP_SPINCOUNT, 300,000
          * rounds unless the environment says otherwise) while the last
@@ -416,7 +431,9 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
             publish_phase(&bs.all_left, 1);
         else
             wait_for_phase(&bs.all_left);
+        rs_timeline_end(RS_TL_WAIT_END, tl);
     }
+    double tl = rs_timeline_start();
     int werr = bs.werr;
     rs_test_pause("batch_written");
     /* Stop within the batch: under mpirun, the launcher kills a rank
@@ -447,6 +464,7 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
             r->wb_lens[d] = r->df[d].st.file_bytes;
         rs_writeback_post(r->wb, r->wb_lens);
     }
+    rs_timeline_end(RS_TL_BETWEEN, tl);
     return 0;
 }
 
@@ -459,9 +477,12 @@ static void run_batches(pipe_state *s, run_state *r, rs_error *err)
     r->input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_records);
     r->input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_lines);
     int slot = 0;
+    double tl = rs_timeline_start();
     rs_pipe_produce(s, &s->b[0]);
+    rs_timeline_end(RS_TL_FIRST, tl);
     for (;;) {
         batch *b = &s->b[slot], *next = &s->b[1 - slot];
+        tl = rs_timeline_start();
         /* First: a read that a signal cut short failed because of it */
         if (rs_interrupt_pending()) {
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
@@ -474,6 +495,7 @@ static void run_batches(pipe_state *s, run_state *r, rs_error *err)
         }
         if (o->dest_paths && !r->headers_written && (b->end || b->len) && rs_pipe_emit_headers(s, r, err) != 0)
             break;
+        rs_timeline_end(RS_TL_BETWEEN, tl);
         if (b->end)
             break;
         if (run_batch(s, r, b, next, err) != 0)
@@ -503,8 +525,11 @@ static int finish_run(pipe_state *s, run_state *r, rs_error *err)
     }
     if (o->progress)
         progress_line(s, r->t0, 1);
+    double tl = rs_timeline_start();
     if (r->dx && rs_direct_finish(r->dx, err) != 0)
         return -1;
+    rs_timeline_end(RS_TL_DIRECT_FINISH, tl);
+    tl = rs_timeline_start();
     for (uint32_t d = 0; d < r->ndest; d++) {
         res->dest[d] = r->df[d].st;
         if (r->df[d].fd >= 0 && close(r->df[d].fd) != 0 && err->code == 0)
@@ -518,6 +543,7 @@ static int finish_run(pipe_state *s, run_state *r, rs_error *err)
         if (!flushed)
             rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", quarantine_name(o), strerror(e));
     }
+    rs_timeline_end(RS_TL_CLOSE, tl);
     return err->code ? -1 : 0;
 }
 
@@ -615,7 +641,11 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     s.o = &local;
 
     int rc = -1;
-    if (run_alloc(&s, &r, err) == 0 && rs_pipe_list_units(&s, err) == 0 && rs_pipe_open_outputs(&s, &r, err) == 0) {
+    rs_timeline_setup_done();
+    double tl = rs_timeline_start();
+    int opened = run_alloc(&s, &r, err) == 0 && rs_pipe_list_units(&s, err) == 0 && rs_pipe_open_outputs(&s, &r, err) == 0;
+    rs_timeline_end(RS_TL_OPEN, tl);
+    if (opened) {
         run_batches(&s, &r, err);
         rc = finish_run(&s, &r, err);
     }
