@@ -92,7 +92,7 @@
  *  starts writing each batch's output to disk once it is written, so the
  *  fsyncs before publication find little left to do.
  *
- * Memory (cost.c, runplan.c): two batch buffers, the groups' entries (9 bytes a row
+ * Memory (cost.c): two batch buffers, the groups' entries (9 bytes a row
  * of more than 15 bytes, the bytes of shorter ones: at most 1.5 x a batch,
  * a tenth of one on the bill file), reused while half used or more; a
  * destination's gathered rows and compressed member per thread and, with
