@@ -29,6 +29,15 @@ const char *rs_human_bytes(double n, char *buf, size_t cap);
  * returned. */
 const char *rs_human_rate(double per_second, const char *what, char *buf, size_t cap);
 
+/* Marks p[0..n), a large block about to be filled (a batch buffer, the
+ * direct-I/O arena), MADV_HUGEPAGE where the kernel offers transparent
+ * huge pages on request: the whole 2 MiB pages inside it are then faulted
+ * in 512 times fewer and covered by one TLB entry each, which the random
+ * reads of the gather (a destination's rows, all over a 64 MiB batch) and
+ * the pinning of direct writes feel. A hint: nothing when refused, and
+ * nothing for a block under RS_HUGE_MIN. */
+void rs_advise_huge(void *p, size_t n);
+
 /* Frees list[0..n) and list itself; list may be NULL. */
 void rs_free_strings(char **list, size_t n);
 

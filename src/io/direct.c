@@ -17,6 +17,7 @@
 
 #include "ringshard/direct.h"
 #include "ringshard/timeline.h"
+#include "ringshard/util.h"
 
 #define RS_DIRECT_ALIGN ((size_t)RS_DIRECT_BLOCK)
 #define RS_DIRECT_THREADS 4  /* writes in flight: a virtio disk wants several */
@@ -151,6 +152,7 @@ rs_direct *rs_direct_start(const int *fds, const char *const *paths, uint32_t n,
     dx->n = n;
     dx->paths = paths;
     dx->arena_cap = cap;
+    rs_advise_huge(dx->arena, cap);
     pthread_mutex_init(&dx->mu, NULL);
     pthread_cond_init(&dx->work, NULL);
     pthread_cond_init(&dx->idle, NULL);

@@ -329,6 +329,47 @@ static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
     return 0;
 }
 
+/* Zeroes the parse groups' counts before a batch. */
+static void reset_counts(run_state *r)
+{
+    for (int g = 0; g < r->G; g++) {
+        thread_acc *a = &r->acc[g];
+        a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
+        a->crc = 0;
+        a->crc_len = 0;
+        a->fault.failed = 0;
+        a->oom = 0;
+        a->quarantine.len = 0;
+        a->qmarks.len = 0;
+    }
+    memset(r->sc.count, 0, (size_t)r->G * (r->ndest ? r->ndest : 1) * sizeof *r->sc.count);
+}
+
+/* Thread t's part of step 3: destinations claimed 4 at a time, each
+ * gathered, compressed and written; the first failure stops every
+ * thread's claims (bs->werr). */
+static void write_dests(pipe_state *s, run_state *r, batch *b, batch_sched *bs, int t)
+{
+    for (;;) {
+        uint32_t d0 = __atomic_fetch_add(&bs->next_dest, 4, __ATOMIC_RELAXED);
+        if (d0 >= r->ndest)
+            break;
+        for (uint32_t d = d0; d < d0 + 4 && d < r->ndest; d++) {
+            if (__atomic_load_n(&bs->werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
+                break;
+            if (rs_pipe_write_dest(s->o, b, &r->sc, r->G, d, r->dz[t], &r->gathered[t], &r->members[t], &r->df[d],
+                                   r->dx, &r->terr[t]) != 0)
+                __atomic_store_n(&bs->werr, 1, __ATOMIC_RELAXED);
+            /* A thread keeps small buffers only: T of them sized for the
+             * largest destination each met would be T batches (-j 256). */
+            if (r->members[t].cap > r->member_keep)
+                rs_buf_free(&r->members[t]);
+            if (r->gathered[t].cap > r->member_keep)
+                rs_buf_free(&r->gathered[t]);
+        }
+    }
+}
+
 /* One batch, b, while `next` is produced. 0 to go on, -1 with err to stop. */
 static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_error *err)
 {
@@ -353,17 +394,7 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
         res->fail_input = b->input;
         return -1;
     }
-    for (int g = 0; g < G; g++) {
-        thread_acc *a = &acc[g];
-        a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
-        a->crc = 0;
-        a->crc_len = 0;
-        a->fault.failed = 0;
-        a->oom = 0;
-        a->quarantine.len = 0;
-        a->qmarks.len = 0;
-    }
-    memset(sc->count, 0, (size_t)G * (ndest ? ndest : 1) * sizeof *sc->count);
+    reset_counts(r);
     batch_sched bs = {0};
     int failed = 0, io_failed = 0;
     rs_error io_err = {0};
@@ -399,27 +430,8 @@ static int run_batch(pipe_state *s, run_state *r, batch *b, batch *next, rs_erro
         wait_for_phase(&bs.phase);
         rs_timeline_end(RS_TL_WAIT_MERGE, tl);
         tl = rs_timeline_start();
-        if (bs.phase == 1 && o->dest_paths) {
-            for (;;) {
-                uint32_t d0 = __atomic_fetch_add(&bs.next_dest, 4, __ATOMIC_RELAXED);
-                if (d0 >= ndest)
-                    break;
-                for (uint32_t d = d0; d < d0 + 4 && d < ndest; d++) {
-                    if (__atomic_load_n(&bs.werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
-                        break;
-                    if (rs_pipe_write_dest(o, b, sc, G, d, r->dz[t], &r->gathered[t], &r->members[t], &r->df[d], r->dx,
-                                   &r->terr[t]) != 0)
-                        __atomic_store_n(&bs.werr, 1, __ATOMIC_RELAXED);
-                    /* A thread keeps small buffers only: T of them
-                     * sized for the largest destination each met
-                     * would be T batches (-j 256). */
-                    if (r->members[t].cap > r->member_keep)
-                        rs_buf_free(&r->members[t]);
-                    if (r->gathered[t].cap > r->member_keep)
-                        rs_buf_free(&r->gathered[t]);
-                }
-            }
-        }
+        if (bs.phase == 1 && o->dest_paths)
+            write_dests(s, r, b, &bs, t);
         rs_timeline_end(RS_TL_WRITE, tl);
         tl = rs_timeline_start();
         /* Leave the region together, the early ones asleep: at the

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "ringshard/interrupt.h"
+#include "ringshard/util.h"
 #include "pipeline/pipe.h"
 
 #define RS_READ_STEP ((size_t)256 << 10) /* bytes inflated per call: counted while hot */
@@ -146,6 +147,7 @@ int rs_pipe_grow_batch(batch *b, size_t need)
     char *d = realloc(b->data, need);
     if (!d)
         return -1;
+    rs_advise_huge(d, need);
     b->data = d;
     b->cap = need;
     return 0;

@@ -19,6 +19,18 @@ void rs_free_strings(char **list, size_t n)
     free(list);
 }
 
+void rs_advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t page = 4096;
+    uintptr_t from = ((uintptr_t)p + page - 1) & ~(page - 1), to = ((uintptr_t)p + n) & ~(page - 1);
+    if (n >= RS_HUGE_MIN && to > from)
+        madvise((void *)from, to - from, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 void *rs_alloc_huge(size_t n)
 {
     const size_t huge = (size_t)2 << 20;
