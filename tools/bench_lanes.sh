@@ -110,7 +110,7 @@ echo "| output | --producers 1 | --producers 2 | automatic | 2 / 1 | 1 / igzip |
 echo "|---|---|---|---|---|---|---|"
 for c in none gzip; do
   echo "$c: -j 1 takes ${MED[${c}_j1]} s, $(ratio "${MED[${c}_j1]}" "${MED[igzip]}") x one inflate: one producer feeds" \
-    "about that many threads (RS_LANE_FEEDS_* in src/cluster/lanes.h)"
+    "about that many threads (RS_LANE_FEEDS_* in include/ringshard/runplan.h)"
 done
 for c in none gzip; do
   echo "| $c | ${MED[${c}_1]} | ${MED[${c}_2]} | ${MED[${c}_0]} | $(ratio "${MED[${c}_2]}" "${MED[${c}_1]}") |" \

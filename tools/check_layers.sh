@@ -29,9 +29,10 @@ allow=tools/check_layers.allow
 
 # LAYER RANK, then HEADER LAYER for include/ringshard/.
 table='
-rank cli 9
-rank jobs 8
-rank cluster 7
+rank cli 10
+rank jobs 9
+rank cluster 8
+rank runplan 7
 rank pipeline 6
 rank dedup 5
 rank dataset 4
@@ -52,6 +53,7 @@ hdr job_repair.h jobs
 hdr job_simulate.h jobs
 hdr job_stats.h jobs
 hdr job_verify.h jobs
+hdr runplan.h runplan
 hdr pipeline.h pipeline
 hdr dedup.h dedup
 hdr history.h dedup

@@ -220,31 +220,63 @@ void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, ui
  * of RSS for a tiny input at -j 1, no ring). */
 #define RS_MEMORY_FIXED ((uint64_t)14 << 20)
 
+/* What the parts of one pipeline cost in memory, for the run plan
+ * (ringshard/runplan.h), which shares --memory out among them. */
+typedef struct {
+    uint64_t outputs;            /* the outputs' state (per output its counts, file) */
+    uint64_t base;               /* RS_MEMORY_FIXED + held + outputs */
+    uint64_t threads;            /* the threads': stacks, buffers, compressors */
+    uint64_t per_group;          /* one parse group's: accumulators, counts, scatter */
+    size_t batch_min, batch_max; /* the batch sizes the pipeline takes */
+    int max_groups;              /* parse groups a batch is cut into at most */
+} rs_pipeline_costs;
+
+/* The costs of a run with options o (outputs, compression, held) on
+ * `threads` threads. */
+void rs_pipeline_costs_of(const rs_pipeline_opts *o, int threads, rs_pipeline_costs *c);
+
+/* How one pipeline runs, as the run plan decided it: the pipeline takes
+ * it as given. */
+typedef struct {
+    int threads;                 /* its OpenMP team */
+    int groups;                  /* parse groups (the output does not depend on them) */
+    size_t batch_bytes;          /* the batch size (the output's members do) */
+    size_t member_keep;          /* what a thread keeps of its buffers between batches */
+} rs_pipeline_shape;
+
 /* The least --memory a run with opts (threads, outputs, compression, held)
- * can keep to: runs below it are refused. */
+ * can keep to: runs below it are refused. (The run plan's, runplan.c.) */
 uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *opts);
 
 /* The batch size a run with opts would use (its cut points, hence its
  * output's members, follow from it), or 0 when opts->memory is below what
  * the run needs (rs_pipeline_run would refuse it). With batch_bytes set:
- * batch_bytes, or 0 when memory cannot hold its buffers. */
+ * batch_bytes, or 0 when memory cannot hold its buffers. (The run
+ * plan's, runplan.c.) */
 size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *opts);
 
 /* Whether `lanes` pipelines of one process (cluster/lanes.h), each with
  * its share of opts->memory (what the ring and the libraries leave, split
  * evenly: *share gets it), ceil(threads / lanes) threads and batches of
  * cap bytes (the process's batch size, so that the output does not depend
- * on the lanes), fit their shares. */
+ * on the lanes), fit their shares. (The run plan's, runplan.c.) */
 int rs_pipeline_lanes_fit(const rs_pipeline_opts *opts, int lanes, size_t cap, uint64_t *share);
 
 /* Runs the pipeline. Returns 0, or -1 with err: RS_EXIT_USAGE when
  * opts->memory is below rs_pipeline_min_memory (the message says what it
- * needs and why), RS_EXIT_DATA for bad input
+ * needs and why; the plan is ringshard/runplan.h's), RS_EXIT_DATA for bad input
  * (the message names the file, line and record, or the gzip byte offset),
  * RS_EXIT_IO for read/write failures, RS_EXIT_INTERRUPTED after SIGINT or
  * SIGTERM (see rs_pipeline_interrupt). On failure the destination files
  * may be partial: the caller publishes nothing (see outdir.h). */
 int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_error *err);
+
+/* rs_pipeline_run with the shape the run plan decided (rs_pipeline_run
+ * plans one pipeline with opts and calls this; a process's lanes each get
+ * theirs, cluster/lanes.h). shape NULL: the plan refused the run (err says
+ * why): res is only made empty, -1. */
+int rs_pipeline_run_shaped(const rs_pipeline_opts *opts, const rs_pipeline_shape *shape, rs_pipeline_result *res,
+                           rs_error *err);
 
 /* The defaults the commands start from: every field zero (threads from
  * OMP_NUM_THREADS or the cores, no progress line, no quarantine), then
@@ -253,7 +285,8 @@ int rs_pipeline_run(const rs_pipeline_opts *opts, rs_pipeline_result *res, rs_er
 void rs_pipeline_opts_default(rs_pipeline_opts *po);
 
 /* The number of worker threads a run with opts->threads will use
- * (router contexts size their per-thread state with it). */
+ * (router contexts size their per-thread state with it; the run plan's,
+ * rs_run_threads). */
 int rs_pipeline_threads(const rs_pipeline_opts *opts);
 
 /* Starts and joins `threads` threads (a run's -j N: N-1 OpenMP workers

@@ -53,7 +53,7 @@
  * (the piece, then copy_file_range into place - in the page cache of one
  * file system, no read into user space), and each lane holds its own
  * batches: the batch size stays the process's (the members depend on it),
- * so --memory must hold P times 8 of them (lanes.c). How many: at most
+ * so --memory must hold P times 8 of them (src/runplan/). How many: at most
  * --producers, one per RS_LANE_FEEDS_* threads (what one inflate keeps
  * busy, measured by tools/bench_lanes.sh), at most -j, the work items and
  * what --memory holds; standard input and a quarantine written in place
@@ -71,6 +71,7 @@
 #include <unistd.h>
 #include "ringshard/util.h"
 #include "cluster/lanes.h"
+#include "ringshard/runplan.h"
 #include "cluster/world.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/testhook.h"
@@ -892,24 +893,28 @@ done:
 typedef struct {
     const rs_pipeline_opts *o;  /* the rank's options */
     const unit_list *ul;        /* the rank's items */
-    const rs_lane_plan *plan;
+    const rs_run_plan *plan;
     rs_pipeline_result *res;    /* per lane */
     rs_error *err;
 } lanes_job;
 
-/* A lane's pipeline: its threads (tids after the lower lanes'), its share
- * of --memory, the process's batch size. */
+/* A lane's pipeline, in the shape the plan gave it: its threads (tids
+ * after the lower lanes'), its share of --memory, the process's batch
+ * size. */
 static int lane_pipeline(rs_group *g, rs_pipeline_opts *local, const unit_list *sub, rs_pipeline_result *mine,
                          rs_error *err, void *ctx)
 {
     const lanes_job *j = ctx;
     (void)sub;
-    local->threads = j->plan->threads[g->rank];
+    local->threads = j->plan->lane[g->rank].threads;
     for (int k = 0; k < g->rank; k++)
-        local->tid_base += j->plan->threads[k];
-    local->memory = j->plan->memory;
+        local->tid_base += j->plan->lane[k].threads;
+    local->memory = j->plan->lane_memory;
     local->batch_bytes = j->plan->batch_bytes;
-    return rs_pipeline_run(local, mine, err);
+    const rs_pipeline_shape *shape = &j->plan->lane[g->rank];
+    if (!shape->threads && !err->code)  /* refused: its share cannot hold its threads */
+        *err = j->plan->lane_refused;
+    return rs_pipeline_run_shaped(local, shape->threads ? shape : NULL, mine, err);
 }
 
 static void lane_main(rs_group *g, void *ctx)
@@ -919,18 +924,27 @@ static void lane_main(rs_group *g, void *ctx)
 }
 
 /* A rank's share (a whole single process too): its lanes, or the
- * pipeline itself when one lane is all it gets. */
+ * pipeline itself when one lane is all it gets. ctx: the plan a single
+ * process made before its items were counted (NULL: a rank plans its own,
+ * its options and items being its own). */
 static int rank_lanes(rs_group *g, rs_pipeline_opts *local, const unit_list *sub, rs_pipeline_result *mine,
                       rs_error *err, void *ctx)
 {
-    (void)g, (void)ctx;
-    rs_lane_plan plan;
-    int P = rs_lanes_choose(local, sub->ihi - sub->ilo, &plan);
-    rs_log(RS_LOG_INFO, "lanes: %d (%s; %zu work items, %d threads%s)", P, plan.why, sub->ihi - sub->ilo,
-           rs_pipeline_threads(local), P > 1 ? ", split among them" : "");
+    (void)g;
+    rs_run_plan mine_plan;
+    const rs_run_plan *bound = ctx;
+    const rs_run_plan *plan = bound;
+    int refused = 0;
+    if (!bound || sub->ihi - sub->ilo < bound->items_bound) {
+        refused = rs_run_plan_make(local, sub->ihi - sub->ilo, &mine_plan, err) != 0;
+        plan = &mine_plan;
+    }
+    int P = plan->lanes;
+    rs_log(RS_LOG_INFO, "lanes: %d (%s; %zu work items, %d threads%s)", P, plan->why, sub->ihi - sub->ilo,
+           plan->threads, P > 1 ? ", split among them" : "");
     if (P == 1)
-        return rs_pipeline_run(local, mine, err);
-    lanes_job j = {local, sub, &plan, calloc((size_t)P, sizeof *j.res), calloc((size_t)P, sizeof *j.err)};
+        return rs_pipeline_run_shaped(local, refused ? NULL : &plan->lane[0], mine, err);
+    lanes_job j = {local, sub, plan, calloc((size_t)P, sizeof *j.res), calloc((size_t)P, sizeof *j.err)};
     if (!j.res || !j.err)
         abort();
     int rc;
@@ -954,10 +968,14 @@ static int run_lanes(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_erro
     rs_group world;
     rs_world_group(&world);
     int R = world.size;
-    rs_lane_plan plan;
-    if (R == 1 && rs_lanes_choose(o, SIZE_MAX, &plan) == 1) {
-        rs_log(RS_LOG_INFO, "lanes: 1 (%s)", plan.why);
-        return rs_pipeline_run(o, res, err);  /* one lane whatever the items: nothing to list */
+    rs_run_plan plan;
+    if (R == 1) {
+        int refused = rs_run_plan_make(o, SIZE_MAX, &plan, err) != 0;
+        if (plan.lanes == 1) {
+            rs_log(RS_LOG_INFO, "lanes: 1 (%s)", plan.why);
+            /* one lane whatever the items: nothing to list */
+            return rs_pipeline_run_shaped(o, refused ? NULL : &plan.lane[0], res, err);
+        }
     }
     for (size_t i = 0; i < o->ninputs && R > 1; i++)
         if (!o->input_names && !strcmp(o->inputs[i], "-"))
@@ -970,7 +988,7 @@ static int run_lanes(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_erro
     if (R == 1) {
         rs_pipeline_opts all = *o;
         double t0 = rs_now();
-        rc = rank_lanes(&world, &all, &ul, res, err, NULL);
+        rc = rank_lanes(&world, &all, &ul, res, err, &plan);
         res->seconds = rs_now() - t0;
     } else {
         rc = group_run(&world, o, &ul, rank_lanes, NULL, res, err);

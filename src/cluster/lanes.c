@@ -1,5 +1,6 @@
-/* cluster/lanes.c - the lanes of one process: how many, and the thread group
- * they talk through (see lanes.h; the design is in cluster.c).
+/* cluster/lanes.c - the lanes of one process running: their threads and
+ * the thread group they talk through (see lanes.h; the design is in
+ * cluster.c; how many lanes, and what each gets: src/runplan/runplan.c).
  *
  * A collective is two barriers: every member posts a pointer to its
  * contribution in its slot, waits until all did, computes the result from
@@ -8,12 +9,9 @@
  * Collectives are a few dozen a run: a barrier costs nothing there. */
 #include "cluster/lanes.h"
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include "ringshard/deflate.h"
-#include "ringshard/outfile.h"
 
 typedef struct {
     pthread_barrier_t bar;
@@ -178,75 +176,4 @@ int rs_lanes_run(int lanes, rs_lane_fn fn, void *ctx)
     free(sh);
     free(l);
     return go > 0 ? 0 : -1;
-}
-
-/* ------------------------------------------------------------ choosing */
-
-static int undividable(const rs_pipeline_opts *o)
-{
-    for (size_t i = 0; i < o->ninputs; i++)
-        if (!o->input_names && !strcmp(o->inputs[i], "-"))
-            return 1;
-    /* pieces are named after the file: /dev/stderr.lane1 cannot be made */
-    return o->bad_rows == RS_BAD_ROW_QUARANTINE && o->quarantine && rs_outfile_in_place(o->quarantine);
-}
-
-/* Every lane holds a descriptor per output file (its own files or
- * pieces) besides its reader's: at most the lanes whose descriptors the
- * hard limit allows, and the soft limit raised for them (a lane's
- * pipeline raises it for its own files only; its fallback past the limit,
- * reopening files per write, would race with the other lanes' opens). */
-static int fds_fit(const rs_pipeline_opts *o, int P, rs_lane_plan *pl)
-{
-    struct rlimit rl;
-    if (P == 1 || !o->dest_paths || getrlimit(RLIMIT_NOFILE, &rl) != 0)
-        return P;
-    uint64_t per = (uint64_t)o->ndest + 64;
-    if (rl.rlim_max != RLIM_INFINITY && (uint64_t)rl.rlim_max < (uint64_t)P * per + 64) {
-        uint64_t fit = rl.rlim_max > per + 64 ? ((uint64_t)rl.rlim_max - 64) / per : 1;
-        P = fit > 1 ? (int)fit : 1;
-        snprintf(pl->why, sizeof pl->why, "open-file limit %llu: %d lanes of %u outputs fit",
-                 (unsigned long long)rl.rlim_max, P, o->ndest);
-    }
-    if (P > 1 && (uint64_t)rl.rlim_cur < (uint64_t)P * per + 64) {
-        rl.rlim_cur = (rlim_t)((uint64_t)P * per + 64);
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-    return P;
-}
-
-int rs_lanes_choose(const rs_pipeline_opts *o, size_t nitems, rs_lane_plan *pl)
-{
-    memset(pl, 0, sizeof *pl);
-    int T = rs_pipeline_threads(o);
-    int feeds = !o->dest_paths || o->compress == RS_COMPRESS_NONE ? RS_LANE_FEEDS_PLAIN
-                : o->compress == RS_COMPRESS_ZSTD                 ? RS_LANE_FEEDS_ZSTD
-                                                                  : RS_LANE_FEEDS_GZIP;
-    int P = o->producers > 0 ? o->producers : (T + feeds - 1) / feeds;
-    if (o->producers > 0)
-        snprintf(pl->why, sizeof pl->why, "--producers %d", o->producers);
-    else
-        snprintf(pl->why, sizeof pl->why, "automatic: %d threads / %d a producer feeds", T, feeds);
-    if (P > T)
-        P = T, snprintf(pl->why, sizeof pl->why, "one thread a lane at least (%d threads)", T);
-    if (nitems < (size_t)P)
-        P = nitems ? (int)nitems : 1, snprintf(pl->why, sizeof pl->why, "%zu work items", nitems);
-    if (P > 1 && undividable(o))
-        P = 1, snprintf(pl->why, sizeof pl->why, "standard input or a quarantine written in place");
-    size_t cap = P > 1 ? rs_pipeline_batch_bytes(o) : 0;
-    if (P > 1 && cap == 0)
-        P = 1;  /* the pipeline refuses this --memory itself */
-    uint64_t share = o->memory;
-    int want = P;
-    while (P > 1 && !rs_pipeline_lanes_fit(o, P, cap, &share))
-        P--;
-    if (P < want)
-        snprintf(pl->why, sizeof pl->why, "--memory: %d lanes of 8 batches of %.1f MiB fit", P, cap / 1048576.0);
-    P = fds_fit(o, P, pl);
-    pl->lanes = P;
-    pl->batch_bytes = P > 1 ? cap : 0;
-    pl->memory = P > 1 ? share : o->memory;
-    for (int k = 0; k < P; k++)
-        pl->threads[k] = T / P + (k < T % P);
-    return P;
 }

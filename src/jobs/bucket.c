@@ -16,6 +16,7 @@
 #include "jobs/generation.h"
 #include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"
+#include "ringshard/runplan.h"
 #include "ringshard/timeline.h"
 #include "ringshard/util.h"
 
@@ -106,7 +107,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
     *raced = 0;
     /* Failures up to the pipeline are agreed on by every rank (under MPI) */
     if (!err->code)
-        rs_pipeline_threads_ready(rs_pipeline_threads(&po), err);
+        rs_pipeline_threads_ready(rs_run_threads(&po), err);
     if (rs_cluster_outdir_begin(&od, o->outdir, o->force, err) != 0) {
         *raced = grow && err->code == RS_EXIT_EXISTS;
         goto out;
@@ -242,7 +243,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     ndest = rs_ring_nodes(ring)->count;
     if (!(names = node_file_names(ring, po.compress, err)))
         goto out;
-    rs_pipeline_threads_ready(rs_pipeline_threads(&po), err);
+    rs_pipeline_threads_ready(rs_run_threads(&po), err);
     if (rs_gen_stage(g, err) != 0)
         goto out;
     if (!(files = calloc(ndest + 1, sizeof *files)))

@@ -38,6 +38,7 @@
 #include "ringshard/dataset.h"
 #include "ringshard/dedup.h"
 #include "ringshard/job_dedup.h"
+#include "ringshard/runplan.h"
 #include "ringshard/util.h"
 #include "jobs/dedup_task.h"
 #include "jobs/generation.h"
@@ -515,7 +516,7 @@ static int pass2_opts(dstate *s, int threads, rs_error *err)
 static int run_pass2(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *jo = s->o;
-    int threads = rs_pipeline_threads(&s->po);
+    int threads = rs_run_threads(&s->po);
     if (pass2_opts(s, threads, err) != 0)
         return -1;
     double t2s = rs_now();
@@ -809,7 +810,7 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
      * stops every rank here; see also out: */
     if (rs_world_agree_once(&agreed, err) != 0)
         goto out;
-    rs_pipeline_threads_ready(rs_pipeline_threads(&s.po), err);
+    rs_pipeline_threads_ready(rs_run_threads(&s.po), err);
     if (begin_output(&s, err) != 0) {
         *raced = grow && !g && err->code == RS_EXIT_EXISTS;
         goto out;

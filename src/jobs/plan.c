@@ -18,6 +18,7 @@
 #include "ringshard/outfile.h"
 #include "ringshard/plan.h"
 #include "ringshard/report.h"
+#include "ringshard/runplan.h"
 
 /* ---------------------------------------------------------------- nodes */
 
@@ -489,7 +490,7 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
     rs_pipeline_result res = {0};
     rs_manifest em = {0};
     route_ctx rc_ctx = {p, npairs, NULL, o->emit != NULL, NULL};
-    int T = rs_pipeline_threads(po);
+    int T = rs_run_threads(po);
     data_prepare(o, po, p, d, T, &tc, &input_node, err);
     /* under MPI, a failure so far on any rank stops every rank here */
     if (rs_world_agree(err) != 0)
@@ -503,7 +504,7 @@ static int run_data(const rs_plan_job_opts *o, rs_pipeline_opts *po, const rs_pl
         /* no pairs: the pipeline still wants a destination; it is removed below */
         static const char *const no_moves[] = {"no-moves.tmp"};
         if (!err->code)
-            rs_pipeline_threads_ready(rs_pipeline_threads(po), err);
+            rs_pipeline_threads_ready(T, err);
         if (rs_cluster_outdir_begin(&od, o->emit, o->force, err) != 0)
             goto out;
         begun = 1;

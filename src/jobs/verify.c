@@ -18,6 +18,7 @@
 #include "ringshard/deflate.h"
 #include "ringshard/hash.h"
 #include "ringshard/ring.h"
+#include "ringshard/runplan.h"
 #include "ringshard/util.h"
 
 typedef struct {
@@ -459,7 +460,7 @@ static int scan_rows(vstate *s, rs_error *err)
     po->input_crc = 1;
     po->ndest = 1;
     po->route = route_verify;
-    s->T = rs_pipeline_threads(po);
+    s->T = rs_run_threads(po);
     if (!(s->vc = calloc((size_t)s->T, sizeof *s->vc)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (int t = 0; t < s->T; t++)

@@ -1,7 +1,7 @@
 /* src/pipeline/pipe.h - internal: what the pipeline's files share (the
  * batch, the producer's and the run's state, the parse groups'
- * accumulators and entries, the memory plan), and the functions one stage
- * calls in another. The design is told at the top of pipeline.c; which
+ * accumulators and entries), and the functions one stage calls in
+ * another. The design is told at the top of pipeline.c; which
  * file holds which stage:
  *   produce.c  read and inflate the inputs, headers and units, cut batches
  *              and segments (the producer);
@@ -9,8 +9,8 @@
  *              its destination, quarantine helpers (the parse groups);
  *   emit.c     open the outputs, gather a destination's rows and compress
  *              and write them, header lines, direct I/O;
- *   plan.c     the memory and thread plan: batch size, parse groups,
- *              threads, lanes;
+ *   cost.c     what its parts cost in memory (the run plan,
+ *              src/runplan/, shares --memory out among them);
  *   pipeline.c the batches' OpenMP region, the merge, the run.
  * Not a public header; not for other directories. */
 #ifndef RS_PIPELINE_PIPE_H
@@ -139,16 +139,6 @@ typedef struct {
     rs_dest_stats st;
 } dest_file;
 
-/* The plan of a run (plan.c): made once, before anything is allocated,
- * and handed to the stages. */
-typedef struct {
-    int T;                  /* threads */
-    int G;                  /* parse groups (the output does not depend on them) */
-    size_t cap;             /* the batch size (the output's members do) */
-    size_t member_keep;     /* what a thread keeps of its buffers between batches */
-    uint64_t base, threads, outputs, per_group;  /* the parts of --memory (plan.c) */
-} mem_plan;
-
 /* What one run holds besides pipe_state: the outputs, the per-group and
  * per-thread buffers, the quarantine file and the write-behind thread
  * (rs_pipeline_run's steps below share it). */
@@ -243,12 +233,5 @@ int rs_pipe_open_outputs(pipe_state *s, run_state *r, rs_error *err);
 /* Writes every output's header line, once the first batch shows it. 0 or
  * -1 with err. */
 int rs_pipe_emit_headers(pipe_state *s, run_state *r, rs_error *err);
-
-/* plan.c */
-
-/* The plan of a run with options o (threads, batch size, parse groups,
- * what a thread keeps): the one place where --memory is shared out.
- * 0, or -1 with err (RS_EXIT_USAGE) when o->memory cannot hold the run. */
-int rs_pipe_plan(const rs_pipeline_opts *o, mem_plan *m, rs_error *err);
 
 #endif

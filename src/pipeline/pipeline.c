@@ -2,8 +2,9 @@
  *
  * The stages live in files of their own (pipe.h lists them): produce.c
  * reads and cuts the batches, route.c parses and places the rows, emit.c
- * compresses and writes them, plan.c shares out --memory; this file holds
- * the design, the batch's OpenMP region, the merge and the run.
+ * compresses and writes them, cost.c prices the parts --memory is shared
+ * out among (by the run plan, src/runplan/); this file holds the design,
+ * the batch's OpenMP region, the merge and the run.
  *
  * Design. The physical floor of the main job is the codecs: inflating the
  * input and deflating 1000 outputs. Parsing, hashing and scattering are
@@ -91,7 +92,7 @@
  *  starts writing each batch's output to disk once it is written, so the
  *  fsyncs before publication find little left to do.
  *
- * Memory (plan.c): two batch buffers, the groups' entries (9 bytes a row
+ * Memory (cost.c): two batch buffers, the groups' entries (9 bytes a row
  * of more than 15 bytes, the bytes of shorter ones: at most 1.5 x a batch,
  * a tenth of one on the bill file), reused while half used or more; a
  * destination's gathered rows and compressed member per thread and, with
@@ -678,7 +679,8 @@ static void run_free(pipe_state *s, run_state *r)
     }
 }
 
-int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error *err)
+int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *mp, rs_pipeline_result *res,
+                           rs_error *err)
 {
     memset(res, 0, sizeof *res);
     res->header_input = -1;
@@ -687,19 +689,18 @@ int rs_pipeline_run(const rs_pipeline_opts *o, rs_pipeline_result *res, rs_error
     memset(&r, 0, sizeof r);
     r.t0 = now();
     r.ndest = o->ndest;
-    mem_plan mp; /* the plan, handed down: threads, groups, batch size, what a thread keeps */
-    if (rs_pipe_plan(o, &mp, err) != 0)
+    if (!mp)  /* the run plan refused the run: err says why */
         return -1;
-    r.T = mp.T;
-    r.G = mp.G;
-    r.member_keep = mp.member_keep;
+    r.T = mp->threads; /* the plan, handed down: threads, groups, batch size, what a thread keeps */
+    r.G = mp->groups;
+    r.member_keep = mp->member_keep;
     res->dest = calloc(r.ndest ? r.ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
     pipe_state s;
     memset(&s, 0, sizeof s);
     s.o = o;
     s.res = res;
-    size_t cap = mp.cap;
+    size_t cap = mp->batch_bytes;
     s.cap = cap;
     rs_pipeline_opts local = *o;
     if (local.dialect.max_record > cap / 2) {
