@@ -536,7 +536,8 @@ Test(publish, duplicates_report_is_published_with_the_output)
     assert_complete("out", 21);
 }
 
-/* Files are fsync'd by several threads at once: when two of them fail,
+/* Files are fsync'd by several threads at once (64 files: a window of 32
+ * or more): when two of them fail,
  * the one reported is the first in the directory's order, whichever
  * thread met it first - the same message every time - and nothing is
  * published. */
@@ -546,7 +547,7 @@ Test(publish, a_file_fsync_failure_names_the_file_and_publishes_nothing)
     const char *first = NULL;
     for (int run = 0; run < 4; run++) {
         res r = sh("LD_PRELOAD='%s' " NO_ASAN_ORDER " RS_FAIL_FILE_FSYNC=1.csv.gz,17.csv.gz \"$RS\" bucket "
-                   "--quiet --nodes 20 -o out in.csv",
+                   "--quiet --nodes 64 -o out in.csv",
                    RS_FAILALLOC);
         cr_assert_eq(r.rc, 1, "%s", r.err);
         const char *named = strstr(r.err, "/1.csv.gz: fsync: Input/output error\n")    ? "1.csv.gz"

@@ -7,8 +7,8 @@
  * using, those spins take the CPU from the thread that has the work: verify
  * of a 1000-file directory took 20 times the wall and 10 times the CPU of a
  * run with OMP_WAIT_POLICY=passive (docs/performance.md, "A shared
- * machine"). The pipeline's own waits already sleep (pipeline.c); this
- * covers the runtime's.
+ * machine"). The pipeline's own waits spin at most 200 microseconds and
+ * then sleep (pipeline.c); this covers the runtime's.
  *
  * How: libgomp reads its environment once, in a constructor that runs when
  * the library is loaded - before main() and before any constructor of a

@@ -176,12 +176,21 @@ static void *fsync_worker(void *arg)
 }
 
 /* fsyncs every file of w, on up to SYNC_THREADS threads (fewer when
- * threads cannot be made: the calling thread does the rest). */
+ * threads cannot be made: the calling thread does the rest). A window of
+ * fewer than SYNC_PARALLEL_MIN files is synced by the calling thread
+ * alone, in order: threads buy nothing there, and its system calls keep
+ * one order (the fault-injection sweeps of tests/append_lib.sh count
+ * each thread's calls). */
+#define SYNC_PARALLEL_MIN 32
 static void fsync_all(sync_window *w)
 {
     pthread_t th[SYNC_THREADS];
     int made = 0;
     w->next = 0;
+    if (w->n < SYNC_PARALLEL_MIN) {
+        fsync_worker(w);
+        return;
+    }
     pthread_attr_t at;
     int attr = pthread_attr_init(&at) == 0;
     if (attr)

@@ -4,7 +4,7 @@
  * reads and cuts the batches, route.c parses and places the rows, emit.c
  * compresses and writes them, cost.c prices the parts --memory is shared
  * out among (by the run plan, src/runplan/); this file holds the design,
- * the batch's OpenMP region, the merge and the run.
+ * the OpenMP region of the batches, the merge and the run.
  *
  * Design. The physical floor of the main job is the codecs: inflating the
  * input and deflating 1000 outputs. Parsing, hashing and scattering are
@@ -38,7 +38,8 @@
  *    quarter and a half of the others, so that the team starts early
  *    and the producer keeps ahead of it (see rs_pipe_produce).
  *
- *  - One OpenMP parallel region per batch, three steps:
+ *  - One OpenMP parallel region for all the batches; each batch, three
+ *    steps, and a hand-over:
  *    1. the first thread to arrive PRODUCES the next batch (reads and
  *       inflates it into the other of two buffers) while the others PARSE
  *       this one: groups of contiguous segments are claimed from an atomic
@@ -61,10 +62,17 @@
  *       becomes ONE gzip member (one reused compressor per thread: 1000
  *       live compressor states would thrash the caches), written with one
  *       write(2), or is written as it is.
+ *    4. the last thread done with the batch ENDS it (errors in input
+ *       order, the write-behind told) and BEGINS the next one, then
+ *       releases the others, who spin up to 200 us and then sleep (a
+ *       futex): the end of one batch is the start of the next without
+ *       libgomp's region end and start, whose passive waits put the team
+ *       to sleep and took 2 to 8 ms to wake it again on a virtual CPU,
+ *       about 5% of the wall time (docs/performance.md).
  *    Threads that run out of work wait asleep (a futex), for the merge and
- *    at the end of the region, not spinning in libgomp's barrier.
+ *    at the batch's end, not spinning in libgomp's barrier.
  *    The producer joins whichever step is under way when its batch is
- *    ready; nothing waits for it before the end of the region, so inflating
+ *    ready; nothing waits for it before the end of the batch, so inflating
  *    overlaps parsing, merging and compressing alike. (With omp for and its
  *    barriers, the team idled at the end of step 1 until the producer was
  *    done: runs took about 13% longer on two cores.)
@@ -213,7 +221,7 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
     return 0;
 }
 
-/* Where a batch's region stands. Work is claimed with atomic counters
+/* Where a batch stands. Work is claimed with atomic counters
  * rather than omp for, whose barriers would make the team wait for the
  * producer: inflating the next batch then overlaps the whole batch. */
 typedef struct {
@@ -379,7 +387,6 @@ static void write_dests(pipe_state *s, run_state *r, batch *b, batch_sched *bs, 
 static int batch_begin(pipe_state *s, run_state *r, batch *b, rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
-    double tl = rs_timeline_start();
     /* First: a read that a signal cut short failed because of it */
     if (rs_interrupt_pending()) {
         rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
@@ -404,7 +411,6 @@ static int batch_begin(pipe_state *s, run_state *r, batch *b, rs_error *err)
         return 0;
     }
     reset_counts(r);
-    rs_timeline_end(RS_TL_BETWEEN, tl);
     return 1;
 }
 
@@ -499,7 +505,7 @@ typedef struct {
     batch_sched bs;        /* the batch under way */
     int slot;              /* its buffer: s->b[slot]; the other is produced */
     int go;                /* 0 once the team is to leave */
-    int turn;              /* batches ended: the waiters' futex word */
+    unsigned turn;         /* batches ended: the waiters' futex word */
 } team_state;
 
 /* Waits until *turn is past `seen`: spinning up to about 200
@@ -511,7 +517,7 @@ typedef struct {
  * (docs/performance.md, where the second core waits). The spin is
  * bounded by time, not by count, so that a loaded machine loses at most
  * that much a batch to it. */
-static void wait_for_turn(int *turn, int seen)
+static void wait_for_turn(unsigned *turn, unsigned seen)
 {
     double until = 0;
     for (unsigned n = 0; __atomic_load_n(turn, __ATOMIC_ACQUIRE) == seen; n++) {
@@ -563,20 +569,24 @@ static void run_batches(pipe_state *s, run_state *r, rs_error *err)
     rs_timeline_end(RS_TL_FIRST, tl);
     team_state ts;
     memset(&ts, 0, sizeof ts);
+    tl = rs_timeline_start();
     ts.go = batch_begin(s, r, &s->b[0], err);
+    rs_timeline_end(RS_TL_BETWEEN, tl);
     if (ts.go) {
 #pragma omp parallel num_threads(r->T)
         {
             int t = omp_get_thread_num(), n = omp_get_num_threads();
             while (ts.go) {
-                int seen = __atomic_load_n(&ts.turn, __ATOMIC_ACQUIRE);
+                unsigned seen = __atomic_load_n(&ts.turn, __ATOMIC_ACQUIRE);
                 batch_team(s, r, &s->b[ts.slot], &s->b[1 - ts.slot], &ts.bs, t, err);
                 double tw = rs_timeline_start();
-                if (__atomic_add_fetch(&ts.bs.left, 1, __ATOMIC_ACQ_REL) == n)
+                if (__atomic_add_fetch(&ts.bs.left, 1, __ATOMIC_ACQ_REL) == n) {
                     batch_between(s, r, &ts, err);
-                else
+                    rs_timeline_end(RS_TL_BETWEEN, tw);
+                } else {
                     wait_for_turn(&ts.turn, seen);
-                rs_timeline_end(RS_TL_WAIT_END, tw);
+                    rs_timeline_end(RS_TL_WAIT_END, tw);
+                }
             }
         }
     }
