@@ -171,3 +171,61 @@ Test(scale, key_indexes_a_later_generation_built_are_each_files_own)
     rs_bucketdir_close(&bd);
     SH_OK("\"$RS\" verify d");
 }
+
+/* Removing half of 100,000 nodes by name through one edit: a few
+ * comparisons a name, and the list left is the one rs_nodes_remove of
+ * each name leaves (checked on 3,000 nodes, where the one-by-one removal
+ * is affordable: it searches and moves the whole list every time). */
+Test(scale, removing_half_of_100000_nodes_by_name_is_linear)
+{
+    enum { N = 100000, SMALL = 3000 };
+    rs_nodes n;
+    rs_node_index ix;
+    make_nodes(&n, &ix, N);
+    rs_node_index_free(&ix);
+    rs_error err = {0};
+    rs_node_edit e;
+    char name[32];
+    uint64_t before = rs_nodes_comparisons();
+    cr_assert_eq(rs_node_edit_begin(&e, &n, &err), 0, "%s", err.msg);
+    for (uint32_t i = 0; i < N; i += 2) {
+        snprintf(name, sizeof name, "node-%u", i);
+        int64_t at = rs_node_edit_find(&e, &n, name);
+        cr_assert_eq(at, (int64_t)i, "%s", name);
+        rs_node_edit_remove(&e, (uint32_t)at);
+        cr_assert_eq(rs_node_edit_find(&e, &n, name), -1, "%s: found once removed", name);
+    }
+    rs_node_edit_end(&e, &n);
+    uint64_t used = rs_nodes_comparisons() - before;
+    cr_assert_lt(used, (uint64_t)PER_NODE * N, "%llu comparisons to remove %d names of %d", (unsigned long long)used,
+                 N / 2, N);
+    cr_assert_eq(n.count, N / 2);
+    for (uint32_t k = 0; k < n.count; k++) {
+        snprintf(name, sizeof name, "node-%u", 2 * k + 1);
+        cr_assert_str_eq(n.names[k], name);
+    }
+    rs_nodes_free(&n);
+
+    /* the same removals one by one, on a list small enough for them */
+    rs_nodes a, b;
+    make_nodes(&a, &ix, SMALL);
+    rs_node_index_free(&ix);
+    cr_assert_eq(rs_nodes_copy(&b, &a, &err), 0);
+    a.weights[5] = b.weights[5] = 3.0;
+    a.down[7] = b.down[7] = 1;
+    cr_assert_eq(rs_node_edit_begin(&e, &b, &err), 0);
+    for (uint32_t i = 0; i < SMALL; i += 3) {
+        snprintf(name, sizeof name, "node-%u", i);
+        cr_assert_eq(rs_nodes_remove(&a, name, &err), 0, "%s", err.msg);
+        rs_node_edit_remove(&e, (uint32_t)rs_node_edit_find(&e, &b, name));
+    }
+    rs_node_edit_end(&e, &b);
+    cr_assert_eq(a.count, b.count);
+    for (uint32_t k = 0; k < a.count; k++) {
+        cr_assert_str_eq(a.names[k], b.names[k]);
+        cr_assert_eq(a.weights[k], b.weights[k], "%s", a.names[k]);
+        cr_assert_eq(a.down[k], b.down[k], "%s", a.names[k]);
+    }
+    rs_nodes_free(&a);
+    rs_nodes_free(&b);
+}

@@ -87,6 +87,29 @@ int rs_nodes_append_indexed(rs_nodes *nodes, rs_node_index *ix, const char *name
 /* Frees the index (a zeroed one is fine). */
 void rs_node_index_free(rs_node_index *ix);
 
+/* Many names removed from a list at once (--remove, --down, --reweight of
+ * thousands of nodes): one index over the list, removals only marked, and
+ * the list closed up once at the end, where rs_nodes_remove for each name
+ * searches and moves the whole list every time. */
+typedef struct {
+    rs_node_index ix;
+    uint8_t *gone;    /* per node of the list: removed in this edit */
+} rs_node_edit;
+
+/* Starts an edit of nodes. 0, or -1 with err (RS_EXIT_IO). */
+int rs_node_edit_begin(rs_node_edit *e, const rs_nodes *nodes, rs_error *err);
+
+/* Position of `name` among the nodes the edit has not removed, or -1. */
+int64_t rs_node_edit_find(const rs_node_edit *e, const rs_nodes *nodes, const char *name);
+
+/* Marks node i removed (dropped by rs_node_edit_end). */
+void rs_node_edit_remove(rs_node_edit *e, uint32_t i);
+
+/* Drops the removed nodes, keeping the others' order (what rs_nodes_remove
+ * of each would leave), and frees the edit's memory. With nodes NULL, only
+ * frees it (an edit given up). */
+void rs_node_edit_end(rs_node_edit *e, rs_nodes *nodes);
+
 /* Test hook: the node names compared so far in this process by
  * rs_nodes_find, rs_nodes_append and the index. A test runs a command on N
  * nodes and checks the count grows with N, not N squared: no timing. */

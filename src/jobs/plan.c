@@ -35,24 +35,32 @@ static int for_each_name(const char *list, rs_nodes *nodes, const char *what,
     return rc;
 }
 
+/* --remove and --reweight of the new side, looked up through one index
+ * (rs_node_edit: thousands of names cost what thousands of lookups do). */
 typedef struct {
+    rs_node_edit edit;
     int slots;
     rs_error *err;
-} remove_ctx;
+} node_changes;
 
 static int do_remove(rs_nodes *nodes, const char *name, const char *what, void *ctx)
 {
-    remove_ctx *rc = ctx;
+    node_changes *c = ctx;
     (void)what;
-    int64_t i = rs_nodes_find(nodes, name);
+    int64_t i = rs_node_edit_find(&c->edit, nodes, name);
     if (i < 0 || nodes->down[i])
-        return rs_error_set(rc->err, RS_EXIT_USAGE, "--remove: no node '%s' is up on the old side", name);
-    return rc->slots ? rs_nodes_set_down(nodes, name, rc->err) : rs_nodes_remove(nodes, name, rc->err);
+        return rs_error_set(c->err, RS_EXIT_USAGE, "--remove: no node '%s' is up on the old side", name);
+    if (c->slots)   /* the others keep their slots */
+        nodes->down[i] = 1;
+    else
+        rs_node_edit_remove(&c->edit, (uint32_t)i);
+    return 0;
 }
 
 static int do_reweight(rs_nodes *nodes, const char *item, const char *what, void *ctx)
 {
-    rs_error *err = ctx;
+    node_changes *c = ctx;
+    rs_error *err = c->err;
     (void)what;
     const char *eq = strrchr(item, '=');
     if (!eq || eq == item)
@@ -68,7 +76,7 @@ static int do_reweight(rs_nodes *nodes, const char *item, const char *what, void
     double w = strtod(eq + 1, &end);
     if (!eq[1] || *end || errno || !(w > 0) || !isfinite(w))
         return rs_error_set(err, RS_EXIT_USAGE, "--reweight: '%s' is not a positive weight", eq + 1);
-    int64_t i = rs_nodes_find(nodes, name);
+    int64_t i = rs_node_edit_find(&c->edit, nodes, name);
     if (i < 0)
         return rs_error_set(err, RS_EXIT_USAGE, "--reweight: no node '%s'", name);
     nodes->weights[i] = w;
@@ -77,12 +85,13 @@ static int do_reweight(rs_nodes *nodes, const char *item, const char *what, void
 
 static int apply_down(rs_nodes *old_nodes, rs_nodes *new_nodes, const char *list, rs_error *err)
 {
+    rs_node_index old_ix = {0}, new_ix = {0};
     char *copy = strdup(list), *save = NULL;
     if (!copy)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int rc = 0;
+    int rc = rs_node_index_build(&old_ix, old_nodes, err) != 0 || rs_node_index_build(&new_ix, new_nodes, err) != 0 ? -1 : 0;
     for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
-        int64_t a = rs_nodes_find(old_nodes, name), b = new_nodes ? rs_nodes_find(new_nodes, name) : -1;
+        int64_t a = rs_node_index_find(&old_ix, old_nodes, name), b = rs_node_index_find(&new_ix, new_nodes, name);
         if (a < 0 && b < 0)
             rc = rs_error_set(err, RS_EXIT_USAGE, "--down: no node '%s' on either side", name);
         if (a >= 0)
@@ -91,6 +100,25 @@ static int apply_down(rs_nodes *old_nodes, rs_nodes *new_nodes, const char *list
             new_nodes->down[b] = 1;
     }
     free(copy);
+    rs_node_index_free(&old_ix);
+    rs_node_index_free(&new_ix);
+    return rc;
+}
+
+/* --remove, then --reweight, on the new side; the removed nodes dropped
+ * at the end (slots: marked down instead). 0, or -1 with err. */
+static int apply_changes(const rs_plan_job_opts *o, rs_nodes *nodes, int slots, rs_error *err)
+{
+    node_changes c = {.slots = slots, .err = err};
+    if ((o->nremove || o->nreweight) && rs_node_edit_begin(&c.edit, nodes, err) != 0)
+        return -1;
+    int rc = 0;
+    for (int k = 0; k < o->nremove && rc == 0; k++)
+        rc = for_each_name(o->remove[k], nodes, "--remove", do_remove, &c, err);
+    for (int k = 0; k < o->nreweight && rc == 0; k++)
+        rc = for_each_name(o->reweight[k], nodes, "--reweight", do_reweight, &c, err);
+    if (o->nremove || o->nreweight)
+        rs_node_edit_end(&c.edit, rc == 0 ? nodes : NULL);
     return rc;
 }
 
@@ -143,13 +171,8 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     }
     if (o->down && apply_down(&old_nodes, &new_nodes, o->down, err) != 0)
         goto out;
-    remove_ctx rmc = {ro.scheme == RS_SCHEME_SLOTS, err};
-    for (int k = 0; k < o->nremove; k++)
-        if (for_each_name(o->remove[k], &new_nodes, "--remove", do_remove, &rmc, err) != 0)
-            goto out;
-    for (int k = 0; k < o->nreweight; k++)
-        if (for_each_name(o->reweight[k], &new_nodes, "--reweight", do_reweight, err, err) != 0)
-            goto out;
+    if (apply_changes(o, &new_nodes, ro.scheme == RS_SCHEME_SLOTS, err) != 0)
+        goto out;
     for (int k = 0; k < o->nadd_names; k++)
         if (rs_nodes_add_names(&new_nodes, o->add_names[k], err) != 0)
             goto out;

@@ -18,6 +18,32 @@ typedef rs_simulate_job_opts sim_opts;
 
 static void fail_oom(rs_error *err) { rs_error_set(err, RS_EXIT_IO, "out of memory"); }
 
+/* Removes the comma-separated names of list from nodes (slots: marks
+ * them down, so that the others keep their slots), looked up through one
+ * index. 0, or -1 with err naming the first name not there. */
+static int remove_names(rs_nodes *nodes, const char *list, int slots, rs_error *err)
+{
+    rs_node_edit e;
+    char *copy = strdup(list), *save = NULL;
+    if (!copy || rs_node_edit_begin(&e, nodes, err) != 0) {
+        free(copy);
+        return err->code ? -1 : rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
+    int rc = 0;
+    for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
+        int64_t i = rs_node_edit_find(&e, nodes, name);
+        if (i < 0)
+            rc = rs_error_set(err, RS_EXIT_USAGE, "--remove: no node named '%s'", name);
+        else if (slots)
+            nodes->down[i] = 1;
+        else
+            rs_node_edit_remove(&e, (uint32_t)i);
+    }
+    rs_node_edit_end(&e, rc == 0 ? nodes : NULL);
+    free(copy);
+    return rc;
+}
+
 /* Applies --add / --add-names / --remove to a copy of the base ring's nodes. */
 static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const char *add_names, const char *remove,
                               char *what, size_t whatcap, rs_error *err)
@@ -33,16 +59,10 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
         before += !nodes.down[i];
     size_t wl = 0;
     if (remove) {
-        char *list = strdup(remove), *save = NULL;
-        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-            if (rs_nodes_find(&nodes, name) < 0 ||
-                (slots ? rs_nodes_set_down(&nodes, name, err) : rs_nodes_remove(&nodes, name, err)) != 0) {
-                rs_error_set(err, RS_EXIT_USAGE, "--remove: no node named '%s'", name);
-                free(list);
-                rs_nodes_free(&nodes);
-                return NULL;
-            }
-        free(list);
+        if (remove_names(&nodes, remove, slots, err) != 0) {
+            rs_nodes_free(&nodes);
+            return NULL;
+        }
         wl += (size_t)snprintf(what + wl, whatcap - wl, "remove %s", remove);
     }
     if (add_names) {

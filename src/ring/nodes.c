@@ -166,6 +166,47 @@ void rs_node_index_free(rs_node_index *ix)
     memset(ix, 0, sizeof *ix);
 }
 
+int rs_node_edit_begin(rs_node_edit *e, const rs_nodes *nodes, rs_error *err)
+{
+    memset(e, 0, sizeof *e);
+    if (!(e->gone = calloc(nodes->count ? nodes->count : 1, 1)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the node list");
+    if (rs_node_index_build(&e->ix, nodes, err) != 0) {
+        free(e->gone);
+        e->gone = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+int64_t rs_node_edit_find(const rs_node_edit *e, const rs_nodes *nodes, const char *name)
+{
+    int64_t i = rs_node_index_find(&e->ix, nodes, name);
+    return i >= 0 && !e->gone[i] ? i : -1;
+}
+
+void rs_node_edit_remove(rs_node_edit *e, uint32_t i) { e->gone[i] = 1; }
+
+void rs_node_edit_end(rs_node_edit *e, rs_nodes *n)
+{
+    uint32_t kept = 0;
+    for (uint32_t i = 0; n && i < n->count; i++) {
+        if (e->gone[i]) {
+            free(n->names[i]);
+            continue;
+        }
+        n->names[kept] = n->names[i];
+        n->weights[kept] = n->weights[i];
+        n->down[kept] = n->down[i];
+        kept++;
+    }
+    if (n)
+        n->count = kept;
+    rs_node_index_free(&e->ix);
+    free(e->gone);
+    memset(e, 0, sizeof *e);
+}
+
 /* The duplicate check is quadratic only for appends by hand; the file parser
  * uses a sorted index instead (100,000-node lists must load instantly). */
 static int append_unchecked(rs_nodes *n, const char *name, double weight, rs_error *err)
