@@ -23,6 +23,8 @@
 #
 # Usage: tools/check_layers.sh [SOURCE_DIR]   (default: this script's tree)
 set -euo pipefail
+# shellcheck source=tools/allow_list.sh
+. "$(cd "$(dirname "$0")" && pwd)/allow_list.sh"
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 allow=tools/check_layers.allow
@@ -135,23 +137,13 @@ breaches=$( {
 fail=0
 while IFS=$'\t' read -r file inc what; do
     [ -n "$file" ] || continue
-    if ! awk -v f="$file" -v h="$inc" '$1 == f && $2 == h && NF >= 3 { found = 1 } END { exit !found }' \
-            <(grep -v '^#' "$allow"); then
+    if ! allow_has "$allow" "$file" "$inc"; then
         echo "check_layers: $file: #include \"$inc\": $what" >&2
         fail=1
     fi
 done <<< "$breaches"
 
-while read -r file inc reason; do
-    case "$file" in '' | '#'*) continue ;; esac
-    if [ -z "$reason" ]; then
-        echo "check_layers: $allow: $file $inc: no reason given" >&2
-        fail=1
-    elif ! printf '%s\n' "$breaches" | awk -F'\t' -v f="$file" -v h="$inc" '$1 == f && $2 == h { found = 1 } END { exit !found }'; then
-        echo "check_layers: $allow: $file $inc is not a breach (any more): remove the entry" >&2
-        fail=1
-    fi
-done < "$allow"
+allow_stale check_layers "$allow" "$breaches" "not a breach" || fail=1
 
 [ "$fail" -eq 0 ] && echo "check_layers: every include goes down the layers; the dataset layer through dataset.h"
 exit "$fail"

@@ -12,6 +12,8 @@
 #
 # Usage: tools/check_sizes.sh [SOURCE_DIR]   (default: this script's tree)
 set -euo pipefail
+# shellcheck source=tools/allow_list.sh
+. "$(cd "$(dirname "$0")" && pwd)/allow_list.sh"
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
 max_cmd=300 max_fn=120
@@ -49,24 +51,14 @@ long=$(find src -name '*.c' | LC_ALL=C sort | xargs awk -v max="$max_fn" '
 
 while IFS=$'\t' read -r file fn line len; do
     [ -n "$file" ] || continue
-    if ! awk -v f="$file" -v fn="$fn" '$1 == f && $2 == fn && NF >= 3 { found = 1 } END { exit !found }' \
-            <(grep -v '^#' "$allow"); then
+    if ! allow_has "$allow" "$file" "$fn"; then
         echo "check_sizes: $file:$line: $fn: $len lines, more than $max_fn: cut it into named steps, or list it" \
              "in $allow with the reason a comment above it gives" >&2
         fail=1
     fi
 done <<< "$long"
 
-while read -r file fn reason; do
-    case "$file" in '' | '#'*) continue ;; esac
-    if [ -z "$reason" ]; then
-        echo "check_sizes: $allow: $file $fn: no reason given" >&2
-        fail=1
-    elif ! printf '%s\n' "$long" | awk -F'\t' -v f="$file" -v fn="$fn" '$1 == f && $2 == fn { found = 1 } END { exit !found }'; then
-        echo "check_sizes: $allow: $file $fn is not a function over $max_fn lines (any more): remove the entry" >&2
-        fail=1
-    fi
-done < "$allow"
+allow_stale check_sizes "$allow" "$long" "not a function over $max_fn lines" || fail=1
 
 [ "$fail" -eq 0 ] && echo "check_sizes: command files <= $max_cmd lines, functions <= $max_fn lines (or listed)"
 exit "$fail"

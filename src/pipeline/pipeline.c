@@ -133,13 +133,6 @@
 void rs_pipeline_interrupt(void) { rs_interrupt_raise(); }
 int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---------------------------------------------------------------- reader */
 
 /* The error for a malformed record under --on-bad-row fail. Returns -1. */
@@ -288,7 +281,7 @@ static int check_unit(const rs_pipeline_opts *o, const batch *b, const uint64_t 
 static void progress_line(pipe_state *s, double t0, int final)
 {
     rs_pipeline_result *res = s->res;
-    double el = now() - t0;
+    double el = rs_now() - t0;
     if (el <= 0)
         el = 1e-9;
     double mb = res->bytes / 1e6;
@@ -522,7 +515,7 @@ static void wait_for_turn(unsigned *turn, unsigned seen)
     double until = 0;
     for (unsigned n = 0; __atomic_load_n(turn, __ATOMIC_ACQUIRE) == seen; n++) {
         if ((n & 255) == 255) {
-            double t = now();
+            double t = rs_now();
             if (until == 0)
                 until = t + 200e-6;
             else if (t > until) {
@@ -541,9 +534,9 @@ static void batch_between(pipe_state *s, run_state *r, team_state *ts, rs_error 
     int go = batch_end(s, r, &s->b[ts->slot], &ts->bs, err) == 0;
     if (go) {
         ts->slot = 1 - ts->slot;
-        if (s->o->progress && now() - r->last_progress > 0.25) {
+        if (s->o->progress && rs_now() - r->last_progress > 0.25) {
             progress_line(s, r->t0, 0);
-            r->last_progress = now();
+            r->last_progress = rs_now();
         }
         memset(&ts->bs, 0, sizeof ts->bs);
         go = batch_begin(s, r, &s->b[ts->slot], err);
@@ -561,7 +554,7 @@ static void batch_between(pipe_state *s, run_state *r, team_state *ts, rs_error 
 static void run_batches(pipe_state *s, run_state *r, rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
-    r->last_progress = now();
+    r->last_progress = rs_now();
     r->input_records = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_records);
     r->input_lines = calloc(o->ninputs ? o->ninputs : 1, sizeof *r->input_lines);
     double tl = rs_timeline_start();
@@ -697,7 +690,7 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     res->fail_input = -1;
     run_state r;
     memset(&r, 0, sizeof r);
-    r.t0 = now();
+    r.t0 = rs_now();
     r.ndest = o->ndest;
     if (!mp)  /* the run plan refused the run: err says why */
         return -1;
@@ -734,7 +727,7 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
         rc = finish_run(&s, &r, err);
     }
     run_free(&s, &r);
-    res->seconds = now() - r.t0;
+    res->seconds = rs_now() - r.t0;
     return rc;
 }
 

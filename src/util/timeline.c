@@ -5,6 +5,7 @@
  * the process exits. A thread learns its number at its first span. */
 #define _GNU_SOURCE
 #include "ringshard/timeline.h"
+#include "ringshard/util.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +38,6 @@ static const char *const stage_kinds[] = {
     RS_TIMELINE_STAGES(RS_TIMELINE_KIND)
 #undef RS_TIMELINE_KIND
 };
-
-static double clock_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static double thread_cpu(void)
 {
@@ -87,7 +81,7 @@ void rs_timeline_flush(void)
     for (unsigned i = 0; i < n; i++)
         fprintf(f, "%u\t%s\t%s\t%.6f\t%.6f\t%.6f\t%.6f\n", spans[i].thread, stage_names[spans[i].stage],
                 stage_kinds[spans[i].stage], spans[i].t0 - origin, spans[i].t1 - origin, spans[i].cpu, spans[i].runq);
-    fprintf(f, "# exit\t%.6f\n", clock_now() - origin);
+    fprintf(f, "# exit\t%.6f\n", rs_now() - origin);
     if (lost)
         fprintf(f, "# %u spans past the table's %u were not kept\n", lost, RS_TIMELINE_CAP);
     if (fclose(f) != 0)
@@ -108,7 +102,7 @@ void rs_timeline_init(void)
     if (rank && asprintf(&ranked, "%s.rank%s", p, rank) > 0)
         p = ranked;
     path = p;
-    origin = clock_now();
+    origin = rs_now();
     my_cpu0 = thread_cpu();
     my_runq0 = thread_runq();
     my_thread = threads++;
@@ -122,7 +116,7 @@ double rs_timeline_start(void)
         return 0;
     /* the wall clock first and last: the span encloses the counters'
      * own reads, so neither counter can exceed the span */
-    double t0 = clock_now();
+    double t0 = rs_now();
     my_cpu0 = thread_cpu();
     my_runq0 = thread_runq();
     return t0;
@@ -132,7 +126,7 @@ void rs_timeline_end(rs_tl_stage stage, double t0)
 {
     if (!rs_timeline_on || t0 == 0)
         return;
-    double cpu = thread_cpu() - my_cpu0, runq = thread_runq() - my_runq0, t1 = clock_now();
+    double cpu = thread_cpu() - my_cpu0, runq = thread_runq() - my_runq0, t1 = rs_now();
     if (my_thread == ~0u)
         my_thread = __atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
     unsigned i = __atomic_fetch_add(&nspans, 1, __ATOMIC_ACQ_REL);
