@@ -5,11 +5,13 @@
  * every span recorded is kept in a fixed table (RS_TIMELINE_CAP spans;
  * later ones are counted, not kept) and written to FILE as the process
  * exits, one tab-separated line a span: thread, stage, kind, start and
- * end in seconds since rs_timeline_init. tools/timeline.sh sums a file up:
- * each thread's time by stage, and the core-seconds left idle while a
- * stage ran alone. Spans are coarse (a batch's parse group, a thread's
- * share of a batch's writes, a publication), never a row: when off, a
- * span costs one load of a flag; when on, two clock reads and an atomic.
+ * end in seconds since rs_timeline_init, the thread's CPU seconds and its
+ * seconds runnable but waiting for a core within the span. tools/timeline.sh
+ * sums a file up: each thread's time by stage, and the core-seconds left
+ * idle while a stage ran alone. Spans are coarse (a batch's parse group, a
+ * thread's share of a batch's writes, a direct write, a publication),
+ * never a row: when off, a span costs one load of a flag; when on, four
+ * clock reads, two reads of /proc/thread-self/schedstat and an atomic.
  *
  * Thread numbers are given in the order threads record their first span
  * (0: the one that called rs_timeline_init, the main thread). */
