@@ -26,13 +26,11 @@ typedef struct {
     int ring_only;
     /* The new side: an explicit node set (new_count nodes "0".."N-1" or a
      * node file; neither: a copy of the old side), then the changes, in
-     * this order: down (both sides), remove, reweight, add_names, add. */
+     * this order: down (both sides, rs_node_edits_down), remove, reweight,
+     * add_names, add (rs_node_edits_apply; edits.slots is the job's). */
     uint32_t new_count;             /* 0: not given */
     const char *new_nodes_file;
-    const char *down;               /* comma-separated names, or NULL */
-    const char *const *remove, *const *reweight, *const *add_names; /* comma-separated lists */
-    int nremove, nreweight, nadd_names;
-    uint32_t add;                   /* nodes named after the last one */
+    rs_node_edits edits;
     /* Data: the pipeline's options (inputs, key, dialect, threads...). */
     int data;                       /* count rows (inputs, or from_buckets without ring_only) */
     rs_pipeline_opts pipe;

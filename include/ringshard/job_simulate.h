@@ -25,10 +25,11 @@ typedef struct {
     rs_key_pattern pattern;
     uint64_t key_seed;
     int threads;                    /* OpenMP threads, >= 1 */
-    /* the change (any of them NULL/0: none): applied to a copy of each
-     * ring's nodes in this order: remove (slots: marked down), add_names, add */
-    const char *remove, *add_names; /* comma-separated names */
-    uint64_t add;                   /* nodes named after the last one (rs_nodes_add_after) */
+    /* the change (no list and add 0: none), applied to a copy of each
+     * ring's nodes by rs_node_edits_apply (remove, reweight, add_names,
+     * add; edits.slots is the job's; edits.down is not read: the caller
+     * marks the base nodes down) */
+    rs_node_edits edits;
     double z;                       /* flag nodes outside the band of z sds */
     double factor;                  /* bounded loads' capacity factor (>= 1); NAN: none */
 } rs_simulate_job_opts;
@@ -51,7 +52,8 @@ typedef struct {
 typedef struct {
     size_t nrings;
     rs_simulate_ring *rings;
-    char what[512];                 /* the change in words, e.g. "add 10 nodes (1000 -> 1010 nodes)" */
+    char what[512];                 /* the change in words, names cut to fit, e.g.
+                                       "remove 999; add 1000 (1000 -> 1000 nodes)" */
 } rs_simulate_job_result;
 
 /* Builds the ring(s) and the changed ring(s), counts o->keys keys on each
@@ -59,7 +61,7 @@ typedef struct {
  * placement. Writes nothing. *r must be zeroed; it is filled as far as the
  * job got and rs_simulate_job_result_free releases it either way. Returns
  * 0, or -1 with err (RS_EXIT_USAGE: a sweep of a scheme without vnodes, a
- * node to remove that does not exist; RS_EXIT_IO: out of memory;
+ * change rs_node_edits_apply refuses; RS_EXIT_IO: out of memory;
  * RS_EXIT_INTERRUPTED "interrupted": the stop flag (interrupt.h) was
  * raised, seen within a block of keys in the counting and the bounded
  * placement). Not collective. */

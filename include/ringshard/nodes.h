@@ -121,17 +121,66 @@ int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err);
 /* Frees the list (a zeroed list is fine). */
 void rs_nodes_free(rs_nodes *nodes);
 
-/* --add K: appends k nodes of weight 1 to a non-empty list, named after the
- * last node: its numeric suffix continues (keeping its zero padding) after
- * the largest number any node with the same prefix carries, skipping names
- * that exist ("999" -> "1000"..., "db07" -> "db08"...); a last name without
- * digits (or with more than 18) gets "-1", "-2"... Returns 0, or -1 with err
- * (RS_EXIT_USAGE: name too long; rs_nodes_append's errors). */
-int rs_nodes_add_after(rs_nodes *nodes, uint32_t k, rs_error *err);
+/* One command's changes to a node list (plan's new side, simulate's
+ * changed ring). Each list is one option's value as given: names (or
+ * NAME=WEIGHT items) separated by commas, empty items skipped; an option
+ * given again brings another list, and the lists add up. */
+typedef struct {
+    const char *const *remove;      /* names */
+    const char *const *reweight;    /* NAME=WEIGHT items */
+    const char *const *add_names;   /* names */
+    const char *const *down;        /* names (rs_node_edits_down) */
+    int nremove, nreweight, nadd_names, ndown;
+    uint32_t add;                   /* --add K: K new names (rs_node_edits_apply) */
+    int slots;                      /* a removed node stays, marked down, so that the others keep their slots */
+} rs_node_edits;
 
-/* --add-names A,B: appends the comma-separated names, in order, with
- * weight 1. Returns 0, or -1 with err (rs_nodes_append's errors, naming
- * --add-names; RS_EXIT_IO when out of memory). */
-int rs_nodes_add_names(rs_nodes *nodes, const char *list, rs_error *err);
+/* What rs_node_edits_apply did: the names removed, reweighted and added,
+ * in the order given (copies, owned by the log). */
+typedef struct {
+    char **removed, **reweighted, **added;
+    uint32_t nremoved, nreweighted, nadded;
+} rs_node_edit_log;
+
+/* Applies e's remove, reweight, add_names and add, in this order, to
+ * nodes; ref is the list the change starts from when nodes is another one
+ * (plan's old side against an explicit new side; NULL: nodes itself).
+ *
+ * A removed node is dropped (e->slots: marked down). A node --add K
+ * creates is named after the last node of nodes as it was before the
+ * change: its trailing number (at most 18 digits; zero padding kept)
+ * continues after the largest number any name with the same prefix
+ * carries in ref, in nodes or among the names removed now, so that a new
+ * name is never one of the old ring's, nor one removed in the same
+ * command ("999" -> "1000"..., "db07" -> "db08"...); a last name without
+ * such a number gets "<name>-1", "<name>-2"..., after the largest
+ * "<name>-N" used. A node set of unrelated names (a node file of hosts)
+ * thus grows as "<its last host>-1"...
+ *
+ * Refused with RS_EXIT_USAGE, err naming the option and the node (nodes
+ * is then half edited: the caller drops it): a name that is not there; a node removed that is down
+ * already; a name removed, reweighted or added twice (in one list or in
+ * two); a node both removed and reweighted, or removed and added back by
+ * add_names (the edit cancels itself); add_names of a node that stays; a
+ * malformed NAME=WEIGHT or a weight that is not positive; rs_nodes_append's
+ * checks of a new name. RS_EXIT_IO when out of memory. Lookups go through
+ * one index: thousands of names cost what thousands of lookups do.
+ * *log is filled (free it with rs_node_edit_log_free, either way). */
+int rs_node_edits_apply(rs_nodes *nodes, const rs_nodes *ref, const rs_node_edits *e, rs_node_edit_log *log,
+                        rs_error *err);
+
+/* Frees what the log holds (a zeroed log is fine). */
+void rs_node_edit_log_free(rs_node_edit_log *log);
+
+/* Marks e's down names down in a and, when b is not NULL, in b (plan: the
+ * old and the new side), wherever each is listed. A name in neither, or
+ * given twice, is refused (RS_EXIT_USAGE). 0, or -1 with err. */
+int rs_node_edits_down(const rs_node_edits *e, rs_nodes *a, rs_nodes *b, rs_error *err);
+
+/* Writes the first names of a list of `total`, names[0..n) (n <= total),
+ * as "a, b, c" into buf (cap bytes, NUL-terminated), as many of them as
+ * fit, the rest counted: "a, b ... (998 more)". Returns buf. For
+ * summaries of thousands of nodes: the caller passes only those it shows. */
+char *rs_node_names_text(char *buf, size_t cap, const char *const *names, size_t n, size_t total);
 
 #endif

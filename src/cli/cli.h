@@ -14,6 +14,8 @@
 enum {
     RS_OPT_SCHEME = 1000, RS_OPT_HASH, RS_OPT_SEED, RS_OPT_NODES, RS_OPT_NODES_FILE,
     RS_OPT_VNODES, RS_OPT_LABEL, RS_OPT_SIGN, RS_OPT_ORDER, RS_OPT_DOWN, RS_OPT_COMPAT,
+    /* node edits of plan and simulate (rs_cli_edits_option) */
+    RS_OPT_ADD = 1040, RS_OPT_ADD_NAMES, RS_OPT_REMOVE, RS_OPT_REWEIGHT,
     /* input options (rs_cli_input_option) */
     RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
     RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
@@ -312,6 +314,36 @@ void rs_cli_metrics_phase(const char *name, double seconds);
  * printing the error when rc is 0 and the file cannot be written (a failed
  * run keeps its own code). */
 int rs_cli_metrics_finish(int rc);
+
+/* The node edits as given to plan and simulate, so that both take them
+ * alike: the list options may each be given up to RS_CLI_MAX_EDIT_LISTS
+ * times and their lists add up; --add K is one number (the last given). */
+#define RS_CLI_MAX_EDIT_LISTS 256
+typedef struct {
+    const char *remove[RS_CLI_MAX_EDIT_LISTS], *reweight[RS_CLI_MAX_EDIT_LISTS],
+        *add_names[RS_CLI_MAX_EDIT_LISTS], *down[RS_CLI_MAX_EDIT_LISTS];
+    int nremove, nreweight, nadd_names, ndown;
+    unsigned long long add;
+} rs_cli_edits;
+
+#define RS_EDIT_LONGOPTS                                                   \
+    {"add", required_argument, 0, RS_OPT_ADD},                             \
+    {"add-names", required_argument, 0, RS_OPT_ADD_NAMES},                 \
+    {"remove", required_argument, 0, RS_OPT_REMOVE},                       \
+    {"reweight", required_argument, 0, RS_OPT_REWEIGHT}
+
+/* Records edit option `code` (RS_OPT_ADD, RS_OPT_ADD_NAMES, RS_OPT_REMOVE,
+ * RS_OPT_REWEIGHT, and the ring option RS_OPT_DOWN, taken here so that it
+ * adds up too). Returns 1 if handled, 0 if not an edit option, -1 with
+ * err (RS_EXIT_USAGE: --add out of [1, 10000000], a list option given
+ * more than RS_CLI_MAX_EDIT_LISTS times). */
+int rs_cli_edits_option(rs_cli_edits *ed, int code, const char *arg, rs_error *err);
+
+/* The edits for the job (pointing into ed; slots left 0 for the job). */
+void rs_cli_edits_fill(const rs_cli_edits *ed, rs_node_edits *e);
+
+/* 1 if ed changes the node set (--down aside), else 0. */
+int rs_cli_edits_change(const rs_cli_edits *ed);
 
 /* The balance options as given (stats, simulate). */
 typedef struct {

@@ -18,13 +18,13 @@
 static int ring_sides(const rs_cli_plan_args *a, rs_plan_job_opts *o, rs_nodes *old_nodes, rs_error *err)
 {
     int have_new = a->new_nodes || a->new_nodes_file;
-    int changes = a->add || a->o.nadd_names || a->o.nremove || a->o.nreweight;
+    int changes = rs_cli_edits_change(&a->ed);
     if (!have_new && !changes)
         return rs_error_set(err, RS_EXIT_USAGE,
                             "no new side: give --new-nodes, --new-nodes-file or a change (--add, --add-names, "
                             "--remove, --reweight)");
     if (a->o.from_buckets) {
-        if (rs_cli_ring_given(&a->ro) || a->old_nodes || a->old_nodes_file)
+        if (rs_cli_ring_given(&a->ro) || a->ed.ndown || a->old_nodes || a->old_nodes_file)
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--from-buckets takes the old ring from %s/manifest.json: no ring or old-node options",
                                 a->o.from_buckets);
@@ -32,7 +32,6 @@ static int ring_sides(const rs_cli_plan_args *a, rs_plan_job_opts *o, rs_nodes *
         rs_cli_ring ro = a->ro;
         ro.nodes = a->old_nodes;
         ro.nodes_file = a->old_nodes_file;
-        ro.down = NULL;  /* the job marks --down on both sides */
         if (ro.nodes && ro.nodes_file)
             return rs_error_set(err, RS_EXIT_USAGE, "--old-nodes and --old-nodes-file exclude each other");
         if (rs_cli_ring_finish(&ro, &o->ring, old_nodes, err) != 0)
@@ -66,9 +65,7 @@ static int take_inputs(rs_pipeline_opts *po, void *ctx, rs_error *err)
 static void fill_job(rs_cli_plan_args *a, const rs_pipeline_opts *po, int data, inputs_ctx *ic)
 {
     rs_plan_job_opts *o = &a->o;
-    o->down = a->ro.down;
-    o->remove = a->remove, o->reweight = a->reweight, o->add_names = a->add_names;
-    o->add = (uint32_t)a->add;
+    rs_cli_edits_fill(&a->ed, &o->edits);   /* --down too: the job marks it on both sides */
     o->batch_bytes = a->batch_bytes;
     o->data = data;
     o->pipe = *po;

@@ -22,11 +22,16 @@ static const char simulate_help[] =
     "                      experiments); random: 32 lowercase hex digits from\n"
     "                      splitmix64 (default)\n"
     "  --key-seed N        seed of the random keys (default 0); --seed is the hash's\n"
-    "  --add K             add K nodes, named as plan --add names them (\"999\" ->\n"
-    "                      \"1000\"..., \"db07\" -> \"db08\"...)\n"
+    "  --add K             add K nodes, named as plan --add names them: after the\n"
+    "                      largest number any node had (\"999\" -> \"1000\"...,\n"
+    "                      \"db07\" -> \"db08\"...), removed ones included\n"
     "  --add-names NAMES   add these nodes (comma-separated), in order\n"
     "  --remove NAMES      remove these nodes (comma-separated; slots: marked down,\n"
     "                      so that the others keep their slots)\n"
+    "  --reweight NAME=W[,...]  change nodes' weights (ring, ketama)\n"
+    "                      (the lists of --add-names, --remove, --reweight and\n"
+    "                      --down add up when given again; an edit that cancels\n"
+    "                      itself, or a name given twice, is refused: exit 64)\n"
     "  --vnodes V1,V2,...  a sweep: one TSV row per vnode count (balance, and the\n"
     "                      moved fraction with --add/--remove); a single V is the\n"
     "                      ring option\n"
@@ -45,21 +50,20 @@ static const char simulate_help[] =
     "  -h, --help          this help\n\n";
 
 enum {
-    OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED, OPT_ADD, OPT_ADD_NAMES, OPT_REMOVE
+    OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED
 };
 
-/* Parses the options into *ro, *bo and *so. Returns -1 to go on, else the
- * exit code (the error printed; 0 after --help). */
-static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo, rs_simulate_job_opts *so)
+/* Parses the options into *ro, *bo, *ed and *so. Returns -1 to go on,
+ * else the exit code (the error printed; 0 after --help). */
+static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo, rs_cli_edits *ed,
+                      rs_simulate_job_opts *so)
 {
     static const struct option longopts[] = {
         RS_RING_LONGOPTS,
         {"keys", required_argument, 0, OPT_KEYS},
         {"key-pattern", required_argument, 0, OPT_PATTERN},
         {"key-seed", required_argument, 0, OPT_KEY_SEED},
-        {"add", required_argument, 0, OPT_ADD},
-        {"add-names", required_argument, 0, OPT_ADD_NAMES},
-        {"remove", required_argument, 0, OPT_REMOVE},
+        RS_EDIT_LONGOPTS,
         RS_BALANCE_LONGOPTS,
         {"threads", required_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},
@@ -70,6 +74,11 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
     rs_error err = {0};
     optind = 1;
     while ((c = rs_cli_getopt("simulate", argc, argv, "hj:", longopts)) != -1) {
+        if ((r = rs_cli_edits_option(ed, c, optarg, &err)) != 0) {  /* before the ring's --down */
+            if (r < 0)
+                return rs_cli_fail("simulate", &err);
+            continue;
+        }
         if (rs_cli_ring_option(ro, c, optarg))
             continue;
         if ((r = rs_cli_balance_option(bo, c, optarg, &err)) != 0) {
@@ -98,13 +107,6 @@ static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo
                 return rs_cli_fail("simulate", &err);
             so->key_seed = v;
             break;
-        case OPT_ADD:
-            if (rs_cli_uint("--add", optarg, 1, 10000000, &v, &err) != 0)
-                return rs_cli_fail("simulate", &err);
-            so->add = v;
-            break;
-        case OPT_ADD_NAMES: so->add_names = optarg; break;
-        case OPT_REMOVE: so->remove = optarg; break;
         case 'j':
             if (rs_cli_uint("--threads", optarg, 1, 1024, &v, &err) != 0)
                 return rs_cli_fail("simulate", &err);
@@ -150,12 +152,14 @@ int rs_cmd_simulate(int argc, char **argv)
     rs_simulate_job_opts so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM};
     rs_cli_balance bo;
     rs_cli_balance_defaults(&bo);
+    rs_cli_edits ed = {0};
     rs_error err = {0};
     so.threads = omp_get_max_threads();
-    int r = parse_args(argc, argv, &ro, &bo, &so);
+    int r = parse_args(argc, argv, &ro, &bo, &ed, &so);
     if (r >= 0)
         return r;
-    int changing = so.add || so.add_names || so.remove;
+    int changing = rs_cli_edits_change(&ed);
+    rs_cli_edits_fill(&ed, &so.edits);
     uint32_t vlist[RS_SIMULATE_MAX_SWEEP];
     size_t nr = 1;
     int sweep = ro.vnodes && strchr(ro.vnodes, ',');
@@ -172,7 +176,7 @@ int rs_cmd_simulate(int argc, char **argv)
     }
     if (bo.svg || bo.html)  /* a file to publish: a stop signal removes it (exit 130); stdout alone needs no handler */
         rs_cli_install_signals();
-    if (rs_cli_ring_finish(&ro, &so.ring, &nodes, &err) != 0)
+    if (rs_cli_ring_finish(&ro, &so.ring, &nodes, &err) != 0 || rs_node_edits_down(&so.edits, &nodes, NULL, &err) != 0)
         goto fail;
     so.nodes = &nodes;
     so.vnodes = sweep ? vlist : NULL;

@@ -8,21 +8,10 @@
 #include "ringshard/dataset.h"
 
 enum {
-    OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_ADD,
-    OPT_ADD_NAMES, OPT_REMOVE, OPT_REWEIGHT, OPT_FROM_BUCKETS, OPT_RING_ONLY, OPT_JSON, OPT_JSON_ARCS, OPT_ARCS,
+    OPT_OLD_NODES = RS_OPT__FIRST_COMMAND, OPT_OLD_NODES_FILE, OPT_NEW_NODES, OPT_NEW_NODES_FILE, OPT_FROM_BUCKETS, OPT_RING_ONLY, OPT_JSON, OPT_JSON_ARCS, OPT_ARCS,
     OPT_PAIRS, OPT_TOP, OPT_STRICT, OPT_EMIT, OPT_FORCE, OPT_BATCH_BYTES,
     OPT_WAVE_ORDER, OPT_SVG, OPT_HTML, OPT_FORCE_ANY
 };
-
-/* Appends v to list (*n entries), at most RS_CLI_PLAN_MAX_CHANGES. */
-static int push(const char **list, int *n, const char *v, const char *what, rs_error *err)
-{
-    if (*n >= RS_CLI_PLAN_MAX_CHANGES)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: at most %d times (use a comma-separated list)", what,
-                            RS_CLI_PLAN_MAX_CHANGES);
-    list[(*n)++] = v;
-    return 0;
-}
 
 /* plan's own options. 1 if c is one (recorded in a), 0 if not; -1 with
  * err for a bad value, -2 with err for a usage error (err.msg: the message). */
@@ -33,22 +22,6 @@ static int plan_option(rs_cli_plan_args *a, int c, const char *arg, rs_error *er
     case OPT_OLD_NODES_FILE: a->old_nodes_file = arg; break;
     case OPT_NEW_NODES: a->new_nodes = arg; break;
     case OPT_NEW_NODES_FILE: a->new_nodes_file = arg; break;
-    case OPT_ADD:
-        if (rs_cli_uint("--add", arg, 1, 10000000, &a->add, err) != 0)
-            return -1;
-        break;
-    case OPT_ADD_NAMES:
-        if (push(a->add_names, &a->o.nadd_names, arg, "--add-names", err) != 0)
-            return -1;
-        break;
-    case OPT_REMOVE:
-        if (push(a->remove, &a->o.nremove, arg, "--remove", err) != 0)
-            return -1;
-        break;
-    case OPT_REWEIGHT:
-        if (push(a->reweight, &a->o.nreweight, arg, "--reweight", err) != 0)
-            return -1;
-        break;
     case OPT_FROM_BUCKETS: a->o.from_buckets = arg; break;
     case OPT_RING_ONLY: a->o.ring_only = 1; break;
     case OPT_JSON: a->o.json = arg; break;
@@ -85,10 +58,7 @@ int rs_cli_plan_parse(int argc, char **argv, rs_cli_plan_args *a, rs_pipeline_op
         {"old-nodes-file", required_argument, 0, OPT_OLD_NODES_FILE},
         {"new-nodes", required_argument, 0, OPT_NEW_NODES},
         {"new-nodes-file", required_argument, 0, OPT_NEW_NODES_FILE},
-        {"add", required_argument, 0, OPT_ADD},
-        {"add-names", required_argument, 0, OPT_ADD_NAMES},
-        {"remove", required_argument, 0, OPT_REMOVE},
-        {"reweight", required_argument, 0, OPT_REWEIGHT},
+        RS_EDIT_LONGOPTS,
         {"from-buckets", required_argument, 0, OPT_FROM_BUCKETS},
         {"ring-only", no_argument, 0, OPT_RING_ONLY},
         {"json", required_argument, 0, OPT_JSON},
@@ -127,6 +97,11 @@ int rs_cli_plan_parse(int argc, char **argv, rs_cli_plan_args *a, rs_pipeline_op
         }
         if (c == RS_OPT_NODES_FILE) {
             a->old_nodes_file = optarg;
+            continue;
+        }
+        if ((r = rs_cli_edits_option(&a->ed, c, optarg, &err)) != 0) {  /* before the ring's --down */
+            if (r < 0)
+                return rs_cli_fail("plan", &err);
             continue;
         }
         if (rs_cli_ring_option(&a->ro, c, optarg))

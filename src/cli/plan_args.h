@@ -5,17 +5,13 @@
 #include "cli/cli.h"
 #include "ringshard/job_plan.h"
 
-/* How many times --add-names, --remove and --reweight may each be given. */
-#define RS_CLI_PLAN_MAX_CHANGES 256
-
 /* The options as given: the job's, and what the command turns into them. */
 typedef struct {
     rs_plan_job_opts o;
     rs_cli_ring ro;
     const char *old_nodes, *old_nodes_file, *new_nodes, *new_nodes_file;
-    unsigned long long add, top, batch_bytes;
-    const char *add_names[RS_CLI_PLAN_MAX_CHANGES], *remove[RS_CLI_PLAN_MAX_CHANGES],
-        *reweight[RS_CLI_PLAN_MAX_CHANGES];
+    rs_cli_edits ed;                /* --add, --add-names, --remove, --reweight, --down */
+    unsigned long long top, batch_bytes;
     int have_order;
 } rs_cli_plan_args;
 

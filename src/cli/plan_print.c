@@ -147,6 +147,21 @@ static void print_top(FILE *f, unsigned long long top_opt, const rs_plan *p, con
     }
 }
 
+/* One line naming the nodes of idx[0..n) in nodes (a few, then how many
+ * more: every name is in --json); nothing when n is 0. */
+static void print_names(FILE *f, const char *label, const rs_nodes *nodes, const uint32_t *idx, uint32_t n)
+{
+    enum { SHOWN = 10 };
+    const char *names[SHOWN];
+    char text[640];
+    if (!n)
+        return;
+    for (uint32_t k = 0; k < n && k < SHOWN; k++)
+        names[k] = nodes->names[idx[k]];
+    /* the names past the shown ones are only counted: no list of n pointers */
+    fprintf(f, "  %-12s %s\n", label, rs_node_names_text(text, sizeof text, names, n < SHOWN ? n : SHOWN, n));
+}
+
 void rs_cli_plan_summary(FILE *f, const rs_plan_job_opts *a, unsigned long long top_opt, const rs_plan_job_result *r)
 {
     const rs_plan *p = &r->plan;
@@ -158,6 +173,9 @@ void rs_cli_plan_summary(FILE *f, const rs_plan_job_opts *a, unsigned long long 
     fprintf(f, "ringshard plan: %s scheme, %u -> %u nodes up (%u added, %u removed, %u reweighted)\n",
             rs_scheme_name(rs_ring_get_opts(A)->scheme), rs_plan_up_count(an), rs_plan_up_count(bn), p->nadded, p->nremoved,
             p->nreweighted);
+    print_names(f, "added", bn, p->added, p->nadded);
+    print_names(f, "removed", an, p->removed, p->nremoved);
+    print_names(f, "reweighted", an, p->reweighted, p->nreweighted);
     fprintf(f, "  old ring     %s  %u nodes, %s\n", rs_ring_fingerprint(A), an->count, points_word(A, b1, sizeof b1));
     fprintf(f, "  new ring     %s  %u nodes, %s\n", rs_ring_fingerprint(B), bn->count, points_word(B, b2, sizeof b2));
     switch (p->method) {

@@ -22,106 +22,6 @@
 
 /* ---------------------------------------------------------------- nodes */
 
-static int for_each_name(const char *list, rs_nodes *nodes, const char *what,
-                         int (*fn)(rs_nodes *, const char *, const char *, void *), void *ctx, rs_error *err)
-{
-    char *copy = strdup(list), *save = NULL;
-    if (!copy)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int rc = 0;
-    for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save))
-        rc = fn(nodes, name, what, ctx);
-    free(copy);
-    return rc;
-}
-
-/* --remove and --reweight of the new side, looked up through one index
- * (rs_node_edit: thousands of names cost what thousands of lookups do). */
-typedef struct {
-    rs_node_edit edit;
-    int slots;
-    rs_error *err;
-} node_changes;
-
-static int do_remove(rs_nodes *nodes, const char *name, const char *what, void *ctx)
-{
-    node_changes *c = ctx;
-    (void)what;
-    int64_t i = rs_node_edit_find(&c->edit, nodes, name);
-    if (i < 0 || nodes->down[i])
-        return rs_error_set(c->err, RS_EXIT_USAGE, "--remove: no node '%s' is up on the old side", name);
-    if (c->slots)   /* the others keep their slots */
-        nodes->down[i] = 1;
-    else
-        rs_node_edit_remove(&c->edit, (uint32_t)i);
-    return 0;
-}
-
-static int do_reweight(rs_nodes *nodes, const char *item, const char *what, void *ctx)
-{
-    node_changes *c = ctx;
-    rs_error *err = c->err;
-    (void)what;
-    const char *eq = strrchr(item, '=');
-    if (!eq || eq == item)
-        return rs_error_set(err, RS_EXIT_USAGE, "--reweight: expected NAME=WEIGHT, not '%s'", item);
-    char name[4096];
-    size_t n = (size_t)(eq - item);
-    if (n >= sizeof name)
-        return rs_error_set(err, RS_EXIT_USAGE, "--reweight: name too long");
-    memcpy(name, item, n);
-    name[n] = '\0';
-    char *end;
-    errno = 0;
-    double w = strtod(eq + 1, &end);
-    if (!eq[1] || *end || errno || !(w > 0) || !isfinite(w))
-        return rs_error_set(err, RS_EXIT_USAGE, "--reweight: '%s' is not a positive weight", eq + 1);
-    int64_t i = rs_node_edit_find(&c->edit, nodes, name);
-    if (i < 0)
-        return rs_error_set(err, RS_EXIT_USAGE, "--reweight: no node '%s'", name);
-    nodes->weights[i] = w;
-    return 0;
-}
-
-static int apply_down(rs_nodes *old_nodes, rs_nodes *new_nodes, const char *list, rs_error *err)
-{
-    rs_node_index old_ix = {0}, new_ix = {0};
-    char *copy = strdup(list), *save = NULL;
-    if (!copy)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    int rc = rs_node_index_build(&old_ix, old_nodes, err) != 0 || rs_node_index_build(&new_ix, new_nodes, err) != 0 ? -1 : 0;
-    for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
-        int64_t a = rs_node_index_find(&old_ix, old_nodes, name), b = rs_node_index_find(&new_ix, new_nodes, name);
-        if (a < 0 && b < 0)
-            rc = rs_error_set(err, RS_EXIT_USAGE, "--down: no node '%s' on either side", name);
-        if (a >= 0)
-            old_nodes->down[a] = 1;
-        if (b >= 0)
-            new_nodes->down[b] = 1;
-    }
-    free(copy);
-    rs_node_index_free(&old_ix);
-    rs_node_index_free(&new_ix);
-    return rc;
-}
-
-/* --remove, then --reweight, on the new side; the removed nodes dropped
- * at the end (slots: marked down instead). 0, or -1 with err. */
-static int apply_changes(const rs_plan_job_opts *o, rs_nodes *nodes, int slots, rs_error *err)
-{
-    node_changes c = {.slots = slots, .err = err};
-    if ((o->nremove || o->nreweight) && rs_node_edit_begin(&c.edit, nodes, err) != 0)
-        return -1;
-    int rc = 0;
-    for (int k = 0; k < o->nremove && rc == 0; k++)
-        rc = for_each_name(o->remove[k], nodes, "--remove", do_remove, &c, err);
-    for (int k = 0; k < o->nreweight && rc == 0; k++)
-        rc = for_each_name(o->reweight[k], nodes, "--reweight", do_reweight, &c, err);
-    if (o->nremove || o->nreweight)
-        rs_node_edit_end(&c.edit, rc == 0 ? nodes : NULL);
-    return rc;
-}
-
 /* The new side's explicit node set: a node file, or N nodes "0".."N-1". */
 static int node_spec(uint32_t count, const char *file, rs_nodes *nodes, rs_error *err)
 {
@@ -155,7 +55,9 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     rs_ring_opts ro;
     rs_nodes old_nodes = {0}, new_nodes = {0};
     int have_new = o->new_count || o->new_nodes_file;
-    int changes = o->add || o->nadd_names || o->nremove || o->nreweight;
+    const rs_node_edits *e = &o->edits;
+    int changes = e->add || e->nadd_names || e->nremove || e->nreweight;
+    rs_node_edit_log log = {0};
     int rc = -1;
     if (!have_new && !changes)
         return rs_error_set(err, RS_EXIT_USAGE,
@@ -169,14 +71,11 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     } else if (rs_nodes_copy(&new_nodes, &old_nodes, err) != 0) {
         goto out;
     }
-    if (o->down && apply_down(&old_nodes, &new_nodes, o->down, err) != 0)
+    if (rs_node_edits_down(e, &old_nodes, &new_nodes, err) != 0)
         goto out;
-    if (apply_changes(o, &new_nodes, ro.scheme == RS_SCHEME_SLOTS, err) != 0)
-        goto out;
-    for (int k = 0; k < o->nadd_names; k++)
-        if (rs_nodes_add_names(&new_nodes, o->add_names[k], err) != 0)
-            goto out;
-    if (o->add && rs_nodes_add_after(&new_nodes, o->add, err) != 0)
+    rs_node_edits ne = *e;
+    ne.slots = ro.scheme == RS_SCHEME_SLOTS;  /* the others keep their slots */
+    if (changes && rs_node_edits_apply(&new_nodes, &old_nodes, &ne, &log, err) != 0)
         goto out;
     if (!(*old_ring = rs_ring_build(&ro, &old_nodes, err)))
         goto out;
@@ -189,6 +88,7 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     }
     rc = 0;
 out:
+    rs_node_edit_log_free(&log);
     rs_nodes_free(&old_nodes);
     rs_nodes_free(&new_nodes);
     return rc;

@@ -18,72 +18,47 @@ typedef rs_simulate_job_opts sim_opts;
 
 static void fail_oom(rs_error *err) { rs_error_set(err, RS_EXIT_IO, "out of memory"); }
 
-/* Removes the comma-separated names of list from nodes (slots: marks
- * them down, so that the others keep their slots), looked up through one
- * index. 0, or -1 with err naming the first name not there. */
-static int remove_names(rs_nodes *nodes, const char *list, int slots, rs_error *err)
+/* Appends "<sep><verb> <names>" to what (at *wl of cap), the names cut
+ * to a few when there are many. */
+static void say_names(char *what, size_t cap, size_t *wl, const char *verb, char *const *names, uint32_t n)
 {
-    rs_node_edit e;
-    char *copy = strdup(list), *save = NULL;
-    if (!copy || rs_node_edit_begin(&e, nodes, err) != 0) {
-        free(copy);
-        return err->code ? -1 : rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
-    int rc = 0;
-    for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
-        int64_t i = rs_node_edit_find(&e, nodes, name);
-        if (i < 0)
-            rc = rs_error_set(err, RS_EXIT_USAGE, "--remove: no node named '%s'", name);
-        else if (slots)
-            nodes->down[i] = 1;
-        else
-            rs_node_edit_remove(&e, (uint32_t)i);
-    }
-    rs_node_edit_end(&e, rc == 0 ? nodes : NULL);
-    free(copy);
-    return rc;
+    char list[160];   /* three of them fit the result's 512 bytes */
+    if (!n || *wl >= cap)
+        return;
+    rs_node_names_text(list, sizeof list, (const char *const *)names, n < 8 ? n : 8, n);
+    *wl += (size_t)snprintf(what + *wl, cap - *wl, "%s%s %s", *wl ? "; " : "", verb, list);
 }
 
-/* Applies --add / --add-names / --remove to a copy of the base ring's nodes. */
-static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const char *add_names, const char *remove,
-                              char *what, size_t whatcap, rs_error *err)
+/* The base ring's nodes changed by the job's edits (rs_node_edits_apply),
+ * the change in words into what. */
+static rs_ring *build_changed(const rs_ring *base, const rs_node_edits *edits, char *what, size_t whatcap,
+                              rs_error *err)
 {
     rs_nodes nodes = {0};
+    rs_node_edit_log log = {0};
+    rs_node_edits e = *edits;
+    /* slots: a removed node is marked down, so that the others keep their
+     * slots (seed 001's dropBadNode; plan does the same) */
+    e.slots = rs_ring_get_opts(base)->scheme == RS_SCHEME_SLOTS;
     if (rs_nodes_copy(&nodes, rs_ring_nodes(base), err) != 0)
         return NULL;
     uint32_t before = 0, after = 0;
-    /* slots: a removed node is marked down, so that the others keep their
-     * slots (seed 001's dropBadNode; plan does the same) */
-    int slots = rs_ring_get_opts(base)->scheme == RS_SCHEME_SLOTS;
     for (uint32_t i = 0; i < nodes.count; i++)
         before += !nodes.down[i];
-    size_t wl = 0;
-    if (remove) {
-        if (remove_names(&nodes, remove, slots, err) != 0) {
-            rs_nodes_free(&nodes);
-            return NULL;
-        }
-        wl += (size_t)snprintf(what + wl, whatcap - wl, "remove %s", remove);
-    }
-    if (add_names) {
-        if (rs_nodes_add_names(&nodes, add_names, err) != 0) {
-            rs_nodes_free(&nodes);
-            return NULL;
-        }
-        wl += (size_t)snprintf(what + wl, whatcap - wl, "%sadd %s", wl ? ", " : "", add_names);
-    }
-    if (add) {
-        if (rs_nodes_add_after(&nodes, (uint32_t)add, err) != 0) {
-            rs_nodes_free(&nodes);
-            return NULL;
-        }
-        wl += (size_t)snprintf(what + (wl < whatcap ? wl : whatcap), wl < whatcap ? whatcap - wl : 0,
-                               "%sadd %llu node%s", wl ? ", " : "", add, add == 1 ? "" : "s");
+    if (rs_node_edits_apply(&nodes, rs_ring_nodes(base), &e, &log, err) != 0) {
+        rs_node_edit_log_free(&log);
+        rs_nodes_free(&nodes);
+        return NULL;
     }
     for (uint32_t i = 0; i < nodes.count; i++)
         after += !nodes.down[i];
+    size_t wl = 0;
+    say_names(what, whatcap, &wl, "remove", log.removed, log.nremoved);
+    say_names(what, whatcap, &wl, "reweight", log.reweighted, log.nreweighted);
+    say_names(what, whatcap, &wl, "add", log.added, log.nadded);
     if (wl < whatcap)
         snprintf(what + wl, whatcap - wl, " (%u -> %u nodes)", before, after);
+    rs_node_edit_log_free(&log);
     rs_ring *r = rs_ring_build(rs_ring_get_opts(base), &nodes, err);
     rs_nodes_free(&nodes);
     return r;
@@ -280,7 +255,8 @@ int rs_simulate_sweep_picture(const char *path, int html, const rs_simulate_job_
 static int build_ring(const sim_opts *so, sim_ring *sr, size_t s, char *what, size_t whatcap, rs_error *err)
 {
     int sweep = so->vnodes != NULL;
-    int changing = so->add || so->add_names || so->remove;
+    const rs_node_edits *e = &so->edits;
+    int changing = e->add || e->nadd_names || e->nremove || e->nreweight;
     rs_ring_opts ro = so->ring;
     if (sweep) {
         ro.vnodes = so->vnodes[s];
@@ -297,7 +273,7 @@ static int build_ring(const sim_opts *so, sim_ring *sr, size_t s, char *what, si
     }
     if (changing) {
         what[0] = '\0';
-        if (!(sr[s].changed = build_changed(sr[s].base, so->add, so->add_names, so->remove, what, whatcap, err)))
+        if (!(sr[s].changed = build_changed(sr[s].base, e, what, whatcap, err)))
             return -1;
         if (!(sr[s].map = rs_node_map(sr[s].base, sr[s].changed))) {
             fail_oom(err);
