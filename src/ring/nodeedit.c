@@ -21,22 +21,22 @@ typedef struct {
     int slots;               /* removing marks down */
     rs_node_edit edit;       /* index of the list as it was, and the nodes dropped */
     uint8_t *mark;           /* [count before the edit] MARK_* */
-    uint32_t count0;         /* nodes before the edit */
     rs_node_edit_log *log;
     rs_error *err;
 } edit_state;
 
 /* Calls fn on each item of each comma-separated list (empty items, as in
  * "a,,b" or a trailing comma, are skipped). Stops at the first failure. */
-static int for_each_item(const char *const *lists, int n, int (*fn)(edit_state *, const char *), edit_state *s)
+static int for_each_item(const char *const *lists, int n, int (*fn)(void *, const char *), void *ctx,
+                         rs_error *err)
 {
     for (int k = 0; k < n; k++) {
         char *copy = strdup(lists[k]), *save = NULL;
         if (!copy)
-            return rs_error_set(s->err, RS_EXIT_IO, "out of memory");
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
         int rc = 0;
         for (char *item = strtok_r(copy, ",", &save); item && rc == 0; item = strtok_r(NULL, ",", &save))
-            rc = fn(s, item);
+            rc = fn(ctx, item);
         free(copy);
         if (rc != 0)
             return -1;
@@ -59,8 +59,9 @@ static int log_name(char ***list, uint32_t *n, const char *name, rs_error *err)
     return 0;
 }
 
-static int do_remove(edit_state *s, const char *name)
+static int do_remove(void *ctx, const char *name)
 {
+    edit_state *s = ctx;
     rs_nodes *nodes = s->nodes;
     int64_t i = rs_node_index_find(&s->edit.ix, nodes, name);
     if (i < 0)
@@ -78,8 +79,9 @@ static int do_remove(edit_state *s, const char *name)
     return log_name(&s->log->removed, &s->log->nremoved, name, s->err);
 }
 
-static int do_reweight(edit_state *s, const char *item)
+static int do_reweight(void *ctx, const char *item)
 {
+    edit_state *s = ctx;
     rs_nodes *nodes = s->nodes;
     const char *eq = strrchr(item, '=');
     if (!eq || eq == item)
@@ -112,8 +114,9 @@ static int do_reweight(edit_state *s, const char *item)
 /* --add-names against the list before the edit: a name there either
  * stays (a duplicate) or is removed now (the two cancel). Names given
  * twice are found when they are appended. */
-static int check_add_name(edit_state *s, const char *name)
+static int check_add_name(void *ctx, const char *name)
 {
+    edit_state *s = ctx;
     int64_t i = rs_node_index_find(&s->edit.ix, s->nodes, name);
     if (i < 0)
         return 0;
@@ -130,8 +133,9 @@ typedef struct {
     rs_error *err;
 } append_state;
 
-static int append_name(append_state *a, const char *name)
+static int append_name(void *ctx, const char *name)
 {
+    append_state *a = ctx;
     rs_nodes *nodes = a->nodes;
     if (rs_node_index_find(&a->ix, nodes, name) >= 0)   /* check_add_name passed: an added one */
         return rs_error_set(a->err, RS_EXIT_USAGE, "--add-names: node '%s' is given twice", name);
@@ -145,17 +149,7 @@ static int append_names(rs_nodes *nodes, const rs_node_edits *e, rs_node_edit_lo
     append_state a = {.nodes = nodes, .log = log, .err = err};
     if (rs_node_index_build(&a.ix, nodes, err) != 0)
         return -1;
-    int rc = 0;
-    for (int k = 0; k < e->nadd_names && rc == 0; k++) {
-        char *copy = strdup(e->add_names[k]), *save = NULL;
-        if (!copy) {
-            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-            break;
-        }
-        for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save))
-            rc = append_name(&a, name);
-        free(copy);
-    }
+    int rc = for_each_item(e->add_names, e->nadd_names, append_name, &a, err);
     rs_node_index_free(&a.ix);
     return rc;
 }
@@ -230,18 +224,18 @@ static int add_count(rs_nodes *nodes, const rs_node_edits *e, const char *last, 
  * dropped at the end; names to add checked against it before. */
 static int edit_in_place(rs_nodes *nodes, const rs_node_edits *e, rs_node_edit_log *log, rs_error *err)
 {
-    edit_state s = {.nodes = nodes, .slots = e->slots, .count0 = nodes->count, .log = log, .err = err};
-    if (!(s.mark = calloc(s.count0 ? s.count0 : 1, 1)))
+    edit_state s = {.nodes = nodes, .slots = e->slots, .log = log, .err = err};
+    if (!(s.mark = calloc(nodes->count ? nodes->count : 1, 1)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_node_edit_begin(&s.edit, nodes, err) != 0) {
         free(s.mark);
         return -1;
     }
-    int rc = for_each_item(e->remove, e->nremove, do_remove, &s);
+    int rc = for_each_item(e->remove, e->nremove, do_remove, &s, err);
     if (rc == 0)
-        rc = for_each_item(e->reweight, e->nreweight, do_reweight, &s);
+        rc = for_each_item(e->reweight, e->nreweight, do_reweight, &s, err);
     if (rc == 0)
-        rc = for_each_item(e->add_names, e->nadd_names, check_add_name, &s);
+        rc = for_each_item(e->add_names, e->nadd_names, check_add_name, &s, err);
     rs_node_edit_end(&s.edit, rc == 0 ? nodes : NULL);
     free(s.mark);
     return rc;
@@ -277,38 +271,48 @@ void rs_node_edit_log_free(rs_node_edit_log *log)
     memset(log, 0, sizeof *log);
 }
 
+typedef struct {
+    rs_nodes *side[2];       /* side[1]: NULL for one list */
+    rs_node_index ix[2];
+    uint8_t *seen[2];        /* per node: named by --down already */
+    rs_error *err;
+} down_state;
+
+static int do_down(void *ctx, const char *name)
+{
+    down_state *d = ctx;
+    int64_t at[2] = {-1, -1};
+    for (int s = 0; s < 2 && d->side[s]; s++)
+        at[s] = rs_node_index_find(&d->ix[s], d->side[s], name);
+    if (at[0] < 0 && at[1] < 0)
+        return rs_error_set(d->err, RS_EXIT_USAGE, "--down: no node '%s'%s", name, d->side[1] ? " on either side" : "");
+    for (int s = 0; s < 2; s++)
+        if (at[s] >= 0 && d->seen[s][at[s]])
+            return rs_error_set(d->err, RS_EXIT_USAGE, "--down: node '%s' is given twice", name);
+    for (int s = 0; s < 2; s++)
+        if (at[s] >= 0)
+            d->side[s]->down[at[s]] = d->seen[s][at[s]] = 1;
+    return 0;
+}
+
 int rs_node_edits_down(const rs_node_edits *e, rs_nodes *a, rs_nodes *b, rs_error *err)
 {
     if (!e->ndown)
         return 0;
-    rs_node_index ia = {0}, ib = {0};
-    uint8_t *seen_a = calloc(a->count ? a->count : 1, 1), *seen_b = calloc(b && b->count ? b->count : 1, 1);
-    int rc = !seen_a || !seen_b ? rs_error_set(err, RS_EXIT_IO, "out of memory") : 0;
-    if (rc == 0 && (rs_node_index_build(&ia, a, err) != 0 || (b && rs_node_index_build(&ib, b, err) != 0)))
-        rc = -1;
-    for (int k = 0; k < e->ndown && rc == 0; k++) {
-        char *copy = strdup(e->down[k]), *save = NULL;
-        if (!copy) {
+    down_state d = {.side = {a, b}, .err = err};
+    int rc = 0;
+    for (int s = 0; s < 2 && d.side[s] && rc == 0; s++) {
+        if (!(d.seen[s] = calloc(d.side[s]->count ? d.side[s]->count : 1, 1)))
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-            break;
-        }
-        for (char *name = strtok_r(copy, ",", &save); name && rc == 0; name = strtok_r(NULL, ",", &save)) {
-            int64_t i = rs_node_index_find(&ia, a, name), j = b ? rs_node_index_find(&ib, b, name) : -1;
-            if (i < 0 && j < 0)
-                rc = rs_error_set(err, RS_EXIT_USAGE, "--down: no node '%s'%s", name, b ? " on either side" : "");
-            else if ((i >= 0 && seen_a[i]) || (j >= 0 && seen_b[j]))
-                rc = rs_error_set(err, RS_EXIT_USAGE, "--down: node '%s' is given twice", name);
-            if (rc == 0 && i >= 0)
-                a->down[i] = seen_a[i] = 1;
-            if (rc == 0 && j >= 0)
-                b->down[j] = seen_b[j] = 1;
-        }
-        free(copy);
+        else
+            rc = rs_node_index_build(&d.ix[s], d.side[s], err);
     }
-    rs_node_index_free(&ia);
-    rs_node_index_free(&ib);
-    free(seen_a);
-    free(seen_b);
+    if (rc == 0)
+        rc = for_each_item(e->down, e->ndown, do_down, &d, err);
+    for (int s = 0; s < 2; s++) {
+        rs_node_index_free(&d.ix[s]);
+        free(d.seen[s]);
+    }
     return rc;
 }
 
