@@ -352,3 +352,127 @@ Test(names, damaged_copy)
     remove_tree(dir);
     free(dir);
 }
+
+/* ---- every command over tricky node names ---- */
+
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+#define CHECK "python3 " RS_SOURCE_DIR "/tests/check_names.py \"$RS\" "
+#define OLD_NAMES "python3 " RS_SOURCE_DIR "/tests/old_names.py "
+#define RING "--key bill_id --nodes-file nodes.txt"
+
+/* nodes.txt: names like each other's files ("eu" and "eu.csv1"), like a
+ * directory's own names, with a space, '%', non-ASCII bytes, two that
+ * differ only in case, and plain ones; nodes2.txt the same without "A"
+ * (earlier versions gave "A" and "a" files that a case-folding file system
+ * takes for one). new.txt: nodes.txt and three more (plan --emit). Inputs:
+ * bills with repeated keys. */
+static void inputs(void)
+{
+    test_dir_setup();
+    static const char nodes[] = "eu\neu.csv1\na.keyidx\ng00000001\nmanifest.json\n\"x y\"\n50%\n\xce\xa9\n"
+                                "a\n0\n7\nnode-b\nx_y\n";
+    FILE *f = fopen(path_join(test_dir, "nodes2.txt"), "w");
+    fputs(nodes, f);
+    fclose(f);
+    f = fopen(path_join(test_dir, "nodes.txt"), "w");
+    fprintf(f, "%sA\n", nodes);
+    fclose(f);
+    f = fopen(path_join(test_dir, "new.txt"), "w");
+    fprintf(f, "%sA\nnew.csv\nEu\ng00000002\n", nodes);
+    fclose(f);
+    SH_OK(GEN " --rows 3000 --seed 1 --dup-share 0.1 -o a.csv 2>/dev/null && "
+          GEN " --rows 2000 --seed 2 --dup-share 0.1 -o b.csv 2>/dev/null && gzip b.csv && "
+          GEN " --rows 1000 --seed 3 --dup-share 0.1 -o c.csv 2>/dev/null");
+}
+
+TestSuite(names_cmd, .init = inputs, .fini = test_dir_teardown, .timeout = 600);
+
+/* Runs the command; asserts exit `want` and, unless NULL, `needle` in its
+ * stdout or stderr. */
+#define EXPECT(want, needle, ...)                                                                          \
+    do {                                                                                                   \
+        cmd_result r_ = sh_in_test_dir(__VA_ARGS__);                                                       \
+        cr_assert_eq(r_.rc, want, "exit %d\nstdout: %s\nstderr: %s", r_.rc, r_.out, r_.err);               \
+        const char *n_ = needle;                                                                           \
+        cr_assert(!n_ || strstr(r_.out, n_) || strstr(r_.err, n_), "'%s' not in\nstdout: %s\nstderr: %s",  \
+                  n_ ? n_ : "", r_.out, r_.err);                                                           \
+        cmd_result_free(&r_);                                                                              \
+    } while (0)
+
+#define VERIFY(dir) EXPECT(0, "OK: ", "\"$RS\" verify " dir)
+
+Test(names_cmd, bucket_append_compact_repair_plan)
+{
+    SH_OK("\"$RS\" bucket " RING " -o B a.csv 2>/dev/null");
+    VERIFY("B");
+    EXPECT(0, "ok 3000 rows in 14 files of 14 nodes", CHECK "B all bill_id a.csv -- --nodes-file nodes.txt");
+    SH_OK("\"$RS\" bucket " RING " --append -o B b.csv.gz 2>/dev/null");
+    VERIFY("B");
+    EXPECT(0, "ok 5000 rows in 28 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    SH_OK("\"$RS\" compact B 2>/dev/null");
+    VERIFY("B");
+    EXPECT(0, "ok 5000 rows in 14 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    /* a generation damaged (a segment one byte short): repair keeps the rest
+       (exit 3: a generation not kept) and B verifies again */
+    SH_OK("\"$RS\" bucket " RING " --append -o B c.csv 2>/dev/null");
+    VERIFY("B");
+    SH_OK("f=$(ls B/g*/eu%%2Ecsv1.csv.gz) && truncate -s -1 \"$f\"");
+    EXPECT(3, "eu%2Ecsv1.csv.gz", "\"$RS\" verify B");
+    EXPECT(3, "NOT KEPT g00000003: 1000 rows", "\"$RS\" repair B");
+    EXPECT(0, "no damage", "\"$RS\" repair B");
+    SH_OK("test -d B.damaged.1");
+    VERIFY("B");
+    EXPECT(0, "ok 5000 rows in 14 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    EXPECT(0, "nodes                   14", "\"$RS\" stats B");
+    /* the moves to three added nodes, one a case variant of another */
+    SH_OK("\"$RS\" plan --from-buckets B --add-names 'new.csv,Eu,g00000002' --emit M >/dev/null 2>&1");
+    VERIFY("M");
+    EXPECT(0, "ok ", CHECK "M moves bill_id a.csv b.csv.gz -- --nodes-file nodes.txt -- --nodes-file new.txt");
+    SH_OK("test -f M/eu%%2Ecsv1__%%45u.csv.gz && test -f M/x%%20y__g00000002.csv.gz");
+}
+
+Test(names_cmd, dedup_append_compact)
+{
+    SH_OK("\"$RS\" dedup " RING " --append -o D a.csv 2>/dev/null");
+    VERIFY("D");
+    SH_OK("\"$RS\" dedup " RING " --append -o D b.csv.gz 2>/dev/null");
+    VERIFY("D");
+    EXPECT(0, "in 28 files of 14 nodes", CHECK "D first bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    SH_OK("\"$RS\" compact D 2>/dev/null");
+    EXPECT(0, "14 key indexes hold their files' keys", "\"$RS\" verify D");
+    EXPECT(0, "in 14 files of 14 nodes", CHECK "D first bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    /* each node its own index: "eu" and "eu.csv1" no longer share eu.keyidx */
+    SH_OK("test -f D/eu.keyidx && test -f D/eu%%2Ecsv1.keyidx && test -f D/%%41.keyidx && test -f D/a.keyidx");
+    SH_OK("\"$RS\" dedup " RING " --append -o D c.csv 2>/dev/null");
+    VERIFY("D");
+    EXPECT(0, "no damage", "\"$RS\" repair D");
+    SH_OK("\"$RS\" compact D 2>/dev/null");
+    VERIFY("D");
+    EXPECT(0, "in 14 files of 14 nodes", CHECK "D first bill_id a.csv b.csv.gz c.csv -- --nodes-file nodes.txt");
+}
+
+/* Directories whose files carry the names earlier versions gave them
+ * ("eu.csv1.csv.gz", "manifest.json.keyidx"): read, appended, compacted
+ * and verified through their manifests. */
+Test(names_cmd, old_spelling)
+{
+    SH_OK("\"$RS\" dedup --key bill_id --nodes-file nodes2.txt --append -o D a.csv 2>/dev/null");
+    EXPECT(0, "eu%2Ecsv1.csv.gz -> eu.csv1.csv.gz", OLD_NAMES "D");
+    SH_OK("test -f D/manifest.json.keyidx && test -f D/a.keyidx.csv.gz");
+    VERIFY("D");
+    SH_OK("\"$RS\" dedup --key bill_id --nodes-file nodes2.txt --append -o D b.csv.gz 2>/dev/null");
+    VERIFY("D");
+    SH_OK("\"$RS\" compact D 2>/dev/null");
+    VERIFY("D");
+    EXPECT(0, "in 13 files of 13 nodes", CHECK "D first bill_id a.csv b.csv.gz -- --nodes-file nodes2.txt");
+    SH_OK("test -f D/eu.csv1.csv.gz");   /* compact keeps a base file's name */
+
+    SH_OK("\"$RS\" bucket --key bill_id --nodes-file nodes2.txt -o B a.csv 2>/dev/null");
+    EXPECT(0, "-> manifest.json.csv.gz", OLD_NAMES "B");
+    SH_OK("\"$RS\" bucket --key bill_id --nodes-file nodes2.txt --append -o B b.csv.gz 2>/dev/null");
+    VERIFY("B");
+    EXPECT(0, "ok 5000 rows", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes2.txt");
+    SH_OK("\"$RS\" compact B 2>/dev/null");
+    VERIFY("B");
+    EXPECT(0, "ok 5000 rows in 13 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes2.txt");
+}
