@@ -6,7 +6,7 @@
  * adds a generation, DIR/g<N>/ (N as 8 digits), holding a manifest and, for
  * each node that got rows, a segment - that node's new rows, a CSV file of
  * its own that starts with the header line as the base files do (older
- * versions wrote segments without one: read as such; docs/format.md,
+ * versions wrote segments without one: read as such; docs/format-generations.md,
  * "Bucket directories that grow"). A
  * generation is published whole, in one rename, and never changes after.
  *

@@ -22,6 +22,12 @@
 /* A directory's manifest, in DIR and in each DIR/g<N>/. */
 #define RS_NAME_MANIFEST "manifest.json"
 
+/* dedup's pass-1 buckets, a directory inside the temporary directory
+ * only (removed before it is published): "<i>.csv.gz" (rs_data_ext of the
+ * temporary compression), "<i>.filtered", "<i>.dups" for bucket i. Its
+ * leading '.' is a byte no encoded name begins with. */
+#define RS_NAME_SCRATCH ".pass1"
+
 /* ---- compression: codec <-> its name <-> the data files' extension ---- */
 
 /* The codec's name as options and manifests spell it: "gzip", "zstd",

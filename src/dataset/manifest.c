@@ -1,5 +1,5 @@
 /* DIR/manifest.json (ringshard/manifest.h). The full schema, with every
- * member's type and meaning, is in docs/manifest.md; in short:
+ * member's type and meaning, is in docs/format-manifest.md; in short:
  *
  * {
  *   "schema": 1,                          integer: 1, 2 (grows), 3 (a generation whose
@@ -81,7 +81,7 @@ static int is_utf8(const char *s)
 
 /* "key": s, and when s is not UTF-8 (the JSON string then shows each bad
  * byte as U+00xx: lossy), "key_hex": the bytes of s in lowercase hex, which
- * readers use instead (docs/manifest.md, "Strings"). */
+ * readers use instead (docs/format-manifest.md, "Strings"). */
 static void write_str(rs_json *j, const char *key, const char *s)
 {
     rs_json_key(j, key);

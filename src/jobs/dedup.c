@@ -238,7 +238,7 @@ static int open_buckets(dstate *s, rs_error *err)
  * directory, and the quarantine file. Agreed on by every rank. */
 static int begin_pass1_dir(dstate *s, rs_error *err)
 {
-    s->pass1 = rs_outdir_path(od_of(s), ".pass1");
+    s->pass1 = rs_outdir_path(od_of(s), RS_NAME_SCRATCH);
     if (!s->pass1 || (rs_world_rank() == 0 && mkdir(s->pass1, 0700) != 0))
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", s->pass1 ? s->pass1 : s->o->outdir, strerror(errno));
     if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0 ||
@@ -340,8 +340,22 @@ static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
 
 /* ---------------------------------------------------------------- tasks */
 
+/* No two buckets' output files alike (only two node names cut at the
+ * limit with the same hash could be: ringshard/filename.h). */
+static int distinct_outputs(const dstate *s, rs_error *err)
+{
+    const char **nodes = malloc((s->njobs + 1) * sizeof *nodes);
+    if (!nodes)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (uint32_t i = 0; i < s->njobs; i++)
+        nodes[i] = s->jobs[i].node;
+    int rc = rs_names_distinct(s->out_names, nodes, NULL, s->njobs, err);
+    free(nodes);
+    return rc;
+}
+
 /* The buckets: their input, output and --duplicates part paths, and their
- * output names (--buckets: the manifest's, with the output's suffix). */
+ * output names (rs_data_file of each node, --buckets too). */
 static int setup_tasks(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *o = s->o;
@@ -405,7 +419,7 @@ static int setup_tasks(dstate *s, rs_error *err)
         if (!s->out_names[i] || !j->in || !j->out || (o->duplicates && !j->dups))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    return 0;
+    return distinct_outputs(s, err);
 }
 
 /* Pass 1: the inputs into the temporary buckets (whole buckets on the
