@@ -57,7 +57,7 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard
       Reads one key index (either version) with this file's own reader:
       prints "entries N keys N crc C rewrite same|differs|-", C the CRC-32
       of its keys in order joined by |, and for version 2 whether writing
-      its keys again from docs/format.md gives the same bytes.
+      its keys again from docs/format-keyidx.md gives the same bytes.
 
   check_history.py tamper DIR INDEX HOW
       Damages key index INDEX (a path under DIR) for verify to find:
@@ -312,7 +312,7 @@ def listed_indexes(d):
     return out, ms[0][0]
 
 
-# Version 2 (RSKEYIX2), read and written from docs/format.md alone.
+# Version 2 (RSKEYIX2), read and written from docs/format-keyidx.md alone.
 V2_RANGE_KEYS, V2_FILTER_BITS, V2_LINE = 128, 10, 64
 
 
@@ -369,7 +369,7 @@ def pack_bits(a):
 
 
 def pack_keys(keys):
-    """The PACKED payload of keys (docs/format.md), or None when they do not
+    """The PACKED payload of keys (docs/format-keyidx.md), or None when they do not
     share a length or have more than 64 byte values."""
     n = len(keys[0])
     alpha = sorted(set(b"".join(keys)))

@@ -4,7 +4,7 @@
 Usage: check_members.py FILE...
 
 Walks each file from member header to member header using only the RS
-extra subfield (docs/format.md), and checks with Python's zlib that:
+extra subfield (docs/format-data.md), and checks with Python's zlib that:
   - every member starts with 1f 8b 08, FLG FEXTRA, and carries an 'RS'
     subfield of version 1 with the record-boundary flag set;
   - its size is exactly the bytes one gzip member occupies (zlib stops
@@ -14,7 +14,7 @@ extra subfield (docs/format.md), and checks with Python's zlib that:
     in it;
   - its data is empty or ends with an LF outside quotes (even quote count):
     whole records, so that the next member does start at a record boundary
-    as its flag says (readers cut units there, docs/format.md).
+    as its flag says (readers cut units there, docs/format-data.md).
 Prints "ok <members> members <lines> lines <records> records" and exits 0,
 or prints the first problem and exits 1.
 """

@@ -471,7 +471,7 @@ Test(faults, nodes_file_names_stay_inside_the_output)
     cr_assert_eq(r.rc, 0, "%s %s", r.out, r.err);
     cr_assert_str_eq(r.out,
                      "./out\n0\n0\n"
-                     "out/%2E.%2Fevil.csv\nout/%2E..csv\nout/%2E.csv\nout/%2Ehidden.csv\nout/%2Fabs.csv\n"
+                     "out/%2E%2E%2Fevil.csv\nout/%2E%2E.csv\nout/%2E.csv\nout/%2Ehidden.csv\nout/%2Fabs.csv\n"
                      "out/%E6%97%A5.csv\nout/a%2Fb.csv\nout/manifest.json\nout/na%C3%AFve.csv\n"
                      "good.csv\nnames.txt\nw\n20000 0 8\n",
                      "%s", r.out);

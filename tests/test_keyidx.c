@@ -1,7 +1,7 @@
 /* Key indexes (ringshard/keyidx.h) through the library: the bytes a writer
  * writes depend on the keys alone (not on its memory, however many runs it
  * spills and merges), and are what tests/check_history.py writes from
- * docs/format.md; compact's merge of indexes is the index of the files
+ * docs/format-keyidx.md; compact's merge of indexes is the index of the files
  * concatenated; lookups find every key held and no other, and what they
  * read grows with the keys looked up, not with the index; damage in what
  * a lookup reads is reported, naming the file. (Through the command line:
@@ -248,7 +248,7 @@ Test(keyidx, damage_is_found_by_the_lookup_that_reads_it)
         {"header", "header: "},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        /* the offsets from the header (docs/format.md) */
+        /* the offsets from the header (docs/format-keyidx.md) */
         SH_OK("cp d.keyidx e.keyidx && python3 -c \"import struct,sys; f=open('e.keyidx','r+b'); h=f.read(128); "
               "L,R,fa,ta,ca=struct.unpack_from('<QQQQQ',h,56); at={'filter':fa+64*(L//2)+3,'chunk':ca+30,"
               "'table':ta+12*(R//2)+1,'header':20}['%s']; f.seek(at); b=f.read(1); f.seek(at); "

@@ -1,4 +1,4 @@
-/* Self-describing gzip members (the RS extra subfield, docs/format.md) and
+/* Self-describing gzip members (the RS extra subfield, docs/format-data.md) and
  * the units they let a reader cut a file into (reader.h): the format, and,
  * in one process, that reading a file in units changes nothing a user sees
  * - rows, buckets, messages, quarantine lines - while a header that lies

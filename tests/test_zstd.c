@@ -232,7 +232,7 @@ Test(zstd, named_zst_but_not_zstd)
 
 /* ------------------------------------------------------------- output */
 
-/* The metadata frame's bytes (deflate.h, docs/format.md) and the zstd
+/* The metadata frame's bytes (deflate.h, docs/format-data.md) and the zstd
  * frame after it: content size, checksum, the data. */
 Test(zstd, metadata_frame_layout)
 {

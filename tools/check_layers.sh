@@ -12,8 +12,8 @@
 # its layer). The files checked are src/**/*.[ch] (their directory's layer)
 # and include/ringshard/*.h (their own layer, by the table).
 #
-# The dataset layer's parts (ringshard/manifest.h, bucketdir.h, outdir.h,
-# keyidx.h) are included directly only by src/dataset/ and by each other:
+# The dataset layer's parts (ringshard/manifest.h, bucketdir.h, filename.h,
+# outdir.h, keyidx.h) are included directly only by src/dataset/ and by each other:
 # every other file, tests/ and tools/ included, includes ringshard/dataset.h.
 #
 # tools/check_layers.allow lists the includes that may break a rule (FILE
@@ -61,6 +61,7 @@ hdr dedup.h dedup
 hdr history.h dedup
 hdr dataset.h dataset
 hdr bucketdir.h dataset
+hdr filename.h dataset
 hdr keyidx.h dataset
 hdr manifest.h dataset
 hdr outdir.h dataset
@@ -125,11 +126,11 @@ breaches=$( {
                        FILENAME, inc, own, rank[own], to, rank[to]
         }'
     # the dataset layer is reached through its one header
-    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]ringshard/(manifest|bucketdir|outdir|keyidx)\.h[">]' \
+    grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*[<"]ringshard/(manifest|bucketdir|filename|outdir|keyidx)\.h[">]' \
          src include tests tools 2>/dev/null | LC_ALL=C sort |
     awk -F: '
         $1 ~ /^src\/dataset\// { next }
-        $1 ~ /^include\/ringshard\/(dataset|manifest|bucketdir|outdir|keyidx)\.h$/ { next }
+        $1 ~ /^include\/ringshard\/(dataset|manifest|bucketdir|filename|outdir|keyidx)\.h$/ { next }
         { inc = $0; sub(/^[^<"]*[<"]/, "", inc); sub(/[>"].*/, "", inc)
           printf "%s\t%s\ta part of the dataset layer: include ringshard/dataset.h instead\n", $1, inc }'
 } )

@@ -296,21 +296,21 @@ REQUIRED_IN_FILE = ['EXAMPLES', 'SEE ALSO']
 DEFAULT_FILES = r'''.TP
 .I DIR/manifest.json
 a bucket directory's manifest: the ring, the key, the dialect, every
-file with its rows, bytes and checksums (docs/manifest.md)
+file with its rows, bytes and checksums (docs/format-manifest.md)
 .TP
 .I DIR/<node>.csv.gz
 the rows of one node (\fI.csv.zst\fR with zstd, \fI.csv\fR plain), a
-header line first; a node's name with bytes other than [A\-Za\-z0\-9._\-]
-as %XX
+header line first; a node's name with bytes other than [a\-z0\-9\-] (and
+_ inside it) as %XX (docs/format-layout.md)
 .TP
 .I DIR/g<N>/manifest.json\fR, \fPDIR/g<N>/<node>.csv.gz
 generation N, added by an append: its manifest names the one before it;
 a node's rows are its base file's, then its files in the generations'
-order (docs/format.md)
+order (docs/format-generations.md)
 .TP
 .I DIR/<node>.keyidx\fR, \fPDIR/g<N>/<node>.keyidx
 key indexes beside the data files of a directory grown by
-\fBdedup \-\-append\fR (docs/format.md)
+\fBdedup \-\-append\fR (docs/format-keyidx.md)
 '''
 
 

@@ -6,7 +6,7 @@
  * adds a generation, DIR/g<N>/ (N as 8 digits), holding a manifest and, for
  * each node that got rows, a segment - that node's new rows, a CSV file of
  * its own that starts with the header line as the base files do (older
- * versions wrote segments without one: read as such; docs/format.md,
+ * versions wrote segments without one: read as such; docs/format-generations.md,
  * "Bucket directories that grow"). A
  * generation is published whole, in one rename, and never changes after.
  *
@@ -49,15 +49,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "ringshard/error.h"
+#include "ringshard/filename.h"
 #include "ringshard/manifest.h"
-
-/* The name of generation gen's directory: "g" and 8 digits ("g00000002"),
- * so that the shell's sorted glob DIR/g* lists them in order (up to
- * 99999999 generations), into out[16]. */
-void rs_gen_dir_name(uint64_t gen, char out[16]);
-
-/* The most generations a directory can have (8 digits). */
-#define RS_GEN_MAX 99999999ULL
 
 typedef struct {
     int fd;                 /* DIR, opened once; -1 when closed */
@@ -204,14 +197,7 @@ void rs_bucketdir_explain(const rs_bucketdir *bd, rs_error *err);
 /* Writing a bucket or move directory (bucket, dedup, plan --emit). */
 #include "ringshard/outdir.h"
 
-/* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
- * else ".csv". */
-const char *rs_data_ext(int compress);
-
-/* The data file name of node a (b NULL: a bucket) or of the move a -> b
- * (plan --emit): rs_safe_filename of each, joined by "__", then
- * rs_data_ext. malloc'd; NULL when out of memory. */
-char *rs_data_file(const char *a, const char *b, int compress);
+/* (The files' names: ringshard/filename.h.) */
 
 /* The paths of names[0..n) inside od's temporary directory: a malloc'd
  * array of n malloc'd paths (rs_free_strings frees it), or NULL with err

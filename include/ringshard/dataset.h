@@ -9,9 +9,12 @@
  *   - reading a bucket or move directory (bucketdir.h, bucketdir.c): one
  *     descriptor, the base and every generation, their chain of digests,
  *     the damages and strays, each file checked against its manifest;
- *   - the files a writer names (outputs.c): data file names, their paths
- *     in the temporary directory, input checksums as a manifest writes
- *     them, the manifest written into the temporary directory;
+ *   - every name on disk (filename.h, filename.c): data files, key
+ *     indexes, generations, the damaged copy, node names encoded into file
+ *     names, the codec table;
+ *   - what a writer shares (outputs.c): its files' paths in the temporary
+ *     directory, input checksums as a manifest writes them, the manifest
+ *     written into the temporary directory;
  *   - generations (generation.c, below): g<N>'s name, whether DIR can take
  *     one more, what its manifest holds (the previous generation's digest,
  *     the base's shaping options), a schema-1 base rewritten as schema 2;
@@ -31,8 +34,9 @@
  * is gone); a reader sees the generations that were in place when it
  * opened DIR, whatever is published or replaced meanwhile, and trusts no
  * file that differs from its manifest. The on-disk layout is in
- * docs/format.md ("Bucket directories that grow: generations", "Key
- * indexes") and docs/manifest.md; what each fault leaves behind, and its
+ * docs/format-layout.md (every name, made by filename.h),
+ * docs/format-generations.md, docs/format-keyidx.md and
+ * docs/format-manifest.md; what each fault leaves behind, and its
  * exit code, in docs/failures.md ("Publishing", "Appends and compaction",
  * "A damaged chain of generations").
  *
@@ -48,7 +52,7 @@
 #include "ringshard/manifest.h"
 #include "ringshard/outdir.h"
 
-/* Generations (docs/format.md, "Bucket directories that grow"). */
+/* Generations (docs/format-generations.md, "Bucket directories that grow"). */
 
 /* Whether bd (DIR, opened with RS_BUCKETDIR_TOLERANT under its writer
  * lock) can take one more generation: refused when its chain is damaged

@@ -81,7 +81,7 @@ const char *rs_deflater_why(void);
 /* The RS subfield: every member ringshard writes describes itself, so that
  * a reader can list a file's members by hopping from header to header
  * (no inflating) and split the file among MPI ranks (see reader.h,
- * rs_input_units). Full description: docs/format.md. Byte layout of the
+ * rs_input_units). Full description: docs/format-data.md. Byte layout of the
  * member header, all integers little-endian (gzip's byte order):
  *
  *   offset size  field
@@ -134,7 +134,7 @@ int rs_member_parse(const void *p, size_t n, rs_member_info *mi, size_t *hdr_nee
 /* ringshard's zstd pieces: a skippable frame with the same metadata as the
  * RS subfield, then one zstd frame (with its content size and checksum) of
  * the data. Byte layout of the metadata frame, all integers little-endian
- * (zstd's byte order); full description: docs/format.md.
+ * (zstd's byte order); full description: docs/format-data.md.
  *
  *   offset size  field
  *    0     4     0x184D2A52       skippable frame magic (bytes 52 2a 4d 18)

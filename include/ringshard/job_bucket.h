@@ -75,7 +75,7 @@ typedef struct {
  * parent directory's fsync or the quarantine file's). r is filled either
  * way; rs_bucket_job_result_free releases it. */
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err);
-/* With o->append, the inputs are added to DIR instead (docs/format.md,
+/* With o->append, the inputs are added to DIR instead (docs/format-generations.md,
  * "Appendable bucket directories"): each generation is DIR/g<N>/ with a
  * segment per node that got rows (header line first) and its manifest, published in
  * one rename under DIR's writer lock; inputs DIR already holds follow

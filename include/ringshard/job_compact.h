@@ -1,5 +1,5 @@
 /* ringshard/job_compact.h - the compact job: a bucket directory that grew
- * by appends (DIR/g<N>/ segments, docs/format.md) merged back into one
+ * by appends (DIR/g<N>/ segments, docs/format-generations.md) merged back into one
  * file per node, DIR/<node>.csv.gz as `bucket` writes it, as
  * `ringshard compact` runs it. */
 #ifndef RINGSHARD_JOB_COMPACT_H

@@ -29,7 +29,7 @@ typedef struct {
 } rs_verify_job_result;
 
 /* Verifies o->dir: the ring descriptions against their fingerprints, the
- * files listed against those present (every generation's, docs/format.md),
+ * files listed against those present (every generation's, docs/format-generations.md),
  * every file's header, every row's
  * placement (bucket: the node the ring assigns; moves: the (old owner, new
  * owner) pair), and every file's rows, bytes, CRC-32 and size against the

@@ -2,7 +2,7 @@
  * --append` checks new keys against instead of reading the history's rows.
  *
  * A key index lists the keys of one data file (a base file or a segment of
- * a generation, docs/format.md) - with --by row, its rows - ordered by a
+ * a generation, docs/format-generations.md) - with --by row, its rows - ordered by a
  * 64-bit FINGERPRINT (MurmurHash3_x64_128 of the key, seed RS_KEYIDX_SEED,
  * first word), with the key's exact bytes: equality is decided on the
  * key's bytes, never on the fingerprint alone.
@@ -13,7 +13,7 @@
  * what the index holds: one 64-byte filter line per key (a key the file
  * does not hold stops there, but for ~1% of them), and for a key the
  * filter passes, two table entries and the one small chunk that can hold
- * it. The full layout is in docs/format.md; in short (little-endian):
+ * it. The full layout is in docs/format-keyidx.md; in short (little-endian):
  *
  *   header, 128 bytes:
  *     0  8  magic "RSKEYIX2"         56  8  filter lines L
@@ -42,7 +42,7 @@
  *     length (LEB128) followed by the keys.
  *
  * Version 1 (RSKEYIX1) indexes, written by ringshard 0.1, are still read
- * (their layout is in docs/format.md); `compact` rewrites them as version 2.
+ * (their layout is in docs/format-keyidx.md); `compact` rewrites them as version 2.
  * Every index file is written to a temporary and renamed into place by its
  * generation's publication; its size and CRC-32 are in the manifest; verify
  * checks its entries against the rows of the file it indexes. */

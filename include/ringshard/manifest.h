@@ -2,7 +2,7 @@
  * dedup) or of a move directory (plan --emit): what was written, with which
  * ring and options, so that plan, verify and stats can work from it; and
  * DIR/g<N>/manifest.json, what an appended generation added (kind
- * "generation"). Schema: docs/manifest.md. Versioned by "schema": 1 for a
+ * "generation"). Schema: docs/format-manifest.md. Versioned by "schema": 1 for a
  * directory of one generation, 2 for one that grows by appends (its base
  * manifest and its generations' manifests), 3 for a generation whose
  * segments start with the header line (what a reader of schema 2 would

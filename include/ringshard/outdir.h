@@ -134,18 +134,4 @@ int rs_outdir_lock(const char *dir, int *fd, rs_error *err);
  * zeroed od, so it may be called after a commit or a failed begin. */
 void rs_outdir_abort(rs_outdir *od);
 
-/* A file name for a node name that cannot escape the directory: bytes
- * [A-Za-z0-9._-] are kept, every other byte becomes %XX (uppercase hex), a
- * leading '.' becomes %2E (so "." and ".." cannot occur), and names longer
- * than 200 bytes are cut and suffixed with '~' and 16 hex digits of their
- * hash. Distinct names give distinct file names. Returns malloc'd.
- * Precisely: "longer than 200 bytes" is the escaped name; it is cut to at
- * most 200 bytes without splitting a %XX, and the suffix is '~' and the
- * first 64-bit word of MurmurHash3_x64_128 (seed 0) of the whole original
- * name, 16 lowercase hex digits (at most 217 bytes in all). '~' never
- * occurs otherwise (it is escaped as %7E), so names up to the limit map
- * one-to-one, and cut names differ unless their 64-bit hashes collide. The
- * empty name gives "%00" (no real name contains a NUL). NULL on OOM. */
-char *rs_safe_filename(const char *name);
-
 #endif

@@ -64,7 +64,7 @@ typedef struct {
     int header;                  /* 1: each input starts with a header line (all must agree) */
     /* NULL, or per input 1 when it has no header line although `header` is
      * set: a later part of a bucket whose header is elsewhere (a segment of
-     * an appended generation, docs/format.md). Its rows start at its first
+     * an appended generation, docs/format-generations.md). Its rows start at its first
      * byte and its lines are numbered from there. */
     const uint8_t *input_headerless;
     /* NULL, or the header line (without line end) the inputs are read

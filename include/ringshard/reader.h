@@ -72,7 +72,7 @@ void rs_reader_expect_file_end(rs_reader *r);
  * standard input, or a chain of RS headers that does not add up to the
  * file) is one unit, the whole file, read as before. (The pipeline reads
  * even an RS file whole when its settings can move record boundaries:
- * docs/format.md, "Units and reading settings".) */
+ * docs/format-data.md, "Units and reading settings".) */
 typedef struct {
     uint64_t offset, size;          /* compressed byte range in the file */
     uint64_t line_base, record_base; /* line ends and records of the file before the unit */

@@ -31,8 +31,9 @@ static const char bucket_help[] =
     "                         only; on: compressed too) or through the page cache\n"
     "  --keys-only            write only the key column\n"
     "  -h, --help             this help\n\n"
-    "File names: a node's name with bytes other than [A-Za-z0-9._-] as %XX and a\n"
-    "leading '.' as %2E, so no name can leave DIR.\n\n";
+    "File names: a node's name with bytes other than [a-z0-9-] (and '_' inside) as\n"
+    "%XX, so that no name can leave DIR or be taken for another's, also where the\n"
+    "file system folds case (\"A\" is %41.csv.gz, \"eu.csv1\" eu%2Ecsv1.csv.gz).\n\n";
 
 enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
 

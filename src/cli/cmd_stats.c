@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "cli/cli.h"
+#include "ringshard/dataset.h"
 #include "ringshard/job_stats.h"
 #include "ringshard/stats.h"
 
@@ -44,7 +45,7 @@ static int is_bucket_dir(const char *path, char *manifest, size_t cap)
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
         return 0;
-    snprintf(manifest, cap, "%s/manifest.json", path);
+    snprintf(manifest, cap, "%s/" RS_NAME_MANIFEST, path);
     return 1;
 }
 

@@ -9,22 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
+#include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "rs_config.h"
 
 int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err)
 {
-    if (!strcmp(arg, "gzip"))
-        *compress = RS_COMPRESS_GZIP;
-    else if (!strcmp(arg, "none"))
-        *compress = RS_COMPRESS_NONE;
-    else if (!strcmp(arg, "zstd") && !rs_have_zstd())
+    int c;
+    if (rs_compress_parse(arg, &c) != 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: expected gzip, zstd or none", what);
+    if (c == RS_COMPRESS_ZSTD && !rs_have_zstd())
         return rs_error_set(err, RS_EXIT_USAGE, "%s zstd: this build of ringshard has no zstd support (rebuild it "
                             "with libzstd: tools/deps.sh installs libzstd-dev)", what);
-    else if (!strcmp(arg, "zstd"))
-        *compress = RS_COMPRESS_ZSTD;
-    else
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: expected gzip, zstd or none", what);
+    *compress = c;
     return 0;
 }
 

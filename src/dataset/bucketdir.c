@@ -36,11 +36,6 @@ static void test_hold(void)
         nanosleep(&ms, NULL);
 }
 
-void rs_gen_dir_name(uint64_t gen, char out[16])
-{
-    snprintf(out, 16, "g%08" PRIu64, gen);
-}
-
 /* The base files' node names, sorted, for finding a segment's node. */
 typedef struct {
     const char *node;
@@ -104,9 +99,8 @@ static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_
  * (rs_gen_dir_name), else 0. */
 static uint64_t gen_of_name(const char *name)
 {
-    if (name[0] != 'g' || strlen(name) != 9 || strspn(name + 1, "0123456789") != 8)
-        return 0;
-    return strtoull(name + 1, NULL, 10);
+    uint64_t n = rs_gen_dir_parse(name);
+    return n <= RS_GEN_MAX ? n : 0;
 }
 
 static int cmp_u64(const void *a, const void *b)

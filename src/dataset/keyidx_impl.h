@@ -27,7 +27,7 @@ static inline uint64_t kx_get64(const unsigned char *p)
     return (uint64_t)kx_get32(p) | (uint64_t)kx_get32(p + 4) << 32;
 }
 
-/* A chunk's payload (docs/format.md): raw deflate of the keys' lengths and
+/* A chunk's payload (docs/format-keyidx.md): raw deflate of the keys' lengths and
  * the keys, the same stored, or the keys PACKED: when they share a length
  * L and at most 64 byte values, each byte as its k-bit number in the
  * chunk's alphabet, k the bits that number the alphabet (1 at least), a

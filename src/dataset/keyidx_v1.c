@@ -1,6 +1,6 @@
 /* Version-1 key indexes (RSKEYIX1, ringshard 0.1): read for lookups, for
  * verify and as sources of compact's merge, which rewrites them as version
- * 2. Their layout is in docs/format.md: a 64-byte header, then runs of at
+ * 2. Their layout is in docs/format-keyidx.md: a 64-byte header, then runs of at
  * most 16,384 keys, each a header (n, blocks, heap bytes), a fence per 512
  * fingerprints, the n fingerprints, n + 1 heap offsets and the heap. */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* Reading version-2 key indexes (ringshard/keyidx.h, docs/format.md):
+/* Reading version-2 key indexes (ringshard/keyidx.h, docs/format-keyidx.md):
  * lookups that read one filter line a key and one range of chunks a key
  * the filter passes; a sequential cursor (compact's merge, verify's scan).
  * Nothing read is used before it is checked: every filter line and every

@@ -1,4 +1,4 @@
-/* Writing version-2 key indexes (ringshard/keyidx.h, docs/format.md).
+/* Writing version-2 key indexes (ringshard/keyidx.h, docs/format-keyidx.md).
  *
  * Keys arrive in the file's row order. What fits in the writer's memory is
  * sorted (by fingerprint, ties in row order) and, when more keys come,
@@ -718,7 +718,7 @@ static int emitter_init(emitter *m, int fd, uint64_t n)
     m->table = (region){fd, m->filter.at + m->lines * RS_KEYIDX_LINE, 0, malloc(REGION_BUF), 0, 0, 0};
     m->data = (region){fd, m->table.at + RS_KEYIDX_ENTRY * (m->ranges + 1), 0, malloc(REGION_BUF), 0, 0, 0};
     /* level 6, filtered: keys in fingerprint order have little to match
-     * but their alphabet (docs/format.md has the sizes) */
+     * but their alphabet (docs/format-keyidx.md has the sizes) */
     m->z_live = deflateInit2(&m->z, 6, Z_DEFLATED, -15, 8, Z_FILTERED) == Z_OK;
     return m->filter.buf && m->table.buf && m->data.buf && m->z_live ? 0 : ENOMEM;
 }

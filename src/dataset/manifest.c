@@ -1,5 +1,5 @@
 /* DIR/manifest.json (ringshard/manifest.h). The full schema, with every
- * member's type and meaning, is in docs/manifest.md; in short:
+ * member's type and meaning, is in docs/format-manifest.md; in short:
  *
  * {
  *   "schema": 1,                          integer: 1, 2 (grows), 3 (a generation whose
@@ -50,6 +50,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ringshard/deflate.h"
+#include "ringshard/filename.h"
 #include "ringshard/hash.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
@@ -80,7 +81,7 @@ static int is_utf8(const char *s)
 
 /* "key": s, and when s is not UTF-8 (the JSON string then shows each bad
  * byte as U+00xx: lossy), "key_hex": the bytes of s in lowercase hex, which
- * readers use instead (docs/manifest.md, "Strings"). */
+ * readers use instead (docs/format-manifest.md, "Strings"). */
 static void write_str(rs_json *j, const char *key, const char *s)
 {
     rs_json_key(j, key);
@@ -161,7 +162,7 @@ static void write_options(rs_json *j, const rs_manifest *m)
     rs_json_key(j, "header");
     rs_json_bool(j, m->header);
     rs_json_key(j, "compress");
-    rs_json_string(j, m->compress == RS_COMPRESS_ZSTD ? "zstd" : m->compress ? "gzip" : "none");
+    rs_json_string(j, rs_compress_name(m->compress));
     rs_json_key(j, "level");
     rs_json_i64(j, m->level);
     rs_json_key(j, "keys_only");
@@ -702,8 +703,7 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
         get_bool(r, opts, "options", "header", &m->header) != 0 ||
         get_str(r, opts, "options", "compress", &compress) != 0)
         return -1;
-    if (strcmp(compress, "gzip") == 0 || strcmp(compress, "zstd") == 0 || strcmp(compress, "none") == 0) {
-        m->compress = compress[0] == 'g' ? RS_COMPRESS_GZIP : compress[0] == 'z' ? RS_COMPRESS_ZSTD : RS_COMPRESS_NONE;
+    if (rs_compress_parse(compress, &m->compress) == 0) {
         free(compress);
     } else {
         free(compress);

@@ -1011,39 +1011,3 @@ void rs_outdir_abort(rs_outdir *od)
             rs_log(RS_LOG_WARN, "%s: cannot remove: %s", od->side_tmp[i], strerror(errno));
     release(od);
 }
-
-/* ---- file names ---- */
-
-char *rs_safe_filename(const char *name)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    enum { LIMIT = 200 };
-    size_t n = strlen(name);
-    if (n == 0)
-        return strdup("%00");
-    char *o = malloc(3 * n + 18);
-    if (o == NULL)
-        return NULL;
-    size_t len = 0, cut = 0;   /* cut: the longest boundary <= LIMIT */
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        int keep = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                   c == '-' || (c == '.' && i > 0);
-        if (keep) {
-            o[len++] = (char)c;
-        } else {
-            o[len++] = '%';
-            o[len++] = hex[c >> 4];
-            o[len++] = hex[c & 15];
-        }
-        if (len <= LIMIT)
-            cut = len;
-    }
-    if (len > LIMIT) {
-        uint64_t h[2];
-        rs_murmur3_x64_128(name, n, 0, h);
-        len = cut + (size_t)snprintf(o + cut, 18, "~%016" PRIx64, h[0]);
-    }
-    o[len] = '\0';
-    return o;
-}

@@ -10,25 +10,6 @@
 #include "ringshard/deflate.h"
 #include "ringshard/util.h"
 
-const char *rs_data_ext(int compress)
-{
-    return compress == RS_COMPRESS_ZSTD ? ".csv.zst" : compress ? ".csv.gz" : ".csv";
-}
-
-char *rs_data_file(const char *a, const char *b, int compress)
-{
-    char *sa = rs_safe_filename(a), *sb = b ? rs_safe_filename(b) : NULL;
-    char *name = NULL;
-    if (sa && (sb || !b)) {
-        size_t n = strlen(sa) + (sb ? strlen(sb) + 2 : 0) + strlen(rs_data_ext(compress)) + 1;
-        if ((name = malloc(n)))
-            snprintf(name, n, "%s%s%s%s", sa, sb ? "__" : "", sb ? sb : "", rs_data_ext(compress));
-    }
-    free(sa);
-    free(sb);
-    return name;
-}
-
 char **rs_outdir_paths(const rs_outdir *od, const char *const *names, size_t n, rs_error *err)
 {
     char **paths = calloc(n ? n : 1, sizeof *paths);

@@ -104,7 +104,9 @@ static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *ou
         r->dropped_bytes += a[1] + 1;
         if (h->report) {
             rs_dedup_put_escaped(h->report, pt->arena.data + a[2], a[3]);
-            fprintf(h->report, "\tg%08" PRIu64 "\t", pt->gen[i]);
+            char dn[16];
+            rs_gen_dir_name(pt->gen[i], dn);
+            fprintf(h->report, "\t%s\t", dn);
             rs_dedup_put_escaped(h->report, row, a[1]);
             fputc('\n', h->report);
         }

@@ -8,7 +8,7 @@
  * The member's CRC-32 is read back from its trailer, so it costs no extra pass.
  *
  * Every member starts with ringshard's own 44-byte header carrying the RS
- * extra subfield (layout in deflate.h, docs/format.md): the libraries write
+ * extra subfield (layout in deflate.h, docs/format-data.md): the libraries write
  * the deflate data and (ISA-L) the trailer only, and the member's size is
  * patched into the header once it is known. */
 #include <errno.h>

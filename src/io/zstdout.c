@@ -2,7 +2,7 @@
  *
  * The counterpart of deflate.c's gzip members for `--compress zstd`: each
  * piece becomes a skippable frame carrying ringshard's metadata (the RS
- * frame, layout in deflate.h and docs/format.md) followed by one complete
+ * frame, layout in deflate.h and docs/format-data.md) followed by one complete
  * zstd frame with its content size and an XXH64 checksum. Every frame is
  * compressed single-threaded (no ZSTD_c_nbWorkers) from the same input and
  * parameters, so the bytes never depend on the thread or the run. One

@@ -56,7 +56,7 @@ static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_resu
     return 0;
 }
 
-/* Every node's data file name (rs_data_file); NULL with err. */
+/* Every node's data file name (rs_data_file), no two alike; NULL with err. */
 static char **node_file_names(const rs_ring *ring, int compress, rs_error *err)
 {
     const rs_nodes *nodes = rs_ring_nodes(ring);
@@ -68,6 +68,10 @@ static char **node_file_names(const rs_ring *ring, int compress, rs_error *err)
         }
     if (!names)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
+    else if (rs_names_distinct(names, (const char *const *)nodes->names, NULL, nodes->count, err) != 0) {
+        rs_free_strings(names, nodes->count);
+        names = NULL;
+    }
     return names;
 }
 

@@ -101,23 +101,15 @@ static int find_indexes(const rs_bucketdir *bd, char **names, uint64_t *sizes, i
 }
 
 /* Node i's indexes (files [k0, k) of bd) merged into the index of
- * its merged file f, named after it. */
+ * its merged file f, named after its node (rs_name_keyidx). */
 static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const *names, const uint64_t *sizes,
                        int by_row, const rs_outdir *od, uint64_t memory, rs_manifest_file *f, rs_error *err)
 {
     size_t n = k - k0;
     rs_keyidx_of *want = calloc(n + 1, sizeof *want);
-    char *stem = strdup(f->file), *path = NULL;
+    char *path = NULL;
     int rc = -1;
-    if (!want || !stem) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-        goto out;
-    }
-    char *dot = strstr(stem, ".csv");
-    if (dot)
-        *dot = '\0';
-    if (asprintf(&f->index, "%s.keyidx", stem) < 0 || !(path = rs_outdir_path(od, f->index))) {
-        f->index = NULL;
+    if (!want || !(f->index = rs_name_keyidx(f->node)) || !(path = rs_outdir_path(od, f->index))) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
@@ -130,7 +122,6 @@ static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const 
                           sizes + k0, n, &of, memory, &f->index_bytes, &f->index_crc32, err);
 out:
     free(want);
-    free(stem);
     free(path);
     return rc;
 }

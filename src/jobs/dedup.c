@@ -52,23 +52,6 @@ static char *join(const char *a, const char *b, const char *c)
     return p;
 }
 
-/* "name.csv.gz" / "name.csv.zst" / "name.csv" -> the same name with the
- * output's suffix. */
-static char *renamed(const char *file, int compress)
-{
-    size_t n = strlen(file);
-    if (n > 7 && (!strcmp(file + n - 7, ".csv.gz") || !strcmp(file + n - 8, ".csv.zst")))
-        n -= file[n - 1] == 't' ? 8 : 7;
-    else if (n > 4 && !strcmp(file + n - 4, ".csv"))
-        n -= 4;
-    char *p = malloc(n + strlen(rs_data_ext(compress)) + 1);
-    if (p) {
-        memcpy(p, file, n);
-        strcpy(p + n, rs_data_ext(compress));
-    }
-    return p;
-}
-
 
 static int not_conserved(rs_error *err, const char *what, uint64_t in_rows, uint64_t in_bytes, uint64_t out_rows,
                          uint64_t out_bytes, uint64_t dup_rows, uint64_t dup_bytes, uint64_t rejected)
@@ -223,7 +206,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
  * and key come from its manifest. Collective (rs_cluster_bucketdir_open). */
 static int open_buckets(dstate *s, rs_error *err)
 {
-    char *mpath = s->in_mpath = join(s->o->buckets_dir, "/", "manifest.json");
+    char *mpath = s->in_mpath = join(s->o->buckets_dir, "/", RS_NAME_MANIFEST);
     if (!mpath)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&s->bd, s->o->buckets_dir, err) != 0)  /* collective */
@@ -255,7 +238,7 @@ static int open_buckets(dstate *s, rs_error *err)
  * directory, and the quarantine file. Agreed on by every rank. */
 static int begin_pass1_dir(dstate *s, rs_error *err)
 {
-    s->pass1 = rs_outdir_path(od_of(s), ".pass1");
+    s->pass1 = rs_outdir_path(od_of(s), RS_NAME_SCRATCH);
     if (!s->pass1 || (rs_world_rank() == 0 && mkdir(s->pass1, 0700) != 0))
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", s->pass1 ? s->pass1 : s->o->outdir, strerror(errno));
     if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0 ||
@@ -265,15 +248,6 @@ static int begin_pass1_dir(dstate *s, rs_error *err)
 }
 
 /* ------------------------------------------------------------- history */
-
-/* "name.csv.gz" -> "name" (what its index is named after). */
-static char *stem_of(const char *file)
-{
-    char *p = renamed(file, RS_COMPRESS_NONE);   /* name.csv */
-    if (p && strlen(p) >= 4)
-        p[strlen(p) - 4] = '\0';
-    return p;
-}
 
 /* Where history file k's key index is: its own (beside it), one a later
  * generation built (in that generation's directory), or none yet: then
@@ -293,12 +267,9 @@ static int locate_index(dstate *s, size_t k, rs_error *err)
         at->name = name;
         return 0;
     }
-    char *stem = stem_of(bd->files[k]->file), built[64];
-    snprintf(built, sizeof built, ".g%08llu.keyidx", (unsigned long long)bd->file_gen[k]);
-    char *bname = stem ? join(stem, built, "") : NULL;
+    char *bname = rs_name_keyidx_built(bd->files[k]->node, bd->file_gen[k]);
     at->built = bname ? out_path(s, bname) : NULL;
     at->name = bname;  /* its name in the generation's directory */
-    free(stem);
     return at->built ? 0 : rs_error_set(err, RS_EXIT_IO, "out of memory");
 }
 
@@ -369,8 +340,22 @@ static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
 
 /* ---------------------------------------------------------------- tasks */
 
+/* No two buckets' output files alike (only two node names cut at the
+ * limit with the same hash could be: ringshard/filename.h). */
+static int distinct_outputs(const dstate *s, rs_error *err)
+{
+    const char **nodes = malloc((s->njobs + 1) * sizeof *nodes);
+    if (!nodes)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (uint32_t i = 0; i < s->njobs; i++)
+        nodes[i] = s->jobs[i].node;
+    int rc = rs_names_distinct(s->out_names, nodes, NULL, s->njobs, err);
+    free(nodes);
+    return rc;
+}
+
 /* The buckets: their input, output and --duplicates part paths, and their
- * output names (--buckets: the manifest's, with the output's suffix). */
+ * output names (rs_data_file of each node, --buckets too). */
 static int setup_tasks(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *o = s->o;
@@ -395,7 +380,7 @@ static int setup_tasks(dstate *s, rs_error *err)
             if (node < 0)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: file %s belongs to node '%s', not on its ring",
                                     s->in_mpath, f->file, f->node ? f->node : "");
-            s->out_names[i] = renamed(f->file, o->compress);
+            s->out_names[i] = rs_data_file(f->node, NULL, o->compress);
             j->in = join(o->buckets_dir, "/", f->file);
             j->in_name = f->file;
             j->node = f->node;
@@ -418,10 +403,8 @@ static int setup_tasks(dstate *s, rs_error *err)
             j->bytes = j->check.bytes;
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
-            char *safe = rs_safe_filename(node);
-            s->out_names[i] = safe ? join(safe, rs_data_ext(s->out_compress), "") : NULL;
-            s->index_names[i] = safe && s->grow ? join(safe, ".keyidx", "") : NULL;
-            free(safe);
+            s->out_names[i] = rs_data_file(node, NULL, s->out_compress);
+            s->index_names[i] = s->grow ? rs_name_keyidx(node) : NULL;
             j->in = join(s->pass1, num, rs_data_ext(o->temp_compress));
             j->node = node;
             j->place = (rs_placement){s->ring, i};
@@ -436,7 +419,7 @@ static int setup_tasks(dstate *s, rs_error *err)
         if (!s->out_names[i] || !j->in || !j->out || (o->duplicates && !j->dups))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    return 0;
+    return distinct_outputs(s, err);
 }
 
 /* Pass 1: the inputs into the temporary buckets (whole buckets on the

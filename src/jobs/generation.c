@@ -31,7 +31,7 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
         return -1;
     if (missing)
         return 1;
-    if (asprintf(&g->mpath, "%s/manifest.json", dir) < 0) {
+    if (asprintf(&g->mpath, "%s/" RS_NAME_MANIFEST, dir) < 0) {
         g->mpath = NULL;
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     } else if (rs_world_rank() == 0 && access(g->mpath, F_OK) != 0 && errno == ENOENT) {
@@ -45,11 +45,6 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
 }
 
 /* ------------------------------------------------------------- options */
-
-static const char *compress_name(int c)
-{
-    return c == RS_COMPRESS_ZSTD ? "zstd" : c ? "gzip" : "none";
-}
 
 static void show_delim(char c, char out[8])
 {
@@ -91,7 +86,7 @@ static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned g
         return mismatch(g, err, po->header ? "--header" : "--no-header", po->header ? "a header" : "no header",
                         m->header ? "a header" : "no header");
     if ((given & RS_GIVEN_COMPRESS) && po->compress != m->compress)
-        return mismatch(g, err, "--compress", compress_name(po->compress), compress_name(m->compress));
+        return mismatch(g, err, "--compress", rs_compress_name(po->compress), rs_compress_name(m->compress));
     if ((given & RS_GIVEN_LEVEL) && m->compress != RS_COMPRESS_NONE && po->level != m->level) {
         snprintf(a, sizeof a, "%d", po->level);
         snprintf(b, sizeof b, "%d", m->level);
@@ -587,7 +582,7 @@ int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
     int upgrade = 0;
     if (rs_world_rank() == 0 && !err->code)
         rs_gen_write_manifests(&g->bd, &g->od, g->gen, g->gen_tmp, m, &upgrade, err);
-    const char *names[2] = {"manifest.json", g->gen_name};
+    const char *names[2] = {RS_NAME_MANIFEST, g->gen_name};
     int rc = rs_cluster_outdir_end_into(&g->od, upgrade ? names : names + 1, upgrade ? 2 : 1, err);
     g->staged = 0;   /* published or removed */
     g->files_after = g->bd.nfiles + m->nfiles;

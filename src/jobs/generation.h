@@ -1,7 +1,7 @@
 /* jobs/generation.h - adding a generation to a bucket directory: the steps
  * that bucket --append and dedup --append share.
  *
- * A bucket directory grows by GENERATIONS (docs/format.md, "Appendable
+ * A bucket directory grows by GENERATIONS (docs/format-generations.md, "Appendable
  * bucket directories"): the base (DIR/manifest.json and DIR/<node>.csv.gz,
  * as `bucket` writes it) and then DIR/g<N>/ for each append, holding the
  * append's manifest and a segment (header line first) for each node that got rows.

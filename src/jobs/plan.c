@@ -142,36 +142,29 @@ static uint32_t route_plan(void *vctx, int tid, uint32_t input, const char *key,
     t->bytes[k] += rowlen + 1;
     return c->emit && k < c->npairs ? k : RS_ROUTE_DROP;
 }
-/* The file names of the emitted pairs: "<from>__<to>.csv[.gz]", made unique. */
+/* The file names of the emitted pairs: "<from>__<to>.csv[.gz]" (rs_data_file), no two alike. */
 static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
 {
-    char **names = calloc(p->npairs ? p->npairs : 1, sizeof *names);
-    if (!names) {
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-        return NULL;
-    }
+    size_t n = p->npairs;
+    char **names = calloc(n ? n : 1, sizeof *names);
+    const char **from = calloc(n ? n : 1, sizeof *from), **to = calloc(n ? n : 1, sizeof *to);
     const rs_nodes *a = rs_ring_nodes(p->old_ring), *b = rs_ring_nodes(p->new_ring);
-    for (size_t k = 0; k < p->npairs; k++)
-        if (!(names[k] = rs_data_file(a->names[p->pairs[k].from], b->names[p->pairs[k].to], compress))) {
+    for (size_t k = 0; names && from && to && k < n; k++) {
+        from[k] = a->names[p->pairs[k].from];
+        to[k] = b->names[p->pairs[k].to];
+        if (!(names[k] = rs_data_file(from[k], to[k], compress))) {
             rs_free_strings(names, k);
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            return NULL;
+            names = NULL;
         }
-    /* Names containing "__" could collide: suffix duplicates with ~2, ~3... */
-    for (size_t k = 1; k < p->npairs; k++)
-        for (size_t q = 0; q < k; q++)
-            if (!strcmp(names[k], names[q])) {
-                size_t n = strlen(names[k]) + 24;
-                char *u = malloc(n);
-                if (!u)
-                    break;
-                const char *ext = rs_data_ext(compress);
-                size_t stem = strlen(names[k]) - strlen(ext);
-                snprintf(u, n, "%.*s~%zu%s", (int)stem, names[k], k, ext);
-                free(names[k]);
-                names[k] = u;
-                q = (size_t)-1;  /* recheck from the start */
-            }
+    }
+    if (!names || !from || !to)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (names && (err->code || rs_names_distinct(names, from, to, n, err) != 0)) {
+        rs_free_strings(names, n);
+        names = NULL;
+    }
+    free(from);
+    free(to);
     return names;
 }
 

@@ -75,9 +75,10 @@ static int survey(const rs_bucketdir *bd, rs_repair_job_result *r, rs_error *err
             continue;
         const rs_manifest *m = &bd->gens[g];
         char *in = inputs_of(m);
-        add_line(r, "NOT KEPT g%08" PRIu64 ": %" PRIu64 " rows in %zu files (a file of it does not match its "
-                 "manifest); its inputs, which an append ingests again: %s", m->generation, m->rows, m->nfiles,
-                 in && *in ? in : "none listed");
+        char dn[16];
+        rs_gen_dir_name(m->generation, dn);
+        add_line(r, "NOT KEPT %s: %" PRIu64 " rows in %zu files (a file of it does not match its manifest); its "
+                 "inputs, which an append ingests again: %s", dn, m->rows, m->nfiles, in && *in ? in : "none listed");
         free(in);
         r->lost_generations++;
         r->lost_rows += m->rows;
@@ -86,24 +87,6 @@ static int survey(const rs_bucketdir *bd, rs_repair_job_result *r, rs_error *err
         add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
     r->strays = bd->nstray;
     return 0;
-}
-
-/* "DIR.damaged.<N>", the first N that names nothing (malloc'd). */
-static char *aside_name(const char *dir)
-{
-    size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/')
-        n--;
-    for (unsigned k = 1; k < 100000; k++) {
-        char *p = NULL;
-        struct stat st;
-        if (asprintf(&p, "%.*s.damaged.%u", (int)n, dir, k) < 0)
-            return NULL;
-        if (lstat(p, &st) != 0 && errno == ENOENT)
-            return p;
-        free(p);
-    }
-    return NULL;
 }
 
 /* Key indexes whose bytes are not their manifest's CRC-32 (a damaged
@@ -145,7 +128,7 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
         return close(lockfd), -1;
     od.lockfd = lockfd;   /* held until DIR is the new one */
     rs_compact_job_result cr = {0};
-    if (!(r->aside = aside_name(o->dir))) {
+    if (!(r->aside = rs_name_damaged(o->dir))) {
         rs_outdir_abort(&od);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }

@@ -192,7 +192,7 @@ int rs_stats_job_run(const rs_stats_job_opts *o, rs_stats_job_result *r, rs_erro
     int rc = -1;
     if (o->dir) {
         char mpath[4200];
-        snprintf(mpath, sizeof mpath, "%s/manifest.json", o->dir);
+        snprintf(mpath, sizeof mpath, "%s/" RS_NAME_MANIFEST, o->dir);
         if (!(r->dir_ring = from_manifest(o->dir, mpath, &r->counts, r->source, sizeof r->source, err)))
             return -1;
         r->ring = r->dir_ring;

@@ -179,14 +179,12 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
 /* Whether name is one of the generations read (g<N>, N after the base). */
 static int is_gen_dir(const vstate *s, const char *name)
 {
-    if (name[0] != 'g' || strlen(name) != 9 || strspn(name + 1, "0123456789") != 8)
+    uint64_t n = rs_gen_dir_parse(name);
+    if (n == 0)
         return 0;   /* a file: no pass over the generations for each of 100,000 */
-    for (size_t g = 0; g < s->bd.ngens; g++) {
-        char dn[16];
-        rs_gen_dir_name(s->bd.gen_dir[g], dn);
-        if (!strcmp(dn, name))
+    for (size_t g = 0; g < s->bd.ngens; g++)
+        if (s->bd.gen_dir[g] == n)
             return 1;
-    }
     return 0;
 }
 
@@ -195,13 +193,9 @@ static int is_gen_dir(const vstate *s, const char *name)
  * does not read (see list_present). */
 static uint64_t newer_gen(const vstate *s, const char *name)
 {
-    char dn[16];
-    if (name[0] != 'g' || strspn(name + 1, "0123456789") != strlen(name + 1) || strlen(name) > 12)
-        return 0;
-    uint64_t n = strtoull(name + 1, NULL, 10);
-    rs_gen_dir_name(n, dn);
+    uint64_t n = rs_gen_dir_parse(name);
     uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0;  /* a damaged one is not newer */
-    return n > s->bd.last_gen && n > seen && strcmp(dn, name) == 0 ? n : 0;
+    return n > s->bd.last_gen && n > seen ? n : 0;
 }
 
 /* Appends the entries of the directory open as dfd (closed here) to
@@ -219,7 +213,7 @@ static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_err
     struct dirent *de;
     int rc = 0;
     while (rc == 0 && (de = readdir(dh))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, "manifest.json"))
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, RS_NAME_MANIFEST))
             continue;
         uint64_t newer = *prefix ? 0 : newer_gen(s, de->d_name);
         if (newer) {
@@ -265,10 +259,12 @@ static int list_present(vstate *s, rs_error *err)
         return -1;
     uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0, last = seen > s->bd.last_gen ? seen
                                                                                                   : s->bd.last_gen;
+    char ln[16], nn[16];
+    rs_gen_dir_name(last, ln);
+    rs_gen_dir_name(s->newer_max, nn);
     if (s->newer && s->newer_max != last + s->newer)
-        diff_line(s, "g%08llu, the last generation read, is followed by %llu generation director%s up to "
-                  "g%08llu, with a gap", (unsigned long long)last, (unsigned long long)s->newer,
-                  s->newer == 1 ? "y" : "ies", (unsigned long long)s->newer_max);
+        diff_line(s, "%s, the last generation read, is followed by %llu generation director%s up to %s, with a gap",
+                  ln, (unsigned long long)s->newer, s->newer == 1 ? "y" : "ies", nn);
     if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
         qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
     return 0;
@@ -314,9 +310,11 @@ static void check_inputs(vstate *s)
     for (size_t g = 0; g < bd->ngens; g++)
         for (size_t i = 0; i < bd->gens[g].ninputs; i++) {
             const rs_manifest_input *in = &bd->gens[g].inputs[i];
+            char dn[16];
+            rs_gen_dir_name(bd->gens[g].generation, dn);
             if (in->generation != bd->gens[g].generation)
-                diff_line(s, "g%08llu/manifest.json: input %s says generation %llu", 
-                          (unsigned long long)bd->gens[g].generation, in->path, (unsigned long long)in->generation);
+                diff_line(s, "%s/manifest.json: input %s says generation %llu", dn, in->path,
+                          (unsigned long long)in->generation);
         }
 }
 
@@ -439,8 +437,9 @@ static int check_listing(vstate *s, rs_error *err)
     free(listed);
     check_totals(s, &bd->m, "manifest");
     for (size_t g = 0; g < bd->ngens; g++) {
-        char which[48];
-        snprintf(which, sizeof which, "g%08llu/manifest.json", (unsigned long long)bd->gens[g].generation);
+        char which[48], dn[16];
+        rs_gen_dir_name(bd->gens[g].generation, dn);
+        snprintf(which, sizeof which, "%s/" RS_NAME_MANIFEST, dn);
         check_totals(s, &bd->gens[g], which);
     }
     check_inputs(s);

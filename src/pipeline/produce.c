@@ -445,7 +445,7 @@ static void next_unit(pipe_state *s)
 }
 
 /* Whether the reading settings can move record boundaries relative to the
- * writer's (docs/format.md, "Units and reading settings"). With
+ * writer's (docs/format-data.md, "Units and reading settings"). With
  * --on-bad-row fail, every record before the first fault is well-formed,
  * and a well-formed RFC 4180 record ends at the first line end at even
  * quote parity from its start, whatever the delimiter and --max-record: the
