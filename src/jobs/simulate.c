@@ -53,7 +53,8 @@ static rs_ring *build_changed(const rs_ring *base, unsigned long long add, const
         return NULL;
     uint32_t before = 0, after = 0;
     /* slots: a removed node is marked down, so that the others keep their
-     * slots (seed 001's dropBadNode; plan does the same) */
+     * slots (the Java hashCode slots scheme's dropBadNode;
+     * plan does the same) */
     int slots = rs_ring_get_opts(base)->scheme == RS_SCHEME_SLOTS;
     for (uint32_t i = 0; i < nodes.count; i++)
         before += !nodes.down[i];
