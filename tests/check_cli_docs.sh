@@ -19,7 +19,8 @@
 # that order (others may come between), none empty; its OPTIONS section
 # lists every option of the command's --help, each with a meaning; every
 # reference page it names (SEE ALSO, FILES, ...) by its installed path is
-# installed there, and every docs/*.md is.
+# installed there, under the scratch prefix (not the configured one), and
+# every docs/*.md is.
 # The reference docs: each command's pages (the table doc_pages below)
 # mention every option of its --help; every --option in docs/*.md and
 # README.md is one of some --help (or another tool's, listed in
@@ -126,10 +127,12 @@ done
 [ -f "$man1/ringshard.1" ] || bad "no ringshard(1) installed"
 
 # ---- the pages' sections --------------------------------------------------
-# the install prefix the build was configured with: the pages name the
-# reference docs by their path under it
+# the pages name the reference docs by their path under the prefix they were
+# installed with ($prefix, given to `cmake --install --prefix`), not the
+# one the build was configured with (/usr/local unless said otherwise)
 cfg_prefix=$(sed -n 's/^CMAKE_INSTALL_PREFIX:PATH=//p' "$build/CMakeCache.txt")
 [ -n "$cfg_prefix" ] || bad "no CMAKE_INSTALL_PREFIX in $build/CMakeCache.txt"
+[ "$cfg_prefix" != "$prefix" ] || bad "the scratch prefix $prefix is the configured one: the check below proves nothing"
 required_sections='NAME|SYNOPSIS|DESCRIPTION|OPTIONS|EXIT STATUS|FILES|EXAMPLES|SEE ALSO'
 # section PAGE_TEXT NAME: the text of that section of a rendered page
 section() {
@@ -157,14 +160,15 @@ check_page() {  # PAGE OPTIONS...: sections, options under OPTIONS, installed re
          on && /^\.TP/ {tp = NR; next}
          tp && NR == tp + 1 {tag = $0; next}' "$page" > "$prefix/meanings"
     while read -r line; do bad "$name: $line"; done < "$prefix/meanings"
-    # the reference pages it names are installed where it says
-    grep -q "$cfg_prefix/[^ ]*/ringshard/[a-z]*\.md" <<< "$(section "$text" 'SEE ALSO')" ||
-        bad "$name: SEE ALSO names no installed reference page"
+    # the reference pages it names are installed where it says, under $prefix
+    grep -q "$prefix/[^ ]*/ringshard/[a-z]*\.md" <<< "$(section "$text" 'SEE ALSO')" ||
+        bad "$name: SEE ALSO names no reference page installed under $prefix"
+    ! grep -q "$cfg_prefix/[^ ]*/ringshard/" <<< "$text" ||
+        bad "$name: names the configured prefix $cfg_prefix, not $prefix it was installed under"
     ! grep -q "source tree" <<< "$text" || bad "$name: points at the source tree"
     while read -r docpath; do
-        rel=${docpath#"$cfg_prefix"/}
-        [ -f "$prefix/$rel" ] || bad "$name: names $docpath, not installed ($rel under the prefix)"
-    done < <(grep -oE "$cfg_prefix/[A-Za-z0-9_./-]*ringshard/[A-Za-z0-9_.-]+\.md" <<< "$text" | sort -u)
+        [ -f "$docpath" ] || bad "$name: names $docpath, not installed"
+    done < <(grep -oE "$prefix/[A-Za-z0-9_./-]*ringshard/[A-Za-z0-9_.-]+\.md" <<< "$text" | sort -u)
 }
 for c in $commands; do
     [ -f "$man1/ringshard-$c.1" ] || continue
@@ -223,7 +227,7 @@ done
 # other programs' options the docs show in their own commands
 other_tools_options=(
     --bind-to --hostfile --cpus-per-task --ntasks-per-node  # mpirun, srun
-    --build --install --test-dir                            # cmake, ctest
+    --build --install --prefix --test-dir --output-on-failure  # cmake, ctest
     --static                                                # pkg-config
     --check                                                 # xz
     --long                                                  # zstd

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include "ringshard/util.h"
 #include "support.h"
 
@@ -101,6 +102,36 @@ Test(conventions, help_cmd_and_version_everywhere)
           "\"$RS\" help $c > h1 && \"$RS\" $c --help > h2 && cmp h1 h2 && grep -q \"ringshard $c\" h1 && "
           "test \"$(\"$RS\" $c --version)\" = \"$(\"$RS\" --version)\" || { echo $c; exit 1; }; done");
     expect_free(64, "'buckt' is not a command", "\"$RS\" help buckt");
+}
+
+/* `ringshard --version` is the version of CHANGELOG.md's newest heading,
+ * `## X.Y.Z - YYYY-MM-DD`, which carries the date it was released (a real
+ * calendar date): a version bumped without its entry, or an entry left
+ * undated, fails here. */
+Test(conventions, version_is_the_newest_changelog_entry)
+{
+    char *log = slurp(RS_SOURCE_DIR "/CHANGELOG.md", NULL);
+    cr_assert(log, "cannot read " RS_SOURCE_DIR "/CHANGELOG.md");
+    const char *h = strstr(log, "\n## ");
+    cr_assert(h, "CHANGELOG.md: no '## ' heading");
+    char ver[32], date[16], rest[8];
+    int n = sscanf(h + 4, "%31[0-9.] - %10[0-9-]%7[^\n]", ver, date, rest);
+    cr_assert_eq(n, 2, "CHANGELOG.md: the newest heading is not '## X.Y.Z - YYYY-MM-DD': %.60s", h + 1);
+    int y, m, d;
+    char tail;
+    cr_assert(strlen(date) == 10 && sscanf(date, "%4d-%2d-%2d%c", &y, &m, &d, &tail) == 3,
+              "CHANGELOG.md: '%s' is not a date", date);
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = m - 1, .tm_mday = d, .tm_hour = 12};
+    cr_assert(mktime(&tm) != (time_t)-1 && tm.tm_year == y - 1900 && tm.tm_mon == m - 1 && tm.tm_mday == d,
+              "CHANGELOG.md: %s is not a calendar date", date);
+    char want[64];
+    snprintf(want, sizeof want, "ringshard %s\n", ver);
+    cmd_result r = sh_in_test_dir("\"$RS\" --version");
+    cr_assert_eq(r.rc, 0);
+    cr_assert_str_eq(r.out, want, "--version prints '%s', CHANGELOG.md's newest entry is %s of %s", r.out, ver,
+                     date);
+    cmd_result_free(&r);
+    free(log);
 }
 
 /* A TSV read with the default comma: the header read is shown and the

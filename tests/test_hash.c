@@ -248,7 +248,7 @@ Test(murmur3_32, guava_values)
     }
 }
 
-/* ---- seed 004: murmur3_128 ---- */
+/* ---- the Guava ring's murmur3_128 (seed004_*.tsv) ---- */
 
 Test(seed004, public_masked_hash)
 {
@@ -306,7 +306,7 @@ Test(seed004, raw_aslong)
     tsv_free(&raw);
 }
 
-/* ---- seeds 000-003 ---- */
+/* ---- the FNV1_32 ring, Java hashCode slots, MurmurHash64A ring, ketama (seed000..003_*.tsv) ---- */
 
 Test(seed000, fnv1_32_java)
 {
@@ -359,7 +359,8 @@ Test(seed001, java_hashcode)
     tsv_free(&t);
 }
 
-/* Textbook MurmurHash64A (Appleby), only to show seed 002 is not it. */
+/* Textbook MurmurHash64A (Appleby), only to show the MurmurHash64A ring's
+ * variant (seed002_*.tsv) is not it. */
 static uint64_t std_murmur64a(const uint8_t *key, size_t len, uint64_t seed)
 {
     const uint64_t m = 0xc6a4a7935bd1e995ULL;

@@ -150,7 +150,7 @@ Test(seed004, migration_sample)
     rs_ring_free(rm);
 }
 
-/* Seed 000: the FNV1_32 variant, hash % 100, and the 100-point ring named
+/* The FNV1_32 ring (seed000_*.tsv): the FNV1_32 variant, hash % 100, and the 100-point ring named
  * i * 21474836, before and after adding server "2333". */
 static rs_ring *seed000_ring(int with_2333)
 {
@@ -192,7 +192,7 @@ Test(seed000, modulo_and_ring)
     while (tsv_next(&t)) {
         size_t len = key_bytes(&t, cx, 0, kb, sizeof kb);
         cr_assert_str_eq(locate_name(mod, kb, len), t.f[2], "mod100 of %s", t.f[0]);
-        /* The seed counts servers by value / 21474836; the added one is "2333". */
+        /* The Java code counts servers by value / 21474836; the added one is "2333". */
         const char *a = locate_name(ring, kb, len), *b = locate_name(ring2, kb, len);
         char ia[16], ib[16];
         snprintf(ia, sizeof ia, "%lld", atoll(a) / 21474836);
@@ -221,8 +221,9 @@ Test(seed000, modulo_and_ring)
     rs_ring_free(ring2);
 }
 
-/* Seed 001: 1024 slots dealt to node_0..node_7; dropping a node removes its
- * slots only. Where the seed throws (NPE), ringshard wraps to slot 0. */
+/* The Java hashCode slots (seed001_*.tsv): 1024 slots dealt to node_0..node_7;
+ * dropping a node removes its slots only. Where the Java code throws (NPE),
+ * ringshard wraps to slot 0. */
 Test(seed001, slots)
 {
     rs_ring_opts o;
@@ -259,7 +260,7 @@ Test(seed001, slots)
         rows++;
     }
     cr_assert_eq(rows, 1165);
-    cr_assert_gt(npe, 0, "the vectors include keys where the seed throws");
+    cr_assert_gt(npe, 0, "the vectors include keys where the Java code throws");
     /* Shares are over the 2^32 hash codes; slot 0 takes every negative code. */
     rs_u128 owned[8], sum = 0;
     rs_ring_shares(r, owned);

@@ -1,4 +1,4 @@
-/* `ringshard simulate`: seed 000's published experiment reproduced exactly,
+/* `ringshard simulate`: the FNV1_32 ring's Java experiment reproduced exactly,
  * the balance of the default ring against theory, vnode sweeps, movement
  * against the exact arcs, bounded loads against a brute-force walk.
  *
@@ -59,7 +59,7 @@ static const char *line_of(const char *out, const char *label, char *buf, size_t
 
 #define SEED0_MODULO "\"$RS\" simulate --scheme modulo --hash fnv1_32_java --nodes 100 --keys 10000000 --key-pattern seq"
 
-/* Seed 000, NormalHashMethod: hash % 100 over "0".."9999999". */
+/* The FNV1_32 ring's NormalHashMethod: hash % 100 over "0".."9999999". */
 Test(simulate, seed000_modulo_add_one_node)
 {
     char *out, *err;
@@ -90,7 +90,7 @@ Test(simulate, seed000_modulo_remove_one_node)
     free(err);
 }
 
-/* The node file of seed 000's ConsistentHashMethod.init(): i * 21474836. */
+/* The node file of the FNV1_32 ring's ConsistentHashMethod.init(): i * 21474836. */
 static void seed0_nodes(char *path, size_t cap)
 {
     snprintf(path, cap, "%s/seed0_nodes.txt", tmp);
@@ -101,7 +101,7 @@ static void seed0_nodes(char *path, size_t cap)
     fclose(f);
 }
 
-/* Seed 000, ConsistentHashMethod: 100 single points, then "2333" added. */
+/* The FNV1_32 ring's ConsistentHashMethod: 100 single points, then "2333" added. */
 Test(simulate, seed000_ring_and_the_true_move_count)
 {
     char nodes[512], *out, *err;
@@ -127,9 +127,9 @@ Test(simulate, seed000_ring_and_the_true_move_count)
     free(err);
 }
 
-/* The seed's 138303, recomputed with its own rule from the two rings, and
+/* The Java program's 138303, recomputed with its own rule from the two rings, and
  * taken apart: keys past the last point (both tailMaps empty: they wrap to
- * the same first point in both rings, yet the seed counts them) plus the
+ * the same first point in both rings, yet the program counts them) plus the
  * keys whose first point >= hash changed (the true moves). */
 Test(simulate, seed000_138303_is_wraps_plus_true_moves)
 {
@@ -166,7 +166,7 @@ Test(simulate, seed000_138303_is_wraps_plus_true_moves)
         if (strcmp(rs_ring_nodes(ra)->names[rs_ring_owner(ra, p)], rs_ring_nodes(rb)->names[rs_ring_owner(rb, p)]))
             owner_changed++;
     }
-    cr_assert_eq(both_empty + first_differs, 138303, "the seed's rule gives %ld", both_empty + first_differs);
+    cr_assert_eq(both_empty + first_differs, 138303, "the program's rule gives %ld", both_empty + first_differs);
     cr_assert_eq(both_empty, 137381);
     cr_assert_eq(first_differs, 922);
     cr_assert_eq(old_empty_only, 0, "2333's point is not past the old last point");

@@ -7,13 +7,14 @@
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
+      python3-pandas  # tests/check_tool_readers.sh runs docs/bucket.md's pandas recipes
       time  # /usr/bin/time: CPU seconds in tools/bench_shared.sh and bench_bucket.sh
       strace  # tests/test_append.c, test_history.c and test_chain.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)
       mandoc groff-base man-db bash-completion  # man pages and completion: checked
       clang libclang-rt-14-dev libomp-14-dev)  # the last three: TSan and libFuzzer runs
-# tests/check_tool_readers.sh reads bucket directories with DuckDB's npm
-# package: Debian's node and npm unless the machine has a Node.js with its
+# tests/check_tool_readers.sh runs docs/bucket.md's DuckDB recipes with DuckDB's
+# npm package: Debian's node and npm unless the machine has a Node.js with its
 # own npm already (NodeSource's nodejs bundles npm and conflicts with Debian's)
 command -v npm >/dev/null 2>&1 || pkgs+=(nodejs npm)
 for a in "$@"; do

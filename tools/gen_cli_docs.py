@@ -485,16 +485,23 @@ def read_include(path):
     return {k: '\n'.join(v).strip('\n') for k, v in secs.items()}
 
 
+def roff_path(path):
+    """A path as roff, with a break point after each / (\\:, no hyphen): a long
+    install prefix still fits a narrow page. man/install.cmake writes the
+    install prefix's doc directory the same way."""
+    return roff_text(path).replace('/', '/\\:')
+
+
 def installed_docs(text, docs_src, doc_dir, where):
     """text with every docs/NAME.md as the installed path DOC_DIR/NAME.md."""
     def one(m):
         name = m.group(1)
         if not os.path.exists(os.path.join(docs_src, name)):
             sys.exit('gen_cli_docs: %s names docs/%s, which is not in %s' % (where, name, docs_src))
-        return roff_text(doc_dir) + '/' + name
+        return roff_path(doc_dir + '/') + roff_text(name)
     text = re.sub(r"\s+in\s+ringshard's\s+source\s+tree", '', text)
     text = re.sub(r'docs/([A-Za-z0-9_.-]+\.md)', one, text)
-    return re.sub(r'(?<![A-Za-z0-9_./-])docs/(?![A-Za-z0-9_*])', roff_text(doc_dir) + '/', text)
+    return re.sub(r'(?<![A-Za-z0-9_./-])docs/(?![A-Za-z0-9_*])', lambda m: roff_path(doc_dir + '/'), text)
 
 
 def write_page(out_path, name, summary, version, epoch, sections, docs_src, doc_dir):

@@ -27,11 +27,11 @@
     X(MURMUR3_32, murmur3_32, 32, 1, 0,                                            \
       "MurmurHash3 x86_32 (Guava murmur3_32 asInt)")                                 \
     X(FNV1_32_JAVA, fnv1_32_java, 32, 1, 0,                                        \
-      "FNV1_32 variant of seed 000 over UTF-16 code units, then abs()")              \
+      "Java FNV1_32 variant over UTF-16 code units, then abs()")                     \
     X(JAVA_HASHCODE, java_hashcode, 32, 1, 0,                                      \
       "Java String.hashCode() over UTF-16 code units")                               \
     X(MURMUR64A_JAVA, murmur64a_java, 64, 1, 0x1234ABCD,                           \
-      "seed 002's MurmurHash64A variant (sign-extended tail bytes)")                 \
+      "Java MurmurHash64A variant (sign-extended tail bytes)")                       \
     X(MD5_KETAMA, md5_ketama, 32, 0, 0,                                            \
       "MD5, first 4 digest bytes little-endian (ketama)")
 

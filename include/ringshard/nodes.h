@@ -20,8 +20,9 @@ typedef struct {
     char **names;     /* NUL-terminated, non-empty, no control characters */
     double *weights;  /* > 0; 1 unless the node file says otherwise */
     uint8_t *down;    /* 1: listed but down - owns no points. For slots this
-                         keeps the deal of the others (seed 001's dropBadNode);
-                         for ring and ketama it equals removing the node. */
+                         keeps the deal of the others (the Java slots'
+                         dropBadNode); for ring and ketama it equals
+                         removing the node. */
 } rs_nodes;
 
 /* Makes the list "0", "1", ..., "n-1" with weight 1. n must be >= 1.

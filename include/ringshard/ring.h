@@ -19,8 +19,9 @@
  * slots: position = java_hashcode(key) % S with Java's remainder (in
  * (-S, S)) plus S-1, so space = 2S-1; the points are the remaining slots.
  * A position's weight is the number of 32-bit hash codes that land on it,
- * so shares are shares of the 2^32 hash codes. Where seed 001 throws (no
- * slot at or above the position), ringshard wraps to the first slot.
+ * so shares are shares of the 2^32 hash codes. Where the Java slots code
+ * throws (no slot at or above the position), ringshard wraps to the first
+ * slot.
  */
 #ifndef RINGSHARD_RING_H
 #define RINGSHARD_RING_H
@@ -36,10 +37,10 @@ __extension__ typedef unsigned __int128 rs_u128;
 
 /* The one table of placement schemes: id, name, help. */
 #define RS_SCHEME_TABLE(X)                                                         \
-    X(RING, ring, "consistent-hash ring, V virtual nodes per node (default; seed 004)") \
-    X(KETAMA, ketama, "ketama: MD5 of labels, 4 points per digest (seed 003)")       \
-    X(SLOTS, slots, "S fixed slots dealt round-robin (seed 001)")                    \
-    X(MODULO, modulo, "hash mod N (seed 000's baseline)")                            \
+    X(RING, ring, "consistent-hash ring, V virtual nodes per node (default; Guava's)") \
+    X(KETAMA, ketama, "ketama: MD5 of labels, 4 points per digest (libketama)")      \
+    X(SLOTS, slots, "S fixed slots dealt round-robin (Java hashCode slots)")         \
+    X(MODULO, modulo, "hash mod N (the FNV1_32 ring's baseline)")                    \
     X(JUMP, jump, "jump consistent hash (Guava Hashing.consistentHash)")
 
 typedef enum {

@@ -35,7 +35,8 @@ uint64_t rs_splitmix64_at(uint64_t seed, uint64_t n);
 
 /* Key number i (0-based) of a pattern into buf (>= RS_SYNTH_KEY_MAX + 1
  * bytes, NUL-terminated); returns its length.
- *   seq:    the decimal string of i ("0", "1", ..., as seed 000's experiments)
+ *   seq:    the decimal string of i ("0", "1", ..., as in the
+ *           FNV1_32 ring's experiment)
  *   random: 32 lowercase hex digits: outputs 2i and 2i+1 of the splitmix64
  *           stream seeded with `seed`, each as 16 hex digits, most
  *           significant first (random access, so any thread count gives

@@ -29,7 +29,7 @@ const char rs_cli_plan_help[] =
     "                         gets -1, -2...)\n"
     "  --add-names A,B        nodes with these names (weight 1)\n"
     "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
-    "                         keep their slots, as seed 001's dropBadNode)\n"
+    "                         keep their slots, as the Java slots' dropBadNode)\n"
     "  --reweight NAME=W[,...]  change a node's weight (ring, ketama)\n"
     "  --down NAMES           nodes listed but down, on both sides where listed\n"
     "                         (the lists of --remove, --add-names, --reweight and\n"

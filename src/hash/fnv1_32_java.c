@@ -1,5 +1,6 @@
-/* Seed 000's FNV1_32 variant over the UTF-16 code units of the key (Java
- * charAt), with its extra avalanche steps and final Math.abs. */
+/* The FNV1_32 ring's hash: a Java FNV1_32 variant over the UTF-16 code units
+ * of the key (charAt), with its extra avalanche steps and final Math.abs
+ * (fixtures/vectors/seed000_*.tsv). */
 #include "hash/hash_impl.h"
 
 /* Java's int >> on a value held as uint32_t. Written without relying on

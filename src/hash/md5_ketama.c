@@ -1,4 +1,4 @@
-/* Ketama's key position (seed 003): MD5 digest bytes 0..3 little-endian,
+/* Ketama's key position (libketama; fixtures/vectors/seed003_*.tsv): MD5 digest bytes 0..3 little-endian,
  * an unsigned 32-bit value. */
 #include "hash/hash_impl.h"
 

@@ -1,4 +1,5 @@
-/* Seed 002's MurmurHash64A variant. It differs from textbook 64A only in the
+/* The MurmurHash64A ring's hash, a Java MurmurHash64A variant
+ * (fixtures/vectors/seed002_*.tsv). It differs from textbook 64A only in the
  * tail (len % 8 != 0): the tail bytes are sign-extended Java bytes OR-ed in
  * from the last one down, then mixed with `k *= m; h ^= k` (no `h *= m`). */
 #include "hash/hash_impl.h"

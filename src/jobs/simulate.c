@@ -38,7 +38,8 @@ static rs_ring *build_changed(const rs_ring *base, const rs_node_edits *edits, c
     rs_node_edit_log log = {0};
     rs_node_edits e = *edits;
     /* slots: a removed node is marked down, so that the others keep their
-     * slots (seed 001's dropBadNode; plan does the same) */
+     * slots (the Java hashCode slots scheme's dropBadNode;
+     * plan does the same) */
     e.slots = rs_ring_get_opts(base)->scheme == RS_SCHEME_SLOTS;
     if (rs_nodes_copy(&nodes, rs_ring_nodes(base), err) != 0)
         return NULL;

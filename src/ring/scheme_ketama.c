@@ -1,4 +1,4 @@
-/* ketama (seed 003, libketama, twemproxy): each node has P points (160 by
+/* ketama (libketama, twemproxy): each node has P points (160 by
  * default); the MD5 digest of label "{node}{i}" (libketama/twemproxy:
  * "{node}-{i}") gives 4 points, its 4 little-endian 32-bit words. Keys are
  * hashed with the ring's hash (md5_ketama by default) onto the same 2^32

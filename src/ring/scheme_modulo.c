@@ -1,4 +1,4 @@
-/* hash mod N (seed 000's baseline): owner = floorMod(value, N) over the
+/* hash mod N (the FNV1_32 ring's baseline, `hash % N`): owner = floorMod(value, N) over the
  * nodes that are up. Position = the value's w-bit pattern (sign bit cleared
  * when the ring clears it). */
 #include <stdlib.h>

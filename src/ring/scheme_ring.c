@@ -1,5 +1,5 @@
-/* The consistent-hash ring of seed 004 (and, with other options, the
- * one-point rings of seeds 000 and 002): each node contributes V labels
+/* The consistent-hash ring of the Guava murmur3_128 reference (and, with
+ * other options, the one-point FNV1_32 and MurmurHash64A rings): each node contributes V labels
  * ("{node}&Node{i}"), each label's hash is a point. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* Fixed slots (seed 001): S slots (1024 by default) dealt round-robin, slot
+/* Fixed slots (the Java hashCode slots scheme): S slots (1024 by default) dealt round-robin, slot
  * s to node s % N in node-list order. A key's slot value is its hash code
  * % S with Java's remainder, so it lies in (-S, S); its owner is the first
  * remaining slot >= that value. Negative values therefore go to the first
- * slot (as the seed's ceilingEntry does: over half of all keys land on
+ * slot (as the Java code's ceilingEntry does: over half of all keys land on
  * node 0's slot 0), and when no slot is at or above the value (after a
- * node is dropped) ringshard wraps to the first slot where the seed throws
+ * node is dropped) ringshard wraps to the first slot where the Java code throws
  * a NullPointerException.
  *
  * Positions are slot values shifted by S-1 into [0, 2S-1). Dropping a node

@@ -46,7 +46,7 @@ static rs_ring *default_ring(uint32_t count, rs_error *e)
     return r;
 }
 
-/* The default ring (seed 004) on 1000 nodes places its first key as the
+/* The default ring (Guava murmur3_128, 1000 x 200) on 1000 nodes places its first key as the
  * Java reference does. */
 static int locate_check(void)
 {
