@@ -78,6 +78,10 @@ Test(edits, add_continues_after_every_name_used)
     expect("db01 db12 db07", NULL, &(rs_node_edits){.add = 2}, "db01 db12 db07 db13 db14", NULL);
     expect("db01 db12 db07", NULL, &(rs_node_edits){.remove = LIST("db12"), .nremove = 1, .add = 1},
            "db01 db07 db13", NULL);
+    /* mixed names: only those with the last one's prefix count */
+    expect("db01 db12 web3 db07", NULL, &(rs_node_edits){.add = 1}, "db01 db12 web3 db07 db13", NULL);
+    expect("db01 web30 db02", NULL, &(rs_node_edits){.remove = LIST("db02"), .nremove = 1, .add = 1},
+           "db01 web30 db03", NULL);
     /* names without a number: "<last>-N" after the largest such */
     expect("alpha beta", NULL, &(rs_node_edits){.add = 2}, "alpha beta beta-1 beta-2", NULL);
     expect("beta-4 alpha beta", NULL, &(rs_node_edits){.remove = LIST("beta-4"), .nremove = 1, .add = 1},
