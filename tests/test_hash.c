@@ -673,3 +673,36 @@ Test(table, value_widths)
     cr_assert_eq(neg[RS_HASH_FNV1_32_JAVA], 0);
     cr_assert_eq(neg[RS_HASH_MD5_KETAMA], 0);
 }
+
+/* CRC-64/XZ: its check value, and rs_crc64_combine against the CRC of the
+ * whole, for splits of every kind (empty pieces, one byte, long pieces
+ * whose lengths have high bits set), by ISA-L's and the table's code. */
+Test(crc64, check_value_and_combine)
+{
+    cr_assert_eq(rs_crc64(0, "123456789", 9), 0x995dc9bbdf1939faULL);
+    cr_assert_eq(rs_crc64_portable(0, "123456789", 9), 0x995dc9bbdf1939faULL);
+    size_t n = (size_t)3 << 20;
+    unsigned char *buf = malloc(n);
+    cr_assert_not_null(buf);
+    uint64_t x = 88172645463325252ULL;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        buf[i] = (unsigned char)x;
+    }
+    uint64_t whole = rs_crc64(0, buf, n);
+    cr_assert_eq(whole, rs_crc64_portable(0, buf, n));
+    size_t cuts[] = {0, 1, 2, 7, 8, 9, 255, 4096, 65537, (size_t)1 << 20, n - 1, n};
+    for (size_t a = 0; a < sizeof cuts / sizeof *cuts; a++)
+        for (size_t b = a; b < sizeof cuts / sizeof *cuts; b++) {
+            size_t i = cuts[a], j = cuts[b];  /* three pieces: [0,i) [i,j) [j,n) */
+            uint64_t c = rs_crc64(0, buf, i);
+            c = rs_crc64_combine(c, rs_crc64(0, buf + i, j - i), j - i);
+            c = rs_crc64_combine(c, rs_crc64_portable(0, buf + j, n - j), n - j);
+            cr_assert_eq(c, whole, "cuts at %zu and %zu: %016llx, whole %016llx", i, j, (unsigned long long)c,
+                         (unsigned long long)whole);
+        }
+    /* nothing before, or nothing after */
+    cr_assert_eq(rs_crc64_combine(0, whole, n), whole);
+    cr_assert_eq(rs_crc64_combine(whole, 0, 0), whole);
+    free(buf);
+}

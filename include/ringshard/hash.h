@@ -83,6 +83,11 @@ uint64_t rs_crc64(uint64_t crc, const void *buf, size_t len);
  * computes without ISA-L, kept callable so that the two are compared. */
 uint64_t rs_crc64_portable(uint64_t crc, const void *buf, size_t len);
 
+/* rs_crc64 of A||B given rs_crc64 of A (crc_a), of B (crc_b) and B's
+ * length (as zlib's crc32_combine): what the pieces of one stream read
+ * apart (units, ranks) add up to, as if it had been read whole. */
+uint64_t rs_crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b);
+
 /* MD5 of key[0..len) into out[16] (RFC 1321; implemented in the project). */
 void rs_md5(const void *key, size_t len, uint8_t out[16]);
 

@@ -143,18 +143,20 @@ void rs_reader_checksum_on(rs_reader *r);
  * its first byte to its end (not a range: rs_reader_open_range); else 0. */
 int rs_reader_checksum(const rs_reader *r, uint64_t *crc);
 
-/* 1 with *crc, rs_crc64 of the input's content (its decompressed bytes;
- * a plain input's are its stored bytes: rs_reader_checksum's) and *size,
- * their number, when rs_reader_checksum would give 1 and the input is plain
- * or one gzip member or zstd frame; else 0 (several members or frames: a
- * file that runs with more producers or ranks read as ranges, so it has no
- * content sum whoever reads it). A bucket directory records it for each
- * input, so that a copy compressed again is known as the same input. */
+/* 1 with *crc, rs_crc64 of the input's content (its decompressed bytes,
+ * whatever its gzip members or zstd frames; a plain input's are its stored
+ * bytes: rs_reader_checksum's) and *size, their number, when the checksum
+ * was on from the first read and r has read to its clean end; else 0. For a
+ * range (rs_reader_open_range) they are the range's: the file's content is
+ * its units' combined in order (rs_crc64_combine), the same whether it is
+ * read whole or in units, by any producers or ranks. A bucket directory
+ * records it for each input, so that a copy compressed otherwise is known
+ * as the same input. */
 int rs_reader_content(const rs_reader *r, uint64_t *crc, uint64_t *size);
 
 /* The content of the file `name` under dirfd, as rs_reader_content gives
- * it, read whole now (named display in messages). 1 with *crc and *size, 0
- * when it has none (several members or frames), -1 with err. */
+ * it, read whole now (named display in messages). 1 with *crc and *size,
+ * 0 when it has none, -1 with err. */
 int rs_file_content(int dirfd, const char *name, const char *display, rs_codec_choice codec, uint64_t *crc,
                     uint64_t *size, rs_error *err);
 

@@ -76,6 +76,7 @@
 #include "ringshard/interrupt.h"
 #include "ringshard/testhook.h"
 #include "ringshard/deflate.h"
+#include "ringshard/hash.h"
 #include "ringshard/log.h"
 
 int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
@@ -477,8 +478,12 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
                                    (int)f[IN_HAS_CONTENT]};
             continue;
         }
-        /* an input split among members was read as ranges: no checksum */
-        in->has_checksum = in->has_content = 0;
+        /* an input split among members was read as ranges: no checksum of
+         * its stored bytes; its content's are combined in rank (= unit) order */
+        in->has_checksum = 0;
+        in->has_content &= (int)f[IN_HAS_CONTENT];
+        in->content = rs_crc64_combine(in->content, f[IN_CONTENT], f[IN_CONTENT_SIZE]);
+        in->content_size += f[IN_CONTENT_SIZE];
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];

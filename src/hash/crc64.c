@@ -59,3 +59,29 @@ uint64_t rs_crc64(uint64_t crc, const void *buf, size_t len)
     return rs_crc64_portable(crc, buf, len);
 #endif
 }
+
+/* a * b modulo the polynomial, both reflected (bit 63 is x^0). */
+static uint64_t mult_mod(uint64_t a, uint64_t b)
+{
+    uint64_t p = 0;
+    for (uint64_t m = (uint64_t)1 << 63; m; m >>= 1) {
+        if (a & m)
+            p ^= b;
+        b = b & 1 ? (b >> 1) ^ POLY : b >> 1;
+    }
+    return p;
+}
+
+uint64_t rs_crc64_combine(uint64_t crc_a, uint64_t crc_b, uint64_t len_b)
+{
+    /* crc(A||B) = crc_a times x^(8 len_b) xor crc_b: the initial value and
+     * the final XOR, all ones in both, cancel out (zlib's reasoning).
+     * x^(8 len_b) by squaring: 64 products at most, each 64 steps */
+    uint64_t xn = (uint64_t)1 << 63, sq = (uint64_t)1 << (63 - 8);  /* x^0, x^8 */
+    for (uint64_t n = len_b; n; n >>= 1) {
+        if (n & 1)
+            xn = mult_mod(xn, sq);
+        sq = mult_mod(sq, sq);
+    }
+    return mult_mod(xn, crc_a) ^ crc_b;
+}

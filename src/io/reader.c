@@ -73,6 +73,7 @@ struct rs_reader {
     uint64_t sum;            /* rs_crc64 of the bytes read from fd so far */
     uint64_t content;        /* with sum_on, compressed input: rs_crc64 of the bytes returned */
     uint64_t content_size;   /* the bytes returned so far */
+    bool content_late;       /* sum_on came after the first read: content is not all of them */
 
     unsigned char *in;       /* the block buffer */
     size_t in_cap;
@@ -449,6 +450,7 @@ void rs_reader_checksum_on(rs_reader *r)
 {
     r->sum_on = true;
     r->sum_broken |= r->in_total != 0;
+    r->content_late |= r->started;
 }
 
 int rs_reader_checksum(const rs_reader *r, uint64_t *crc)
@@ -461,17 +463,19 @@ int rs_reader_checksum(const rs_reader *r, uint64_t *crc)
 
 int rs_reader_content(const rs_reader *r, uint64_t *crc, uint64_t *size)
 {
-    /* Several members or frames: such a file is cut into units that other
-     * runs read as ranges (no sum then), so it has none here either: what a
-     * manifest records must not depend on --producers or the ranks */
-    if ((r->is_gzip || r->is_zstd) && r->member_start != 0)
+    if (!r->is_gzip && !r->is_zstd) {   /* plain: the content is the stored bytes */
+        if (!rs_reader_checksum(r, crc))
+            return 0;
+        *size = r->in_total;
+        return 1;
+    }
+    /* every member or frame decoded to the clean end, of the file or of
+     * the range: a range's is its part of the file's content, which the
+     * caller combines with the other ranges' (rs_crc64_combine), so that a
+     * file has one content sum whoever reads it, whole or in units */
+    if (!r->sum_on || r->content_late || !r->finished)
         return 0;
-    if (!rs_reader_checksum(r, crc))
-        return 0;
-    if (r->is_gzip || r->is_zstd)
-        *crc = r->content, *size = r->content_size;
-    else
-        *size = r->in_total;   /* plain: the content is the stored bytes */
+    *crc = r->content, *size = r->content_size;
     return 1;
 }
 

@@ -94,11 +94,13 @@ static void add_run(rs_pipeline_result *sum, rs_pipeline_result *run, uint32_t n
 }
 
 /* A run that writes DIR whole (a fresh bucket directory; with grow, one
- * that will take appends: schema 2, generation 1). *raced: DIR appeared
- * meanwhile (another run created it first). */
-static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow, rs_bucket_job_result *r,
+ * that will take appends: schema 2, generation 1, the chunk ch of the
+ * inputs). *raced: DIR appeared meanwhile (another run created it first);
+ * ch->redo: an input is dropped, nothing published (rs_gen_seen_after). */
+static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_gen_chunk *ch, rs_bucket_job_result *r,
                      int *raced, rs_error *err)
 {
+    int grow = ch != NULL;
     const rs_ring *ring = o->ring;
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
@@ -128,12 +130,13 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
         goto out;
     tl = rs_timeline_start();
     /* every rank holds the merged statistics: all check, rank 0 writes */
-    if (check_conservation(&po, &run, err) != 0 || rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, err) != 0)
+    if (check_conservation(&po, &run, err) != 0 ||
+        rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, ch, err) != 0)
         goto out;
     /* A directory that will grow takes its header from its first inputs:
      * without one (every input empty) it would take no append, so it is
      * not made yet (the same on every rank: the statistics are merged) */
-    if ((empty = grow && po.header && !run.header))
+    if ((empty = grow && po.header && !run.header) || (grow && ch->redo))
         goto out;
     if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
         if (grow)
@@ -143,9 +146,9 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, int grow,
 out:;
     double t_publish = rs_now();
     int failed = err->code != 0;   /* before the publication: not a race (a pipe seen, exit 73, too) */
-    if (begun && empty) {
+    if (begun && (empty || (grow && ch->redo))) {
         rs_cluster_outdir_abort(&od);
-        r->inputs_empty += po.ninputs;
+        r->inputs_empty += empty ? po.ninputs : 0;
     } else if (begun && rs_cluster_outdir_end(&od, err) == 0) {
         rs_timeline_end(RS_TL_PUBLISH, tl);
         r->published = 1;
@@ -158,8 +161,12 @@ out:;
         *raced = 1;
     }
     rs_cluster_quarantine_end(&q, 1, err);   /* published with the directory: only released here */
-    add_run(&r->run, &run, nodes->count);
-    r->ndest = nodes->count;
+    if (grow && ch->redo) {
+        rs_pipeline_result_free(&run);   /* a run whose rows are not published */
+    } else {
+        add_run(&r->run, &run, nodes->count);
+        r->ndest = nodes->count;
+    }
     free(m.inputs);
     free(m.files);
     rs_free_strings(files, nodes->count);
@@ -225,9 +232,11 @@ static int refuse_distinct(const rs_gen *g, rs_error *err)
     return 0;
 }
 
-static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, size_t hi, uint8_t *skip,
-                             rs_bucket_job_result *r, rs_error *err)
+static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, rs_gen_chunk *ch, rs_bucket_job_result *r,
+                             rs_error *err)
 {
+    size_t lo = ch->lo, hi = ch->hi;
+    uint8_t *skip = ch->skip;
     rs_pipeline_opts po = o->pipeline;
     rs_ring *ring = NULL;
     rs_cluster_quarantine q = {0};
@@ -267,8 +276,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     po.write_behind = 1;
     po.input_checksum = 1;
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
-        rs_gen_seen_after(g, &po, &run, o->on_seen, err) != 0)
-        goto out;
+        rs_gen_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
+        goto out;   /* redo: the caller closes g, which removes the staged generation */
     double tl = rs_timeline_start();
     if (rs_world_rank() == 0)
         fill_segments(g, &m, &po, &run, ring, names, files, err);
@@ -286,7 +295,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, size_t lo, 
     }
 out:
     rs_cluster_quarantine_end(&q, 1, err);
-    if (ndest) {
+    if (ndest && !ch->redo) {
         add_run(&r->run, &run, ndest);
         r->ndest = ndest;
     } else
@@ -311,12 +320,19 @@ static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error
 {
     const rs_bucket_job_opts *o = ((chunk_ctx *)ctx)->o;
     rs_bucket_job_result *r = ((chunk_ctx *)ctx)->r;
-    for (int attempt = 0;; attempt++) {
+    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
+    /* again when another run created DIR first (once), or when an input is
+     * dropped after the run (rs_gen_seen_after: at most once per input) */
+    for (int races = 0;;) {
+        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "bucket", 0};
         rs_gen g;
+        r->inputs_skipped = skipped0;
         int rc = rs_gen_open(&g, o->outdir, err);
         if (rc == 0)
-            rc = append_generation(o, &g, lo, hi, skip, r, err);
+            rc = append_generation(o, &g, &ch, r, err);
         rs_gen_close(&g);
+        if (ch.redo && rc == 0)
+            continue;
         if (rc <= 0)
             return rc;
         /* DIR does not exist: this run creates it */
@@ -324,17 +340,18 @@ static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error
         rs_pipeline_opts po;
         const char **sel = NULL;
         int raced = 0;
-        if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) == 0 &&
+        if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
             rs_gen_select(&o->pipeline, lo, hi, skip, &po, &sel, err) == 0) {
             r->inputs_skipped += nskipped;
             if (po.ninputs)
-                run_fresh(o, po, 1, r, &raced, err);
+                run_fresh(o, po, &ch, r, &raced, err);
         }
         free(sel);
-        if (!raced || attempt > 0)
+        if (ch.redo && !err->code)
+            continue;
+        if (!raced || races++ > 0)
             return err->code ? -1 : 0;
         rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        r->inputs_skipped -= nskipped;
         memset(skip + lo, 0, hi - lo);
     }
 }
@@ -346,7 +363,7 @@ int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_e
     if (o->append)
         return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
     int raced;
-    return run_fresh(o, o->pipeline, 0, r, &raced, err);
+    return run_fresh(o, o->pipeline, NULL, r, &raced, err);
 }
 
 void rs_bucket_job_result_free(rs_bucket_job_result *r)

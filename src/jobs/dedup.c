@@ -124,6 +124,7 @@ typedef struct {
     char *in_mpath;            /* --buckets: DIR/manifest.json, for messages */
     rs_gen *g;                 /* --append to an existing DIR: the generation being added */
     int grow;                  /* --append: indexes, the per-row report, schema 2 */
+    rs_gen_chunk *ch;          /* --append: the chunk of inputs this run reads (NULL: none) */
     int report_more;           /* --commit-every: an earlier generation of this command published the report */
     rs_outdir od;              /* the output (appending: g->od) */
     rs_cluster_quarantine q;
@@ -445,8 +446,10 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
-    if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, err) != 0)
+    if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, s->ch, err) != 0)
         return -1;
+    if (s->ch && s->ch->redo)
+        return 1;   /* an input dropped: nothing of this run is published */
     for (uint32_t i = 0; i < s->njobs; i++) {
         s->jobs[i].rows = s->res.dest[i].rows;
         s->jobs[i].bytes = s->res.dest[i].bytes;
@@ -767,12 +770,14 @@ static int begin_output(dstate *s, rs_error *err)
     return setup_history(s, err);
 }
 
-/* One run: the output is a new DIR (g NULL; with grow, one that will take
- * appends), or the generation g adds to DIR. *raced: a DIR created
- * meanwhile by another run (grow). */
-static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen *g, int grow,
-                    rs_dedup_job_result *r, int *raced, rs_error *err)
+/* One run: the output is a new DIR (g NULL; with ch, --append, one that
+ * will take appends), or the generation g adds to DIR; ch: the chunk of
+ * the inputs it reads. *raced: a DIR created meanwhile by another run
+ * (grow); ch->redo: an input dropped after pass 1, nothing published. */
+static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen *g,
+                    rs_gen_chunk *ch, rs_dedup_job_result *r, int *raced, rs_error *err)
 {
+    int grow = ch != NULL;
     dstate s;
     memset(&s, 0, sizeof s);
     s.o = o;
@@ -782,6 +787,7 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
     s.ring = ring;
     s.g = g;
     s.grow = grow;
+    s.ch = ch;
     s.report_more = r->published;
     *raced = 0;
     /* with a ring given, its build was agreed on by the caller */
@@ -853,37 +859,42 @@ static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error
 {
     const rs_dedup_job_opts *o = ((chunk_ctx *)ctx)->o;
     rs_dedup_job_result *r = ((chunk_ctx *)ctx)->r;
-    for (int attempt = 0;; attempt++) {
+    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
+    /* again when another run created DIR first (once), or when an input is
+     * dropped after pass 1 (rs_gen_seen_after: at most once per input) */
+    for (int races = 0;;) {
+        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "dedup", 0};
         rs_gen g;
         rs_ring *ring = NULL;
         rs_pipeline_opts po = o->pipeline, sel_po;
         const char **sel = NULL;
         size_t nskipped = 0;
+        r->inputs_skipped = skipped0;
         int raced = 0, rc = rs_gen_open(&g, o->outdir, err);
         po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
         po.level = o->level;
         if (rc == 0 && g.bd.m.keys_only)
             rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g.mpath);
         if (rc == 0 && rs_gen_check(&g, &po, o->given, o->ring, &ring, err) == 0 &&
-            rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "dedup", err) == 0 &&
+            rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
             rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
             r->inputs_skipped += nskipped;
             if (sel_po.ninputs)
-                run_once(o, &sel_po, ring, &g, 1, r, &raced, err);
-        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "dedup",
-                                          err) == 0 &&
+                run_once(o, &sel_po, ring, &g, &ch, r, &raced, err);
+        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
                    rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
             r->inputs_skipped += nskipped;
             if (sel_po.ninputs)
-                run_once(o, &sel_po, o->ring, NULL, 1, r, &raced, err);
+                run_once(o, &sel_po, o->ring, NULL, &ch, r, &raced, err);
         }
         free(sel);
         rs_ring_free(ring);
-        rs_gen_close(&g);
-        if (!raced || attempt > 0)
+        rs_gen_close(&g);   /* removes the staged generation unless published */
+        if (ch.redo && !err->code)
+            continue;
+        if (!raced || races++ > 0)
             return err->code ? -1 : 0;
         rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        r->inputs_skipped -= nskipped;
         memset(skip + lo, 0, hi - lo);
     }
 }
@@ -925,7 +936,7 @@ static int run_job(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error 
     po.compress = o->compress;
     po.level = o->level;
     int raced;
-    return run_once(o, &po, o->ring, NULL, 0, r, &raced, err);
+    return run_once(o, &po, o->ring, NULL, NULL, r, &raced, err);
 }
 
 void rs_dedup_job_result_free(rs_dedup_job_result *r)

@@ -13,6 +13,7 @@
 #include "cluster/world.h"
 #include "ringshard/deflate.h"
 #include "ringshard/log.h"
+#include "ringshard/outfile.h"
 #include "ringshard/reader.h"
 
 int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
@@ -174,7 +175,7 @@ typedef struct {
     uint64_t size, gen;
     char sum[RS_CHECKSUM_TEXT];
     const char *path;
-    int this_run, any_size;
+    int this_run, any_size;   /* this_run: 1 an earlier input of this run, 2 a later one */
     int by_path;   /* no checksum recorded (an older version's manifest): known by path and size */
     const char *content;    /* the checksum of its decompressed bytes (NULL: not recorded) */
     uint64_t content_size;  /* their number */
@@ -242,20 +243,28 @@ static int size_held(const held *h, size_t n, uint64_t size)
     return 0;
 }
 
+/* What holds an input, for messages: "already ingested by generation 3
+ * (as day.csv.gz)", "the same content as a.csv, earlier in this run"... */
+static void seen_where(const held *was, char *where, size_t n)
+{
+    if (was->this_run)
+        snprintf(where, n, "the same content as %.200s, %s in this run", was->path,
+                 was->this_run == 2 ? "later" : "earlier");
+    else if (was->by_content)
+        snprintf(where, n, "already ingested by generation %" PRIu64 " (as %.200s: the same content "
+                 "once decompressed)", was->gen, was->path);
+    else if (was->by_path)
+        snprintf(where, n, "already ingested by generation %" PRIu64 " (the same path and size; its "
+                 "manifest, written by an older version, has no checksum)", was->gen);
+    else
+        snprintf(where, n, "already ingested by generation %" PRIu64 " (as %.200s)", was->gen, was->path);
+}
+
 /* Acts on input `path` being what `was` holds; 1 when it is skipped. */
 static int on_seen(const held *was, const char *path, rs_on_seen policy, const char *cmd, rs_error *err)
 {
     char where[256];
-    if (was->this_run)
-        snprintf(where, sizeof where, "the same content as %.200s, earlier in this run", was->path);
-    else if (was->by_content)
-        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s: the same content "
-                 "once decompressed)", was->gen, was->path);
-    else if (was->by_path)
-        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (the same path and size; its "
-                 "manifest, written by an older version, has no checksum)", was->gen);
-    else
-        snprintf(where, sizeof where, "already ingested by generation %" PRIu64 " (as %.200s)", was->gen, was->path);
+    seen_where(was, where, sizeof where);
     if (policy == RS_SEEN_FAIL)
         return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s (--on-seen fail); nothing written", path, where);
     if (policy == RS_SEEN_AGAIN)
@@ -412,8 +421,9 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         contents = h[k].content != NULL;
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         struct stat st;
-        if (is_pipe_input(po->inputs[i], &st))
-            continue;  /* checked after the run, or the pipeline reports it */
+        if (skip[i] || is_pipe_input(po->inputs[i], &st))
+            continue;  /* dropped by a run before (rs_gen_seen_after); checked after the run, or the pipeline
+                        * reports it */
         known[i - lo] = 1;
         size[i - lo] = (uint64_t)st.st_size;
         probe *p = &pr[i - lo];
@@ -494,10 +504,141 @@ int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t h
     return 0;
 }
 
-int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
-                      rs_error *err)
+/* ------------------------------------------------- after the run, before publishing
+ *
+ * Some inputs cannot be known before they are read: a pipe, and a file
+ * whose content size its first and last bytes do not tell (several gzip
+ * members, as bgzip and pigz --independent write or `cat a.gz b.gz`
+ * makes; a zstd frame written from a pipe, which declares no size; several
+ * frames). The run reads them anyway, and their content sums with them
+ * (rs_reader_content: the same for one CSV whatever its compression and
+ * layout, and whoever reads it); so they are compared once the run is
+ * done, before anything is published. An input found held is dropped by
+ * running the chunk AGAIN without it (rs_gen_chunk redo): the staged
+ * generation is removed and the inputs are read a second time.
+ *
+ * Why again rather than holding the rows of such inputs apart until the
+ * check: a run's rows are interleaved batch by batch into one segment per
+ * node, so holding one input's rows apart would mean a second set of
+ * segments per input (or its rows in memory) and a merge before each
+ * publication - for every such input, held or not, in the common case of
+ * a new day delivered as bgzip. Running again costs nothing when no input
+ * is held (the common case: the check is a comparison of sums the run
+ * computed anyway), keeps memory what the run takes, and costs one more
+ * read of the chunk's other inputs only when a copy was given. What
+ * cannot be read twice - a pipe, a quarantine written in place that
+ * already holds rows - stops the run instead (exit 73, nothing published),
+ * unless it is the input dropped (a pipe whose content DIR holds, or a
+ * pipe with the content of a file of the same run: the file is kept). */
+
+/* Whether the input is read once only: standard input, a pipe, a FIFO. */
+static int read_once(const rs_pipeline_opts *po, size_t k)
 {
-    int rc = 0;
+    struct stat st;
+    return is_pipe_input(po->inputs[k], &st);
+}
+
+static const char *shown(const char *path)
+{
+    return strcmp(path, "-") ? path : "standard input";
+}
+
+/* The input of DIR whose content (or, for a pipe, stored bytes) the
+ * run's input `in` has, into *was; 1 when there is one. */
+static int held_by_dir(const held *h, size_t n, const rs_input_stats *in, int pipe, held *was)
+{
+    char sum[RS_CHECKSUM_TEXT], content[RS_CHECKSUM_TEXT];
+    const held *w = NULL;
+    if (pipe && in->has_checksum) {   /* a pipe's stored bytes: its size is unknown (0), any size */
+        rs_checksum_text(in->checksum, sum);
+        w = find_held(h, n, in->size ? in->size : in->bytes, sum);
+        for (size_t k = 0; !w && k < n; k++)
+            if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
+                w = &h[k];
+    }
+    if (!w && in->has_content && in->content_size) {
+        rs_checksum_text(in->content, content);
+        if ((w = find_content(h, n, in->content_size, content)) != NULL) {
+            *was = *w;
+            was->by_content = 1;
+            return 1;
+        }
+    }
+    if (w)
+        *was = *w;
+    return w != NULL;
+}
+
+/* Whether the run's inputs a and b hold the same content (none: no rows,
+ * nothing to drop). */
+static int same_content(const rs_input_stats *a, const rs_input_stats *b)
+{
+    return a->has_content && b->has_content && a->content_size && a->content_size == b->content_size &&
+           a->content == b->content;
+}
+
+/* rank 0's part of rs_gen_seen_after: marks in drop[k] (k: po's inputs)
+ * the inputs DIR or another input of this run holds, their reasons in
+ * why[k]; the number marked, or -1 with err (a dropped input's run that
+ * cannot be redone, --on-seen fail). */
+static long after_decide(const rs_gen *g, const rs_pipeline_opts *po, const rs_pipeline_result *res,
+                         rs_on_seen policy, uint8_t *drop, held *why, rs_error *err)
+{
+    held *h = NULL;
+    size_t n = 0, cap = 0;
+    long ndrop = 0;
+    if (g && g->opened) {
+        const rs_bucketdir *bd = &g->bd;
+        int oom = add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1);
+        for (size_t k = 0; !oom && k < bd->ngens; k++)
+            oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
+        if (oom) {
+            free(h);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+    }
+    for (size_t i = 0; i < po->ninputs; i++) {
+        const rs_input_stats *in = &res->input[i];
+        int pipe = read_once(po, i);
+        if (held_by_dir(h, n, in, pipe, &why[i])) {
+            drop[i] = 1, ndrop++;
+            continue;
+        }
+        for (size_t j = 0; j < i; j++) {
+            if (drop[j] || !same_content(&res->input[j], in))
+                continue;
+            /* the one dropped is read again by nobody: a pipe if either is */
+            size_t d = pipe || !read_once(po, j) ? i : j, keep = d == i ? j : i;
+            drop[d] = 1, ndrop++;
+            why[d] = (held){.path = po->inputs[keep], .this_run = keep < d ? 1 : 2};
+            break;
+        }
+    }
+    free(h);
+    size_t first = 0;   /* the first input dropped */
+    while (ndrop && !drop[first])
+        first++;
+    const char *name = shown(po->inputs[first]);
+    if (ndrop && policy == RS_SEEN_FAIL)
+        return on_seen(&why[first], name, policy, NULL, err);
+    char where[256];
+    seen_where(&why[first], where, sizeof where);
+    for (size_t k = 0; ndrop && k < po->ninputs; k++)   /* the others are read again: can they be? */
+        if (!drop[k] && read_once(po, k))
+            return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s; it was read with %s, which cannot be read again to "
+                                "run without it: nothing published (give that input as a file, or leave %s out)",
+                                name, where, shown(po->inputs[k]), name);
+    if (ndrop && po->bad_rows == RS_BAD_ROW_QUARANTINE && res->rejected && po->quarantine_name &&
+        rs_outfile_in_place(po->quarantine_name))
+        return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s; the run cannot be done again without it: its rejected "
+                            "rows are written to %s already: nothing published (quarantine into a file, or leave "
+                            "%s out)", name, where, po->quarantine_name, name);
+    return ndrop;
+}
+
+int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
+                      rs_gen_chunk *ch, rs_error *err)
+{
     uint64_t v[2] = {0};
     for (size_t i = 0; i < po->ninputs; i++) {
         rs_input_stats *in = &res->input[i];
@@ -512,49 +653,37 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
         }
         rs_world_bcast(v, sizeof v, 0);
         in->checksum = v[0], in->has_checksum = (int)v[1];
-        if (!pipe || !in->has_checksum || policy == RS_SEEN_AGAIN || !g || !g->opened)
-            continue;
-        char sum[RS_CHECKSUM_TEXT];
-        rs_checksum_text(in->checksum, sum);
-        held *h = NULL;
-        size_t n = 0, cap = 0;
-        const rs_bucketdir *bd = &g->bd;
-        int oom = add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1);
-        for (size_t k = 0; !oom && k < bd->ngens; k++)
-            oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
-        const held *was = oom ? NULL : find_held(h, n, in->size ? in->size : in->bytes, sum);
-        for (size_t k = 0; !was && !oom && k < n; k++)  /* a pipe's size is unknown (0): any size */
-            if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
-                was = &h[k];
-        char content[RS_CHECKSUM_TEXT];
-        rs_checksum_text(in->content, content);
-        if (!was && !oom && in->has_content)   /* the same content, compressed otherwise */
-            was = find_content(h, n, in->content_size, content);
-        if (oom)
-            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-        else if (was && !rc)
-            rc = rs_error_set(err, RS_EXIT_EXISTS,
-                              "%s: its content was already ingested by generation %" PRIu64 " (as %.200s); a pipe "
-                              "cannot be skipped once read: nothing published",
-                              strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input", was->gen, was->path);
-        free(h);
     }
-    /* a pipe whose content another input of this run holds: both were read,
-     * neither can be skipped now (empty content adds nothing: let be) */
-    for (size_t i = 0; i < po->ninputs && !rc && policy != RS_SEEN_AGAIN; i++) {
-        struct stat st;
-        const rs_input_stats *in = &res->input[i];
-        if (!in->has_checksum || in->checksum == 0 || !is_pipe_input(po->inputs[i], &st))
-            continue;
-        for (size_t j = 0; j < po->ninputs && !rc; j++)
-            if (j != i && res->input[j].has_checksum && res->input[j].checksum == in->checksum)
-                rc = rs_error_set(err, RS_EXIT_EXISTS,
-                                  "%s: the same content as %.200s, in this run; a pipe cannot be skipped once "
-                                  "read: nothing published",
-                                  strcmp(po->inputs[i], "-") ? po->inputs[i] : "standard input",
-                                  strcmp(po->inputs[j], "-") ? po->inputs[j] : "standard input");
+    if (rs_world_agree(err) != 0 || policy == RS_SEEN_AGAIN || !ch)
+        return err->code ? -1 : 0;
+    uint8_t *drop = calloc(po->ninputs + 1, 1);
+    held *why = calloc(po->ninputs + 1, sizeof *why);
+    uint64_t ndrop = 0;
+    if (!drop || !why)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    else if (rs_world_rank() == 0 && !err->code) {
+        long r = after_decide(g, po, res, policy, drop, why, err);
+        ndrop = r > 0 ? (uint64_t)r : 0;
     }
-    return rc;
+    if (rs_world_agree(err) == 0) {
+        rs_world_bcast(&ndrop, sizeof ndrop, 0);
+        rs_world_bcast(drop, po->ninputs, 0);
+        /* po's inputs are those of [lo, hi) not skipped, in order */
+        for (size_t i = ch->lo, k = 0; ndrop && i < ch->hi; i++) {
+            if (ch->skip[i])
+                continue;
+            if (drop[k] && rs_world_rank() == 0)
+                on_seen(&why[k], shown(po->inputs[k]), RS_SEEN_SKIP, ch->cmd, err);
+            ch->skip[i] = drop[k++];
+        }
+        ch->redo = ndrop != 0;
+        if (ch->redo)   /* the read was spent telling what these inputs are */
+            for (size_t k = 0; k < po->ninputs; k++)
+                count_seen_read(res->input[k].size);
+    }
+    free(drop);
+    free(why);
+    return err->code ? -1 : 0;
 }
 
 /* -------------------------------------------------------------- staging */

@@ -13,7 +13,10 @@
  *   2. checks what shapes the files against the base manifest (ring, key,
  *      delimiter, header, compression, level, keys only: rs_gen_check);
  *   3. drops the inputs whose content DIR has already ingested
- *      (rs_gen_seen: by size, then by CRC-64 of the stored bytes);
+ *      (rs_gen_seen: by size, then by CRC-64 of the stored bytes or of
+ *      the content); after the run, before publishing, what could only be
+ *      known by reading it (rs_gen_seen_after: the run is done again
+ *      without an input found held);
  *   4. stages g<N> in a temporary directory beside DIR (rs_gen_stage),
  *      where the job writes the segments;
  *   5. writes g<N>/manifest.json, naming the previous generation's
@@ -76,7 +79,9 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err);
 int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
                  rs_error *err);
 
-/* Step 3: decides for inputs [lo, hi) of po which to ingest. An input
+/* Step 3: decides for inputs [lo, hi) of po which to ingest (those
+ * skip marks already, dropped by an earlier run of the chunk, stay
+ * skipped without a look). An input
  * whose size equals that of an input DIR ingested, or of an earlier one of
  * this run, is checksummed (rs_file_checksum) and compared; one DIR (or
  * this run) already holds is skipped with a note on stderr (RS_SEEN_SKIP),
@@ -84,7 +89,8 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
  * generation that holds it), or is ingested again (RS_SEEN_AGAIN). skip[i]
  * (for i in [lo, hi)) is set to 1 for those skipped; *nskipped counts
  * them. With dir NULL (DIR does not exist yet) only this run's inputs are
- * compared. Pipes cannot be read twice: they are checked after the run
+ * compared. Pipes cannot be read twice, and some files cannot be known
+ * without reading them whole: they are checked after the run
  * (rs_gen_seen_after). With RS_SEEN_AGAIN nothing is read nor skipped.
  * Collective (rank 0 decides). */
 int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
@@ -96,12 +102,31 @@ int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t h
  * by the run unless skipped. */
 uint64_t rs_gen_seen_bytes(void);
 
-/* After the run: every input read has its checksum (a unit-split file's is
- * taken now, in a pass of its own), and a pipe whose content DIR already
- * held fails the run unless RS_SEEN_AGAIN (it cannot be un-read).
- * Collective. */
+/* What rs_gen_seen_after needs of the chunk a run reads, and what it
+ * tells: the run read the inputs [lo, hi) of the job's that skip does not
+ * mark (rs_gen_seen), in order. */
+typedef struct {
+    size_t lo, hi;
+    uint8_t *skip;
+    const char *cmd;   /* the command, for the notes on stderr (NULL: quiet) */
+    int redo;          /* set: skip marks more inputs; publish nothing, run the chunk again */
+} rs_gen_chunk;
+
+/* After the run, before anything is published: every input read has its
+ * checksum (a unit-split file's is taken now, in a pass of its own), and
+ * (ch given, policy not RS_SEEN_AGAIN) each input's content, as the run
+ * summed it, is compared with DIR's (g NULL: DIR does not exist yet) and
+ * with the run's other inputs: what could not be known before reading (a
+ * pipe, several gzip members or zstd frames, a frame without its size).
+ * An input held is, under RS_SEEN_SKIP, marked in ch->skip with a note on
+ * stderr and ch->redo set: the caller drops what the run staged and runs
+ * the chunk again (of two inputs of this run with one content, a pipe is
+ * the one dropped); under RS_SEEN_FAIL it is RS_EXIT_EXISTS naming it.
+ * RS_EXIT_EXISTS too when the chunk cannot be run again: another of its
+ * inputs is a pipe, or a quarantine written in place holds rows. The
+ * design (why again) is at the function. Collective (rank 0 decides). */
 int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
-                      rs_error *err);
+                      rs_gen_chunk *ch, rs_error *err);
 
 /* Step 4: creates the staging directory beside DIR and g<N> in it.
  * Collective. */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include "ringshard/hash.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/util.h"
 #include "pipeline/pipe.h"
@@ -353,16 +354,23 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             return -1;
         }
         if (!res->header) {
-            size_t keep = has_bom ? bom : 0;
-            res->header = malloc(keep + rec.len + 1);
+            /* the line the outputs start with: the input's bytes, or (bucket
+             * --append) the directory's, whose fields it has just been found
+             * to hold, spelled as the directory spells them: a BOM, quotes
+             * or a CR otherwise are this input's spelling, not a new header */
+            size_t keep = has_bom ? bom : 0, len = keep + rec.len;
+            const char *line = b->data + off - keep;
+            if (o->header_ref_name && o->header_ref)
+                line = o->header_ref, len = strlen(o->header_ref);
+            res->header = malloc(len + 1);
             res->header_fields = malloc((size_t)nf * sizeof *res->header_fields);
             if (!res->header || !res->header_fields) {
                 rs_buf_free(&fields);
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
             }
-            memcpy(res->header, b->data + off - keep, keep + rec.len);
-            res->header[keep + rec.len] = '\0';
-            res->header_len = keep + rec.len;
+            memcpy(res->header, line, len);
+            res->header[len] = '\0';
+            res->header_len = len;
             s->header_bom = has_bom;
             res->header_input = i;
             res->header_line = *lines;
@@ -435,6 +443,25 @@ static void skip_empty_ranges(pipe_state *s)
         s->next_input++;
         s->unit = s->next_input < s->o->ninputs ? unit_from(s, s->next_input) : 0;
     }
+}
+
+/* Input i's checksums once its unit s->unit is read: its stored bytes'
+ * (a whole read only) and its content's, the unit's combined with the
+ * earlier units' in order: the file's, whatever units it is read in (the
+ * pipelines of other lanes or ranks combine theirs likewise, cluster.c). */
+static void unit_sums(pipe_state *s, uint32_t i)
+{
+    rs_input_stats *in = &s->res->input[i];
+    uint64_t crc = 0, size = 0;
+    int ok = rs_reader_content(s->rd, &crc, &size);
+    in->has_checksum = rs_reader_checksum(s->rd, &in->checksum);
+    if (s->unit == unit_from(s, i)) {
+        in->has_content = ok, in->content = crc, in->content_size = size;
+        return;
+    }
+    in->has_content &= ok;
+    in->content = rs_crc64_combine(in->content, crc, size);
+    in->content_size += size;
 }
 
 /* Moves the producer to the next unit (or input) after the current one. */
@@ -697,10 +724,8 @@ void rs_pipe_produce(pipe_state *s, batch *b)
         if (b->len == 0 && s->eof) {  /* this unit is done */
             s->consumed_done += rs_reader_consumed(s->rd);
             s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
-            rs_input_stats *in = &s->res->input[i];
             if (o->input_checksum)
-                in->has_checksum = rs_reader_checksum(s->rd, &in->checksum),
-                in->has_content = rs_reader_content(s->rd, &in->content, &in->content_size);
+                unit_sums(s, i);
             rs_reader_close(s->rd);
             s->rd = NULL;
             int check = u->counted && !s->unit_last_sent;
