@@ -7,6 +7,7 @@
 set -euo pipefail
 pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriterion-dev libisal-dev isal gzip pigz python3
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
+      xz-utils bzip2 lz4 zip  # tests/test_refused.c: real files of formats ringshard refuses by magic number
       time  # /usr/bin/time: CPU seconds in tools/bench_shared.sh and bench_bucket.sh
       strace  # tests/test_append.c, test_history.c and test_chain.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)

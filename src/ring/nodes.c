@@ -333,7 +333,7 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
         errno = 0;
         weight = strtod(tok, &endp);
         if (*endp || errno || !(weight > 0) || !isfinite(weight)) {
-            char t[200], nm[200];
+            char t[200], nm[RS_NODE_NAME_MAX * 4 + 8];  /* a name whole, every byte escaped at worst */
             return rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight %s of node %s is not a positive number",
                                 origin, lineno, rs_text_shown_str(t, sizeof t, tok, '\''),
                                 rs_text_shown_str(nm, sizeof nm, name, '\''));
@@ -345,7 +345,7 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
         tok = strtok_r(NULL, " \t", &save);
     }
     if (tok) {
-        char t[200], nm[200];
+        char t[200], nm[RS_NODE_NAME_MAX * 4 + 8];  /* a name whole, every byte escaped at worst */
         return rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected %s after node %s (expected: name [weight] [down])",
                             origin, lineno, rs_text_shown_str(t, sizeof t, tok, '\''),
                             rs_text_shown_str(nm, sizeof nm, name, '\''));
@@ -367,7 +367,7 @@ static int check_duplicates(const rs_nodes *n, const uint32_t *lines, const char
     qsort(idx, n->count, sizeof *idx, cmp_name_line);
     for (uint32_t i = 1; i < n->count; i++)
         if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
-            char nm[200];
+            char nm[RS_NODE_NAME_MAX * 4 + 8];
             rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name %s (first on line %u)", origin,
                          idx[i].line, rs_text_shown_str(nm, sizeof nm, idx[i].name, '\''), idx[i - 1].line);
             free(idx);
