@@ -98,13 +98,13 @@ Test(input, header_differs_names_the_first_differing_field)
                "\"$RS\" bucket --quiet -o out a.csv b.csv");
     fails_with(2, "c.csv: line 1: header differs from the header of a.csv: it has only 2 fields, a.csv has 'x' as "
                   "field 3", "\"$RS\" bucket --quiet -o out a.csv c.csv");
-    fails_with(2, "d.csv: line 1: header differs from the header of a.csv: field 4 is 'w\\x09z', a.csv has only 3 "
+    fails_with(2, "d.csv: line 1: header differs from the header of a.csv: field 4 is 'w\\tz', a.csv has only 3 "
                   "fields", "\"$RS\" bucket --quiet -o out a.csv d.csv");
     fails_with(2, "e.csv: line 1: header differs from the header of a.csv: field 2 is 'w', a.csv has 'v' (its "
                   "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out a.csv e.csv");
     fails_with(2, "a.csv: line 1: header differs from the header of e.csv: field 2 is 'v', e.csv has 'w' (e.csv's "
                   "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out e.csv a.csv");
-    fails_with(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\x5c', a.csv has 'x'",
+    fails_with(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\\\', a.csv has 'x'",
                "\"$RS\" bucket --quiet -o out a.csv f.csv");
 }
 

@@ -86,6 +86,7 @@ hdr procio.h util
 hdr testhook.h util
 hdr timeline.h util
 hdr util.h util
+hdr text.h util
 hdr hash.h hash
 '
 

@@ -9,6 +9,7 @@ pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriter
       python3-zstandard  # tests/test_zstd.c reads the outputs with Python's zstandard too
       python3-pandas  # tests/check_tool_readers.sh runs docs/bucket.md's pandas recipes
       tabix  # bgzip: tests/test_content.c appends a bgzip copy of an input (many gzip members)
+      xz-utils bzip2 lz4 zip  # tests/test_refused.c: real files of formats ringshard refuses by magic number
       time  # /usr/bin/time: CPU seconds in tools/bench_shared.sh and bench_bucket.sh
       strace  # tests/test_append.c, test_history.c and test_chain.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)

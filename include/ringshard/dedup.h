@@ -150,6 +150,7 @@ typedef struct {
     int fd;
     int err;   /* errno of the first failure, 0 while none */
     char *buf; /* the FILE's buffer (NULL: stdio's own), freed by rs_dedup_report_finish */
+    unsigned long long written; /* bytes written so far */
 } rs_dedup_report;
 
 /* Creates (truncates) path and returns a FILE writing to it through r;
@@ -165,9 +166,13 @@ int rs_dedup_report_finish(FILE *f, rs_dedup_report *r);
  * temporary, renamed over the report when the output is published. prev,
  * unless NULL, is copied first and kept (dedup --append --commit-every:
  * the report an earlier generation of the same command published).
- * Messages name the report as `shown`. Returns 0, or -1 with err
- * (RS_EXIT_IO). */
+ * Messages name the report as `shown`. A pipe whose reader has left
+ * (EPIPE: `--duplicates - | head`) is no error: the rest of the report is
+ * not written (the parts are removed all the same), *cut is set to 1 and
+ * *written to the bytes the pipe took, so that the dedup itself is
+ * published (as `tee -p` goes on when a pipe closes). Returns 0, or -1
+ * with err (RS_EXIT_IO). */
 int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev, char *const *parts, size_t n,
-                           rs_error *err);
+                           int *cut, unsigned long long *written, rs_error *err);
 
 #endif

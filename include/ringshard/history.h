@@ -33,7 +33,7 @@
 typedef struct {
     int dirfd;              /* the bucket directory */
     const char *name;       /* the index under dirfd */
-    const char *path;       /* for messages */
+    char *path;             /* for messages (its owner frees it) */
     uint64_t size;          /* as its manifest says */
     rs_keyidx_of of;        /* the file it indexes, as its manifest says */
     uint64_t generation;    /* the indexed file's generation */
@@ -49,6 +49,8 @@ typedef struct {
 typedef struct {
     uint64_t rows_in, bytes_in;          /* the new bucket's rows and bytes (rows + LF) */
     uint64_t dropped_rows, dropped_bytes;/* rows whose key the history holds */
+    uint64_t dropped_keys;               /* their distinct keys (each a key with copies), counted
+                                            exactly within a part (docs/dedup.md) */
     uint64_t index_bytes_read;           /* read from the indexes */
     uint64_t keys_confirmed;             /* new keys found in an index by their exact bytes */
     uint64_t confirm_bytes;              /* of index_bytes_read, read to compare exact keys */

@@ -53,6 +53,8 @@ typedef struct {
     double seconds;           /* the whole job: the inputs' identity checks, both passes, the
                                  publication (its fsyncs) */
     uint64_t rejected;        /* rows rejected by --on-bad-row (or by the input directory's run) */
+    int duplicates_cut;       /* the --duplicates pipe's reader left: the report was cut */
+    unsigned long long duplicates_written; /* the report's bytes written (what the reader took, when cut) */
     /* --append */
     uint32_t generations;     /* generations published */
     uint64_t first_gen, last_gen;

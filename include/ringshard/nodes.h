@@ -14,6 +14,11 @@
  * index, through --label) must fit the ring builder's 4096-byte buffer. */
 #define RS_NODE_NAME_MAX 1024
 
+/* The longest line of a node list file (a name, its weight, "down" and a
+ * comment): a longer one is a bad node list (RS_EXIT_DATA), found while the
+ * file is read, so that memory stays bounded whatever the file holds. */
+#define RS_NODES_LINE_MAX 65536
+
 typedef struct {
     uint32_t count;
     uint32_t cap;
@@ -41,7 +46,8 @@ int rs_nodes_init_count(rs_nodes *nodes, uint32_t n, rs_error *err);
 int rs_nodes_parse(rs_nodes *nodes, const char *text, size_t len, const char *origin,
                    rs_error *err);
 
-/* Reads and parses a node file (see rs_nodes_parse). */
+/* Reads and parses a node file (see rs_nodes_parse); a line longer than
+ * RS_NODES_LINE_MAX stops the read (RS_EXIT_DATA, naming the file and line). */
 int rs_nodes_load(rs_nodes *nodes, const char *path, rs_error *err);
 
 /* Appends a node. Checks the name as rs_nodes_parse does (duplicates too).

@@ -250,6 +250,13 @@ int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const 
  * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
+/* '-' names standard output for every option but those that name a
+ * directory: for those (OPT: "-o", "--emit") it would make a directory
+ * called "-". Returns -1 when dir is not "-", else RS_EXIT_USAGE, the
+ * error printed (saying that `what`, "a bucket directory", cannot go to
+ * standard output, and `instead`: how to get its rows there). */
+int rs_cli_dir_not_stdout(const char *cmd, const char *opt, const char *dir, const char *what, const char *instead);
+
 /* "-" as the FILE of an output option (option: "--json", as messages
  * name it): *path becomes "/dev/stdout" (written in place, not replaced)
  * and the summaries that go to stdout go to stderr instead

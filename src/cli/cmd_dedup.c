@@ -186,6 +186,10 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int ring_give
     rs_error err = {0};
     if (!a->outdir)
         return rs_cli_usage_error("dedup", "no output directory (-o DIR)");
+    int rc = rs_cli_dir_not_stdout("dedup", "-o", a->outdir, "a bucket directory",
+                                   "write it to a directory and read it with ringshard cat");
+    if (rc >= 0)
+        return rc;
     if (rs_cli_append_finish(&a->ap, a->force, &err) != 0)
         return rs_cli_fail("dedup", &err);
     if (a->ap.append && (a->keep_last || a->buckets_dir))
@@ -274,6 +278,9 @@ int rs_cmd_dedup(int argc, char **argv)
     fill_metrics(&a, &res);
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
         rs_cli_dedup_summary(&a, &res);
+    if (res.duplicates_cut && rs_world_rank() == 0)  /* not an error: docs/dedup.md, "The duplicates report" */
+        fprintf(stderr, "ringshard dedup: --duplicates: its reader left after %llu bytes: the rest of the report was "
+                "not written (the dedup itself went on)\n", res.duplicates_written);
     if (err.code)
         rc = rs_cli_fail("dedup", &err);
     rs_dedup_job_result_free(&res);

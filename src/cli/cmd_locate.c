@@ -1,4 +1,6 @@
 /* ringshard locate: where keys go. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,12 +12,17 @@ static const char locate_help[] =
     "LF-terminated, a CR before the LF is removed), one TSV line:\n"
     "  key  position  node        (node = the owning node's name)\n"
     "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n\n"
+    "  --max-record SIZE  longest line of standard input (default 32M): a longer\n"
+    "                  one is an error (exit 2), so that memory stays bounded\n"
     "  --explain       also print the owning point's label and its arc\n"
     "                  [start, end) of positions (arc_start > arc_end: it wraps)\n"
     "  --no-header     no header line\n"
     "  -h, --help      this help\n\n";
 
-enum { OPT_EXPLAIN = RS_OPT__FIRST_COMMAND, OPT_NO_HEADER };
+enum { OPT_EXPLAIN = RS_OPT__FIRST_COMMAND, OPT_NO_HEADER, OPT_MAX_RECORD };
+
+/* The default --max-record: what bucket takes with its default --memory. */
+#define RS_LOCATE_MAX_LINE ((size_t)32 << 20)
 
 static void locate_one(const rs_ring *r, const char *key, size_t len, int explain, FILE *out)
 {
@@ -46,17 +53,77 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
     putc('\n', out);
 }
 
+/* Locates every line of standard input (LF-terminated, a CR before the LF
+ * removed; the last may lack its LF). A line stays in one buffer of at most
+ * max + 64 KiB bytes, whatever the input: a longer line is RS_EXIT_DATA,
+ * naming it. 0, or -1 with err. */
+static int locate_stdin(const rs_ring *r, int explain, size_t max, rs_error *err)
+{
+    size_t cap = (size_t)1 << 16, len = 0, start = 0;
+    unsigned long long line = 0;
+    char *buf = malloc(cap);
+    int eof = 0;
+    if (!buf)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (;;) {
+        char *lf = memchr(buf + start, '\n', len - start);
+        size_t n = lf ? (size_t)(lf - (buf + start)) : len - start;
+        if (n > max + 1 || (n == max + 1 && buf[start + n - 1] != '\r')) {  /* a CR may end it */
+            free(buf);
+            return rs_error_set(err, RS_EXIT_DATA, "standard input: line %llu: longer than --max-record (%zu bytes)",
+                                line + 1, max);
+        }
+        if (lf || (eof && n > 0)) {
+            size_t next = start + n + (lf ? 1 : 0);
+            line++;
+            if (n && buf[start + n - 1] == '\r')
+                n--;
+            locate_one(r, buf + start, n, explain, stdout);
+            start = next;
+            continue;
+        }
+        if (eof)
+            break;
+        memmove(buf, buf + start, len - start);
+        len -= start;
+        start = 0;
+        if (cap - len < ((size_t)1 << 15)) {
+            size_t want = cap * 2 < max + ((size_t)1 << 16) ? cap * 2 : max + ((size_t)1 << 16);
+            char *t = want > cap ? realloc(buf, want) : NULL;
+            if (!t) {
+                free(buf);
+                return rs_error_set(err, RS_EXIT_IO, "out of memory (a line of %zu bytes)", len);
+            }
+            buf = t;
+            cap = want;
+        }
+        size_t k = fread(buf + len, 1, cap - len, stdin);
+        len += k;
+        if (k == 0 && ferror(stdin)) {
+            free(buf);
+            return rs_error_set(err, RS_EXIT_IO, "standard input: read error: %s", strerror(errno));
+        }
+        eof = k == 0;
+    }
+    free(buf);
+    return 0;
+}
+
 int rs_cmd_locate(int argc, char **argv)
 {
     static const struct option longopts[] = {
         RS_RING_LONGOPTS,
         {"explain", no_argument, 0, OPT_EXPLAIN},
         {"no-header", no_argument, 0, OPT_NO_HEADER},
+        {"max-record", required_argument, 0, OPT_MAX_RECORD},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     rs_cli_ring ro = {0};
     int explain = 0, header = 1, c;
+    size_t max = RS_LOCATE_MAX_LINE;
+    unsigned long long v;
+    rs_error err = {0};
     optind = 1;
     while ((c = rs_cli_getopt("locate", argc, argv, "h", longopts)) != -1) {
         if (rs_cli_ring_option(&ro, c, optarg))
@@ -64,11 +131,16 @@ int rs_cmd_locate(int argc, char **argv)
         switch (c) {
         case OPT_EXPLAIN: explain = 1; break;
         case OPT_NO_HEADER: header = 0; break;
+        case OPT_MAX_RECORD:
+            if (rs_cli_size("--max-record", optarg, &v, &err) != 0 || v == 0 || v > SIZE_MAX / 2)
+                return rs_error_set(&err, RS_EXIT_USAGE, "--max-record: '%s' is not a positive size", optarg),
+                       rs_cli_fail("locate", &err);
+            max = (size_t)v;
+            break;
         case 'h': fputs(locate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
         default: return rs_cli_getopt_exit(c);
         }
     }
-    rs_error err = {0};
     rs_ring *r = rs_cli_ring_build(&ro, &err);
     if (!r)
         return rs_cli_fail("locate", &err);
@@ -77,18 +149,9 @@ int rs_cmd_locate(int argc, char **argv)
     if (optind < argc) {
         for (int i = optind; i < argc; i++)
             locate_one(r, argv[i], strlen(argv[i]), explain, stdout);
-    } else {
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t n;
-        while ((n = getline(&line, &cap, stdin)) >= 0) {
-            if (n && line[n - 1] == '\n')
-                n--;
-            if (n && line[n - 1] == '\r')
-                n--;
-            locate_one(r, line, (size_t)n, explain, stdout);
-        }
-        free(line);
+    } else if (locate_stdin(r, explain, max, &err) != 0) {
+        rs_ring_free(r);
+        return rs_cli_fail("locate", &err);
     }
     rs_ring_free(r);
     if (rs_cli_flush_stdout(&err) != 0)

@@ -24,6 +24,7 @@
  * rank 0 alone stats the files. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,32 @@ static int stdin_is_a_list(void)
     return 0;
 }
 
+/* The longest entry of a list: a path longer than PATH_MAX names no file. */
+#define RS_LIST_ENTRY_MAX PATH_MAX
+
+/* Counts the separators of text[from..to) into *entry, moving *entry_start
+ * past the last (past to + 1 when an entry is empty: the list is bad, read
+ * no more); fails when the entry then unfinished is longer than
+ * RS_LIST_ENTRY_MAX (RS_EXIT_DATA), so that a list without separators (a
+ * device, a binary file) is not read whole. 0, or -1 with err. */
+static int entry_bound(const file_list *l, const char *text, size_t from, size_t to, size_t *entry_start,
+                       size_t *entry, rs_error *err)
+{
+    char sep = ff.null ? '\0' : '\n';
+    for (const char *p = text + from; (p = memchr(p, sep, (size_t)(text + to - p))) != NULL; p++) {
+        if ((size_t)(p - text) == *entry_start) {
+            *entry_start = to + 1;
+            return 0;
+        }
+        ++*entry;
+        *entry_start = (size_t)(p - text) + 1;
+    }
+    if (to - *entry_start > RS_LIST_ENTRY_MAX)
+        return rs_error_set(err, RS_EXIT_DATA, "--files-from %s: %s %zu: longer than %d bytes (no path is)", l->name,
+                            ff.null ? "entry" : "line", *entry + 1, RS_LIST_ENTRY_MAX);
+    return 0;
+}
+
 /* Reads list l whole into l->text. 0 or -1 with err (RS_EXIT_IO, as for
  * an input that cannot be read; RS_EXIT_INTERRUPTED). */
 static int read_list(file_list *l, rs_error *err)
@@ -93,7 +120,7 @@ static int read_list(file_list *l, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "--files-from %s: cannot open: %s", l->name, strerror(errno));
     struct stat st;
     memset(&st, 0, sizeof st);  /* unknown: neither a directory nor a regular file */
-    size_t cap = (size_t)1 << 16, len = 0;
+    size_t cap = (size_t)1 << 16, len = 0, entry_start = 0, entry = 0;
     int rc = -1;
     char *text = NULL;
     if (fstat(fd, &st) != 0)
@@ -128,7 +155,11 @@ static int read_list(file_list *l, rs_error *err)
         }
         if (n == 0)
             break;
+        if (entry_bound(l, text, len, len + (size_t)n, &entry_start, &entry, err) != 0)
+            goto out;
         len += (size_t)n;
+        if (entry_start > len)  /* an empty entry: split_list says so, reading no further */
+            break;
     }
     text[len] = 0;
     l->text = text;

@@ -135,6 +135,15 @@ static char *follow_links(const char *path)
     return p;
 }
 
+int rs_cli_dir_not_stdout(const char *cmd, const char *opt, const char *dir, const char *what, const char *instead)
+{
+    if (strcmp(dir, "-") != 0)
+        return -1;
+    char msg[320];
+    snprintf(msg, sizeof msg, "%s -: %s cannot go to standard output; %s", opt, what, instead);
+    return rs_cli_usage_error(cmd, msg);
+}
+
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err)
 {
     if (!path || !outdir || !strcmp(path, "-"))

@@ -154,6 +154,11 @@ int rs_cli_plan_check(rs_cli_plan_args *a, const rs_pipeline_opts *po, int have_
         return rs_cli_usage_error("plan", "--emit and --batch-bytes need data (INPUT... or --from-buckets DIR)");
     if (a->have_order && !a->batch_bytes)
         return rs_cli_usage_error("plan", "--order smallest|largest goes with --batch-bytes");
+    int rc = a->o.emit ? rs_cli_dir_not_stdout("plan", "--emit", a->o.emit, "a move directory",
+                                               "write it to a directory (ringshard verify reads it back)")
+                       : -1;
+    if (rc >= 0)
+        return rc;
     const char *const side[][2] = {{"--on-bad-row quarantine=", po->quarantine}, {"--json ", a->o.json},
                                    {"--arcs ", a->o.arcs}, {"--pairs ", a->o.pairs}, {"--svg ", a->o.svg},
                                    {"--html ", a->o.html}};

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ringshard/csv.h"
+#include "ringshard/text.h"
 
 /* 1 if part is a 1-based column number as --key takes it (digits only). */
 static int is_number(const char *part, size_t len)
@@ -44,29 +45,37 @@ int rs_csv_keyspec_check(const char *spec, int header, rs_error *err)
     }
 }
 
-/* The header as read, for a message: its fields quoted, a tab as \t, cut
- * after about 160 bytes ("... 40 fields in all"). */
+/* The header as read, for a message: its fields quoted, their bytes
+ * escaped (rs_text_escape: a tab as \t, control bytes and bytes that are
+ * not UTF-8 as \xNN), cut after about 160 bytes ("..."). */
 static void header_shown(char *out, size_t cap, const char *fields, uint32_t nfields)
 {
-    size_t len = (size_t)snprintf(out, cap, "%u field%s: ", nfields, nfields == 1 ? "" : "s");
+    rs_buf m = {0};
+    char num[32];
+    rs_buf_append(&m, num, (size_t)snprintf(num, sizeof num, "%u field%s: ", nfields, nfields == 1 ? "" : "s"));
     const char *f = fields;
-    for (uint32_t i = 0; i < nfields && len + 24 < cap; i++, f += strlen(f) + 1) {
-        if (len > 160) {
-            len += (size_t)snprintf(out + len, cap - len, "...");
+    for (uint32_t i = 0; i < nfields; i++, f += strlen(f) + 1) {
+        if (m.len > 160) {
+            rs_buf_append(&m, "...", 3);
             break;
         }
-        out[len++] = i ? ',' : '"';
         if (i)
-            out[len++] = '"';
-        for (const char *c = f; *c && len + 24 < cap && len < 200; c++) {
-            if (*c == '\t')
-                out[len++] = '\\', out[len++] = 't';
-            else
-                out[len++] = *c;
-        }
-        out[len++] = '"';
-        out[len] = '\0';
+            rs_buf_append(&m, ",", 1);
+        rs_text_escape(&m, f, strlen(f), 120, '"');
     }
+    /* cut at a whole escape or character: the text was built so that it ends in one */
+    size_t n = m.data ? m.len : 0;
+    if (n >= cap) {
+        n = cap - 4;
+        while (n > 0 && (((unsigned char)m.data[n] & 0xC0) == 0x80))
+            n--;
+        memcpy(out, m.data, n);
+        memcpy(out + n, "...", 4);
+    } else {
+        memcpy(out, m.data ? m.data : "", n);
+        out[n] = '\0';
+    }
+    rs_buf_free(&m);
 }
 
 /* A delimiter the header seems to use instead of the one it was split
@@ -92,14 +101,15 @@ static char likely_delimiter(const char *fields, uint32_t nfields, const char *p
 /* The "no column" error: the header read, and a delimiter it seems to use. */
 static int no_column(const char *part, const char *fields, uint32_t nfields, const char *origin, rs_error *err)
 {
-    char shown[320];
+    char shown[720], key[160];
     header_shown(shown, sizeof shown, fields, nfields);
     char d = likely_delimiter(fields, nfields, part);
     static const char *const names[] = {"tab-separated: try --delimiter tab", "semicolon-separated: try --delimiter ';'",
                                         "pipe-separated: try --delimiter '|'", "comma-separated: try --delimiter ,"};
     const char *hint = d == '\t' ? names[0] : d == ';' ? names[1] : d == '|' ? names[2] : d == ',' ? names[3] : NULL;
-    return rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s (it has %s)%s%s", part, origin,
-                        shown, hint ? "; the header looks " : "", hint ? hint : "");
+    return rs_error_set(err, RS_EXIT_USAGE, "--key: no column %s in the header of %s (it has %s)%s%s",
+                        rs_text_shown_str(key, sizeof key, part, '\''), origin, shown,
+                        hint ? "; the header looks " : "", hint ? hint : "");
 }
 
 int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const char *fields, uint32_t nfields,
@@ -139,7 +149,9 @@ int rs_csv_keyspec_resolve(rs_csv_keyspec *ks, const char *spec, char sep, const
             break;
         }
         if (col < 0 || (fields && (uint32_t)col >= nfields)) {
-            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column '%s' in the header of %s", part, origin);
+            char shown[160];
+            rc = rs_error_set(err, RS_EXIT_USAGE, "--key: no column %s in the header of %s",
+                              rs_text_shown_str(shown, sizeof shown, part, '\''), origin);
             break;
         }
         ks->cols[ks->ncols++] = (uint32_t)col;

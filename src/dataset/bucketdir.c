@@ -2,6 +2,7 @@
  * (ringshard/bucketdir.h). */
 #define _GNU_SOURCE
 #include "ringshard/bucketdir.h"
+#include "ringshard/text.h"
 #include "ringshard/hash.h"
 #include "ringshard/testhook.h"
 #include "ringshard/util.h"
@@ -579,11 +580,13 @@ int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_erro
 {
     if (!bd->ndamage)
         return 0;
+    char also[64] = "";
     size_t more = bd->ndamage - 1;
-    return rs_error_set(err, RS_EXIT_DATA, "%s: damaged: %s%s%s; %s refuses a damaged directory and left it as it "
+    if (more)
+        snprintf(also, sizeof also, ", and %zu more damage%s", more, more == 1 ? "" : "s");
+    return rs_error_set(err, RS_EXIT_DATA, "%s: damaged: %s%s; %s refuses a damaged directory and left it as it "
                         "was: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps the rows of "
-                        "the intact generations", bd->path, bd->damage[0].msg, more ? ", and " : "",
-                        more ? (more == 1 ? "1 more damage" : "more damages") : "", what, bd->path, bd->path);
+                        "the intact generations", bd->path, bd->damage[0].msg, also, what, bd->path, bd->path);
 }
 
 /* A reader's refusal (rs_bucketdir_open_flags). */
@@ -591,10 +594,12 @@ static int refuse_read(const rs_bucketdir *bd, rs_error *err)
 {
     int files_only = 1;
     const rs_bucketdir_damage *first = NULL;
-    size_t n = 0;
+    size_t n = 0, sizes = 0;
     for (size_t d = 0; d < bd->ndamage; d++) {
-        if (bd->damage[d].file == 2)
+        if (bd->damage[d].file == 2) {
+            sizes++;   /* counted among the others, but never the one named: a size alone is not refused here */
             continue;  /* a size: the reader's own check names what else differs (rs_bucketdir_check_file) */
+        }
         files_only &= bd->damage[d].file != 0;
         first = first ? first : &bd->damage[d];
         n++;
@@ -604,11 +609,13 @@ static int refuse_read(const rs_bucketdir *bd, rs_error *err)
     if (rs_bucketdir_replaced(bd))
         return rs_error_set(err, RS_EXIT_IO, "%s was replaced (or removed) while it was read: nothing of the new one "
                             "was read; run again (%s)", bd->path, first->msg);
-    size_t more = n - 1;
+    char also[64] = "";
+    size_t more = n - 1 + sizes;
+    if (more)
+        snprintf(also, sizeof also, ", and %zu more damage%s", more, more == 1 ? "" : "s");
     return rs_error_set(err, files_only ? RS_EXIT_VERIFY : RS_EXIT_DATA,
-                        "%s%s%s: nothing read: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps "
-                        "the rows of the intact generations", first->msg, more ? ", and " : "",
-                        more ? (more == 1 ? "1 more damage" : "more damages") : "", bd->path, bd->path);
+                        "%s%s: nothing read: run `ringshard verify %s` for every damage; `ringshard repair %s` keeps "
+                        "the rows of the intact generations", first->msg, also, bd->path, bd->path);
 }
 
 /* The node of a generation's file: its base file, or -1. */
@@ -965,9 +972,12 @@ int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdi
     if (found->blank_lines)
         return differs(bd, i, "blank lines (ringshard writes none)", found->blank_lines, 0, err);
     const char *want = bd->m.header && !bd->m.keys_only && !bd->headerless[i] ? bd->m.header_line : NULL;
-    if (header && want && found->rows + found->blank_lines > 0 && strcmp(header, want) != 0)
-        return rs_error_set(err, RS_EXIT_VERIFY, "%s: header '%.300s', the manifest says '%.300s'", bd->paths[i],
-                            header, want);
+    if (header && want && found->rows + found->blank_lines > 0 && strcmp(header, want) != 0) {
+        char a[400], b[400];
+        return rs_error_set(err, RS_EXIT_VERIFY, "%s: header %s, the manifest says %s", bd->paths[i],
+                            rs_text_shown(a, sizeof a, header, strlen(header), 300, '\''),
+                            rs_text_shown(b, sizeof b, want, strlen(want), 300, '\''));
+    }
     return 0;
 }
 

@@ -79,6 +79,34 @@ static int put_line(FILE *f, const char *row, size_t len)
     return fwrite(row, 1, len, f) != len || fputc('\n', f) == EOF ? -1 : 0;
 }
 
+/* Orders probes by fingerprint, then by key bytes, so that equal keys are
+ * neighbours. */
+static int probe_cmp(const void *a, const void *b)
+{
+    const rs_keyidx_probe *x = a, *y = b;
+    if (x->fp != y->fp)
+        return x->fp < y->fp ? -1 : 1;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    return memcmp(x->key, y->key, x->len);
+}
+
+/* The distinct keys among the part's rows that the history holds: its
+ * probes, no longer needed once looked up, keep only those and are sorted
+ * by key in place. */
+static uint64_t dropped_keys(part *pt)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < pt->n; k++)
+        if (pt->gen[pt->p[k].id])
+            pt->p[m++] = pt->p[k];
+    qsort(pt->p, m, sizeof *pt->p, probe_cmp);
+    uint64_t distinct = 0;
+    for (size_t k = 0; k < m; k++)
+        distinct += k == 0 || probe_cmp(&pt->p[k - 1], &pt->p[k]) != 0;
+    return distinct;
+}
+
 /* Looks the part's keys up in every index (oldest first), writes its rows
  * in order - kept to out, dropped to the report - and empties it. */
 static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *out, const char *out_path,
@@ -111,6 +139,7 @@ static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *ou
             fputc('\n', h->report);
         }
     }
+    r->dropped_keys += dropped_keys(pt);
     r->parts++;
     pt->n = 0;
     pt->arena.len = 0;

@@ -24,6 +24,7 @@ static ssize_t report_write(void *c, const char *buf, size_t n)
             return done ? (ssize_t)done : -1;
         }
         done += (size_t)k;
+        r->written += (unsigned long long)k;
     }
     return (ssize_t)done;
 }
@@ -43,6 +44,7 @@ FILE *rs_dedup_report_open(const char *path, rs_dedup_report *r)
 {
     r->err = 0;
     r->buf = NULL;
+    r->written = 0;
     r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (r->fd < 0)
         return NULL;
@@ -72,14 +74,15 @@ int rs_dedup_report_finish(FILE *f, rs_dedup_report *r)
 }
 
 int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev, char *const *parts, size_t n,
-                           rs_error *err)
+                           int *cut, unsigned long long *written, rs_error *err)
 {
     rs_dedup_report rf;
     FILE *out = rs_dedup_report_open(tmp, &rf);
     if (!out)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", shown, strerror(errno));
     char buf[1 << 16];
-    for (size_t i = prev ? 0 : 1; i <= n && !ferror(out); i++) {
+    /* after EPIPE (rf.err), the parts are still removed, their bytes unread */
+    for (size_t i = prev ? 0 : 1; i <= n && (!ferror(out) || rf.err == EPIPE); i++) {
         const char *part = i ? parts[i - 1] : prev;
         FILE *in = fopen(part, "rb");
         if (!in) {
@@ -87,7 +90,7 @@ int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev,
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", part, strerror(errno));
         }
         size_t k;
-        while ((k = fread(buf, 1, sizeof buf, in)) > 0)
+        while (!rf.err && (k = fread(buf, 1, sizeof buf, in)) > 0)
             if (fwrite(buf, 1, k, out) != k)
                 break;
         int bad_in = ferror(in), e = errno;
@@ -102,7 +105,12 @@ int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev,
     int e = fflush(out) != 0 || ferror(out) ? (rf.err ? rf.err : EIO) : 0;
     if (!e && fsync(rf.fd) != 0 && errno != EINVAL)   /* a pipe, a terminal: nothing to sync */
         e = errno;
+    *written = rf.written;
     int ce = rs_dedup_report_finish(out, &rf);
+    if (e == EPIPE) {  /* the reader left: what it read was all it wanted */
+        *cut = 1;
+        return 0;
+    }
     if (e || ce)
         return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", shown, strerror(e ? e : ce));
     return 0;

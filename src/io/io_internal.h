@@ -61,4 +61,14 @@ int rs_zstd_frame(void *cctx, const void *const *pieces, const size_t *lens, siz
 int rs_zstd_meta_write(rs_buf *out, uint64_t lines, uint64_t records);
 void rs_zstd_meta_set_size(void *meta, uint64_t size);
 
+/* How many first bytes rs_foreign_format looks at (a tar header's magic
+ * is at byte offset 257). */
+#define RS_MAGIC_LOOK 265
+
+/* The name of a format that ringshard does not read ("xz", "zip",
+ * "Parquet", "UTF-16 text" ...) whose magic number the input's first
+ * bytes p[0..n) hold (n: RS_MAGIC_LOOK, or all the input when shorter),
+ * with *advice, what to do instead; NULL when they hold none (io/magic.c). */
+const char *rs_foreign_format(const unsigned char *p, size_t n, const char **advice);
+
 #endif

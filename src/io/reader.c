@@ -859,20 +859,34 @@ static int misnamed(rs_reader *r, const char *suffix, const char *codec, const c
 
 static int detect(rs_reader *r, rs_error *err)
 {
-    if (lookahead(r, 4, err) != 0)
+    /* enough for every magic number: ranges start at a gzip member or
+     * zstd frame, which the first four bytes tell */
+    if (lookahead(r, r->range_start ? 4 : RS_MAGIC_LOOK, err) != 0)
         return -1;
     r->started = true;
     r->is_gzip = r->in_avail >= 2 && r->in_next[0] == 0x1f && r->in_next[1] == 0x8b;
     r->is_zstd = !r->is_gzip && r->in_avail >= 4 && zstd_magic(r->in_next);
     r->piece = r->is_zstd ? "zstd frame" : "gzip member";
+    const char *advice = NULL;
+    const char *foreign = r->is_gzip || r->is_zstd ? NULL : rs_foreign_format(r->in_next, r->in_avail, &advice);
+    char other[80];
+    if (foreign)
+        snprintf(other, sizeof other, "it is %s data", foreign);
     /* The name promises a codec: plain bytes (or none) are a mistake, not
      * CSV, and so is the other codec (a mislabelled file: zcat and zstd -d
      * refuse it too). */
     const char *gz = named_gzip(r->name), *zs = named_zstd(r->name);
     if (gz && !r->is_gzip)
-        return misnamed(r, gz, "gzip", "1f 8b", "gzip member", r->is_zstd ? "it is zstd data" : NULL, err);
+        return misnamed(r, gz, "gzip", "1f 8b", "gzip member",
+                        r->is_zstd ? "it is zstd data" : foreign ? other : NULL, err);
     if (zs && !r->is_zstd)
-        return misnamed(r, zs, "zstd", "28 b5 2f fd", "zstd frame", r->is_gzip ? "it is gzip data" : NULL, err);
+        return misnamed(r, zs, "zstd", "28 b5 2f fd", "zstd frame",
+                        r->is_gzip ? "it is gzip data" : foreign ? other : NULL, err);
+    /* Any other format known by its magic number is refused by name (the
+     * content decides, whatever the name): read as CSV, its bytes would
+     * make rows of garbage. */
+    if (foreign)
+        return (int)fail(r, err, RS_EXIT_DATA, "%s input is not supported: %s", foreign, advice);
     if (r->is_gzip)
         return decoder_init(r, err);
     if (r->is_zstd)

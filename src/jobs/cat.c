@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "dedup/rows.h"
+#include "ringshard/text.h"
 #include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "ringshard/job_cat.h"
@@ -92,10 +93,12 @@ static int cat_file(const rs_bucketdir *bd, size_t k, writer *w, int *header_don
         r = -1;
     if (r == 0 && o.header && (r = rows_next(&s, 1, &row, &len, NULL, NULL, err)) == 1) {
         const char *want = bd->m.keys_only ? NULL : bd->m.header_line;
-        if (want && (len != strlen(want) || memcmp(row, want, len) != 0))
-            r = rs_error_set(err, RS_EXIT_VERIFY, "%s: header '%.*s', the manifest says '%.300s'", bd->paths[k],
-                             (int)(len < 300 ? len : 300), row, want);
-        else if (!*header_done)
+        if (want && (len != strlen(want) || memcmp(row, want, len) != 0)) {
+            char a[400], b[400];
+            r = rs_error_set(err, RS_EXIT_VERIFY, "%s: header %s, the manifest says %s", bd->paths[k],
+                             rs_text_shown(a, sizeof a, row, len, 300, '\''),
+                             rs_text_shown_str(b, sizeof b, want, '\''));
+        } else if (!*header_done)
             r = put(w, row, len, err);
         *header_done = 1;
     }

@@ -107,9 +107,13 @@ static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const 
 {
     size_t n = k - k0;
     rs_keyidx_of *want = calloc(n + 1, sizeof *want);
+    char **shown = calloc(n + 1, sizeof *shown);  /* DIR/g00000002/1.keyidx in messages, as verify names it */
     char *path = NULL;
-    int rc = -1;
-    if (!want || !(f->index = rs_name_keyidx(f->node)) || !(path = rs_outdir_path(od, f->index))) {
+    int rc = -1, ok = want && shown;
+    for (size_t q = 0; ok && q < n; q++)
+        if (asprintf(&shown[q], "%s/%s", bd->path, names[k0 + q]) < 0)
+            shown[q] = NULL, ok = 0;
+    if (!ok || !(f->index = rs_name_keyidx(f->node)) || !(path = rs_outdir_path(od, f->index))) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
@@ -118,9 +122,12 @@ static int merge_index(const rs_bucketdir *bd, size_t k0, size_t k, char *const 
         want[q] = (rs_keyidx_of){part->rows, part->bytes, part->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
     }
     rs_keyidx_of of = {f->rows, f->bytes, f->crc32, by_row ? RS_KEYIDX_BY_ROW : 0};
-    rc = rs_keyidx_merge(path, bd->fd, (const char *const *)names + k0, (const char *const *)names + k0, want,
+    rc = rs_keyidx_merge(path, bd->fd, (const char *const *)names + k0, (const char *const *)shown, want,
                           sizes + k0, n, &of, memory, &f->index_bytes, &f->index_crc32, err);
 out:
+    for (size_t q = 0; shown && q < n; q++)
+        free(shown[q]);
+    free(shown);
     free(want);
     free(path);
     return rc;

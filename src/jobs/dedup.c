@@ -126,6 +126,8 @@ typedef struct {
     int grow;                  /* --append: indexes, the per-row report, schema 2 */
     rs_gen_chunk *ch;          /* --append: the chunk of inputs this run reads (NULL: none) */
     int report_more;           /* --commit-every: an earlier generation of this command published the report */
+    int report_cut;            /* the --duplicates pipe's reader left (rs_dedup_report_concat) */
+    unsigned long long report_written; /* the bytes it took */
     rs_outdir od;              /* the output (appending: g->od) */
     rs_cluster_quarantine q;
     rs_pipeline_result res;    /* pass 1 */
@@ -490,9 +492,13 @@ static int pass2_opts(dstate *s, int threads, rs_error *err)
     s->pass.append = s->grow;
     s->pass.segments = s->g != NULL;
     /* --buckets checks every row's placement by the key, in any mode, as
-     * does --append building an index of the history */
+     * does --append building an index of the history. With a header but
+     * none read (every input empty, allowed by --allow-empty) there is no
+     * row to key: a key named by the header it lacks is no error, as for
+     * bucket, and column 1 stands in. */
+    const char *key = s->po.header && !s->header ? NULL : s->po.key;
     if ((jo->mode != RS_DEDUP_BY_ROW || jo->buckets_dir || s->g) &&
-        rs_dedup_keyspec(s->po.key, s->po.key_sep, &o->dialect, s->header, s->header_len, &o->keyspec, err) != 0)
+        rs_dedup_keyspec(key, s->po.key_sep, &o->dialect, s->header, s->header_len, &o->keyspec, err) != 0)
         return -1;
     return 0;
 }
@@ -665,7 +671,10 @@ static int finish_output(dstate *s, rs_error *err)
         /* after an earlier generation of this command, the report goes on
          * from the one it published (a stream already has its lines) */
         const char *prev = s->report_more && dtmp != o->duplicates ? o->duplicates : NULL;
-        int drc = parts ? rs_dedup_report_concat(dtmp, o->duplicates, prev, parts, s->njobs, err) : -1;
+        unsigned long long w = 0;
+        int drc = parts ? rs_dedup_report_concat(dtmp, o->duplicates, prev, parts, s->njobs, &s->report_cut, &w, err)
+                        : -1;
+        s->report_written += w;
         free(parts);
         if (drc != 0)
             return -1;
@@ -836,6 +845,8 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
     } else if (grow && !g && err->code == RS_EXIT_EXISTS) {
         *raced = 1;
     }
+    r->duplicates_cut |= s.report_cut;
+    r->duplicates_written += s.report_written;
 out:
     rs_world_agree_once(&agreed, err);  /* meets the others' first agreement if this rank failed before it */
     if (begun && !g)

@@ -92,7 +92,11 @@ static int history_of(const rs_dedup_pass *p, rs_dedup_task *j, rs_history_index
         rs_history_index *x = &(*h)[q];
         x->dirfd = at->built ? AT_FDCWD : at->dirfd;
         x->name = at->built ? at->built : at->name;
-        x->path = at->built ? at->built : at->name;
+        /* named as verify names it: DIR/g00000002/1.keyidx */
+        if (at->built ? !(x->path = strdup(at->built)) : asprintf(&x->path, "%s/%s", bd->path, at->name) < 0) {
+            x->path = NULL;
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
         x->of = index_of(p, k);
         x->generation = bd->file_gen[k];
         x->size = at->built ? p->built_bytes[k] : 0;
@@ -150,6 +154,8 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
         rs_history_opts ho = {h, j->nparts, o.budget, rep};
         rs_history_filter(&ho, &o, j->in, j->filtered, &j->hres, &j->err);
     }
+    for (size_t q = 0; h && q < j->nparts; q++)
+        free(h[q].path);
     free(h);
     const char *in;
     uint64_t rows, bytes;
@@ -162,6 +168,7 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     j->res.rows_in += j->hres.dropped_rows;
     j->res.bytes_in += j->hres.dropped_bytes;
     j->res.dup_rows += j->hres.dropped_rows;
+    j->res.dup_keys += j->hres.dropped_keys;   /* apart from the new rows' own: the filter removed these */
     j->res.dup_bytes += j->hres.dropped_bytes;
     int e = rep ? rs_dedup_report_finish(rep, &rf) : 0;
     if (e && !j->err.code)

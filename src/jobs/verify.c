@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cluster/cluster.h"
+#include "ringshard/text.h"
 #include "ringshard/dataset.h"
 #include "ringshard/job_verify.h"
 #include "ringshard/deflate.h"
@@ -475,9 +476,12 @@ static int scan_rows(vstate *s, rs_error *err)
     if (scan(po, &s->bd, s->idx, s->nidx, &ctx, s->T, s->st, s->wrong, s->sum, &s->header, err) == 0) {
         for (size_t k = 0; k < s->nidx; k++)
             s->scanned[s->idx[k]] = 1;
-        if (check_header && (!s->header || strcmp(s->header, m->header_line) != 0))
-            diff_line(s, "header: the files start with '%s', the manifest says '%s'", s->header ? s->header : "",
-                      m->header_line);
+        if (check_header && (!s->header || strcmp(s->header, m->header_line) != 0)) {
+            char a[400], b[400];
+            diff_line(s, "header: the files start with %s, the manifest says %s",
+                      rs_text_shown_str(a, sizeof a, s->header ? s->header : "", '\''),
+                      rs_text_shown_str(b, sizeof b, m->header_line, '\''));
+        }
         return 0;
     }
     if (err->code != RS_EXIT_DATA && err->code != RS_EXIT_USAGE)
@@ -491,11 +495,13 @@ static int scan_rows(vstate *s, rs_error *err)
         if (scan(po, &s->bd, &one, 1, &ctx, s->T, s->st, s->wrong, s->sum, &s->header, &e1) == 0) {
             s->scanned[one] = 1;
             if (check_header && !s->bd.headerless[one] && s->st[one].rows + s->st[one].blank_lines > 0 &&
-                (!s->header || strcmp(s->header, m->header_line) != 0))
-                diff_line(s, "%s: header '%s', the manifest says '%s'", s->bd.names[one],
-                          s->header ? s->header : "", m->header_line);
-        }
-        else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
+                (!s->header || strcmp(s->header, m->header_line) != 0)) {
+                char a[400], b[400];
+                diff_line(s, "%s: header %s, the manifest says %s", s->bd.names[one],
+                          rs_text_shown_str(a, sizeof a, s->header ? s->header : "", '\''),
+                          rs_text_shown_str(b, sizeof b, m->header_line, '\''));
+            }
+        } else if (e1.code == RS_EXIT_DATA || e1.code == RS_EXIT_USAGE)
             diff_line(s, "%s: unreadable: %s", s->bd.names[one], e1.msg);
         else {
             *err = e1;

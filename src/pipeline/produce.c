@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include "ringshard/hash.h"
 #include "ringshard/interrupt.h"
+#include "ringshard/text.h"
 #include "ringshard/util.h"
 #include "pipeline/pipe.h"
 
@@ -181,26 +182,24 @@ static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
     return 0;
 }
 
-/* Appends field f for a message, quoted, its odd bytes escaped, cut after
- * RS_SHOW_FIELD bytes. */
+/* Appends field f for a message, quoted, its odd bytes escaped
+ * (rs_text_escape; a UTF-8 BOM, invisible otherwise, as <UTF-8 BOM>), cut
+ * after RS_SHOW_FIELD bytes. */
 #define RS_SHOW_FIELD 64
 static void show_field(rs_buf *m, const char *f)
 {
+    size_t n = strlen(f), bom = rs_csv_bom_len(f, n);
     rs_buf_append(m, "'", 1);
-    size_t n = strlen(f), i = 0;
-    for (; i < n && i < RS_SHOW_FIELD; i++) {
-        unsigned char c = (unsigned char)f[i];
-        char e[8];
-        if (rs_csv_bom_len(f + i, n - i)) {
-            rs_buf_append(m, "<UTF-8 BOM>", 11);
-            i += RS_CSV_BOM_LEN - 1;
-        } else if (c < 0x20 || c == 0x7f || c == '\\' || c == '\'') {
-            rs_buf_append(m, e, (size_t)snprintf(e, sizeof e, "\\x%02x", c));
-        } else {
-            rs_buf_append(m, f + i, 1);
-        }
-    }
-    rs_buf_append(m, i < n ? "'..." : "'", i < n ? 4 : 1);
+    if (bom)
+        rs_buf_append(m, "<UTF-8 BOM>", 11);
+    rs_buf esc = {0};
+    rs_text_escape(&esc, f + bom, n - bom, RS_SHOW_FIELD, '\'');  /* 'text'... */
+    if (esc.len > 2)
+        rs_buf_append(m, esc.data + 1, esc.len - 2);  /* without its quotes, which "..." may follow */
+    rs_buf_append(m, "'", 1);
+    if (esc.len >= 3 && memcmp(esc.data + esc.len - 3, "...", 3) == 0)
+        rs_buf_append(m, "...", 3);
+    rs_buf_free(&esc);
 }
 
 void rs_pipeline_header_difference(char *out, size_t cap, const char *fields, uint32_t nf, int bom, const char *ref,
@@ -266,9 +265,12 @@ static int ref_fields(const rs_pipeline_opts *o, rs_buf *out, rs_error *err)
 {
     size_t bom = rs_csv_bom_len(o->header_ref, strlen(o->header_ref));
     int nf = rs_csv_fields(&o->dialect, o->header_ref + bom, strlen(o->header_ref) - bom, out);
-    if (nf < 0)
-        rs_error_set(err, RS_EXIT_DATA, "%s: malformed header '%.200s'",
-                     o->header_ref_name ? o->header_ref_name : "the reference header", o->header_ref);
+    if (nf < 0) {
+        char shown[640];
+        rs_error_set(err, RS_EXIT_DATA, "%s: malformed header %s",
+                     o->header_ref_name ? o->header_ref_name : "the reference header",
+                     rs_text_shown(shown, sizeof shown, o->header_ref, strlen(o->header_ref), 200, '\''));
+    }
     return nf;
 }
 
@@ -297,6 +299,58 @@ static int header_differs_from_ref(pipe_state *s, const rs_buf *fields, int nf, 
     return !same;
 }
 
+/* How much of an input's start is looked at for a NUL byte. */
+#define RS_TEXT_SNIFF 8192
+
+/* Fails on a NUL byte in the input's first RS_TEXT_SNIFF bytes, those of
+ * b->data[0..b->len) (b->data[0] is the input's byte base; the caller has
+ * read that many, or the whole input): a text file holds none, a binary
+ * file soon does (git and diff tell binary files so). 0, or -1 with err
+ * (RS_EXIT_DATA). */
+static int sniff_nul(const rs_reader *rd, const char *path, const batch *b, size_t base, rs_error *err)
+{
+    size_t n = b->len < RS_TEXT_SNIFF - base ? b->len : RS_TEXT_SNIFF - base;
+    size_t k = rs_text_nul(b->data, n);
+    if (k == n)
+        return 0;
+    return rs_error_set(err, RS_EXIT_DATA,
+                        "%s: a NUL byte at byte offset %llu%s, in its first %d bytes, where a text file holds none: "
+                        "not CSV text (docs/formats.md, \"Text\")",
+                        path, (unsigned long long)(base + k),
+                        rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of the decompressed data" : "",
+                        RS_TEXT_SNIFF);
+}
+
+/* The text rule (docs/formats.md, "Text"): an input's header, or without
+ * one its first record, must be text (rs_text_check). That is where a file
+ * that is not CSV shows: a binary file, a format without a magic number
+ * (reader.h refuses those with one), text in another encoding. Checks
+ * b->data[*chk..end), bytes of the record that starts at b->data[rec] (line
+ * `line` of input i, `what` in words), and moves *chk past what passed;
+ * b->data[0] is the input's byte
+ * `base`. 0, or -1 with err (RS_EXIT_DATA, naming the file, the line and
+ * the byte offset). */
+static int check_text(const rs_reader *rd, const char *path, const char *what, const batch *b, size_t rec,
+                      size_t *chk, size_t end, uint64_t line, size_t base, rs_error *err)
+{
+    size_t from = *chk > rec ? *chk : rec;
+    if (from >= end)
+        return 0;
+    const char *why;
+    size_t k = from + rs_text_check(b->data + from, end - from, &why);
+    *chk = k;
+    if (!why)
+        return 0;
+    char shown[160];
+    size_t n = k - rec + 8 < 48 ? k - rec + 8 : 48;  /* its start, up to a little past the fault */
+    return rs_error_set(err, RS_EXIT_DATA,
+                        "%s: line %llu: the %s is not text: %s at byte offset %llu%s (it starts %s); ringshard "
+                        "reads CSV text, without control bytes there (docs/formats.md, \"Text\")",
+                        path, (unsigned long long)line, what, why, (unsigned long long)(base + k),
+                        rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of the decompressed data" : "",
+                        rs_text_shown(shown, sizeof shown, b->data + rec, end - rec < n ? end - rec : n, 0, '\''));
+}
+
 /* Reads the header record of input i at b->data[0..len), reading more as
  * needed: a UTF-8 BOM at the input's first byte is not part of it (see
  * csv.h), but stays in res->header when the header follows it at once.
@@ -306,7 +360,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
 {
     const rs_pipeline_opts *o = s->o;
     const char *path = o->inputs[i];
-    size_t off = 0, bom = SIZE_MAX;
+    size_t off = 0, bom = SIZE_MAX, chk = 0;
     int eof = 0;
     rs_csv_record rec;
     rs_csv_fault fault;
@@ -321,6 +375,12 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
         if (b->len == off)
             return (ssize_t)off;  /* empty input (or only blank lines) */
         int r = rs_csv_next(&o->dialect, NULL, b->data + off, b->len - off, eof, &rec, NULL, NULL, NULL, &fault);
+        if (r != RS_CSV_OK || rec.nfields) {
+            size_t end = r == RS_CSV_MORE ? b->len : off + (r == RS_CSV_BAD ? fault.offset : rec.len);
+            if (check_text(rd, path, "header", b, off, &chk, end, *lines + 1, 0, err) != 0 ||
+                (r == RS_CSV_OK && sniff_nul(rd, path, b, 0, err) != 0))
+                return -1;
+        }
         if (r == RS_CSV_MORE) {
             if (b->len - off > o->dialect.max_record)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header longer than the record limit",
@@ -403,11 +463,51 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
     }
 }
 
+/* Without a header: the text rule for the input's first record (after
+ * blank lines), as check_text says, reading what it needs into b (kept
+ * there for the batches; b->data[0] is the input's byte base). A record that is malformed or too long is left
+ * to the batches to report. 0, or -1 with err. */
+static int first_record_text(pipe_state *s, batch *b, const char *path, size_t base, rs_error *err)
+{
+    const rs_pipeline_opts *o = s->o;
+    size_t off = 0, chk = 0;
+    uint64_t lines = 0;
+    for (;;) {
+        rs_csv_record rec;
+        rs_csv_fault fault;
+        int r = b->len > off ? rs_csv_next(&o->dialect, NULL, b->data + off, b->len - off, s->eof, &rec, NULL, NULL,
+                                           NULL, &fault)
+                             : RS_CSV_MORE;
+        if (r == RS_CSV_OK && rec.nfields == 0) {
+            off += rec.consumed;
+            lines += rec.lines;
+            continue;
+        }
+        if (b->len > off) {
+            size_t end = r == RS_CSV_MORE ? b->len : off + (r == RS_CSV_BAD ? fault.offset : rec.len);
+            if (check_text(s->rd, path, "first record", b, off, &chk, end, lines + 1, base, err) != 0)
+                return -1;
+        }
+        int eof = 0;
+        if (r != RS_CSV_MORE || s->eof || b->len - off > o->dialect.max_record) {
+            while (!s->eof && b->len < RS_TEXT_SNIFF) {  /* what sniff_nul looks at, whatever the reads give */
+                if (read_more(s->rd, b, &eof, err) != 0)
+                    return -1;
+                s->eof |= eof;
+            }
+            return sniff_nul(s->rd, path, b, base, err);
+        }
+        if (read_more(s->rd, b, &eof, err) != 0)
+            return -1;
+        s->eof |= eof;
+    }
+}
+
 /* Without a header: drops a UTF-8 BOM at the input's first byte, which is
  * not part of the first record (as DuckDB reads it): its first field, the
  * key with --key 1, is what follows the BOM, and the row is written without
- * it. 0 or -1 with err. */
-static int drop_bom(pipe_state *s, batch *b, rs_error *err)
+ * it; *dropped gets its length (0 without one). 0 or -1 with err. */
+static int drop_bom(pipe_state *s, batch *b, size_t *dropped, rs_error *err)
 {
     int eof = 0;
     while (b->len < RS_CSV_BOM_LEN && !eof)
@@ -415,6 +515,7 @@ static int drop_bom(pipe_state *s, batch *b, rs_error *err)
             return -1;
     s->eof |= eof;
     size_t n = rs_csv_bom_len(b->data, b->len);
+    *dropped = n;
     memmove(b->data, b->data + n, b->len - n);
     b->len -= n;
     return 0;
@@ -576,7 +677,9 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
     } else {
         /* a headerless part of a bucket starts with a row, whose bytes
          * (a BOM among them) are data */
-        if (s->unit == 0 && !o->header && drop_bom(s, b, err) != 0)
+        size_t bom = 0;
+        if (s->unit == 0 && !o->header &&
+            (drop_bom(s, b, &bom, err) != 0 || first_record_text(s, b, path, bom, err) != 0))
             return -1;
         if (!s->keyspec_ready && resolve_key_without_header(s, path, err) != 0)
             return -1;

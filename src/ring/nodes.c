@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/text.h"
 #include "ringshard/nodes.h"
 
 static int grow(rs_nodes *n, rs_error *err)
@@ -331,18 +332,24 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
         char *endp;
         errno = 0;
         weight = strtod(tok, &endp);
-        if (*endp || errno || !(weight > 0) || !isfinite(weight))
-            return rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight '%s' of node '%s' is not a positive number",
-                                origin, lineno, tok, name);
+        if (*endp || errno || !(weight > 0) || !isfinite(weight)) {
+            char t[200], nm[RS_NODE_NAME_MAX * 4 + 8];  /* a name whole, every byte escaped at worst */
+            return rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight %s of node %s is not a positive number",
+                                origin, lineno, rs_text_shown_str(t, sizeof t, tok, '\''),
+                                rs_text_shown_str(nm, sizeof nm, name, '\''));
+        }
         tok = strtok_r(NULL, " \t", &save);
     }
     if (tok && strcmp(tok, "down") == 0) {
         down = 1;
         tok = strtok_r(NULL, " \t", &save);
     }
-    if (tok)
-        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected '%s' after node '%s' (expected: name [weight] [down])",
-                            origin, lineno, tok, name);
+    if (tok) {
+        char t[200], nm[RS_NODE_NAME_MAX * 4 + 8];  /* a name whole, every byte escaped at worst */
+        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: unexpected %s after node %s (expected: name [weight] [down])",
+                            origin, lineno, rs_text_shown_str(t, sizeof t, tok, '\''),
+                            rs_text_shown_str(nm, sizeof nm, name, '\''));
+    }
     *name_out = name;
     *weight_out = weight;
     *down_out = down;
@@ -360,8 +367,9 @@ static int check_duplicates(const rs_nodes *n, const uint32_t *lines, const char
     qsort(idx, n->count, sizeof *idx, cmp_name_line);
     for (uint32_t i = 1; i < n->count; i++)
         if (strcmp(idx[i - 1].name, idx[i].name) == 0) {
-            rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name '%s' (first on line %u)", origin,
-                         idx[i].line, idx[i].name, idx[i - 1].line);
+            char nm[RS_NODE_NAME_MAX * 4 + 8];
+            rs_error_set(err, RS_EXIT_DATA, "%s:%u: duplicate node name %s (first on line %u)", origin,
+                         idx[i].line, rs_text_shown_str(nm, sizeof nm, idx[i].name, '\''), idx[i - 1].line);
             free(idx);
             return -1;
         }
@@ -429,15 +437,38 @@ fail:
     return -1;
 }
 
+/* Counts the line ends of text[from..to) into *lineno, moving *line_start
+ * past the last; fails (RS_EXIT_DATA) when the line then unfinished is
+ * longer than RS_NODES_LINE_MAX, so that a file without line ends (a
+ * device, a binary file) is not read whole. 0, or -1 with err. */
+static int line_bound(const char *text, size_t from, size_t to, size_t *line_start, unsigned *lineno,
+                      const char *path, rs_error *err)
+{
+    for (const char *p = text + from; (p = memchr(p, '\n', (size_t)(text + to - p))) != NULL; p++) {
+        ++*lineno;
+        *line_start = (size_t)(p - text) + 1;
+    }
+    if (to - *line_start > RS_NODES_LINE_MAX)
+        return rs_error_set(err, RS_EXIT_DATA, "%s:%u: line longer than %d bytes (a node list holds one node a line)",
+                            path, *lineno + 1, RS_NODES_LINE_MAX);
+    return 0;
+}
+
 int rs_nodes_load(rs_nodes *n, const char *path, rs_error *err)
 {
     memset(n, 0, sizeof *n);
     FILE *f = fopen(path, "rb");
     if (!f)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot open node list: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0, r;
+    size_t cap = 1 << 16, len = 0, r, line_start = 0;
+    unsigned lineno = 0;
     char *text = malloc(cap);
     while (text && (r = fread(text + len, 1, cap - len, f)) > 0) {
+        if (line_bound(text, len, len + r, &line_start, &lineno, path, err) != 0) {
+            fclose(f);
+            free(text);
+            return -1;
+        }
         len += r;
         if (len == cap) {
             char *t = realloc(text, cap *= 2);

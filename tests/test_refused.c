@@ -1,0 +1,290 @@
+/* Inputs that are not CSV text are refused, by content and whatever their
+ * name (compressed or archived in a format ringshard does not read, binary
+ * bytes, NUL bytes where the header is); messages show input bytes escaped;
+ * every line reader is bounded; the small edges of -o -, --duplicates -
+ * and --allow-empty; keys with copies recounted per key. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ringshard/buf.h"
+#include "ringshard/text.h"
+#include "support.h"
+
+TestSuite(refused, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
+
+/* Runs cmd; asserts its exit status and that stderr holds want. */
+static void fails_with(int rc, const char *want, const char *cmd)
+{
+    cmd_result r = sh_in_test_dir("%s", cmd);
+    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstderr: %s", cmd, r.rc, rc, r.err);
+    cr_assert(strstr(r.err, want), "%s\nstderr: %s\nwant: %s", cmd, r.err, want);
+    cmd_result_free(&r);
+}
+
+/* Asserts that nothing was published at path (nor a directory "-"). */
+static void nothing_at(const char *path)
+{
+    cmd_result r = sh_in_test_dir("test ! -e '%s' && test ! -e ./-", path);
+    cr_assert_eq(r.rc, 0, "%s exists", path);
+    cmd_result_free(&r);
+}
+
+/* A CSV of 2 columns: bill_id,v, with 2000 rows. */
+#define SMALL_CSV "python3 -c \"print('bill_id,v'); [print('k%%d,%%d' %% (i %% 700, i)) for i in range(2000)]\" > s.csv"
+
+/* ------------------------------------------------- formats by magic */
+
+/* Real files of the formats Debian's tools write: refused by name of the
+ * format, whatever the file is called, and nothing is published. */
+Test(refused, real_compressed_and_archived_files_are_refused_by_content)
+{
+    SH_OK(SMALL_CSV " && xz -k s.csv && bzip2 -k s.csv && lz4 -q s.csv s.csv.lz4 && zip -q s.zip s.csv"
+          " && cp s.csv.xz plain.csv && cp s.csv.bz2 data && lz4 -q -l s.csv legacy.lz4");
+    static const struct { const char *file, *format; } c[] = {
+        {"s.csv.xz", "xz"}, {"s.csv.bz2", "bzip2"}, {"s.csv.lz4", "lz4"}, {"s.zip", "zip"},
+        {"plain.csv", "xz"}, {"data", "bzip2"}, {"legacy.lz4", "lz4 (legacy format)"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char want[160], cmd[200];
+        snprintf(want, sizeof want, "%s: %s input is not supported: ", c[i].file, c[i].format);
+        snprintf(cmd, sizeof cmd, "$RS bucket --key bill_id -o out %s", c[i].file);
+        fails_with(2, want, cmd);
+        nothing_at("out");
+        snprintf(cmd, sizeof cmd, "$RS dedup --key bill_id -o out %s", c[i].file);
+        fails_with(2, want, cmd);
+        nothing_at("out");
+    }
+}
+
+/* Magic numbers followed by junk: each known format is named. */
+Test(refused, magic_numbers_name_their_format)
+{
+    static const struct { const char *bytes, *format; } c[] = {
+        {"\\375\\067\\172\\130\\132\\000", "xz"},
+        {"BZh91AY&SY", "bzip2"},
+        {"\\004\\042\\115\\030", "lz4"},
+        {"\\002\\041\\114\\030", "lz4 (legacy format)"},
+        {"PK\\003\\004", "zip"},
+        {"PAR1\\025\\004", "Parquet"},
+        {"7z\\274\\257\\047\\034", "7z"},
+        {"\\135\\000\\000\\200\\000\\377\\377\\377\\377\\377\\377\\377\\377", "lzma"},
+        {"\\377\\006\\000\\000sNaPpY", "Snappy (framed)"},
+        {"\\377\\376b\\000", "UTF-16 text"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        char want[160], cmd[400];
+        snprintf(want, sizeof want, "f%zu.csv: %s input is not supported: ", i, c[i].format);
+        snprintf(cmd, sizeof cmd, "printf '%s' > f%zu.csv && head -c 3000 /dev/zero | tr '\\0' 'x' >> f%zu.csv && "
+                 "$RS bucket -o out f%zu.csv", c[i].bytes, i, i, i);
+        fails_with(2, want, cmd);
+        nothing_at("out");
+    }
+}
+
+/* A CSV whose header starts like a magic that is all text is still CSV:
+ * "PAR1" followed by text, "BZh9" without bzip2's block magic. */
+Test(refused, text_that_starts_like_a_magic_is_csv)
+{
+    SH_OK("printf 'PAR1,b\\nx,1\\n' > p.csv && printf 'BZh9,b\\nx,1\\n' > b.csv && "
+          "$RS bucket --quiet --nodes 2 -o o1 p.csv && $RS bucket --quiet --nodes 2 -o o2 b.csv");
+}
+
+/* -------------------------------------------------------- text rule */
+
+/* Pseudo-random bytes (without quotes, so that no CSV fault is met
+ * first): refused at the header, or at the first record without one. */
+Test(refused, random_bytes_are_refused_at_the_header)
+{
+    for (int seed = 1; seed <= 6; seed++) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, "python3 -c \"import random,sys; random.seed(%d); "
+                 "sys.stdout.buffer.write(bytes(b for b in random.randbytes(200000) if b != 34))\" > r.csv && "
+                 "$RS bucket -o out r.csv", seed);
+        fails_with(2, "r.csv: line ", cmd);
+        fails_with(2, "is not text: ", "$RS bucket -o out r.csv");
+        fails_with(2, "the first record is not text", "$RS bucket --no-header -o out r.csv");
+        nothing_at("out");
+    }
+}
+
+/* A NUL byte in the header: refused, naming the file, the line and the
+ * byte offset (of the decompressed data for gzip). */
+Test(refused, nul_in_the_header_names_file_line_and_offset)
+{
+    SH_OK("printf 'id,v\\nk,1\\n' > ok.csv && printf 'id,v\\000w\\nk,1\\n' > n.csv && gzip -k n.csv");
+    fails_with(2, "n.csv: line 1: the header is not text: a NUL byte at byte offset 4 (it starts 'id,v\\x00w')",
+               "$RS bucket -o out ok.csv n.csv");
+    nothing_at("out");
+    fails_with(2, "n.csv.gz: line 1: the header is not text: a NUL byte at byte offset 4 of the decompressed data",
+               "$RS bucket -o out n.csv.gz");
+    fails_with(2, "n.csv: line 2: the header is not text: control byte 0x7f at byte offset 3",
+               "printf '\\nid\\177\\nk\\n' > n.csv && $RS bucket -o out n.csv");
+    nothing_at("out");
+    /* a NUL byte in the first 8 KiB, after a header that is text */
+    fails_with(2, "z.csv: a NUL byte at byte offset 8, in its first 8192 bytes",
+               "printf 'id,v\\nk,1\\000\\n' > z.csv && $RS bucket -o out z.csv");
+    fails_with(2, "z.csv: a NUL byte at byte offset 4, in its first 8192 bytes",
+               "printf 'k,1\\n\\000\\n' > z.csv && $RS bucket --no-header -o out z.csv");
+    nothing_at("out");
+    /* UTF-8 text, Latin-1 text, TAB and CR pass */
+    SH_OK("printf 'caf\\303\\251\\tx,\\342\\202\\254\\r\\nk,1\\r\\n' > u.csv && $RS bucket --quiet --nodes 2 -o o u.csv");
+    SH_OK("printf 'Gr\\366\\337e,x\\nk,1\\n' > l.csv && $RS bucket --quiet --nodes 2 --key \"$(printf 'Gr\\366\\337e')\" -o o2 l.csv");
+}
+
+/* ------------------------------------------------------- escaping */
+
+/* No message shows an input's control bytes raw, nor cuts it at a NUL. */
+Test(refused, messages_escape_control_bytes)
+{
+    cmd_result r = sh_in_test_dir("printf 'a\\033[31mb\\000cd,v\\nk,1\\n' > e.csv && $RS bucket -o out e.csv");
+    cr_assert_eq(r.rc, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "'a\\x1b[31mb\\x00c'"), "%s", r.err);
+    cr_assert(!strchr(r.err, '\033'), "raw ESC: %s", r.err);
+    cmd_result_free(&r);
+    r = sh_in_test_dir("printf 'id,v\\nk,1\\n' > k.csv && $RS bucket --key \"$(printf 'x\\007y')\" -o out k.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "no column 'x\\x07y' in the header of k.csv"), "%s", r.err);
+    cr_assert(!strchr(r.err, '\a'), "raw BEL: %s", r.err);
+    cmd_result_free(&r);
+    r = sh_in_test_dir("printf 'n1\\nn2 \\033]0;x\\n' > nodes && $RS ring --nodes-file nodes");
+    cr_assert_eq(r.rc, 2, "%s", r.err);
+    cr_assert(strstr(r.err, "nodes:2: weight '\\x1b]0;x' of node 'n2' is not a positive number"), "%s", r.err);
+    cmd_result_free(&r);
+}
+
+Test(refused, escape_and_check_functions)
+{
+    rs_buf b = {0};
+    cr_assert_eq(rs_text_escape(&b, "a\0b\x1b\t\\\xff\xc2\x9b\xc3\xa9'", 12, 0, '\''), 0);
+    cr_assert_eq(b.len, strlen("'a\\x00b\\x1b\\t\\\\\\xff\\xc2\\x9b\xc3\xa9\\x27'"));
+    cr_assert(!memcmp(b.data, "'a\\x00b\\x1b\\t\\\\\\xff\\xc2\\x9b\xc3\xa9\\x27'", b.len), "%.*s", (int)b.len, b.data);
+    char s[32];
+    cr_assert_str_eq(rs_text_shown(s, sizeof s, "abcdefghijklmnopqrstuvwxyz0123456789", 36, 0, '"'),
+                     "\"abcdefghijklmnopqrstuvwxyz\"...");
+    /* a surrogate and an overlong form are not UTF-8: escaped */
+    b.len = 0;
+    cr_assert_eq(rs_text_escape(&b, "\xed\xa0\x80\xc0\xaf", 5, 0, 0), 0);
+    cr_assert(b.len == 20 && !memcmp(b.data, "\\xed\\xa0\\x80\\xc0\\xaf", 20), "%.*s", (int)b.len, b.data);
+    const char *why;
+    cr_assert_eq(rs_text_check("ab\xc3\xa9\tc\r\n\xff", 9, &why), 9);
+    cr_assert_null(why);
+    cr_assert_eq(rs_text_check("ab\x01", 3, &why), 2);
+    cr_assert_str_eq(why, "control byte 0x01");
+    cr_assert_eq(rs_text_check("ab\0", 3, &why), 2);
+    cr_assert_str_eq(why, "a NUL byte");
+    cr_assert_eq(rs_text_nul("ab\0c", 4), 2);
+    cr_assert_eq(rs_text_nul("abc", 3), 3);
+    rs_buf_free(&b);
+}
+
+/* ------------------------------------------------------ line bounds */
+
+/* locate reads standard input within its --max-record, under a memory
+ * limit far below what an unbounded line would take. */
+Test(refused, locate_of_an_endless_line_stops_within_the_memory_bound)
+{
+    fails_with(2, "locate: standard input: line 1: longer than --max-record (33554432 bytes)",
+               "prlimit --as=1073741824 $RS locate < /dev/zero");
+    fails_with(2, "standard input: line 3: longer than --max-record (16 bytes)",
+               "printf 'a\\nbb\\r\\n%s\\n' 01234567890123456789 | $RS locate --max-record 16");
+    cmd_result r = sh_in_test_dir("printf '0123456789abcdef\\r\\nk' | $RS locate --max-record 16 --no-header --nodes 3");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(!strncmp(r.out, "0123456789abcdef\t", 17) && strstr(r.out, "\nk\t"), "%s", r.out);
+    cmd_result_free(&r);
+}
+
+Test(refused, node_lists_and_file_lists_are_read_within_a_line_bound)
+{
+    fails_with(2, "/dev/zero:1: line longer than 65536 bytes", "prlimit --as=1073741824 $RS ring --nodes-file /dev/zero");
+    fails_with(2, "--files-from -: line 1: longer than 4096 bytes",
+               "prlimit --as=1073741824 $RS bucket -o out --files-from - < /dev/zero");
+    fails_with(64, "--files-from -: entry 1: empty", "prlimit --as=1073741824 $RS bucket -o out --null --files-from - "
+               "< /dev/zero");
+    nothing_at("out");
+}
+
+/* ------------------------------------------------------------ edges */
+
+Test(refused, dash_is_no_directory)
+{
+    SH_OK(SMALL_CSV);
+    fails_with(64, "-o -: a bucket directory cannot go to standard output; write it to a directory and read it with "
+               "ringshard cat", "$RS bucket -o - s.csv");
+    fails_with(64, "-o -: a bucket directory cannot go to standard output", "$RS dedup -o - s.csv");
+    fails_with(64, "--emit -: a move directory cannot go to standard output",
+               "$RS plan --nodes 3 --add 1 --emit - s.csv");
+    nothing_at("out");
+}
+
+/* An empty input with --allow-empty and a key by name: dedup publishes,
+ * as bucket does. */
+Test(refused, dedup_of_an_empty_input_allowed_is_published)
+{
+    SH_OK(": > e.csv && $RS bucket --quiet --nodes 3 --key bill_id --allow-empty -o b e.csv && "
+          "$RS dedup --quiet --nodes 3 --key bill_id --allow-empty -o d e.csv && $RS verify d >/dev/null && "
+          "test \"$($RS cat --all d | wc -c)\" = \"$($RS cat --all b | wc -c)\"");
+}
+
+/* A reader of --duplicates - that leaves early does not undo the dedup. */
+Test(refused, duplicates_reader_leaving_keeps_the_dedup)
+{
+    SH_OK("python3 -c \"print('bill_id,v'); [print('k%%d,%%d' %% (i %% 9000, i)) for i in range(60000)]\" > d.csv");
+    cmd_result r = sh_in_test_dir("{ $RS dedup --nodes 5 --key bill_id --duplicates - -o out d.csv; echo $? > rc; } "
+                                  "| head -c 10 > /dev/null; cat rc");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert_str_eq(r.out, "0\n", "dedup exit %s; stderr: %s", r.out, r.err);
+    cr_assert(strstr(r.err, "--duplicates: its reader left after"), "%s", r.err);
+    cmd_result_free(&r);
+    r = sh_in_test_dir("$RS cat --all out | tail -n +2 | wc -l && $RS verify out > /dev/null");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert_eq(atoi(r.out), 9000, "%s", r.out);
+    cmd_result_free(&r);
+}
+
+/* "N keys with copies", recomputed per key in Python: a plain dedup, and
+ * an append whose rows the history holds. */
+Test(refused, keys_with_copies_are_counted_per_key)
+{
+    SH_OK("python3 -c \"import random; random.seed(7); print('bill_id,v'); "
+          "[print('k%%d,%%d' %% (random.randrange(5000), i)) for i in range(20000)]\" > a.csv && "
+          "python3 -c \"import random; random.seed(8); print('bill_id,v'); "
+          "[print('k%%d,%%d' %% (random.randrange(8000), i)) for i in range(3000)]\" > b.csv");
+    const char *py = "python3 -c \"import csv,collections,sys; "
+                     "c=collections.Counter(r[0] for f in sys.argv[1:] for r in list(csv.reader(open(f)))[1:]); "
+                     "print(sum(1 for v in c.values() if v > 1))\"";
+    cmd_result r = sh_in_test_dir("%s a.csv; $RS dedup --nodes 7 --key bill_id -o d a.csv 2>&1 | "
+                                  "sed -n 's/.*(\\([0-9]*\\) keys with copies).*/\\1/p'", py);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    unsigned long want, got;
+    cr_assert_eq(sscanf(r.out, "%lu\n%lu", &want, &got), 2, "%s", r.out);
+    cr_assert(want > 1000);
+    cr_assert_eq(got, want, "%s", r.out);
+    cmd_result_free(&r);
+    /* appended again, every row's key is in the history: each distinct key
+     * of a.csv is a key with copies */
+    r = sh_in_test_dir("rm -rf h && $RS dedup --nodes 7 --key bill_id --append -o h a.csv 2>/dev/null && "
+                       "$RS dedup --nodes 7 --key bill_id --append --on-seen again -o h a.csv 2>&1 | "
+                       "sed -n 's/.*(\\([0-9]*\\) keys with copies).*/\\1/p'; "
+                       "python3 -c \"import csv; print(len({r[0] for r in list(csv.reader(open('a.csv')))[1:]}))\"");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert_eq(sscanf(r.out, "%lu\n%lu", &got, &want), 2, "%s", r.out);
+    cr_assert_eq(got, want, "every key of a.csv is in the history: %s", r.out);
+    cmd_result_free(&r);
+}
+
+/* The headline's time covers the publication it reports. */
+Test(refused, bucket_headline_time_covers_the_publication)
+{
+    SH_OK(SMALL_CSV);
+    cmd_result r = sh_in_test_dir("$RS bucket --nodes 50 -o out s.csv && $RS bucket --force --nodes 50 -o out s.csv");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    const char *h = strstr(r.err, "ringshard bucket: 2000 rows"), *p = strstr(h ? h + 1 : r.err, "published in ");
+    h = h ? strstr(h + 1, "ringshard bucket: 2000 rows") : NULL;
+    cr_assert(h && p, "%s", r.err);
+    double total, publish;
+    cr_assert_eq(sscanf(strstr(h, " (") + 2, "%lf s", &total), 1, "%s", r.err);
+    cr_assert_eq(sscanf(strstr(h, "published in ") + 13, "%lf s", &publish), 1, "%s", r.err);
+    cr_assert_geq(total, publish, "%s", r.err);
+    cmd_result_free(&r);
+}
