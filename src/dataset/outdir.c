@@ -83,6 +83,7 @@
 
 #define TMP_TAG RS_TMP_TAG
 #define OLD_TAG ".ringshard-old."
+#define HELD_TAG ".ringshard-repair."
 #define MAX_TREE_DEPTH 256
 
 /* ---- recursive removal without following links ---- */
@@ -358,9 +359,9 @@ static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, cons
 {
     size_t best = n;
     for (size_t i = 0; i < n; i++)
-        if (v[i].old && (best == n || later(v[i].ctime, v[best].ctime)))
+        if (v[i].old == 1 && (best == n || later(v[i].ctime, v[best].ctime)))
             best = i;
-    if (best == n)
+    if (best == n || v[best].old != 1)
         return (ptrdiff_t)n;
     if (rename_noreplace_at(dfd, v[best].name, dfd, base) != 0) {
         if (errno == EEXIST || errno == ENOTEMPTY)
@@ -375,53 +376,114 @@ static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, cons
     return (ptrdiff_t)best;
 }
 
-/* Removes the stale siblings of base in parent: temporary and -old
- * directories of processes that are gone, once one -old directory is
- * restored when base is missing (restore_old). (Stale temporary files:
- * rs_tmp_create_beside.) */
-static void clean_stale(const char *parent, const char *base, const char *stem)
+static int holds_our_manifest(int dfd);
+
+/* A directory beside base that no run may remove: one a repair renamed
+ * to <stem>.ringshard-repair.<pid> (HELD_TAG) once it was complete - the
+ * repaired directory before its exchange with base, the damaged one after
+ * it - or, base missing while a <base>.damaged.N exists, a temporary that
+ * holds a manifest.json (the repaired directory of a repair that an
+ * earlier version published in two renames, killed between them). Says
+ * where it is and how to put it back: -1 with err (RS_EXIT_DATA). */
+static int refuse_held(const char *parent, const char *base, const char *name, long pid, int held, int base_missing,
+                       rs_error *err)
 {
-    DIR *d = opendir(parent);
-    if (d == NULL)
-        return;   /* mkdir will report a parent that is unusable */
+    if (held && base_missing)
+        return rs_error_set(err, RS_EXIT_DATA, "%s/%s: missing, and %s/%s holds the directory a repair (process %ld, "
+                            "killed) was publishing: put it in place with `mv %s/%s %s/%s`, then run again (the "
+                            "damaged directory is at %s/%s.damaged.<N>); nothing was changed", parent, base, parent,
+                            name, pid, parent, name, parent, base, parent, base);
+    if (held)
+        return rs_error_set(err, RS_EXIT_DATA, "%s/%s: a complete directory that a repair of %s/%s (process %ld, "
+                            "killed while it published) left: the damaged directory it replaced, or the repaired "
+                            "one it had not put in place (%s/%s is the other; `ringshard verify` tells them "
+                            "apart); nothing was changed: keep it with `mv %s/%s %s/%s.damaged.<N>` (N not taken), or "
+                            "remove it, then run again", parent, name, parent, base, pid, parent, base, parent, name,
+                            parent, base);
+    return rs_error_set(err, RS_EXIT_DATA, "%s/%s: missing, and %s/%s (left by process %ld) holds a complete "
+                        "directory, while %s/%s.damaged.<N> exists: the directory an interrupted repair was putting "
+                        "in place? nothing was changed: `mv %s/%s %s/%s` puts it in place, then run again", parent,
+                        base, parent, name, pid, parent, base, parent, name, parent, base);
+}
+
+/* Whether parent (dfd) holds "<base>.damaged.<something>". */
+static int has_damaged_aside(DIR *d, const char *base)
+{
+    size_t n = strlen(base);
+    struct dirent *de;
+    rewinddir(d);
+    while ((de = readdir(d)) != NULL)
+        if (strncmp(de->d_name, base, n) == 0 && strncmp(de->d_name + n, ".damaged.", 9) == 0)
+            return 1;
+    return 0;
+}
+
+/* The stale siblings of base in parent, into *v (*n): temporary, -old and
+ * held directories of processes that are gone. */
+static void list_stale(DIR *d, const char *stem, stale_entry **v, size_t *n)
+{
     int dfd = dirfd(d);
-    stale_entry *v = NULL;
-    size_t n = 0, cap = 0;
+    size_t cap = 0;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         const char *rest;
         long pid = rs_tmp_tagged_pid(de->d_name, stem, TMP_TAG, &rest);
         int old = 0;
         if (pid < 0 || rest[0] != '.' || rest[1] == '\0') {
+            old = 1;
             pid = rs_tmp_tagged_pid(de->d_name, stem, OLD_TAG, &rest);
             if (pid < 0 || rest[0] != '\0')
+                old = 2, pid = rs_tmp_tagged_pid(de->d_name, stem, HELD_TAG, &rest);
+            if (pid < 0 || rest[0] != '\0')
                 continue;
-            old = 1;
         }
-        if (!rs_tmp_pid_gone(pid))
-            continue;
         struct stat st;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(st.st_mode))
+        if (!rs_tmp_pid_gone(pid) || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
             continue;
-        if (n == cap) {
+        if (*n == cap) {
             size_t nc = cap ? cap * 2 : 8;
-            void *p = realloc(v, nc * sizeof *v);
+            void *p = realloc(*v, nc * sizeof **v);
             if (p == NULL)
                 break;
-            v = p;
+            *v = p;
             cap = nc;
         }
         char *name = strdup(de->d_name);
         if (name != NULL)
-            v[n++] = (stale_entry){name, pid, old, st.st_ctim};
+            (*v)[(*n)++] = (stale_entry){name, pid, old, st.st_ctim};
     }
+}
+
+/* Removes the stale siblings of base in parent: temporary and -old
+ * directories of processes that are gone, once one -old directory is
+ * restored when base is missing (restore_old). A directory that must not
+ * be removed (refuse_held) stops it first: -1 with err, nothing removed.
+ * (Stale temporary files: rs_tmp_create_beside.) */
+static int clean_stale(const char *parent, const char *base, const char *stem, rs_error *err)
+{
+    DIR *d = opendir(parent);
+    if (d == NULL)
+        return 0;   /* mkdir will report a parent that is unusable */
+    int dfd = dirfd(d), rc = 0;
+    stale_entry *v = NULL;
+    size_t n = 0;
+    list_stale(d, stem, &v, &n);
     struct stat st;
+    int missing = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
+    int asides = missing && n ? has_damaged_aside(d, base) : 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        int fd = v[i].old || !asides ? -1 : openat(dfd, v[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int complete = fd >= 0 && holds_our_manifest(fd) > 0;
+        if (fd >= 0)
+            close(fd);
+        if (v[i].old == 2 || complete)
+            rc = refuse_held(parent, base, v[i].name, v[i].pid, v[i].old == 2, missing, err);
+    }
     ptrdiff_t restored = (ptrdiff_t)n;
-    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+    if (rc == 0 && missing)
         restored = restore_old(dfd, parent, base, v, n);
     for (size_t i = 0; i < n; i++) {
-        if ((ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
+        if (rc == 0 && (ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
             rs_log(RS_LOG_INFO, "removing %s/%s, left by process %ld which is gone", parent, v[i].name, v[i].pid);
             if (rm_tree_at(dfd, v[i].name, 0) != 0)
                 rs_log(RS_LOG_WARN, "%s/%s: cannot remove: %s", parent, v[i].name, strerror(errno));
@@ -430,6 +492,7 @@ static void clean_stale(const char *parent, const char *base, const char *stem)
     }
     free(v);
     closedir(d);
+    return rc;
 }
 
 /* Does the directory hold a manifest.json that ringshard wrote? Its first
@@ -547,7 +610,8 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     }
     char stem[RS_TMP_STEM_MAX + 1];
     rs_tmp_stem(base, stem);
-    clean_stale(parent, base, stem);   /* first: it may restore fin */
+    if (clean_stale(parent, base, stem, err) != 0)   /* first: it may restore fin */
+        goto fail;
 
     struct stat st;
     if (force & RS_OUTDIR_STAGE) {
@@ -591,17 +655,18 @@ fail:
     return -1;
 }
 
-void rs_outdir_recover(const char *final)
+int rs_outdir_recover(const char *final, rs_error *err)
 {
     char *fin, *parent;
     const char *base;
     if (final == NULL || final[0] == '\0' || rs_tmp_split_path(final, &fin, &parent, &base) != 0)
-        return;
+        return 0;
     char stem[RS_TMP_STEM_MAX + 1];
     rs_tmp_stem(base, stem);
-    clean_stale(parent, base, stem);
+    int rc = clean_stale(parent, base, stem, err);
     free(fin);
     free(parent);
+    return rc;
 }
 
 char *rs_outdir_path(const rs_outdir *od, const char *name)
@@ -839,32 +904,76 @@ out:
     return rc;
 }
 
+/* The held directory (see commit_aside) exchanged with fin, then renamed
+ * to aside; where the file system cannot exchange, fin renamed to aside
+ * and held to fin. 0, or -1 with err: *kept 0 when held is still the new
+ * directory and fin untouched (or put back), 1 when held must stay. */
+static int swap_aside(const char *held, const char *fin, const char *aside, int *kept, rs_error *err)
+{
+    *kept = 0;
+    if (exchange(held, fin) == 0) {
+        rs_interrupt_published();   /* from here the run finishes */
+        rs_test_pause("exchanged");
+        *kept = 1;
+        if (rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, aside) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: published, but the directory it replaced cannot be renamed "
+                                "from %s to %s: %s (move it there yourself)", fin, held, aside, strerror(errno));
+        return 0;
+    }
+    int e = errno;
+    if (e != EINVAL && e != ENOSYS)
+        return rs_error_set(err, RS_EXIT_IO, "cannot exchange %s and %s: %s", held, fin, strerror(e));
+    rs_log(RS_LOG_WARN, "%s: the file system cannot exchange two directories (renameat2 RENAME_EXCHANGE: %s): "
+           "replacing it in two renames; if killed between them, the next run on it says how to put %s in place",
+           fin, strerror(e), held);
+    if (rename_noreplace_at(AT_FDCWD, fin, AT_FDCWD, aside) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, aside, strerror(errno));
+    rs_interrupt_published();
+    rs_test_pause("aside");
+    if (rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, fin) != 0) {
+        e = errno;
+        *kept = 1;
+        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, fin) == 0)
+            return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", held, fin,
+                                strerror(e), fin);
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s, the new one at "
+                            "%s", held, fin, strerror(e), fin, aside, held);
+    }
+    return 0;
+}
+
+/* Why not an exchange of the temporary itself: after it the previous
+ * directory would sit at the temporary's name, which the next run removes
+ * as litter. The complete temporary is first renamed to a name that no
+ * run removes (<stem>.ringshard-repair.<pid>: a run that finds it says
+ * where it is and how to put it back, clean_stale), and that one is
+ * exchanged with final: final names a whole directory at every instant. */
 int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
 {
+    char *fin = NULL, *parent = NULL, *held = NULL;
+    const char *base;
+    int rc = -1;
     if (od->tmp == NULL || od->final == NULL) {
         rs_outdir_abort(od);
         return rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
     }
-    int rc = -1;
-    if (ready_to_publish(od, err) != 0)
-        goto out;
-    /* Not an exchange: the previous directory would sit at the
-     * temporary's name, which the next run removes as litter. Two renames
-     * keep it whole under one of two names the user sees. */
-    if (rename_noreplace_at(AT_FDCWD, od->final, AT_FDCWD, aside) != 0) {
-        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->final, aside, strerror(errno));
+    char stem[RS_TMP_STEM_MAX + 1];
+    if (rs_tmp_split_path(od->final, &fin, &parent, &base) != 0 ||
+        (rs_tmp_stem(base, stem), !(held = rs_tmp_tagged_path(fin, base, stem, HELD_TAG, 0)))) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    rs_interrupt_published();   /* from here the run finishes */
-    rs_test_pause("aside");
-    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, od->final) != 0) {
-        int e = errno;
-        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, od->final) == 0)
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", od->tmp, od->final,
-                         strerror(e), od->final);
-        else
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s", od->tmp,
-                         od->final, strerror(e), od->final, aside);
+    if (ready_to_publish(od, err) != 0)
+        goto out;
+    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, held) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, held, strerror(errno));
+        goto out;
+    }
+    rs_test_pause("held");
+    int kept;
+    if (swap_aside(held, od->final, aside, &kept, err) != 0) {
+        if (!kept && rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, od->tmp) != 0)
+            rs_log(RS_LOG_WARN, "%s: cannot rename it back to %s: %s", held, od->tmp, strerror(errno));
         goto out;
     }
     free(od->tmp);
@@ -875,6 +984,9 @@ int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of its parent failed: %s",
                           od->final, strerror(errno));
 out:
+    free(fin);
+    free(parent);
+    free(held);
     rs_outdir_abort(od);
     return rc;
 }
