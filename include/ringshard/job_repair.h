@@ -26,6 +26,13 @@ typedef struct {
     size_t nlines;
     size_t strays;            /* entries no manifest names: left in the damaged directory */
     size_t indexes_dropped;   /* key indexes not of their manifest's CRC-32: none carried then */
+    size_t cut_back;          /* longer files cut back to what their manifests say (every row kept) */
+    size_t nnodes;            /* the nodes that lost rows: */
+    char **node;              /* [nnodes] their names */
+    uint64_t *node_kept, *node_lost;  /* [nnodes] each one's rows kept and not kept */
+    size_t nagain;
+    char **again;             /* [nagain] the inputs of what was not kept: an append of them again
+                                 brings those rows back */
     double seconds;
 } rs_repair_job_result;
 

@@ -87,6 +87,17 @@ int rs_cmd_repair(int argc, char **argv)
     if (m) {
         m->rows_written = r.rows;
         m->bytes_written = r.file_bytes;
+        m->repair = 1;
+        m->rows_not_kept = r.lost_rows;
+        /* the file is written once the command returns (main): what it
+         * points to stays, reachable, in for_metrics */
+        static rs_repair_job_result for_metrics;
+        for_metrics = (rs_repair_job_result){.nnodes = r.nnodes, .node = r.node, .node_kept = r.node_kept,
+                                             .node_lost = r.node_lost, .nagain = r.nagain, .again = r.again};
+        r.nnodes = r.nagain = 0, r.node = r.again = NULL, r.node_kept = r.node_lost = NULL;
+        m->nrepair_nodes = for_metrics.nnodes, m->repair_node = (const char *const *)for_metrics.node;
+        m->repair_kept = for_metrics.node_kept, m->repair_lost = for_metrics.node_lost;
+        m->nrepair_inputs = for_metrics.nagain, m->repair_input = (const char *const *)for_metrics.again;
         rs_metrics_add_phase(m, "repair", r.seconds);
     }
     for (size_t k = 0; k < r.nlines; k++)

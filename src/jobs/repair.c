@@ -81,24 +81,39 @@ static void not_kept(const rs_bucketdir *bd, const plan *p, size_t slot, const r
     add_line(r, "NOT KEPT %s: %" PRIu64 " rows in %zu files (%zu of them damaged: listed above); its inputs, which "
              "an append ingests again: %s", gname, m->rows, m->nfiles, bad, in && *in ? in : "none listed");
     free(in);
+    char **na = realloc(r->again, (r->nagain + m->ninputs + 1) * sizeof *na);
+    for (size_t i = 0; na && i < m->ninputs; i++)
+        if ((na[r->nagain] = strdup(m->inputs[i].path)))
+            r->nagain++;
+    r->again = na ? na : r->again;
     r->lost_generations++;
     r->lost_rows += m->rows;
 }
 
 /* Per node, the rows kept and those not (the files of what is not kept):
- * a "NODE" line for each node that lost rows. */
+ * a "NODE" line and an entry of r->node for each node that lost rows. */
 static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result *r)
 {
-    uint64_t *lost = calloc(bd->m.nfiles + 1, sizeof *lost), *kept = calloc(bd->m.nfiles + 1, sizeof *kept);
+    size_t nb = bd->m.nfiles;
+    uint64_t *lost = calloc(nb + 1, sizeof *lost), *kept = calloc(nb + 1, sizeof *kept);
+    r->node = calloc(nb + 1, sizeof *r->node);
+    r->node_kept = calloc(nb + 1, sizeof *r->node_kept);
+    r->node_lost = calloc(nb + 1, sizeof *r->node_lost);
     for (size_t k = 0; lost && kept && k < bd->nfiles; k++) {
         size_t slot = bd->file_slot[k];
         int out = slot == SIZE_MAX ? p->base_out : p->drop[slot];
         (out ? lost : kept)[bd->file_base[k]] += bd->files[k]->rows;
     }
-    for (size_t i = 0; lost && kept && i < bd->m.nfiles; i++)
-        if (lost[i])
-            add_line(r, "NODE %s: %" PRIu64 " rows kept, %" PRIu64 " not kept", bd->m.files[i].node ? bd->m.files[i].node
-                     : "", kept[i], lost[i]);
+    for (size_t i = 0; lost && kept && i < nb; i++) {
+        const char *node = bd->m.files[i].node ? bd->m.files[i].node : "";
+        if (!lost[i])
+            continue;
+        add_line(r, "NODE %s: %" PRIu64 " rows kept, %" PRIu64 " not kept", node, kept[i], lost[i]);
+        if (r->node && r->node_kept && r->node_lost && (r->node[r->nnodes] = strdup(node))) {
+            r->node_kept[r->nnodes] = kept[i];
+            r->node_lost[r->nnodes++] = lost[i];
+        }
+    }
     free(lost);
     free(kept);
 }
@@ -134,6 +149,7 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
                 p->drop[slot] = 1;
         } else if (v->state == RS_FILE_LONGER) {
             add_line(r, "CUT BACK %s (its rows kept)", v->msg ? v->msg : bd->paths[k]);
+            r->cut_back++;
             if (!(p->cut[p->ncut++] = strdup(bd->names[k])))
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
         }
@@ -152,9 +168,9 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
     if (p->base_out || r->lost_rows)
         per_node(bd, p, r);
     if (r->indexes_dropped || p->base_out)
-        add_line(r, "INDEXES NOT CARRIED: %s: the new DIR has no key indexes; the next `dedup --append` builds them "
-                 "from the rows (reading them once)", r->indexes_dropped ? "a key index is damaged"
-                 : "the base's rows are not kept");
+        add_line(r, "INDEXES NOT CARRIED: %zu damaged key index%s%s: the new DIR has no key indexes; the next "
+                 "`dedup --append` builds them from the rows (reading them once)", r->indexes_dropped,
+                 r->indexes_dropped == 1 ? "" : "es", p->base_out ? ", and the base's rows not kept" : "");
     for (size_t i = 0; i < bd->nstray; i++)
         add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
     r->strays = bd->nstray;
@@ -319,6 +335,10 @@ int rs_repair_job_run(const rs_repair_job_opts *o, rs_repair_job_result *r, rs_e
 void rs_repair_job_result_free(rs_repair_job_result *r)
 {
     rs_free_strings(r->lines, r->nlines);
+    rs_free_strings(r->node, r->nnodes);
+    rs_free_strings(r->again, r->nagain);
+    free(r->node_kept);
+    free(r->node_lost);
     free(r->aside);
     memset(r, 0, sizeof *r);
 }
