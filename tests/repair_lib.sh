@@ -89,3 +89,86 @@ p = sys.argv[1]; at = os.path.getsize(p) // 2
 with open(p, "r+b") as f:
     f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 4]))' "$1"
 }
+
+# After a run was killed or refused in directory S (holding D): the state
+# of S/D: "damaged" (byte for byte B's snapshot, dmg.snap), "repaired" (it
+# verifies and holds $1 rows), or "none" when there is no D; fails if D is
+# anything else.
+state_in() {
+  if [ ! -e "$2/D" ]; then
+    echo none
+  elif [ "$(snap "$2/D" raw)" = "$(cat dmg.snap)" ]; then
+    echo damaged
+  elif "$RS" verify --quiet "$2/D" 2> /dev/null && [ "$(rows_of "$2/D" | wc -l)" = "$1" ]; then
+    echo repaired
+  else
+    echo "$2/D is neither the damaged directory nor the repaired one" >&2
+    return 1
+  fi
+}
+
+# The next runs after a killed repair, each on its own copy T of S: an
+# append by bucket and by dedup (of in4.csv), compact and repair. Each
+# either refuses with exit 2 leaving D as it was (and no new D where there
+# was none), or goes on from the directory there (exit 0, or 3 for repair
+# on the damaged one), which then verifies and holds at least $1 rows: a
+# new D of in4.csv alone would hold 1000. Prints "refused=R went_on=G".
+next_runs() {
+  nr_refused=0 nr_on=0
+  for nr_cmd in "bucket --quiet --append -o D ../in4.csv" "dedup --quiet --append -o D ../in4.csv" "compact --quiet D" \
+                "repair --quiet D"; do
+    rm -rf T && cp -a S T || return 1
+    nr_before=$(snap T/D raw)
+    # shellcheck disable=SC2086
+    (cd T && "$RS" $nr_cmd > /dev/null 2> ../next.err)
+    nr_rc=$?
+    case $nr_rc in
+      2)
+        [ "$(snap T/D raw)" = "$nr_before" ] || { echo "$nr_cmd refused, but D changed" >&2; return 1; }
+        grep -q 'ringshard-repair\|damaged' next.err || { echo "$nr_cmd: refused for another reason:" >&2; cat next.err >&2; return 1; }
+        nr_refused=$((nr_refused + 1)) ;;
+      0 | 3)
+        if ! "$RS" verify --quiet T/D || [ "$(rows_of T/D | wc -l)" -lt "$1" ]; then
+          echo "$nr_cmd (exit $nr_rc) did not go on from D:" >&2
+          cat next.err >&2
+          ls -a T >&2
+          return 1
+        fi
+        nr_on=$((nr_on + 1)) ;;
+      *) echo "$nr_cmd: exit $nr_rc" >&2; cat next.err >&2; return 1 ;;
+    esac
+  done
+  echo "refused=$nr_refused went_on=$nr_on"
+}
+
+# repair_sweep B ROWS SYSCALL...: for each SYSCALL and N = 1, 2, ...
+# until repair runs to its end: D a copy of B (in S), repair under strace
+# with SIGKILL injected at the Nth call; then D's state (state_in: with
+# the exchange never "none") and the next runs (next_runs). Prints
+# "kills=K damaged=A repaired=B none=C held=H".
+repair_sweep() {
+  rs_b=$1 rs_rows=$2
+  shift 2
+  snap "$rs_b" raw > dmg.snap
+  rs_kills=0 damaged=0 repaired=0 none=0 rs_held=0
+  for rs_sc in "$@"; do
+    rs_n=1
+    while :; do
+      rm -rf S && mkdir S && cp -a "$rs_b" S/D || return 1
+      (cd S && strace -f -qq -o /dev/null -e trace="$rs_sc" -e inject="$rs_sc":signal=SIGKILL:when=$rs_n \
+        "$RS" repair --quiet D > /dev/null 2> ../sweep.err)
+      rs_rc=$?
+      [ $rs_rc = 3 ] && break
+      [ $rs_rc = 137 ] || { echo "call $rs_n of $rs_sc: exit $rs_rc" >&2; cat sweep.err >&2; return 1; }
+      rs_kills=$((rs_kills + 1))
+      rs_st=$(state_in "$rs_rows" S) || { echo "killed at call $rs_n of $rs_sc" >&2; ls -a S >&2; return 1; }
+      eval "$rs_st=\$((\$$rs_st + 1))"
+      ls -d S/D.ringshard-repair.* > /dev/null 2>&1 && rs_held=$((rs_held + 1))
+      next_runs "$rs_rows" > /dev/null || { echo "killed at call $rs_n of $rs_sc ($rs_st)" >&2; return 1; }
+      rs_n=$((rs_n + 1))
+    done
+    [ "$(state_in "$rs_rows" S)" = repaired ] && [ "$(snap S/D.damaged.1 raw)" = "$(cat dmg.snap)" ] ||
+      { echo "the run not killed ($rs_sc) did not repair D" >&2; return 1; }
+  done
+  echo "kills=$rs_kills damaged=$damaged repaired=$repaired none=$none held=$rs_held"
+}

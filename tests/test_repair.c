@@ -89,3 +89,44 @@ Test(repair, says_what_it_kept_per_node)
        "|| exit 1; done && grep -q 'ringshard_repair_input_to_append{command=\"repair\",input=\"in2.csv\"} 1' m.prom && "
        "grep -q '^ringshard_repair_rows_not_kept{command=\"repair\"} 1000$' m.prom && grep -q 'ringshard_rows_written{command=\"repair\"} 2000$' m.prom");
 }
+
+/* SIGKILL at the Nth call of each publishing system call of repair
+ * (strace fault injection, N = 1, 2, ... until it completes): D is at
+ * every kill the damaged directory or the repaired one, never missing;
+ * the damaged one is never removed (held at a name no run removes, then
+ * D.damaged.1); and the next append (bucket, dedup), compact and repair
+ * each go on from D or refuse with exit 2 saying where the held directory
+ * is, never making a new D. Without RENAME_EXCHANGE, D is missing between
+ * the two renames, and every next run refuses then, making none. */
+Test(repair, sigkill_at_every_publishing_call)
+{
+    cmd_result r = sh(LIB "rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
+                          "repair_sweep B 2000 rename renameat renameat2 mkdir fsync");
+    cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+    /* killed before, while and after the exchange; never without D */
+    cr_assert(strstr(r.out, " none=0 ") && !strstr(r.out, " damaged=0 ") && !strstr(r.out, " repaired=0 ") &&
+              !strstr(r.out, " held=0"), "%s", r.out);
+    cmd_result_free(&r);
+    r = sh(LIB "export RINGSHARD_TEST_NO_EXCHANGE=1 && rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
+               "repair_sweep B 2000 rename renameat renameat2");
+    cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+    cr_assert(!strstr(r.out, " none=0 "), "%s", r.out);
+    cmd_result_free(&r);
+}
+
+/* The state an earlier version's repair left when killed between its two
+ * renames: no D, D.damaged.1, and the complete repaired directory at a
+ * temporary's name. The next append does not make a new D nor remove the
+ * repaired one: it refuses (exit 2) saying how to put it in place; once
+ * put there, the append goes on from it. */
+Test(repair, a_repaired_directory_left_at_a_temporary_name_is_never_removed)
+{
+    OK("rm -rf D D.* && cp -a Wgzip D && rm -rf D/g00000002 && { \"$RS\" repair --quiet D > /dev/null; test $? = 3; } && "
+       "mv D D.ringshard-tmp.999999.0badf00d && snap D.ringshard-tmp.999999.0badf00d raw > t.snap && "
+       "for c in 'bucket --quiet --append -o D in4.csv' 'dedup --quiet --append -o D in4.csv' 'compact D' 'repair D'; do "
+       "  \"$RS\" $c > /dev/null 2> next.err; rc=$?; test $rc = 2 || { echo \"$c: exit $rc\"; cat next.err; exit 1; }; "
+       "  grep -q 'mv ./D.ringshard-tmp.999999.0badf00d ./D' next.err || { cat next.err; exit 1; }; "
+       "  ! test -e D && [ \"$(snap D.ringshard-tmp.999999.0badf00d raw)\" = \"$(cat t.snap)\" ] || exit 1; "
+       "done && mv D.ringshard-tmp.999999.0badf00d D && \"$RS\" bucket --quiet --append -o D in4.csv && "
+       "\"$RS\" verify --quiet D && test $(rows_of D | wc -l) = 3000");
+}
