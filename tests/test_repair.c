@@ -40,6 +40,7 @@ TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 90
 /* Each damage a disk or an operator makes, on each kind of file: a bit
  * flipped in a data file of the base and of a generation (gzip, zstd,
  * plain); bytes appended to one (cut back: every row kept); one cut short;
+ * the line count a member's RS header (a zstd metadata frame) declares;
  * a key index removed, cut short, flipped; the base's index removed (every
  * row kept). */
 Test(repair, verify_and_repair_agree_and_every_row_comes_back)
@@ -57,6 +58,8 @@ Test(repair, verify_and_repair_agree_and_every_row_comes_back)
         {"Wzstd", "printf \"stray 8B\" >> D/1.csv.zst", "bucket", "rc=0 again="},
         {"Wnone", "printf \"x,y,z\\n\" >> D/g00000002/3.csv", "bucket", "rc=0 again="},
         {"Wgzip", "truncate -s -9 D/g00000002/1.csv.gz", "bucket", "rc=3 again=in2.csv"},
+        {"Wgzip", "flip_rs_lines D/3.csv.gz", "bucket", "rc=3 again=in1.csv"},
+        {"Wzstd", "flip_rs_lines D/g00000003/0.csv.zst", "bucket", "rc=3 again=in3.csv"},
         {"H", "rm D/g00000003/3.keyidx", "dedup", "rc=0 again="},
         {"H", "truncate -s -5 D/g00000002/1.keyidx", "dedup", "rc=0 again="},
         {"H", "flip D/g00000002/0.keyidx", "dedup", "rc=0 again="},

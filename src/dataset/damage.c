@@ -108,14 +108,19 @@ int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdi
  * line (the first record), then its data rows (records ending with an LF
  * outside quotes), blank lines, bytes and CRC-32. */
 typedef struct {
-    int in_header, quoted, line_start;
+    int in_header, quoted, line_start, cr;
     rs_buf header;
     rs_bucketdir_found f;
+    uint64_t lines;   /* line ends as the RS headers count them: each LF, each CR not before an LF */
     char last;
 } tally;
 
 static void tally_bytes(tally *t, const char *p, size_t n)
 {
+    for (size_t k = 0; k < n; k++) {
+        t->lines += p[k] == '\n' || (t->cr && p[k] != '\n');
+        t->cr = p[k] == '\r';
+    }
     size_t i = 0;
     for (; t->in_header && i < n; i++) {
         if (p[i] == '"')
@@ -160,6 +165,32 @@ static int tally_range(const rs_bucketdir *bd, size_t i, uint64_t off, uint64_t 
     return k < 0 ? -1 : 0;
 }
 
+/* What the RS member headers (or zstd metadata frames) of file i declare
+ * against what t counted in it, as the pipeline checks each unit of such a
+ * file (a file without a whole chain of them has nothing declared). 0, or
+ * -1 with err naming the file. */
+static int check_declared(const rs_bucketdir *bd, size_t i, const tally *t, rs_error *err)
+{
+    rs_input_unit *u = NULL;
+    size_t n = 0;
+    uint64_t size, lines = 0, records = 0;
+    if (rs_input_units_at(bd->fd, bd->names[i], bd->paths[i], UINT64_MAX / 2, &u, &n, &size, err) != 0)
+        return -1;
+    int counted = n > 0;
+    for (size_t k = 0; k < n; k++)
+        counted &= u[k].counted, lines += u[k].lines, records += u[k].records;
+    int zstd = n && u[0].zstd;
+    free(u);
+    uint64_t held = t->f.rows + (t->header.len > 1);   /* the header line is a record (header: NUL-terminated) */
+    if (!counted || (lines == t->lines + t->cr && records == held))
+        return 0;
+    return rs_error_set(err, RS_EXIT_DATA, "%s: the %s declare %llu lines and %llu records in their RS %s but hold "
+                        "%llu lines and %llu records (corrupt or altered %s)", bd->paths[i],
+                        zstd ? "zstd frames" : "gzip members", (unsigned long long)lines, (unsigned long long)records,
+                        zstd ? "metadata frames" : "headers", (unsigned long long)(t->lines + t->cr),
+                        (unsigned long long)held, zstd ? "metadata frames" : "member headers");
+}
+
 static void say(rs_bucketdir_verdict *v, int state, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void say(rs_bucketdir_verdict *v, int state, const char *fmt, ...)
@@ -200,6 +231,8 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
         t.header.len--;
     if (rc == 0 && rs_buf_append(&t.header, "", 1) != 0)
         rc = rs_error_set(&e, RS_EXIT_IO, "out of memory");
+    if (rc == 0 && bd->m.compress && (uint64_t)st.st_size == f->file_bytes)
+        rc = check_declared(bd, i, &t, &e);
     if (rc != 0)
         say(v, RS_FILE_DAMAGED, "%s: unreadable: %s", bd->paths[i], e.msg);
     else if (rs_bucketdir_check_found(bd, i, &t.f, 1, t.header.data, &e) != 0)
