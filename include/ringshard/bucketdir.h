@@ -38,7 +38,9 @@
  * generation, from where it is) or a copy (another holds it: not read), a
  * "previous" digest that is not its predecessor's, and a file or key index
  * that a manifest lists but that is missing or of another size on disk
- * (one fstatat each). Entries of DIR (and of its generations) that no
+ * (one fstatat each; a key index's damage is said as such, and does not
+ * make its generation's rows unreadable). Entries of DIR (and of its
+ * generations) that no
  * manifest names are strays, listed apart: no row is missing for them.
  * A damaged directory is refused by rs_bucketdir_open (readers, and writers
  * that would build on it); verify and repair open it with

@@ -8,23 +8,29 @@
 
 static const char repair_help[] =
     "Usage: ringshard repair [OPTIONS] DIR\n"
-    "Rebuilds the bucket directory DIR when its chain of generations is\n"
-    "damaged (a generation missing or renamed, a manifest missing or\n"
-    "unreadable, a digest that does not chain, a file missing or of another\n"
-    "size, a key index whose bytes are not its manifest's CRC-32: what\n"
-    "`ringshard verify DIR` reports). Keeps the rows of the base\n"
-    "and of every generation whose manifest reads and whose files match it,\n"
-    "after a gap too, merged into one file per node as compact writes them;\n"
-    "renames the damaged directory to DIR.damaged.<N> (kept whole, for\n"
-    "inspection) and publishes the new one as DIR. Prints on stdout each\n"
-    "damage found (DAMAGE), each generation it could not keep with its rows\n"
-    "and inputs (NOT KEPT) and each entry no manifest names (NOT CARRIED:\n"
-    "it stays in DIR.damaged.<N>). A damaged key index is not carried: the\n"
-    "new DIR has none, and the next `dedup --append` builds them from the\n"
-    "rows (INDEXES NOT CARRIED). A directory without damage is left as it\n"
-    "is. Exit 0 when every generation was kept, 3 when DIR was rebuilt\n"
-    "without some (listed), 2 when the base itself is damaged (DIR left as\n"
-    "it was).\n\n"
+    "Rebuilds the bucket directory DIR when it is damaged: its chain of\n"
+    "generations (a generation missing or renamed, a manifest missing or\n"
+    "unreadable, a digest that does not chain) or a file (missing, cut\n"
+    "short, longer, or whose bytes are not what its manifest says: every\n"
+    "file is read and its CRC-32 checked, as `ringshard verify DIR` does,\n"
+    "which names the same files). Keeps every row of every file that is what\n"
+    "its manifest says, in the base and in every generation whose manifest\n"
+    "reads, after a gap too; a generation with a damaged data file is not\n"
+    "kept (a damaged base file: the base's rows), and its inputs are named:\n"
+    "an append of them again brings those rows back, once. A file longer\n"
+    "than its manifest says whose first bytes are intact is cut back to\n"
+    "them (CUT BACK); a damaged key index costs no row: the new DIR has\n"
+    "none, and the next `dedup --append` builds them (INDEXES NOT CARRIED).\n"
+    "What is kept is merged into one file per node as compact writes them\n"
+    "and published in one exchange with DIR; the damaged directory is kept\n"
+    "whole as DIR.damaged.<N>, for inspection. Prints on stdout each damage\n"
+    "(DAMAGE), each generation not kept with its rows and inputs (NOT\n"
+    "KEPT), each node's rows kept and not kept (NODE) and each entry no\n"
+    "manifest names (NOT CARRIED: it stays in DIR.damaged.<N>). A directory\n"
+    "without damage is left as it is. Exit 0 when every row was kept, 3\n"
+    "when DIR was rebuilt without some (listed), 2 when an interrupted\n"
+    "repair left a complete directory beside DIR (the message says where\n"
+    "and how to put it back).\n\n"
     "Options:\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";
@@ -43,6 +49,8 @@ static void summary(const char *dir, const rs_repair_job_result *r)
             "files; the damaged directory is %s", dir, (unsigned long long)r->generations,
             (unsigned long long)r->generation, (unsigned long long)r->rows, (unsigned long long)r->files_after,
             r->aside);
+    if (r->cut_back)
+        fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
     if (r->lost_generations)
         fprintf(stderr, "; %llu generations not kept (%llu rows as their manifests say%s; they stay in %s)",
                 (unsigned long long)r->lost_generations, (unsigned long long)r->lost_rows,

@@ -427,6 +427,7 @@ static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, cons
                          const char *what, int *broken, rs_error *err)
 {
     int index = *what != '\0', unused;   /* a key index: its rows are its file's, rebuilt from them */
+    int kind = index ? RS_DAMAGE_INDEX : 0;
     broken = index ? &unused : broken;
     char rel[600];
     snprintf(rel, sizeof rel, "%s%s%s", dname, *dname ? "/" : "", name);
@@ -435,12 +436,12 @@ static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, cons
     snprintf(mf, sizeof mf, "%s%smanifest.json", dname, *dname ? "/" : "");
     if (fstatat(bd->fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
         *broken = 1;
-        return add_damage(bd, gen, 1 | (index ? RS_DAMAGE_INDEX : 0), 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
+        return add_damage(bd, gen, 1 | kind, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
                           errno == ENOENT ? "missing" : "not a regular file", mf);
     }
     if ((uint64_t)st.st_size != want) {
         *broken = 1;
-        return add_damage(bd, gen, 2 | (index ? RS_DAMAGE_INDEX : 0), 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
+        return add_damage(bd, gen, 2 | kind, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
                           (unsigned long long)st.st_size, bd->path, mf, (unsigned long long)want, what);
     }
     return 0;

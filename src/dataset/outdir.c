@@ -80,15 +80,16 @@
 #include "ringshard/outfile.h"
 #include "ringshard/testhook.h"
 #include "util/tmpname.h"
+#include "dataset/outdir_impl.h"
 
 #define TMP_TAG RS_TMP_TAG
-#define OLD_TAG ".ringshard-old."
-#define HELD_TAG ".ringshard-repair."
+#define OLD_TAG OD_OLD_TAG
+#define HELD_TAG OD_HELD_TAG
 #define MAX_TREE_DEPTH 256
 
 /* ---- recursive removal without following links ---- */
 
-static int rm_tree_at(int dirfd, const char *name, int depth)
+int od_rm_tree_at(int dirfd, const char *name, int depth)
 {
     if (unlinkat(dirfd, name, 0) == 0)
         return 0;
@@ -118,7 +119,7 @@ static int rm_tree_at(int dirfd, const char *name, int depth)
         while ((de = readdir(d)) != NULL) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
-            if (rm_tree_at(fd, de->d_name, depth + 1) != 0) {
+            if (od_rm_tree_at(fd, de->d_name, depth + 1) != 0) {
                 if (!saved)
                     saved = errno;
                 rc = -1;
@@ -145,7 +146,7 @@ static int rm_tree_at(int dirfd, const char *name, int depth)
 
 static int rm_tree(const char *path)
 {
-    return rm_tree_at(AT_FDCWD, path, 0);
+    return od_rm_tree_at(AT_FDCWD, path, 0);
 }
 
 /* ---- fsync of a tree ---- */
@@ -305,7 +306,7 @@ static int sync_tree(const char *path, int fd, int depth, rs_error *err)
 
 /* rename only if `to` does not exist. 0, or -1 with errno (EEXIST or
  * ENOTEMPTY: `to` exists). */
-static int rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
+int od_rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
 {
 #ifdef RENAME_NOREPLACE
     if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0)
@@ -338,167 +339,10 @@ static int exchange(const char *a, const char *b)
 #endif
 }
 
-typedef struct {
-    char *name;
-    long pid;
-    int old;
-    struct timespec ctime;
-} stale_entry;
-
-static int later(struct timespec a, struct timespec b)
-{
-    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
-}
-
-/* An interrupted two-rename replacement left base missing and its previous
- * output in an -old directory: the latest one goes back to base (it is
- * complete; the temporary beside it may not be). Returns the index of the
- * restored entry, n if none was, or -1 if the restore failed (then no -old
- * directory may be removed). */
-static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, const stale_entry *v, size_t n)
-{
-    size_t best = n;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].old == 1 && (best == n || later(v[i].ctime, v[best].ctime)))
-            best = i;
-    if (best == n || v[best].old != 1)
-        return (ptrdiff_t)n;
-    if (rename_noreplace_at(dfd, v[best].name, dfd, base) != 0) {
-        if (errno == EEXIST || errno == ENOTEMPTY)
-            return (ptrdiff_t)n;   /* another run published meanwhile: the -old ones are stale */
-        rs_log(RS_LOG_WARN, "%s/%s: previous output left by an interrupted replacement (process %ld); "
-               "cannot restore it as %s/%s: %s; kept", parent, v[best].name, v[best].pid, parent, base,
-               strerror(errno));
-        return -1;
-    }
-    rs_log(RS_LOG_WARN, "%s/%s: restored from %s, left by an interrupted replacement (process %ld)", parent, base,
-           v[best].name, v[best].pid);
-    return (ptrdiff_t)best;
-}
-
-static int holds_our_manifest(int dfd);
-
-/* A directory beside base that no run may remove: one a repair renamed
- * to <stem>.ringshard-repair.<pid> (HELD_TAG) once it was complete - the
- * repaired directory before its exchange with base, the damaged one after
- * it - or, base missing while a <base>.damaged.N exists, a temporary that
- * holds a manifest.json (the repaired directory of a repair that an
- * earlier version published in two renames, killed between them). Says
- * where it is and how to put it back: -1 with err (RS_EXIT_DATA). */
-static int refuse_held(const char *parent, const char *base, const char *name, long pid, int held, int base_missing,
-                       rs_error *err)
-{
-    if (held && base_missing)
-        return rs_error_set(err, RS_EXIT_DATA, "%s/%s: missing, and %s/%s holds the directory a repair (process %ld, "
-                            "killed) was publishing: put it in place with `mv %s/%s %s/%s`, then run again (the "
-                            "damaged directory is at %s/%s.damaged.<N>); nothing was changed", parent, base, parent,
-                            name, pid, parent, name, parent, base, parent, base);
-    if (held)
-        return rs_error_set(err, RS_EXIT_DATA, "%s/%s: a complete directory that a repair of %s/%s (process %ld, "
-                            "killed while it published) left: the damaged directory it replaced, or the repaired "
-                            "one it had not put in place (%s/%s is the other; `ringshard verify` tells them "
-                            "apart); nothing was changed: keep it with `mv %s/%s %s/%s.damaged.<N>` (N not taken), or "
-                            "remove it, then run again", parent, name, parent, base, pid, parent, base, parent, name,
-                            parent, base);
-    return rs_error_set(err, RS_EXIT_DATA, "%s/%s: missing, and %s/%s (left by process %ld) holds a complete "
-                        "directory, while %s/%s.damaged.<N> exists: the directory an interrupted repair was putting "
-                        "in place? nothing was changed: `mv %s/%s %s/%s` puts it in place, then run again", parent,
-                        base, parent, name, pid, parent, base, parent, name, parent, base);
-}
-
-/* Whether parent (dfd) holds "<base>.damaged.<something>". */
-static int has_damaged_aside(DIR *d, const char *base)
-{
-    size_t n = strlen(base);
-    struct dirent *de;
-    rewinddir(d);
-    while ((de = readdir(d)) != NULL)
-        if (strncmp(de->d_name, base, n) == 0 && strncmp(de->d_name + n, ".damaged.", 9) == 0)
-            return 1;
-    return 0;
-}
-
-/* The stale siblings of base in parent, into *v (*n): temporary, -old and
- * held directories of processes that are gone. */
-static void list_stale(DIR *d, const char *stem, stale_entry **v, size_t *n)
-{
-    int dfd = dirfd(d);
-    size_t cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        const char *rest;
-        long pid = rs_tmp_tagged_pid(de->d_name, stem, TMP_TAG, &rest);
-        int old = 0;
-        if (pid < 0 || rest[0] != '.' || rest[1] == '\0') {
-            old = 1;
-            pid = rs_tmp_tagged_pid(de->d_name, stem, OLD_TAG, &rest);
-            if (pid < 0 || rest[0] != '\0')
-                old = 2, pid = rs_tmp_tagged_pid(de->d_name, stem, HELD_TAG, &rest);
-            if (pid < 0 || rest[0] != '\0')
-                continue;
-        }
-        struct stat st;
-        if (!rs_tmp_pid_gone(pid) || fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
-            continue;
-        if (*n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            void *p = realloc(*v, nc * sizeof **v);
-            if (p == NULL)
-                break;
-            *v = p;
-            cap = nc;
-        }
-        char *name = strdup(de->d_name);
-        if (name != NULL)
-            (*v)[(*n)++] = (stale_entry){name, pid, old, st.st_ctim};
-    }
-}
-
-/* Removes the stale siblings of base in parent: temporary and -old
- * directories of processes that are gone, once one -old directory is
- * restored when base is missing (restore_old). A directory that must not
- * be removed (refuse_held) stops it first: -1 with err, nothing removed.
- * (Stale temporary files: rs_tmp_create_beside.) */
-static int clean_stale(const char *parent, const char *base, const char *stem, rs_error *err)
-{
-    DIR *d = opendir(parent);
-    if (d == NULL)
-        return 0;   /* mkdir will report a parent that is unusable */
-    int dfd = dirfd(d), rc = 0;
-    stale_entry *v = NULL;
-    size_t n = 0;
-    list_stale(d, stem, &v, &n);
-    struct stat st;
-    int missing = fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT;
-    int asides = missing && n ? has_damaged_aside(d, base) : 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        int fd = v[i].old || !asides ? -1 : openat(dfd, v[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        int complete = fd >= 0 && holds_our_manifest(fd) > 0;
-        if (fd >= 0)
-            close(fd);
-        if (v[i].old == 2 || complete)
-            rc = refuse_held(parent, base, v[i].name, v[i].pid, v[i].old == 2, missing, err);
-    }
-    ptrdiff_t restored = (ptrdiff_t)n;
-    if (rc == 0 && missing)
-        restored = restore_old(dfd, parent, base, v, n);
-    for (size_t i = 0; i < n; i++) {
-        if (rc == 0 && (ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
-            rs_log(RS_LOG_INFO, "removing %s/%s, left by process %ld which is gone", parent, v[i].name, v[i].pid);
-            if (rm_tree_at(dfd, v[i].name, 0) != 0)
-                rs_log(RS_LOG_WARN, "%s/%s: cannot remove: %s", parent, v[i].name, strerror(errno));
-        }
-        free(v[i].name);
-    }
-    free(v);
-    closedir(d);
-    return rc;
-}
-
 /* Does the directory hold a manifest.json that ringshard wrote? Its first
  * bytes are enough: a JSON object naming "schema", "kind" and "ringshard"
  * (the "tool" member), in the order the writer puts them. */
-static int holds_our_manifest(int dfd)
+int od_holds_our_manifest(int dfd)
 {
     int fd = openat(dfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -555,7 +399,7 @@ static int check_replaceable(const char *fin, int flags, rs_error *err)
     int fd = open(fin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(errno));
-    int ours = holds_our_manifest(fd);
+    int ours = od_holds_our_manifest(fd);
     DIR *d = fdopendir(fd);
     if (d == NULL) {
         int e = errno;
@@ -610,7 +454,7 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     }
     char stem[RS_TMP_STEM_MAX + 1];
     rs_tmp_stem(base, stem);
-    if (clean_stale(parent, base, stem, err) != 0)   /* first: it may restore fin */
+    if (od_clean_stale(parent, base, stem, err) != 0)   /* first: it may restore fin */
         goto fail;
 
     struct stat st;
@@ -653,20 +497,6 @@ fail:
     free(fin);
     free(parent);
     return -1;
-}
-
-int rs_outdir_recover(const char *final, rs_error *err)
-{
-    char *fin, *parent;
-    const char *base;
-    if (final == NULL || final[0] == '\0' || rs_tmp_split_path(final, &fin, &parent, &base) != 0)
-        return 0;
-    char stem[RS_TMP_STEM_MAX + 1];
-    rs_tmp_stem(base, stem);
-    int rc = clean_stale(parent, base, stem, err);
-    free(fin);
-    free(parent);
-    return rc;
 }
 
 char *rs_outdir_path(const rs_outdir *od, const char *name)
@@ -750,7 +580,7 @@ static int replace_in_two(rs_outdir *od, const char *fin, const char *old, rs_er
         return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, old, strerror(errno));
     }
     rs_test_pause("old");
-    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+    if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
         return 0;
     int e = errno;
     if (e == EEXIST || e == ENOTEMPTY) {
@@ -771,7 +601,7 @@ static int publish(rs_outdir *od, const char *fin, const char *old, const char *
 {
     *displaced = NULL;
     for (int attempt = 0; attempt < 100; attempt++) {
-        if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+        if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
             return 0;
         int e = errno;
         if (e != EEXIST && e != ENOTEMPTY)
@@ -915,7 +745,7 @@ static int swap_aside(const char *held, const char *fin, const char *aside, int 
         rs_interrupt_published();   /* from here the run finishes */
         rs_test_pause("exchanged");
         *kept = 1;
-        if (rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, aside) != 0)
+        if (od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, aside) != 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: published, but the directory it replaced cannot be renamed "
                                 "from %s to %s: %s (move it there yourself)", fin, held, aside, strerror(errno));
         return 0;
@@ -926,14 +756,14 @@ static int swap_aside(const char *held, const char *fin, const char *aside, int 
     rs_log(RS_LOG_WARN, "%s: the file system cannot exchange two directories (renameat2 RENAME_EXCHANGE: %s): "
            "replacing it in two renames; if killed between them, the next run on it says how to put %s in place",
            fin, strerror(e), held);
-    if (rename_noreplace_at(AT_FDCWD, fin, AT_FDCWD, aside) != 0)
+    if (od_rename_noreplace_at(AT_FDCWD, fin, AT_FDCWD, aside) != 0)
         return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, aside, strerror(errno));
     rs_interrupt_published();
     rs_test_pause("aside");
-    if (rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, fin) != 0) {
+    if (od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, fin) != 0) {
         e = errno;
         *kept = 1;
-        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, fin) == 0)
+        if (od_rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, fin) == 0)
             return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", held, fin,
                                 strerror(e), fin);
         return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s, the new one at "
@@ -965,14 +795,14 @@ int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
     }
     if (ready_to_publish(od, err) != 0)
         goto out;
-    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, held) != 0) {
+    if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, held) != 0) {
         rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, held, strerror(errno));
         goto out;
     }
     rs_test_pause("held");
     int kept;
     if (swap_aside(held, od->final, aside, &kept, err) != 0) {
-        if (!kept && rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, od->tmp) != 0)
+        if (!kept && od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, od->tmp) != 0)
             rs_log(RS_LOG_WARN, "%s: cannot rename it back to %s: %s", held, od->tmp, strerror(errno));
         goto out;
     }
@@ -1084,7 +914,7 @@ int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         int is_dir = fstatat(tmp_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-        int r = is_dir ? rename_noreplace_at(tmp_fd, names[i], fin_fd, names[i])
+        int r = is_dir ? od_rename_noreplace_at(tmp_fd, names[i], fin_fd, names[i])
                        : renameat(tmp_fd, names[i], fin_fd, names[i]);
         if (r != 0) {
             rs_error_set(err, RS_EXIT_IO, "cannot rename %s/%s into %s: %s%s", od->tmp, names[i], od->final,

@@ -152,8 +152,8 @@ out:
 /* The compacted base's manifest: DIR's base with the merged files, every
  * generation's inputs (with the generation that ingested each; the base's
  * not when its files are left out) and totals. */
-static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup, const rs_compact_take *take,
-                          const rs_outdir *od, rs_error *err)
+static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup,
+                          const rs_compact_take *take, const rs_outdir *od, rs_error *err)
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
     m.dedup = (char *)dedup;
