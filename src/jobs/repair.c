@@ -1,10 +1,19 @@
 /* The repair job (job_repair.h): the library side of `ringshard repair`.
  *
  * Why the damaged directory is renamed aside and not rebuilt in place:
- * what cannot be kept (a generation whose manifest is lost, a file of
- * another size) may still be worth a look, and repair must never be the
- * step that loses a row; so the directory stays whole, under another name,
- * and DIR becomes a compacted directory of what is intact. */
+ * what cannot be kept (a generation whose manifest is lost, a damaged
+ * file) may still be worth a look, and repair must never be the step that
+ * loses a row; so the directory stays whole, under another name, and DIR
+ * becomes a compacted directory of what is intact.
+ *
+ * Why every file is read, not only listed: a flipped bit leaves a file's
+ * size as it was, and a repair that trusted sizes would call such a
+ * directory whole while verify fails it. The check is the dataset layer's
+ * (rs_bucketdir_check_all), the same judgement verify makes of each file.
+ *
+ * Why a generation with one damaged file is not kept whole: its inputs
+ * are what brings its rows back, and an append of them again adds every
+ * row of them; keeping its intact files would then hold those twice. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
