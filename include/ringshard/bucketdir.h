@@ -38,7 +38,9 @@
  * generation, from where it is) or a copy (another holds it: not read), a
  * "previous" digest that is not its predecessor's, and a file or key index
  * that a manifest lists but that is missing or of another size on disk
- * (one fstatat each). Entries of DIR (and of its generations) that no
+ * (one fstatat each; a key index's damage is said as such, and does not
+ * make its generation's rows unreadable). Entries of DIR (and of its
+ * generations) that no
  * manifest names are strays, listed apart: no row is missing for them.
  * A damaged directory is refused by rs_bucketdir_open (readers, and writers
  * that would build on it); verify and repair open it with
@@ -81,7 +83,7 @@ typedef struct {
     char **stray;           /* [nstray] names under fd that no manifest names ("x.txt", "g00000002/y") */
     size_t nlisted;
     uint64_t *listed;       /* [nlisted] the generations g<N> listed after the base's, ascending */
-    uint8_t *gen_broken;    /* [ngens] 1: a file or key index of it is missing or of another size */
+    uint8_t *gen_broken;    /* [ngens] 1: a data file of it is missing or of another size */
     uint64_t *gen_dir;      /* [ngens] the g<N> each was read from: its own number, but for a directory
                                renamed within a gap (rs_bucketdir_gen_dir) */
     /* Per file, found once by the open (readers ask for every file: no search of every
@@ -97,10 +99,13 @@ typedef struct rs_bucketdir_damage {
     char *msg;              /* "DIR/g00000003: missing (...)": what, naming the file */
     uint64_t gen;           /* the generation it concerns */
     uint8_t file;           /* a file or key index of a readable generation (verify names those itself):
-                               1 missing or not a regular file, 2 of another size */
+                               1 missing or not a regular file, 2 of another size; | RS_DAMAGE_INDEX for a
+                               key index (its generation's rows are whole: gen_broken is not set) */
     uint8_t dropped;        /* 1: the generation's manifest cannot be used: none of its rows is read */
     uint64_t ngens;         /* the generations it stands for (a run of missing ones: more than 1) */
 } rs_bucketdir_damage;
+
+#define RS_DAMAGE_INDEX 4
 
 /* The name of the directory generation gen of bd was read from, into
  * out[16] (rs_gen_dir_name of gen when bd did not read it). */
@@ -169,6 +174,44 @@ typedef struct {
  * what differs (found, then what the manifest says). */
 int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdir_found *found, int check_crc,
                              const char *header, rs_error *err);
+
+/* What rs_bucketdir_check_all says of a data file or a key index. */
+enum {
+    RS_FILE_INTACT = 0,     /* what its manifest says */
+    RS_FILE_LONGER = 1,     /* a data file whose first file_bytes are what its manifest says, and bytes
+                               follow them: whole once cut back to those (msg says so) */
+    RS_FILE_DAMAGED = 2,    /* missing, shorter, unreadable, or not what its manifest says (msg) */
+    RS_FILE_NONE = 3        /* (key indexes) the file has none */
+};
+
+typedef struct {
+    uint8_t state;          /* RS_FILE_* */
+    char *msg;              /* LONGER, DAMAGED: what, naming the file (malloc'd; NULL if out of memory) */
+} rs_bucketdir_verdict;
+
+/* THE check of what a directory holds, file by file, that repair trusts
+ * and that agrees with verify on which files are damaged: every data file
+ * of bd is decoded (its codec's own checks: gzip members' CRC-32 and
+ * ISIZE, zstd frames' checksums) up to its manifest's file_bytes, and its
+ * rows, data bytes, CRC-32 (ISA-L), blank lines and header judged by
+ * rs_bucketdir_check_found; every key index is checked for its size and
+ * CRC-32. files[i] and indexes[i] (arrays of bd->nfiles) get file i's
+ * verdicts. Files are read on `threads` threads at once (< 1: OpenMP's
+ * default). 0, or -1 with err (RS_EXIT_IO out of memory,
+ * RS_EXIT_INTERRUPTED); the verdicts' messages are the caller's to free
+ * (rs_bucketdir_verdicts_free). */
+int rs_bucketdir_check_all(const rs_bucketdir *bd, int threads, rs_bucketdir_verdict *files,
+                           rs_bucketdir_verdict *indexes, rs_error *err);
+
+/* Frees v[0..n)'s messages and v. */
+void rs_bucketdir_verdicts_free(rs_bucketdir_verdict *v, size_t n);
+
+/* Leaves out of bd (open) the generations gens[g] for which drop[g] is 1,
+ * as if they had not been read: bd->gens, the list of files, the totals
+ * and last_gen are those of the others; the damages of a dropped one are
+ * marked dropped. 0, or -1 with err (out of memory: bd is then only fit to
+ * be closed). */
+int rs_bucketdir_drop_gens(rs_bucketdir *bd, const uint8_t *drop, rs_error *err);
 
 /* File i's key index (keyidx.h), as the manifests list it: its own
  * (beside it, in its generation's manifest), or one that a later

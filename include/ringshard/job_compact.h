@@ -55,4 +55,23 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
 int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
                     rs_compact_job_result *r, rs_error *err);
 
+/* Which parts rs_compact_parts takes (repair: what it keeps). */
+enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2 };
+
+typedef struct {
+    const uint8_t *take;      /* [bd->nfiles] per file: RS_TAKE_NONE leaves it out, RS_TAKE_WHOLE takes it as
+                                 compact does, RS_TAKE_CUT its first file_bytes (a longer file); NULL: all whole */
+    const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
+                                 node's base file is left out */
+    size_t head_len;
+    int base_out;             /* the base's files are left out: its inputs are not listed as ingested */
+} rs_compact_take;
+
+/* rs_compact_into taking the parts `take` says (NULL: rs_compact_into):
+ * the merged files and the manifest's totals hold the parts taken only.
+ * Indexes are merged only with drop_indexes 0, which a part left out
+ * within a node does not allow (the caller drops them then). */
+int rs_compact_parts(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
+                     const rs_compact_take *take, rs_compact_job_result *r, rs_error *err);
+
 #endif

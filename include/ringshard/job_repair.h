@@ -19,31 +19,43 @@ typedef struct {
     uint64_t generations;     /* generations kept: the base and the appended ones */
     uint64_t generation;      /* the rebuilt base's generation number (the newest kept) */
     uint64_t rows, files_after, file_bytes;  /* what the rebuilt DIR holds */
-    uint64_t lost_generations;  /* listed generations not kept */
+    uint64_t lost_generations;  /* listed generations not kept (the base counts as one) */
     uint64_t lost_rows;       /* their rows, as far as their manifests say */
     int lost_unknown;         /* a generation not kept whose manifest cannot be read: its rows unknown */
     char **lines;             /* [nlines] what was found and what could not be kept, one line each */
     size_t nlines;
     size_t strays;            /* entries no manifest names: left in the damaged directory */
     size_t indexes_dropped;   /* key indexes not of their manifest's CRC-32: none carried then */
+    size_t cut_back;          /* longer files cut back to what their manifests say (every row kept) */
+    size_t nnodes;            /* the nodes that lost rows: */
+    char **node;              /* [nnodes] their names */
+    uint64_t *node_kept, *node_lost;  /* [nnodes] each one's rows kept and not kept */
+    size_t nagain;
+    char **again;             /* [nagain] the inputs of what was not kept: an append of them again
+                                 brings those rows back */
     double seconds;
 } rs_repair_job_result;
 
 /* Repairs o->dir under its writer lock: reads its chain with every damage
- * (rs_bucketdir_open_flags, TOLERANT | INTACT) and keeps the base and every
- * generation whose manifest reads and agrees with the base and whose files
- * and key indexes all match it, after a gap or a broken "previous" link
- * too (the link cannot be checked; its rows are kept). Those are written
- * as one compacted directory beside DIR (rs_compact_into), then DIR is
- * renamed to "DIR.damaged.<N>" (the first N from 1 that does not exist)
- * and the new directory to DIR (rs_outdir_commit_aside). A directory
- * without damage is left as it is (r->whole). A key index whose bytes are
- * not its manifest's CRC-32 (a damaged block: the chain itself is whole)
- * is damage too: the new DIR then has no key indexes (the rows are all
- * kept), and the next dedup --append builds them. A generation not kept is
- * dropped whole, its inputs not listed in the new manifest (an append of
- * them again ingests their rows). Returns 0, or -1 with err: RS_EXIT_DATA
- * when the base manifest or a base file is damaged (nothing to build on),
+ * (rs_bucketdir_open_flags, TOLERANT), then every data file and key index
+ * (rs_bucketdir_check_all: the definition of a damaged file that verify
+ * agrees with), and keeps every row of every data file that is what its
+ * manifest says: the base's and those of every generation whose manifest
+ * reads and agrees with the base and whose data files are all intact,
+ * after a gap or a broken "previous" link too. A longer file whose first
+ * file_bytes are intact is cut back to them (r->cut_back); a damaged key
+ * index costs no row: the new DIR has none (r->indexes_dropped) and the
+ * next dedup --append builds them. A generation with a damaged data file
+ * is not kept, nor the base's rows when a base file is damaged: their
+ * inputs are not listed in the new manifest, and are named (r->again) so
+ * that an append of them again brings back exactly those rows; r->node
+ * says each node's rows kept and not kept. What is kept is written as one
+ * compacted directory beside DIR (rs_compact_parts) and published with the
+ * damaged DIR kept whole at "DIR.damaged.<N>" (the first N from 1 that
+ * does not exist), DIR naming a whole directory at every instant
+ * (rs_outdir_commit_aside). A directory without damage is left as it is
+ * (r->whole). Returns 0, or -1 with err: RS_EXIT_DATA when a complete
+ * directory an interrupted repair left is beside DIR (rs_outdir_recover),
  * RS_EXIT_USAGE (not a bucket directory), RS_EXIT_IO, RS_EXIT_INTERRUPTED;
  * DIR is left as it was then. */
 int rs_repair_job_run(const rs_repair_job_opts *o, rs_repair_job_result *r, rs_error *err);

@@ -39,6 +39,13 @@ typedef struct {
     uint64_t rows_written, bytes_written;  /* data rows and bytes written to the output */
     uint64_t rows_rejected;    /* malformed rows skipped or quarantined (--on-bad-row) */
     rs_procio io;              /* the kernel's read counters over the run (io.known 0: not written) */
+    /* repair only (repair 0: none of these written): the rows it could not keep, the nodes that lost
+       rows with each one's rows kept and not kept, and the inputs to append again */
+    int repair;
+    uint64_t rows_not_kept;
+    size_t nrepair_nodes, nrepair_inputs;
+    const char *const *repair_node, *const *repair_input;
+    const uint64_t *repair_kept, *repair_lost;
     rs_metrics_phase phase[RS_METRICS_MAX_PHASES];
     int nphases;
 } rs_metrics;

@@ -55,10 +55,15 @@ typedef struct {
 int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
 
 /* What rs_outdir_begin does first, for a run that works on final in place
- * (compact): removes the temporaries of gone processes beside it and, when
- * final is missing, puts back the output an interrupted two-rename
- * replacement left at "<stem>.ringshard-old.<pid>" (with a warning). */
-void rs_outdir_recover(const char *final);
+ * (compact, repair): removes the temporaries of gone processes beside it
+ * and, when final is missing, puts back the output an interrupted
+ * two-rename replacement left at "<stem>.ringshard-old.<pid>" (with a
+ * warning). A complete directory that must not be removed (one an
+ * interrupted repair left at "<stem>.ringshard-repair.<pid>", or, final
+ * missing beside a "<final>.damaged.<N>", a temporary holding a manifest)
+ * stops it (and rs_outdir_begin) before anything is removed: -1 with err
+ * (RS_EXIT_DATA) saying where it is and how to put it back; else 0. */
+int rs_outdir_recover(const char *final, rs_error *err);
 
 /* Path of `name` inside the temporary directory (malloc'd). */
 char *rs_outdir_path(const rs_outdir *od, const char *name);
@@ -106,14 +111,19 @@ int rs_outdir_commit(rs_outdir *od, rs_error *err);
 int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_error *err);
 
 /* Publishes od as final and keeps the previous final whole at aside (a
- * path that must not exist): fsyncs the temporary's tree, renames final to
- * aside, then the temporary to final (both RENAME_NOREPLACE), then fsyncs
- * the parent. Killed between the two renames, final is missing and aside
- * holds the previous directory as it was; a failure of the second rename
- * puts it back. A stop signal raised before the first rename publishes
- * nothing (RS_EXIT_INTERRUPTED). Test pause points: "publish" before the
- * renames, "aside" between them, "published" after. *od is released
- * either way. (repair: the damaged directory is kept for inspection.) */
+ * path that must not exist), final naming a whole directory at every
+ * instant: fsyncs the temporary's tree, renames it to
+ * "<stem>.ringshard-repair.<pid>" (a name no run removes: rs_outdir_recover),
+ * exchanges that with final (renameat2 RENAME_EXCHANGE), renames it (now
+ * the previous final) to aside, then fsyncs the parent. Where the file
+ * system cannot exchange, final is renamed to aside and the new directory
+ * to final (a warning says so): killed between the two, final is missing
+ * and the next run says how to put the new one in place. A stop signal
+ * raised before the exchange publishes nothing (RS_EXIT_INTERRUPTED). Test
+ * pause points: "publish" before the renames, "held" after the first,
+ * "exchanged" (or "aside" without the exchange) after the second,
+ * "published" after the last. *od is released either way. (repair: the
+ * damaged directory is kept for inspection.) */
 int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err);
 
 /* Takes the writer lock of the directory dir: an exclusive flock(2) on the

@@ -8,23 +8,30 @@
 
 static const char repair_help[] =
     "Usage: ringshard repair [OPTIONS] DIR\n"
-    "Rebuilds the bucket directory DIR when its chain of generations is\n"
-    "damaged (a generation missing or renamed, a manifest missing or\n"
-    "unreadable, a digest that does not chain, a file missing or of another\n"
-    "size, a key index whose bytes are not its manifest's CRC-32: what\n"
-    "`ringshard verify DIR` reports). Keeps the rows of the base\n"
-    "and of every generation whose manifest reads and whose files match it,\n"
-    "after a gap too, merged into one file per node as compact writes them;\n"
-    "renames the damaged directory to DIR.damaged.<N> (kept whole, for\n"
-    "inspection) and publishes the new one as DIR. Prints on stdout each\n"
-    "damage found (DAMAGE), each generation it could not keep with its rows\n"
-    "and inputs (NOT KEPT) and each entry no manifest names (NOT CARRIED:\n"
-    "it stays in DIR.damaged.<N>). A damaged key index is not carried: the\n"
-    "new DIR has none, and the next `dedup --append` builds them from the\n"
-    "rows (INDEXES NOT CARRIED). A directory without damage is left as it\n"
-    "is. Exit 0 when every generation was kept, 3 when DIR was rebuilt\n"
-    "without some (listed), 2 when the base itself is damaged (DIR left as\n"
-    "it was).\n\n"
+    "Rebuilds the bucket directory DIR when it is damaged: its chain of\n"
+    "generations (a generation missing or renamed, a manifest missing or\n"
+    "unreadable, a digest that does not chain) or a file (missing, cut\n"
+    "short, longer, or whose bytes are not what its manifest says: every\n"
+    "file is read and its CRC-32 checked, as `ringshard verify DIR` does,\n"
+    "which names the same files). Keeps the rows of the base and of every\n"
+    "generation whose manifest reads and whose data files are all what\n"
+    "their manifests say, after a gap too; a generation with a damaged data\n"
+    "file is not kept (a damaged base file: the base's rows), and its\n"
+    "inputs are named: an append of them again brings those rows back,\n"
+    "once. A file longer\n"
+    "than its manifest says whose first bytes are intact is cut back to\n"
+    "them (CUT BACK); a damaged key index costs no row: the new DIR has\n"
+    "none, and the next `dedup --append` builds them (INDEXES NOT CARRIED).\n"
+    "What is kept is merged into one file per node as compact writes them\n"
+    "and published in one exchange with DIR; the damaged directory is kept\n"
+    "whole as DIR.damaged.<N>, for inspection. Prints on stdout each damage\n"
+    "(DAMAGE), each generation not kept with its rows and inputs (NOT\n"
+    "KEPT), each node's rows kept and not kept (NODE) and each entry no\n"
+    "manifest names (NOT CARRIED: it stays in DIR.damaged.<N>). A directory\n"
+    "without damage is left as it is. Exit 0 when every row was kept, 3\n"
+    "when DIR was rebuilt without some (listed), 2 when an interrupted\n"
+    "repair left a complete directory beside DIR (the message says where\n"
+    "and how to put it back).\n\n"
     "Options:\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";
@@ -43,6 +50,8 @@ static void summary(const char *dir, const rs_repair_job_result *r)
             "files; the damaged directory is %s", dir, (unsigned long long)r->generations,
             (unsigned long long)r->generation, (unsigned long long)r->rows, (unsigned long long)r->files_after,
             r->aside);
+    if (r->cut_back)
+        fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
     if (r->lost_generations)
         fprintf(stderr, "; %llu generations not kept (%llu rows as their manifests say%s; they stay in %s)",
                 (unsigned long long)r->lost_generations, (unsigned long long)r->lost_rows,
@@ -87,6 +96,17 @@ int rs_cmd_repair(int argc, char **argv)
     if (m) {
         m->rows_written = r.rows;
         m->bytes_written = r.file_bytes;
+        m->repair = 1;
+        m->rows_not_kept = r.lost_rows;
+        /* the file is written once the command returns (main): what it
+         * points to stays, reachable, in for_metrics */
+        static rs_repair_job_result for_metrics;
+        for_metrics = (rs_repair_job_result){.nnodes = r.nnodes, .node = r.node, .node_kept = r.node_kept,
+                                             .node_lost = r.node_lost, .nagain = r.nagain, .again = r.again};
+        r.nnodes = r.nagain = 0, r.node = r.again = NULL, r.node_kept = r.node_lost = NULL;
+        m->nrepair_nodes = for_metrics.nnodes, m->repair_node = (const char *const *)for_metrics.node;
+        m->repair_kept = for_metrics.node_kept, m->repair_lost = for_metrics.node_lost;
+        m->nrepair_inputs = for_metrics.nagain, m->repair_input = (const char *const *)for_metrics.again;
         rs_metrics_add_phase(m, "repair", r.seconds);
     }
     for (size_t k = 0; k < r.nlines; k++)

@@ -421,6 +421,9 @@ void rs_bucketdir_gen_dir(const rs_bucketdir *bd, uint64_t gen, char out[16])
 static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, const char *name, uint64_t want,
                          const char *what, int *broken, rs_error *err)
 {
+    int index = *what != '\0', unused;   /* a key index: its rows are its file's, rebuilt from them */
+    int kind = index ? RS_DAMAGE_INDEX : 0;
+    broken = index ? &unused : broken;
     char rel[600];
     snprintf(rel, sizeof rel, "%s%s%s", dname, *dname ? "/" : "", name);
     struct stat st;
@@ -428,12 +431,12 @@ static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, cons
     snprintf(mf, sizeof mf, "%s%smanifest.json", dname, *dname ? "/" : "");
     if (fstatat(bd->fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
         *broken = 1;
-        return add_damage(bd, gen, 1, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
+        return add_damage(bd, gen, 1 | kind, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
                           errno == ENOENT ? "missing" : "not a regular file", mf);
     }
     if ((uint64_t)st.st_size != want) {
         *broken = 1;
-        return add_damage(bd, gen, 2, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
+        return add_damage(bd, gen, 2 | kind, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
                           (unsigned long long)st.st_size, bd->path, mf, (unsigned long long)want, what);
     }
     return 0;
@@ -556,12 +559,19 @@ static int read_chain(rs_bucketdir *bd, uint64_t upto, char ***top, size_t *ntop
     return 0;
 }
 
-/* Leaves in bd->gens only the generations whose files are intact. */
-static void keep_intact(rs_bucketdir *bd)
+/* bd->last_gen: the newest generation read, the base's when none. */
+static void set_last_gen(rs_bucketdir *bd)
+{
+    bd->last_gen = bd->ngens ? bd->gens[bd->ngens - 1].generation : bd->m.generation ? bd->m.generation : 1;
+}
+
+/* Leaves in bd->gens the generations drop[] does not name (drop NULL:
+ * those whose files are not intact, gen_broken). */
+static void keep_gens(rs_bucketdir *bd, const uint8_t *drop)
 {
     size_t k = 0;
     for (size_t g = 0; g < bd->ngens; g++) {
-        if (bd->gen_broken[g]) {
+        if (drop ? drop[g] : bd->gen_broken[g]) {
             for (size_t d = 0; d < bd->ndamage; d++)
                 if (bd->damage[d].gen == bd->gens[g].generation)
                     bd->damage[d].dropped = 1;
@@ -574,6 +584,7 @@ static void keep_intact(rs_bucketdir *bd)
         bd->gen_broken[k++] = 0;
     }
     bd->ngens = k;
+    set_last_gen(bd);
 }
 
 int rs_bucketdir_refuse_damage(const rs_bucketdir *bd, const char *what, rs_error *err)
@@ -596,7 +607,7 @@ static int refuse_read(const rs_bucketdir *bd, rs_error *err)
     const rs_bucketdir_damage *first = NULL;
     size_t n = 0, sizes = 0;
     for (size_t d = 0; d < bd->ndamage; d++) {
-        if (bd->damage[d].file == 2) {
+        if ((bd->damage[d].file & 3) == 2) {
             sizes++;   /* counted among the others, but never the one named: a size alone is not refused here */
             continue;  /* a size: the reader's own check names what else differs (rs_bucketdir_check_file) */
         }
@@ -831,10 +842,9 @@ int rs_bucketdir_open_flags(rs_bucketdir *bd, const char *dir, uint64_t upto, in
     if (bd->ndamage && !(flags & RS_BUCKETDIR_TOLERANT) && refuse_read(bd, err) != 0)
         goto fail;
     if (flags & RS_BUCKETDIR_INTACT)
-        keep_intact(bd);
-    bd->last_gen = bd->m.generation ? bd->m.generation : 1;
-    if (bd->ngens)
-        bd->last_gen = bd->gens[bd->ngens - 1].generation;
+        keep_gens(bd, NULL);
+    else
+        set_last_gen(bd);
     rs_murmur3_x64_128(bd->base_digest, sizeof bd->base_digest, 0, bd->digest);
     for (size_t g = 0; g < bd->ngens; g++) {
         uint64_t two[4] = {bd->digest[0], bd->digest[1], bd->gen_digests[g][0], bd->gen_digests[g][1]};
@@ -864,10 +874,9 @@ int rs_bucketdir_open(rs_bucketdir *bd, const char *dir, rs_error *err)
     return rs_bucketdir_open_upto(bd, dir, UINT64_MAX, err);
 }
 
-void rs_bucketdir_close(rs_bucketdir *bd)
+/* Frees the list of files (flatten, link_indexes). */
+static void free_files(rs_bucketdir *bd)
 {
-    if (bd->path && bd->fd >= 0)
-        close(bd->fd);
     for (size_t i = 0; i < bd->nfiles; i++) {
         free(bd->paths ? bd->paths[i] : NULL);
         free(bd->names ? (char *)bd->names[i] : NULL);
@@ -881,6 +890,23 @@ void rs_bucketdir_close(rs_bucketdir *bd)
     free(bd->file_ix);
     free(bd->file_ix_slot);
     free(bd->headerless);
+    bd->paths = NULL, bd->names = NULL, bd->files = NULL, bd->file_gen = NULL, bd->file_base = NULL;
+    bd->file_slot = NULL, bd->file_ix = NULL, bd->file_ix_slot = NULL, bd->headerless = NULL;
+    bd->nfiles = 0;
+}
+
+int rs_bucketdir_drop_gens(rs_bucketdir *bd, const uint8_t *drop, rs_error *err)
+{
+    free_files(bd);
+    keep_gens(bd, drop);
+    return flatten(bd, err) != 0 || link_indexes(bd, err) != 0 ? -1 : 0;
+}
+
+void rs_bucketdir_close(rs_bucketdir *bd)
+{
+    if (bd->path && bd->fd >= 0)
+        close(bd->fd);
+    free_files(bd);
     for (size_t g = 0; g < bd->ngens; g++)
         rs_manifest_free(&bd->gens[g]);
     free(bd->gens);
@@ -901,84 +927,6 @@ void rs_bucketdir_close(rs_bucketdir *bd)
 int rs_bucketdir_segment(const rs_bucketdir *bd, size_t i)
 {
     return bd->file_gen[i] != (bd->m.generation ? bd->m.generation : 1);
-}
-
-int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_t *size, uint32_t *crc32,
-                          int *by_row)
-{
-    const rs_manifest_file *f = bd->files[i];
-    size_t slot = bd->file_slot[i];
-    char dn[16];
-    *name = NULL;
-    if (f->index) {
-        const rs_manifest *own = slot == SIZE_MAX ? &bd->m : &bd->gens[slot];
-        if (slot != SIZE_MAX)
-            rs_gen_dir_name(bd->gen_dir[slot], dn);
-        if (asprintf(name, "%s%s%s", slot != SIZE_MAX ? dn : "", slot != SIZE_MAX ? "/" : "", f->index) < 0)
-            return -1;
-        *size = f->index_bytes, *crc32 = f->index_crc32;
-        *by_row = own->dedup && !strcmp(own->dedup, "row");
-        return 1;
-    }
-    const rs_manifest_index *mi = bd->file_ix[i];
-    if (!mi)
-        return 0;
-    size_t g = bd->file_ix_slot[i];
-    rs_gen_dir_name(bd->gen_dir[g], dn);
-    if (asprintf(name, "%s/%s", dn, mi->index) < 0)
-        return -1;
-    *size = mi->index_bytes, *crc32 = mi->index_crc32;
-    *by_row = bd->gens[g].dedup && !strcmp(bd->gens[g].dedup, "row");
-    return 1;
-}
-
-char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
-{
-    char *p = NULL, dname[16];
-    if (bd->file_slot[i] == SIZE_MAX)
-        return asprintf(&p, "%s/manifest.json", bd->path) < 0 ? NULL : p;
-    rs_gen_dir_name(bd->gen_dir[bd->file_slot[i]], dname);
-    return asprintf(&p, "%s/%s/manifest.json", bd->path, dname) < 0 ? NULL : p;
-}
-
-static int differs(const rs_bucketdir *bd, size_t i, const char *what, uint64_t found, uint64_t said,
-                   rs_error *err)
-{
-    char *mp = rs_bucketdir_manifest_of(bd, i);
-    rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu %s, the manifest says %llu (the file does not match %s)",
-                 bd->paths[i], (unsigned long long)found, what, (unsigned long long)said, mp ? mp : bd->path);
-    free(mp);
-    return -1;
-}
-
-int rs_bucketdir_check_found(const rs_bucketdir *bd, size_t i, const rs_bucketdir_found *found, int check_crc,
-                             const char *header, rs_error *err)
-{
-    const rs_manifest_file *f = bd->files[i];
-    if (found->rows != f->rows)
-        return differs(bd, i, "rows", found->rows, f->rows, err);
-    if (found->bytes != f->bytes)
-        return differs(bd, i, "data bytes", found->bytes, f->bytes, err);
-    if (check_crc && found->crc != f->crc32) {
-        char *mp = rs_bucketdir_manifest_of(bd, i);
-        rs_error_set(err, RS_EXIT_VERIFY,
-                     "%s: CRC-32 of the data %08x, the manifest says %08x (the file does not match %s)",
-                     bd->paths[i], found->crc, f->crc32, mp ? mp : bd->path);
-        free(mp);
-        return -1;
-    }
-    if (found->size != f->file_bytes)
-        return differs(bd, i, "bytes on disk", found->size, f->file_bytes, err);
-    if (found->blank_lines)
-        return differs(bd, i, "blank lines (ringshard writes none)", found->blank_lines, 0, err);
-    const char *want = bd->m.header && !bd->m.keys_only && !bd->headerless[i] ? bd->m.header_line : NULL;
-    if (header && want && found->rows + found->blank_lines > 0 && strcmp(header, want) != 0) {
-        char a[400], b[400];
-        return rs_error_set(err, RS_EXIT_VERIFY, "%s: header %s, the manifest says %s", bd->paths[i],
-                            rs_text_shown(a, sizeof a, header, strlen(header), 300, '\''),
-                            rs_text_shown(b, sizeof b, want, strlen(want), 300, '\''));
-    }
-    return 0;
 }
 
 int rs_bucketdir_replaced(const rs_bucketdir *bd)

@@ -80,14 +80,16 @@
 #include "ringshard/outfile.h"
 #include "ringshard/testhook.h"
 #include "util/tmpname.h"
+#include "dataset/outdir_impl.h"
 
 #define TMP_TAG RS_TMP_TAG
-#define OLD_TAG ".ringshard-old."
+#define OLD_TAG OD_OLD_TAG
+#define HELD_TAG OD_HELD_TAG
 #define MAX_TREE_DEPTH 256
 
 /* ---- recursive removal without following links ---- */
 
-static int rm_tree_at(int dirfd, const char *name, int depth)
+int od_rm_tree_at(int dirfd, const char *name, int depth)
 {
     if (unlinkat(dirfd, name, 0) == 0)
         return 0;
@@ -117,7 +119,7 @@ static int rm_tree_at(int dirfd, const char *name, int depth)
         while ((de = readdir(d)) != NULL) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
-            if (rm_tree_at(fd, de->d_name, depth + 1) != 0) {
+            if (od_rm_tree_at(fd, de->d_name, depth + 1) != 0) {
                 if (!saved)
                     saved = errno;
                 rc = -1;
@@ -144,7 +146,7 @@ static int rm_tree_at(int dirfd, const char *name, int depth)
 
 static int rm_tree(const char *path)
 {
-    return rm_tree_at(AT_FDCWD, path, 0);
+    return od_rm_tree_at(AT_FDCWD, path, 0);
 }
 
 /* ---- fsync of a tree ---- */
@@ -304,7 +306,7 @@ static int sync_tree(const char *path, int fd, int depth, rs_error *err)
 
 /* rename only if `to` does not exist. 0, or -1 with errno (EEXIST or
  * ENOTEMPTY: `to` exists). */
-static int rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
+int od_rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to)
 {
 #ifdef RENAME_NOREPLACE
     if (renameat2(fromfd, from, tofd, to, RENAME_NOREPLACE) == 0)
@@ -337,105 +339,10 @@ static int exchange(const char *a, const char *b)
 #endif
 }
 
-typedef struct {
-    char *name;
-    long pid;
-    int old;
-    struct timespec ctime;
-} stale_entry;
-
-static int later(struct timespec a, struct timespec b)
-{
-    return a.tv_sec != b.tv_sec ? a.tv_sec > b.tv_sec : a.tv_nsec > b.tv_nsec;
-}
-
-/* An interrupted two-rename replacement left base missing and its previous
- * output in an -old directory: the latest one goes back to base (it is
- * complete; the temporary beside it may not be). Returns the index of the
- * restored entry, n if none was, or -1 if the restore failed (then no -old
- * directory may be removed). */
-static ptrdiff_t restore_old(int dfd, const char *parent, const char *base, const stale_entry *v, size_t n)
-{
-    size_t best = n;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].old && (best == n || later(v[i].ctime, v[best].ctime)))
-            best = i;
-    if (best == n)
-        return (ptrdiff_t)n;
-    if (rename_noreplace_at(dfd, v[best].name, dfd, base) != 0) {
-        if (errno == EEXIST || errno == ENOTEMPTY)
-            return (ptrdiff_t)n;   /* another run published meanwhile: the -old ones are stale */
-        rs_log(RS_LOG_WARN, "%s/%s: previous output left by an interrupted replacement (process %ld); "
-               "cannot restore it as %s/%s: %s; kept", parent, v[best].name, v[best].pid, parent, base,
-               strerror(errno));
-        return -1;
-    }
-    rs_log(RS_LOG_WARN, "%s/%s: restored from %s, left by an interrupted replacement (process %ld)", parent, base,
-           v[best].name, v[best].pid);
-    return (ptrdiff_t)best;
-}
-
-/* Removes the stale siblings of base in parent: temporary and -old
- * directories of processes that are gone, once one -old directory is
- * restored when base is missing (restore_old). (Stale temporary files:
- * rs_tmp_create_beside.) */
-static void clean_stale(const char *parent, const char *base, const char *stem)
-{
-    DIR *d = opendir(parent);
-    if (d == NULL)
-        return;   /* mkdir will report a parent that is unusable */
-    int dfd = dirfd(d);
-    stale_entry *v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        const char *rest;
-        long pid = rs_tmp_tagged_pid(de->d_name, stem, TMP_TAG, &rest);
-        int old = 0;
-        if (pid < 0 || rest[0] != '.' || rest[1] == '\0') {
-            pid = rs_tmp_tagged_pid(de->d_name, stem, OLD_TAG, &rest);
-            if (pid < 0 || rest[0] != '\0')
-                continue;
-            old = 1;
-        }
-        if (!rs_tmp_pid_gone(pid))
-            continue;
-        struct stat st;
-        if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISDIR(st.st_mode))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            void *p = realloc(v, nc * sizeof *v);
-            if (p == NULL)
-                break;
-            v = p;
-            cap = nc;
-        }
-        char *name = strdup(de->d_name);
-        if (name != NULL)
-            v[n++] = (stale_entry){name, pid, old, st.st_ctim};
-    }
-    struct stat st;
-    ptrdiff_t restored = (ptrdiff_t)n;
-    if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
-        restored = restore_old(dfd, parent, base, v, n);
-    for (size_t i = 0; i < n; i++) {
-        if ((ptrdiff_t)i != restored && !(v[i].old && restored < 0)) {
-            rs_log(RS_LOG_INFO, "removing %s/%s, left by process %ld which is gone", parent, v[i].name, v[i].pid);
-            if (rm_tree_at(dfd, v[i].name, 0) != 0)
-                rs_log(RS_LOG_WARN, "%s/%s: cannot remove: %s", parent, v[i].name, strerror(errno));
-        }
-        free(v[i].name);
-    }
-    free(v);
-    closedir(d);
-}
-
 /* Does the directory hold a manifest.json that ringshard wrote? Its first
  * bytes are enough: a JSON object naming "schema", "kind" and "ringshard"
  * (the "tool" member), in the order the writer puts them. */
-static int holds_our_manifest(int dfd)
+int od_holds_our_manifest(int dfd)
 {
     int fd = openat(dfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
@@ -492,7 +399,7 @@ static int check_replaceable(const char *fin, int flags, rs_error *err)
     int fd = open(fin, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return rs_error_set(err, RS_EXIT_IO, "%s: %s", fin, strerror(errno));
-    int ours = holds_our_manifest(fd);
+    int ours = od_holds_our_manifest(fd);
     DIR *d = fdopendir(fd);
     if (d == NULL) {
         int e = errno;
@@ -547,7 +454,8 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
     }
     char stem[RS_TMP_STEM_MAX + 1];
     rs_tmp_stem(base, stem);
-    clean_stale(parent, base, stem);   /* first: it may restore fin */
+    if (od_clean_stale(parent, base, stem, err) != 0)   /* first: it may restore fin */
+        goto fail;
 
     struct stat st;
     if (force & RS_OUTDIR_STAGE) {
@@ -589,19 +497,6 @@ fail:
     free(fin);
     free(parent);
     return -1;
-}
-
-void rs_outdir_recover(const char *final)
-{
-    char *fin, *parent;
-    const char *base;
-    if (final == NULL || final[0] == '\0' || rs_tmp_split_path(final, &fin, &parent, &base) != 0)
-        return;
-    char stem[RS_TMP_STEM_MAX + 1];
-    rs_tmp_stem(base, stem);
-    clean_stale(parent, base, stem);
-    free(fin);
-    free(parent);
 }
 
 char *rs_outdir_path(const rs_outdir *od, const char *name)
@@ -685,7 +580,7 @@ static int replace_in_two(rs_outdir *od, const char *fin, const char *old, rs_er
         return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, old, strerror(errno));
     }
     rs_test_pause("old");
-    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+    if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
         return 0;
     int e = errno;
     if (e == EEXIST || e == ENOTEMPTY) {
@@ -706,7 +601,7 @@ static int publish(rs_outdir *od, const char *fin, const char *old, const char *
 {
     *displaced = NULL;
     for (int attempt = 0; attempt < 100; attempt++) {
-        if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
+        if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, fin) == 0)
             return 0;
         int e = errno;
         if (e != EEXIST && e != ENOTEMPTY)
@@ -839,32 +734,76 @@ out:
     return rc;
 }
 
+/* The held directory (see commit_aside) exchanged with fin, then renamed
+ * to aside; where the file system cannot exchange, fin renamed to aside
+ * and held to fin. 0, or -1 with err: *kept 0 when held is still the new
+ * directory and fin untouched (or put back), 1 when held must stay. */
+static int swap_aside(const char *held, const char *fin, const char *aside, int *kept, rs_error *err)
+{
+    *kept = 0;
+    if (exchange(held, fin) == 0) {
+        rs_interrupt_published();   /* from here the run finishes */
+        rs_test_pause("exchanged");
+        *kept = 1;
+        if (od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, aside) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "%s: published, but the directory it replaced cannot be renamed "
+                                "from %s to %s: %s (move it there yourself)", fin, held, aside, strerror(errno));
+        return 0;
+    }
+    int e = errno;
+    if (e != EINVAL && e != ENOSYS)
+        return rs_error_set(err, RS_EXIT_IO, "cannot exchange %s and %s: %s", held, fin, strerror(e));
+    rs_log(RS_LOG_WARN, "%s: the file system cannot exchange two directories (renameat2 RENAME_EXCHANGE: %s): "
+           "replacing it in two renames; if killed between them, the next run on it says how to put %s in place",
+           fin, strerror(e), held);
+    if (od_rename_noreplace_at(AT_FDCWD, fin, AT_FDCWD, aside) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", fin, aside, strerror(errno));
+    rs_interrupt_published();
+    rs_test_pause("aside");
+    if (od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, fin) != 0) {
+        e = errno;
+        *kept = 1;
+        if (od_rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, fin) == 0)
+            return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", held, fin,
+                                strerror(e), fin);
+        return rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s, the new one at "
+                            "%s", held, fin, strerror(e), fin, aside, held);
+    }
+    return 0;
+}
+
+/* Why not an exchange of the temporary itself: after it the previous
+ * directory would sit at the temporary's name, which the next run removes
+ * as litter. The complete temporary is first renamed to a name that no
+ * run removes (<stem>.ringshard-repair.<pid>: a run that finds it says
+ * where it is and how to put it back, clean_stale), and that one is
+ * exchanged with final: final names a whole directory at every instant. */
 int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
 {
+    char *fin = NULL, *parent = NULL, *held = NULL;
+    const char *base;
+    int rc = -1;
     if (od->tmp == NULL || od->final == NULL) {
         rs_outdir_abort(od);
         return rs_error_set(err, RS_EXIT_IO, "internal error: output directory not begun");
     }
-    int rc = -1;
-    if (ready_to_publish(od, err) != 0)
-        goto out;
-    /* Not an exchange: the previous directory would sit at the
-     * temporary's name, which the next run removes as litter. Two renames
-     * keep it whole under one of two names the user sees. */
-    if (rename_noreplace_at(AT_FDCWD, od->final, AT_FDCWD, aside) != 0) {
-        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->final, aside, strerror(errno));
+    char stem[RS_TMP_STEM_MAX + 1];
+    if (rs_tmp_split_path(od->final, &fin, &parent, &base) != 0 ||
+        (rs_tmp_stem(base, stem), !(held = rs_tmp_tagged_path(fin, base, stem, HELD_TAG, 0)))) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    rs_interrupt_published();   /* from here the run finishes */
-    rs_test_pause("aside");
-    if (rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, od->final) != 0) {
-        int e = errno;
-        if (rename_noreplace_at(AT_FDCWD, aside, AT_FDCWD, od->final) == 0)
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; %s put back as it was", od->tmp, od->final,
-                         strerror(e), od->final);
-        else
-            rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s; the previous %s is at %s", od->tmp,
-                         od->final, strerror(e), od->final, aside);
+    if (ready_to_publish(od, err) != 0)
+        goto out;
+    if (od_rename_noreplace_at(AT_FDCWD, od->tmp, AT_FDCWD, held) != 0) {
+        rs_error_set(err, RS_EXIT_IO, "cannot rename %s to %s: %s", od->tmp, held, strerror(errno));
+        goto out;
+    }
+    rs_test_pause("held");
+    int kept;
+    if (swap_aside(held, od->final, aside, &kept, err) != 0) {
+        if (!kept && od_rename_noreplace_at(AT_FDCWD, held, AT_FDCWD, od->tmp) != 0)
+            rs_log(RS_LOG_WARN, "%s: cannot rename it back to %s: %s", held, od->tmp, strerror(errno));
         goto out;
     }
     free(od->tmp);
@@ -875,6 +814,9 @@ int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: published, but may not be durable: fsync of its parent failed: %s",
                           od->final, strerror(errno));
 out:
+    free(fin);
+    free(parent);
+    free(held);
     rs_outdir_abort(od);
     return rc;
 }
@@ -972,7 +914,7 @@ int rs_outdir_commit_into(rs_outdir *od, const char *const *names, size_t n, rs_
     for (size_t i = 0; i < n; i++) {
         struct stat st;
         int is_dir = fstatat(tmp_fd, names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
-        int r = is_dir ? rename_noreplace_at(tmp_fd, names[i], fin_fd, names[i])
+        int r = is_dir ? od_rename_noreplace_at(tmp_fd, names[i], fin_fd, names[i])
                        : renameat(tmp_fd, names[i], fin_fd, names[i]);
         if (r != 0) {
             rs_error_set(err, RS_EXIT_IO, "cannot rename %s/%s into %s: %s%s", od->tmp, names[i], od->final,

@@ -21,10 +21,12 @@
 #include "rs_config.h"
 
 /* Appends file k of bd to out at *off, after checking its size against
- * its manifest; a segment's header line (its first header_bytes: a gzip
- * member, a zstd frame or the line) is left out, the base file's heads
- * the merged file. 0 or -1 with err. */
-static int copy_part(const rs_bucketdir *bd, size_t k, int out, const char *out_path, uint64_t *off, rs_error *err)
+ * its manifest (cut: a longer file, of which its first file_bytes are
+ * taken); a segment's header line (its first header_bytes: a gzip member,
+ * a zstd frame or the line) is left out, the base file's heads the merged
+ * file. 0 or -1 with err. */
+static int copy_part(const rs_bucketdir *bd, size_t k, int cut, int out, const char *out_path, uint64_t *off,
+                     rs_error *err)
 {
     int in = openat(bd->fd, bd->names[k], O_RDONLY | O_CLOEXEC);
     struct stat st;
@@ -35,24 +37,26 @@ static int copy_part(const rs_bucketdir *bd, size_t k, int out, const char *out_
         return -1;
     }
     int rc = 0;
-    if ((uint64_t)st.st_size != bd->files[k]->file_bytes)
+    uint64_t size = bd->files[k]->file_bytes;
+    if ((uint64_t)st.st_size != size && !(cut && (uint64_t)st.st_size > size))
         rc = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (verify it)",
-                          bd->paths[k], (unsigned long long)st.st_size,
-                          (unsigned long long)bd->files[k]->file_bytes);
+                          bd->paths[k], (unsigned long long)st.st_size, (unsigned long long)size);
     uint64_t skip = rs_bucketdir_segment(bd, k) ? bd->files[k]->header_bytes : 0;
-    if (rc == 0 && rs_copy_into(in, skip, (uint64_t)st.st_size - skip, out, *off) != 0)
+    if (rc == 0 && rs_copy_into(in, skip, size - skip, out, *off) != 0)
         rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")
                             : rs_error_set(err, RS_EXIT_IO, "%s: cannot copy %s into it: %s", out_path, bd->paths[k],
                                            strerror(errno));
-    *off += (uint64_t)st.st_size - skip;
+    *off += size - skip;
     close(in);
     return rc;
 }
 
-/* Node i's files, one after the other, into od's file of the same name;
- * *f gets the merged file's manifest entry. k: node i's first file in bd. */
-static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outdir *od, rs_manifest_file *f,
-                      rs_error *err)
+/* Node i's files, one after the other (those take keeps), into od's file
+ * of the same name; *f gets the merged file's manifest entry. k: node i's
+ * first file in bd. A node whose base file is left out starts with
+ * take->head. */
+static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_compact_take *take, const rs_outdir *od,
+                      rs_manifest_file *f, rs_error *err)
 {
     *f = bd->m.files[i];
     f->rows = f->bytes = 0;
@@ -67,13 +71,23 @@ static int merge_node(const rs_bucketdir *bd, size_t i, size_t *k, const rs_outd
     }
     uint64_t off = 0;
     int rc = 0;
+    if (take && take->take && !take->take[*k] && take->head_len) {   /* its base file left out */
+        if (pwrite(out, take->head, take->head_len, 0) != (ssize_t)take->head_len)
+            rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
+        off = take->head_len;
+    }
     for (; rc == 0 && *k < bd->nfiles && bd->file_base[*k] == i; ++*k) {
         const rs_manifest_file *part = bd->files[*k];
-        rc = copy_part(bd, *k, out, path, &off, err);
+        uint8_t how = take && take->take ? take->take[*k] : RS_TAKE_WHOLE;
+        if (how == RS_TAKE_NONE)
+            continue;
+        rc = copy_part(bd, *k, how == RS_TAKE_CUT, out, path, &off, err);
         f->crc32 = rs_crc32_combine(f->crc32, part->crc32, part->bytes);
         f->rows += part->rows;
         f->bytes += part->bytes;
     }
+    for (; *k < bd->nfiles && bd->file_base[*k] == i; ++*k)   /* after a failure: on to the next node's */
+        ;
     f->file_bytes = off;
     if (close(out) != 0 && rc == 0)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
@@ -134,13 +148,15 @@ out:
 }
 
 /* The compacted base's manifest: DIR's base with the merged files, every
- * generation's inputs (with the generation that ingested each) and totals. */
-static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup, const rs_outdir *od,
-                          rs_error *err)
+ * generation's inputs (with the generation that ingested each; the base's
+ * not when its files are left out) and totals. */
+static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup,
+                          const rs_compact_take *take, const rs_outdir *od, rs_error *err)
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
     m.dedup = (char *)dedup;
-    size_t n = bd->m.ninputs;
+    int base_out = take && take->base_out;
+    size_t n = base_out ? 0 : bd->m.ninputs;
     for (size_t g = 0; g < bd->ngens; g++)
         n += bd->gens[g].ninputs;
     rs_manifest_input *in = calloc(n + 1, sizeof *in);
@@ -148,7 +164,7 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     uint64_t base = bd->m.generation ? bd->m.generation : 1;
     size_t k = 0;
-    for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
+    for (size_t i = 0; !base_out && i < bd->m.ninputs; i++, k++) {
         in[k] = bd->m.inputs[i];
         in[k].generation = in[k].generation ? in[k].generation : base;
     }
@@ -161,7 +177,10 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     m.inputs = in;
     m.ninputs = n;
     m.files = files;
-    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected;
+    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected - (base_out ? bd->m.rejected : 0);
+    for (size_t i = 0; take && take->take && i < bd->nfiles; i++)
+        if (take->take[i] == RS_TAKE_NONE)
+            m.rows -= bd->files[i]->rows, m.bytes -= bd->files[i]->bytes;
     m.seconds = 0;
     int rc = rs_outdir_manifest(od, &m, err);
     free(in);
@@ -179,8 +198,8 @@ static int refuse_strays(const rs_bucketdir *bd, rs_error *err)
                         "again", bd->path, bd->stray[0], bd->nstray > 1 ? ", and more such entries" : "", bd->path);
 }
 
-int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
-                    rs_compact_job_result *r, rs_error *err)
+int rs_compact_parts(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
+                     const rs_compact_take *take, rs_compact_job_result *r, rs_error *err)
 {
     rs_manifest_file *files = calloc(bd->m.nfiles + 1, sizeof *files);
     char **inames = calloc(bd->nfiles + 1, sizeof *inames);
@@ -193,7 +212,7 @@ int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory
     size_t k = 0;
     for (size_t i = 0; files && i < bd->m.nfiles && !err->code; i++) {
         size_t k0 = k;
-        if (merge_node(bd, i, &k, od, &files[i], err) == 0)
+        if (merge_node(bd, i, &k, take, od, &files[i], err) == 0)
             r->file_bytes += files[i].file_bytes;
         if (!err->code && indexed > 0 && !drop_indexes)
             merge_index(bd, k0, k, inames, isizes, by_row, od, memory, &files[i], err);
@@ -201,7 +220,7 @@ int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     }
     if (!err->code)
-        write_manifest(bd, files, indexed > 0 ? (by_row ? "row" : "first") : NULL, od, err);
+        write_manifest(bd, files, indexed > 0 ? (by_row ? "row" : "first") : NULL, take, od, err);
     for (size_t i = 0; files && i < bd->m.nfiles; i++)
         free(files[i].index);
     rs_free_strings(inames, bd->nfiles);
@@ -211,6 +230,12 @@ int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory
         return -1;
     r->files_after = bd->m.nfiles;
     return 0;
+}
+
+int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
+                    rs_compact_job_result *r, rs_error *err)
+{
+    return rs_compact_parts(bd, od, memory, drop_indexes, NULL, r, err);
 }
 
 static int compact(const rs_compact_job_opts *o, int lockfd, rs_bucketdir *bd, rs_compact_job_result *r,
@@ -253,7 +278,9 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
 {
     memset(r, 0, sizeof *r);
     double t0 = rs_now();
-    rs_outdir_recover(o->dir);   /* a replacement killed between its renames: DIR put back */
+    /* a replacement killed between its renames: DIR put back; a repair's: said */
+    if (rs_outdir_recover(o->dir, err) != 0)
+        return -1;
     int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
     if (lr != 0)
         return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;

@@ -85,6 +85,43 @@ typedef struct {
     uint64_t v;
 } one_sample;
 
+/* A label's value as the text format quotes it: \\, \" and \n escaped. */
+static void label_value(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            fputc('\\', f), fputc(*s, f);
+        else if (*s == '\n')
+            fputs("\\n", f);
+        else
+            fputc(*s, f);
+    }
+}
+
+/* repair's families: what it could not keep, node by node, and the inputs
+ * that bring it back. */
+static void repair_families(FILE *f, const rs_metrics *m)
+{
+    family(f, "repair_rows_not_kept", "Data rows the last repair could not keep (their files are damaged).");
+    fprintf(f, "ringshard_repair_rows_not_kept{command=\"%s\"} %llu\n", m->command,
+            (unsigned long long)m->rows_not_kept);
+    family(f, "repair_node_rows", "Each node that lost rows in the last repair: its rows kept and not kept.");
+    for (size_t i = 0; i < m->nrepair_nodes; i++)
+        for (int lost = 0; lost < 2; lost++) {
+            fprintf(f, "ringshard_repair_node_rows{command=\"%s\",node=\"", m->command);
+            label_value(f, m->repair_node[i]);
+            fprintf(f, "\",state=\"%s\"} %llu\n", lost ? "not_kept" : "kept",
+                    (unsigned long long)(lost ? m->repair_lost[i] : m->repair_kept[i]));
+        }
+    family(f, "repair_input_to_append", "An input whose rows the last repair could not keep: an append of it "
+                                        "again brings them back (always 1).");
+    for (size_t i = 0; i < m->nrepair_inputs; i++) {
+        fprintf(f, "ringshard_repair_input_to_append{command=\"%s\",input=\"", m->command);
+        label_value(f, m->repair_input[i]);
+        fputs("\"} 1\n", f);
+    }
+}
+
 int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
 {
     const char *c = m->command;
@@ -117,6 +154,8 @@ int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
         else
             fprintf(f, "ringshard_%s{command=\"%s\"} %llu\n", s[i].name, c, (unsigned long long)s[i].v);
     }
+    if (m->repair)
+        repair_families(f, m);
     if (m->io.known) {   /* /proc/self/io: absent outside Linux, and then no sample rather than a false 0 */
         family(f, "io_rchar_bytes", "Bytes the last run's reads returned, page cache hits included (/proc/self/io "
                                     "rchar).");

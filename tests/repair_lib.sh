@@ -1,0 +1,187 @@
+# Shell functions for tests/test_repair.c (sourced after tests/append_lib.sh,
+# whose dec, snap and litter they use, with RS set to the ringshard binary).
+# They read directories with gzip, zstd and cat only, never with ringshard.
+
+# Every data row of directory $1 (its files and its generations' segments,
+# each without its header line: every file starts with one), one a line.
+# The inputs have no line break inside a field, so a line is a row.
+rows_of() {
+  for ro_f in "$1"/*.csv* "$1"/g*/*.csv*; do
+    [ -e "$ro_f" ] || continue
+    dec "$ro_f" < "$ro_f" | tail -n +2
+  done
+}
+
+# The data rows of the inputs $@ (each without its header line).
+rows_in() {
+  for ri_f in "$@"; do
+    tail -n +2 "$ri_f"
+  done
+}
+
+# The files that verify's DIFF lines (v.out) and repair's DAMAGE and CUT
+# BACK lines (r.out) name for directory D, sorted, into v.names and
+# r.names.
+names_said() {
+  sed -n 's/^DIFF D: \([^:]*\):.*/\1/p' v.out | LC_ALL=C sort -u > v.names
+  sed -n -e 's/^DAMAGE D\/\([^:]*\):.*/\1/p' -e 's/^CUT BACK D\/\([^:]*\):.*/\1/p' r.out | LC_ALL=C sort -u > r.names
+}
+
+# repair_case SRC DAMAGE APPEND INPUTS...: D a copy of SRC, damaged by the
+# shell command DAMAGE; verify fails (3) and repair repairs it (0, or 3
+# when it reports rows not kept), both naming the same files; the repaired
+# D verifies, the damaged one is D.damaged.1 byte for byte; D's rows are
+# the multiset of the rows of INPUTS but those repair names to append
+# again; `$RS APPEND --append -o D` of those brings back exactly the rest
+# (the multiset of every input's rows, nothing twice). Prints "rc=N
+# again=INPUTS".
+repair_case() {
+  rc_src=$1 rc_damage=$2 rc_append=$3
+  shift 3
+  rm -rf D D.* && cp -a "$rc_src" D && eval "$rc_damage" || return 1
+  snap D raw > damaged.snap
+  "$RS" verify D > v.out 2>&1
+  [ $? = 3 ] || { echo "$rc_damage: verify does not see it:" >&2; cat v.out >&2; return 1; }
+  "$RS" repair D > r.out 2> r.err
+  rc_rc=$?
+  [ $rc_rc = 0 ] || [ $rc_rc = 3 ] || { echo "$rc_damage: repair exit $rc_rc:" >&2; cat r.out r.err >&2; return 1; }
+  names_said
+  if ! cmp -s v.names r.names || [ ! -s r.names ]; then
+    echo "$rc_damage: verify and repair name other files:" >&2
+    diff v.names r.names >&2
+    cat v.out r.out >&2
+    return 1
+  fi
+  [ "$(snap D.damaged.1 raw)" = "$(cat damaged.snap)" ] || { echo "$rc_damage: D.damaged.1 changed" >&2; return 1; }
+  "$RS" verify --quiet D && [ "$(litter D)" = 0 ] || { echo "$rc_damage: the repaired D" >&2; return 1; }
+  rc_again=$(sed -n 's/^NOT KEPT .*its inputs, which an append ingests again: //p' r.out | tr ',' ' ')
+  case "$rc_rc:$rc_again" in
+    0:) ;;
+    3:?*) ;;
+    *) echo "$rc_damage: exit $rc_rc, inputs to append again: '$rc_again'" >&2; return 1 ;;
+  esac
+  rc_kept=
+  for rc_i in "$@"; do
+    case " $rc_again " in
+      *" $rc_i "*) ;;
+      *) rc_kept="$rc_kept $rc_i" ;;
+    esac
+  done
+  rows_of D | LC_ALL=C sort > got.rows
+  # shellcheck disable=SC2086
+  rows_in $rc_kept | LC_ALL=C sort > want.rows
+  cmp -s got.rows want.rows || { echo "$rc_damage: D's rows are not those of$rc_kept" >&2; return 1; }
+  if [ -n "$rc_again" ]; then
+    # shellcheck disable=SC2086
+    "$RS" $rc_append --quiet --append -o D $rc_again || return 1
+  fi
+  rows_of D | LC_ALL=C sort > got.rows
+  rows_in "$@" | LC_ALL=C sort > want.rows
+  cmp -s got.rows want.rows || { echo "$rc_damage: after the append again, D's rows are not every input's" >&2; return 1; }
+  "$RS" verify --quiet D || return 1
+  echo "rc=$rc_rc again=$rc_again"
+}
+
+# Flips bit 2 of the byte at the middle of file $1 (its size unchanged).
+flip() {
+  python3 -c 'import os, sys
+p = sys.argv[1]; at = os.path.getsize(p) // 2
+with open(p, "r+b") as f:
+    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 4]))' "$1"
+}
+
+# After a run was killed or refused in directory S (holding D): the state
+# of S/D: "damaged" (byte for byte B's snapshot, dmg.snap), "repaired" (it
+# verifies and holds $1 rows), or "none" when there is no D; fails if D is
+# anything else.
+state_in() {
+  if [ ! -e "$2/D" ]; then
+    echo none
+  elif [ "$(snap "$2/D" raw)" = "$(cat dmg.snap)" ]; then
+    echo damaged
+  elif "$RS" verify --quiet "$2/D" 2> /dev/null && [ "$(rows_of "$2/D" | wc -l)" = "$1" ]; then
+    echo repaired
+  else
+    echo "$2/D is neither the damaged directory nor the repaired one" >&2
+    return 1
+  fi
+}
+
+# The next runs after a killed repair, each on its own copy T of S: an
+# append by bucket and by dedup (of in4.csv), compact and repair. Each
+# either refuses with exit 2 leaving D as it was (and no new D where there
+# was none), or goes on from the directory there (exit 0, or 3 for repair
+# on the damaged one), which then verifies and holds at least $1 rows: a
+# new D of in4.csv alone would hold 1000. Prints "refused=R went_on=G".
+next_runs() {
+  nr_refused=0 nr_on=0
+  for nr_cmd in "bucket --quiet --append -o D ../in4.csv" "dedup --quiet --append -o D ../in4.csv" "compact --quiet D" \
+                "repair --quiet D"; do
+    rm -rf T && cp -a S T || return 1
+    nr_before=$(snap T/D raw)
+    # shellcheck disable=SC2086
+    (cd T && "$RS" $nr_cmd > /dev/null 2> ../next.err)
+    nr_rc=$?
+    case $nr_rc in
+      2)
+        [ "$(snap T/D raw)" = "$nr_before" ] || { echo "$nr_cmd refused, but D changed" >&2; return 1; }
+        grep -q 'ringshard-repair\|damaged' next.err || { echo "$nr_cmd: refused for another reason:" >&2; cat next.err >&2; return 1; }
+        nr_refused=$((nr_refused + 1)) ;;
+      0 | 3)
+        if ! "$RS" verify --quiet T/D || [ "$(rows_of T/D | wc -l)" -lt "$1" ]; then
+          echo "$nr_cmd (exit $nr_rc) did not go on from D:" >&2
+          cat next.err >&2
+          ls -a T >&2
+          return 1
+        fi
+        nr_on=$((nr_on + 1)) ;;
+      *) echo "$nr_cmd: exit $nr_rc" >&2; cat next.err >&2; return 1 ;;
+    esac
+  done
+  echo "refused=$nr_refused went_on=$nr_on"
+}
+
+# repair_sweep B ROWS SYSCALL...: for each SYSCALL and N = 1, 2, ...
+# until repair runs to its end: D a copy of B (in S), repair under strace
+# with SIGKILL injected at the Nth call; then D's state (state_in: with
+# the exchange never "none") and the next runs (next_runs). Prints
+# "kills=K damaged=A repaired=B none=C held=H".
+repair_sweep() {
+  rs_b=$1 rs_rows=$2
+  shift 2
+  snap "$rs_b" raw > dmg.snap
+  rs_kills=0 damaged=0 repaired=0 none=0 rs_held=0
+  for rs_sc in "$@"; do
+    rs_n=1
+    while :; do
+      rm -rf S && mkdir S && cp -a "$rs_b" S/D || return 1
+      (cd S && strace -f -qq -o /dev/null -e trace="$rs_sc" -e inject="$rs_sc":signal=SIGKILL:when=$rs_n \
+        "$RS" repair --quiet D > /dev/null 2> ../sweep.err)
+      rs_rc=$?
+      [ $rs_rc = 3 ] && break
+      [ $rs_rc = 137 ] || { echo "call $rs_n of $rs_sc: exit $rs_rc" >&2; cat sweep.err >&2; return 1; }
+      rs_kills=$((rs_kills + 1))
+      rs_st=$(state_in "$rs_rows" S) || { echo "killed at call $rs_n of $rs_sc" >&2; ls -a S >&2; return 1; }
+      eval "$rs_st=\$((\$$rs_st + 1))"
+      ls -d S/D.ringshard-repair.* > /dev/null 2>&1 && rs_held=$((rs_held + 1))
+      next_runs "$rs_rows" > /dev/null || { echo "killed at call $rs_n of $rs_sc ($rs_st)" >&2; return 1; }
+      rs_n=$((rs_n + 1))
+    done
+    [ "$(state_in "$rs_rows" S)" = repaired ] && [ "$(snap S/D.damaged.1 raw)" = "$(cat dmg.snap)" ] ||
+      { echo "the run not killed ($rs_sc) did not repair D" >&2; return 1; }
+  done
+  echo "kills=$rs_kills damaged=$damaged repaired=$repaired none=$none held=$rs_held"
+}
+
+# Adds 1 to the line count that the second member (gzip: its RS subfield)
+# or piece (zstd: its RS metadata frame) of file $1 declares: the data
+# intact, what the headers say of it not.
+flip_rs_lines() {
+  python3 -c 'import struct, sys
+p = sys.argv[1]; b = bytearray(open(p, "rb").read())
+zstd = p.endswith(".zst")
+first = struct.unpack_from("<Q", b, 16 if zstd else 20)[0]
+at = first + (24 if zstd else 28)
+struct.pack_into("<Q", b, at, struct.unpack_from("<Q", b, at)[0] + 1)
+open(p, "wb").write(b)' "$1"
+}

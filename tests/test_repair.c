@@ -1,0 +1,135 @@
+/* repair, damage by damage, against references that do not use ringshard
+ * (tests/repair_lib.sh: rows read with gzip, zstd and cat, compared as
+ * multisets with sort): verify and repair name the same damaged files;
+ * the repaired directory holds every input's rows but those of the inputs
+ * repair names to append again, and appending those brings back exactly
+ * the rest; a key index never costs a row. Killed at any publishing call,
+ * DIR is whole at every instant, and the next run goes on from it or
+ * refuses (exit 2), never making a new DIR. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+#include "wait.h"
+
+#define sh sh_in_test_dir
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; . '" RS_SOURCE_DIR "/tests/repair_lib.sh'; "
+#define OK(...) SH_OK(LIB __VA_ARGS__)
+#define INPUTS "in1.csv in2.csv in3.csv"
+
+/* in1..in3.csv: 1000 bills each, no line break inside a field, no key
+ * twice; Wgzip, Wzstd, Wnone: a base (in1) and two appends (in2, in3) over
+ * 4 nodes; H: the same by dedup --append (with key indexes). */
+static void fixture_dirs(void)
+{
+    test_dir_setup();
+    SH_OK("for i in 1 2 3 4; do " GEN " --rows 1000 --seed $i --newline-share 0 --dup-share 0 -o in$i.csv "
+          "2>/dev/null || exit 1; done; for c in gzip zstd none; do "
+          "\"$RS\" bucket --quiet --compress $c --key bill_id --nodes 4 -o W$c in1.csv && "
+          "\"$RS\" bucket --quiet --append -o W$c in2.csv && \"$RS\" bucket --quiet --append -o W$c in3.csv || exit 1; "
+          "done && \"$RS\" dedup --quiet --append --key bill_id --nodes 4 -o H in1.csv && "
+          "\"$RS\" dedup --quiet --append -o H in2.csv && \"$RS\" dedup --quiet --append -o H in3.csv && "
+          "test -f H/g00000003/2.keyidx");
+}
+
+TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 900);
+
+/* Each damage a disk or an operator makes, on each kind of file: a bit
+ * flipped in a data file of the base and of a generation (gzip, zstd,
+ * plain); bytes appended to one (cut back: every row kept); one cut short;
+ * the line count a member's RS header (a zstd metadata frame) declares;
+ * a key index removed, cut short, flipped; the base's index removed (every
+ * row kept). */
+Test(repair, verify_and_repair_agree_and_every_row_comes_back)
+{
+    static const struct {
+        const char *src, *damage, *append, *result;
+    } cases[] = {
+        {"Wgzip", "flip D/2.csv.gz", "bucket", "rc=3 again=in1.csv"},
+        {"Wgzip", "flip D/g00000003/1.csv.gz", "bucket", "rc=3 again=in3.csv"},
+        {"Wzstd", "flip D/0.csv.zst", "bucket", "rc=3 again=in1.csv"},
+        {"Wzstd", "flip D/g00000002/3.csv.zst", "bucket", "rc=3 again=in2.csv"},
+        {"Wnone", "flip D/1.csv", "bucket", "rc=3 again=in1.csv"},
+        {"Wnone", "flip D/g00000002/0.csv", "bucket", "rc=3 again=in2.csv"},
+        {"Wgzip", "printf \"stray 8B\" >> D/g00000003/2.csv.gz", "bucket", "rc=0 again="},
+        {"Wzstd", "printf \"stray 8B\" >> D/1.csv.zst", "bucket", "rc=0 again="},
+        {"Wnone", "printf \"x,y,z\\n\" >> D/g00000002/3.csv", "bucket", "rc=0 again="},
+        {"Wgzip", "truncate -s -9 D/g00000002/1.csv.gz", "bucket", "rc=3 again=in2.csv"},
+        {"Wgzip", "flip_rs_lines D/3.csv.gz", "bucket", "rc=3 again=in1.csv"},
+        {"Wzstd", "flip_rs_lines D/g00000003/0.csv.zst", "bucket", "rc=3 again=in3.csv"},
+        {"H", "rm D/g00000003/3.keyidx", "dedup", "rc=0 again="},
+        {"H", "truncate -s -5 D/g00000002/1.keyidx", "dedup", "rc=0 again="},
+        {"H", "flip D/g00000002/0.keyidx", "dedup", "rc=0 again="},
+        {"H", "rm D/2.keyidx", "dedup", "rc=0 again="},
+        {"H", "flip D/g00000003/2.csv.gz", "dedup", "rc=3 again=in3.csv"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cmd_result r = sh(LIB "repair_case %s '%s' %s " INPUTS, cases[i].src, cases[i].damage, cases[i].append);
+        cr_assert_eq(r.rc, 0, "%s: exit %d\n%s%s", cases[i].damage, r.rc, r.out, r.err);
+        cr_assert(strstr(r.out, cases[i].result), "%s: '%s' not in '%s'", cases[i].damage, cases[i].result, r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* The summary of a repair that could not keep rows: what was cut back and
+ * not kept, each node's rows kept and not kept, the inputs to append
+ * again; and in its --metrics file. */
+Test(repair, says_what_it_kept_per_node)
+{
+    OK("rm -rf D D.* && cp -a Wgzip D && flip D/g00000002/3.csv.gz && printf 'tail' >> D/g00000003/0.csv.gz && "
+       "{ \"$RS\" repair --metrics m.prom D > r.out 2> r.err; test $? = 3; } && "
+       "grep -q '^CUT BACK D/g00000003/0.csv.gz: ' r.out && grep -q '^DAMAGE D/g00000002/3.csv.gz: unreadable' r.out && "
+       "grep -q '^NOT KEPT g00000002: 1000 rows in 4 files (1 of them damaged: listed above); its inputs, which an "
+       "append ingests again: in2.csv$' r.out && "
+       "for n in 0 1 2 3; do lost=$(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); "
+       "print(sum(f[\"rows\"] for f in m[\"files\"] if f[\"node\"] == sys.argv[2]))' "
+       "D.damaged.1/g00000002/manifest.json $n) && kept=$(dec $n.csv.gz < D/$n.csv.gz | tail -n +2 | wc -l) && "
+       "grep -q \"^NODE $n: $kept rows kept, $lost not kept$\" r.out && "
+       "grep -q \"^ringshard_repair_node_rows{command=\\\"repair\\\",node=\\\"$n\\\",state=\\\"not_kept\\\"} $lost$\" m.prom "
+       "|| exit 1; done && grep -q 'ringshard_repair_input_to_append{command=\"repair\",input=\"in2.csv\"} 1' m.prom && "
+       "grep -q '^ringshard_repair_rows_not_kept{command=\"repair\"} 1000$' m.prom && grep -q 'ringshard_rows_written{command=\"repair\"} 2000$' m.prom");
+}
+
+/* SIGKILL at the Nth call of each publishing system call of repair
+ * (strace fault injection, N = 1, 2, ... until it completes): D is at
+ * every kill the damaged directory or the repaired one, never missing;
+ * the damaged one is never removed (held at a name no run removes, then
+ * D.damaged.1); and the next append (bucket, dedup), compact and repair
+ * each go on from D or refuse with exit 2 saying where the held directory
+ * is, never making a new D. Without RENAME_EXCHANGE, D is missing between
+ * the two renames, and every next run refuses then, making none. */
+Test(repair, sigkill_at_every_publishing_call)
+{
+    cmd_result r = sh(LIB "rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
+                          "repair_sweep B 2000 rename renameat renameat2 mkdir fsync");
+    cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+    /* killed before, while and after the exchange; never without D */
+    cr_assert(strstr(r.out, " none=0 ") && !strstr(r.out, " damaged=0 ") && !strstr(r.out, " repaired=0 ") &&
+              !strstr(r.out, " held=0"), "%s", r.out);
+    cmd_result_free(&r);
+    r = sh(LIB "export RINGSHARD_TEST_NO_EXCHANGE=1 && rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
+               "repair_sweep B 2000 rename renameat renameat2");
+    cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
+    cr_assert(!strstr(r.out, " none=0 "), "%s", r.out);
+    cmd_result_free(&r);
+}
+
+/* The state an earlier version's repair left when killed between its two
+ * renames: no D, D.damaged.1, and the complete repaired directory at a
+ * temporary's name. The next append does not make a new D nor remove the
+ * repaired one: it refuses (exit 2) saying how to put it in place; once
+ * put there, the append goes on from it. */
+Test(repair, a_repaired_directory_left_at_a_temporary_name_is_never_removed)
+{
+    OK("rm -rf D D.* && cp -a Wgzip D && rm -rf D/g00000002 && { \"$RS\" repair --quiet D > /dev/null; test $? = 3; } && "
+       "mv D D.ringshard-tmp.999999.0badf00d && snap D.ringshard-tmp.999999.0badf00d raw > t.snap && "
+       "for c in 'bucket --quiet --append -o D in4.csv' 'dedup --quiet --append -o D in4.csv' 'compact D' 'repair D'; do "
+       "  \"$RS\" $c > /dev/null 2> next.err; rc=$?; test $rc = 2 || { echo \"$c: exit $rc\"; cat next.err; exit 1; }; "
+       "  grep -q 'mv ./D.ringshard-tmp.999999.0badf00d ./D' next.err || { cat next.err; exit 1; }; "
+       "  ! test -e D && [ \"$(snap D.ringshard-tmp.999999.0badf00d raw)\" = \"$(cat t.snap)\" ] || exit 1; "
+       "done && mv D.ringshard-tmp.999999.0badf00d D && \"$RS\" bucket --quiet --append -o D in4.csv && "
+       "\"$RS\" verify --quiet D && test $(rows_of D | wc -l) = 3000");
+}
