@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #include <emmintrin.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include "pipeline/pipe.h"
 
@@ -137,8 +138,13 @@ int rs_pipe_take_ahead(pipe_state *s, uint32_t i, rs_error *err)
 {
     read_ahead *a = &s->ahead;
     __atomic_store_n(&a->wanted, 1, __ATOMIC_RELEASE);
-    while (!try_take(a))   /* a helper stops within one step */
-        _mm_pause();
+    /* a helper stops within one step; on a loaded machine it may be off
+     * its core meanwhile: yield to it rather than spin */
+    for (unsigned n = 0; !try_take(a); n++)
+        if (n < 1024)
+            _mm_pause();
+        else
+            sched_yield();
     int took = 0, rc = 0;
     for (int k = 0; k < RS_AHEAD_SLOTS; k++) {
         ahead_slot *h = &a->slot[k];
