@@ -19,11 +19,16 @@ typedef struct {
     int compress;                /* RS_COMPRESS_*: the stream as written (0: plain CSV) */
     int level;                   /* with compress */
     rs_codec_choice codec;
+    int threads;                 /* files decoded at once (-j; 0: OMP_NUM_THREADS, else the CPUs) */
 } rs_cat_job_opts;
+
+#define RS_CAT_THREADS_MAX 256
 
 typedef struct {
     uint64_t nodes, files, generations, rows, bytes;  /* nodes and files read, DIR's generations, data
                                                         rows and bytes written */
+    int threads;                 /* the threads that decoded (at most the files) */
+    uint64_t peak_block_bytes;   /* the most bytes of decoded rows held at once (see cat.c) */
 } rs_cat_job_result;
 
 /* Writes to o->out the header line (when DIR has one; once) and then, for
@@ -37,7 +42,10 @@ typedef struct {
  * nearest node name; not a bucket directory), RS_EXIT_IO, RS_EXIT_DATA (a
  * manifest or file that cannot be read), RS_EXIT_VERIFY (a file that
  * differs from its manifest, named); what was written by then stays
- * written (the caller publishes or removes it). */
+ * written (the caller publishes or removes it). The files are decoded
+ * o->threads at a time and written in order: the stream, and what is out
+ * before an error, are the same bytes for any o->threads; the rows held
+ * decoded are bounded (about 5 MiB a thread: cat.c). */
 int rs_cat_job_run(const rs_cat_job_opts *o, rs_cat_job_result *r, rs_error *err);
 
 #endif

@@ -25,6 +25,7 @@
     X(OPEN, "open-outputs", "cpu")                                            \
     X(FIRST, "produce-first", "cpu")      /* the first batch, alone */        \
     X(PRODUCE, "produce", "cpu")          /* the next batch, in a region */   \
+    X(AHEAD, "read-ahead", "cpu")         /* the input after, while waiting */\
     X(PARSE, "parse", "cpu")                                                  \
     X(MERGE, "merge", "cpu")                                                  \
     X(DRAIN, "drain", "wait")             /* the last batch's direct writes */\

@@ -24,6 +24,8 @@ static const char cat_help[] =
     "                         standard output, the default)\n"
     "  --compress gzip|zstd|none  compress the stream (default none)\n"
     "  --level N              compression level (gzip 1-9, default 1; zstd)\n"
+    "  -j, --threads N        files decoded at once (default: $OMP_NUM_THREADS, else\n"
+    "                         all cores); the stream is the same for any N\n"
     "  --quiet                no summary (with -o FILE)\n"
     "  -h, --help             this help\n";
 
@@ -42,13 +44,15 @@ static int parse(int argc, char **argv, cat_args *a, rs_error *err)
         {"output", required_argument, 0, 'o'},
         {"compress", required_argument, 0, RS_OPT_COMPRESS},
         {"level", required_argument, 0, RS_OPT_LEVEL},
+        {"threads", required_argument, 0, RS_OPT_THREADS},
         {"quiet", no_argument, 0, OPT_QUIET},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
+    unsigned long long v;
     optind = 1;
-    while ((c = rs_cli_getopt("cat", argc, argv, "o:h", longopts)) != -1) {
+    while ((c = rs_cli_getopt("cat", argc, argv, "o:j:h", longopts)) != -1) {
         switch (c) {
         case OPT_ALL: a->all = 1; break;
         case 'o': a->output = optarg; break;
@@ -60,6 +64,12 @@ static int parse(int argc, char **argv, cat_args *a, rs_error *err)
             if (rs_cli_level_arg("--level", optarg, &a->job.level, err) != 0)
                 return -1;
             a->level_given = 1;
+            break;
+        case 'j':
+        case RS_OPT_THREADS:
+            if (rs_cli_uint("-j", optarg, 1, 256, &v, err) != 0)
+                return -1;
+            a->job.threads = (int)v;
             break;
         case OPT_QUIET: a->quiet = 1; break;
         case 'h': fputs(cat_help, stdout); return 1;

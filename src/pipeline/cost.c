@@ -9,7 +9,10 @@
  * buffer it keeps (member_keep) and its compressor. Per parse group and
  * output: its counts (dest_count) and, for files, a scatter buffer (256
  * bytes at least once used; more only while half of it is used:
- * rs_pipe_scatter_done). The buffers are 8 batches (see pipeline.c). */
+ * rs_pipe_scatter_done). The buffers are 8 batches (see pipeline.c): about
+ * six in use, and the read-ahead's two stashes (ahead.c), an eighth of a
+ * batch each, within the rest (the batch size, and so the output, stays
+ * what it was before reading ahead). */
 #include "pipeline/pipe.h"
 
 #define RS_MEM_THREAD ((uint64_t)192 << 10)

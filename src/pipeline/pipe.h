@@ -67,6 +67,27 @@ typedef struct {
     rs_buf bad_row;
 } batch;
 
+/* The inputs after the producer's, read ahead by idle threads (ahead.c). */
+#define RS_AHEAD_SLOTS 3
+#define RS_AHEAD_NONE UINT32_MAX
+typedef struct {
+    uint32_t input;         /* the input read ahead (RS_AHEAD_NONE: none) */
+    int opened, done, failed;
+    rs_reader *rd;
+    rs_buf stash;           /* the input's first bytes, inflated */
+    rs_error err;           /* failed: the open's or the read's error */
+} ahead_slot;
+
+typedef struct {
+    int busy;               /* a thread holds it (atomic flag) */
+    int wanted;             /* the producer is taking a stash: a helper stops */
+    uint32_t base;          /* the input after the producer's */
+    ahead_slot slot[RS_AHEAD_SLOTS];
+} read_ahead;
+
+/* The most bytes read ahead of one input: its first batch (produce.c's ramp). */
+#define RS_AHEAD_MAX(cap) ((cap) / 8)
+
 typedef struct {
     const rs_pipeline_opts *o;
     rs_pipeline_result *res;
@@ -82,6 +103,11 @@ typedef struct {
     int whole;              /* the settings may move record boundaries: every
                                file is read whole (units_read_whole) */
     rs_reader *rd;
+    read_ahead ahead;
+    rs_buf stash;           /* taken from ahead with rd: read before rd */
+    size_t stash_pos;
+    int stash_failed;       /* reading ahead failed after the stash: */
+    rs_error stash_err;     /* the error, given once the stash is read */
     int eof;
     int ramp;               /* batches of the unit produced, up to RS_RAMP (see produce) */
     rs_buf carry;           /* the incomplete last record of the last batch */
@@ -179,6 +205,31 @@ int rs_pipe_grow_batch(batch *b, size_t need);
 /* Every input's units, their sizes and the total the progress line shows;
  * a cluster rank's range checked. 0 or -1 with err. */
 int rs_pipe_list_units(pipe_state *s, rs_error *err);
+
+/* ahead.c */
+
+/* Opens unit `unit` of input i as the producer reads it (a byte range for
+ * a counted unit, checksums on when asked). NULL with err. */
+rs_reader *rs_pipe_open_reader(const pipe_state *s, uint32_t i, uint32_t unit, rs_error *err);
+
+/* On a thread with nothing left of its batch: reads ahead the inputs
+ * after the producer's into their stashes, until *left reaches others
+ * (every other thread is done with the batch and waits for this one), the
+ * producer wants a stash, or they are full. */
+void rs_pipe_ahead(pipe_state *s, const int *left, int others);
+
+/* The producer, opening input i's first unit: takes the reader and stash
+ * read ahead for it into s->rd and s->stash (1), or finds none (0: open
+ * it), or the error its open met (-1 with err); and names the inputs
+ * after i as those to read ahead. */
+int rs_pipe_take_ahead(pipe_state *s, uint32_t i, rs_error *err);
+
+/* Reads from rd as rs_reader_read does; from s->rd, the stash first, then
+ * the error met reading ahead, if any, then the reader. */
+ssize_t rs_pipe_read(pipe_state *s, rs_reader *rd, void *buf, size_t cap, rs_error *err);
+
+void rs_pipe_ahead_init(pipe_state *s);
+void rs_pipe_ahead_free(pipe_state *s);
 
 /* route.c */
 

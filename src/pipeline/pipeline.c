@@ -71,6 +71,9 @@
  *       about 5% of the wall time (docs/performance.md).
  *    Threads that run out of work wait asleep (a futex), for the merge and
  *    at the batch's end, not spinning in libgomp's barrier.
+ *    A thread with nothing left of the batch while the producer is still
+ *    inflating reads the input after the producer's ahead (ahead.c): over
+ *    many small inputs the producer then finds the next one inflated.
  *    The producer joins whichever step is under way when its batch is
  *    ready; nothing waits for it before the end of the batch, so inflating
  *    overlaps parsing, merging and compressing alike. (With omp for and its
@@ -413,7 +416,8 @@ static int batch_begin(pipe_state *s, run_state *r, batch *b, rs_error *err)
  * counts and checks for errors in input order; then all compress and
  * write. The producer joins whatever step is under way when it is done:
  * no barrier waits for it before the batch's end. */
-static void batch_team(pipe_state *s, run_state *r, batch *b, batch *next, batch_sched *bs, int t, rs_error *err)
+static void batch_team(pipe_state *s, run_state *r, batch *b, batch *next, batch_sched *bs, int t, int n,
+                       rs_error *err)
 {
     int G = r->G;
     double tl = rs_timeline_start();
@@ -450,6 +454,14 @@ static void batch_team(pipe_state *s, run_state *r, batch *b, batch *next, batch
     if (bs->phase == 1 && s->o->dest_paths)
         write_dests(s, r, b, bs, t);
     rs_timeline_end(RS_TL_WRITE, tl);
+    /* nothing left of this batch for this thread: read the inputs after
+     * the producer's ahead (ahead.c) until the others are all done with it,
+     * instead of waiting for them */
+    if (bs->phase == 1 && n > 1 && __atomic_load_n(&bs->left, __ATOMIC_ACQUIRE) < n - 1) {
+        tl = rs_timeline_start();
+        rs_pipe_ahead(s, &bs->left, n - 1);
+        rs_timeline_end(RS_TL_AHEAD, tl);
+    }
 }
 
 /* After batch b, on the last thread done with it: the stop signal, the
@@ -571,7 +583,7 @@ static void run_batches(pipe_state *s, run_state *r, rs_error *err)
             int t = omp_get_thread_num(), n = omp_get_num_threads();
             while (ts.go) {
                 unsigned seen = __atomic_load_n(&ts.turn, __ATOMIC_ACQUIRE);
-                batch_team(s, r, &s->b[ts.slot], &s->b[1 - ts.slot], &ts.bs, t, err);
+                batch_team(s, r, &s->b[ts.slot], &s->b[1 - ts.slot], &ts.bs, t, n, err);
                 double tw = rs_timeline_start();
                 if (__atomic_add_fetch(&ts.bs.left, 1, __ATOMIC_ACQ_REL) == n) {
                     batch_between(s, r, &ts, err);
@@ -636,6 +648,7 @@ static void run_free(pipe_state *s, run_state *r)
     free(r->wb_lens);
     if (s->rd)
         rs_reader_close(s->rd);
+    rs_pipe_ahead_free(s);
     for (size_t i = 0; s->units && i < o->ninputs; i++)
         free(s->units[i]);
     free(s->units);
@@ -716,6 +729,7 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     if (local.dialect.max_record == 0)
         local.dialect.max_record = cap / 2;
     s.o = &local;
+    rs_pipe_ahead_init(&s);
 
     int rc = -1;
     rs_timeline_setup_done();

@@ -167,13 +167,13 @@ static int resolve_key(pipe_state *s, const char *header_fields, uint32_t nfield
 
 /* Appends what the reader gives to b, growing b by 1 MiB when less than
  * 64 KiB is free; sets *eof at the end of the input. 0 or -1 with err. */
-static int read_more(rs_reader *rd, batch *b, int *eof, rs_error *err)
+static int read_more(pipe_state *s, rs_reader *rd, batch *b, int *eof, rs_error *err)
 {
     if (b->cap - b->len < (size_t)1 << 16 && rs_pipe_grow_batch(b, b->len + ((size_t)1 << 20)) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     /* a step at a time: the first batch is then the producer's to size */
     size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
-    ssize_t n = rs_reader_read(rd, b->data + b->len, want, err);
+    ssize_t n = rs_pipe_read(s, rd, b->data + b->len, want, err);
     if (n < 0)
         return -1;
     if (n == 0)
@@ -366,7 +366,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
     rs_csv_fault fault;
     for (;;) {
         if (!eof && b->len - off < (size_t)1 << 16) {
-            if (read_more(rd, b, &eof, err) != 0)
+            if (read_more(s, rd, b, &eof, err) != 0)
                 return -1;
             continue;
         }
@@ -385,7 +385,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             if (b->len - off > o->dialect.max_record)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header longer than the record limit",
                                     path, (unsigned long long)*lines + 1);
-            if (!eof && read_more(rd, b, &eof, err) != 0)
+            if (!eof && read_more(s, rd, b, &eof, err) != 0)
                 return -1;
             continue;
         }
@@ -511,7 +511,7 @@ static int drop_bom(pipe_state *s, batch *b, size_t *dropped, rs_error *err)
 {
     int eof = 0;
     while (b->len < RS_CSV_BOM_LEN && !eof)
-        if (read_more(s->rd, b, &eof, err) != 0)
+        if (read_more(s, s->rd, b, &eof, err) != 0)
             return -1;
     s->eof |= eof;
     size_t n = rs_csv_bom_len(b->data, b->len);
@@ -655,17 +655,16 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
         b->line_base = u->line_base;
         b->record_base = u->record_base - s->hdr_records;
     }
-    s->rd = u->counted ? rs_reader_openat_range(input_dirfd(o), input_name(o, i), path, o->codec, u->offset, u->size,
-                                                err)
-                       : rs_reader_openat(input_dirfd(o), input_name(o, i), path, o->codec, err);
-    if (!s->rd)
+    /* an input's first unit may have been opened and read ahead (ahead.c) */
+    int took = s->unit == 0 ? rs_pipe_take_ahead(s, i, err) : 0;
+    if (took < 0)
         return -1;
-    if (o->input_checksum)
-        rs_reader_checksum_on(s->rd);  /* a range (u->counted) gives none: see rs_reader_checksum */
-    /* The units cover the file as it was listed; other inputs are read to
-     * their end, so bytes appended since must not be ignored silently. */
-    if (u->counted && s->unit + 1 == s->nunits[i])
-        rs_reader_expect_file_end(s->rd);
+    if (!took) {
+        s->stash.len = s->stash_pos = 0;
+        s->stash_failed = 0;
+        if (!(s->rd = rs_pipe_open_reader(s, i, s->unit, err)))
+            return -1;
+    }
     if (s->unit == 0 && has_header) {
         uint64_t lines = 0;
         ssize_t h = read_header(s, s->rd, b, i, &lines, &s->hdr_records, err);
@@ -727,7 +726,7 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
             b->len -= counted;
             from = 0;
             size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
-            ssize_t n = rs_reader_read(s->rd, b->data + b->len, want, err);
+            ssize_t n = rs_pipe_read(s, s->rd, b->data + b->len, want, err);
             if (n < 0)
                 return -1;
             s->eof |= n == 0;
@@ -811,7 +810,7 @@ void rs_pipe_produce(pipe_state *s, batch *b)
     read:
         while (!s->eof && b->len < target) {
             size_t want = target - b->len < RS_READ_STEP ? target - b->len : RS_READ_STEP;
-            ssize_t n = rs_reader_read(s->rd, b->data + b->len, want, &err);
+            ssize_t n = rs_pipe_read(s, s->rd, b->data + b->len, want, &err);
             if (n < 0)
                 goto fail;
             if (n == 0)
