@@ -508,7 +508,7 @@ int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t h
  *
  * Some inputs cannot be known before they are read: a pipe, and a file
  * whose content size its first and last bytes do not tell (several gzip
- * members, as bgzip and pigz --independent write or `cat a.gz b.gz`
+ * members, as bgzip writes or `cat a.gz b.gz`
  * makes; a zstd frame written from a pipe, which declares no size; several
  * frames). The run reads them anyway, and their content sums with them
  * (rs_reader_content: the same for one CSV whatever its compression and
