@@ -124,14 +124,20 @@ Test(compact_check, a_damaged_key_index_is_refused)
 /* On an undamaged directory, in each codec and with key indexes: compact
  * (two threads, one) and compact --no-check write the same bytes, manifest
  * included; each merged file is its node's parts concatenated (cat_parts,
- * tests/append_lib.sh: tail and cat), and the result verifies. */
+ * tests/append_lib.sh: tail and cat), and the result verifies. Then once
+ * more after another append: a compacted base file is checked as any. */
 Test(compact_check, checked_and_unchecked_write_the_same_bytes)
 {
-    OK("for d in G Z P X; do rm -rf A B C R; cp -a $d A && cp -a $d B && cp -a $d C && cat_parts $d R && rm -f R/*.keyidx && "
+    OK(GEN " --rows 100 --seed 4 -o in4.csv 2>/dev/null && for d in G Z P X; do rm -rf A B C R; "
+       "cp -a $d A && cp -a $d B && cp -a $d C && cat_parts $d R && rm -f R/*.keyidx && "
        "OMP_NUM_THREADS=2 \"$RS\" compact --quiet A && OMP_NUM_THREADS=1 \"$RS\" compact --quiet B && "
        "\"$RS\" compact --quiet --no-check C && "
        "[ \"$(snap A raw)\" = \"$(snap B raw)\" ] && [ \"$(snap A raw)\" = \"$(snap C raw)\" ] && "
-       "same_parts A R && \"$RS\" verify --quiet A || { echo \"$d: differ\"; exit 1; }; done");
+       "same_parts A R && \"$RS\" verify --quiet A || { echo \"$d: differ\"; exit 1; }; "
+       "w=bucket; [ $d = X ] && w=dedup; rm -rf B C && \"$RS\" $w --quiet --append -o A in4.csv && "
+       "test -d A/g00000004 && cp -a A C && \"$RS\" compact --quiet A && \"$RS\" compact --quiet --no-check C && "
+       "[ \"$(snap A raw)\" = \"$(snap C raw)\" ] && \"$RS\" verify --quiet A || { echo \"$d: again\"; exit 1; }; "
+       "done");
 }
 
 /* --no-check keeps what compact did before it checked: a file whose bytes
