@@ -176,6 +176,14 @@ int rs_file_content_size_hint(int dirfd, const char *name, uint64_t *size, int *
  * a stop signal RS_EXIT_INTERRUPTED. 0 or -1 with err. */
 int rs_file_checksum(int dirfd, const char *name, const char *display, uint64_t *crc, uint64_t *size, rs_error *err);
 
+/* Hands every block of stored bytes r reads from its file to fn, in order
+ * and before any is decoded, so that a caller that copies a file as it
+ * checks it reads it once (compact). fn returns 0, or -1 with err set: the
+ * read then fails with that error (sticky, as any other). Call it before
+ * the first read. */
+typedef int (*rs_reader_tee_fn)(void *ctx, const void *p, size_t n, rs_error *err);
+void rs_reader_tee(rs_reader *r, rs_reader_tee_fn fn, void *ctx);
+
 /* Closes the input and frees r (NULL is allowed). */
 void rs_reader_close(rs_reader *r);
 

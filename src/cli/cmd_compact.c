@@ -18,26 +18,35 @@ static const char compact_help[] =
     "appends wait for it. A directory of one generation is left as it is.\n"
     "A damaged chain of generations (see `ringshard verify`), or an entry of\n"
     "DIR that no manifest names, is refused (exit 2), DIR left as it was;\n"
+    "so is a file whose data is not what its manifest says (its CRC-32, checked\n"
+    "as each file is copied, or a damaged gzip member or zstd frame) and a\n"
+    "damaged key index, naming the file.\n"
     "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
     "Options:\n"
     "  --memory SIZE          bound on the memory that merging a node's key indexes\n"
     "                         uses (default 16M, at least 2M); fewer sorted runs\n"
     "                         merged at once, never other bytes\n"
+    "  --no-check             copy each file in the kernel (copy_file_range), its\n"
+    "                         size checked only, instead of reading it once,\n"
+    "                         checking its CRC-32 against its manifest and\n"
+    "                         writing it out: faster, but a damaged file is merged\n"
+    "                         into its node's base file\n"
     "  --quiet                no summary\n"
     "  -h, --help             this help\n";
 
-enum { OPT_QUIET = RS_OPT__FIRST_COMMAND, OPT_MEMORY };
+enum { OPT_QUIET = RS_OPT__FIRST_COMMAND, OPT_MEMORY, OPT_NO_CHECK };
 
 int rs_cmd_compact(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"quiet", no_argument, 0, OPT_QUIET},
         {"memory", required_argument, 0, OPT_MEMORY},
+        {"no-check", no_argument, 0, OPT_NO_CHECK},
         RS_METRICS_LONGOPT,
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int c, got, quiet = 0;
+    int c, got, quiet = 0, no_check = 0;
     unsigned long long memory = 0;
     rs_error err = {0};
     optind = 1;
@@ -49,6 +58,7 @@ int rs_cmd_compact(int argc, char **argv)
         }
         switch (c) {
         case OPT_QUIET: quiet = 1; break;
+        case OPT_NO_CHECK: no_check = 1; break;
         case OPT_MEMORY:
             if (rs_cli_size("--memory", optarg, &memory, &err) != 0)
                 return rs_cli_fail("compact", &err);
@@ -66,7 +76,7 @@ int rs_cmd_compact(int argc, char **argv)
     if (optind + 1 != argc)
         return rs_cli_usage_error("compact", "expected one directory");
     rs_cli_install_signals();
-    rs_compact_job_opts o = {argv[optind], memory};
+    rs_compact_job_opts o = {argv[optind], memory, no_check};
     rs_compact_job_result r;
     int rc = rs_compact_job_run(&o, &r, &err);
     rs_metrics *m = rs_cli_metrics();

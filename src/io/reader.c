@@ -74,6 +74,8 @@ struct rs_reader {
     uint64_t content;        /* with sum_on, compressed input: rs_crc64 of the bytes returned */
     uint64_t content_size;   /* the bytes returned so far */
     bool content_late;       /* sum_on came after the first read: content is not all of them */
+    rs_reader_tee_fn tee;    /* rs_reader_tee: every block read from fd goes to it */
+    void *tee_ctx;
 
     unsigned char *in;       /* the block buffer */
     size_t in_cap;
@@ -138,6 +140,16 @@ static ssize_t fail(rs_reader *r, rs_error *err, int code, const char *fmt, ...)
         va_end(ap);
         rs_error_set(&r->err, code, "%s: %s", r->name, tmp);
     }
+    rs_error_set(err, r->err.code, "%s", r->err.msg);
+    return -1;
+}
+
+/* Hands the n bytes just read from fd at p to the tee, if any. 0, or -1
+ * with the tee's error (sticky). */
+static int tee_out(rs_reader *r, const void *p, size_t n, rs_error *err)
+{
+    if (!r->tee || n == 0 || r->tee(r->tee_ctx, p, n, &r->err) == 0)
+        return 0;
     rs_error_set(err, r->err.code, "%s", r->err.msg);
     return -1;
 }
@@ -264,6 +276,8 @@ static int fill(rs_reader *r, rs_error *err)
         test_pause(r);
     if (r->sum_on && k > 0)
         r->sum = rs_crc64(r->sum, r->in + r->in_avail, (size_t)k);
+    if (k > 0 && tee_out(r, r->in + r->in_avail, (size_t)k, err) != 0)
+        return -1;
     r->in_avail += (size_t)k;
     r->in_total += (uint64_t)k;
     return 0;
@@ -444,6 +458,12 @@ out:
     free(buf);
     close(fd);
     return rc;
+}
+
+void rs_reader_tee(rs_reader *r, rs_reader_tee_fn fn, void *ctx)
+{
+    r->tee = fn;
+    r->tee_ctx = ctx;
 }
 
 void rs_reader_checksum_on(rs_reader *r)
@@ -912,6 +932,8 @@ static ssize_t read_plain(rs_reader *r, unsigned char *buf, size_t cap, rs_error
                 test_pause(r);
             if (r->sum_on && k > 0)
                 r->sum = rs_crc64(r->sum, buf, (size_t)k);
+            if (k > 0 && tee_out(r, buf, (size_t)k, err) != 0)
+                return -1;
             r->in_total += (uint64_t)k;
             return k;
         }

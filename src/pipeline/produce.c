@@ -491,13 +491,13 @@ static int first_record_text(pipe_state *s, batch *b, const char *path, size_t b
         int eof = 0;
         if (r != RS_CSV_MORE || s->eof || b->len - off > o->dialect.max_record) {
             while (!s->eof && b->len < RS_TEXT_SNIFF) {  /* what sniff_nul looks at, whatever the reads give */
-                if (read_more(s->rd, b, &eof, err) != 0)
+                if (read_more(s, s->rd, b, &eof, err) != 0)
                     return -1;
                 s->eof |= eof;
             }
             return sniff_nul(s->rd, path, b, base, err);
         }
-        if (read_more(s->rd, b, &eof, err) != 0)
+        if (read_more(s, s->rd, b, &eof, err) != 0)
             return -1;
         s->eof |= eof;
     }

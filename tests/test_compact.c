@@ -1,0 +1,164 @@
+/* compact checks every byte it copies (docs/compact.md, "Every file is
+ * checked"): a data file or key index damaged in a way its size does not
+ * show - a bit flipped anywhere in the bytes compact would copy, of a base
+ * file or a segment, gzip, zstd or plain - is refused with exit 2 naming
+ * the file, and DIR is byte for byte what it was (`snap DIR raw`,
+ * tests/append_lib.sh, and no temporary left); bytes appended, a file cut
+ * short and a key index missing, cut short or flipped too. --no-check
+ * copies as compact always did (the damaged bytes included, as the
+ * concatenation of the parts made with tail and cat says), and on an
+ * undamaged directory the checked and unchecked runs, on one thread or
+ * two, write the same bytes. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "support.h"
+#include "wait.h"
+
+#define sh sh_in_test_dir
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; " CHECK_SH
+#define OK(...) SH_OK(LIB __VA_ARGS__)
+
+/* flip FILE OFFSET: bit 0 of the byte at OFFSET inverted, in place.
+ * tree DIR: its entries and every file's CRC (one cksum for all).
+ * refused NAME FILE: runs compact on the damaged directory D and says on
+ * stdout what went wrong unless it exits 2 naming D/FILE and leaves D as
+ * it was, temporaries included (litter, tests/append_lib.sh). */
+#define CHECK_SH                                                                                           \
+    "flip() { b=$(od -An -tu1 -j\"$2\" -N1 \"$1\" | tr -d ' '); "                                           \
+    "printf \"\\\\$(printf %%03o $((b ^ 1)))\" | dd of=\"$1\" bs=1 seek=\"$2\" conv=notrunc status=none; }; " \
+    "tree() { (cd \"$1\" && find . | LC_ALL=C sort && find . -type f | LC_ALL=C sort | xargs cksum); }; "  \
+    "refused() { tree D > before.t; \"$RS\" compact D > out.t 2> err.t; rc=$?; "                            \
+    "if [ $rc != 2 ]; then echo \"$1: exit $rc, want 2: $(cat err.t)\"; "                                 \
+    "elif ! grep -qF \"D/$2: \" err.t; then echo \"$1: D/$2 not named: $(cat err.t)\"; "                    \
+    "elif [ \"$(tree D)\" != \"$(cat before.t)\" ] || [ $(litter D) != 0 ]; then "                          \
+    "echo \"$1: D changed\"; fi; }; "
+
+/* G, Z, P: a bucket directory of 3 generations (the base, then 2 appends
+ * of 200 rows, some with a line break inside a quoted field) over 4
+ * nodes, gzip, zstd and plain; X: the same rows by dedup --append, with
+ * key indexes. */
+static void compact_fixture(void)
+{
+    test_dir_setup();
+    SH_OK("for i in 1 2 3; do " GEN " --rows 200 --seed $i --newline-share 0.05 -o in$i.csv 2>/dev/null || exit 1; "
+          "done; for c in G:gzip Z:zstd P:none; do d=${c%%:*}; "
+          "\"$RS\" bucket --quiet --key bill_id --nodes 4 --compress ${c#*:} -o $d in1.csv && "
+          "\"$RS\" bucket --quiet --append -o $d in2.csv && \"$RS\" bucket --quiet --append -o $d in3.csv && "
+          "\"$RS\" verify --quiet $d && test -d $d/g00000003 || exit 1; done && "
+          "\"$RS\" dedup --quiet --append --key bill_id --nodes 4 -o X in1.csv && "
+          "\"$RS\" dedup --quiet --append -o X in2.csv && \"$RS\" dedup --quiet --append -o X in3.csv && "
+          "\"$RS\" verify --quiet X && test -f X/g00000003/3.keyidx");
+}
+
+TestSuite(compact_check, .init = compact_fixture, .fini = test_dir_teardown, .timeout = 900);
+
+/* A bit flipped in every 3rd of the first 48 bytes compact copies of a
+ * file (a piece's header: each of its fields, what no decoder reads), then
+ * every 97th, and in every 2nd of its last 12 (a gzip trailer, a zstd
+ * checksum), of node 3's base file and of its segment of generation 2, in
+ * each codec: refused, naming the file, D as it was. (A segment's header
+ * line is not copied: its first header_bytes are left alone.) */
+Test(compact_check, a_flipped_bit_in_a_data_file_is_refused)
+{
+    static const char *const dirs[][2] = {{"G", "gz"}, {"Z", "zst"}, {"P", ""}};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        const char *d = dirs[i][0], *ext = dirs[i][1], *dot = *ext ? "." : "";
+        cmd_result r = sh(LIB "rm -rf M && cp -a %s M && "
+                              "for f in 3.csv%s%s g00000002/3.csv%s%s; do "
+                              "from=0; case $f in g*) from=$(seg_header_bytes M/${f%%/*} ${f#*/});; esac; "
+                              "size=$(wc -c < M/$f); n=0; o=$from; "
+                              "while [ $o -lt $size ]; do rm -rf D; cp -a M D; flip D/$f $o; "
+                              "refused \"$f@$o\" $f; n=$((n + 1)); "
+                              "if [ $o -lt $((from + 47)) ]; then o=$((o + 3)); "
+                              "elif [ $o -ge $((size - 13)) ]; then o=$((o + 2)); "
+                              "elif [ $((o + 97)) -lt $((size - 12)) ]; then o=$((o + 97)); else o=$((size - 12)); fi; "
+                              "done; [ $n -gt 20 ] || echo \"$f: only $n flips\"; done",
+                          d, dot, ext, dot, ext);
+        cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", d, r.rc, r.err);
+        cr_assert_str_empty(r.out, "%s:\n%s", d, r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* Bytes appended to a file, or a file cut short (the base's and a
+ * segment's), in each codec: refused as a damaged chain is, naming it. */
+Test(compact_check, a_file_grown_or_cut_short_is_refused)
+{
+    static const char *const dirs[][2] = {{"G", ".gz"}, {"Z", ".zst"}, {"P", ""}};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        cmd_result r = sh(LIB "rm -rf M && cp -a %s M && "
+                              "for f in 2.csv%s g00000003/2.csv%s; do "
+                              "rm -rf D; cp -a M D; printf 'x,1\\n' >> D/$f; refused \"$f grown\" $f; "
+                              "rm -rf D; cp -a M D; truncate -s -1 D/$f; refused \"$f cut\" $f; done",
+                          dirs[i][0], dirs[i][1], dirs[i][1]);
+        cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", dirs[i][0], r.rc, r.err);
+        cr_assert_str_empty(r.out, "%s:\n%s", dirs[i][0], r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* Key indexes (X): a segment's index and the base's missing, cut short,
+ * grown, and a bit flipped every 41st byte of each (its header, filter
+ * lines, range table and chunks: the merge reads only the chunks, compact
+ * checks the rest against the manifest's CRC-32): refused, naming the
+ * index, X as it was. */
+Test(compact_check, a_damaged_key_index_is_refused)
+{
+    cmd_result r = sh(LIB "rm -rf M && cp -a X M && "
+                          "for f in g00000002/3.keyidx 3.keyidx; do "
+                          "rm -rf D; cp -a M D; rm D/$f; refused \"$f missing\" $f; "
+                          "rm -rf D; cp -a M D; truncate -s -1 D/$f; refused \"$f cut\" $f; "
+                          "rm -rf D; cp -a M D; echo x >> D/$f; refused \"$f grown\" $f; "
+                          "size=$(wc -c < M/$f); n=0; o=0; while [ $o -lt $size ]; do "
+                          "rm -rf D; cp -a M D; flip D/$f $o; refused \"$f@$o\" $f; n=$((n + 1)); o=$((o + 41)); "
+                          "done; [ $n -gt 10 ] || echo \"$f: only $n flips\"; done");
+    cr_assert_eq(r.rc, 0, "exit %d\n%s", r.rc, r.err);
+    cr_assert_str_empty(r.out, "%s", r.out);
+    cmd_result_free(&r);
+}
+
+/* On an undamaged directory, in each codec and with key indexes: compact
+ * (two threads, one) and compact --no-check write the same bytes, manifest
+ * included; each merged file is its node's parts concatenated (cat_parts,
+ * tests/append_lib.sh: tail and cat), and the result verifies. Then once
+ * more after another append: a compacted base file is checked as any. */
+Test(compact_check, checked_and_unchecked_write_the_same_bytes)
+{
+    OK(GEN " --rows 100 --seed 4 -o in4.csv 2>/dev/null && for d in G Z P X; do rm -rf A B C R; "
+       "cp -a $d A && cp -a $d B && cp -a $d C && cat_parts $d R && rm -f R/*.keyidx && "
+       "OMP_NUM_THREADS=2 \"$RS\" compact --quiet A && OMP_NUM_THREADS=1 \"$RS\" compact --quiet B && "
+       "\"$RS\" compact --quiet --no-check C && "
+       "[ \"$(snap A raw)\" = \"$(snap B raw)\" ] && [ \"$(snap A raw)\" = \"$(snap C raw)\" ] && "
+       "same_parts A R && \"$RS\" verify --quiet A || { echo \"$d: differ\"; exit 1; }; "
+       "w=bucket; [ $d = X ] && w=dedup; rm -rf B C && \"$RS\" $w --quiet --append -o A in4.csv && "
+       "test -d A/g00000004 && cp -a A C && \"$RS\" compact --quiet A && \"$RS\" compact --quiet --no-check C && "
+       "[ \"$(snap A raw)\" = \"$(snap C raw)\" ] && \"$RS\" verify --quiet A || { echo \"$d: again\"; exit 1; }; "
+       "done");
+}
+
+/* --no-check keeps what compact did before it checked: a file whose bytes
+ * changed but not its size is merged into its node's base file (exit 0,
+ * the merged file its parts concatenated, damage included), and verify
+ * then finds the node's data wrong; the checked run refuses the same
+ * directory. */
+Test(compact_check, no_check_merges_a_damaged_file_as_before)
+{
+    OK("rm -rf M D R && cp -a G M && o=$(( $(wc -c < M/g00000002/3.csv.gz) - 6 )) && "
+       "flip M/g00000002/3.csv.gz $o && cp -a M D && refused flipped g00000002/3.csv.gz | "
+       "grep . && exit 1; grep -q 'CRC-32' err.t && cat_parts M R && \"$RS\" compact --quiet --no-check D && "
+       "same_parts D R && { \"$RS\" verify --quiet D; test $? = 3; }");
+}
+
+/* Two damaged nodes (1 and 3): the first in node order is named whatever
+ * the threads (OMP_NUM_THREADS 1 and 2, three runs each). */
+Test(compact_check, the_first_damaged_node_is_named_on_any_thread_count)
+{
+    OK("rm -rf M && cp -a G M && flip M/g00000002/3.csv.gz $(($(seg_header_bytes M/g00000002 3.csv.gz) + 60)) && "
+       "flip M/g00000003/1.csv.gz $(($(seg_header_bytes M/g00000003 1.csv.gz) + 60)) && "
+       "for t in 1 2 1 2 2 2; do rm -rf D; cp -a M D; "
+       "OMP_NUM_THREADS=$t refused \"threads $t\" g00000003/1.csv.gz | grep . && exit 1; done; true");
+}
