@@ -349,7 +349,7 @@ Test(append, each_mismatched_shaping_option_is_refused)
     }
     cmd_result_free(&fp);
     /* an input whose header is not DIR's */
-    expect_fail(64, "other.csv: line 1: header differs from the header of D/manifest.json: field 2 is 'USER_ID', "
+    expect_fail(2, "other.csv: line 1: header differs from the header of D/manifest.json: field 2 is 'USER_ID', "
                     "D/manifest.json has 'user_id'",
                 "sed '1s/user_id/USER_ID/' c.csv > other.csv && \"$RS\" bucket --append -o D other.csv");
     expect_fail(64, "--append adds to DIR, --force replaces it: give one of them",

@@ -212,7 +212,8 @@ Test(content, a_header_spelled_otherwise_is_written_as_the_base_spells_it)
     spellings("dedup", "quoted.csv");
 }
 
-/* A header with other fields: exit 64 naming the input, the directory's
+/* A header with other fields: exit 2 (bad input data, as two inputs
+ * whose headers differ) naming the input, the directory's
  * manifest and the field, DIR byte for byte as it was, nothing beside it -
  * in whichever spelling. */
 Test(content, a_header_with_other_fields_is_refused)
@@ -226,7 +227,7 @@ Test(content, a_header_with_other_fields_is_refused)
     for (int c = 0; c < 2; c++)
         OK("for f in other.csv other_quoted.csv; do "
            "\"$RS\" %s --append -o D $f 2> err; rc=$?; "
-           "[ $rc = 64 ] && grep -q \"$f: line 1: header differs from the header of D/manifest.json: field 2 is "
+           "[ $rc = 2 ] && grep -q \"$f: line 1: header differs from the header of D/manifest.json: field 2 is "
            "'customer', D/manifest.json has 'user_id'\" err || { echo \"$f: exit $rc\"; cat err; exit 1; }; "
            "snap D raw | cmp -s - s1 && test $(litter D) = 0 || exit 1; done",
            cmds[c]);

@@ -292,7 +292,7 @@ static int header_differs_from_ref(pipe_state *s, const rs_buf *fields, int nf, 
         rs_pipeline_header_difference(what, sizeof what, fields->data, (uint32_t)nf, has_bom, o->header_ref_name,
                                       ref.data, (uint32_t)nref,
                                       rs_csv_bom_len(o->header_ref, strlen(o->header_ref)) != 0);
-        rs_error_set(err, RS_EXIT_USAGE, "%s: line %llu: header differs from the header of %s: %s", path,
+        rs_error_set(err, RS_EXIT_DATA, "%s: line %llu: header differs from the header of %s: %s", path,
                      (unsigned long long)line, o->header_ref_name, what);
     }
     rs_buf_free(&ref);
