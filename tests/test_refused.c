@@ -121,12 +121,15 @@ Test(refused, nul_in_the_header_names_file_line_and_offset)
     fails_with(2, "n.csv: line 2: the header is not text: control byte 0x7f at byte offset 3",
                "printf '\\nid\\177\\nk\\n' > n.csv && $RS bucket -o out n.csv");
     nothing_at("out");
-    /* a NUL byte in the first 8 KiB, after a header that is text */
-    fails_with(2, "z.csv: a NUL byte at byte offset 8, in its first 8192 bytes",
-               "printf 'id,v\\nk,1\\000\\n' > z.csv && $RS bucket -o out z.csv");
-    fails_with(2, "z.csv: a NUL byte at byte offset 4, in its first 8192 bytes",
-               "printf 'k,1\\n\\000\\n' > z.csv && $RS bucket --no-header -o out z.csv");
+    /* control bytes dense in the first 8 KiB, after a header that is text */
+    fails_with(2, "z.csv: 4 control bytes in its first 15 bytes (the first at byte offset 8)",
+               "printf 'id,v\\nk,1\\001\\002\\n\\003,\\004\\n' > z.csv && $RS bucket -o out z.csv");
+    fails_with(2, "z.csv: 4 control bytes in its first 12 bytes (the first at byte offset 4)",
+               "printf 'k,1\\n\\001\\002\\003\\004\\n,x\\n' > z.csv && $RS bucket --no-header -o out z.csv");
     nothing_at("out");
+    /* NUL bytes in fields, and a few control bytes among many text bytes, are data */
+    SH_OK("printf 'id,v\\nk,1\\000\\n\\000k,\\000\\001\\n' > d.csv && $RS bucket --quiet --nodes 2 -o od d.csv && "
+          "$RS cat --all od | LC_ALL=C sort > got && LC_ALL=C sort d.csv | cmp - got");
     /* UTF-8 text, Latin-1 text, TAB and CR pass */
     SH_OK("printf 'caf\\303\\251\\tx,\\342\\202\\254\\r\\nk,1\\r\\n' > u.csv && $RS bucket --quiet --nodes 2 -o o u.csv");
     SH_OK("printf 'Gr\\366\\337e,x\\nk,1\\n' > l.csv && $RS bucket --quiet --nodes 2 --key \"$(printf 'Gr\\366\\337e')\" -o o2 l.csv");
@@ -173,8 +176,11 @@ Test(refused, escape_and_check_functions)
     cr_assert_str_eq(why, "control byte 0x01");
     cr_assert_eq(rs_text_check("ab\0", 3, &why), 2);
     cr_assert_str_eq(why, "a NUL byte");
-    cr_assert_eq(rs_text_nul("ab\0c", 4), 2);
-    cr_assert_eq(rs_text_nul("abc", 3), 3);
+    size_t first;
+    cr_assert_eq(rs_text_controls("ab\0c\t\r\n", 7, &first), 0);
+    cr_assert_eq(first, 7);
+    cr_assert_eq(rs_text_controls("a\001b\177\033", 5, &first), 3);
+    cr_assert_eq(first, 1);
     rs_buf_free(&b);
 }
 

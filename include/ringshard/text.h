@@ -11,8 +11,9 @@
  * rs_text_check is the rule for where ringshard expects text (a CSV
  * header, the first record without one: docs/formats.md, "Text"): no
  * control bytes but TAB, LF and CR. Bytes from 0x80 up pass whatever the
- * encoding (a Latin-1 header is a header); rs_text_nul finds the NUL byte
- * that tells a binary file, as git and diff tell one. */
+ * encoding (a Latin-1 header is a header); rs_text_controls counts the
+ * control bytes that tell a binary file from text whose fields hold a
+ * few odd bytes. */
 #ifndef RINGSHARD_TEXT_H
 #define RINGSHARD_TEXT_H
 
@@ -39,7 +40,10 @@ const char *rs_text_shown_str(char *buf, size_t cap, const char *s, char quote);
  * is ("a NUL byte", "control byte 0x1b"). */
 size_t rs_text_check(const char *p, size_t n, const char **why);
 
-/* The offset of the first NUL byte of p[0..n), or n when none. */
-size_t rs_text_nul(const char *p, size_t n);
+/* How many bytes of p[0..n) are control bytes other than NUL, TAB, LF
+ * and CR (0x01-0x08, 0x0b, 0x0c, 0x0e-0x1f, 0x7f); *first gets the offset
+ * of the first (n when none). NUL is left out: a NUL byte in a field is
+ * data that ringshard keeps byte for byte. */
+size_t rs_text_controls(const char *p, size_t n, size_t *first);
 
 #endif

@@ -299,26 +299,29 @@ static int header_differs_from_ref(pipe_state *s, const rs_buf *fields, int nf, 
     return !same;
 }
 
-/* How much of an input's start is looked at for a NUL byte. */
+/* How much of an input's start is looked at for control bytes. */
 #define RS_TEXT_SNIFF 8192
 
-/* Fails on a NUL byte in the input's first RS_TEXT_SNIFF bytes, those of
- * b->data[0..b->len) (b->data[0] is the input's byte base; the caller has
- * read that many, or the whole input): a text file holds none, a binary
- * file soon does (git and diff tell binary files so). 0, or -1 with err
+/* Fails when at least 1 in RS_TEXT_DENSE of the input's first
+ * RS_TEXT_SNIFF bytes (those of b->data[0..b->len); b->data[0] is the
+ * input's byte base; the caller has read that many, or the whole input)
+ * are control bytes other than NUL, TAB, LF and CR, and at least 4 are:
+ * random or binary bytes hold one in nine, CSV text next to none. A NUL
+ * byte alone does not count: in a field it is data, kept byte for byte
+ * (a header with one is refused by the text rule). 0, or -1 with err
  * (RS_EXIT_DATA). */
-static int sniff_nul(const rs_reader *rd, const char *path, const batch *b, size_t base, rs_error *err)
+#define RS_TEXT_DENSE 64
+static int sniff_binary(const rs_reader *rd, const char *path, const batch *b, size_t base, rs_error *err)
 {
-    size_t n = b->len < RS_TEXT_SNIFF - base ? b->len : RS_TEXT_SNIFF - base;
-    size_t k = rs_text_nul(b->data, n);
-    if (k == n)
+    size_t n = b->len < RS_TEXT_SNIFF - base ? b->len : RS_TEXT_SNIFF - base, first;
+    size_t c = rs_text_controls(b->data, n, &first);
+    if (c < 4 || c * RS_TEXT_DENSE < n)
         return 0;
     return rs_error_set(err, RS_EXIT_DATA,
-                        "%s: a NUL byte at byte offset %llu%s, in its first %d bytes, where a text file holds none: "
-                        "not CSV text (docs/formats.md, \"Text\")",
-                        path, (unsigned long long)(base + k),
-                        rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of the decompressed data" : "",
-                        RS_TEXT_SNIFF);
+                        "%s: %zu control bytes in its first %zu bytes%s (the first at byte offset %llu), where CSV "
+                        "text holds next to none: not CSV text (docs/formats.md, \"Text\")",
+                        path, c, n, rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of decompressed data" : "",
+                        (unsigned long long)(base + first));
 }
 
 /* The text rule (docs/formats.md, "Text"): an input's header, or without
@@ -378,7 +381,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
         if (r != RS_CSV_OK || rec.nfields) {
             size_t end = r == RS_CSV_MORE ? b->len : off + (r == RS_CSV_BAD ? fault.offset : rec.len);
             if (check_text(rd, path, "header", b, off, &chk, end, *lines + 1, 0, err) != 0 ||
-                (r == RS_CSV_OK && sniff_nul(rd, path, b, 0, err) != 0))
+                (r == RS_CSV_OK && sniff_binary(rd, path, b, 0, err) != 0))
                 return -1;
         }
         if (r == RS_CSV_MORE) {
@@ -490,12 +493,12 @@ static int first_record_text(pipe_state *s, batch *b, const char *path, size_t b
         }
         int eof = 0;
         if (r != RS_CSV_MORE || s->eof || b->len - off > o->dialect.max_record) {
-            while (!s->eof && b->len < RS_TEXT_SNIFF) {  /* what sniff_nul looks at, whatever the reads give */
+            while (!s->eof && b->len < RS_TEXT_SNIFF) {  /* what sniff_binary looks at, whatever the reads give */
                 if (read_more(s, s->rd, b, &eof, err) != 0)
                     return -1;
                 s->eof |= eof;
             }
-            return sniff_nul(s->rd, path, b, base, err);
+            return sniff_binary(s->rd, path, b, base, err);
         }
         if (read_more(s, s->rd, b, &eof, err) != 0)
             return -1;

@@ -128,8 +128,15 @@ size_t rs_text_check(const char *p, size_t n, const char **why)
     return n;
 }
 
-size_t rs_text_nul(const char *p, size_t n)
+size_t rs_text_controls(const char *p, size_t n, size_t *first)
 {
-    const char *z = memchr(p, 0, n);
-    return z ? (size_t)(z - p) : n;
+    size_t count = 0;
+    *first = n;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)p[i];
+        if ((c < 0x20 && c != 0 && c != '\t' && c != '\n' && c != '\r') || c == 0x7f) {
+            *first = count++ ? *first : i;
+        }
+    }
+    return count;
 }
