@@ -479,11 +479,15 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
             continue;
         }
         /* an input split among members was read as ranges: no checksum of
-         * its stored bytes; its content's are combined in rank (= unit) order */
+         * its stored bytes; its content's are combined in rank (= unit)
+         * order. A member that read none of it (a file read whole belongs
+         * to the holder of its first unit) says nothing of its content. */
         in->has_checksum = 0;
-        in->has_content &= (int)f[IN_HAS_CONTENT];
-        in->content = rs_crc64_combine(in->content, f[IN_CONTENT], f[IN_CONTENT_SIZE]);
-        in->content_size += f[IN_CONTENT_SIZE];
+        if (f[IN_HAS_CONTENT] || f[IN_CONTENT_SIZE] || f[IN_ROWS] || f[IN_BYTES]) {
+            in->has_content &= (int)f[IN_HAS_CONTENT];
+            in->content = rs_crc64_combine(in->content, f[IN_CONTENT], f[IN_CONTENT_SIZE]);
+            in->content_size += f[IN_CONTENT_SIZE];
+        }
         in->crc = rs_crc32_combine(in->crc, (uint32_t)f[IN_CRC], f[IN_BYTES]);
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
