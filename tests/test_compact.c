@@ -58,7 +58,7 @@ TestSuite(compact_check, .init = compact_fixture, .fini = test_dir_teardown, .ti
 
 /* A bit flipped in every 3rd of the first 48 bytes compact copies of a
  * file (a piece's header: each of its fields, what no decoder reads), then
- * every 97th, and in every 2nd of its last 12 (a gzip trailer, a zstd
+ * at 12 points between (every 97th byte at least), and in every 2nd of its last 12 (a gzip trailer, a zstd
  * checksum), of node 3's base file and of its segment of generation 2, in
  * each codec: refused, naming the file, D as it was. (A segment's header
  * line is not copied: its first header_bytes are left alone.) */
@@ -70,12 +70,13 @@ Test(compact_check, a_flipped_bit_in_a_data_file_is_refused)
         cmd_result r = sh(LIB "rm -rf M && cp -a %s M && "
                               "for f in 3.csv%s%s g00000002/3.csv%s%s; do "
                               "from=0; case $f in g*) from=$(seg_header_bytes M/${f%%/*} ${f#*/});; esac; "
-                              "size=$(wc -c < M/$f); n=0; o=$from; "
+                              "size=$(wc -c < M/$f); n=0; o=$from; step=$(((size - from) / 12)); "
+                              "[ $step -ge 97 ] || step=97; "
                               "while [ $o -lt $size ]; do rm -rf D; cp -a M D; flip D/$f $o; "
                               "refused \"$f@$o\" $f; n=$((n + 1)); "
                               "if [ $o -lt $((from + 47)) ]; then o=$((o + 3)); "
                               "elif [ $o -ge $((size - 13)) ]; then o=$((o + 2)); "
-                              "elif [ $((o + 97)) -lt $((size - 12)) ]; then o=$((o + 97)); else o=$((size - 12)); fi; "
+                              "elif [ $((o + step)) -lt $((size - 12)) ]; then o=$((o + step)); else o=$((size - 12)); fi; "
                               "done; [ $n -gt 20 ] || echo \"$f: only $n flips\"; done",
                           d, dot, ext, dot, ext);
         cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", d, r.rc, r.err);
@@ -102,7 +103,7 @@ Test(compact_check, a_file_grown_or_cut_short_is_refused)
 }
 
 /* Key indexes (X): a segment's index and the base's missing, cut short,
- * grown, and a bit flipped every 41st byte of each (its header, filter
+ * grown, and a bit flipped at 24 points of each, every 41st byte at least (its header, filter
  * lines, range table and chunks: the merge reads only the chunks, compact
  * checks the rest against the manifest's CRC-32): refused, naming the
  * index, X as it was. */
@@ -113,8 +114,9 @@ Test(compact_check, a_damaged_key_index_is_refused)
                           "rm -rf D; cp -a M D; rm D/$f; refused \"$f missing\" $f; "
                           "rm -rf D; cp -a M D; truncate -s -1 D/$f; refused \"$f cut\" $f; "
                           "rm -rf D; cp -a M D; echo x >> D/$f; refused \"$f grown\" $f; "
-                          "size=$(wc -c < M/$f); n=0; o=0; while [ $o -lt $size ]; do "
-                          "rm -rf D; cp -a M D; flip D/$f $o; refused \"$f@$o\" $f; n=$((n + 1)); o=$((o + 41)); "
+                          "size=$(wc -c < M/$f); n=0; o=0; step=$((size / 24)); [ $step -ge 41 ] || step=41; "
+                          "while [ $o -lt $size ]; do "
+                          "rm -rf D; cp -a M D; flip D/$f $o; refused \"$f@$o\" $f; n=$((n + 1)); o=$((o + step)); "
                           "done; [ $n -gt 10 ] || echo \"$f: only $n flips\"; done");
     cr_assert_eq(r.rc, 0, "exit %d\n%s", r.rc, r.err);
     cr_assert_str_empty(r.out, "%s", r.out);
