@@ -241,7 +241,7 @@ other_tools_options=(
 misspelt_options=(--kye)
 known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
     grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
-    printf '%s\n' --help --version "${other_tools_options[@]}" "${misspelt_options[@]}")
+    printf '%s\n' --help --version --dump-options "${other_tools_options[@]}" "${misspelt_options[@]}")
 while IFS=: read -r f o; do
     grep -qxF -- "$o" <<< "$known" || bad "${f#"$src"/}: $o is an option of no command's --help"
 done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.md README.md |

@@ -48,7 +48,7 @@ static int compress_apply(void *base, const rs_opt *o, const char *arg, rs_error
 {
     (void)o;
     int c;
-    return rs_cli_compress_arg(o->name[0] == 't' ? "--temp-compress" : "--compress", arg, &c, err) == 0
+    return rs_cli_compress_arg("--compress", arg, &c, err) == 0
                ? (*(int *)base = c, 0)
                : -1;
 }
