@@ -1,15 +1,14 @@
-/* fuzz/check_size.h - size and integer option parsing: rs_cli_size and
- * rs_cli_uint from src/cli/ringopts.c (see fuzz/check_common.h). The
- * includer must compile or link src/cli/ringopts.c (the command-line front
- * end is not in the library).
+/* fuzz/check_size.h - size and integer option parsing: rs_parse_size and
+ * rs_parse_uint from src/util/numparse.c (see fuzz/check_common.h), part
+ * of the library the includer links.
  *
  * The bytes up to the first NUL are the option value. Neither parser may
  * misbehave (sanitizers watch the double -> integer conversion); an error
  * is RS_EXIT_USAGE naming the option; an accepted value obeys the grammar:
- * rs_cli_size accepts only a leading digit, and for a plain decimal number
+ * rs_parse_size accepts only a leading digit, and for a plain decimal number
  * (at most 15 digits, optional fraction, below 1e19) with a unit K/M/G/T
  * (optionally followed by i and/or B) or B gives the scaled value, truncated;
- * rs_cli_uint agrees with strtoull(base 0) within [min, max] and rejects
+ * rs_parse_uint agrees with strtoull(base 0) within [min, max] and rejects
  * signs, blanks and trailing bytes. */
 #ifndef RINGSHARD_FUZZ_CHECK_SIZE_H
 #define RINGSHARD_FUZZ_CHECK_SIZE_H
@@ -20,7 +19,7 @@
 #include <string.h>
 
 #include "check_common.h"
-#include "cli/cli.h"
+#include "util/numparse.h"
 
 /* Parses "D+[.D*][unit][i][B]" exactly (long double keeps 15 digits times
  * 2^40 exact); returns 1 and the value, or 0 if arg is not of that form. */
@@ -80,7 +79,7 @@ static int check_size(const uint8_t *data, size_t size)
     unsigned long long v = 0;
 
     rs_error_clear(&err);
-    int rc = rs_cli_size("--memory", arg, &v, &err);
+    int rc = rs_parse_size("--memory", arg, &v, &err);
     if (rc != 0) {
         FZ_CHECK(rc == -1 && err.code == RS_EXIT_USAGE, "rc %d code %d", rc, err.code);
         FZ_CHECK(strncmp(err.msg, "--memory: ", 10) == 0, "message does not name the option: %s", err.msg);
@@ -103,7 +102,7 @@ static int check_size(const uint8_t *data, size_t size)
     for (int i = 0; i < 2; i++) {
         rs_error_clear(&err);
         v = 12345;
-        rc = rs_cli_uint("--vnodes", arg, ranges[i][0], ranges[i][1], &v, &err);
+        rc = rs_parse_uint("--vnodes", arg, ranges[i][0], ranges[i][1], &v, &err);
         char *end;
         errno = 0;
         unsigned long long want = strtoull(arg, &end, 0);
@@ -112,12 +111,12 @@ static int check_size(const uint8_t *data, size_t size)
         if (arg[0] == '+')
             ok = -1; /* "+5": strtoull takes it; the parser may too */
         if (rc == 0) {
-            FZ_CHECK(ok != 0, "rs_cli_uint accepts '%s'", arg);
-            FZ_CHECK(v == want, "rs_cli_uint('%s') = %llu, strtoull %llu", arg, v, want);
+            FZ_CHECK(ok != 0, "rs_parse_uint accepts '%s'", arg);
+            FZ_CHECK(v == want, "rs_parse_uint('%s') = %llu, strtoull %llu", arg, v, want);
         } else {
             FZ_CHECK(rc == -1 && err.code == RS_EXIT_USAGE, "rc %d code %d", rc, err.code);
             FZ_CHECK(strncmp(err.msg, "--vnodes: ", 10) == 0, "message does not name the option: %s", err.msg);
-            FZ_CHECK(ok != 1, "rs_cli_uint rejects '%s': %s", arg, err.msg);
+            FZ_CHECK(ok != 1, "rs_parse_uint rejects '%s': %s", arg, err.msg);
             FZ_CHECK(v == 12345, "a rejected value is stored");
         }
     }

@@ -241,7 +241,7 @@ other_tools_options=(
 misspelt_options=(--kye)
 known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
     grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
-    printf '%s\n' --help --version "${other_tools_options[@]}" "${misspelt_options[@]}")
+    printf '%s\n' --help --version --dump-options "${other_tools_options[@]}" "${misspelt_options[@]}")
 while IFS=: read -r f o; do
     grep -qxF -- "$o" <<< "$known" || bad "${f#"$src"/}: $o is an option of no command's --help"
 done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.md README.md |
@@ -251,7 +251,8 @@ done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.
 expect_completion "ringshard bucket --scheme " ring ketama slots modulo jump
 expect_completion "ringshard locate --hash m" murmur3_128 murmur3_32 murmur64a_java md5_ketama
 expect_completion "ringshard ring --compat libm" libmemcached libmemcached-spy
-expect_completion "ringshard plan --order " smallest largest unsigned signed
+expect_completion "ringshard plan --order " unsigned signed
+expect_completion "ringshard plan --wave-order " smallest largest
 expect_completion "ringshard bucket --on-bad-row q" quarantine=
 expect_completion "ringshard bucket --compress=z" zstd
 expect_completion "ringshard dedup --keep=" first last

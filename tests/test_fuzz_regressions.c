@@ -21,11 +21,6 @@
 #include "../fuzz/check_nodes.h"
 #include "../fuzz/check_size.h"
 
-/* The size parsers live in the command-line front end, which is not part
- * of the library this test links. Its error printers ask for the MPI rank
- * (cluster/world.c, which may need MPI): a single process is rank 0. */
-#include "cli/ringopts.c"
-int rs_world_rank(void) { return 0; }
 
 static int cmp_names(const void *a, const void *b)
 {

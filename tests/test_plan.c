@@ -841,7 +841,7 @@ Test(cli, emit_round_trip_gives_the_new_bucketing)
                   "cd %s && \"$RS\" bucket --quiet --nodes 40 -o old in.csv && "
                   "\"$RS\" bucket --quiet --nodes-file new.txt -o new in.csv && "
                   "\"$RS\" plan --from-buckets old --add 3 --remove 5,11 --emit moves --batch-bytes 4K "
-                  "--order largest --json plan.json && \"$RS\" verify moves",
+                  "--wave-order largest --json plan.json && \"$RS\" verify moves",
                   tmp);
     cr_assert_eq(rc, 0, "%s\n%s", out, err);
     cr_assert(strstr(out, "emitted      moves"), "%s", out);

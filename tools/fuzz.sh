@@ -4,8 +4,8 @@
 #   tools/fuzz.sh [build|run|all] [HARNESS...]     (default: all csv gzip nodes size json)
 #
 # Builds fuzz/fuzz_<h>.c with clang -fsanitize=fuzzer,address,undefined
-# against the library sources (compiled once into an instrumented archive;
-# src/cli/ringopts.c is added for the size harness), then replays
+# against the library sources (compiled once into an instrumented archive),
+# then replays
 # fixtures/fuzz/regressions/<h>/ and fuzzes each harness for FUZZ_SECONDS
 # (default 60) seconds, starting from fixtures/fuzz/<h>/. New corpus entries
 # go to $FUZZ_BUILD/corpus/<h>/, crashes to $FUZZ_BUILD/artifacts/<h>/ (copy
@@ -77,14 +77,12 @@ CFG
     rm -f "$B/libringshard_fuzz.a"
     ar rcs "$B/libringshard_fuzz.a" "$B/obj"/*.o
     for h in $harnesses; do
-        extra=
-        [ "$h" = size ] && extra="$ROOT/src/cli/ringopts.c"
         echo "fuzz.sh: building fuzz_$h"
         # the checking code needs no comparison tracing (it slows each run
         # by half and steers nothing); the library keeps it
         $CC $CFLAGS -fsanitize=fuzzer -fno-sanitize-coverage=trace-cmp $INC -c "$ROOT/fuzz/fuzz_$h.c" \
             -o "$B/obj_fuzz_$h.o"
-        $CC $CFLAGS -fsanitize=fuzzer $LIBCOV $INC "$B/obj_fuzz_$h.o" $extra "$B/libringshard_fuzz.a" $libs -o "$B/fuzz_$h"
+        $CC $CFLAGS -fsanitize=fuzzer $LIBCOV $INC "$B/obj_fuzz_$h.o" "$B/libringshard_fuzz.a" $libs -o "$B/fuzz_$h"
     done
 }
 

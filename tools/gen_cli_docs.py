@@ -28,17 +28,15 @@ A man/ file keeps help2man's include syntax: a line `[SECTION]`, then roff
 becomes the installed path of that reference page (--doc-dir), and must
 exist in the source tree's docs/.
 
-The completion is written from the same parse of the help, by these rules:
+The completion is written from `ringshard --dump-options` (one TSV row per
+option of every command, from the same table that parses the options and
+prints --help: src/cli/opt.h), by these rules:
   - commands: the lines under "Commands:" of `ringshard --help`;
-  - options: on a help line that starts (after blanks) with -x or --opt,
-    every --opt and -x of its synopsis (the tokens before the first plain
-    lowercase word: `--header / --no-header`, `-o, --output DIR`);
-  - an option's argument: the token after it. A list `a|b|c` gives fixed
-    values (`quarantine=FILE` gives `quarantine=`, then a file); an
-    upper-case placeholder whose description starts with a comma-separated
-    list of two or more names (`--scheme NAME  ring (default), ketama, ...`)
-    gives those names; FILE and LIST complete files, DIR and BUCKETDIR
-    directories; any other placeholder (N, SIZE) completes nothing;
+  - options: every row's --long and -x of the command;
+  - an option's argument: an enum's values (`quarantine=FILE` gives
+    `quarantine=`, then a file); a placeholder FILE or LIST completes files,
+    DIR and BUCKETDIR directories; any other placeholder (N, SIZE)
+    completes nothing;
   - operands: INPUT in the usage line completes files, else DIR
     directories, else nothing.
 Usage: tools/gen_cli_docs.py --binary BIN --includes man/ --man-dir OUT
@@ -86,45 +84,23 @@ def is_value_token(tok):
     return bool(re.search(r'[A-Z|=\[,.]', tok)) or tok == '/'
 
 
-def parse_options(help_text):
-    """{option: {'arg': token or None, 'desc': text}} in help order."""
+def options_from_dump(dump, cmd):
+    """{option: {'arg': token or None, 'desc': text}} of cmd from the rows
+    `ringshard --dump-options` prints (src/cli/opt.h, rs_opt_dump): command,
+    long, short, placeholder, kind, min, max, values, repeat, checked, help. An enum's
+    values replace its placeholder (--hash NAME completes the hashes)."""
     opts = {}
-    lines = help_text.splitlines()
-    for i, line in enumerate(lines):
-        if not OPT_LINE.match(line):
+    for line in dump.splitlines():
+        f = line.split('\t')
+        if len(f) != 11 or f[0] != cmd:
             continue
-        # the synopsis ends at the first gap of two blanks (or, in
-        # "--header / --no-header the first...", at the first plain word)
-        body = line.strip()
-        gap = re.search(r'\s{2,}', body)
-        syn, rest = (body[:gap.start()], body[gap.end():]) if gap else (body, '')
-        toks = syn.split()
-        names, arg, k = [], None, 0
-        while k < len(toks):
-            t = toks[k].rstrip(',')
-            if re.fullmatch(r'--?[a-zA-Z0-9][a-z0-9-]*', t):
-                names.append(t)
-                arg = None
-            elif t == '/':
-                pass
-            elif names and arg is None and is_value_token(t):
-                arg = t
-            else:
-                break
-            k += 1
-        desc = ' '.join(toks[k:] + rest.split())
-        # the description goes on over the lines indented deeper that follow
-        for nxt in lines[i + 1:]:
-            if not nxt.strip() or OPT_LINE.match(nxt) or not nxt.startswith('      '):
-                break
-            desc += ' ' + nxt.strip()
-        for n in names:
+        _, long_name, short, arg, kind, _, _, values, _, _, desc = f
+        arg = None if arg == '-' else arg
+        if kind == 'enum' and values != '-':
+            arg = values
+        for n in [long_name] + ([short] if short != '-' else []):
             if n not in opts:
-                opts[n] = {'arg': arg, 'desc': desc}
-            elif arg and '|' in arg and opts[n]['arg'] and '|' in opts[n]['arg']:
-                # one name, two meanings (plan's --order: the waves' and the
-                # ring's): both value lists
-                opts[n]['arg'] += '|' + arg
+                opts[n] = {'arg': arg, 'desc': desc.replace('\\n', ' ')}
     return opts
 
 
@@ -619,13 +595,14 @@ def main():
     cmds = commands_of(main_help)
     codes = exit_codes_of(main_help)
     per_cmd, helps = {}, {}
+    dump = run_help(binary, ['--dump-options'])
     for c, _ in cmds:
         if c in NO_PAGE:
             per_cmd[c] = {'opts': {}, 'operands': 'none'}
             continue
         h = run_help(binary, [c, '--help'])
         helps[c] = h
-        per_cmd[c] = {'opts': parse_options(h), 'operands': operands_of(h)}
+        per_cmd[c] = {'opts': options_from_dump(dump, c), 'operands': operands_of(h)}
         if not per_cmd[c]['opts']:
             sys.exit('gen_cli_docs: no options found in ringshard %s --help' % c)
     missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds if c not in NO_PAGE]

@@ -2,7 +2,7 @@
 #ifndef RS_CLI_H
 #define RS_CLI_H
 
-#include <getopt.h>
+#include <stddef.h>
 #include <stdio.h>
 #include "ringshard/error.h"
 #include "ringshard/metrics.h"
@@ -10,89 +10,69 @@
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
 
-/* Long-option codes of the ring options shared by every command. */
-enum {
-    RS_OPT_SCHEME = 1000, RS_OPT_HASH, RS_OPT_SEED, RS_OPT_NODES, RS_OPT_NODES_FILE,
-    RS_OPT_VNODES, RS_OPT_LABEL, RS_OPT_SIGN, RS_OPT_ORDER, RS_OPT_DOWN, RS_OPT_COMPAT,
-    /* node edits of plan and simulate (rs_cli_edits_option) */
-    RS_OPT_ADD = 1040, RS_OPT_ADD_NAMES, RS_OPT_REMOVE, RS_OPT_REWEIGHT,
-    /* input options (rs_cli_input_option) */
-    RS_OPT_KEY = 1050, RS_OPT_KEY_SEP, RS_OPT_DELIMITER, RS_OPT_HEADER, RS_OPT_NO_HEADER,
-    RS_OPT_MAX_RECORD, RS_OPT_BAD_ROW, RS_OPT_THREADS, RS_OPT_MEMORY, RS_OPT_ZLIB, RS_OPT_QUIET,
-    RS_OPT_FILES_FROM, RS_OPT_NULL, RS_OPT_PRODUCERS, RS_OPT_ALLOW_EMPTY,
-    /* output options (rs_cli_output_option) */
-    RS_OPT_COMPRESS = 1070, RS_OPT_LEVEL, RS_OPT_DIRECT_IO,
-    /* balance options (rs_cli_balance_option) */
-    RS_OPT_Z = 1080, RS_OPT_CAPACITY, RS_OPT_TSV, RS_OPT_SVG, RS_OPT_HTML,
-    /* append options (rs_cli_append_option) */
-    RS_OPT_APPEND = 1090, RS_OPT_ON_SEEN, RS_OPT_COMMIT_EVERY,
-    /* --metrics FILE (rs_cli_metrics_option) */
-    RS_OPT_METRICS = 1095,
-    RS_OPT__FIRST_COMMAND = 1100
-};
+#include "cli/opt.h"
+#include "util/numparse.h"
 
-#define RS_INPUT_LONGOPTS                                                  \
-    {"key", required_argument, 0, RS_OPT_KEY},                             \
-    {"key-sep", required_argument, 0, RS_OPT_KEY_SEP},                     \
-    {"delimiter", required_argument, 0, RS_OPT_DELIMITER},                 \
-    {"header", no_argument, 0, RS_OPT_HEADER},                             \
-    {"no-header", no_argument, 0, RS_OPT_NO_HEADER},                       \
-    {"max-record", required_argument, 0, RS_OPT_MAX_RECORD},               \
-    {"on-bad-row", required_argument, 0, RS_OPT_BAD_ROW},                  \
-    {"threads", required_argument, 0, RS_OPT_THREADS},                     \
-    {"memory", required_argument, 0, RS_OPT_MEMORY},                       \
-    {"zlib", no_argument, 0, RS_OPT_ZLIB},                                 \
-    {"quiet", no_argument, 0, RS_OPT_QUIET},                               \
-    {"files-from", required_argument, 0, RS_OPT_FILES_FROM},               \
-    {"null", no_argument, 0, RS_OPT_NULL},                                 \
-    {"producers", required_argument, 0, RS_OPT_PRODUCERS},                 \
-    {"allow-empty", no_argument, 0, RS_OPT_ALLOW_EMPTY}
-
-#define RS_OUTPUT_LONGOPTS                                                 \
-    {"compress", required_argument, 0, RS_OPT_COMPRESS},                   \
-    {"level", required_argument, 0, RS_OPT_LEVEL},                         \
-    {"direct-io", required_argument, 0, RS_OPT_DIRECT_IO}
-
-#define RS_APPEND_LONGOPTS                                                 \
-    {"append", no_argument, 0, RS_OPT_APPEND},                             \
-    {"on-seen", required_argument, 0, RS_OPT_ON_SEEN},                     \
-    {"commit-every", required_argument, 0, RS_OPT_COMMIT_EVERY}
-
-#define RS_METRICS_LONGOPT {"metrics", required_argument, 0, RS_OPT_METRICS}
-
-#define RS_BALANCE_LONGOPTS                                                \
-    {"z", required_argument, 0, RS_OPT_Z},                                 \
-    {"capacity-factor", required_argument, 0, RS_OPT_CAPACITY},           \
-    {"tsv", no_argument, 0, RS_OPT_TSV},                                   \
-    {"svg", required_argument, 0, RS_OPT_SVG},                             \
-    {"html", required_argument, 0, RS_OPT_HTML}
-
-#define RS_RING_LONGOPTS                                                   \
-    {"scheme", required_argument, 0, RS_OPT_SCHEME},                       \
-    {"hash", required_argument, 0, RS_OPT_HASH},                           \
-    {"seed", required_argument, 0, RS_OPT_SEED},                           \
-    {"nodes", required_argument, 0, RS_OPT_NODES},                         \
-    {"nodes-file", required_argument, 0, RS_OPT_NODES_FILE},               \
-    {"vnodes", required_argument, 0, RS_OPT_VNODES},                       \
-    {"slots", required_argument, 0, RS_OPT_VNODES},                        \
-    {"label", required_argument, 0, RS_OPT_LABEL},                         \
-    {"sign", required_argument, 0, RS_OPT_SIGN},                           \
-    {"order", required_argument, 0, RS_OPT_ORDER},                         \
-    {"down", required_argument, 0, RS_OPT_DOWN},                           \
-    {"compat", required_argument, 0, RS_OPT_COMPAT}
-
-/* The ring options as given; defaults are applied by rs_cli_ring_finish
- * once the scheme is known, so options may come in any order. */
+/* The ring options as given (cli/optgroups.c); defaults are applied by
+ * rs_cli_ring_finish once the scheme is known, so options may come in any
+ * order. --down adds up when given again. */
 typedef struct {
-    const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *down, *compat;
+    const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *compat;
+    rs_opt_list down;
 } rs_cli_ring;
 
-/* Help text of the ring options (for every command's --help). */
-extern const char rs_cli_ring_help[];
+/* The rows every command shares (cli/optgroups.c). */
+extern const rs_opt rs_opt_help, rs_opt_quiet, rs_opt_threads, rs_opt_memory, rs_opt_producers, rs_opt_zlib,
+    rs_opt_compress, rs_opt_level, rs_opt_direct_io, rs_opt_force, rs_opt_force_any, rs_opt_output_dir,
+    rs_opt_metrics;
+extern const rs_opt rs_opt_scheme, rs_opt_hash, rs_opt_seed, rs_opt_nodes, rs_opt_nodes_file, rs_opt_vnodes,
+    rs_opt_slots, rs_opt_label, rs_opt_sign, rs_opt_order, rs_opt_down, rs_opt_compat;
+extern const rs_opt rs_opt_key, rs_opt_key_sep, rs_opt_delimiter, rs_opt_header, rs_opt_no_header,
+    rs_opt_max_record, rs_opt_on_bad_row, rs_opt_allow_empty, rs_opt_files_from, rs_opt_null;
+extern const rs_opt rs_opt_append, rs_opt_on_seen, rs_opt_commit_every;
+extern const rs_opt rs_opt_z, rs_opt_capacity, rs_opt_tsv, rs_opt_svg, rs_opt_html;
+extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight;
 
-/* Records ring option `code` (an RS_OPT_* below RS_OPT__FIRST_COMMAND).
- * Returns 1 if it was a ring option, 0 if not. */
-int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg);
+/* The groups of rows, for a command's struct T: its rs_cli_ring at R, its
+ * rs_pipeline_opts at P, its int quiet at Q, ... */
+#define RS_USE(row, T, at) {&(row), offsetof(T, at), NULL, NULL}
+#define RS_USE_HELP(row, T, at, text) {&(row), offsetof(T, at), text, NULL}
+#define RS_USE_AS(row, T, at, syn, text) {&(row), offsetof(T, at), text, syn}
+#define RS_HELP_USE {&rs_opt_help, 0, NULL, NULL}
+#define RS_RING_SECTION(T, R)                                                                              \
+    {"Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n", 22,                  \
+     (const rs_opt_use[]){RS_USE(rs_opt_scheme, T, R), RS_USE(rs_opt_hash, T, R), RS_USE(rs_opt_seed, T, R),     \
+                          RS_USE(rs_opt_nodes, T, R), RS_USE(rs_opt_nodes_file, T, R),                     \
+                          RS_USE(rs_opt_vnodes, T, R), RS_USE(rs_opt_slots, T, R), RS_USE(rs_opt_label, T, R), \
+                          RS_USE(rs_opt_sign, T, R), RS_USE(rs_opt_order, T, R), RS_USE(rs_opt_down, T, R),  \
+                          RS_USE(rs_opt_compat, T, R), {NULL, 0, NULL, NULL}},                                   \
+     NULL, 0}
+#define RS_INPUT_SECTION(T, P, Q, tail)                                                                    \
+    {"Input options:\n"                                                                                    \
+     "  INPUT...               CSV files, gzip, zstd or plain (by content), '-' = stdin\n", 25,             \
+     (const rs_opt_use[]){RS_USE(rs_opt_key, T, P), RS_USE(rs_opt_key_sep, T, P),                          \
+                          RS_USE(rs_opt_delimiter, T, P), RS_USE(rs_opt_header, T, P),                     \
+                          RS_USE(rs_opt_no_header, T, P), RS_USE(rs_opt_max_record, T, P.dialect.max_record),                 \
+                          RS_USE(rs_opt_on_bad_row, T, P), RS_USE(rs_opt_threads, T, P.threads),           \
+                          RS_USE(rs_opt_memory, T, P.memory), RS_USE(rs_opt_producers, T, P.producers),    \
+                          RS_USE(rs_opt_zlib, T, P.codec), RS_USE(rs_opt_quiet, T, Q),                     \
+                          RS_USE(rs_opt_allow_empty, T, P), RS_USE(rs_opt_files_from, T, P),               \
+                          RS_USE(rs_opt_null, T, P), {NULL, 0, NULL, NULL}},                                     \
+     tail, RS_CLI_GIVEN_INPUT}
+#define RS_METRICS_SECTION(T, tail)                                                                        \
+    {"Monitoring:\n", 25, (const rs_opt_use[]){{&rs_opt_metrics, 0, NULL, NULL}, {NULL, 0, NULL, NULL}}, tail, 0}
+#define RS_APPEND_SECTION(T, A)                                                                            \
+    {"Append options (a directory that grows, run after run: docs/bucket.md):\n", 25,                      \
+     (const rs_opt_use[]){RS_USE(rs_opt_append, T, A), RS_USE(rs_opt_on_seen, T, A),                      \
+                          RS_USE(rs_opt_commit_every, T, A), {NULL, 0, NULL, NULL}},                             \
+     "\n", 0}
+#define RS_SECTIONS_END {NULL, 0, NULL, NULL, 0}
+
+/* A given-mask bit beside RS_GIVEN_* (job_bucket.h): an input option. */
+#define RS_CLI_GIVEN_INPUT (1u << 24)
+
+/* The command whose options rs_opt_parse reads (for --metrics). */
+const char *rs_opt_command_name(void);
 
 /* Builds opts and the node list from the recorded options (default: the
  * ring scheme on 1000 nodes). Returns 0 or -1 with err (RS_EXIT_USAGE for
@@ -111,36 +91,6 @@ rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
  * made (RS_EXIT_USAGE, saying how much it needs). */
 rs_ring *rs_cli_ring_build_within(const rs_cli_ring *ro, uint64_t memory, rs_error *err);
 
-/* Parses an unsigned integer option value; -1 with RS_EXIT_USAGE naming
- * `what` if it is not a number in [min, max]. */
-int rs_cli_uint(const char *what, const char *arg, unsigned long long min, unsigned long long max,
-                unsigned long long *out, rs_error *err);
-
-/* Parses a size with an optional K, M, G, T suffix (powers of 1024; "KiB",
- * "MB" forms accepted the same). */
-int rs_cli_size(const char *what, const char *arg, unsigned long long *out, rs_error *err);
-
-/* getopt_long for command cmd, quietly (opterr = 0): an unknown option, a
- * missing or unwanted argument is said once as "ringshard CMD: ..." with
- * the nearest long options by edit distance ("did you mean '--key'?") and
- * returns RS_CLI_GETOPT_BAD; --version prints the version and returns
- * RS_CLI_GETOPT_VERSION. Other returns as getopt_long's. The command's
- * `default:` branch returns rs_cli_getopt_exit(c) (cli/args.c). */
-int rs_cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts, const struct option *longopts);
-enum { RS_CLI_GETOPT_BAD = -2, RS_CLI_GETOPT_VERSION = -3 };
-
-/* The exit code for rs_cli_getopt's RS_CLI_GETOPT_* code: 0 after
- * --version, else RS_EXIT_USAGE (the message is out already). */
-int rs_cli_getopt_exit(int code);
-
-/* Edit distance (insert, delete, substitute, swap neighbours: 1 each). */
-size_t rs_cli_edit_distance(const char *a, const char *b);
-
-/* 1 if typed is likely a misspelling of name (at most 2 edits, and at
- * most a third of the longer one's length beyond 1), with the distance in
- * *dist; else 0. */
-int rs_cli_similar(const char *typed, const char *name, size_t *dist);
-
 /* Prints err as "ringshard <cmd>: <msg>" and returns its exit code. */
 int rs_cli_fail(const char *cmd, const rs_error *err);
 
@@ -153,48 +103,35 @@ void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 
 /* What --append, --on-seen and --commit-every asked for (bucket, dedup),
  * and which options that shape the files the command line gave
- * (RS_GIVEN_* of job_bucket.h: an append takes the others from DIR). */
+ * (RS_GIVEN_* of job_bucket.h, the parser's given mask: an append takes
+ * the others from DIR). */
 typedef struct {
     int append;
-    int on_seen;            /* rs_on_seen */
+    int on_seen;            /* rs_on_seen; -1 until given (RS_CLI_APPEND_INIT) */
     uint64_t commit_every;  /* 0: none */
     int commit_bytes;       /* commit_every is a size */
-    int on_seen_given, commit_given;
+    int on_seen_given;
     unsigned given;
 } rs_cli_append;
-
-/* Help text of the append options. */
-extern const char rs_cli_append_help[];
-
-/* Records append option `code`, and notes in a->given the shaping options
- * (and ring options) as they come: call it for every option code. Returns
- * 1 if `code` was an append option, 0 if not, -1 with err (RS_EXIT_USAGE)
- * for a bad value. */
-int rs_cli_append_option(rs_cli_append *a, int code, const char *arg, rs_error *err);
+#define RS_CLI_APPEND_INIT {.on_seen = -1}
 
 /* Checks the append options once all are in: --on-seen and --commit-every
- * need --append, --append refuses --force. 0 or -1 with err. */
-int rs_cli_append_finish(const rs_cli_append *a, int force, rs_error *err);
+ * need --append, --append refuses --force; --on-seen not given is skip.
+ * 0 or -1 with err. */
+int rs_cli_append_finish(rs_cli_append *a, int force, rs_error *err);
 
 /* Says on stderr that DIR could be compacted when it holds more than
  * RS_GEN_COMPACT_HINT generations (after an append). */
 void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files);
 
-/* Help text of the input options. */
-extern const char rs_cli_input_help[];
-
 /* Defaults of the input options: comma, header, key column 1, key-sep '|',
  * 1 GiB memory, gzip level 1 output. */
 void rs_cli_input_defaults(rs_pipeline_opts *po);
 
-/* Records input option `code` ('j' or an RS_OPT_* input code). Returns 1
- * if handled, 0 if not an input option, -1 with err on a bad value. */
-int rs_cli_input_option(rs_pipeline_opts *po, int code, const char *arg, rs_error *err);
-
-/* Records --files-from LIST (several allowed, at most one "-") and --null
- * (cli/filesfrom.c). Returns 1 if `code` is one of them, 0 if not, -1 with
- * err (RS_EXIT_USAGE: "-" twice). */
-int rs_cli_files_from_option(int code, const char *arg, rs_error *err);
+/* Records --files-from LIST (list 1: several allowed, at most one "-")
+ * or --null (list 0) (cli/filesfrom.c). 0, or -1 with err (RS_EXIT_USAGE:
+ * "-" twice). */
+int rs_cli_files_from_option(int list, const char *arg, rs_error *err);
 
 /* 1 if a --files-from was given (commands that take no INPUT refuse it). */
 int rs_cli_files_from_given(void);
@@ -211,13 +148,17 @@ int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inpu
                              rs_error *err);
 
 /* Takes argv[first..argc) as the inputs (then the --files-from lists'),
- * sets inputs without rows to be refused unless --allow-empty was given
- * (first > 0: the user's inputs, not a stand-in), decides on the progress line
- * (only on a terminal, never with --quiet) and installs the SIGINT/SIGTERM
- * handlers (they stop the pipeline within the batch in progress) and ignores SIGXFSZ.
- * Returns 1 if --quiet was given, 0 if not, -1 with err (no inputs, or
+ * sets inputs without rows to be refused unless --allow-empty was given,
+ * checks the key and the output level, and settles the run
+ * (rs_cli_input_settle). Returns quiet, or -1 with err (no inputs, or
  * rs_cli_files_from_inputs's errors). */
-int rs_cli_input_finish(rs_pipeline_opts *po, int argc, char **argv, int first, rs_error *err);
+int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, int first, rs_error *err);
+
+/* For a run whose inputs are a directory's files (verify, plan
+ * --from-buckets): decides on the progress line (only on a terminal,
+ * never with --quiet) and installs the SIGINT/SIGTERM handlers (they stop
+ * the pipeline within the batch in progress). Returns quiet. */
+int rs_cli_input_settle(rs_pipeline_opts *po, int quiet);
 
 /* Parses a --compress value (gzip, zstd or none) into *compress
  * (RS_COMPRESS_*). 0, or -1 with err (RS_EXIT_USAGE: another word, or zstd
@@ -232,13 +173,6 @@ int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *er
 /* Checks level against compress once all options are parsed: gzip (and
  * none) 1-9, zstd any of its levels but 0. 0, or -1 with err (RS_EXIT_USAGE). */
 int rs_cli_level_check(const char *what, int compress, int level, rs_error *err);
-
-/* Records output option `code` (RS_OPT_COMPRESS: gzip|zstd|none;
- * RS_OPT_LEVEL: a level, checked by rs_cli_input_finish; RS_OPT_DIRECT_IO:
- * on|off) into po. Returns 1 if handled, 0 if not an output option,
- * -1 after printing a bad value as command `cmd`'s error (the command then
- * exits RS_EXIT_USAGE). */
-int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg);
 
 /* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
  * directory (a quarantine file, a report) when it lies inside outdir or
@@ -277,21 +211,16 @@ FILE *rs_cli_summary(void);
  * too. Returns 0, or -1 with err (RS_EXIT_IO). */
 int rs_cli_flush_stdout(rs_error *err);
 
-/* Help text of --metrics (cli/metricsopt.c), for the --help of every
- * command that takes it. */
-extern const char rs_cli_metrics_help[];
-
 /* Notes the time the run starts (main, before the command runs): the
  * metrics' start time. */
 void rs_cli_metrics_start(void);
 
-/* Records --metrics FILE (RS_OPT_METRICS) for command cmd (a static
- * string, the file's command label) and reserves FILE's temporary, so that
- * a FILE that cannot be written stops the run before any work. Returns 1
- * if code is RS_OPT_METRICS, 0 if not, -1 with err (RS_EXIT_USAGE: given
- * twice; RS_EXIT_IO: FILE cannot be created). Under MPI only rank 0
- * reserves and writes. */
-int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err);
+/* Records --metrics FILE for command cmd (a static string, the file's
+ * command label) and reserves FILE's temporary, so that a FILE that
+ * cannot be written stops the run before any work. 0, or -1 with err
+ * (RS_EXIT_USAGE: given twice; RS_EXIT_IO: FILE cannot be created). Under
+ * MPI only rank 0 reserves and writes. */
+int rs_cli_metrics_option(const char *cmd, const char *arg, rs_error *err);
 
 /* The run's metrics for the command to fill in (counts, phases), or NULL
  * when no --metrics was given (or on ranks other than 0). */
@@ -323,31 +252,19 @@ void rs_cli_metrics_phase(const char *name, double seconds);
 int rs_cli_metrics_finish(int rc);
 
 /* The node edits as given to plan and simulate, so that both take them
- * alike: the list options may each be given up to RS_CLI_MAX_EDIT_LISTS
- * times and their lists add up; --add K is one number (the last given). */
-#define RS_CLI_MAX_EDIT_LISTS 256
+ * alike: the list options add up when given again; --down is the ring
+ * group's. */
 typedef struct {
-    const char *remove[RS_CLI_MAX_EDIT_LISTS], *reweight[RS_CLI_MAX_EDIT_LISTS],
-        *add_names[RS_CLI_MAX_EDIT_LISTS], *down[RS_CLI_MAX_EDIT_LISTS];
-    int nremove, nreweight, nadd_names, ndown;
+    rs_opt_list remove, reweight, add_names;
     unsigned long long add;
 } rs_cli_edits;
 
-#define RS_EDIT_LONGOPTS                                                   \
-    {"add", required_argument, 0, RS_OPT_ADD},                             \
-    {"add-names", required_argument, 0, RS_OPT_ADD_NAMES},                 \
-    {"remove", required_argument, 0, RS_OPT_REMOVE},                       \
-    {"reweight", required_argument, 0, RS_OPT_REWEIGHT}
+#define RS_EDIT_USES(T, E) RS_USE(rs_opt_add, T, E), RS_USE(rs_opt_add_names, T, E), RS_USE(rs_opt_remove, T, E), \
+    RS_USE(rs_opt_reweight, T, E)
 
-/* Records edit option `code` (RS_OPT_ADD, RS_OPT_ADD_NAMES, RS_OPT_REMOVE,
- * RS_OPT_REWEIGHT, and the ring option RS_OPT_DOWN, taken here so that it
- * adds up too). Returns 1 if handled, 0 if not an edit option, -1 with
- * err (RS_EXIT_USAGE: --add out of [1, 10000000], a list option given
- * more than RS_CLI_MAX_EDIT_LISTS times). */
-int rs_cli_edits_option(rs_cli_edits *ed, int code, const char *arg, rs_error *err);
-
-/* The edits for the job (pointing into ed; slots left 0 for the job). */
-void rs_cli_edits_fill(const rs_cli_edits *ed, rs_node_edits *e);
+/* The edits for the job (pointing into ed and down; slots left 0 for
+ * the job). */
+void rs_cli_edits_fill(const rs_cli_edits *ed, const rs_opt_list *down, rs_node_edits *e);
 
 /* 1 if ed changes the node set (--down aside), else 0. */
 int rs_cli_edits_change(const rs_cli_edits *ed);
@@ -362,12 +279,6 @@ typedef struct {
 
 /* Defaults: z 3, no capacity factor, the summary, no pictures. */
 void rs_cli_balance_defaults(rs_cli_balance *bo);
-
-/* Records balance option `code` (RS_OPT_Z, RS_OPT_CAPACITY, RS_OPT_TSV,
- * RS_OPT_SVG, RS_OPT_HTML). Returns 1 if handled, 0 if not a balance option,
- * -1 with err (RS_EXIT_USAGE) when z is not positive or the factor is not
- * a number >= 1. */
-int rs_cli_balance_option(rs_cli_balance *bo, int code, const char *arg, rs_error *err);
 
 /* Writes rs_balance_report's pictures to bo->svg (SVG) and bo->html (HTML),
  * those that are set, in that order. Returns 0, or -1 with err at the first
@@ -402,7 +313,11 @@ void rs_cli_install_signals(void);
     X(stats, 0, "per-node balance of data or a bucket directory, against theory")       \
     X(simulate, 0, "balance and movement of synthetic keys, vnode sweeps")
 
-#define RS_COMMAND_DECL(name, cluster, summary) int rs_cmd_##name(int argc, char **argv);
+/* rs_cmd_NAME runs the command; rs_cmd_NAME_options gives its option
+ * table (for --dump-options). */
+#define RS_COMMAND_DECL(name, cluster, summary)                                                             \
+    int rs_cmd_##name(int argc, char **argv);                                                               \
+    const rs_opt_command *rs_cmd_##name##_options(void);
 RS_COMMAND_TABLE(RS_COMMAND_DECL)
 #undef RS_COMMAND_DECL
 

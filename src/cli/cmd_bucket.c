@@ -8,8 +8,21 @@
 #include "ringshard/dataset.h"
 #include "ringshard/util.h"
 
-static const char bucket_help[] =
-    "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
+typedef struct {
+    rs_cli_ring ro;
+    rs_pipeline_opts po;
+    rs_cli_append ap;
+    const char *outdir;
+    int force, quiet;
+} bucket_args;
+
+static const rs_opt opt_keys_only = {.name = "keys-only", .help = "write only the key column", .kind = RS_KIND_FLAG,
+                                     RS_AT(bucket_args, po.keys_only), .set = 1, .given = RS_GIVEN_KEYS_ONLY};
+
+static const rs_opt_command bucket_command = {
+    "bucket",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
     "Streams every row of the inputs, places its key on the ring and writes the\n"
     "row into DIR/<node>.csv.gz, one file per node (a node that gets nothing has\n"
     "a header-only file), plus DIR/manifest.json. Rows keep their bytes and\n"
@@ -17,26 +30,29 @@ static const char bucket_help[] =
     "any -j. DIR appears only when complete (written beside it, then renamed).\n"
     "With --append, the rows are added to DIR as a new generation instead:\n"
     "DIR/g<N>/<node>.csv.gz for each node that got rows, published in one rename.\n\n"
-    "Output options:\n"
-    "  -o, --output DIR       the output directory (required)\n"
-    "  --force                replace an existing DIR (a ringshard output or empty)\n"
-    "  --force-any            replace an existing DIR whatever it holds\n"
-    "  --compress gzip|zstd|none  gzip members (default), zstd frames (.csv.zst)\n"
-    "                         or plain CSV\n"
-    "  --level N              gzip level 1-9 (default 1): ISA-L's level 1, 2, or 3\n"
-    "                         for 3-9; with --zlib, zlib's level N. zstd: -131072\n"
-    "                         to 22 but 0 (default 1; negative: zstd --fast=N)\n"
-    "  --direct-io auto|on|off  write DIR's files with O_DIRECT where the file\n"
-    "                         system takes it (auto, the default: plain output\n"
-    "                         only; on: compressed too) or through the page cache\n"
-    "  --keys-only            write only the key column\n"
-    "  -h, --help             this help\n\n"
+    "Output options:\n",
+         25,
+         (const rs_opt_use[]){
+             RS_USE(rs_opt_output_dir, bucket_args, outdir), RS_USE(rs_opt_force, bucket_args, force),
+             RS_USE(rs_opt_force_any, bucket_args, force), RS_USE(rs_opt_compress, bucket_args, po.compress),
+             RS_USE_HELP(rs_opt_level, bucket_args, po.level,
+                         "gzip level 1-9 (default 1): ISA-L's level 1, 2, or 3\n"
+                         "for 3-9; with --zlib, zlib's level N. zstd: -131072\n"
+                         "to 22 but 0 (default 1; negative: zstd --fast=N)"),
+             RS_USE(rs_opt_direct_io, bucket_args, po.direct_io), {&opt_keys_only, 0, NULL, NULL}, RS_HELP_USE,
+             {NULL, 0, NULL, NULL}},
+         "\n"
     "File names: a node's name with bytes other than [a-z0-9-] (and '_' inside) as\n"
     "%XX, so that no name can leave DIR or be taken for another's, also where the\n"
-    "file system folds case (\"A\" is %41.csv.gz, \"eu.csv1\" eu%2Ecsv1.csv.gz).\n\n";
+    "file system folds case (\"A\" is %41.csv.gz, \"eu.csv1\" eu%2Ecsv1.csv.gz).\n\n", 0},
+        RS_APPEND_SECTION(bucket_args, ap),
+        RS_METRICS_SECTION(bucket_args, "\n"),
+        RS_INPUT_SECTION(bucket_args, po, quiet, "\n"),
+        RS_RING_SECTION(bucket_args, ro),
+        RS_SECTIONS_END},
+    offsetof(bucket_args, ap.given)};
 
-enum { OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_KEYS_ONLY, OPT_FORCE_ANY };
-
+const rs_opt_command *rs_cmd_bucket_options(void) { return &bucket_command; }
 
 /* The summary of an append: generations, inputs ingested and skipped. */
 static void append_summary(const rs_bucket_job_result *r, const char *dir)
@@ -92,80 +108,26 @@ static void summary(uint32_t ndest, const rs_pipeline_result *res, const char *d
 int rs_cmd_bucket(int argc, char **argv)
 {
     double t_start = rs_now();
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        RS_INPUT_LONGOPTS,
-        {"output", required_argument, 0, 'o'},
-        RS_OUTPUT_LONGOPTS,
-        RS_APPEND_LONGOPTS,
-        {"force", no_argument, 0, OPT_FORCE},
-        {"force-any", no_argument, 0, OPT_FORCE_ANY},
-        {"keys-only", no_argument, 0, OPT_KEYS_ONLY},
-        RS_METRICS_LONGOPT,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    rs_cli_ring ro = {0};
-    rs_pipeline_opts po;
-    rs_cli_input_defaults(&po);
-    const char *outdir = NULL;
-    int force = 0, c, r;
-    rs_cli_append ap = {0};
+    bucket_args a = {.ap = RS_CLI_APPEND_INIT};
+    rs_cli_input_defaults(&a.po);
+    int optind, rc = rs_opt_parse(&bucket_command, &a, argc, argv, &optind);
+    if (rc >= 0)
+        return rc;
+    rs_cli_ring ro = a.ro;
+    rs_pipeline_opts po = a.po;
+    rs_cli_append ap = a.ap;
+    const char *outdir = a.outdir;
+    int force = a.force;
     rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("bucket", argc, argv, "ho:j:", longopts)) != -1) {
-        if ((r = rs_cli_append_option(&ap, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("bucket", &err);
-            continue;
-        }
-        if (rs_cli_ring_option(&ro, c, optarg))
-            continue;
-        if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("bucket", &err);
-            continue;
-        }
-        if ((r = rs_cli_metrics_option("bucket", c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("bucket", &err);
-            continue;
-        }
-        if ((r = rs_cli_output_option("bucket", &po, c, optarg)) != 0) {
-            if (r < 0)
-                return RS_EXIT_USAGE;
-            continue;
-        }
-        switch (c) {
-        case 'o': outdir = optarg; break;
-        case OPT_FORCE: force |= RS_OUTDIR_FORCE; break;
-        case OPT_FORCE_ANY: force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
-        case OPT_KEYS_ONLY:
-            po.keys_only = 1;
-            ap.given |= RS_GIVEN_KEYS_ONLY;
-            break;
-        case 'h':
-            fputs(bucket_help, stdout);
-            fputs(rs_cli_append_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_metrics_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_input_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_ring_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
     if (!outdir)
         return rs_cli_usage_error("bucket", "no output directory (-o DIR)");
-    int rc = rs_cli_dir_not_stdout("bucket", "-o", outdir, "a bucket directory",
+    rc = rs_cli_dir_not_stdout("bucket", "-o", outdir, "a bucket directory",
                                    "write it to a directory and read it with ringshard cat");
     if (rc >= 0)
         return rc;
     if (rs_cli_append_finish(&ap, force, &err) != 0)
         return rs_cli_fail("bucket", &err);
-    int quiet = rs_cli_input_finish(&po, argc, argv, optind, &err);
+    int quiet = rs_cli_input_finish(&po, a.quiet, argc, argv, optind, &err);
     if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
     double t0 = rs_now();

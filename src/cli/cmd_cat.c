@@ -1,6 +1,7 @@
 /* ringshard cat: a bucket directory's rows of some nodes, across its
  * generations, as one CSV stream (jobs/cat.c does the work). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
@@ -8,100 +9,84 @@
 #include "ringshard/job_cat.h"
 #include "ringshard/outfile.h"
 
-static const char cat_help[] =
-    "Usage: ringshard cat [OPTIONS] DIR NODE...\n"
-    "       ringshard cat [OPTIONS] --all DIR\n"
-    "Writes the rows of each NODE of the bucket directory DIR, across all its\n"
-    "generations (the base file, then each appended generation's segment in\n"
-    "order), as one CSV stream with one header line (when DIR has one),\n"
-    "decompressed: what one `bucket` run over every input DIR ingested holds\n"
-    "in those nodes' files. Each file is checked as it is read against its\n"
-    "manifest (rows, data bytes, CRC-32, size): a file that differs stops the\n"
-    "stream, named (exit 3).\n\n"
-    "Options:\n"
-    "  --all                  every node, in the order of DIR's base files\n"
-    "  -o, --output FILE      write to FILE (replaced whole once complete; - is\n"
-    "                         standard output, the default)\n"
-    "  --compress gzip|zstd|none  compress the stream (default none)\n"
-    "  --level N              compression level (gzip 1-9, default 1; zstd)\n"
-    "  -j, --threads N        files decoded at once (default: $OMP_NUM_THREADS, else\n"
-    "                         all cores); the stream is the same for any N\n"
-    "  --quiet                no summary (with -o FILE)\n"
-    "  -h, --help             this help\n";
-
-enum { OPT_ALL = RS_OPT__FIRST_COMMAND, OPT_QUIET };
-
 typedef struct {
     rs_cat_job_opts job;
     const char *output;
-    int all, quiet, level_given;
+    int all, quiet;
 } cat_args;
 
-static int parse(int argc, char **argv, cat_args *a, rs_error *err)
+static const rs_opt opt_all = {.name = "all", .help = "every node, in the order of DIR's base files",
+                               .kind = RS_KIND_FLAG, RS_AT(cat_args, all), .set = 1};
+static const rs_opt opt_output = {.name = "output", .letter = 'o', .arg = "FILE",
+                                  .help = "write to FILE (replaced whole once complete; - is\n"
+                                          "standard output, the default)",
+                                  .kind = RS_KIND_STRING, RS_AT(cat_args, output)};
+
+static const rs_opt_command cat_command = {
+    "cat",
+    (const rs_opt_section[]){
+        {"Usage: ringshard cat [OPTIONS] DIR NODE...\n"
+         "       ringshard cat [OPTIONS] --all DIR\n"
+         "Writes the rows of each NODE of the bucket directory DIR, across all its\n"
+         "generations (the base file, then each appended generation's segment in\n"
+         "order), as one CSV stream with one header line (when DIR has one),\n"
+         "decompressed: what one `bucket` run over every input DIR ingested holds\n"
+         "in those nodes' files. Each file is checked as it is read against its\n"
+         "manifest (rows, data bytes, CRC-32, size): a file that differs stops the\n"
+         "stream, named (exit 3).\n\n"
+         "Options:\n",
+         25,
+         (const rs_opt_use[]){{&opt_all, 0, NULL, NULL}, {&opt_output, 0, NULL, NULL},
+                              RS_USE_HELP(rs_opt_compress, cat_args, job.compress,
+                                          "compress the stream (default none)"),
+                              RS_USE_HELP(rs_opt_level, cat_args, job.level,
+                                          "compression level (gzip 1-9, default 1; zstd)"),
+                              RS_USE_HELP(rs_opt_threads, cat_args, job.threads,
+                                          "files decoded at once (default: $OMP_NUM_THREADS, else\n"
+                                          "all cores); the stream is the same for any N"),
+                              RS_USE_HELP(rs_opt_quiet, cat_args, quiet, "no summary (with -o FILE)"), RS_HELP_USE,
+                              {NULL, 0, NULL, NULL}},
+         NULL, 0},
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
+
+const rs_opt_command *rs_cmd_cat_options(void) { return &cat_command; }
+
+/* Parses the options into *a: -1 to go on, else the exit code (the error
+ * printed). */
+static int parse(int argc, char **argv, cat_args *a)
 {
-    static const struct option longopts[] = {
-        {"all", no_argument, 0, OPT_ALL},
-        {"output", required_argument, 0, 'o'},
-        {"compress", required_argument, 0, RS_OPT_COMPRESS},
-        {"level", required_argument, 0, RS_OPT_LEVEL},
-        {"threads", required_argument, 0, RS_OPT_THREADS},
-        {"quiet", no_argument, 0, OPT_QUIET},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c;
-    unsigned long long v;
-    optind = 1;
-    while ((c = rs_cli_getopt("cat", argc, argv, "o:j:h", longopts)) != -1) {
-        switch (c) {
-        case OPT_ALL: a->all = 1; break;
-        case 'o': a->output = optarg; break;
-        case RS_OPT_COMPRESS:
-            if (rs_cli_compress_arg("--compress", optarg, &a->job.compress, err) != 0)
-                return -1;
-            break;
-        case RS_OPT_LEVEL:
-            if (rs_cli_level_arg("--level", optarg, &a->job.level, err) != 0)
-                return -1;
-            a->level_given = 1;
-            break;
-        case 'j':
-        case RS_OPT_THREADS:
-            if (rs_cli_uint("-j", optarg, 1, 256, &v, err) != 0)
-                return -1;
-            a->job.threads = (int)v;
-            break;
-        case OPT_QUIET: a->quiet = 1; break;
-        case 'h': fputs(cat_help, stdout); return 1;
-        default: return c == RS_CLI_GETOPT_VERSION ? 1 : -2;   /* said by rs_cli_getopt */
-        }
-    }
-    if (!a->level_given)
+    int optind, rc;
+    a->job.level = INT_MIN;   /* not given: follows --compress */
+    if ((rc = rs_opt_parse(&cat_command, a, argc, argv, &optind)) >= 0)
+        return rc;
+    rs_error e = {0}, *err = &e;
+    if (a->job.level == INT_MIN)
         a->job.level = a->job.compress == RS_COMPRESS_ZSTD ? 3 : 1;
     if (rs_cli_level_check("--level", a->job.compress, a->job.level, err) != 0)
-        return -1;
+        return rs_cli_fail("cat", err);
     int n = argc - optind;
     if (n < 1)
-        return rs_error_set(err, RS_EXIT_USAGE, "expected a bucket directory and nodes (or --all)");
-    if (a->all && n > 1)
-        return rs_error_set(err, RS_EXIT_USAGE, "--all and nodes: name nodes or give --all, not both");
-    if (!a->all && n < 2)
-        return rs_error_set(err, RS_EXIT_USAGE, "expected nodes after %s (or --all for every node)", argv[optind]);
+        rs_error_set(err, RS_EXIT_USAGE, "expected a bucket directory and nodes (or --all)");
+    else if (a->all && n > 1)
+        rs_error_set(err, RS_EXIT_USAGE, "--all and nodes: name nodes or give --all, not both");
+    else if (!a->all && n < 2)
+        rs_error_set(err, RS_EXIT_USAGE, "expected nodes after %s (or --all for every node)", argv[optind]);
+    if (err->code)
+        return rs_cli_fail("cat", err);
     a->job.dir = argv[optind];
     a->job.nodes = (const char *const *)argv + optind + 1;
     a->job.nnodes = (size_t)n - 1;
-    return 0;
+    return -1;
 }
 
 int rs_cmd_cat(int argc, char **argv)
 {
     cat_args a = {0};
     rs_error err = {0};
-    int p = parse(argc, argv, &a, &err);
-    if (p > 0)
-        return 0;
-    if (p < 0)
-        return p == -2 ? RS_EXIT_USAGE : rs_cli_fail("cat", &err);
+    int p = parse(argc, argv, &a);
+    if (p >= 0)
+        return p;
     rs_cli_install_signals();
     rs_outfile of = {0};
     int to_file = a.output && strcmp(a.output, "-") != 0;

@@ -7,8 +7,30 @@
 #include "ringshard/util.h"
 #include "ringshard/metrics.h"
 
-static const char compact_help[] =
-    "Usage: ringshard compact [OPTIONS] DIR\n"
+typedef struct {
+    int quiet, no_check;
+    unsigned long long memory;
+} compact_args;
+
+/* Not the pipeline's --memory: it bounds the merge of key indexes alone. */
+static const rs_opt opt_memory = {.name = "memory", .arg = "SIZE",
+                                  .help = "bound on the memory that merging a node's key indexes\n"
+                                          "uses (default 16M, at least 2M); fewer sorted runs\n"
+                                          "merged at once, never other bytes",
+                                  .kind = RS_KIND_SIZE, RS_AT(compact_args, memory), .min = 2u << 20,
+                                  .max = UINT64_MAX};
+static const rs_opt opt_no_check = {.name = "no-check",
+                                    .help = "copy each file in the kernel (copy_file_range), its\n"
+                                            "size checked only, instead of reading it once,\n"
+                                            "checking its CRC-32 against its manifest and\n"
+                                            "writing it out: faster, but a damaged file is merged\n"
+                                            "into its node's base file",
+                                    .kind = RS_KIND_FLAG, RS_AT(compact_args, no_check), .set = 1};
+
+static const rs_opt_command compact_command = {
+    "compact",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard compact [OPTIONS] DIR\n"
     "Merges the generations that appends added to the bucket directory DIR\n"
     "(DIR/g<N>/<node>.csv.gz) into one file per node, DIR/<node>.csv.gz, as\n"
     "`bucket` writes it: the same rows in the same order, each node's files\n"
@@ -22,63 +44,32 @@ static const char compact_help[] =
     "as each file is copied, or a damaged gzip member or zstd frame) and a\n"
     "damaged key index, naming the file.\n"
     "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
-    "Options:\n"
-    "  --memory SIZE          bound on the memory that merging a node's key indexes\n"
-    "                         uses (default 16M, at least 2M); fewer sorted runs\n"
-    "                         merged at once, never other bytes\n"
-    "  --no-check             copy each file in the kernel (copy_file_range), its\n"
-    "                         size checked only, instead of reading it once,\n"
-    "                         checking its CRC-32 against its manifest and\n"
-    "                         writing it out: faster, but a damaged file is merged\n"
-    "                         into its node's base file\n"
-    "  --quiet                no summary\n"
-    "  -h, --help             this help\n";
+         "Options:\n",
+         25,
+         (const rs_opt_use[]){{&opt_memory, 0, NULL, NULL}, {&opt_no_check, 0, NULL, NULL},
+                              RS_USE_HELP(rs_opt_quiet, compact_args, quiet, "no summary"), RS_HELP_USE,
+                              {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_METRICS_SECTION(compact_args, NULL),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
 
-enum { OPT_QUIET = RS_OPT__FIRST_COMMAND, OPT_MEMORY, OPT_NO_CHECK };
+const rs_opt_command *rs_cmd_compact_options(void) { return &compact_command; }
 
 int rs_cmd_compact(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"quiet", no_argument, 0, OPT_QUIET},
-        {"memory", required_argument, 0, OPT_MEMORY},
-        {"no-check", no_argument, 0, OPT_NO_CHECK},
-        RS_METRICS_LONGOPT,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c, got, quiet = 0, no_check = 0;
-    unsigned long long memory = 0;
+    compact_args a = {0};
     rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("compact", argc, argv, "h", longopts)) != -1) {
-        if ((got = rs_cli_metrics_option("compact", c, optarg, &err)) != 0) {
-            if (got < 0)
-                return rs_cli_fail("compact", &err);
-            continue;
-        }
-        switch (c) {
-        case OPT_QUIET: quiet = 1; break;
-        case OPT_NO_CHECK: no_check = 1; break;
-        case OPT_MEMORY:
-            if (rs_cli_size("--memory", optarg, &memory, &err) != 0)
-                return rs_cli_fail("compact", &err);
-            if (memory < (2u << 20))
-                return rs_cli_usage_error("compact", "--memory: at least 2M");
-            break;
-        case 'h':
-            fputs(compact_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_metrics_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
+    int optind, rc = rs_opt_parse(&compact_command, &a, argc, argv, &optind);
+    if (rc >= 0)
+        return rc;
+    int quiet = a.quiet;
     if (optind + 1 != argc)
         return rs_cli_usage_error("compact", "expected one directory");
     rs_cli_install_signals();
-    rs_compact_job_opts o = {argv[optind], memory, no_check};
+    rs_compact_job_opts o = {argv[optind], a.memory, a.no_check};
     rs_compact_job_result r;
-    int rc = rs_compact_job_run(&o, &r, &err);
+    rc = rs_compact_job_run(&o, &r, &err);
     rs_metrics *m = rs_cli_metrics();
     if (m) {
         m->inputs = r.files_before;

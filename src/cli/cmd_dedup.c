@@ -10,8 +10,46 @@
 #include "ringshard/util.h"
 #include "ringshard/dataset.h"
 
-static const char dedup_help[] =
-    "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
+static const rs_opt opt_keep = {.name = "keep", .arg = "first|last",
+                                .help = "which copy of a key survives, by input order: inputs\n"
+                                        "in the order given, rows in file order (default first)",
+                                .kind = RS_KIND_ENUM, RS_AT(rs_cli_dedup_args, keep_last), .values = "first|last"};
+static const rs_opt opt_by = {.name = "by", .arg = "key|row",
+                              .help = "duplicates are rows with equal keys (default) or\n"
+                                      "whole-row duplicates (equal row bytes)",
+                              .kind = RS_KIND_ENUM, RS_AT(rs_cli_dedup_args, by_row), .values = "key|row"};
+static const rs_opt opt_duplicates = {
+    .name = "duplicates", .arg = "FILE",
+    .help = "write every duplicated key: KEY<TAB>COUNT<TAB>KEPT-ROW\n"
+            "(--by row: ROW<TAB>COUNT), escapes \\\\ \\t \\n \\r, by bucket\n"
+            "then first occurrence; with --append, every new row\n"
+            "dropped: KEY<TAB>WHERE<TAB>ROW, WHERE the generation\n"
+            "holding the key (g00000003) or 'repeat' (an earlier\n"
+            "new row kept). '-': standard output",
+    .kind = RS_KIND_STRING, RS_AT(rs_cli_dedup_args, dups_path)};
+static const rs_opt opt_buckets = {.name = "buckets", .arg = "BUCKETDIR",
+                                   .help = "deduplicate an existing bucket directory (its manifest\n"
+                                           "gives the ring, key and dialect; no INPUT)",
+                                   .kind = RS_KIND_STRING, RS_AT(rs_cli_dedup_args, buckets_dir)};
+/* pass 1's codec: the output's row, without its given bit (it shapes nothing) */
+static const int temp_codes[] = {RS_COMPRESS_GZIP, RS_COMPRESS_ZSTD, RS_COMPRESS_NONE};
+static int temp_apply(void *base, const rs_opt *o, const char *arg, rs_error *err)
+{
+    (void)o, (void)base;
+    int c;
+    return rs_cli_compress_arg("--temp-compress", arg, &c, err);
+}
+static const rs_opt opt_temp_compress = {.name = "temp-compress", .arg = "gzip|zstd|none",
+                                         .help = "pass 1's temporary buckets: plain (default,\n"
+                                                 "faster) or level 1 gzip/zstd (less temporary disk)",
+                                         .kind = RS_KIND_ENUM, RS_AT(rs_cli_dedup_args, temp_compress),
+                                         .values = "gzip|zstd|none", .codes = temp_codes, .apply = temp_apply};
+
+#define D rs_cli_dedup_args
+static const rs_opt_command dedup_command = {
+    "dedup",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
     "       ringshard dedup [OPTIONS] -o DIR --buckets BUCKETDIR\n"
     "Keeps one row per key. Pass 1 buckets the rows by key on the ring (as\n"
     "`ringshard bucket`) into a temporary area; pass 2 deduplicates every bucket\n"
@@ -24,164 +62,38 @@ static const char dedup_help[] =
     "inputs; the survivors are added as a new generation of DIR, each file with\n"
     "a key index, so the history's rows are never read again (docs/dedup.md).\n\n"
     "Dedup options:\n"
-    "  -o, --output DIR       the output directory (required)\n"
-    "  --keep first|last      which copy of a key survives, by input order: inputs\n"
-    "                         in the order given, rows in file order (default first)\n"
-    "  --by key|row           duplicates are rows with equal keys (default) or\n"
-    "                         whole-row duplicates (equal row bytes)\n"
-    "  --duplicates FILE      write every duplicated key: KEY<TAB>COUNT<TAB>KEPT-ROW\n"
-    "                         (--by row: ROW<TAB>COUNT), escapes \\\\ \\t \\n \\r, by bucket\n"
-    "                         then first occurrence; with --append, every new row\n"
-    "                         dropped: KEY<TAB>WHERE<TAB>ROW, WHERE the generation\n"
-    "                         holding the key (g00000003) or 'repeat' (an earlier\n"
-    "                         new row kept). '-': standard output\n"
-    "  --buckets BUCKETDIR    deduplicate an existing bucket directory (its manifest\n"
-    "                         gives the ring, key and dialect; no INPUT)\n"
-    "  --temp-compress gzip|zstd|none  pass 1's temporary buckets: plain (default,\n"
-    "                         faster) or level 1 gzip/zstd (less temporary disk)\n"
-    "  --force                replace an existing DIR (a ringshard output or empty)\n"
-    "  --force-any            replace an existing DIR whatever it holds\n"
-    "  --compress gzip|zstd|none  output as gzip members (default), zstd frames\n"
-    "                         (DIR/<node>.csv.zst) or plain CSV\n"
-    "  --level N              output level (default 1): gzip 1-9; zstd -131072 to 22\n"
-    "                         but 0 (negative: zstd --fast=N)\n"
-    "  -h, --help             this help\n\n"
+    ,
+         25,
+         (const rs_opt_use[]){
+             RS_USE(rs_opt_output_dir, D, outdir), {&opt_keep, 0, NULL, NULL}, {&opt_by, 0, NULL, NULL},
+             {&opt_duplicates, 0, NULL, NULL}, {&opt_buckets, 0, NULL, NULL}, {&opt_temp_compress, 0, NULL, NULL},
+             RS_USE(rs_opt_force, D, force), RS_USE(rs_opt_force_any, D, force),
+             RS_USE_HELP(rs_opt_compress, D, compress,
+                         "output as gzip members (default), zstd frames\n"
+                         "(DIR/<node>.csv.zst) or plain CSV"),
+             RS_USE_HELP(rs_opt_level, D, level,
+                         "output level (default 1): gzip 1-9; zstd -131072 to 22\n"
+                         "but 0 (negative: zstd --fast=N)"),
+             RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n"
     "Memory: a bucket is deduplicated in memory when its bytes plus a table of\n"
     "176 bytes per row fit in --memory / threads; a bigger bucket is split again\n"
     "on disk by an independent hash of the key, each part deduplicated on its own,\n"
-    "with the same result. The summary says how many buckets were split.\n\n";
+    "with the same result. The summary says how many buckets were split.\n\n", 0},
+        RS_APPEND_SECTION(D, ap),
+        RS_METRICS_SECTION(D, "\n"),
+        RS_INPUT_SECTION(D, po, quiet, "\n"),
+        RS_RING_SECTION(D, ro),
+        RS_SECTIONS_END},
+    offsetof(D, ap.given)};
+#undef D
 
-enum {
-    OPT_FORCE = RS_OPT__FIRST_COMMAND, OPT_COMPRESS, OPT_LEVEL, OPT_KEEP, OPT_BY, OPT_DUPLICATES, OPT_BUCKETS,
-    OPT_TEMP_COMPRESS, OPT_FORCE_ANY
-};
-
-
-/* dedup's own options. 1 if c is one (recorded in a), 0 if not; -1 with
- * err for a bad value, -2 with err for a usage error (err.msg: the message). */
-static int dedup_option(rs_cli_dedup_args *a, int c, const char *arg, rs_error *err)
-{
-switch (c) {
-    case 'o': a->outdir = arg; break;
-    case OPT_FORCE: a->force |= RS_OUTDIR_FORCE; break;
-    case OPT_FORCE_ANY: a->force |= RS_OUTDIR_FORCE | RS_OUTDIR_FORCE_ANY; break;
-    case OPT_COMPRESS:
-    case OPT_TEMP_COMPRESS: {
-        int z;
-        if (rs_cli_compress_arg(c == OPT_COMPRESS ? "--compress" : "--temp-compress", arg, &z, err) != 0)
-            return -1;
-        if (c == OPT_COMPRESS)
-            a->compress = z;
-        else
-            a->temp_compress = z;
-        break;
-    }
-    case OPT_LEVEL:
-        if (rs_cli_level_arg("--level", arg, &a->level, err) != 0)
-            return -1;
-        break;
-    case OPT_KEEP:
-        a->keep_given = 1;
-        if (!strcmp(arg, "first"))
-            a->keep_last = 0;
-        else if (!strcmp(arg, "last"))
-            a->keep_last = 1;
-        else
-            return rs_error_set(err, RS_EXIT_USAGE, "--keep: expected first or last"), -2;
-        break;
-    case OPT_BY:
-        if (!strcmp(arg, "key"))
-            a->by_row = 0;
-        else if (!strcmp(arg, "row"))
-            a->by_row = 1;
-        else
-            return rs_error_set(err, RS_EXIT_USAGE, "--by: expected key or row"), -2;
-        break;
-    case OPT_DUPLICATES: a->dups_path = arg; break;
-    case OPT_BUCKETS: a->buckets_dir = arg; break;
-    default: return 0;
-    }
-    return 1;
-}
-
-/* Parses the options into *a (*ring_given: a ring option was given).
- * Returns -1 to go on, else the exit code (the error printed; 0 after
- * --help). */
-static int parse_args(int argc, char **argv, rs_cli_dedup_args *a, int *ring_given)
-{
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        RS_INPUT_LONGOPTS,
-        {"output", required_argument, 0, 'o'},
-        {"force", no_argument, 0, OPT_FORCE},
-        {"force-any", no_argument, 0, OPT_FORCE_ANY},
-        {"compress", required_argument, 0, OPT_COMPRESS},
-        {"level", required_argument, 0, OPT_LEVEL},
-        {"keep", required_argument, 0, OPT_KEEP},
-        {"by", required_argument, 0, OPT_BY},
-        {"duplicates", required_argument, 0, OPT_DUPLICATES},
-        {"buckets", required_argument, 0, OPT_BUCKETS},
-        {"temp-compress", required_argument, 0, OPT_TEMP_COMPRESS},
-        RS_APPEND_LONGOPTS,
-        RS_METRICS_LONGOPT,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    rs_error err = {0};
-    int c, r;
-    optind = 1;
-    while ((c = rs_cli_getopt("dedup", argc, argv, "ho:j:", longopts)) != -1) {
-        if ((r = rs_cli_append_option(&a->ap, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("dedup", &err);
-            continue;
-        }
-        if (c == OPT_COMPRESS || c == OPT_LEVEL)
-            a->ap.given |= c == OPT_COMPRESS ? RS_GIVEN_COMPRESS : RS_GIVEN_LEVEL;
-        if (rs_cli_ring_option(&a->ro, c, optarg)) {
-            *ring_given = 1;
-            continue;
-        }
-        if ((r = rs_cli_input_option(&a->po, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("dedup", &err);
-            if (c == RS_OPT_KEY || c == RS_OPT_DELIMITER || c == RS_OPT_HEADER || c == RS_OPT_NO_HEADER)
-                a->key_given = 1;
-            continue;
-        }
-        if ((r = rs_cli_metrics_option("dedup", c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("dedup", &err);
-            continue;
-        }
-        if ((r = dedup_option(a, c, optarg, &err)) != 0) {
-            if (r == -1)
-                return rs_cli_fail("dedup", &err);
-            if (r == -2)
-                return rs_cli_usage_error("dedup", err.msg);
-            continue;
-        }
-        switch (c) {
-        case 'h':
-            fputs(dedup_help, stdout);
-            fputs(rs_cli_append_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_metrics_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_input_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_ring_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
-    return -1;
-}
+const rs_opt_command *rs_cmd_dedup_options(void) { return &dedup_command; }
 
 /* The options that do not fit together, in the order they were always
  * checked, and the inputs (INPUT... and --files-from, or --buckets).
  * Returns -1 to go on, else the exit code (the error printed). */
-static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int ring_given)
+static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int first)
 {
     rs_error err = {0};
     if (!a->outdir)
@@ -199,17 +111,15 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int ring_give
                                                           "--keep first"
                                                         : "--append adds inputs to DIR: --buckets takes none");
     if (a->buckets_dir) {
-        if (optind < argc || rs_cli_files_from_given())
+        if (first < argc || rs_cli_files_from_given())
             return rs_cli_usage_error("dedup", "--buckets takes no INPUT nor --files-from (the bucket directory is "
                                                "the input)");
-        if (ring_given || a->key_given)
+        if (a->ap.given & (RS_GIVEN_RING | RS_GIVEN_KEY | RS_GIVEN_DELIMITER | RS_GIVEN_HEADER))
             return rs_cli_usage_error("dedup", "--buckets: the ring, key and CSV options come from its manifest");
-        a->quiet = a->po.progress < 0;
         a->po.progress = 0;
         rs_cli_install_signals();
     } else {
-        a->quiet = rs_cli_input_finish(&a->po, argc, argv, optind, &err);
-        if (a->quiet < 0)
+        if (rs_cli_input_finish(&a->po, a->quiet, argc, argv, first, &err) < 0)
             return rs_cli_fail("dedup", &err);
     }
     if (rs_cli_level_check("--level", a->compress, a->level, &err) != 0)
@@ -244,12 +154,14 @@ int rs_cmd_dedup(int argc, char **argv)
     memset(&a, 0, sizeof a);
     rs_procio_read(&a.io0);
     rs_cli_input_defaults(&a.po);
+    a.ap = (rs_cli_append)RS_CLI_APPEND_INIT;
     a.compress = 1;
     a.level = 1;
     a.temp_compress = 0;  /* measured: plain temporary buckets are faster (docs/dedup.md) */
     rs_error err = {0};
-    int r, ring_given = 0;
-    if ((r = parse_args(argc, argv, &a, &ring_given)) >= 0 || (r = check_args(argc, argv, &a, ring_given)) >= 0)
+    int r, first;
+    if ((r = rs_opt_parse(&dedup_command, &a, argc, argv, &first)) >= 0 ||
+        (r = check_args(argc, argv, &a, first)) >= 0)
         return r;
 
     /* the ring: given, or (--buckets) the directory's, which the job reads */

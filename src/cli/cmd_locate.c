@@ -6,23 +6,41 @@
 #include <string.h>
 #include "cli/cli.h"
 
-static const char locate_help[] =
-    "Usage: ringshard locate [OPTIONS] [KEY...]\n"
-    "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
-    "LF-terminated, a CR before the LF is removed), one TSV line:\n"
-    "  key  position  node        (node = the owning node's name)\n"
-    "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n\n"
-    "  --max-record SIZE  longest line of standard input (default 32M): a longer\n"
-    "                  one is an error (exit 2), so that memory stays bounded\n"
-    "  --explain       also print the owning point's label and its arc\n"
-    "                  [start, end) of positions (arc_start > arc_end: it wraps)\n"
-    "  --no-header     no header line\n"
-    "  -h, --help      this help\n\n";
-
-enum { OPT_EXPLAIN = RS_OPT__FIRST_COMMAND, OPT_NO_HEADER, OPT_MAX_RECORD };
-
 /* The default --max-record: what bucket takes with its default --memory. */
 #define RS_LOCATE_MAX_LINE ((size_t)32 << 20)
+
+typedef struct {
+    rs_cli_ring ro;
+    int explain, header;
+    size_t max;
+} locate_args;
+
+static const rs_opt opt_explain = {.name = "explain",
+                                   .help = "also print the owning point's label and its arc\n"
+                                           "[start, end) of positions (arc_start > arc_end: it wraps)",
+                                   .kind = RS_KIND_FLAG, RS_AT(locate_args, explain), .set = 1};
+static const rs_opt opt_no_header = {.name = "no-header", .help = "no header line", .kind = RS_KIND_FLAG,
+                                     RS_AT(locate_args, header), .set = 0};
+
+static const rs_opt_command locate_command = {
+    "locate",
+    (const rs_opt_section[]){
+        {"Usage: ringshard locate [OPTIONS] [KEY...]\n"
+         "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
+         "LF-terminated, a CR before the LF is removed), one TSV line:\n"
+         "  key  position  node        (node = the owning node's name)\n"
+         "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n\n",
+         18,
+         (const rs_opt_use[]){RS_USE_HELP(rs_opt_max_record, locate_args, max,
+                                          "longest line of standard input (default 32M): a longer\n"
+                                          "one is an error (exit 2), so that memory stays bounded"),
+                              {&opt_explain, 0, NULL, NULL}, {&opt_no_header, 0, NULL, NULL}, RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_RING_SECTION(locate_args, ro),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
+
+const rs_opt_command *rs_cmd_locate_options(void) { return &locate_command; }
 
 static void locate_one(const rs_ring *r, const char *key, size_t len, int explain, FILE *out)
 {
@@ -111,45 +129,21 @@ static int locate_stdin(const rs_ring *r, int explain, size_t max, rs_error *err
 
 int rs_cmd_locate(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        {"explain", no_argument, 0, OPT_EXPLAIN},
-        {"no-header", no_argument, 0, OPT_NO_HEADER},
-        {"max-record", required_argument, 0, OPT_MAX_RECORD},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    rs_cli_ring ro = {0};
-    int explain = 0, header = 1, c;
-    size_t max = RS_LOCATE_MAX_LINE;
-    unsigned long long v;
+    locate_args a = {.header = 1, .max = RS_LOCATE_MAX_LINE};
     rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("locate", argc, argv, "h", longopts)) != -1) {
-        if (rs_cli_ring_option(&ro, c, optarg))
-            continue;
-        switch (c) {
-        case OPT_EXPLAIN: explain = 1; break;
-        case OPT_NO_HEADER: header = 0; break;
-        case OPT_MAX_RECORD:
-            if (rs_cli_size("--max-record", optarg, &v, &err) != 0 || v == 0 || v > SIZE_MAX / 2)
-                return rs_error_set(&err, RS_EXIT_USAGE, "--max-record: '%s' is not a positive size", optarg),
-                       rs_cli_fail("locate", &err);
-            max = (size_t)v;
-            break;
-        case 'h': fputs(locate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
-    rs_ring *r = rs_cli_ring_build(&ro, &err);
+    int first, rc = rs_opt_parse(&locate_command, &a, argc, argv, &first);
+    if (rc >= 0)
+        return rc;
+    int explain = a.explain;
+    rs_ring *r = rs_cli_ring_build(&a.ro, &err);
     if (!r)
         return rs_cli_fail("locate", &err);
-    if (header)
+    if (a.header)
         fputs(explain ? "key\tposition\tnode\tlabel\tarc_start\tarc_end\n" : "key\tposition\tnode\n", stdout);
-    if (optind < argc) {
-        for (int i = optind; i < argc; i++)
+    if (first < argc) {
+        for (int i = first; i < argc; i++)
             locate_one(r, argv[i], strlen(argv[i]), explain, stdout);
-    } else if (locate_stdin(r, explain, max, &err) != 0) {
+    } else if (locate_stdin(r, explain, a.max, &err) != 0) {
         rs_ring_free(r);
         return rs_cli_fail("locate", &err);
     }

@@ -24,14 +24,13 @@ static int ring_sides(const rs_cli_plan_args *a, rs_plan_job_opts *o, rs_nodes *
                             "no new side: give --new-nodes, --new-nodes-file or a change (--add, --add-names, "
                             "--remove, --reweight)");
     if (a->o.from_buckets) {
-        if (rs_cli_ring_given(&a->ro) || a->ed.ndown || a->old_nodes || a->old_nodes_file)
+        if (rs_cli_ring_given(&a->ro))
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--from-buckets takes the old ring from %s/manifest.json: no ring or old-node options",
                                 a->o.from_buckets);
     } else {
         rs_cli_ring ro = a->ro;
-        ro.nodes = a->old_nodes;
-        ro.nodes_file = a->old_nodes_file;
+        ro.down.n = 0;   /* --down is an edit here: the job marks it on both sides */
         if (ro.nodes && ro.nodes_file)
             return rs_error_set(err, RS_EXIT_USAGE, "--old-nodes and --old-nodes-file exclude each other");
         if (rs_cli_ring_finish(&ro, &o->ring, old_nodes, err) != 0)
@@ -41,7 +40,7 @@ static int ring_sides(const rs_cli_plan_args *a, rs_plan_job_opts *o, rs_nodes *
     if (a->new_nodes && a->new_nodes_file)
         return rs_error_set(err, RS_EXIT_USAGE, "--new-nodes and --new-nodes-file exclude each other");
     unsigned long long n = 0;
-    if (a->new_nodes && !a->new_nodes_file && rs_cli_uint("--new-nodes", a->new_nodes, 1, 10000000, &n, err) != 0)
+    if (a->new_nodes && !a->new_nodes_file && rs_parse_uint("--new-nodes", a->new_nodes, 1, 10000000, &n, err) != 0)
         return -1;
     o->new_count = (uint32_t)n;
     o->new_nodes_file = a->new_nodes_file;
@@ -50,14 +49,21 @@ static int ring_sides(const rs_cli_plan_args *a, rs_plan_job_opts *o, rs_nodes *
 
 /* The INPUT arguments and --files-from lists, taken when the job asks. */
 typedef struct {
-    int argc, first;
+    int argc, first, quiet, from_buckets;
     char **argv;
 } inputs_ctx;
 
 static int take_inputs(rs_pipeline_opts *po, void *ctx, rs_error *err)
 {
     inputs_ctx *c = ctx;
-    return rs_cli_input_finish(po, c->argc, c->argv, c->first, err);
+    if (!c->from_buckets)
+        return rs_cli_input_finish(po, c->quiet, c->argc, c->argv, c->first, err);
+    /* the job takes the directory's files: what is checked of the options,
+     * then the progress line and the signals */
+    if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
+        rs_cli_level_check("--level", po->compress, po->level, err) != 0)
+        return -1;
+    return rs_cli_input_settle(po, c->quiet);
 }
 
 /* The rest of the job's options: the lists, the data's pipeline and the
@@ -65,8 +71,9 @@ static int take_inputs(rs_pipeline_opts *po, void *ctx, rs_error *err)
 static void fill_job(rs_cli_plan_args *a, const rs_pipeline_opts *po, int data, inputs_ctx *ic)
 {
     rs_plan_job_opts *o = &a->o;
-    rs_cli_edits_fill(&a->ed, &o->edits);   /* --down too: the job marks it on both sides */
+    rs_cli_edits_fill(&a->ed, &a->ro.down, &o->edits);   /* --down too: the job marks it on both sides */
     o->batch_bytes = a->batch_bytes;
+    o->largest_first = a->wave_order == 1;
     o->data = data;
     o->pipe = *po;
     o->take_inputs = take_inputs;
@@ -78,11 +85,12 @@ int rs_cmd_plan(int argc, char **argv)
     rs_cli_plan_args a;
     memset(&a, 0, sizeof a);
     a.top = 10;
-    rs_pipeline_opts po;
-    rs_cli_input_defaults(&po);
-    int r = rs_cli_plan_parse(argc, argv, &a, &po);
+    a.wave_order = -1;
+    rs_cli_input_defaults(&a.po);
+    int optind, r = rs_opt_parse(&rs_cli_plan_command, &a, argc, argv, &optind);
     if (r >= 0)
         return r;
+    rs_pipeline_opts po = a.po;
     int have_inputs = optind < argc || rs_cli_files_from_given();
     int data = have_inputs || (a.o.from_buckets && !a.o.ring_only);
     if ((r = rs_cli_plan_check(&a, &po, have_inputs, data)) >= 0)
@@ -91,11 +99,8 @@ int rs_cmd_plan(int argc, char **argv)
     rs_error err = {0};
     rs_plan_job_result res = {0};
     rs_nodes old_nodes = {0};
-    char *dummy[1] = {(char *)"-"};
-    inputs_ctx ic = {argc, optind, argv};
-    if (a.o.from_buckets)
-        ic = (inputs_ctx){1, 0, dummy};  /* the job takes the directory's files */
-    int rc = 0, quiet = po.progress < 0, agreed = 0;
+    inputs_ctx ic = {argc, optind, a.quiet, a.o.from_buckets != NULL, argv};
+    int rc = 0, quiet = a.quiet, agreed = 0;
     /* A run that writes a file or reads data stops on a signal with exit
      * 130, nothing published, from the ring build on; a plan printed to
      * stdout alone keeps the signals' default action (nothing to clean up,

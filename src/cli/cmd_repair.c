@@ -6,8 +6,14 @@
 #include "ringshard/job_repair.h"
 #include "ringshard/metrics.h"
 
-static const char repair_help[] =
-    "Usage: ringshard repair [OPTIONS] DIR\n"
+typedef struct {
+    int quiet;
+} repair_args;
+
+static const rs_opt_command repair_command = {
+    "repair",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard repair [OPTIONS] DIR\n"
     "Rebuilds the bucket directory DIR when it is damaged: its chain of\n"
     "generations (a generation missing or renamed, a manifest missing or\n"
     "unreadable, a digest that does not chain) or a file (missing, cut\n"
@@ -32,11 +38,16 @@ static const char repair_help[] =
     "when DIR was rebuilt without some (listed), 2 when an interrupted\n"
     "repair left a complete directory beside DIR (the message says where\n"
     "and how to put it back).\n\n"
-    "Options:\n"
-    "  --quiet                no summary\n"
-    "  -h, --help             this help\n";
+    "Options:\n",
+         25,
+         (const rs_opt_use[]){RS_USE_HELP(rs_opt_quiet, repair_args, quiet, "no summary"), RS_HELP_USE,
+                              {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_METRICS_SECTION(repair_args, NULL),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
 
-enum { OPT_QUIET = RS_OPT__FIRST_COMMAND };
+const rs_opt_command *rs_cmd_repair_options(void) { return &repair_command; }
 
 /* The summary line on stderr. */
 static void summary(const char *dir, const rs_repair_job_result *r)
@@ -61,37 +72,18 @@ static void summary(const char *dir, const rs_repair_job_result *r)
 
 int rs_cmd_repair(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"quiet", no_argument, 0, OPT_QUIET},
-        RS_METRICS_LONGOPT,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c, got, quiet = 0;
+    repair_args a = {0};
     rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("repair", argc, argv, "h", longopts)) != -1) {
-        if ((got = rs_cli_metrics_option("repair", c, optarg, &err)) != 0) {
-            if (got < 0)
-                return rs_cli_fail("repair", &err);
-            continue;
-        }
-        switch (c) {
-        case OPT_QUIET: quiet = 1; break;
-        case 'h':
-            fputs(repair_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_metrics_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
+    int optind, rc = rs_opt_parse(&repair_command, &a, argc, argv, &optind);
+    if (rc >= 0)
+        return rc;
+    int quiet = a.quiet;
     if (optind + 1 != argc)
         return rs_cli_usage_error("repair", "expected one directory");
     rs_cli_install_signals();
     rs_repair_job_opts o = {argv[optind]};
     rs_repair_job_result r;
-    int rc = rs_repair_job_run(&o, &r, &err);
+    rc = rs_repair_job_run(&o, &r, &err);
     rs_metrics *m = rs_cli_metrics();
     if (m) {
         m->rows_written = r.rows;

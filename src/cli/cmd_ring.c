@@ -4,18 +4,37 @@
 #include <string.h>
 #include "cli/cli.h"
 
-static const char ring_help[] =
-    "Usage: ringshard ring [OPTIONS]\n"
-    "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
-    "fingerprint, and each node's share of the position space (min, mean,\n"
-    "max, max/mean).\n\n"
-    "  --points        instead, every point as TSV: point, node, label\n"
-    "  --shares        instead, every node's exact share as TSV:\n"
-    "                  node, points, owned_hash_values, owned_fraction\n"
-    "  --description   instead, the canonical ring description\n"
-    "  -h, --help      this help\n\n";
+enum { MODE_SUMMARY, MODE_POINTS, MODE_SHARES, MODE_DESCRIPTION };
 
-enum { OPT_POINTS = RS_OPT__FIRST_COMMAND, OPT_SHARES, OPT_DESCRIPTION };
+typedef struct {
+    rs_cli_ring ro;
+    int mode;
+} ring_args;
+
+static const rs_opt opt_points = {.name = "points", .help = "instead, every point as TSV: point, node, label",
+                                  .kind = RS_KIND_FLAG, RS_AT(ring_args, mode), .set = MODE_POINTS};
+static const rs_opt opt_shares = {.name = "shares",
+                                  .help = "instead, every node's exact share as TSV:\n"
+                                          "node, points, owned_hash_values, owned_fraction",
+                                  .kind = RS_KIND_FLAG, RS_AT(ring_args, mode), .set = MODE_SHARES};
+static const rs_opt opt_description = {.name = "description", .help = "instead, the canonical ring description",
+                                       .kind = RS_KIND_FLAG, RS_AT(ring_args, mode), .set = MODE_DESCRIPTION};
+
+static const rs_opt_command ring_command = {
+    "ring",
+    (const rs_opt_section[]){
+        {"Usage: ringshard ring [OPTIONS]\n"
+         "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
+         "fingerprint, and each node's share of the position space (min, mean,\n"
+         "max, max/mean).\n\n",
+         18, (const rs_opt_use[]){{&opt_points, 0, NULL, NULL}, {&opt_shares, 0, NULL, NULL}, {&opt_description, 0, NULL, NULL},
+                                  RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_RING_SECTION(ring_args, ro),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
+
+const rs_opt_command *rs_cmd_ring_options(void) { return &ring_command; }
 
 static double u128_to_double(rs_u128 v) { return (double)v; }
 
@@ -120,37 +139,20 @@ static int print_shares(const rs_ring *r)
 
 int rs_cmd_ring(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        {"points", no_argument, 0, OPT_POINTS},
-        {"shares", no_argument, 0, OPT_SHARES},
-        {"description", no_argument, 0, OPT_DESCRIPTION},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    rs_cli_ring ro = {0};
-    int mode = 0, c;
-    optind = 1;
-    while ((c = rs_cli_getopt("ring", argc, argv, "h", longopts)) != -1) {
-        if (rs_cli_ring_option(&ro, c, optarg))
-            continue;
-        switch (c) {
-        case OPT_POINTS: case OPT_SHARES: case OPT_DESCRIPTION: mode = c; break;
-        case 'h': fputs(ring_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
-    if (optind < argc)
+    ring_args a = {0};
+    int first, rc = rs_opt_parse(&ring_command, &a, argc, argv, &first);
+    if (rc >= 0)
+        return rc;
+    if (first < argc)
         return rs_cli_usage_error("ring", "unexpected argument");
     rs_error err = {0};
-    rs_ring *r = rs_cli_ring_build(&ro, &err);
+    rs_ring *r = rs_cli_ring_build(&a.ro, &err);
     if (!r)
         return rs_cli_fail("ring", &err);
-    int rc;
-    switch (mode) {
-    case OPT_POINTS: rc = print_points(r); break;
-    case OPT_SHARES: rc = print_shares(r); break;
-    case OPT_DESCRIPTION: fputs(rs_ring_description(r), stdout); rc = 0; break;
+    switch (a.mode) {
+    case MODE_POINTS: rc = print_points(r); break;
+    case MODE_SHARES: rc = print_shares(r); break;
+    case MODE_DESCRIPTION: fputs(rs_ring_description(r), stdout); rc = 0; break;
     default: rc = print_summary(r);
     }
     rs_ring_free(r);

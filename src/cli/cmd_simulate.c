@@ -10,116 +10,75 @@
 #include "cli/simulate_print.h"
 #include "ringshard/job_simulate.h"
 
-static const char simulate_help[] =
-    "Usage: ringshard simulate [OPTIONS]\n"
+typedef struct {
+    rs_cli_ring ro;
+    rs_cli_balance bo;
+    rs_cli_edits ed;
+    rs_simulate_job_opts so;
+} sim_args;
+
+static const int pattern_codes[] = {RS_KEYS_SEQ, RS_KEYS_RANDOM};
+static const rs_opt opt_keys = {.name = "keys", .arg = "K", .help = "number of keys (default 1000000)",
+                                .kind = RS_KIND_INT, RS_AT(sim_args, so.keys), .min = 1, .max = 1ULL << 40};
+static const rs_opt opt_pattern = {.name = "key-pattern", .arg = "seq|random",
+                                   .help = "seq: the strings \"0\"..\"K-1\" (the FNV1_32\n"
+                                           "ring's experiment); random: 32 lowercase hex digits from\n"
+                                           "splitmix64 (default)",
+                                   .kind = RS_KIND_ENUM, RS_AT(sim_args, so.pattern), .values = "seq|random",
+                                   .codes = pattern_codes};
+static const rs_opt opt_key_seed = {.name = "key-seed", .arg = "N",
+                                    .help = "seed of the random keys (default 0); --seed is the hash's",
+                                    .kind = RS_KIND_INT, RS_AT(sim_args, so.key_seed), .min = 0,
+                                    .max = UINT64_MAX};
+
+static const rs_opt_command simulate_command = {
+    "simulate",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard simulate [OPTIONS]\n"
     "Places K synthetic keys on a ring and reports the keys per node (mean, min,\n"
     "max, standard deviation, max/mean, min/mean) next to what the ring's exact\n"
     "shares and the theory of random rings predict; with --add/--remove, how many\n"
     "keys move, next to the least any placement must move. docs/stats.md derives\n"
     "every number.\n\n"
-    "  --keys K            number of keys (default 1000000)\n"
-    "  --key-pattern seq|random  seq: the strings \"0\"..\"K-1\" (the FNV1_32\n"
-    "                      ring's experiment); random: 32 lowercase hex digits from\n"
-    "                      splitmix64 (default)\n"
-    "  --key-seed N        seed of the random keys (default 0); --seed is the hash's\n"
-    "  --add K             add K nodes, named as plan --add names them: after the\n"
-    "                      largest number any node had (\"999\" -> \"1000\"...,\n"
-    "                      \"db07\" -> \"db08\"...), removed ones included\n"
-    "  --add-names NAMES   add these nodes (comma-separated), in order\n"
-    "  --remove NAMES      remove these nodes (comma-separated; slots: marked down,\n"
-    "                      so that the others keep their slots)\n"
-    "  --reweight NAME=W[,...]  change nodes' weights (ring, ketama)\n"
-    "                      (the lists of --add-names, --remove, --reweight and\n"
-    "                      --down add up when given again; an edit that cancels\n"
-    "                      itself, or a name given twice, is refused: exit 64)\n"
-    "  --vnodes V1,V2,...  a sweep: one TSV row per vnode count (balance, and the\n"
-    "                      moved fraction with --add/--remove); a single V is the\n"
-    "                      ring option\n"
-    "  --capacity-factor F bounded loads (F >= 1): capacity ceil(F*K/N) per node;\n"
-    "                      which nodes exceed F*mean, and how many keys spill to\n"
-    "                      successors when placed in key order\n"
-    "  --z Z               flag nodes outside K*p_i +- Z*sqrt(K*p_i*(1-p_i)) (default 3)\n"
-    "  --tsv               instead of the summary, the per-node TSV table:\n"
-    "                      node points share expected expected_sd count z flag\n"
-    "                      [capacity load_after]\n"
-    "  --svg FILE          write the pictures as one SVG file (a sweep: a line chart)\n"
-    "  --html FILE         write a self-contained HTML report\n"
-    "                      (a FILE '-' is standard output; the text then goes\n"
-    "                      to standard error)\n"
-    "  -j, --threads N     worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
-    "  -h, --help          this help\n\n";
+    ,
+         22,
+         (const rs_opt_use[]){
+             {&opt_keys, 0, NULL, NULL}, {&opt_pattern, 0, NULL, NULL}, {&opt_key_seed, 0, NULL, NULL},
+             RS_USE_HELP(rs_opt_add, sim_args, ed,
+                         "add K nodes, named as plan --add names them: after the\n"
+                         "largest number any node had (\"999\" -> \"1000\"...,\n"
+                         "\"db07\" -> \"db08\"...), removed ones included"),
+             RS_USE_HELP(rs_opt_add_names, sim_args, ed, "add these nodes (comma-separated), in order"),
+             RS_USE_HELP(rs_opt_remove, sim_args, ed,
+                         "remove these nodes (comma-separated; slots: marked down,\n"
+                         "so that the others keep their slots)"),
+             RS_USE_HELP(rs_opt_reweight, sim_args, ed,
+                         "change nodes' weights (ring, ketama)\n"
+                         "(the lists of --add-names, --remove, --reweight and\n"
+                         "--down add up when given again; an edit that cancels\n"
+                         "itself, or a name given twice, is refused: exit 64)"),
+             RS_USE_AS(rs_opt_vnodes, sim_args, ro, "--vnodes V1,V2,...",
+                         "a sweep: one TSV row per vnode count (balance, and the\n"
+                         "moved fraction with --add/--remove); a single V is the\n"
+                         "ring option"),
+             RS_USE_HELP(rs_opt_capacity, sim_args, bo,
+                         "bounded loads (F >= 1): capacity ceil(F*K/N) per node;\n"
+                         "which nodes exceed F*mean, and how many keys spill to\n"
+                         "successors when placed in key order"),
+             RS_USE_HELP(rs_opt_z, sim_args, bo, "flag nodes outside K*p_i +- Z*sqrt(K*p_i*(1-p_i)) (default 3)"),
+             RS_USE(rs_opt_tsv, sim_args, bo),
+             RS_USE_HELP(rs_opt_svg, sim_args, bo, "write the pictures as one SVG file (a sweep: a line chart)"),
+             RS_USE_HELP(rs_opt_html, sim_args, bo,
+                         "write a self-contained HTML report\n"
+                         "(a FILE '-' is standard output; the text then goes\n"
+                         "to standard error)"),
+             RS_USE(rs_opt_threads, sim_args, so.threads), RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_RING_SECTION(sim_args, ro),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
 
-enum {
-    OPT_KEYS = RS_OPT__FIRST_COMMAND, OPT_PATTERN, OPT_KEY_SEED
-};
-
-/* Parses the options into *ro, *bo, *ed and *so. Returns -1 to go on,
- * else the exit code (the error printed; 0 after --help). */
-static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_cli_balance *bo, rs_cli_edits *ed,
-                      rs_simulate_job_opts *so)
-{
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        {"keys", required_argument, 0, OPT_KEYS},
-        {"key-pattern", required_argument, 0, OPT_PATTERN},
-        {"key-seed", required_argument, 0, OPT_KEY_SEED},
-        RS_EDIT_LONGOPTS,
-        RS_BALANCE_LONGOPTS,
-        {"threads", required_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    unsigned long long v;
-    int c, r;
-    rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("simulate", argc, argv, "hj:", longopts)) != -1) {
-        if ((r = rs_cli_edits_option(ed, c, optarg, &err)) != 0) {  /* before the ring's --down */
-            if (r < 0)
-                return rs_cli_fail("simulate", &err);
-            continue;
-        }
-        if (rs_cli_ring_option(ro, c, optarg))
-            continue;
-        if ((r = rs_cli_balance_option(bo, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("simulate", &err);
-            continue;
-        }
-        switch (c) {
-        case OPT_KEYS:
-            if (rs_cli_uint("--keys", optarg, 1, 1ULL << 40, &v, &err) != 0)
-                return rs_cli_fail("simulate", &err);
-            so->keys = v;
-            break;
-        case OPT_PATTERN:
-            if (!strcmp(optarg, "seq"))
-                so->pattern = RS_KEYS_SEQ;
-            else if (!strcmp(optarg, "random"))
-                so->pattern = RS_KEYS_RANDOM;
-            else {
-                rs_error_set(&err, RS_EXIT_USAGE, "--key-pattern: expected seq or random, not '%s'", optarg);
-                return rs_cli_fail("simulate", &err);
-            }
-            break;
-        case OPT_KEY_SEED:
-            if (rs_cli_uint("--key-seed", optarg, 0, UINT64_MAX, &v, &err) != 0)
-                return rs_cli_fail("simulate", &err);
-            so->key_seed = v;
-            break;
-        case 'j':
-            if (rs_cli_uint("--threads", optarg, 1, 1024, &v, &err) != 0)
-                return rs_cli_fail("simulate", &err);
-            so->threads = (int)v;
-            break;
-        case 'h': fputs(simulate_help, stdout); fputs(rs_cli_ring_help, stdout); return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
-    if (optind < argc)
-        return rs_cli_usage_error("simulate", "unexpected argument");
-    return -1;
-}
+const rs_opt_command *rs_cmd_simulate_options(void) { return &simulate_command; }
 
 /* The vnode sweep: --vnodes with a comma. *nr gets the count of values. */
 static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t *vlist, size_t *nr, rs_error *err)
@@ -132,7 +91,7 @@ static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t
             free(list);
             return rs_error_set(err, RS_EXIT_USAGE, "--vnodes: at most 64 values in a sweep");
         }
-        if (rs_cli_uint("--vnodes", t, 1, 100000000, &v, err) != 0) {
+        if (rs_opt_check_uint(&rs_opt_vnodes, t, &v, err) != 0) {
             free(list);
             return -1;
         }
@@ -148,18 +107,22 @@ static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t
 
 int rs_cmd_simulate(int argc, char **argv)
 {
-    rs_cli_ring ro = {0};
-    rs_simulate_job_opts so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM};
-    rs_cli_balance bo;
-    rs_cli_balance_defaults(&bo);
-    rs_cli_edits ed = {0};
+    sim_args a = {.so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM}};
+    rs_cli_balance_defaults(&a.bo);
     rs_error err = {0};
-    so.threads = omp_get_max_threads();
-    int r = parse_args(argc, argv, &ro, &bo, &ed, &so);
+    a.so.threads = omp_get_max_threads();
+    int first, r = rs_opt_parse(&simulate_command, &a, argc, argv, &first);
     if (r >= 0)
         return r;
+    if (first < argc)
+        return rs_cli_usage_error("simulate", "unexpected argument");
+    rs_cli_ring ro = a.ro;
+    ro.down.n = 0;   /* --down is an edit here: the job marks it (rs_node_edits_down) */
+    rs_cli_balance bo = a.bo;
+    rs_cli_edits ed = a.ed;
+    rs_simulate_job_opts so = a.so;
     int changing = rs_cli_edits_change(&ed);
-    rs_cli_edits_fill(&ed, &so.edits);
+    rs_cli_edits_fill(&ed, &a.ro.down, &so.edits);
     uint32_t vlist[RS_SIMULATE_MAX_SWEEP];
     size_t nr = 1;
     int sweep = ro.vnodes && strchr(ro.vnodes, ',');

@@ -14,8 +14,18 @@
 #include "ringshard/job_stats.h"
 #include "ringshard/stats.h"
 
-static const char stats_help[] =
-    "Usage: ringshard stats [OPTIONS] INPUT...             (or --files-from LIST)\n"
+typedef struct {
+    rs_cli_ring ro;
+    rs_pipeline_opts po;
+    rs_cli_balance bo;
+    int quiet;
+    unsigned given;
+} stats_args;
+
+static const rs_opt_command stats_command = {
+    "stats",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard stats [OPTIONS] INPUT...             (or --files-from LIST)\n"
     "       ringshard stats [OPTIONS] DIR          (DIR/manifest.json of `bucket`)\n"
     "On INPUT files, reads the rows as `bucket` does and counts them per node\n"
     "(nothing is written); on a bucket directory, takes the rows per node and\n"
@@ -25,20 +35,30 @@ static const char stats_help[] =
     "exact shares; the 1/sqrt(V) spread of a random V-vnode ring), and flags\n"
     "the nodes whose count lies outside K*p_i +- Z*sqrt(K*p_i*(1-p_i)).\n"
     "docs/stats.md derives every number.\n\n"
-    "  --z Z               width of the expected band in sds (default 3)\n"
-    "  --capacity-factor F bounded loads (F >= 1): capacity ceil(F*K/N) per node;\n"
-    "                      nodes over F*mean and the excess over capacity; on\n"
-    "                      INPUTs also the rows that would spill to successors\n"
-    "                      when placed in input order (routing then runs on one\n"
-    "                      thread, to keep that order)\n"
-    "  --tsv               instead of the summary, the per-node TSV table:\n"
-    "                      node points share expected expected_sd count z flag\n"
-    "                      [capacity load_after]\n"
-    "  --svg FILE          write the bar chart and histogram as one SVG file\n"
-    "  --html FILE         write a self-contained HTML report\n"
-    "                      (a FILE '-' is standard output; the summary then goes\n"
-    "                      to standard error)\n"
-    "  -h, --help          this help\n\n";
+    ,
+         22,
+         (const rs_opt_use[]){
+             RS_USE(rs_opt_z, stats_args, bo),
+             RS_USE_HELP(rs_opt_capacity, stats_args, bo,
+                         "bounded loads (F >= 1): capacity ceil(F*K/N) per node;\n"
+                         "nodes over F*mean and the excess over capacity; on\n"
+                         "INPUTs also the rows that would spill to successors\n"
+                         "when placed in input order (routing then runs on one\n"
+                         "thread, to keep that order)"),
+             RS_USE(rs_opt_tsv, stats_args, bo),
+             RS_USE_HELP(rs_opt_svg, stats_args, bo, "write the bar chart and histogram as one SVG file"),
+             RS_USE_HELP(rs_opt_html, stats_args, bo,
+                         "write a self-contained HTML report\n"
+                         "(a FILE '-' is standard output; the summary then goes\n"
+                         "to standard error)"),
+             RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_INPUT_SECTION(stats_args, po, quiet, "\n"),
+        RS_RING_SECTION(stats_args, ro),
+        RS_SECTIONS_END},
+    offsetof(stats_args, given)};
+
+const rs_opt_command *rs_cmd_stats_options(void) { return &stats_command; }
 
 static int is_bucket_dir(const char *path, char *manifest, size_t cap)
 {
@@ -47,48 +67,6 @@ static int is_bucket_dir(const char *path, char *manifest, size_t cap)
         return 0;
     snprintf(manifest, cap, "%s/" RS_NAME_MANIFEST, path);
     return 1;
-}
-
-/* Parses the options. Returns -1 to go on, else the exit code (the error
- * printed; 0 after --help). *input_opts: an input option was given. */
-static int parse_args(int argc, char **argv, rs_cli_ring *ro, rs_pipeline_opts *po, rs_cli_balance *bo,
-                      int *input_opts)
-{
-    static const struct option longopts[] = {
-        RS_RING_LONGOPTS,
-        RS_INPUT_LONGOPTS,
-        RS_BALANCE_LONGOPTS,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    int c, r;
-    rs_error err = {0};
-    optind = 1;
-    while ((c = rs_cli_getopt("stats", argc, argv, "hj:", longopts)) != -1) {
-        if (rs_cli_ring_option(ro, c, optarg))
-            continue;
-        if ((r = rs_cli_input_option(po, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("stats", &err);
-            *input_opts = 1;
-            continue;
-        }
-        if ((r = rs_cli_balance_option(bo, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("stats", &err);
-            continue;
-        }
-        switch (c) {
-        case 'h':
-            fputs(stats_help, stdout);
-            fputs(rs_cli_input_help, stdout);
-            fputc('\n', stdout);
-            fputs(rs_cli_ring_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
-    return -1;
 }
 
 /* The summary (or with --tsv the per-node table). */
@@ -114,15 +92,15 @@ static void print_result(const rs_stats_job_result *r, const rs_cli_balance *bo)
 
 int rs_cmd_stats(int argc, char **argv)
 {
-    rs_cli_ring ro = {0};
-    rs_pipeline_opts po;
-    rs_cli_input_defaults(&po);
-    rs_cli_balance bo;
-    rs_cli_balance_defaults(&bo);
-    int input_opts = 0;
-    int r = parse_args(argc, argv, &ro, &po, &bo, &input_opts);
+    stats_args a = {0};
+    rs_cli_input_defaults(&a.po);
+    rs_cli_balance_defaults(&a.bo);
+    int optind, r = rs_opt_parse(&stats_command, &a, argc, argv, &optind);
     if (r >= 0)
         return r;
+    rs_cli_ring ro = a.ro;
+    rs_pipeline_opts po = a.po;
+    rs_cli_balance bo = a.bo;
     rs_error err = {0};
     rs_ring *ring = NULL;
     rs_stats_job_opts o = {.z = bo.z, .factor = bo.factor};
@@ -135,7 +113,7 @@ int rs_cmd_stats(int argc, char **argv)
                          argv[optind]);
             goto fail;
         }
-        if (input_opts) {
+        if (a.given & RS_CLI_GIVEN_INPUT) {
             rs_error_set(&err, RS_EXIT_USAGE, "input options do not apply to a bucket directory (%s)", argv[optind]);
             goto fail;
         }
@@ -143,7 +121,7 @@ int rs_cmd_stats(int argc, char **argv)
         if (bo.svg || bo.html)  /* as with data (rs_cli_input_finish), so that a stop signal drops the pictures */
             rs_cli_install_signals();
     } else {
-        if (rs_cli_input_finish(&po, argc, argv, optind, &err) < 0)
+        if (rs_cli_input_finish(&po, a.quiet, argc, argv, optind, &err) < 0)
             goto fail;
         if (!(ring = rs_cli_ring_build_within(&ro, po.memory, &err)))
             goto fail;

@@ -6,8 +6,21 @@
 #include "ringshard/job_verify.h"
 #include "ringshard/util.h"
 
-static const char verify_help[] =
-    "Usage: ringshard verify [OPTIONS] DIR\n"
+typedef struct {
+    rs_pipeline_opts po;
+    int quiet;
+    unsigned long long max_report;
+} verify_args;
+
+static const rs_opt opt_max_report = {.name = "max-report", .arg = "N",
+                                      .help = "differences printed per kind (default 20; all are counted)",
+                                      .kind = RS_KIND_INT, RS_AT(verify_args, max_report), .min = 1,
+                                      .max = UINT32_MAX};
+
+static const rs_opt_command verify_command = {
+    "verify",
+    (const rs_opt_section[]){
+        {    "Usage: ringshard verify [OPTIONS] DIR\n"
     "Rescans a bucket directory (ringshard bucket) or a move directory\n"
     "(ringshard plan --emit) in parallel and checks it against DIR/manifest.json:\n"
     "the chain of generations of a directory that grows (every g<N>, each\n"
@@ -18,68 +31,38 @@ static const char verify_help[] =
     "move directory, the file of the pair of the old and the new ring's owners);\n"
     "every file's rows, bytes, CRC-32 of the data and size, and the totals.\n"
     "Exit 0 when everything holds; 3 with one line per difference otherwise.\n\n"
-    "  -j, --threads N   worker threads (default: $OMP_NUM_THREADS, else all cores)\n"
-    "  --memory SIZE     bound on buffers (default 1G)\n"
-    "  --zlib            use zlib instead of ISA-L for gzip\n"
-    "  --quiet           print only the differences\n"
-    "  --producers N     at most N files read at once (default 0: automatic; see bucket)\n"
-    "  --max-report N    differences printed per kind (default 20; all are counted)\n"
-    "  -h, --help        this help\n";
+    ,
+         20,
+         (const rs_opt_use[]){RS_USE(rs_opt_threads, verify_args, po.threads),
+                              RS_USE_HELP(rs_opt_memory, verify_args, po.memory, "bound on buffers (default 1G)"),
+                              RS_USE(rs_opt_zlib, verify_args, po.codec),
+                              RS_USE_HELP(rs_opt_quiet, verify_args, quiet, "print only the differences"),
+                              RS_USE_HELP(rs_opt_producers, verify_args, po.producers,
+                                          "at most N files read at once (default 0: automatic; see bucket)"),
+                              {&opt_max_report, 0, NULL, NULL}, RS_HELP_USE, {NULL, 0, NULL, NULL}},
+         "\n", 0},
+        RS_METRICS_SECTION(verify_args, NULL),
+        RS_SECTIONS_END},
+    RS_OPT_NOWHERE};
 
-enum { OPT_MAX_REPORT = RS_OPT__FIRST_COMMAND };
+const rs_opt_command *rs_cmd_verify_options(void) { return &verify_command; }
 
 int rs_cmd_verify(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"threads", required_argument, 0, RS_OPT_THREADS},
-        {"memory", required_argument, 0, RS_OPT_MEMORY},
-        {"zlib", no_argument, 0, RS_OPT_ZLIB},
-        {"quiet", no_argument, 0, RS_OPT_QUIET},
-        {"producers", required_argument, 0, RS_OPT_PRODUCERS},
-        {"max-report", required_argument, 0, OPT_MAX_REPORT},
-        RS_METRICS_LONGOPT,
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    rs_pipeline_opts po;
-    rs_cli_input_defaults(&po);
+    verify_args a = {.max_report = 20};
+    rs_cli_input_defaults(&a.po);
     rs_error err = {0};
-    unsigned long long max_report = 20;
-    int c, r;
-    optind = 1;
-    while ((c = rs_cli_getopt("verify", argc, argv, "hj:", longopts)) != -1) {
-        if ((r = rs_cli_input_option(&po, c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("verify", &err);
-            continue;
-        }
-        if ((r = rs_cli_metrics_option("verify", c, optarg, &err)) != 0) {
-            if (r < 0)
-                return rs_cli_fail("verify", &err);
-            continue;
-        }
-        switch (c) {
-        case OPT_MAX_REPORT:
-            if (rs_cli_uint("--max-report", optarg, 1, UINT32_MAX, &max_report, &err) != 0)
-                return rs_cli_fail("verify", &err);
-            break;
-        case 'h':
-            fputs(verify_help, stdout);
-            fputc('\n', rs_cli_summary());
-            fputs(rs_cli_metrics_help, stdout);
-            return 0;
-        default: return rs_cli_getopt_exit(c);
-        }
-    }
+    int optind, r = rs_opt_parse(&verify_command, &a, argc, argv, &optind);
+    if (r >= 0)
+        return r;
+    rs_pipeline_opts po = a.po;
+    unsigned long long max_report = a.max_report;
     if (optind + 1 != argc)
         return rs_cli_usage_error("verify", "expected one directory");
     const char *dir = argv[optind];
-    int quiet = po.progress < 0;
     /* the progress line's decision and the signal handlers; the job reads
      * the directory's files as its inputs */
-    char *dummy[1] = {(char *)"-"};
-    if (rs_cli_input_finish(&po, 1, dummy, 0, &err) < 0)
-        return rs_cli_fail("verify", &err);
+    int quiet = rs_cli_input_settle(&po, a.quiet);
     rs_verify_job_opts o = {dir, po, max_report};
     rs_verify_job_result res;
     double t0 = rs_now();

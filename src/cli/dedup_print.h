@@ -13,7 +13,7 @@ typedef struct {
     rs_pipeline_opts po;
     rs_cli_ring ro;
     const char *outdir, *dups_path, *buckets_dir;
-    int force, quiet, temp_compress, by_row, keep_last, compress, level, key_given, keep_given;
+    int force, quiet, temp_compress, by_row, keep_last, compress, level;
     rs_cli_append ap;
     rs_procio io0;   /* the kernel's read counters when the command began */
 } rs_cli_dedup_args;

@@ -51,14 +51,12 @@ static struct {
     const char **inputs;  /* the command line's, then every list's entries */
 } ff;
 
-int rs_cli_files_from_option(int code, const char *arg, rs_error *err)
+int rs_cli_files_from_option(int list, const char *arg, rs_error *err)
 {
-    if (code == RS_OPT_NULL) {
+    if (!list) {
         ff.null = 1;
-        return 1;
-    }
-    if (code != RS_OPT_FILES_FROM)
         return 0;
+    }
     for (size_t i = 0; i < ff.nlists; i++)
         if (!strcmp(arg, "-") && !strcmp(ff.lists[i].name, "-"))
             return rs_error_set(err, RS_EXIT_USAGE, "--files-from -: given twice (standard input can be read once)"),
@@ -68,7 +66,7 @@ int rs_cli_files_from_option(int code, const char *arg, rs_error *err)
         return rs_error_set(err, RS_EXIT_IO, "out of memory"), -1;
     ff.lists = l;
     ff.lists[ff.nlists++] = (file_list){arg, NULL, 0, 0, 0};
-    return 1;
+    return 0;
 }
 
 int rs_cli_files_from_given(void)

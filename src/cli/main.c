@@ -14,12 +14,13 @@
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv);
+    const rs_opt_command *(*options)(void);
     int cluster;  /* divides its work among MPI ranks */
     const char *summary;
 } command;
 
 static const command commands[] = {
-#define RS_COMMAND_ROW(name, cluster, summary) {#name, rs_cmd_##name, cluster, summary},
+#define RS_COMMAND_ROW(name, cluster, summary) {#name, rs_cmd_##name, rs_cmd_##name##_options, cluster, summary},
     RS_COMMAND_TABLE(RS_COMMAND_ROW)
 #undef RS_COMMAND_ROW
 };
@@ -52,15 +53,15 @@ static int unknown_command(const char *name)
 {
     size_t n = sizeof commands / sizeof *commands, best = (size_t)-1, d, k = 0;
     for (size_t i = 0; i < n; i++)
-        if (rs_cli_similar(name, commands[i].name, &d) && d < best)
+        if (rs_name_similar(name, commands[i].name, &d) && d < best)
             best = d;
     for (size_t i = 0; i < n; i++)
-        k += rs_cli_similar(name, commands[i].name, &d) && d == best;
+        k += rs_name_similar(name, commands[i].name, &d) && d == best;
     fprintf(stderr, "ringshard: '%s' is not a command.", name);
     if (k)
         fprintf(stderr, " The most similar command%s: ", k > 1 ? "s are" : " is");
     for (size_t i = 0, j = 0; k && i < n; i++)
-        if (rs_cli_similar(name, commands[i].name, &d) && d == best)
+        if (rs_name_similar(name, commands[i].name, &d) && d == best)
             fprintf(stderr, "%s%s", j++ ? ", " : "", commands[i].name);
     fprintf(stderr, "\nSee 'ringshard --help'.\n");
     return RS_EXIT_USAGE;
@@ -83,6 +84,13 @@ static int dispatch(int argc, char **argv)
         return unknown_command(argv[2]);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--dump-options")) {
+        /* hidden: every command's options as TSV, for tools/gen_cli_docs.py
+         * and the option tests (cli/opt.h, rs_opt_dump) */
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            rs_opt_dump(commands[i].options(), stdout);
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {

@@ -13,13 +13,6 @@
 #include "ringshard/metrics.h"
 #include "ringshard/procio.h"
 
-const char rs_cli_metrics_help[] =
-    "Monitoring:\n"
-    "  --metrics FILE         write the run's result, times, counts and phases to\n"
-    "                         FILE, replaced whole at the end of every run\n"
-    "                         (Prometheus text format: docs/metrics.md); '-':\n"
-    "                         standard output\n";
-
 static struct {
     int on;
     rs_outfile of;
@@ -34,22 +27,20 @@ void rs_cli_metrics_start(void)
     rs_procio_read(&io_started);
 }
 
-int rs_cli_metrics_option(const char *cmd, int code, const char *arg, rs_error *err)
+int rs_cli_metrics_option(const char *cmd, const char *arg, rs_error *err)
 {
-    if (code != RS_OPT_METRICS)
-        return 0;
     if (run.on)
         return rs_error_set(err, RS_EXIT_USAGE, "--metrics: given twice");
     if (rs_cli_stdout_file("--metrics", &arg, err) != 0)
         return -1;
     if (rs_world_rank() != 0)
-        return 1;
+        return 0;
     if (rs_metrics_reserve(&run.of, arg, err) != 0)
         return -1;
     rs_metrics_init(&run.m, cmd);
     run.m.start_time = started;
     run.on = 1;
-    return 1;
+    return 0;
 }
 
 rs_metrics *rs_cli_metrics(void)

@@ -49,32 +49,6 @@ int rs_cli_level_check(const char *what, int compress, int level, rs_error *err)
     return 0;
 }
 
-int rs_cli_output_option(const char *cmd, rs_pipeline_opts *po, int code, const char *arg)
-{
-    rs_error err = {0};
-    switch (code) {
-    case RS_OPT_COMPRESS:
-        if (rs_cli_compress_arg("--compress", arg, &po->compress, &err) != 0)
-            return rs_cli_fail(cmd, &err), -1;
-        return 1;
-    case RS_OPT_LEVEL:
-        if (rs_cli_level_arg("--level", arg, &po->level, &err) != 0)
-            return rs_cli_fail(cmd, &err), -1;
-        return 1;
-    case RS_OPT_DIRECT_IO:
-        if (!strcmp(arg, "auto"))
-            po->direct_io = RS_DIRECT_AUTO;
-        else if (!strcmp(arg, "on"))
-            po->direct_io = RS_DIRECT_ON;
-        else if (!strcmp(arg, "off"))
-            po->direct_io = RS_DIRECT_OFF;
-        else
-            return rs_cli_usage_error(cmd, "--direct-io: expected auto, on or off"), -1;
-        return 1;
-    default: return 0;
-    }
-}
-
 /* The directory part of path ("." when none), trailing slashes of path
  * removed first; *base gets the rest. malloc'd, NULL when out of memory. */
 static char *dir_part(const char *path, char **base)

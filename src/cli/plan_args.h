@@ -8,17 +8,17 @@
 /* The options as given: the job's, and what the command turns into them. */
 typedef struct {
     rs_plan_job_opts o;
-    rs_cli_ring ro;
-    const char *old_nodes, *old_nodes_file, *new_nodes, *new_nodes_file;
-    rs_cli_edits ed;                /* --add, --add-names, --remove, --reweight, --down */
+    rs_cli_ring ro;                 /* --old-nodes is its --nodes, --old-nodes-file its --nodes-file */
+    rs_pipeline_opts po;
+    const char *new_nodes, *new_nodes_file;
+    rs_cli_edits ed;                /* --add, --add-names, --remove, --reweight (--down: ro's) */
     unsigned long long top, batch_bytes;
-    int have_order;
+    int wave_order;                 /* -1: not given, else 1 for largest first */
+    int quiet;
 } rs_cli_plan_args;
 
-/* Parses plan's options in argv into *a and *po (optind: the first INPUT
- * after). Returns -1 to go on, else the exit code (the error printed; 0
- * after --help). */
-int rs_cli_plan_parse(int argc, char **argv, rs_cli_plan_args *a, rs_pipeline_opts *po);
+/* plan's option table (cli/plan_args.c). */
+extern const rs_opt_command rs_cli_plan_command;
 
 /* The options that do not fit together, in the order they were always
  * checked; have_inputs: INPUT or --files-from given, data: the plan reads

@@ -1,66 +1,10 @@
-/* What `ringshard plan` prints: its help, and on standard output its
+/* What `ringshard plan` prints on standard output: its
  * summary - the change, the method, the moved share against the ideal and
  * the floor, consistency, the data, and the largest moves. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "cli/plan_print.h"
-
-const char rs_cli_plan_help[] =
-    "Usage: ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]\n"
-    "Compares an old and a new node set on the same ring options and tells what\n"
-    "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
-    "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
-    "inputs and options as 'ringshard bucket'): keys and bytes counted per pair;\n"
-    "with --emit DIR the moved rows themselves.\n\n"
-    "Old side (default: the ring options' nodes, 1000):\n"
-    "  --old-nodes N          nodes \"0\"..\"N-1\" (same as --nodes)\n"
-    "  --old-nodes-file FILE  a node file (same as --nodes-file)\n"
-    "  --from-buckets DIR     the ring DIR/manifest.json was written with; its rows\n"
-    "                         are the data (each must sit in its old bucket), unless\n"
-    "                         --ring-only. Ring options may not be given with it.\n"
-    "  --ring-only            with --from-buckets: use only the ring, read no rows\n"
-    "New side (an explicit node set, or changes to the old one, or both):\n"
-    "  --new-nodes N          nodes \"0\"..\"N-1\"\n"
-    "  --new-nodes-file FILE  a node file\n"
-    "  --add K                K nodes named after the last one, after the largest\n"
-    "                         number any node had, removed ones included (\"999\" ->\n"
-    "                         \"1000\"..., \"db07\" -> \"db08\"...; a name without digits\n"
-    "                         gets -1, -2...)\n"
-    "  --add-names A,B        nodes with these names (weight 1)\n"
-    "  --remove A,B           remove nodes (slots: marked down, so that the others\n"
-    "                         keep their slots, as the Java slots' dropBadNode)\n"
-    "  --reweight NAME=W[,...]  change a node's weight (ring, ketama)\n"
-    "  --down NAMES           nodes listed but down, on both sides where listed\n"
-    "                         (the lists of --remove, --add-names, --reweight and\n"
-    "                         --down add up when given again; an edit that cancels\n"
-    "                         itself, or a name given twice, is refused: exit 64)\n"
-    "Outputs (the summary goes to standard output; a FILE '-' is standard output,\n"
-    "one at most, and the summary then goes to standard error):\n"
-    "  --json FILE            the plan as JSON (schema: docs/plan.md)\n"
-    "  --json-arcs            include every moving arc in --json\n"
-    "  --arcs FILE            every moving arc as TSV: start end from to weight share\n"
-    "  --pairs FILE           every (from, to) pair as CSV\n"
-    "  --svg FILE             the flow matrix (from x to) and the summary as SVG\n"
-    "  --html FILE            the same as a self-contained HTML page, with tables\n"
-    "  --top N                pairs listed in the summary (default 10)\n"
-    "  --strict               exit 3 if a move breaks the change's consistency property\n"
-    "With data:\n"
-    "  --emit DIR             write the moved rows, one <from>__<to>.csv.gz per pair,\n"
-    "                         plus DIR/manifest.json (kind \"moves\"); rows that stay\n"
-    "                         are not written\n"
-    "  --force                replace an existing --emit DIR (a ringshard output or empty)\n"
-    "  --force-any            replace an existing --emit DIR whatever it holds\n"
-    "  --compress gzip|zstd|none  --emit files gzip (default), zstd or plain\n"
-    "  --level N              level (default 1): gzip 1-9, zstd -131072 to 22 but 0\n"
-    "  --direct-io auto|on|off  --emit files with O_DIRECT (auto: plain ones only)\n"
-    "  --batch-bytes SIZE     group the moves into numbered waves of at most SIZE bytes\n"
-    "  --order smallest|largest  which moves go first (default smallest; --order\n"
-    "                         signed|unsigned remains the ring option)\n"
-    "  --wave-order smallest|largest  the same, never taken for the ring option\n"
-    "  -h, --help             this help\n\n"
-    "Exit: 0; 3 when rows of --from-buckets sit in the wrong bucket (then nothing is\n"
-    "emitted) or, with --strict, when the consistency property is broken.\n\n";
 
 static const char *points_word(const rs_ring *r, char *buf, size_t cap)
 {

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include "ringshard/job_plan.h"
 
-/* The text of `ringshard plan --help` (the input and ring options follow it). */
-extern const char rs_cli_plan_help[];
 
 /* Prints the plan job's result r, run with a, to f: the change, the method,
  * moved/ideal/floor, balance, consistency (violating pairs: max(top, 20)

@@ -1,4 +1,5 @@
-/* Ring options shared by every command, and small option-value parsers. */
+/* The ring options once parsed (their rows: cli/optgroups.c), and what
+ * every command prints its errors with. */
 #include <ctype.h>
 #include <errno.h>
 #include <poll.h>
@@ -8,87 +9,6 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
-
-const char rs_cli_ring_help[] =
-    "Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n"
-    "  --scheme NAME       ring (default), ketama, slots, modulo, jump\n"
-    "  --hash NAME         murmur3_128 (ring default), murmur3_32, fnv1_32_java,\n"
-    "                      java_hashcode (slots default), murmur64a_java, md5_ketama (ketama default)\n"
-    "  --seed N            hash seed (default: the hash's own, 0 or 0x1234ABCD)\n"
-    "  --nodes N           nodes named \"0\"..\"N-1\" (default 1000)\n"
-    "  --nodes-file FILE   one node a line: name [weight] [down]; # comments; a name with\n"
-    "                      blanks or # in double quotes, \"\" for a quote: \"node a\" 2 down\n"
-    "  --vnodes V          ring: points per node (200); ketama: points per node (160)\n"
-    "  --slots S           slots: the number of slots (1024)\n"
-    "  --label TEMPLATE    label of a virtual node: {node} and {i} (ring: {node}&Node{i},\n"
-    "                      ketama: {node}{i}; libketama/twemproxy: {node}-{i})\n"
-    "  --sign clear|keep   clear the hash value's sign bit (ring and modulo: clear)\n"
-    "  --order unsigned|signed  compare positions as unsigned or as Java signed values\n"
-    "  --down NAMES        comma-separated nodes that are listed but down (own nothing)\n"
-    "  --compat CLIENT     libketama, libmemcached, libmemcached-spy, twemproxy,\n"
-    "                      spymemcached, hashring: the ketama ring that client builds\n"
-    "                      (it sets scheme, hash, points, labels, collisions); nodes\n"
-    "                      are named host:port\n";
-
-int rs_cli_ring_option(rs_cli_ring *ro, int code, const char *arg)
-{
-    switch (code) {
-    case RS_OPT_SCHEME: ro->scheme = arg; return 1;
-    case RS_OPT_HASH: ro->hash = arg; return 1;
-    case RS_OPT_SEED: ro->seed = arg; return 1;
-    case RS_OPT_NODES: ro->nodes = arg; return 1;
-    case RS_OPT_NODES_FILE: ro->nodes_file = arg; return 1;
-    case RS_OPT_VNODES: ro->vnodes = arg; return 1;
-    case RS_OPT_LABEL: ro->label = arg; return 1;
-    case RS_OPT_SIGN: ro->sign = arg; return 1;
-    case RS_OPT_ORDER: ro->order = arg; return 1;
-    case RS_OPT_DOWN: ro->down = arg; return 1;
-    case RS_OPT_COMPAT: ro->compat = arg; return 1;
-    default: return 0;
-    }
-}
-
-int rs_cli_uint(const char *what, const char *arg, unsigned long long min, unsigned long long max,
-                unsigned long long *out, rs_error *err)
-{
-    char *end;
-    errno = 0;
-    if (!arg || !*arg || *arg == '-' || isspace((unsigned char)*arg))
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' is not a non-negative integer", what, arg ? arg : "");
-    unsigned long long v = strtoull(arg, &end, 0);
-    if (*end || errno)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' is not a non-negative integer", what, arg);
-    if (v < min || v > max)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: %llu is out of range [%llu, %llu]", what, v, min, max);
-    *out = v;
-    return 0;
-}
-
-int rs_cli_size(const char *what, const char *arg, unsigned long long *out, rs_error *err)
-{
-    char *end;
-    errno = 0;
-    if (!arg || !isdigit((unsigned char)*arg))
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' is not a size (e.g. 512M, 2G)", what, arg ? arg : "");
-    double v = strtod(arg, &end);
-    unsigned long long mult = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K': mult = 1ULL << 10; end++; break;
-    case 'M': mult = 1ULL << 20; end++; break;
-    case 'G': mult = 1ULL << 30; end++; break;
-    case 'T': mult = 1ULL << 40; end++; break;
-    case 'B': case '\0': break;
-    default: return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' has an unknown unit", what, arg);
-    }
-    if (*end == 'i' || *end == 'I')
-        end++;
-    if (*end == 'B' || *end == 'b')
-        end++;
-    if (*end || errno || v < 0 || v * mult > 1.8e19)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: '%s' is not a size (e.g. 512M, 2G)", what, arg);
-    *out = (unsigned long long)(v * mult);
-    return 0;
-}
 
 int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, rs_error *err)
 {
@@ -118,12 +38,12 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
     }
     unsigned long long v;
     if (ro->seed) {
-        if (rs_cli_uint("--seed", ro->seed, 0, UINT64_MAX, &v, err) != 0)
+        if (rs_opt_check_uint(&rs_opt_seed, ro->seed, &v, err) != 0)
             return -1;
         o->seed = v;
     }
     if (ro->vnodes) {
-        if (rs_cli_uint("--vnodes", ro->vnodes, 1, 100000000, &v, err) != 0)
+        if (rs_opt_check_uint(&rs_opt_vnodes, ro->vnodes, &v, err) != 0)
             return -1;
         o->vnodes = (uint32_t)v;
     }
@@ -149,13 +69,13 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
             return -1;
     } else {
         unsigned long long n = 1000;
-        if (ro->nodes && rs_cli_uint("--nodes", ro->nodes, 1, 10000000, &n, err) != 0)
+        if (ro->nodes && rs_opt_check_uint(&rs_opt_nodes, ro->nodes, &n, err) != 0)
             return -1;
         if (rs_nodes_init_count(nodes, (uint32_t)n, err) != 0)
             return -1;
     }
-    if (ro->down) {
-        char *list = strdup(ro->down), *save = NULL;
+    for (int i = 0; i < ro->down.n; i++) {   /* the lists add up */
+        char *list = strdup(ro->down.v[i]), *save = NULL;
         for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
             if (rs_nodes_set_down(nodes, name, err) != 0) {
                 free(list);
@@ -170,7 +90,7 @@ int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, 
 int rs_cli_ring_given(const rs_cli_ring *ro)
 {
     return ro->scheme || ro->hash || ro->seed || ro->nodes || ro->nodes_file || ro->vnodes || ro->label || ro->sign ||
-           ro->order || ro->down || ro->compat;
+           ro->order || ro->down.n || ro->compat;
 }
 
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)

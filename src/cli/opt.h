@@ -1,0 +1,122 @@
+/* cli/opt.h - the options as a table, in the manner of git's
+ * parse-options: a row per option (name, letter, placeholder, help, kind,
+ * where its value goes, repeat rule), rows grouped once (cli/optgroups.c)
+ * and listed per command; one parser (cli/opt.c) builds getopt's arrays
+ * from the rows, stores the values, says what is wrong (naming the option
+ * and the value; exit 64) with the nearest names, prints --help from the
+ * rows, and dumps them for the man pages and the completion
+ * (`ringshard --dump-options`, tools/gen_cli_docs.py). */
+#ifndef RS_CLI_OPT_H
+#define RS_CLI_OPT_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include "ringshard/error.h"
+
+/* What an option's value is, and how it is stored at its place:
+ *   FLAG    no value; the int there becomes `set` (|= set with RS_OPTF_OR)
+ *   COUNT   no value; the int there counts the times given
+ *   INT     an integer in [min, max] (strtoull base 0): int or uint64_t there
+ *   SIZE    a size (512M, 2G) in [min, max]: int, size_t or uint64_t there
+ *   NUMBER  a real number (checked by the row's apply)
+ *   ENUM    one of `values` ("a|b|c"): the int there becomes codes[i] (i
+ *           without codes)
+ *   STRING  any text: the const char * there points to it
+ *   LIST    given again, the texts add up: an rs_opt_list there */
+typedef enum {
+    RS_KIND_FLAG, RS_KIND_COUNT, RS_KIND_INT, RS_KIND_SIZE, RS_KIND_NUMBER, RS_KIND_ENUM, RS_KIND_STRING,
+    RS_KIND_LIST
+} rs_opt_kind;
+
+/* Given again: refused ("--key: given twice", exit 64), or added up (LIST,
+ * COUNT; a FLAG given again changes nothing). Never silently the last. */
+typedef enum { RS_REPEAT_REFUSE, RS_REPEAT_ACCUMULATE } rs_opt_repeat;
+
+enum {
+    RS_OPTF_OR = 1,       /* FLAG: |= set, so that --force and --force-any add up */
+    RS_OPTF_JOINED = 2,   /* --help shows it on the line of the row before (--header / --no-header) */
+    RS_OPTF_DEFER = 4,    /* stored as given (STRING or LIST), checked by the command later */
+    RS_OPTF_HELP = 8,     /* -h, --help: prints the help and stops */
+    RS_OPTF_POSITIVE = 16, /* SIZE: any bad value is "not a positive size" */
+    RS_OPTF_SIGNED = 32    /* INT: min and max are signed (the dump says so) */
+};
+
+/* The texts a LIST option was given, in order. */
+#define RS_OPT_LIST_MAX 256
+typedef struct {
+    const char *v[RS_OPT_LIST_MAX];
+    int n;
+} rs_opt_list;
+
+typedef struct rs_opt rs_opt;
+struct rs_opt {
+    const char *name;        /* long name, without "--" */
+    char letter;             /* short name, 0: none */
+    const char *arg;         /* placeholder (N, FILE, a|b|c); NULL: takes no value */
+    const char *help;        /* lines split by '\n'; a leading '\n': below the synopsis */
+    rs_opt_kind kind;
+    rs_opt_repeat repeat;
+    size_t off, size;        /* where the value goes from the entry's base, and its size */
+    unsigned long long min, max;   /* INT, SIZE: the range */
+    const char *values;      /* ENUM: "a|b|c" */
+    const int *codes;        /* ENUM: the value stored for each, NULL: its index */
+    int set;                 /* FLAG: the value stored */
+    unsigned flags;          /* RS_OPTF_* */
+    unsigned given;          /* bits or'ed into the command's given mask */
+    const char *synopsis;    /* --help's left column when not "-x, --name ARG" */
+    /* Called after the value is stored (or instead, when kind is STRING
+     * with off == RS_OPT_NOWHERE): 0, or -1 with err. */
+    int (*apply)(void *base, const rs_opt *o, const char *arg, rs_error *err);
+};
+#define RS_OPT_NOWHERE ((size_t)-1)
+
+/* The place of a row's value: RS_AT(type, member) gives off and size. */
+#define RS_AT(type, member) .off = offsetof(type, member), .size = sizeof(((type *)0)->member)
+
+/* A row as a command uses it: the base of its values in the command's
+ * struct, and its help there when it says more than the row's (NULL). */
+typedef struct {
+    const rs_opt *opt;
+    size_t base;
+    const char *help;
+    const char *synopsis;   /* --help's left column there, NULL: the row's */
+} rs_opt_use;
+
+/* A block of --help: text, then rows whose descriptions start at column
+ * `width`, then text. */
+typedef struct {
+    const char *head;
+    int width;
+    const rs_opt_use *uses;   /* ends with {NULL} */
+    const char *tail;
+    unsigned given;           /* bits or'ed into the given mask by any of its rows */
+} rs_opt_section;
+
+/* A command's options: its sections in --help order (ends with {NULL}),
+ * and where the given-mask lives in its struct (RS_OPT_NOWHERE: none). */
+typedef struct {
+    const char *name;
+    const rs_opt_section *sections;
+    size_t given_off;
+} rs_opt_command;
+
+/* Parses argv[1..] of command c into the struct at args (defaults set
+ * before): every option's value stored by its row, in argv order. Returns
+ * -1 with *first the index of the first operand, else the exit code (the
+ * error printed as "ringshard CMD: ..."; 0 after --help or --version). */
+int rs_opt_parse(const rs_opt_command *c, void *args, int argc, char **argv, int *first);
+
+/* Prints command c's --help to f. */
+void rs_opt_print_help(const rs_opt_command *c, FILE *f);
+
+/* Writes every option of command c as one line of TSV to f:
+ * command, long, short, placeholder, kind, min, max, values, repeat,
+ * checked (parse: as it is read; run: once all are in, RS_OPTF_DEFER),
+ * help (\n as the two bytes \n). */
+void rs_opt_dump(const rs_opt_command *c, FILE *f);
+
+/* The number parsers for the checks made after parsing (ring options,
+ * whose defaults follow from the scheme), with the row's range. */
+int rs_opt_check_uint(const rs_opt *o, const char *arg, unsigned long long *out, rs_error *err);
+
+#endif
