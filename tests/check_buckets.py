@@ -11,7 +11,9 @@ checks that:
     nowhere else (no row lost, none duplicated);
   - within each file, rows keep their input order;
   - the manifest's per-file rows and CRC-32 (of the decompressed bytes after
-    the header line) match the files, and its totals add up.
+    the header line) match the files, and its totals add up;
+  - each file's size and the CRC-32 of its stored bytes (compressed, header
+    included) are the manifest's file_bytes and stored_crc32.
 Prints "ok <rows> rows in <files> files" and exits 0, or prints the first
 difference and exits 1.
 """
@@ -78,6 +80,10 @@ def main():
         if f["rows"] != len(got) or f["crc32"] != zlib.crc32(body) or f["bytes"] != len(body):
             return fail(f"{f['file']}: manifest rows/bytes/crc32 {f['rows']}/{f['bytes']}/{f['crc32']} vs "
                         f"{len(got)}/{len(body)}/{zlib.crc32(body)}")
+        stored = open(os.path.join(outdir, f["file"]), "rb").read()
+        if f["file_bytes"] != len(stored) or f.get("stored_crc32") != zlib.crc32(stored):
+            return fail(f"{f['file']}: manifest file_bytes/stored_crc32 {f['file_bytes']}/{f.get('stored_crc32')} vs "
+                        f"{len(stored)}/{zlib.crc32(stored)}")
         total += len(got)
     if total != len(data) or manifest["totals"]["rows"] != len(data):
         return fail(f"rows: {total} written, {len(data)} read, manifest {manifest['totals']['rows']}")

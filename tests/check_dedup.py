@@ -13,7 +13,8 @@ Then reads every output file listed in OUTDIR/manifest.json and checks:
   - the output rows are exactly the expected survivors, each once (compared
     field by field);
   - within each file, survivors keep their input order;
-  - the manifest's per-file rows and total match.
+  - the manifest's per-file rows and total match, and each file's size and
+    the CRC-32 of its stored bytes its file_bytes and stored_crc32.
 With --dups FILE, also checks the duplicates report: exactly the keys (rows)
 with more than one copy, each with its count and (first/last) the kept row,
 and their order: by output file (the manifest's order), then by the key's
@@ -22,7 +23,7 @@ file, whatever the splitting).
 Prints "ok <distinct> distinct of <rows> rows in <files> files" and exits 0,
 or prints the first difference and exits 1.
 """
-import csv, gzip, io, json, os, sys
+import csv, gzip, io, json, os, sys, zlib
 
 
 def open_text(path):
@@ -93,6 +94,10 @@ def main():
         rows = rows[1:]
         if len(rows) != f["rows"]:
             return fail(f"{f['file']}: {len(rows)} rows, manifest says {f['rows']}")
+        stored = open(os.path.join(outdir, f["file"]), "rb").read()
+        if f["file_bytes"] != len(stored) or f.get("stored_crc32") != zlib.crc32(stored):
+            return fail(f"{f['file']}: manifest file_bytes/stored_crc32 {f['file_bytes']}/{f.get('stored_crc32')} "
+                        f"vs {len(stored)}/{zlib.crc32(stored)}")
         last = -1
         for r in rows:
             key = ident(r)

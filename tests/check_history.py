@@ -87,6 +87,11 @@ def fmix(k):
 
 def murmur3_x64_128_h1(data, seed):
     """The first 64-bit word of MurmurHash3_x64_128 (Appleby's reference)."""
+    return murmur3_x64_128(data, seed)[0]
+
+
+def murmur3_x64_128(data, seed):
+    """MurmurHash3_x64_128 (Appleby's reference): its two 64-bit words."""
     h1 = h2 = seed
     n = len(data) // 16
     for i in range(n):
@@ -111,7 +116,8 @@ def murmur3_x64_128_h1(data, seed):
     h1 = (h1 + h2) & M64
     h2 = (h2 + h1) & M64
     h1, h2 = fmix(h1), fmix(h2)
-    return (h1 + h2) & M64
+    h1 = (h1 + h2) & M64
+    return h1, (h2 + h1) & M64
 
 
 def fingerprint(key, bits):

@@ -8,7 +8,13 @@
  * copies as compact always did (the damaged bytes included, as the
  * concatenation of the parts made with tail and cat says), and on an
  * undamaged directory the checked and unchecked runs, on one thread or
- * two, write the same bytes. */
+ * two, write the same bytes. With the CRC-32 of each file's stored bytes
+ * in its manifest (stored_crc32), compact checks those instead of decoding
+ * (a flip anywhere, a segment's header line included, is refused naming
+ * stored_crc32); a directory whose manifests have none (as versions before
+ * 0.3.0 wrote them: tests/old_stored.py), or some of its generations, is
+ * checked by decoding as before, and every merged file gets its
+ * stored_crc32, the CRC-32 of its bytes as Python's zlib computes it. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -35,7 +41,12 @@
     "if [ $rc != 2 ]; then echo \"$1: exit $rc, want 2: $(cat err.t)\"; "                                 \
     "elif ! grep -qF \"D/$2: \" err.t; then echo \"$1: D/$2 not named: $(cat err.t)\"; "                    \
     "elif [ \"$(tree D)\" != \"$(cat before.t)\" ] || [ $(litter D) != 0 ]; then "                          \
-    "echo \"$1: D changed\"; fi; }; "
+    "echo \"$1: D changed\"; fi; }; "                                                                     \
+    "stored_ok() { python3 -c 'import json, os, sys, zlib\n"                                              \
+    "for m in sys.argv[1:]:\n"                                                                             \
+    "    for f in json.load(open(m))[\"files\"]:\n"                                                         \
+    "        b = open(os.path.join(os.path.dirname(m), f[\"file\"]), \"rb\").read()\n"                      \
+    "        assert f[\"stored_crc32\"] == zlib.crc32(b), (m, f[\"file\"])' \"$@\"; }; "
 
 /* G, Z, P: a bucket directory of 3 generations (the base, then 2 appends
  * of 200 rows, some with a line break inside a quoted field) over 4
@@ -56,33 +67,50 @@ static void compact_fixture(void)
 
 TestSuite(compact_check, .init = compact_fixture, .fini = test_dir_teardown, .timeout = 900);
 
-/* A bit flipped in every 3rd of the first 48 bytes compact copies of a
+/* A bit flipped in every 3rd of the first 48 bytes compact reads of a
  * file (a piece's header: each of its fields, what no decoder reads), then
  * at 12 points between (every 97th byte at least), and in every 2nd of its last 12 (a gzip trailer, a zstd
  * checksum), of node 3's base file and of its segment of generation 2, in
- * each codec: refused, naming the file, D as it was. (A segment's header
- * line is not copied: its first header_bytes are left alone.) */
-Test(compact_check, a_flipped_bit_in_a_data_file_is_refused)
+ * each codec: refused, naming the file, D as it was. With stored_crc32 in
+ * the manifests (old 0), by it (the message says so), from a segment's
+ * first byte: its header line is read, though not copied; without
+ * (tests/old_stored.py), by decoding, from the end of a segment's header
+ * line (its first header_bytes are not read). */
+static void flip_sweep(int old)
 {
     static const char *const dirs[][2] = {{"G", "gz"}, {"Z", "zst"}, {"P", ""}};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
         const char *d = dirs[i][0], *ext = dirs[i][1], *dot = *ext ? "." : "";
-        cmd_result r = sh(LIB "rm -rf M && cp -a %s M && "
+        cmd_result r = sh(LIB "old=%d; rm -rf M && cp -a %s M && "
+                              "if [ $old = 1 ]; then python3 '" RS_SOURCE_DIR "/tests/old_stored.py' M || exit 1; "
+                              "else stored_ok M/manifest.json M/g*/manifest.json || exit 1; fi; "
                               "for f in 3.csv%s%s g00000002/3.csv%s%s; do "
-                              "from=0; case $f in g*) from=$(seg_header_bytes M/${f%%/*} ${f#*/});; esac; "
+                              "from=0; case $old$f in 1g*) from=$(seg_header_bytes M/${f%%/*} ${f#*/});; esac; "
                               "size=$(wc -c < M/$f); n=0; o=$from; step=$(((size - from) / 12)); "
                               "[ $step -ge 97 ] || step=97; "
                               "while [ $o -lt $size ]; do rm -rf D; cp -a M D; flip D/$f $o; "
                               "refused \"$f@$o\" $f; n=$((n + 1)); "
+                              "if grep -q 'stored_crc32 says' err.t; then by=1; else by=0; fi; "
+                              "[ $by = $((1 - old)) ] || echo \"$f@$o: $(cat err.t)\"; "
                               "if [ $o -lt $((from + 47)) ]; then o=$((o + 3)); "
                               "elif [ $o -ge $((size - 13)) ]; then o=$((o + 2)); "
                               "elif [ $((o + step)) -lt $((size - 12)) ]; then o=$((o + step)); else o=$((size - 12)); fi; "
                               "done; [ $n -gt 20 ] || echo \"$f: only $n flips\"; done",
-                          d, dot, ext, dot, ext);
+                          old, d, dot, ext, dot, ext);
         cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", d, r.rc, r.err);
         cr_assert_str_empty(r.out, "%s:\n%s", d, r.out);
         cmd_result_free(&r);
     }
+}
+
+Test(compact_check, a_flipped_bit_in_a_data_file_is_refused)
+{
+    flip_sweep(0);
+}
+
+Test(compact_check, a_flipped_bit_is_refused_by_decoding_without_stored_crc32)
+{
+    flip_sweep(1);
 }
 
 /* Bytes appended to a file, or a file cut short (the base's and a
@@ -163,4 +191,47 @@ Test(compact_check, the_first_damaged_node_is_named_on_any_thread_count)
        "flip M/g00000003/1.csv.gz $(($(seg_header_bytes M/g00000003 1.csv.gz) + 60)) && "
        "for t in 1 2 1 2 2 2; do rm -rf D; cp -a M D; "
        "OMP_NUM_THREADS=$t refused \"threads $t\" g00000003/1.csv.gz | grep . && exit 1; done; true");
+}
+
+/* Manifests without stored_crc32 (tests/old_stored.py: as 0.2 wrote them,
+ * the chain's digests made again): a flip in a base file and in a segment
+ * is refused by decoding (gzip's own CRC-32, or the data's against crc32),
+ * not by a stored CRC; undamaged, the checked compact writes what it
+ * writes from new manifests, byte for byte, manifest included (stored_crc32
+ * of the bytes it wrote). Then one generation more, appended by this
+ * version (with stored_crc32), beside the old ones: a flip in the new
+ * segment is refused by its stored CRC, one in an old segment by decoding,
+ * and --no-check, which cannot derive it from parts that have none, writes
+ * no stored_crc32. */
+Test(compact_check, an_old_manifest_without_stored_crc32_is_checked_by_decoding)
+{
+    OK(GEN " --rows 100 --seed 4 -o in4.csv 2>/dev/null && rm -rf M N && cp -a G M && cp -a G N && "
+       "python3 '" RS_SOURCE_DIR "/tests/old_stored.py' M && ! grep -q stored_crc32 M/manifest.json M/g*/manifest.json && "
+       "\"$RS\" verify --quiet M && "
+       "for f in 3.csv.gz g00000002/3.csv.gz; do o=60; case $f in g*) o=$(($(seg_header_bytes M/g00000002 3.csv.gz) + 60));; "
+       "esac; rm -rf D; cp -a M D; flip D/$f $o; refused \"$f@$o\" $f | grep . && exit 1; "
+       "grep -q stored_crc32 err.t && { cat err.t; exit 1; }; grep -qE 'gzip member|CRC-32' err.t || { cat err.t; exit 1; }; "
+       "done; "
+       "rm -rf D && cp -a M D && \"$RS\" compact --quiet D && \"$RS\" compact --quiet N && "
+       "[ \"$(snap D raw)\" = \"$(snap N raw)\" ] && stored_ok D/manifest.json && "
+       "\"$RS\" bucket --quiet --append -o M in4.csv && grep -q stored_crc32 M/g00000004/manifest.json && "
+       "! grep -q stored_crc32 M/g00000002/manifest.json && "
+       "rm -rf D && cp -a M D && flip D/g00000004/3.csv.gz 30 && refused new g00000004/3.csv.gz | grep . && exit 1; "
+       "grep -q 'stored_crc32 says' err.t || { cat err.t; exit 1; }; "
+       "rm -rf D && cp -a M D && flip D/g00000002/3.csv.gz $(($(seg_header_bytes M/g00000002 3.csv.gz) + 60)) && "
+       "refused old g00000002/3.csv.gz | grep . && exit 1; grep -q stored_crc32 err.t && { cat err.t; exit 1; }; "
+       "rm -rf D && cp -a M D && \"$RS\" compact --quiet D && stored_ok D/manifest.json && \"$RS\" verify --quiet D && "
+       "rm -rf D && cp -a M D && \"$RS\" compact --quiet --no-check D && ! grep -q stored_crc32 D/manifest.json && "
+       "\"$RS\" verify --quiet D");
+}
+
+/* Every merged file's stored_crc32 is the CRC-32 of its bytes (Python's
+ * zlib), whether compact wrote them (checked) or copied them in the kernel
+ * (--no-check: combined from its parts'), in each codec and with key
+ * indexes. */
+Test(compact_check, merged_files_get_the_crc32_of_their_stored_bytes)
+{
+    OK("for d in G Z P X; do rm -rf A C && cp -a $d A && cp -a $d C && \"$RS\" compact --quiet A && "
+       "\"$RS\" compact --quiet --no-check C && stored_ok A/manifest.json && stored_ok C/manifest.json || "
+       "{ echo \"$d: wrong\"; exit 1; }; done");
 }

@@ -544,7 +544,8 @@ static void fill_buckets(rs_manifest *m)
     m->files[0] = (rs_manifest_file){.file = strdup("%22q%22uoted%22.csv.gz"), .node = strdup("\"q\"uoted\""),
                                      .rows = 10, .bytes = 200, .file_bytes = 90, .crc32 = 0xDEADBEEF};
     m->files[1] = (rs_manifest_file){.file = strdup("M%C3%BCnchen.csv.gz"), .node = strdup("M\xc3\xbcnchen"),
-                                     .rows = UINT64_MAX, .bytes = 1, .file_bytes = 2, .crc32 = 0xFFFFFFFF};
+                                     .rows = UINT64_MAX, .bytes = 1, .file_bytes = 2, .crc32 = 0xFFFFFFFF,
+                                     .stored_crc32 = 0x89ABCDEF, .has_stored_crc32 = 1};
     m->files[2] = (rs_manifest_file){.file = strdup("empty.csv.gz"), .node = strdup("empty"), .crc32 = 0x00000a0b};
     m->rows = UINT64_MAX;
     m->bytes = 201;
@@ -592,7 +593,8 @@ static void assert_manifests_equal(const rs_manifest *a, const rs_manifest *b)
         assert_str_or_null(x->from, y->from, "from");
         assert_str_or_null(x->to, y->to, "to");
         cr_assert(x->rows == y->rows && x->bytes == y->bytes && x->file_bytes == y->file_bytes &&
-                      x->crc32 == y->crc32 && x->wave == y->wave,
+                      x->crc32 == y->crc32 && x->wave == y->wave && x->has_stored_crc32 == y->has_stored_crc32 &&
+                      x->stored_crc32 == y->stored_crc32,
                   "file %zu", i);
     }
     cr_assert_eq(a->rows, b->rows);
@@ -620,6 +622,9 @@ Test(manifest, buckets_round_trip)
     cr_assert(strstr(text, "\"description\": \"scheme\\tketama\\nhash\\tmd5\\nseed\\t0\\nnode\\t\\\"q\\\"uoted\\\"\\t100\\n"));
     cr_assert(strstr(text, "      \"crc32\": 3735928559,\n      \"crc32_hex\": \"deadbeef\"\n"));
     cr_assert(strstr(text, "      \"crc32\": 2571,\n      \"crc32_hex\": \"00000a0b\"\n"));
+    /* stored_crc32 only where recorded, after crc32_hex */
+    cr_assert(strstr(text, "      \"crc32_hex\": \"ffffffff\",\n      \"stored_crc32\": 2309737967\n    }"), "%s", text);
+    cr_assert(r.files[1].has_stored_crc32 && !r.files[0].has_stored_crc32 && !r.files[2].has_stored_crc32);
     cr_assert(strstr(text, "\"rows\": 18446744073709551615"));
     cr_assert(strstr(text, "\"delimiter\": \",\""));
     cr_assert(strstr(text, "\"compress\": \"gzip\""));
@@ -795,7 +800,9 @@ Test(manifest, bad_members)
     /* unknown members are ignored; optional ones may go */
     cr_assert_eq(read_edited("s/\"schema\": 1,/\"schema\": 1, \"future\": {\"x\": [1]},/", &err), 0, "%s", err.msg);
     cr_assert_eq(read_edited("/\"seconds\"/d; /\"files\": 3$/{n;s/},/}/;}", &err), 0, "%s", err.msg);
-    cr_assert_eq(read_edited("/\"crc32_hex\"/d; s/\"crc32\": \\([0-9]*\\),/\"crc32\": \\1/", &err), 0, "%s", err.msg);
+    cr_assert_eq(read_edited("/\"crc32_hex\"/d; /\"crc32\": [0-9]*,$/{N;s/,\\n\\( *}\\)/\\n\\1/;}", &err), 0, "%s", err.msg);
+    cr_assert_eq(read_edited("/\"stored_crc32\"/d; s/\"crc32_hex\": \"ffffffff\",/\"crc32_hex\": \"ffffffff\"/", &err), 0,
+                 "%s", err.msg);
 
     static const struct {
         const char *sed, *msg;
@@ -804,6 +811,9 @@ Test(manifest, bad_members)
         {"s/\"crc32\": 3735928559,/\"crc32\": 4294967296,/", "\"files[0].crc32\": an unsigned integer up to 4294967295"},
         {"s/\"crc32_hex\": \"deadbeef\"/\"crc32_hex\": \"DEADBEEF\"/", "\"files[0].crc32_hex\": does not match"},
         {"/\"file_bytes\": 2,/d", "\"files[1].file_bytes\": missing"},
+        {"s/\"stored_crc32\": 2309737967/\"stored_crc32\": 4294967296/",
+         "\"files[1].stored_crc32\": an unsigned integer up to 4294967295"},
+        {"s/\"stored_crc32\": 2309737967/\"stored_crc32\": \"89abcdef\"/", "\"files[1].stored_crc32\": a number expected"},
         {"s/\"rows\": 10,/\"rows\": -10,/", "\"files[0].rows\": an unsigned integer"},
         {"s/\"rows\": 10,/\"rows\": 1.0,/", "\"files[0].rows\": an unsigned integer"},
         {"s/\"file\": \"empty.csv.gz\"/\"file\": \"..\\/x\"/", "\"files[2].file\": not a plain file name"},

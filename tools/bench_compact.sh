@@ -2,10 +2,11 @@
 # bench_compact.sh - what checking costs `ringshard compact`: a bucket
 # directory of ROWS rows in GENS generations on the default ring (1000
 # nodes), compacted with every file checked (the default: each part read
-# once, written out and decoded, its CRC-32 checked) and with --no-check
-# (copy_file_range, sizes only), on a warm page cache.
+# once, written out and checked: the CRC-32 of its stored bytes against
+# the manifest's stored_crc32) and with --no-check (copy_file_range, sizes
+# only), on a warm page cache.
 #
-#   tools/bench_compact.sh [-b BUILD_DIR] [-w WORK_DIR] [-r RUNS] [-n ROWS] [-g GENS] [-c gzip|zstd|none] [-p] [-q]
+#   tools/bench_compact.sh [-b BUILD_DIR] [-w WORK_DIR] [-r RUNS] [-n ROWS] [-g GENS] [-c gzip|zstd|none] [-o] [-p] [-q]
 #
 #   -b BUILD_DIR  holds ringshard and gen_bills (default: build/ or build-*/)
 #   -w WORK_DIR   the directory is cached there between runs (default: a
@@ -14,6 +15,9 @@
 #   -n ROWS       rows in all (default 20M; k/M/G suffixes as gen_bills)
 #   -g GENS       generations: the base, then GENS - 1 appends (default 5)
 #   -c CODEC      the directory's --compress (default gzip)
+#   -o            old manifests: the directory's manifests rewritten without
+#                 stored_crc32 (tests/old_stored.py), as before 0.3.0, so
+#                 that the checked cases decode every part
 #   -p            prepare: build the directory in WORK_DIR, time nothing
 #   -q            quick: 200k rows, 1 run, a smoke run of seconds
 #
@@ -27,7 +31,8 @@
 # in the machine's load falls on all of them. Reported per case, medians of
 # RUNS: wall s, CPU s (user + system, from /usr/bin/time), then the ratios
 # checked / unchecked. The cases' directories of the first round are
-# compared file by file: the same bytes whatever the case.
+# compared file by file: the same bytes whatever the case (with -o, the
+# manifests apart).
 # Exit status: 0 ok, 1 a step failed, 2 bad usage or a missing tool.
 set -euo pipefail
 export LC_ALL=C
@@ -39,7 +44,8 @@ CODEC=gzip
 BUILD=""
 WORK=""
 PREPARE=0
-while getopts "b:w:r:n:g:c:pqh" o; do
+OLD=0
+while getopts "b:w:r:n:g:c:opqh" o; do
     case $o in
     b) BUILD=$OPTARG ;;
     w) WORK=$OPTARG ;;
@@ -47,9 +53,10 @@ while getopts "b:w:r:n:g:c:pqh" o; do
     n) ROWS=$OPTARG ;;
     g) GENS=$OPTARG ;;
     c) CODEC=$OPTARG ;;
+    o) OLD=1 ;;
     p) PREPARE=1 ;;
     q) ROWS=200k RUNS=1 ;;
-    *) sed -n '2,33p' "$0"; exit 2 ;;
+    *) sed -n '2,37p' "$0"; exit 2 ;;
     esac
 done
 die() { echo "bench_compact: $1" >&2; exit "${2:-1}"; }
@@ -76,7 +83,7 @@ WORK=${WORK:-$(mktemp -d "${TMPDIR:-/tmp}/bench_compact.XXXXXX")}
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 cd "$WORK"
-trap 'rm -rf "$WORK"/copy "$WORK"/copy.* "$WORK"/kept-* "$WORK/part.csv"' EXIT
+trap 'rm -rf "$WORK"/copy "$WORK"/copy.* "$WORK"/kept-* "$WORK/part.csv" "$WORK"/D-*-old' EXIT
 
 # The directory, cached: D-<rows>-<gens>-<codec>.
 SRC=$WORK/D-$rows-$GENS-$CODEC
@@ -98,6 +105,13 @@ if [ ! -f "$SRC/manifest.json" ] || [ ! -d "$SRC/g$(printf %08d "$GENS")" ]; the
 fi
 bytes=$(du -sb "$SRC" | cut -f1)
 [ "$PREPARE" = 0 ] || { note "$SRC: $((bytes / 1000000)) MB"; exit 0; }
+if [ "$OLD" = 1 ]; then   # the data files linked, the manifests copied and rewritten
+    rm -rf "$SRC-old"
+    cp -al "$SRC" "$SRC-old"
+    find "$SRC-old" -name manifest.json -exec sh -c 'cp --remove-destination "$1" "$1.t" && mv "$1.t" "$1"' _ {} \;
+    python3 "$here/tests/old_stored.py" "$SRC-old" || die "old_stored.py failed"
+    SRC=$SRC-old
+fi
 
 median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g | awk '{ v[NR] = $1 } END { m = int((NR + 1) / 2); print NR % 2 ? v[m] : (v[m] + v[m + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else printf "-" }'; }
@@ -123,20 +137,26 @@ run() {
 note "$RUNS runs of $rows rows in $GENS generations ($CODEC, $((bytes / 1000000)) MB) in $WORK" \
      "(load average $(cut -d' ' -f1-3 /proc/loadavg))"
 rm -rf kept-*
+ex=()
+[ "$OLD" = 0 ] || ex=(-x manifest.json)
 for ((ROUND = 0; ROUND < RUNS; ROUND++)); do
     run unchecked "$(nproc)" --no-check
     run checked "$(nproc)"
     run checked-1 1
     if [ "$ROUND" = 0 ]; then
         for c in checked checked-1; do
-            diff -r kept-unchecked "kept-$c" > /dev/null || die "$c: not the bytes --no-check wrote"
+            # (old manifests: --no-check has no stored_crc32 to combine, the checked runs write it)
+            diff -r ${ex[@]+"${ex[@]}"} kept-unchecked "kept-$c" > /dev/null ||
+                die "$c: not the bytes --no-check wrote"
         done
         rm -rf kept-*
     fi
 done
 
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-echo "$("$RS" --version), $cpu, $(nproc) cores; $rows rows in $GENS generations, 1000 nodes, $CODEC," \
+old=""
+[ "$OLD" = 0 ] || old=" (manifests without stored_crc32: checked by decoding)"
+echo "$("$RS" --version), $cpu, $(nproc) cores; $rows rows in $GENS generations, 1000 nodes, $CODEC$old," \
      "$((bytes / 1000000)) MB; warm; medians of $RUNS runs; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)."
 echo
 echo "| case | command | wall s | CPU s |"

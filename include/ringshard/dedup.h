@@ -119,6 +119,7 @@ typedef struct {
     uint64_t index_bytes;        /* with index_out: the index file's size */
     uint32_t index_crc32;        /* and its CRC-32 */
     uint64_t header_bytes;       /* of file_bytes, its header line's (a member of its own) */
+    uint32_t stored_crc;         /* CRC-32 of the file_bytes as stored (compressed, header included) */
 } rs_dedup_result;
 
 /* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint

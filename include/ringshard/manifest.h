@@ -38,6 +38,10 @@ typedef struct {
     uint32_t index_crc32;  /* CRC-32 of the index file's bytes */
     uint64_t header_bytes; /* a segment of a generation with segment_header: the stored bytes
                               of its header line (a gzip member, a zstd frame or the line) */
+    uint32_t stored_crc32; /* with has_stored_crc32: CRC-32 of the file's stored bytes (all its
+                              file_bytes as on disk, compressed, header included) */
+    int has_stored_crc32;  /* 1: stored_crc32 recorded ("stored_crc32"; optional, absent in
+                              manifests written before 0.3.0) */
 } rs_manifest_file;
 
 /* A key index a generation built for a file of an earlier generation
@@ -92,14 +96,15 @@ typedef struct {
  * else node. The members added by schema 2 (generation, previous,
  * options.dedup, inputs' checksum, content and generation, files' index,
  * indexes) and of schema 3 (segment_header, files' header_bytes) are
- * written only when set, so a schema-1 manifest reads as before. Write
+ * written only when set, as is files' stored_crc32 (has_stored_crc32), so a schema-1 manifest reads as before. Write
  * errors are RS_EXIT_IO naming path. */
 int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err);
 
 /* Reads path into m. Unknown members are ignored; a missing required member,
  * a schema other than 1, 2 or 3 (3: kind "generation" only) or malformed JSON is RS_EXIT_DATA naming the file
  * (and byte offset for syntax errors). Optional members: "tool", "seconds",
- * files[].wave, files[].crc32_hex (checked against crc32 when present) and
+ * files[].wave, files[].crc32_hex (checked against crc32 when present),
+ * files[].stored_crc32 (has_stored_crc32 says whether it was there) and
  * "new_ring" for buckets. A file that cannot be read is RS_EXIT_IO. On
  * failure m is left empty (zeroed). */
 int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err);

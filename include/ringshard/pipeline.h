@@ -154,6 +154,8 @@ typedef struct {
     uint64_t rows, bytes;        /* rows and bytes (row bytes + 1 LF each) written or counted */
     uint64_t file_bytes;         /* size of the output file, header included */
     uint32_t crc;                /* CRC-32 of the rows' bytes as written (after the header) */
+    uint32_t stored_crc;         /* CRC-32 of the file's file_bytes as stored (compressed, header
+                                    included): the manifest's files[].stored_crc32 */
 } rs_dest_stats;
 
 typedef struct {

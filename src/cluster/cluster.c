@@ -708,6 +708,7 @@ static void fix_header(rs_group *g, const rs_pipeline_opts *o, rs_pipeline_resul
             if (fd >= 0 && close(fd) != 0 && !err->code)
                 rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", o->dest_paths[d], strerror(errno));
             mine->dest[d].file_bytes = head.len;
+            mine->dest[d].stored_crc = rs_crc32(0, head.data, head.len);
         }
     else if (own.len != head.len || memcmp(own.data, head.data, own.len) != 0)
         rs_error_set(err, RS_EXIT_IO, "internal error: %s 0 wrote rows without the header", g->tag);
@@ -726,7 +727,7 @@ static void merge_stats(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
     g->sum_u64(g, tot, 3);
     res->rows = tot[0], res->bytes = tot[1], res->rejected = tot[2];
     uint64_t *v = calloc(ndest ? 3 * (size_t)ndest : 1, sizeof *v);
-    uint64_t *crc = calloc(ndest ? 2 * (size_t)ndest : 1, sizeof *crc);
+    uint64_t *crc = calloc(ndest ? 4 * (size_t)ndest : 1, sizeof *crc);
     if (!v || !crc)
         abort();
     for (uint32_t d = 0; d < ndest; d++) {
@@ -736,11 +737,17 @@ static void merge_stats(rs_group *g, const rs_pipeline_opts *o, const rs_pipelin
     }
     g->exscan_u64(g, v + 2 * ndest, at, ndest);
     g->sum_u64(g, v, 3 * (size_t)ndest);
-    for (uint32_t d = 0; d < ndest; d++)
+    /* (crc, bytes) of the rows, then (stored crc, file bytes) of the pieces,
+     * each concatenated in member order: the file's pieces are in that order */
+    uint64_t *stored = crc + 2 * (size_t)ndest;
+    for (uint32_t d = 0; d < ndest; d++) {
         crc[2 * d] = mine->dest[d].crc, crc[2 * d + 1] = mine->dest[d].bytes;
-    g->crc_concat(g, crc, ndest);
+        stored[2 * d] = mine->dest[d].stored_crc, stored[2 * d + 1] = mine->dest[d].file_bytes;
+    }
+    g->crc_concat(g, crc, 2 * (size_t)ndest);
     for (uint32_t d = 0; d < ndest; d++)  /* member 0's file bytes include the header */
-        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d]};
+        res->dest[d] = (rs_dest_stats){v[d], v[ndest + d], v[2 * ndest + d], (uint32_t)crc[2 * d],
+                                       (uint32_t)stored[2 * d]};
     free(crc);
     free(v);
 }

@@ -19,7 +19,8 @@
  *              "from": "<node>", "to": "<node>",           moves
  *              "wave": n,                    moves, only when nonzero
  *              "rows": n, "bytes": n, "file_bytes": n,
- *              "crc32": n, "crc32_hex": "<8 lowercase hex>"}, ...],
+ *              "crc32": n, "crc32_hex": "<8 lowercase hex>",
+ *              "stored_crc32": n             optional: CRC-32 of the stored bytes}, ...],
  *   "totals": {"rows": n, "bytes": n, "rejected": n, "files": n},
  *   "seconds": 1.25
  * }
@@ -227,6 +228,8 @@ static void write_files(rs_json *j, const rs_manifest *m, int moves)
         write_u64(j, "crc32", fl->crc32);
         rs_json_key(j, "crc32_hex");
         rs_json_string(j, hex);
+        if (fl->has_stored_crc32)
+            write_u64(j, "stored_crc32", fl->stored_crc32);
         if (fl->index != NULL) {
             write_str(j, "index", fl->index);
             write_u64(j, "index_bytes", fl->index_bytes);
@@ -610,6 +613,11 @@ static int read_files(reader *r, const rs_jv *arr, rs_manifest *m, int moves)
             if (hex->type != RS_JV_STRING || strcmp(hex->str, want) != 0)
                 return bad(r, ctx, "crc32_hex", "does not match crc32 (8 lowercase hex digits expected)");
         }
+        /* optional: a manifest written before 0.3.0 has none, and its readers check the data */
+        fl->has_stored_crc32 = rs_jv_get(o, "stored_crc32") != NULL;
+        if (get_u64(r, o, ctx, "stored_crc32", 0, UINT32_MAX, &v) != 0)
+            return -1;
+        fl->stored_crc32 = (uint32_t)v;
         if (rs_jv_get(o, "index") != NULL &&
             read_index_ref(r, o, ctx, &fl->index, &fl->index_bytes, &fl->index_crc32) != 0)
             return -1;

@@ -44,6 +44,7 @@ typedef struct {
     uint64_t rows, bytes, file_bytes;
     uint64_t chunk_rows;    /* rows in chunk: the member's record count */
     uint32_t crc;
+    uint32_t stored_crc;    /* of the file_bytes written, as they are written */
 } owriter;
 
 static int ow_write(owriter *w, const void *p, size_t n, rs_error *err)
@@ -51,6 +52,7 @@ static int ow_write(owriter *w, const void *p, size_t n, rs_error *err)
     if (n && fwrite(p, 1, n, w->f) != n)
         return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(errno));
     w->file_bytes += n;
+    w->stored_crc = rs_crc32(w->stored_crc, p, n);
     return 0;
 }
 
@@ -913,6 +915,7 @@ out:
         res->bytes = w.bytes;
         res->file_bytes = w.file_bytes;
         res->crc = w.crc;
+        res->stored_crc = w.stored_crc;
     }
     if (idxp && rc == 0) {
         rs_keyidx_of of = {res->rows, res->bytes, res->crc, o->mode == RS_DEDUP_BY_ROW ? RS_KEYIDX_BY_ROW : 0};

@@ -31,7 +31,8 @@ static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pi
     for (uint32_t d = 0; d < po->ndest; d++) {
         const rs_dest_stats *ds = &res->dest[d];
         m->files[d] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
-                                         .bytes = ds->bytes, .file_bytes = ds->file_bytes, .crc32 = ds->crc};
+                                         .bytes = ds->bytes, .file_bytes = ds->file_bytes, .crc32 = ds->crc,
+                                         .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
     }
     m->rows = res->rows;
     m->bytes = 0;  /* data bytes written (keys only: less than read) */
@@ -206,7 +207,8 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
         }
         m->files[m->nfiles++] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
                                                    .bytes = ds->bytes, .file_bytes = ds->file_bytes,
-                                                   .header_bytes = header_bytes, .crc32 = ds->crc};
+                                                   .header_bytes = header_bytes, .crc32 = ds->crc,
+                                                   .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
         m->bytes += ds->bytes;
     }
     m->rows = res->rows;

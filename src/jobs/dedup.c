@@ -162,7 +162,7 @@ static char *out_path(dstate *s, const char *name)
  * and the sizes and CRCs of the history indexes each built. */
 enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
        R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_HEADER_BYTES,
-       R_CONFIRMED, R_CONFIRM_BYTES, R_FIELDS };
+       R_CONFIRMED, R_CONFIRM_BYTES, R_STORED_CRC, R_FIELDS };
 
 static void share_results(dstate *s, size_t lo, size_t hi)
 {
@@ -181,7 +181,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         f[R_INDEX_BYTES] = d->index_bytes, f[R_INDEX_CRC] = d->index_crc32;
         f[R_H_ROWS] = j->hres.dropped_rows, f[R_H_BYTES] = j->hres.dropped_bytes;
         f[R_H_READ] = j->hres.index_bytes_read, f[R_REREAD] = j->rows_reread;
-        f[R_HEADER_BYTES] = d->header_bytes;
+        f[R_HEADER_BYTES] = d->header_bytes, f[R_STORED_CRC] = d->stored_crc;
         f[R_CONFIRMED] = j->hres.keys_confirmed, f[R_CONFIRM_BYTES] = j->hres.confirm_bytes;
     }
     uint64_t *b = v + (size_t)n * R_FIELDS;   /* the indexes built, by their builder */
@@ -194,7 +194,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         j->res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS], f[R_DUP_BYTES],
                                    f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS], (uint32_t)f[R_SPLITS],
                                    (uint32_t)f[R_STREAMED], f[R_INDEX_BYTES], (uint32_t)f[R_INDEX_CRC],
-                                   f[R_HEADER_BYTES]};
+                                   f[R_HEADER_BYTES], (uint32_t)f[R_STORED_CRC]};
         j->hres.dropped_rows = f[R_H_ROWS], j->hres.dropped_bytes = f[R_H_BYTES];
         j->hres.index_bytes_read = f[R_H_READ], j->rows_reread = f[R_REREAD];
         j->hres.keys_confirmed = f[R_CONFIRMED], j->hres.confirm_bytes = f[R_CONFIRM_BYTES];
@@ -592,7 +592,7 @@ static int manifest_files(dstate *s, rs_manifest *m, rs_error *err)
         rs_manifest_file *f = &m->files[m->nfiles++];
         *f = (rs_manifest_file){.file = s->out_names[i], .node = (char *)s->jobs[i].node, .rows = d->rows,
                                 .bytes = d->bytes, .file_bytes = d->file_bytes, .header_bytes = d->header_bytes,
-                                .crc32 = d->crc};
+                                .crc32 = d->crc, .stored_crc32 = d->stored_crc, .has_stored_crc32 = 1};
         m->segment_header |= s->g && d->header_bytes;
         if (s->grow) {
             f->index = s->index_names[i];

@@ -377,7 +377,8 @@ static int emit_manifest(const rs_pipeline_opts *po, const rs_pipeline_result *r
                                                          .from = old_nodes->names[p->pairs[k].from],
                                                          .to = new_nodes->names[p->pairs[k].to], .rows = ds->rows,
                                                          .bytes = ds->bytes, .file_bytes = ds->file_bytes,
-                                                         .crc32 = ds->crc, .wave = d->wave ? d->wave[k] : 0};
+                                                         .crc32 = ds->crc, .wave = d->wave ? d->wave[k] : 0,
+                                                         .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
         } else if (rs_world_rank() == 0 && unlink(files[k]) != 0) {
             rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[k], strerror(errno));
         }
