@@ -133,6 +133,20 @@ Test(repair, lost_rows_come_back_after_appends_and_compact)
        "\"$RS\" $a --append -o D in3.csv 2> c.err && grep -q 'already ingested' c.err || exit 1; done");
 }
 
+/* An input recognised by its content (the same CSV gzipped) brings back
+ * the rows lost, under --on-seen fail too (it is not all held); the plain
+ * file after it is skipped as already ingested. */
+Test(repair, an_input_recognised_by_content_brings_back_its_lost_rows)
+{
+    OK("rm -rf D D.* && cp -a Wzstd D && flip D/g00000002/1.csv.zst && "
+       "{ \"$RS\" repair --quiet D > r.out; test $? = 3; } && grep -q '^NOT KEPT D/g00000002/1.csv.zst: ' r.out && "
+       "gzip -c in2.csv > in2.csv.gz && \"$RS\" bucket --quiet --append --on-seen fail -o D in2.csv.gz && "
+       "rows_of D | LC_ALL=C sort > got.rows && rows_in in1.csv in2.csv in3.csv | LC_ALL=C sort > all.rows && "
+       "cmp got.rows all.rows && \"$RS\" verify --quiet D && "
+       "\"$RS\" bucket --append -o D in2.csv 2> s.err && grep -q 'already ingested' s.err && "
+       "rows_of D | LC_ALL=C sort > got.rows && cmp got.rows all.rows");
+}
+
 /* SIGKILL at the Nth call of each publishing system call of repair
  * (strace fault injection, N = 1, 2, ... until it completes): D is at
  * every kill the damaged directory or the repaired one, never missing;

@@ -74,7 +74,6 @@ typedef struct {
     const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
                                  node's base file is left out */
     size_t head_len;
-    int base_out;             /* the base's files are left out: its inputs are not listed as ingested */
     int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
                                  inputs of its generation (the base's: every base input) */
 } rs_compact_take;

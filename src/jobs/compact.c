@@ -467,19 +467,18 @@ static int lose_node(rs_manifest_input *e, size_t *own, char *node)
 /* Each file left out (take NONE: lost), its node added to the lost nodes
  * of its generation's inputs in in[] (write_manifest's order: the base's,
  * then each generation's). */
-static int record_lost(const rs_bucketdir *bd, const uint8_t *take, int base_out, rs_manifest_input *in,
-                       size_t *own)
+static int record_lost(const rs_bucketdir *bd, const uint8_t *take, rs_manifest_input *in, size_t *own)
 {
     for (size_t k = 0; take && k < bd->nfiles; k++) {
         if (take[k] != RS_TAKE_NONE)
             continue;
-        size_t slot = bd->file_slot[k], at = base_out ? 0 : bd->m.ninputs, n = bd->m.ninputs;
-        for (size_t g = 0; slot != SIZE_MAX && g < slot; g++)
-            at += bd->gens[g].ninputs;
-        if (slot == SIZE_MAX)
-            at = 0;
-        else
+        size_t slot = bd->file_slot[k], at = 0, n = bd->m.ninputs;   /* the base's inputs */
+        if (slot != SIZE_MAX) {
+            at = bd->m.ninputs;
+            for (size_t g = 0; g < slot; g++)
+                at += bd->gens[g].ninputs;
             n = bd->gens[slot].ninputs;
+        }
         for (size_t i = 0; i < n; i++)
             if (lose_node(&in[at + i], &own[at + i], bd->files[k]->node) != 0)
                 return -1;
@@ -488,15 +487,15 @@ static int record_lost(const rs_bucketdir *bd, const uint8_t *take, int base_out
 }
 
 /* The compacted base's manifest: DIR's base with the merged files, every
- * generation's inputs (with the generation that ingested each; the base's
- * not when its files are left out) and totals. */
+ * generation's inputs (with the generation that ingested each; with
+ * take->record_lost, the nodes of the files left out as their "lost") and
+ * totals (of the files taken). */
 static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup,
                           const rs_compact_take *take, const rs_outdir *od, rs_error *err)
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
     m.dedup = (char *)dedup;
-    int base_out = take && take->base_out;
-    size_t n = base_out ? 0 : bd->m.ninputs;
+    size_t n = bd->m.ninputs;
     for (size_t g = 0; g < bd->ngens; g++)
         n += bd->gens[g].ninputs;
     rs_manifest_input *in = calloc(n + 1, sizeof *in);
@@ -504,7 +503,7 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     uint64_t base = bd->m.generation ? bd->m.generation : 1;
     size_t k = 0;
-    for (size_t i = 0; !base_out && i < bd->m.ninputs; i++, k++) {
+    for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
         in[k] = bd->m.inputs[i];
         in[k].generation = in[k].generation ? in[k].generation : base;
     }
@@ -512,7 +511,7 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
         for (size_t i = 0; i < bd->gens[g].ninputs; i++)
             in[k++] = bd->gens[g].inputs[i];
     size_t *own = take && take->record_lost ? calloc(n + 1, sizeof *own) : NULL;   /* in[]'s own lost arrays */
-    if (take && take->record_lost && (!own || record_lost(bd, take->take, base_out, in, own) != 0)) {
+    if (take && take->record_lost && (!own || record_lost(bd, take->take, in, own) != 0)) {
         free(own);
         free(in);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -523,7 +522,7 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     m.inputs = in;
     m.ninputs = n;
     m.files = files;
-    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected - (base_out ? bd->m.rejected : 0);
+    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected;
     for (size_t i = 0; take && take->take && i < bd->nfiles; i++)
         if (take->take[i] == RS_TAKE_NONE)
             m.rows -= bd->files[i]->rows, m.bytes -= bd->files[i]->bytes;

@@ -267,7 +267,7 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
     if (!take || !(r->aside = rs_name_damaged(o->dir)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (takes(bd, p, take, &head, err) == 0) {
-        rs_compact_take t = {take, head.data, head.len, 0, p->nlost > 0};
+        rs_compact_take t = {take, head.data, head.len, p->nlost > 0};
         rs_compact_parts(bd, &od, 0, r->indexes_dropped > 0, &t, &cr, err);
     }
     free(take);
