@@ -27,14 +27,27 @@ names_said() {
   sed -n -e 's/^DAMAGE D\/\([^:]*\):.*/\1/p' -e 's/^CUT BACK D\/\([^:]*\):.*/\1/p' r.out | LC_ALL=C sort -u > r.names
 }
 
+# The rows of the data files that repair's NOT KEPT lines (r.out) name,
+# read from their intact copies in directory $1 (the source of D), one a
+# line; and in lost.count the rows those lines say.
+rows_lost() {
+  sed -n 's/^NOT KEPT D\/\([^:]*\): \([0-9]*\) rows of node .*/\1 \2/p' r.out > lost.files
+  awk '{ s += $2 } END { print s + 0 }' lost.files > lost.count
+  while read -r rl_f rl_n; do
+    dec "$1/$rl_f" < "$1/$rl_f" | tail -n +2
+  done < lost.files
+}
+
 # repair_case SRC DAMAGE APPEND INPUTS...: D a copy of SRC, damaged by the
 # shell command DAMAGE; verify fails (3) and repair repairs it (0, or 3
 # when it reports rows not kept), both naming the same files; the repaired
 # D verifies, the damaged one is D.damaged.1 byte for byte; D's rows are
-# the multiset of the rows of INPUTS but those repair names to append
-# again; `$RS APPEND --append -o D` of those brings back exactly the rest
-# (the multiset of every input's rows, nothing twice). Prints "rc=N
-# again=INPUTS".
+# the multiset of the rows of INPUTS but those of the files repair says it
+# did not keep (read from SRC's intact copies, and as many as it says;
+# their generations' other files kept); `$RS APPEND --append -o D` of the
+# inputs it names brings back exactly those (the multiset of every input's
+# rows, nothing twice), and an append of them once more adds nothing.
+# Prints "rc=N again=INPUTS lost=ROWS".
 repair_case() {
   rc_src=$1 rc_damage=$2 rc_append=$3
   shift 3
@@ -54,32 +67,39 @@ repair_case() {
   fi
   [ "$(snap D.damaged.1 raw)" = "$(cat damaged.snap)" ] || { echo "$rc_damage: D.damaged.1 changed" >&2; return 1; }
   "$RS" verify --quiet D && [ "$(litter D)" = 0 ] || { echo "$rc_damage: the repaired D" >&2; return 1; }
-  rc_again=$(sed -n 's/^NOT KEPT .*its inputs, which an append ingests again: //p' r.out | tr ',' ' ')
+  rc_again=$(sed -n 's/^NOT KEPT .*an append ingests again: //p' r.out | tr ',' '\n' | tr -d ' ' | awk 'NF && !seen[$0]++' |
+    tr '\n' ' ' | sed 's/ $//')
   case "$rc_rc:$rc_again" in
     0:) ;;
     3:?*) ;;
     *) echo "$rc_damage: exit $rc_rc, inputs to append again: '$rc_again'" >&2; return 1 ;;
   esac
-  rc_kept=
-  for rc_i in "$@"; do
-    case " $rc_again " in
-      *" $rc_i "*) ;;
-      *) rc_kept="$rc_kept $rc_i" ;;
-    esac
+  rows_lost "$rc_src" | LC_ALL=C sort > lost.rows
+  [ "$(wc -l < lost.rows)" = "$(cat lost.count)" ] ||
+    { echo "$rc_damage: repair says $(cat lost.count) rows not kept, its files held $(wc -l < lost.rows)" >&2; return 1; }
+  rows_of D | LC_ALL=C sort > got.rows
+  rows_in "$@" | LC_ALL=C sort > all.rows
+  LC_ALL=C comm -23 all.rows lost.rows > want.rows
+  cmp -s got.rows want.rows || { echo "$rc_damage: D's rows are not every input's but those not kept" >&2; return 1; }
+  for rc_pass in 1 2; do   # the second append of them adds nothing
+    if [ -n "$rc_again" ]; then
+      # shellcheck disable=SC2086
+      "$RS" $rc_append --quiet --append -o D $rc_again || return 1
+    fi
+    rows_of D | LC_ALL=C sort > got.rows
+    cmp -s got.rows all.rows ||
+      { echo "$rc_damage: after append $rc_pass of $rc_again, D's rows are not every input's" >&2; return 1; }
+    "$RS" verify --quiet D || return 1
   done
-  rows_of D | LC_ALL=C sort > got.rows
-  # shellcheck disable=SC2086
-  rows_in $rc_kept | LC_ALL=C sort > want.rows
-  cmp -s got.rows want.rows || { echo "$rc_damage: D's rows are not those of$rc_kept" >&2; return 1; }
-  if [ -n "$rc_again" ]; then
-    # shellcheck disable=SC2086
-    "$RS" $rc_append --quiet --append -o D $rc_again || return 1
-  fi
-  rows_of D | LC_ALL=C sort > got.rows
-  rows_in "$@" | LC_ALL=C sort > want.rows
-  cmp -s got.rows want.rows || { echo "$rc_damage: after the append again, D's rows are not every input's" >&2; return 1; }
-  "$RS" verify --quiet D || return 1
-  echo "rc=$rc_rc again=$rc_again"
+  echo "rc=$rc_rc again=$rc_again lost=$(cat lost.count)"
+}
+
+# Inserts 8 bytes at the middle of file $1: longer, and not cut back (its
+# first bytes as its manifest says them are not intact).
+insert8() {
+  python3 -c 'import sys
+p = sys.argv[1]; b = open(p, "rb").read(); at = len(b) // 2
+open(p, "wb").write(b[:at] + b"12345678" + b[at:])' "$1"
 }
 
 # Flips bit 2 of the byte at the middle of file $1 (its size unchanged).

@@ -412,22 +412,25 @@ Test(names_cmd, bucket_append_compact_repair_plan)
     SH_OK("\"$RS\" compact B 2>/dev/null");
     VERIFY("B");
     EXPECT(0, "ok 5000 rows in 14 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
-    /* a generation damaged (a segment one byte short): repair keeps the rest
-       (exit 3: a generation not kept) and B verifies again */
+    /* a segment one byte short: repair keeps the rest (exit 3: that file's
+       rows not kept), B verifies again, and an append of its input brings
+       them back */
     SH_OK("\"$RS\" bucket " RING " --append -o B c.csv 2>/dev/null");
     VERIFY("B");
     SH_OK("f=$(ls B/g*/eu%%2Ecsv1.csv.gz) && truncate -s -1 \"$f\"");
     EXPECT(3, "eu%2Ecsv1.csv.gz", "\"$RS\" verify B");
-    EXPECT(3, "NOT KEPT g00000003: 1000 rows", "\"$RS\" repair B");
+    EXPECT(3, "NOT KEPT B/g00000003/eu%2Ecsv1.csv.gz: ", "\"$RS\" repair B");
     EXPECT(0, "no damage", "\"$RS\" repair B");
     SH_OK("test -d B.damaged.1");
     VERIFY("B");
-    EXPECT(0, "ok 5000 rows in 14 files", CHECK "B all bill_id a.csv b.csv.gz -- --nodes-file nodes.txt");
+    SH_OK("\"$RS\" bucket --quiet --append -o B c.csv");
+    VERIFY("B");
+    EXPECT(0, "ok 6000 rows in 15 files", CHECK "B all bill_id a.csv b.csv.gz c.csv -- --nodes-file nodes.txt");
     EXPECT(0, "nodes                   14", "\"$RS\" stats B");
     /* the moves to three added nodes, one a case variant of another */
     SH_OK("\"$RS\" plan --from-buckets B --add-names 'new.csv,Eu,g00000002' --emit M >/dev/null 2>&1");
     VERIFY("M");
-    EXPECT(0, "ok ", CHECK "M moves bill_id a.csv b.csv.gz -- --nodes-file nodes.txt -- --nodes-file new.txt");
+    EXPECT(0, "ok ", CHECK "M moves bill_id a.csv b.csv.gz c.csv -- --nodes-file nodes.txt -- --nodes-file new.txt");
     SH_OK("test -f M/eu%%2Ecsv1__%%45u.csv.gz && test -f M/x%%20y__g00000002.csv.gz");
 }
 

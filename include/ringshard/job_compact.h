@@ -74,13 +74,15 @@ typedef struct {
     const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
                                  node's base file is left out */
     size_t head_len;
-    int base_out;             /* the base's files are left out: its inputs are not listed as ingested */
+    int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
+                                 inputs of its generation (the base's: every base input) */
 } rs_compact_take;
 
 /* rs_compact_into taking the parts `take` says (NULL: rs_compact_into):
  * the merged files and the manifest's totals hold the parts taken only.
- * Indexes are merged only with drop_indexes 0, which a part left out
- * within a node does not allow (the caller drops them then). */
+ * Indexes are merged only with drop_indexes 0, and (take->record_lost)
+ * for the nodes none of whose parts is left out: a lost part's node gets
+ * no index, which the next dedup --append builds. */
 int rs_compact_parts(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
                      const rs_compact_take *take, rs_compact_job_result *r, rs_error *err);
 

@@ -20,7 +20,8 @@ typedef struct {
     uint64_t generation;      /* the rebuilt base's generation number (the newest kept) */
     uint64_t rows, files_after, file_bytes;  /* what the rebuilt DIR holds */
     uint64_t lost_generations;  /* listed generations not kept (the base counts as one) */
-    uint64_t lost_rows;       /* their rows, as far as their manifests say */
+    uint64_t lost_files;      /* damaged data files not kept (their generations' other files are) */
+    uint64_t lost_rows;       /* the rows of those files, as their manifests say */
     int lost_unknown;         /* a generation not kept whose manifest cannot be read: its rows unknown */
     char **lines;             /* [nlines] what was found and what could not be kept, one line each */
     size_t nlines;
@@ -41,14 +42,17 @@ typedef struct {
  * (rs_bucketdir_check_all: the definition of a damaged file that verify
  * agrees with), and keeps every row of every data file that is what its
  * manifest says: the base's and those of every generation whose manifest
- * reads and agrees with the base and whose data files are all intact,
- * after a gap or a broken "previous" link too. A longer file whose first
- * file_bytes are intact is cut back to them (r->cut_back); a damaged key
- * index costs no row: the new DIR has none (r->indexes_dropped) and the
- * next dedup --append builds them. A generation with a damaged data file
- * is not kept, nor the base's rows when a base file is damaged: their
- * inputs are not listed in the new manifest, and are named (r->again) so
- * that an append of them again brings back exactly those rows; r->node
+ * reads and agrees with the base, after a gap or a broken "previous" link
+ * too. A longer file whose first file_bytes are intact is cut back to them
+ * (r->cut_back); a damaged key index costs no row: the new DIR has none
+ * (r->indexes_dropped) and the next dedup --append builds them. A damaged
+ * data file (of the base or of a generation) costs its own rows only
+ * (r->lost_files, r->lost_rows): its generation's other files are kept,
+ * its node is recorded as lost on that generation's inputs in the new
+ * manifest (inputs[].lost), the inputs are named (r->again), and an append
+ * of them again writes only the rows of the lost nodes, bringing back
+ * exactly those (a lost file's node gets no key index: the next dedup
+ * --append builds it); r->node
  * says each node's rows kept and not kept. What is kept is written as one
  * compacted directory beside DIR (rs_compact_parts) and published with the
  * damaged DIR kept whole at "DIR.damaged.<N>" (the first N from 1 that

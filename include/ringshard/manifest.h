@@ -22,6 +22,12 @@ typedef struct {
     uint64_t generation;   /* the generation that ingested it (0: not recorded) */
     char *content;         /* "crc64:<16 hex>": rs_crc64 of its decompressed bytes (NULL: not recorded) */
     uint64_t content_size; /* its decompressed bytes (with content) */
+    char **lost;           /* [nlost] "lost": nodes whose rows of this input DIR does not hold (a
+                              damaged file that repair could not keep); NULL when none */
+    size_t nlost;
+    char **restored;       /* [nrestored] "restored": this entry ingested only these nodes' rows
+                              (an append that brought back what "lost" said); NULL: every row */
+    size_t nrestored;
 } rs_manifest_input;
 
 typedef struct {

@@ -108,6 +108,12 @@ typedef struct {
     void *route_ctx;
     const rs_pos_router *pos_router; /* optional: used (with route_ctx) instead
                                         of route when set and !keys_only */
+    const uint8_t *const *only_dest; /* NULL, or per input (indexed as routers see
+                                        inputs: with input_base) NULL (every row
+                                        kept) or [ndest], 1 where its rows are kept: a
+                                        row routed elsewhere is read and dropped, counted
+                                        in rs_input_stats.filtered, not in rows (an
+                                        append that brings back a repair's lost nodes) */
     /* output: NULL paths = count only */
     const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
     int compress;                /* RS_COMPRESS_*: 1 gzip members, 2 zstd frames, 0 plain */
@@ -176,6 +182,7 @@ typedef struct {
                                     decompressed bytes, rs_reader_content) */
     uint64_t content_size;       /* and their number */
     int has_content;             /* as has_checksum */
+    uint64_t filtered;           /* rows read and dropped by only_dest (not in rows, bytes) */
 } rs_input_stats;
 
 typedef struct {

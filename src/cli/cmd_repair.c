@@ -19,19 +19,20 @@ static const rs_opt_command repair_command = {
     "unreadable, a digest that does not chain) or a file (missing, cut\n"
     "short, longer, or whose bytes are not what its manifest says: every\n"
     "file is read and its CRC-32 checked, as `ringshard verify DIR` does,\n"
-    "which names the same files). Keeps the rows of the base and of every\n"
-    "generation whose manifest reads and whose data files are all what\n"
-    "their manifests say, after a gap too; a generation with a damaged data\n"
-    "file is not kept (a damaged base file: the base's rows), and its\n"
-    "inputs are named: an append of them again brings those rows back,\n"
-    "once. A file longer\n"
+    "which names the same files). Keeps every data file that is what its\n"
+    "manifest says, of the base and of every generation whose manifest\n"
+    "reads, after a gap too. A damaged data file costs its own rows only\n"
+    "(NOT KEPT): its generation's other files are kept, the new manifest\n"
+    "records its node as lost on that generation's inputs, and those are\n"
+    "named: an append of them again writes only the rows of the lost\n"
+    "nodes, bringing them back once. A file longer\n"
     "than its manifest says whose first bytes are intact is cut back to\n"
     "them (CUT BACK); a damaged key index costs no row: the new DIR has\n"
     "none, and the next `dedup --append` builds them (INDEXES NOT CARRIED).\n"
     "What is kept is merged into one file per node as compact writes them\n"
     "and published in one exchange with DIR; the damaged directory is kept\n"
     "whole as DIR.damaged.<N>, for inspection. Prints on stdout each damage\n"
-    "(DAMAGE), each generation not kept with its rows and inputs (NOT\n"
+    "(DAMAGE), each file not kept with its rows, node and inputs (NOT\n"
     "KEPT), each node's rows kept and not kept (NODE) and each entry no\n"
     "manifest names (NOT CARRIED: it stays in DIR.damaged.<N>). A directory\n"
     "without damage is left as it is. Exit 0 when every row was kept, 3\n"
@@ -63,10 +64,12 @@ static void summary(const char *dir, const rs_repair_job_result *r)
             r->aside);
     if (r->cut_back)
         fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
+    if (r->lost_files)
+        fprintf(stderr, "; %llu damaged files not kept (%llu rows; their generations' other files kept)",
+                (unsigned long long)r->lost_files, (unsigned long long)r->lost_rows);
     if (r->lost_generations)
-        fprintf(stderr, "; %llu generations not kept (%llu rows as their manifests say%s; they stay in %s)",
-                (unsigned long long)r->lost_generations, (unsigned long long)r->lost_rows,
-                r->lost_unknown ? ", and those of generations without a usable manifest" : "", r->aside);
+        fprintf(stderr, "; %llu generations not kept (without a usable manifest: their rows unknown; they stay in %s)",
+                (unsigned long long)r->lost_generations, r->aside);
     fputc('\n', stderr);
 }
 
@@ -111,7 +114,7 @@ int rs_cmd_repair(int argc, char **argv)
     }
     if (!quiet)
         summary(o.dir, &r);
-    rc = r.lost_generations ? RS_EXIT_VERIFY : 0;
+    rc = r.lost_generations || r.lost_files ? RS_EXIT_VERIFY : 0;
     rs_repair_job_result_free(&r);
     return rc;
 }

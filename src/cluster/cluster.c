@@ -475,7 +475,7 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
                                    f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD], f[IN_SUM],
                                    (int)f[IN_HAS_SUM], f[IN_CONTENT], f[IN_CONTENT_SIZE],
-                                   (int)f[IN_HAS_CONTENT]};
+                                   (int)f[IN_HAS_CONTENT], 0};
             continue;
         }
         /* an input split among members was read as ranges: no checksum of

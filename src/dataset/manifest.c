@@ -55,6 +55,7 @@
 #include "ringshard/hash.h"
 #include "ringshard/json.h"
 #include "ringshard/manifest.h"
+#include "ringshard/util.h"
 #include "rs_config.h"
 #include "util/json_read.h"
 
@@ -173,6 +174,22 @@ static void write_options(rs_json *j, const rs_manifest *m)
     rs_json_object_end(j);
 }
 
+/* "key": [{"node": ...}, ...], when n > 0: objects, so that a node name
+ * that is not UTF-8 gets its node_hex as files[].node does. */
+static void write_nodes(rs_json *j, const char *key, char *const *nodes, size_t n)
+{
+    if (n == 0)
+        return;
+    rs_json_key(j, key);
+    rs_json_array_begin(j);
+    for (size_t i = 0; i < n; i++) {
+        rs_json_object_begin(j);
+        write_str(j, "node", nodes[i]);
+        rs_json_object_end(j);
+    }
+    rs_json_array_end(j);
+}
+
 /* "inputs": one object per input, in input order. */
 static void write_inputs(rs_json *j, const rs_manifest *m)
 {
@@ -196,6 +213,8 @@ static void write_inputs(rs_json *j, const rs_manifest *m)
         }
         if (in->generation != 0)
             write_u64(j, "generation", in->generation);
+        write_nodes(j, "lost", in->lost, in->nlost);
+        write_nodes(j, "restored", in->restored, in->nrestored);
         rs_json_object_end(j);
     }
     rs_json_array_end(j);
@@ -526,6 +545,27 @@ static int get_hex_token(reader *r, const rs_jv *obj, const char *ctx, const cha
     return bad(r, ctx, key, what);
 }
 
+/* An optional array of {"node": ...} (write_nodes) into *out, *n. */
+static int read_nodes(reader *r, const rs_jv *o, const char *ctx, const char *key, char ***out, size_t *n)
+{
+    int failed = 0;
+    const rs_jv *arr = member(r, o, ctx, key, RS_JV_ARRAY, 0, &failed);
+    if (arr == NULL || arr->n == 0)
+        return failed ? -1 : 0;
+    if (!(*out = calloc(arr->n, sizeof **out)))
+        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; i < arr->n; i++) {
+        char c[96];
+        snprintf(c, sizeof c, "%s.%s[%zu]", ctx, key, i);
+        if (arr->items[i].type != RS_JV_OBJECT)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": an object expected", r->path, c);
+        if (get_str(r, &arr->items[i], c, "node", &(*out)[i]) != 0)
+            return -1;
+        *n = i + 1;
+    }
+    return 0;
+}
+
 static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
 {
     if (arr->n == 0)
@@ -550,7 +590,9 @@ static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
             get_hex_token(r, o, ctx, "checksum", "crc64:", 16, &in->checksum) != 0 ||
             get_hex_token(r, o, ctx, "content", "crc64:", 16, &in->content) != 0 ||
             get_u64(r, o, ctx, "content_size", in->content != NULL, UINT64_MAX, &in->content_size) != 0 ||
-            get_u64(r, o, ctx, "generation", 0, UINT64_MAX, &in->generation) != 0)
+            get_u64(r, o, ctx, "generation", 0, UINT64_MAX, &in->generation) != 0 ||
+            read_nodes(r, o, ctx, "lost", &in->lost, &in->nlost) != 0 ||
+            read_nodes(r, o, ctx, "restored", &in->restored, &in->nrestored) != 0)
             return -1;
     }
     return 0;
@@ -860,6 +902,8 @@ void rs_manifest_free(rs_manifest *m)
         free(m->inputs[i].path);
         free(m->inputs[i].checksum);
         free(m->inputs[i].content);
+        rs_free_strings(m->inputs[i].lost, m->inputs[i].nlost);
+        rs_free_strings(m->inputs[i].restored, m->inputs[i].nrestored);
     }
     free(m->inputs);
     for (size_t i = 0; i < m->nfiles; i++) {

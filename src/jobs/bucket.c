@@ -253,7 +253,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, rs_gen_chun
         goto out;
     r->inputs_skipped += nskipped;
     rs_pipeline_opts shaped = po;
-    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0)
+    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0 ||
+        rs_gen_restoring(g, &po, lo, hi, skip, ring, err) != 0)
         goto out;
     ndest = rs_ring_nodes(ring)->count;
     if (!(names = node_file_names(ring, po.compress, err)))

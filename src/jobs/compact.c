@@ -507,6 +507,19 @@ out:
     return rc;
 }
 
+/* Whether a file of node i is lost (rs_compact_take.record_lost): its
+ * merged file then gets no key index (the indexes of the parts kept would
+ * hold the lost file's keys too); the next dedup --append builds it. */
+static int part_lost(const merge_ctx *c, size_t i)
+{
+    if (!c->take || !c->take->record_lost || !c->take->take)
+        return 0;
+    for (size_t k = c->start[i]; k < c->start[i + 1]; k++)
+        if (c->take->take[k] == RS_TAKE_NONE)
+            return 1;
+    return 0;
+}
+
 /* One thread's share of the merge: the next node not yet taken, while
  * none before it failed. Nodes are taken in order, so the first node that
  * fails is the same whatever the threads: *err gets this thread's failure
@@ -523,7 +536,7 @@ static void merge_nodes(merge_ctx *c, rs_error *err, size_t *at)
         size_t i = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
         if (i >= c->bd->m.nfiles || i > __atomic_load_n(&c->failed, __ATOMIC_RELAXED))
             break;
-        if (merge_node(c, i, buf, err) == 0 && c->indexed > 0 && !c->drop_indexes)
+        if (merge_node(c, i, buf, err) == 0 && c->indexed > 0 && !c->drop_indexes && !part_lost(c, i))
             merge_index(c, i, err);
         if (!err->code && rs_interrupt_pending())
             rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
@@ -537,16 +550,57 @@ static void merge_nodes(merge_ctx *c, rs_error *err, size_t *at)
     free(buf);
 }
 
+/* Adds node to the lost nodes of input *e (own: e->lost is a copy of
+ * write_manifest's, which it may grow). 0, or -1 out of memory. */
+static int lose_node(rs_manifest_input *e, size_t *own, char *node)
+{
+    for (size_t i = 0; i < e->nlost; i++)
+        if (strcmp(e->lost[i], node) == 0)
+            return 0;
+    char **l = malloc((e->nlost + 1) * sizeof *l);
+    if (!l)
+        return -1;
+    memcpy(l, e->lost, e->nlost * sizeof *l);
+    if (*own)
+        free(e->lost);
+    l[e->nlost++] = node;
+    e->lost = l;
+    *own = 1;
+    return 0;
+}
+
+/* Each file left out (take NONE: lost), its node added to the lost nodes
+ * of its generation's inputs in in[] (write_manifest's order: the base's,
+ * then each generation's). */
+static int record_lost(const rs_bucketdir *bd, const uint8_t *take, rs_manifest_input *in, size_t *own)
+{
+    for (size_t k = 0; take && k < bd->nfiles; k++) {
+        if (take[k] != RS_TAKE_NONE)
+            continue;
+        size_t slot = bd->file_slot[k], at = 0, n = bd->m.ninputs;   /* the base's inputs */
+        if (slot != SIZE_MAX) {
+            at = bd->m.ninputs;
+            for (size_t g = 0; g < slot; g++)
+                at += bd->gens[g].ninputs;
+            n = bd->gens[slot].ninputs;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (lose_node(&in[at + i], &own[at + i], bd->files[k]->node) != 0)
+                return -1;
+    }
+    return 0;
+}
+
 /* The compacted base's manifest: DIR's base with the merged files, every
- * generation's inputs (with the generation that ingested each; the base's
- * not when its files are left out) and totals. */
+ * generation's inputs (with the generation that ingested each; with
+ * take->record_lost, the nodes of the files left out as their "lost") and
+ * totals (of the files taken). */
 static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup,
                           const rs_compact_take *take, const rs_outdir *od, rs_error *err)
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
     m.dedup = (char *)dedup;
-    int base_out = take && take->base_out;
-    size_t n = base_out ? 0 : bd->m.ninputs;
+    size_t n = bd->m.ninputs;
     for (size_t g = 0; g < bd->ngens; g++)
         n += bd->gens[g].ninputs;
     rs_manifest_input *in = calloc(n + 1, sizeof *in);
@@ -554,25 +608,35 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     uint64_t base = bd->m.generation ? bd->m.generation : 1;
     size_t k = 0;
-    for (size_t i = 0; !base_out && i < bd->m.ninputs; i++, k++) {
+    for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
         in[k] = bd->m.inputs[i];
         in[k].generation = in[k].generation ? in[k].generation : base;
     }
     for (size_t g = 0; g < bd->ngens; g++)
         for (size_t i = 0; i < bd->gens[g].ninputs; i++)
             in[k++] = bd->gens[g].inputs[i];
+    size_t *own = take && take->record_lost ? calloc(n + 1, sizeof *own) : NULL;   /* in[]'s own lost arrays */
+    if (take && take->record_lost && (!own || record_lost(bd, take->take, in, own) != 0)) {
+        free(own);
+        free(in);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    }
     m.schema = 2;
     m.generation = bd->last_gen;
     m.tool_version = RS_VERSION;
     m.inputs = in;
     m.ninputs = n;
     m.files = files;
-    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected - (base_out ? bd->m.rejected : 0);
+    m.rows = bd->rows, m.bytes = bd->bytes, m.rejected = bd->rejected;
     for (size_t i = 0; take && take->take && i < bd->nfiles; i++)
         if (take->take[i] == RS_TAKE_NONE)
             m.rows -= bd->files[i]->rows, m.bytes -= bd->files[i]->bytes;
     m.seconds = 0;
     int rc = rs_outdir_manifest(od, &m, err);
+    for (size_t i = 0; own && i < n; i++)
+        if (own[i])
+            free(in[i].lost);   /* the names are bd's */
+    free(own);
     free(in);
     return rc;
 }

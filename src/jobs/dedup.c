@@ -888,7 +888,8 @@ static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error
             rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g.mpath);
         if (rc == 0 && rs_gen_check(&g, &po, o->given, o->ring, &ring, err) == 0 &&
             rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
+            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
+            rs_gen_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
             r->inputs_skipped += nskipped;
             if (sel_po.ninputs)
                 run_once(o, &sel_po, ring, &g, &ch, r, &raced, err);

@@ -180,6 +180,7 @@ typedef struct {
     const char *content;    /* the checksum of its decompressed bytes (NULL: not recorded) */
     uint64_t content_size;  /* their number */
     int by_content;         /* (a match) the same content, stored otherwise */
+    const rs_manifest_input *entry;  /* DIR's entry (NULL: one of this run's) */
 } held;
 
 #define EMPTY_CHECKSUM "crc64:0000000000000000"
@@ -202,7 +203,7 @@ static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manife
     for (size_t i = 0; i < m->ninputs; i++) {
         const rs_manifest_input *in = &m->inputs[i];
         held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum,
-                  in->content, in->content_size, 0};
+                  in->content, in->content_size, 0, in};
         if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
             if (in->size && add_held(h, n, cap, e) != 0)
                 return -1;
@@ -272,6 +273,27 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
     if (cmd)
         fprintf(stderr, "ringshard %s: %s: %s: skipped\n", cmd, path, where);
     return 1;
+}
+
+/* Acts on input i (path) of the job being what `was` holds: as on_seen,
+ * but an input whose DIR entry has lost nodes outstanding (restore.c) is
+ * ingested for them (g->restore_of[i]), unless the policy ingests it
+ * whole anyway. */
+static int seen_or_restore(rs_gen *g, size_t n, size_t i, const held *was, const char *path, rs_on_seen policy,
+                           const char *cmd, rs_error *err)
+{
+    if (g && g->opened && was->entry && !was->this_run && policy != RS_SEEN_AGAIN &&
+        rs_gen_outstanding(&g->bd, was->entry)) {
+        if (!g->restore_of && !(g->restore_of = calloc(n + 1, sizeof *g->restore_of)))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        g->restore_of[i] = was->entry;
+        if (cmd)
+            fprintf(stderr, "ringshard %s: %s: ingested by generation %" PRIu64 " (as %.200s), but a repair could "
+                    "not keep the rows of some of its nodes: those rows only are ingested again\n", cmd, path,
+                    was->gen, was->path);
+        return 0;
+    }
+    return on_seen(was, path, policy, cmd, err);
 }
 
 /* The held input whose content (decompressed) is crc's text and size. */
@@ -394,7 +416,7 @@ static int is_pipe_input(const char *path, struct stat *st)
 }
 
 /* rank 0's part of rs_gen_seen. */
-static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
+static int seen_decide(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
                        uint8_t *skip, const char *cmd, rs_error *err)
 {
     held *h = NULL;
@@ -433,7 +455,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         if (!known[i - lo])
             continue;
         const held *old = find_by_path(h, n, size[i - lo], po->inputs[i]);
-        int r0 = old ? on_seen(old, po->inputs[i], policy, cmd, err) : 0;
+        int r0 = old ? seen_or_restore(g, po->ninputs, i, old, po->inputs[i], policy, cmd, err) : 0;
         if (r0 != 0) {
             if (r0 < 0)
                 rc = -1;
@@ -447,7 +469,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
         if (!shared) {  /* no other stored bytes of its size: its content may still be held */
             held was;
             int c = content_held(h, n, po, lo, i, pr, skip, &was, err);
-            int r = c > 0 ? on_seen(&was, po->inputs[i], policy, cmd, err) : c;
+            int r = c > 0 ? seen_or_restore(g, po->ninputs, i, &was, po->inputs[i], policy, cmd, err) : c;
             if (r < 0) {
                 rc = -1;
                 break;
@@ -466,13 +488,13 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
             p->summed = 1, p->size = sz, p->none = 0;
             rs_checksum_text(crc, p->sum);
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0};
+        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0, NULL};
         rs_checksum_text(crc, e.sum);
         const held *was = find_held(h, n, sz, e.sum);
         held byc;
         int c = was ? 0 : content_held(h, n, po, lo, i, pr, skip, &byc, err);
         was = c > 0 ? &byc : was;
-        int r = c < 0 ? -1 : was ? on_seen(was, po->inputs[i], policy, cmd, err) : 0;
+        int r = c < 0 ? -1 : was ? seen_or_restore(g, po->ninputs, i, was, po->inputs[i], policy, cmd, err) : 0;
         if (r < 0)
             rc = -1;
         else if (r > 0)
@@ -487,7 +509,7 @@ static int seen_decide(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, s
     return rc;
 }
 
-int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
                 size_t *nskipped, const char *cmd, rs_error *err)
 {
     /* --on-seen again ingests every input whatever DIR holds: reading one
@@ -498,6 +520,8 @@ int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t h
     if (rs_world_agree(err) != 0)
         return -1;
     rs_world_bcast(skip + lo, hi - lo, 0);
+    if (rs_gen_restore_share(g, po->ninputs, lo, hi, err) != 0)
+        return -1;
     *nskipped = 0;
     for (size_t i = lo; i < hi; i++)
         *nskipped += skip[i];
@@ -600,6 +624,8 @@ static long after_decide(const rs_gen *g, const rs_pipeline_opts *po, const rs_p
     for (size_t i = 0; i < po->ninputs; i++) {
         const rs_input_stats *in = &res->input[i];
         int pipe = read_once(po, i);
+        if (po->only_dest && po->only_dest[i])
+            continue;   /* held, and read for the rows DIR lost of it (rs_gen_restoring) */
         if (held_by_dir(h, n, in, pipe, &why[i])) {
             drop[i] = 1, ndrop++;
             continue;
@@ -709,6 +735,7 @@ char *rs_gen_path(const rs_gen *g, const char *name)
 int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
 {
     int upgrade = 0;
+    rs_gen_mark_restored(g, m);
     if (rs_world_rank() == 0 && !err->code)
         rs_gen_write_manifests(&g->bd, &g->od, g->gen, g->gen_tmp, m, &upgrade, err);
     const char *names[2] = {RS_NAME_MANIFEST, g->gen_name};
@@ -729,6 +756,7 @@ void rs_gen_close(rs_gen *g)
         rs_bucketdir_close(&g->bd);
     free(g->gen_tmp);
     free(g->mpath);
+    rs_gen_restore_free(g);
     memset(g, 0, sizeof *g);
     g->lockfd = -1;
 }

@@ -59,6 +59,12 @@ typedef struct {
     char *mpath;           /* DIR/manifest.json, for messages */
     uint64_t files_after;  /* once published: DIR's data files, every generation's */
     uint64_t gens_after;   /* and its generations, the base's included */
+    /* inputs that bring back rows a repair could not keep (restore.c) */
+    const rs_manifest_input **restore_of;  /* [the job's inputs] rs_gen_seen: DIR's entry of the same
+                                              input, whose lost nodes it brings back; NULL: none */
+    uint8_t **only;        /* [nonly] rs_gen_restoring: per input of the run, NULL or its nodes kept */
+    char ***restored;      /* [nonly] their names (the ring's), NULL-terminated */
+    size_t nonly;
 } rs_gen;
 
 /* Locks and opens DIR (steps 1). Returns 0, 1 when DIR does not exist
@@ -93,8 +99,30 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
  * without reading them whole: they are checked after the run
  * (rs_gen_seen_after). With RS_SEEN_AGAIN nothing is read nor skipped.
  * Collective (rank 0 decides). */
-int rs_gen_seen(const rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
                 size_t *nskipped, const char *cmd, rs_error *err);
+
+/* An input that DIR holds but whose entries name nodes "lost" (rows a
+ * repair could not keep) more often than "restored" is not skipped by
+ * rs_gen_seen (whatever its policy but RS_SEEN_AGAIN, which ingests every
+ * row): g->restore_of[i] gets DIR's entry, with a note on stderr. Then:
+ * rs_gen_outstanding says whether entry e has such nodes;
+ * rs_gen_lost_nodes sets mask[d] (d: the ring's nodes) for each (1 when
+ * any); rs_gen_restoring, after rs_gen_select gave po the inputs of
+ * [lo, hi) not skipped, sets po->only_dest so that such an input writes
+ * only their rows; rs_gen_mark_restored (rs_gen_publish calls it) names
+ * those nodes in the new generation's entries (m->inputs in po's order:
+ * "restored"), which clears the record. rs_gen_close frees what they
+ * hold. 0, or -1 with err (out of memory). */
+int rs_gen_outstanding(const rs_bucketdir *bd, const rs_manifest_input *e);
+int rs_gen_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, uint8_t *mask, const rs_nodes *nodes);
+int rs_gen_restoring(rs_gen *g, rs_pipeline_opts *po, size_t lo, size_t hi, const uint8_t *skip, const rs_ring *ring,
+                     rs_error *err);
+void rs_gen_mark_restored(const rs_gen *g, rs_manifest *m);
+/* rank 0's g->restore_of for inputs [lo, hi) of the job's n, on every
+ * rank (rs_gen_seen calls it). Collective. */
+int rs_gen_restore_share(rs_gen *g, size_t n, size_t lo, size_t hi, rs_error *err);
+void rs_gen_restore_free(rs_gen *g);
 
 /* The input bytes rank 0 has read so far (in this process) before runs,
  * to tell whether inputs were already ingested: each input it checksummed

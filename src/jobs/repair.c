@@ -11,9 +11,11 @@
  * directory whole while verify fails it. The check is the dataset layer's
  * (rs_bucketdir_check_all), the same judgement verify makes of each file.
  *
- * Why a generation with one damaged file is not kept whole: its inputs
- * are what brings its rows back, and an append of them again adds every
- * row of them; keeping its intact files would then hold those twice. */
+ * Why a damaged file costs its own rows only: the rest of its generation
+ * is intact, and its inputs bring back exactly what is lost when the new
+ * manifest says which nodes' rows of them DIR lacks (inputs[].lost): an
+ * append of such an input again writes only the rows of those nodes
+ * (docs/format-generations.md, "Rows a repair could not keep"). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -67,40 +69,53 @@ static char *inputs_of(const rs_manifest *m)
 /* What one repair found and decided, between its steps. */
 typedef struct {
     rs_bucketdir_verdict *files, *indexes;  /* [bd.nfiles] rs_bucketdir_check_all's */
-    uint8_t *drop;            /* [bd.ngens] 1: a data file of it is damaged: not kept */
-    int base_out;             /* a base file is damaged: the base's rows are not kept */
+    uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept */
+    size_t nlost;             /* files lost */
+    int base_lost;            /* a base file is lost: its node's merged file starts with the header */
     int chain;                /* damages of the chain (bd.damage) */
     char **cut;               /* names of the longer files cut back, sorted */
     size_t ncut;
 } plan;
 
-/* The base's or generation g's "NOT KEPT" line (m its manifest), with the
- * damaged files that made it so. */
-static void not_kept(const rs_bucketdir *bd, const plan *p, size_t slot, const rs_manifest *m, rs_repair_job_result *r)
+/* Adds path to r->again unless it is there. */
+static void again_add(rs_repair_job_result *r, const char *path)
 {
-    char *in = inputs_of(m);
-    char gname[40];
-    if (slot == SIZE_MAX)
-        snprintf(gname, sizeof gname, "the base (generation %" PRIu64 ")", m->generation ? m->generation : 1);
-    else
-        rs_gen_dir_name(m->generation, gname);
-    size_t bad = 0;
-    for (size_t k = 0; k < bd->nfiles; k++)
-        bad += bd->file_slot[k] == slot && p->files[k].state == RS_FILE_DAMAGED;
-    add_line(r, "NOT KEPT %s: %" PRIu64 " rows in %zu files (%zu of them damaged: listed above); its inputs, which "
-             "an append ingests again: %s", gname, m->rows, m->nfiles, bad, in && *in ? in : "none listed");
-    free(in);
-    char **na = realloc(r->again, (r->nagain + m->ninputs + 1) * sizeof *na);
-    for (size_t i = 0; na && i < m->ninputs; i++)
-        if ((na[r->nagain] = strdup(m->inputs[i].path)))
-            r->nagain++;
-    r->again = na ? na : r->again;
-    r->lost_generations++;
-    r->lost_rows += m->rows;
+    for (size_t i = 0; i < r->nagain; i++)
+        if (strcmp(r->again[i], path) == 0)
+            return;
+    char **na = realloc(r->again, (r->nagain + 2) * sizeof *na);
+    if (!na)
+        return;
+    r->again = na;
+    if ((na[r->nagain] = strdup(path)))
+        r->nagain++;
 }
 
-/* Per node, the rows kept and those not (the files of what is not kept):
- * a "NODE" line and an entry of r->node for each node that lost rows. */
+/* The "NOT KEPT" line of damaged data file k (m: its generation's
+ * manifest, or the base's): its rows, its node, and the inputs whose rows
+ * of that node an append brings back; the generation's other files are
+ * kept. */
+static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, rs_repair_job_result *r)
+{
+    char *in = inputs_of(m);
+    char gname[48];
+    if (bd->file_slot[k] == SIZE_MAX)
+        snprintf(gname, sizeof gname, "the base (generation %" PRIu64 ")", m->generation ? m->generation : 1);
+    else
+        snprintf(gname, sizeof gname, "generation %" PRIu64, m->generation);
+    const rs_manifest_file *f = bd->files[k];
+    add_line(r, "NOT KEPT %s: %" PRIu64 " rows of node %s, of %s (its other files kept); the inputs whose rows of "
+             "node %s an append ingests again: %s", bd->paths[k], f->rows, f->node ? f->node : "", gname,
+             f->node ? f->node : "", in && *in ? in : "none listed");
+    free(in);
+    for (size_t i = 0; i < m->ninputs; i++)
+        again_add(r, m->inputs[i].path);
+    r->lost_files++;
+    r->lost_rows += f->rows;
+}
+
+/* Per node, the rows kept and those not (the files lost): a "NODE" line
+ * and an entry of r->node for each node that lost rows. */
 static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result *r)
 {
     size_t nb = bd->m.nfiles;
@@ -108,11 +123,8 @@ static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result
     r->node = calloc(nb + 1, sizeof *r->node);
     r->node_kept = calloc(nb + 1, sizeof *r->node_kept);
     r->node_lost = calloc(nb + 1, sizeof *r->node_lost);
-    for (size_t k = 0; lost && kept && k < bd->nfiles; k++) {
-        size_t slot = bd->file_slot[k];
-        int out = slot == SIZE_MAX ? p->base_out : p->drop[slot];
-        (out ? lost : kept)[bd->file_base[k]] += bd->files[k]->rows;
-    }
+    for (size_t k = 0; lost && kept && k < bd->nfiles; k++)
+        (p->lose[k] ? lost : kept)[bd->file_base[k]] += bd->files[k]->rows;
     for (size_t i = 0; lost && kept && i < nb; i++) {
         const char *node = bd->m.files[i].node ? bd->m.files[i].node : "";
         if (!lost[i])
@@ -127,11 +139,37 @@ static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result
     free(kept);
 }
 
-/* Every damage of bd, each a line, and what repair keeps: a generation
- * with a damaged data file is not kept (p->drop), nor the base's rows when
- * a base file is damaged (p->base_out); a longer file whose first
- * file_bytes are intact is cut back to them (p->cut); a damaged key index
- * drops every index (r->indexes_dropped). -1 with err (out of memory). */
+/* The "INDEX NOT CARRIED" line of each node a file of which is lost: its
+ * merged file has no key index (rs_compact_parts), which the next dedup
+ * --append builds from its rows; the other nodes' indexes are merged. */
+static void lost_indexes(const rs_bucketdir *bd, const plan *p, rs_repair_job_result *r)
+{
+    size_t nb = bd->m.nfiles;
+    uint8_t *hit = calloc(nb + 1, 1);
+    for (size_t k = 0; hit && k < bd->nfiles; k++)
+        hit[bd->file_base[k]] |= p->lose[k];
+    for (size_t i = 0; hit && i < nb; i++)
+        if (hit[i])
+            add_line(r, "INDEX NOT CARRIED for node %s: a file of it not kept: its merged file has no key index; "
+                     "the next `dedup --append` builds it from its rows", bd->m.files[i].node ? bd->m.files[i].node
+                                                                                              : "");
+    free(hit);
+}
+
+/* Whether a file of bd has a key index. */
+static int has_indexes(const rs_bucketdir *bd)
+{
+    for (size_t k = 0; k < bd->nfiles; k++)
+        if (bd->files[k]->index)
+            return 1;
+    return 0;
+}
+
+/* Every damage of bd, each a line, and what repair keeps: a damaged data
+ * file is not kept (p->lose), its generation's other files are; a longer
+ * file whose first file_bytes are intact is cut back to them (p->cut); a
+ * damaged key index, or a file lost, drops every index
+ * (r->indexes_dropped). -1 with err (out of memory). */
 static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_error *err)
 {
     for (size_t d = 0; d < bd->ndamage; d++) {
@@ -152,10 +190,9 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
         size_t slot = bd->file_slot[k];
         if (v->state == RS_FILE_DAMAGED) {
             add_line(r, "DAMAGE %s", v->msg ? v->msg : bd->paths[k]);
-            if (slot == SIZE_MAX)
-                p->base_out = 1;
-            else
-                p->drop[slot] = 1;
+            p->lose[k] = 1;
+            p->nlost++;
+            p->base_lost |= slot == SIZE_MAX;
         } else if (v->state == RS_FILE_LONGER) {
             add_line(r, "CUT BACK %s (its rows kept)", v->msg ? v->msg : bd->paths[k]);
             r->cut_back++;
@@ -169,36 +206,35 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
     }
     if (p->ncut > 1)
         qsort(p->cut, p->ncut, sizeof *p->cut, cmp_name);
-    if (p->base_out)
-        not_kept(bd, p, SIZE_MAX, &bd->m, r);
-    for (size_t g = 0; g < bd->ngens; g++)
-        if (p->drop[g])
-            not_kept(bd, p, g, &bd->gens[g], r);
-    if (p->base_out || r->lost_rows)
+    for (size_t k = 0; k < bd->nfiles; k++)
+        if (p->lose[k])
+            not_kept(bd, k, bd->file_slot[k] == SIZE_MAX ? &bd->m : &bd->gens[bd->file_slot[k]], r);
+    if (p->nlost)
         per_node(bd, p, r);
-    if (r->indexes_dropped || p->base_out)
-        add_line(r, "INDEXES NOT CARRIED: %zu damaged key index%s%s: the new DIR has no key indexes; the next "
+    if (r->indexes_dropped)
+        add_line(r, "INDEXES NOT CARRIED: %zu damaged key index%s: the new DIR has no key indexes; the next "
                  "`dedup --append` builds them from the rows (reading them once)", r->indexes_dropped,
-                 r->indexes_dropped == 1 ? "" : "es", p->base_out ? ", and the base's rows not kept" : "");
+                 r->indexes_dropped == 1 ? "" : "es");
+    else if (p->nlost && has_indexes(bd))
+        lost_indexes(bd, p, r);
     for (size_t i = 0; i < bd->nstray; i++)
         add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
     r->strays = bd->nstray;
     return 0;
 }
 
-/* How the new DIR takes each file of bd (bd: without the generations not
- * kept): the base's files left out when p->base_out, a longer file cut
- * back, the others whole; and the header bytes a node's merged file then
- * starts with. */
+/* How the new DIR takes each file of bd: a lost file left out, a longer
+ * file cut back, the others whole; and the header bytes a node's merged
+ * file starts with when its base file is lost. */
 static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *head, rs_error *err)
 {
     for (size_t k = 0; k < bd->nfiles; k++) {
         const char *name = bd->names[k];
-        take[k] = p->base_out && !rs_bucketdir_segment(bd, k) ? RS_TAKE_NONE
+        take[k] = p->lose[k] ? RS_TAKE_NONE
                   : p->ncut && bsearch(&name, p->cut, p->ncut, sizeof *p->cut, cmp_name) ? RS_TAKE_CUT
                                                                                         : RS_TAKE_WHOLE;
     }
-    if (!p->base_out)
+    if (!p->base_lost)
         return 0;
     rs_pipeline_opts po = {0};
     po.compress = bd->m.compress, po.level = bd->m.level;
@@ -213,8 +249,9 @@ static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *h
                              bd->m.compress ? rs_deflater_why() : "out of memory") : 0;
 }
 
-/* The new DIR from what bd holds (bd: without the generations not kept),
- * published with the damaged one kept aside. */
+/* The new DIR from what bd holds but the lost files (their nodes recorded
+ * as lost on their generation's inputs), published with the damaged one
+ * kept aside. */
 static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *bd, const plan *p,
                    rs_repair_job_result *r, rs_error *err)
 {
@@ -230,8 +267,8 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
     if (!take || !(r->aside = rs_name_damaged(o->dir)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (takes(bd, p, take, &head, err) == 0) {
-        rs_compact_take t = {take, head.data, head.len, p->base_out};
-        rs_compact_parts(bd, &od, 0, r->indexes_dropped > 0 || p->base_out, &t, &cr, err);
+        rs_compact_take t = {take, head.data, head.len, p->nlost > 0};
+        rs_compact_parts(bd, &od, 0, r->indexes_dropped > 0, &t, &cr, err);
     }
     free(take);
     rs_buf_free(&head);
@@ -251,7 +288,7 @@ static void plan_free(plan *p, size_t nfiles)
 {
     rs_bucketdir_verdicts_free(p->files, nfiles);
     rs_bucketdir_verdicts_free(p->indexes, nfiles);
-    free(p->drop);
+    free(p->lose);
     rs_free_strings(p->cut, p->ncut);
 }
 
@@ -264,28 +301,21 @@ static int repair_open(const rs_repair_job_opts *o, int lockfd, rs_bucketdir *bd
     plan p = {0};
     p.files = calloc(n + 1, sizeof *p.files);
     p.indexes = calloc(n + 1, sizeof *p.indexes);
-    p.drop = calloc(bd->ngens + 1, 1);
+    p.lose = calloc(n + 1, 1);
     int rc = -1;
-    if (!p.files || !p.indexes || !p.drop)
+    if (!p.files || !p.indexes || !p.lose)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (rs_bucketdir_check_all(bd, 0, p.files, p.indexes, err) == 0)
         rc = survey(bd, &p, r, err);
-    int nothing = rc == 0 && !p.chain && !p.base_out && !p.ncut && !r->indexes_dropped && !r->lost_generations;
+    int nothing = rc == 0 && !p.chain && !p.nlost && !p.ncut && !r->indexes_dropped && !r->lost_generations;
     if (rc == 0 && nothing)
         r->whole = 1;
     if (rc == 0 && !nothing) {
-        size_t n0 = bd->nfiles;
-        uint64_t base_rows = p.base_out ? bd->m.rows : 0;
-        if (rs_bucketdir_drop_gens(bd, p.drop, err) != 0)
-            rc = -1;
-        else {
-            r->generations = bd->ngens + !p.base_out;
-            r->generation = bd->last_gen;
-            r->rows = bd->rows - base_rows;
-            rc = rebuild(o, lockfd, bd, &p, r, err);
-            lockfd = -1;
-        }
-        n = n0;
+        r->generations = bd->ngens + 1;
+        r->generation = bd->last_gen;
+        r->rows = bd->rows - r->lost_rows;
+        rc = rebuild(o, lockfd, bd, &p, r, err);
+        lockfd = -1;
     }
     if (lockfd >= 0)
         close(lockfd);

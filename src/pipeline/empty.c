@@ -26,7 +26,7 @@ static int key_named(const char *spec)
 int rs_pipeline_empty_input(const rs_pipeline_opts *o, const rs_pipeline_result *res, size_t i)
 {
     const rs_input_stats *in = &res->input[i];
-    if (in->rows || in->rejected)
+    if (in->rows || in->rejected || in->filtered)
         return 0;
     int no_header = o->ninputs == 1 && res->header == NULL;   /* nothing, or nothing once decompressed */
     return zero_bytes(o->inputs[i]) || no_header || key_named(o->key);

@@ -137,6 +137,7 @@ typedef struct {
 
 typedef struct {
     uint64_t rows, bytes, blank, rejected, lines, records;
+    uint64_t filtered;      /* rows read and dropped by only_dest (not in rows, bytes) */
     uint32_t crc;
     uint64_t crc_len;
     thread_fault fault;

@@ -204,6 +204,7 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
         rs_input_stats *in = &res->input[b->input];
         in->rows += a->rows;
         in->bytes += a->bytes;
+        in->filtered += a->filtered;
         in->blank_lines += a->blank;
         in->rejected += a->rejected;
         if (o->input_crc)
@@ -340,7 +341,7 @@ static void reset_counts(run_state *r)
 {
     for (int g = 0; g < r->G; g++) {
         thread_acc *a = &r->acc[g];
-        a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = 0;
+        a->rows = a->bytes = a->blank = a->rejected = a->lines = a->records = a->filtered = 0;
         a->crc = 0;
         a->crc_len = 0;
         a->fault.failed = 0;

@@ -369,11 +369,18 @@ static void scatter_rows(pipe_state *s, const batch *b, const row_block *x, rs_b
                          thread_acc *acc)
 {
     const rs_pipeline_opts *o = s->o;
+    const uint8_t *only = o->only_dest ? o->only_dest[b->input + o->input_base] : NULL;
     for (uint32_t j = 0; j < x->k; j++) {
         const rs_csv_row *r = &x->rows[x->at[j]];
         uint32_t d = x->dest[j];
         if (d == RS_ROUTE_DROP)
             continue;
+        if (only && !only[d]) {   /* counted as read by take_rows: not as a row of the input's */
+            acc->filtered++;
+            acc->rows--;
+            acc->bytes -= r->len + 1;
+            continue;
+        }
         dc[d].rows++;
         dc[d].lines += r->lines + (r->next == r->off + r->len); /* a last row without its line end gets one */
         if (!bufs)
