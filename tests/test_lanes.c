@@ -30,7 +30,9 @@ TestSuite(lanes, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 9
 /* Units of about 1 MB (ringshard's own file is cut into several), and
  * --memory enough for 4 lanes of the 64 MiB batches that --memory gives
  * from about 1 GiB up (a lane holds 8 batches, see lanes.c). */
-#define RUN "RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --allow-empty --key bill_id --nodes 7 --memory 4G "
+/* (RUN_AS takes the key and node count: an option given twice is refused) */
+#define RUN_AS "RINGSHARD_UNIT_BYTES=1000000 \"$RS\" bucket --quiet --allow-empty --memory 4G "
+#define RUN RUN_AS "--key bill_id --nodes 7 "
 
 /* The mix: small plain files, gzip files (one unit each) and one file of
  * ringshard's gzip members (120,000 rows: several units); a header-only
@@ -95,16 +97,17 @@ Test(lanes, plain_keys_only_stats_and_verify)
 }
 
 /* Runs the mix with `bad` in place of p2.csv (in a later lane) with one
- * lane and with three; the exit code and stderr must be the same. */
-static void same_failure(const char *opts)
+ * lane and with three, keyed by `key` (an option's words); the exit code
+ * and stderr must be the same. */
+static void same_failure(const char *key)
 {
-    OK("RINGSHARD_SHOW_RANGES=1 " RUN "%s -j 3 --producers 3 -o x p1.csv g1.csv.gz own.gz hdr.csv bad.csv empty.csv "
+    OK("RINGSHARD_SHOW_RANGES=1 " RUN_AS "--nodes 7 %s -j 3 --producers 3 -o x p1.csv g1.csv.gz own.gz hdr.csv bad.csv empty.csv "
        "g2.csv.gz 2> ranges; grep -q '^ringshard: lane [12]: items .* from \\(own.gz\\|hdr.csv\\|bad.csv\\)' ranges",
-       opts);
-    OK("for P in 1 3; do " RUN "%s -j 3 --producers $P -o x$P p1.csv g1.csv.gz own.gz hdr.csv bad.csv empty.csv "
+       key);
+    OK("for P in 1 3; do " RUN_AS "--nodes 7 %s -j 3 --producers $P -o x$P p1.csv g1.csv.gz own.gz hdr.csv bad.csv empty.csv "
        "g2.csv.gz > /dev/null 2> err$P; echo $? > rc$P; done; test \"$(cat rc1)\" != 0 && test -s err1 && "
        "cmp rc1 rc3 && cmp err1 err3 && ! test -e x1 && ! test -e x3 && ! ls | grep -q ringshard-tmp",
-       opts);
+       key);
 }
 
 Test(lanes, failures_in_a_later_lane_say_what_one_lane_says)
@@ -115,11 +118,11 @@ Test(lanes, failures_in_a_later_lane_say_what_one_lane_says)
     same_failure("--key 3");
     /* a header that differs from the first input's */
     OK("{ head -n 1 p2.csv | tr a-z A-Z; tail -n +2 p2.csv; } > bad.csv");
-    same_failure("");
+    same_failure("--key bill_id");
     /* a corrupt gzip member: a byte in the middle of gzip data */
     OK("gzip -1 -c p2.csv > bad.csv && python3 -c \"d = bytearray(open('bad.csv', 'rb').read()); "
        "d[len(d) // 2] ^= 0xff; open('bad.csv', 'wb').write(d)\"");
-    same_failure("");
+    same_failure("--key bill_id");
 }
 
 Test(lanes, quarantine_identical)
@@ -127,7 +130,7 @@ Test(lanes, quarantine_identical)
     make_mix();
     OK("python3 -c \"l = open('p2.csv').read().split('\\n'); l[4000] = 'x'; l[7000] = 'y,\\\"z'; "
        "open('bad.csv', 'w').write('\\n'.join(l))\"");
-    OK("for P in 1 3; do RINGSHARD_LOG=info " RUN "--key 3 -j 3 --producers $P --on-bad-row quarantine=q$P.tsv "
+    OK("for P in 1 3; do RINGSHARD_LOG=info " RUN_AS "--key 3 --nodes 7 -j 3 --producers $P --on-bad-row quarantine=q$P.tsv "
        "-o x$P p1.csv g1.csv.gz own.gz bad.csv g2.csv.gz 2> log$P || exit 9; done && " LANES_RAN("log3", "3") " && "
        "cmp q1.tsv q3.tsv && test $(wc -l < q1.tsv) -ge 3 && " SAME("x1", "x3") " && ! ls | grep -q lane");
 }
@@ -164,7 +167,7 @@ Test(lanes, choice_of_lanes_logged)
        LANES_RAN("log", "1") " && grep -q -- '--memory' log");
     /* every lane holds a descriptor per output: 1000 outputs twice do not
      * fit under a hard limit of 1024 */
-    OK("ulimit -n 1024 && RINGSHARD_LOG=info " RUN "-j 4 --producers 2 --nodes 1000 -o f p1.csv p2.csv 2> log && "
+    OK("ulimit -n 1024 && RINGSHARD_LOG=info " RUN_AS "--key bill_id -j 4 --producers 2 --nodes 1000 -o f p1.csv p2.csv 2> log && "
        LANES_RAN("log", "1") " && grep -q 'open-file limit 1024' log");
     /* automatic: -j 8 with gzip output is ceil(8 / 4) = 2 lanes */
     OK("RINGSHARD_LOG=info " RUN "-j 8 -o d " MIX " 2> log && " LANES_RAN("log", "2") " && grep -q automatic log");
