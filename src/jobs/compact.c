@@ -560,7 +560,8 @@ static int lose_node(rs_manifest_input *e, size_t *own, char *node)
     char **l = malloc((e->nlost + 1) * sizeof *l);
     if (!l)
         return -1;
-    memcpy(l, e->lost, e->nlost * sizeof *l);
+    if (e->nlost)   /* (e->lost may be NULL then, which memcpy may not take) */
+        memcpy(l, e->lost, e->nlost * sizeof *l);
     if (*own)
         free(e->lost);
     l[e->nlost++] = node;
