@@ -83,20 +83,26 @@ snap() {
     echo absent
     return
   fi
+  # one cksum and one grep for the whole tree: a process a file made the
+  # kill sweeps (a snapshot after every kill) spend most of their time here
   (
-    cd "$1" && find . | LC_ALL=C sort && find . -type f | LC_ALL=C sort | while read -r sn_f; do
-      case "$2:$sn_f" in
-        raw:*) echo "$sn_f $(cksum < "$sn_f")" ;;
-        *manifest.json) echo "$sn_f" && grep -v -e '"seconds"' -e "${2:-\"seconds\"}" "$sn_f" ;;
-        *) echo "$sn_f $(cksum < "$sn_f")" ;;
-      esac
-    done
+    cd "$1" || exit 1
+    find . | LC_ALL=C sort
+    if [ "$2" = raw ]; then
+      find . -type f -print0 | LC_ALL=C sort -z | xargs -0r cksum
+    else
+      find . -type f ! -name '*manifest.json' -print0 | LC_ALL=C sort -z | xargs -0r cksum
+      find . -type f -name '*manifest.json' -print0 | LC_ALL=C sort -z |
+        xargs -0r grep -H -v -e '"seconds"' -e "${2:-\"seconds\"}"
+    fi
+    true
   ) | cksum
 }
 
 # How many temporaries a run left beside DIR $1.
 litter() {
-  ls -d "$1".ringshard-* 2>/dev/null | wc -l
+  set -- "$1".ringshard-*
+  if [ -e "$1" ] || [ -L "$1" ]; then echo $#; else echo 0; fi
 }
 
 # Copies each node's parts (base file, then its segments in generation
@@ -131,11 +137,15 @@ same_parts() {
 # holds.
 state_of() {
   so_s=$(snap D)
-  if [ "$so_s" = "$(cat old.snap)" ]; then
+  so_old= so_new= so_up=
+  read -r so_old < old.snap
+  read -r so_new < new.snap
+  [ ! -e up.snap ] || read -r so_up < up.snap
+  if [ "$so_s" = "$so_old" ]; then
     echo old
-  elif [ "$so_s" = "$(cat new.snap)" ]; then
+  elif [ "$so_s" = "$so_new" ]; then
     echo new
-  elif [ -e up.snap ] && [ "$so_s" = "$(cat up.snap)" ]; then
+  elif [ -e up.snap ] && [ "$so_s" = "$so_up" ]; then
     echo upgraded
   else
     echo "D is neither the old nor the new generation:" >&2

@@ -32,10 +32,12 @@
  * tree DIR: its entries and every file's CRC (one cksum for all).
  * refused NAME FILE: runs compact on the damaged directory D and says on
  * stdout what went wrong unless it exits 2 naming D/FILE and leaves D as
- * it was, temporaries included (litter, tests/append_lib.sh). */
+ * it was, temporaries included (litter, tests/append_lib.sh).
+ * The sweeps of many flips run in one process, tests/flip_sweep.py. */
 #define CHECK_SH                                                                                           \
-    "flip() { b=$(od -An -tu1 -j\"$2\" -N1 \"$1\" | tr -d ' '); "                                           \
-    "printf \"\\\\$(printf %%03o $((b ^ 1)))\" | dd of=\"$1\" bs=1 seek=\"$2\" conv=notrunc status=none; }; " \
+    "flip() { perl -e 'open(my $f, \"+<\", $ARGV[0]) or die \"$ARGV[0]: $!\"; seek($f, $ARGV[1], 0); "      \
+    "read($f, my $b, 1) == 1 or die \"$ARGV[0]: no byte at $ARGV[1]\"; seek($f, $ARGV[1], 0); "                \
+    "print $f chr(ord($b) ^ 1); close($f) or die' \"$1\" \"$2\"; }; "                                          \
     "tree() { (cd \"$1\" && find . | LC_ALL=C sort && find . -type f | LC_ALL=C sort | xargs cksum); }; "  \
     "refused() { tree D > before.t; \"$RS\" compact D > out.t 2> err.t; rc=$?; "                            \
     "if [ $rc != 2 ]; then echo \"$1: exit $rc, want 2: $(cat err.t)\"; "                                 \
@@ -83,22 +85,15 @@ static void flip_sweep(int old)
     static const char *const dirs[][2] = {{"G", "gz"}, {"Z", "zst"}, {"P", ""}};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
         const char *d = dirs[i][0], *ext = dirs[i][1], *dot = *ext ? "." : "";
-        cmd_result r = sh(LIB "old=%d; if [ $old = 1 ]; then hstep=3 pts=12 tstep=2 least=20; "
-                              "else hstep=8 pts=6 tstep=4 least=10; fi; rm -rf M && cp -a %s M && "
-                              "if [ $old = 1 ]; then python3 '" RS_SOURCE_DIR "/tests/old_stored.py' M || exit 1; "
-                              "else stored_ok M/manifest.json M/g*/manifest.json || exit 1; fi; "
+        cmd_result r = sh(LIB "old=%d; if [ $old = 1 ]; then shape='--head-step 4 --points 8 --tail-step 3 --least 16' "
+                              "by='--stderr-lacks'; else shape='--head-step 8 --points 6 --tail-step 4 --least 10' "
+                              "by='--stderr-has'; fi; rm -rf D && cp -a %s D && "
+                              "if [ $old = 1 ]; then python3 '" RS_SOURCE_DIR "/tests/old_stored.py' D || exit 1; "
+                              "else stored_ok D/manifest.json D/g*/manifest.json || exit 1; fi; "
                               "for f in 3.csv%s%s g00000002/3.csv%s%s; do "
-                              "from=0; case $old$f in 1g*) from=$(seg_header_bytes M/${f%%/*} ${f#*/});; esac; "
-                              "size=$(wc -c < M/$f); n=0; o=$from; step=$(((size - from) / pts)); "
-                              "[ $step -ge 97 ] || step=97; "
-                              "while [ $o -lt $size ]; do rm -rf D; cp -a M D; flip D/$f $o; "
-                              "refused \"$f@$o\" $f; n=$((n + 1)); "
-                              "if grep -q 'stored_crc32 says' err.t; then by=1; else by=0; fi; "
-                              "[ $by = $((1 - old)) ] || echo \"$f@$o: $(cat err.t)\"; "
-                              "if [ $o -lt $((from + 47)) ]; then o=$((o + hstep)); "
-                              "elif [ $o -ge $((size - 13)) ]; then o=$((o + tstep)); "
-                              "elif [ $((o + step)) -lt $((size - 12)) ]; then o=$((o + step)); else o=$((size - 12)); fi; "
-                              "done; [ $n -gt $least ] || echo \"$f: only $n flips\"; done",
+                              "from=0; case $old$f in 1g*) from=$(seg_header_bytes D/${f%%/*} ${f#*/});; esac; "
+                              "python3 '" RS_SOURCE_DIR "/tests/flip_sweep.py' D $f --from $from $shape "
+                              "$by 'stored_crc32 says' -- \"$RS\" compact D || exit 1; done",
                           old, d, dot, ext, dot, ext);
         cr_assert_eq(r.rc, 0, "%s: exit %d\n%s", d, r.rc, r.err);
         cr_assert_str_empty(r.out, "%s:\n%s", d, r.out);
@@ -145,10 +140,10 @@ Test(compact_check, a_damaged_key_index_is_refused)
                           "rm -rf D; cp -a M D; rm D/$f; refused \"$f missing\" $f; "
                           "rm -rf D; cp -a M D; truncate -s -1 D/$f; refused \"$f cut\" $f; "
                           "rm -rf D; cp -a M D; echo x >> D/$f; refused \"$f grown\" $f; "
-                          "size=$(wc -c < M/$f); n=0; o=0; step=$((size / 24)); [ $step -ge 41 ] || step=41; "
-                          "while [ $o -lt $size ]; do "
-                          "rm -rf D; cp -a M D; flip D/$f $o; refused \"$f@$o\" $f; n=$((n + 1)); o=$((o + step)); "
-                          "done; [ $n -gt 10 ] || echo \"$f: only $n flips\"; done");
+                          "step=$(($(wc -c < M/$f) / 24)); [ $step -ge 41 ] || step=41; "
+                          "rm -rf D && cp -a M D && python3 '" RS_SOURCE_DIR "/tests/flip_sweep.py' D $f "
+                          "--head-step $step --points 24 --min-step 41 --tail-step $step --least 11 -- \"$RS\" compact D || exit 1; "
+                          "done");
     cr_assert_eq(r.rc, 0, "exit %d\n%s", r.rc, r.err);
     cr_assert_str_empty(r.out, "%s", r.out);
     cmd_result_free(&r);

@@ -29,14 +29,14 @@
  * --producers 2. */
 #define FORMS "day.csv g1.csv.gz g9.csv.gz pz.csv.gz bg.csv.gz two.csv.gz zf.csv.zst zp.csv.zst zm.csv.zst rs.csv.gz -"
 
-/* day.csv (8000 bills, quoted fields with line breaks) in every form;
+/* day.csv (4000 bills, quoted fields with line breaks) in every form;
  * new.csv, other bills. */
 static void forms(void)
 {
     test_dir_setup();
     SH_OK(LIB "command -v bgzip >/dev/null || { echo 'bgzip missing: run tools/deps.sh (Debian package tabix)' >&2; "
           "exit 1; }; "
-          GEN " --rows 8000 --seed 11 --newline-share 0.01 -o day.csv 2>/dev/null && "
+          GEN " --rows 4000 --seed 11 --newline-share 0.01 -o day.csv 2>/dev/null && "
           GEN " --rows 700 --seed 12 -o new.csv 2>/dev/null && "
           "gzip -1 -c day.csv > g1.csv.gz && gzip -9 -n -c day.csv > g9.csv.gz && pigz -c day.csv > pz.csv.gz && "
           "bgzip -c day.csv > bg.csv.gz && "

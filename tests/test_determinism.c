@@ -26,7 +26,7 @@
 static char *data;
 static size_t off[MEMBERS], len[MEMBERS];
 static rs_buf ref[MEMBERS];
-static int level;
+static int level, nmembers;
 static rs_codec_choice codec_used;
 static int diffs;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -60,7 +60,7 @@ static void *worker(void *arg)
     rs_deflater *d = rs_deflater_new(level, codec_used);
     rs_buf out = {0};
     uint32_t crc;
-    for (int i = id; i < MEMBERS; i += 2) {
+    for (int i = id; i < nmembers; i += 2) {
         const void *p[1] = {data + off[i]};
         size_t l[1] = {len[i]};
         out.len = 0;
@@ -75,15 +75,16 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static void check_level(int lvl, rs_codec_choice codec)
+static void check_level(int lvl, rs_codec_choice codec, int members)
 {
+    nmembers = members;
     level = lvl;
     codec_used = codec;
     diffs = 0;
     /* the reference: one deflater, members in reverse order */
     rs_deflater *d = rs_deflater_new(lvl, codec);
     uint32_t crc;
-    for (int i = MEMBERS - 1; i >= 0; i--) {
+    for (int i = nmembers - 1; i >= 0; i--) {
         const void *p[1] = {data + off[i]};
         size_t l[1] = {len[i]};
         ref[i].len = 0;
@@ -97,14 +98,20 @@ static void check_level(int lvl, rs_codec_choice codec)
         for (int k = 0; k < 2; k++)
             pthread_join(t[k], NULL);
     }
-    cr_assert_eq(diffs, 0, "%s level %d: %d of %d members differ when made on two threads", codec == RS_CODEC_ZLIB ? "zlib" : "auto", lvl, diffs, 3 * MEMBERS);
+    cr_assert_eq(diffs, 0, "%s level %d: %d of %d members differ when made on two threads", codec == RS_CODEC_ZLIB ? "zlib" : "auto", lvl, diffs, 3 * nmembers);
 }
 
+/* Every distinct compressor state: ISA-L's levels 0, 1, 2 and 3 (gzip levels
+ * 3-9 all run ISA-L level 3, io/deflate.c: 3 and 9, the ends of that range,
+ * stand for it), and zlib at a fast, the default-like and the best level.
+ * zlib keeps no address in its output (it never had ISA-L's fault) and is
+ * ten times slower: a sixth of the members check it, still on two threads. */
 Test(determinism, every_level_two_threads_equal_one, .timeout = 300)
 {
+    static const int auto_levels[] = {0, 1, 2, 3, 9}, zlib_levels[] = {1, 5, 9};
     make_data();
-    for (int lvl = 0; lvl <= 9; lvl++)
-        check_level(lvl, RS_CODEC_AUTO);
-    for (int lvl = 1; lvl <= 9; lvl += 4)
-        check_level(lvl, RS_CODEC_ZLIB);
+    for (size_t i = 0; i < sizeof auto_levels / sizeof *auto_levels; i++)
+        check_level(auto_levels[i], RS_CODEC_AUTO, MEMBERS);
+    for (size_t i = 0; i < sizeof zlib_levels / sizeof *zlib_levels; i++)
+        check_level(zlib_levels[i], RS_CODEC_ZLIB, MEMBERS / 6);
 }
