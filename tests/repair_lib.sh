@@ -19,12 +19,13 @@ rows_in() {
   done
 }
 
-# The files that verify's DIFF lines (v.out) and repair's DAMAGE and CUT
-# BACK lines (r.out) name for directory D, sorted, into v.names and
+# The files that verify's DIFF lines (v.out) and repair's DAMAGE, CUT BACK
+# and REWRITTEN lines (r.out) name for directory D, sorted, into v.names and
 # r.names.
 names_said() {
   sed -n 's/^DIFF D: \([^:]*\):.*/\1/p' v.out | LC_ALL=C sort -u > v.names
-  sed -n -e 's/^DAMAGE D\/\([^:]*\):.*/\1/p' -e 's/^CUT BACK D\/\([^:]*\):.*/\1/p' r.out | LC_ALL=C sort -u > r.names
+  sed -n -e 's/^DAMAGE D\/\([^:]*\):.*/\1/p' -e 's/^CUT BACK D\/\([^:]*\):.*/\1/p' \
+    -e 's/^REWRITTEN D\/\([^:]*\):.*/\1/p' r.out | LC_ALL=C sort -u > r.names
 }
 
 # The rows of the data files that repair's NOT KEPT lines (r.out) name,
@@ -100,6 +101,15 @@ insert8() {
   python3 -c 'import sys
 p = sys.argv[1]; b = open(p, "rb").read(); at = len(b) // 2
 open(p, "wb").write(b[:at] + b"12345678" + b[at:])' "$1"
+}
+
+# Flips bit 0 of the byte at offset $2 of file $1: at 4-7 of a gzip
+# member, its MTIME, which no decoder reads (the rows stay intact).
+flip_byte() {
+  python3 -c 'import sys
+p, at = sys.argv[1], int(sys.argv[2])
+with open(p, "r+b") as f:
+    f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 1]))' "$1" "$2"
 }
 
 # Flips bit 2 of the byte at the middle of file $1 (its size unchanged).

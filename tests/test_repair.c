@@ -41,7 +41,9 @@ TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 90
 
 /* Each damage a disk or an operator makes, on each kind of file: a bit
  * flipped in a data file of the base and of a generation (gzip, zstd,
- * plain); bytes appended to one (cut back: every row kept); bytes inserted
+ * plain); a bit flipped in a gzip member's MTIME, which no decoder reads
+ * (rewritten: every row kept, as compact refuses it by its stored CRC-32
+ * and verify names it); bytes appended to one (cut back: every row kept); bytes inserted
  * in one (not cut back); one cut short; the line count a member's RS
  * header (a zstd metadata frame) declares; a key index removed, cut short,
  * flipped; the base's index removed (every row kept); two files of two
@@ -78,6 +80,9 @@ Test(repair, verify_and_repair_agree_and_every_row_comes_back)
         {"Wzstd", "flip D/1.csv.zst && flip D/g00000003/1.csv.zst", "bucket", "rc=3 again=in1.csv in3.csv"},
         {"H", "flip D/1.csv.gz", "dedup", "rc=3 again=in1.csv"},
         {"H", "flip D/g00000002/3.csv.gz && rm D/g00000003/1.keyidx", "dedup", "rc=3 again=in2.csv"},
+        {"Wgzip", "flip_byte D/g00000002/1.csv.gz 5", "bucket", "rc=0 again="},
+        {"Wgzip", "flip_byte D/3.csv.gz 6", "bucket", "rc=0 again="},
+        {"H", "flip_byte D/g00000003/0.csv.gz 4", "dedup", "rc=0 again="},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cmd_result r = sh(LIB "repair_case %s '%s' %s " INPUTS, cases[i].src, cases[i].damage, cases[i].append);

@@ -181,12 +181,16 @@ enum {
     RS_FILE_LONGER = 1,     /* a data file whose first file_bytes are what its manifest says, and bytes
                                follow them: whole once cut back to those (msg says so) */
     RS_FILE_DAMAGED = 2,    /* missing, shorter, unreadable, or not what its manifest says (msg) */
-    RS_FILE_NONE = 3        /* (key indexes) the file has none */
+    RS_FILE_NONE = 3,       /* (key indexes) the file has none */
+    RS_FILE_ALTERED = 4     /* a data file whose rows are what its manifest says, but whose stored bytes
+                               are not (their CRC-32 against stored_crc32: bytes no decoder reads, such
+                               as a gzip member header's MTIME, changed): whole once rewritten (msg) */
 };
 
 typedef struct {
     uint8_t state;          /* RS_FILE_* */
-    char *msg;              /* LONGER, DAMAGED: what, naming the file (malloc'd; NULL if out of memory) */
+    char *msg;              /* LONGER, DAMAGED, ALTERED: what, naming the file (malloc'd; NULL if out of
+                               memory) */
 } rs_bucketdir_verdict;
 
 /* THE check of what a directory holds, file by file, that repair trusts
@@ -194,7 +198,8 @@ typedef struct {
  * of bd is decoded (its codec's own checks: gzip members' CRC-32 and
  * ISIZE, zstd frames' checksums) up to its manifest's file_bytes, and its
  * rows, data bytes, CRC-32 (ISA-L), blank lines and header judged by
- * rs_bucketdir_check_found; every key index is checked for its size and
+ * rs_bucketdir_check_found, then its stored bytes by
+ * rs_bucketdir_check_stored; every key index is checked for its size and
  * CRC-32. files[i] and indexes[i] (arrays of bd->nfiles) get file i's
  * verdicts. Files are read on `threads` threads at once (< 1: OpenMP's
  * default). 0, or -1 with err (RS_EXIT_IO out of memory,
@@ -205,6 +210,15 @@ int rs_bucketdir_check_all(const rs_bucketdir *bd, int threads, rs_bucketdir_ver
 
 /* Frees v[0..n)'s messages and v. */
 void rs_bucketdir_verdicts_free(rs_bucketdir_verdict *v, size_t n);
+
+/* Data file i's stored bytes (its first file_bytes, as on disk) against
+ * its manifest's stored_crc32, the check that covers the bytes no decoder
+ * reads: 0 when they agree or the manifest has none (written before
+ * 0.3.0); -1 with err otherwise: RS_EXIT_VERIFY naming the file (as, or
+ * its path when NULL) and both CRC-32s, or RS_EXIT_IO when it cannot be
+ * read. verify and repair (through rs_bucketdir_check_all) judge a file's
+ * bytes by it, as compact does when it copies them. */
+int rs_bucketdir_check_stored(const rs_bucketdir *bd, size_t i, const char *as, rs_error *err);
 
 /* Leaves out of bd (open) the generations gens[g] for which drop[g] is 1,
  * as if they had not been read: bd->gens, the list of files, the totals

@@ -170,6 +170,9 @@ uint32_t rs_crc32(uint32_t crc, const void *buf, size_t len);
  * with errno when it cannot be opened or read. */
 int rs_crc32_fileat(int dirfd, const char *name, uint32_t *crc);
 
+/* The same of the file's first len bytes (all of it when shorter). */
+int rs_crc32_fileat_n(int dirfd, const char *name, uint64_t len, uint32_t *crc);
+
 /* CRC-32 of A||B given crc(A), crc(B) and len(B) (as zlib's crc32_combine). */
 uint32_t rs_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 

@@ -28,6 +28,8 @@ typedef struct {
     size_t strays;            /* entries no manifest names: left in the damaged directory */
     size_t indexes_dropped;   /* key indexes not of their manifest's CRC-32: none carried then */
     size_t cut_back;          /* longer files cut back to what their manifests say (every row kept) */
+    size_t rewritten;         /* files whose rows are intact but whose stored bytes are not what their manifests'
+                                 stored_crc32 says: copied, that CRC-32 made again (every row kept) */
     size_t nnodes;            /* the nodes that lost rows: */
     char **node;              /* [nnodes] their names */
     uint64_t *node_kept, *node_lost;  /* [nnodes] each one's rows kept and not kept */

@@ -64,6 +64,8 @@ static void summary(const char *dir, const rs_repair_job_result *r)
             r->aside);
     if (r->cut_back)
         fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
+    if (r->rewritten)
+        fprintf(stderr, "; %zu files rewritten (stored bytes altered, every row kept)", r->rewritten);
     if (r->lost_files)
         fprintf(stderr, "; %llu damaged files not kept (%llu rows; their generations' other files kept)",
                 (unsigned long long)r->lost_files, (unsigned long long)r->lost_rows);

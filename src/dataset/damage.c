@@ -11,7 +11,12 @@
  * checksum) tells it; and why it reads only a file's first file_bytes when
  * the file is longer: bytes appended after ringshard's last member (a
  * copy that went wrong, a stray write) are not part of what its manifest
- * describes, and the file is whole without them. */
+ * describes, and the file is whole without them. Why the stored bytes are
+ * checked too (stored_crc32), after the rows: compact trusts that CRC-32
+ * alone, and it covers bytes no decoder reads (a gzip member header's
+ * MTIME); a file whose rows are intact but whose stored bytes changed is
+ * told apart (RS_FILE_ALTERED: repair keeps its rows), so that verify,
+ * repair and compact call the same files damaged. */
 #define _GNU_SOURCE
 #include "ringshard/bucketdir.h"
 #include "ringshard/buf.h"
@@ -241,12 +246,29 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
         say(v, RS_FILE_DAMAGED, "%s: unreadable: %s", bd->paths[i], e.msg);
     else if (rs_bucketdir_check_found(bd, i, &t.f, 1, t.header.data, &e) != 0)
         say(v, RS_FILE_DAMAGED, "%s", e.msg);
+    else if (rs_bucketdir_check_stored(bd, i, NULL, &e) != 0)
+        say(v, e.code == RS_EXIT_VERIFY ? RS_FILE_ALTERED : RS_FILE_DAMAGED, "%s", e.msg);
     else if ((uint64_t)st.st_size > f->file_bytes)
         say(v, RS_FILE_LONGER, "%s: %llu bytes on disk, the manifest says %llu: its first %llu bytes are what the "
             "manifest says, %llu bytes follow them", bd->paths[i], (unsigned long long)st.st_size,
             (unsigned long long)f->file_bytes, (unsigned long long)f->file_bytes,
             (unsigned long long)st.st_size - f->file_bytes);
     rs_buf_free(&t.header);
+}
+
+int rs_bucketdir_check_stored(const rs_bucketdir *bd, size_t i, const char *as, rs_error *err)
+{
+    const rs_manifest_file *f = bd->files[i];
+    uint32_t crc;
+    if (!f->has_stored_crc32)
+        return 0;
+    if (rs_crc32_fileat_n(bd->fd, bd->names[i], f->file_bytes, &crc) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: %s", as ? as : bd->paths[i], strerror(errno));
+    if (crc == f->stored_crc32)
+        return 0;
+    return rs_error_set(err, RS_EXIT_VERIFY, "%s: CRC-32 mismatch: its %llu stored bytes have CRC-32 %08x, the "
+                        "manifest's stored_crc32 says %08x (its rows are intact: bytes no decoder reads changed)",
+                        as ? as : bd->paths[i], (unsigned long long)f->file_bytes, crc, f->stored_crc32);
 }
 
 /* File i's key index, when the manifests list one: on disk, of its size,

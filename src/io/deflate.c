@@ -519,15 +519,24 @@ int rs_deflater_member_lines(rs_deflater *d, const void *const *pieces, const si
 
 int rs_crc32_fileat(int dirfd, const char *name, uint32_t *crc)
 {
+    return rs_crc32_fileat_n(dirfd, name, UINT64_MAX, crc);
+}
+
+int rs_crc32_fileat_n(int dirfd, const char *name, uint64_t len, uint32_t *crc)
+{
     int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
     char buf[1 << 16];
     ssize_t k;
     *crc = 0;
-    while ((k = read(fd, buf, sizeof buf)) > 0 || (k < 0 && errno == EINTR))
-        if (k > 0)
+    while (len && ((k = read(fd, buf, len < sizeof buf ? (size_t)len : sizeof buf)) > 0 || (k < 0 && errno == EINTR)))
+        if (k > 0) {
             *crc = rs_crc32(*crc, buf, (size_t)k);
+            len -= (uint64_t)k;
+        }
+    if (!len)
+        k = 0;
     int e = errno;
     close(fd);
     errno = e;

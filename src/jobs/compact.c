@@ -35,24 +35,35 @@
 #include "ringshard/util.h"
 #include "rs_config.h"
 
+/* The CRC-32 of [at, end) of in into *crc: 1, or 0 when it cannot be read. */
+static int crc_of_range(int in, uint64_t at, uint64_t end, uint32_t *crc)
+{
+    unsigned char b[1 << 16];
+    *crc = 0;
+    while (at < end) {
+        ssize_t n = pread(in, b, end - at < sizeof b ? (size_t)(end - at) : sizeof b, (off_t)at);
+        if (n <= 0)
+            return 0;
+        *crc = rs_crc32(*crc, b, (size_t)n);
+        at += (uint64_t)n;
+    }
+    return 1;
+}
+
 /* The CRC-32 of what a part copies (its bytes after its first skip), from
  * the manifest's stored_crc32 of all its bytes: that of its first skip
  * bytes, read (a header line: a gzip member, a zstd frame or the line),
- * taken out. 1 with *crc, 0 when the manifest has no stored_crc32 or the
- * header cannot be read (the merged file then gets none). */
-static int rest_crc(const rs_manifest_file *f, int in, uint64_t skip, uint32_t *crc)
+ * taken out; with reread (a part whose stored bytes are not what
+ * stored_crc32 says, its rows intact: RS_TAKE_REREAD), read from the bytes
+ * copied. 1 with *crc, 0 when the manifest has no stored_crc32 or the
+ * bytes cannot be read (the merged file then gets none). */
+static int rest_crc(const rs_manifest_file *f, int in, uint64_t skip, int reread, uint32_t *crc)
 {
-    if (!f->has_stored_crc32)
+    if (reread)
+        return crc_of_range(in, skip, f->file_bytes, crc);
+    uint32_t head;
+    if (!f->has_stored_crc32 || !crc_of_range(in, 0, skip, &head))
         return 0;
-    unsigned char b[4096];
-    uint32_t head = 0;
-    for (uint64_t at = 0; at < skip;) {
-        ssize_t n = pread(in, b, skip - at < sizeof b ? (size_t)(skip - at) : sizeof b, (off_t)at);
-        if (n <= 0)
-            return 0;
-        head = rs_crc32(head, b, (size_t)n);
-        at += (uint64_t)n;
-    }
     *crc = f->stored_crc32 ^ rs_crc32_combine(head, 0, f->file_bytes - skip);
     return 1;
 }
@@ -80,7 +91,7 @@ static int open_part(const rs_bucketdir *bd, size_t k, uint64_t *size, rs_error 
  * checked every file before): the bytes move in the kernel. *crc gets
  * the CRC-32 of the bytes appended, from the manifest (rest_crc), and
  * *has 0 when it has none. 0 or -1 with err. */
-static int copy_part(const rs_bucketdir *bd, size_t k, int cut, int out, const char *out_path, uint64_t *off,
+static int copy_part(const rs_bucketdir *bd, size_t k, uint8_t how, int out, const char *out_path, uint64_t *off,
                      uint32_t *crc, int *has, rs_error *err)
 {
     uint64_t on_disk;
@@ -89,11 +100,11 @@ static int copy_part(const rs_bucketdir *bd, size_t k, int cut, int out, const c
         return -1;
     int rc = 0;
     uint64_t size = bd->files[k]->file_bytes;
-    if (on_disk != size && !(cut && on_disk > size))
+    if (on_disk != size && !(how != RS_TAKE_WHOLE && on_disk > size))
         rc = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (verify it)",
                           bd->paths[k], (unsigned long long)on_disk, (unsigned long long)size);
     uint64_t skip = rs_bucketdir_segment(bd, k) ? bd->files[k]->header_bytes : 0;
-    if (rc == 0 && !rest_crc(bd->files[k], in, skip, crc))
+    if (rc == 0 && !rest_crc(bd->files[k], in, skip, how == RS_TAKE_REREAD, crc))
         *has = 0;
     if (rc == 0 && rs_copy_into(in, skip, size - skip, out, *off) != 0)
         rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")
@@ -422,8 +433,7 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
         uint32_t crc = 0;
         if (c->check && how == RS_TAKE_WHOLE)
             rc = part->has_stored_crc32 ? check_stored(bd, k, &s, buf, err) : check_part(bd, k, &s, buf, err);
-        else if ((rc = copy_part(bd, k, how == RS_TAKE_CUT, s.fd, path, &s.off, &crc, &f->has_stored_crc32,
-                                 err)) == 0)
+        else if ((rc = copy_part(bd, k, how, s.fd, path, &s.off, &crc, &f->has_stored_crc32, err)) == 0)
             s.crc = rs_crc32_combine(s.crc, crc, s.off - at);
         f->crc32 = rs_crc32_combine(f->crc32, part->crc32, part->bytes);
         f->rows += part->rows;

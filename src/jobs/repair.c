@@ -75,6 +75,8 @@ typedef struct {
     int chain;                /* damages of the chain (bd.damage) */
     char **cut;               /* names of the longer files cut back, sorted */
     size_t ncut;
+    char **reread;            /* names of the files rewritten (rows intact, stored bytes not), sorted */
+    size_t nreread;
 } plan;
 
 /* Adds path to r->again unless it is there. */
@@ -168,7 +170,9 @@ static int has_indexes(const rs_bucketdir *bd)
 /* Every damage of bd, each a line, and what repair keeps: a damaged data
  * file is not kept (p->lose), its generation's other files are; a longer
  * file whose first file_bytes are intact is cut back to them (p->cut); a
- * damaged key index, or a file lost, drops every index
+ * file whose rows are intact but whose stored bytes changed is copied and
+ * its stored_crc32 made again (p->reread); a damaged key index, or a file
+ * lost, drops every index
  * (r->indexes_dropped). -1 with err (out of memory). */
 static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_error *err)
 {
@@ -183,7 +187,7 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
             r->lost_unknown = 1;
         }
     }
-    if (!(p->cut = calloc(bd->nfiles + 1, sizeof *p->cut)))
+    if (!(p->cut = calloc(bd->nfiles + 1, sizeof *p->cut)) || !(p->reread = calloc(bd->nfiles + 1, sizeof *p->reread)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t k = 0; k < bd->nfiles; k++) {
         const rs_bucketdir_verdict *v = &p->files[k];
@@ -198,6 +202,12 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
             r->cut_back++;
             if (!(p->cut[p->ncut++] = strdup(bd->names[k])))
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        } else if (v->state == RS_FILE_ALTERED) {
+            add_line(r, "REWRITTEN %s (its rows kept, its stored_crc32 made again from its bytes)",
+                     v->msg ? v->msg : bd->paths[k]);
+            r->rewritten++;
+            if (!(p->reread[p->nreread++] = strdup(bd->names[k])))
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
         }
         if (p->indexes[k].state == RS_FILE_DAMAGED) {
             add_line(r, "DAMAGE %s", p->indexes[k].msg ? p->indexes[k].msg : "a key index");
@@ -206,6 +216,8 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
     }
     if (p->ncut > 1)
         qsort(p->cut, p->ncut, sizeof *p->cut, cmp_name);
+    if (p->nreread > 1)
+        qsort(p->reread, p->nreread, sizeof *p->reread, cmp_name);
     for (size_t k = 0; k < bd->nfiles; k++)
         if (p->lose[k])
             not_kept(bd, k, bd->file_slot[k] == SIZE_MAX ? &bd->m : &bd->gens[bd->file_slot[k]], r);
@@ -232,7 +244,8 @@ static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *h
         const char *name = bd->names[k];
         take[k] = p->lose[k] ? RS_TAKE_NONE
                   : p->ncut && bsearch(&name, p->cut, p->ncut, sizeof *p->cut, cmp_name) ? RS_TAKE_CUT
-                                                                                        : RS_TAKE_WHOLE;
+                  : p->nreread && bsearch(&name, p->reread, p->nreread, sizeof *p->reread, cmp_name) ? RS_TAKE_REREAD
+                                                                                                   : RS_TAKE_WHOLE;
     }
     if (!p->base_lost)
         return 0;
@@ -290,6 +303,7 @@ static void plan_free(plan *p, size_t nfiles)
     rs_bucketdir_verdicts_free(p->indexes, nfiles);
     free(p->lose);
     rs_free_strings(p->cut, p->ncut);
+    rs_free_strings(p->reread, p->nreread);
 }
 
 /* Checks bd (every file read: rs_bucketdir_check_all), says what it found,
@@ -307,7 +321,7 @@ static int repair_open(const rs_repair_job_opts *o, int lockfd, rs_bucketdir *bd
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (rs_bucketdir_check_all(bd, 0, p.files, p.indexes, err) == 0)
         rc = survey(bd, &p, r, err);
-    int nothing = rc == 0 && !p.chain && !p.nlost && !p.ncut && !r->indexes_dropped && !r->lost_generations;
+    int nothing = rc == 0 && !p.chain && !p.nlost && !p.ncut && !p.nreread && !r->indexes_dropped && !r->lost_generations;
     if (rc == 0 && nothing)
         r->whole = 1;
     if (rc == 0 && !nothing) {
