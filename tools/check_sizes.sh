@@ -3,7 +3,10 @@
 #   - every command file src/cli/cmd_*.c holds at most 300 lines (option
 #     parsing, running and printing go to files of their own: plan_args.c,
 #     plan_print.c, dedup_print.c, simulate_print.c ...);
-#   - no function in src/**/*.c spans more than 120 lines, from the line
+#   - no file in src/ holds more than 1,000 lines (split it by job, with
+#     a private header of its directory for what the parts share);
+#   - no function in src/**/*.c or src/**/*.h (the *_body.h templates, the
+#     static inline helpers) spans more than 120 lines, from the line
 #     that names it (at column 0) to its closing brace (at column 0), unless
 #     tools/check_sizes.allow lists it (FILE FUNCTION REASON, the reason
 #     the one a comment above the function gives); an entry whose function
@@ -16,7 +19,7 @@ set -euo pipefail
 . "$(cd "$(dirname "$0")" && pwd)/allow_list.sh"
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
-max_cmd=300 max_fn=120
+max_cmd=300 max_fn=120 max_file=1000
 allow=tools/check_sizes.allow
 fail=0
 
@@ -28,11 +31,19 @@ for f in src/cli/cmd_*.c; do
     fi
 done
 
+for f in $(find src -name '*.[ch]' | LC_ALL=C sort); do
+    n=$(wc -l < "$f")
+    if [ "$n" -gt "$max_file" ]; then
+        echo "check_sizes: $f: $n lines, more than $max_file: split it by job" >&2
+        fail=1
+    fi
+done
+
 # FILE<TAB>FUNCTION<TAB>LINE<TAB>LENGTH of every function over the limit. A
 # function starts at the last line at column 0 naming it before a '{' at
 # column 0 (the project's style: the brace on a line of its own), and ends
 # at the next '}' at column 0.
-long=$(find src -name '*.c' | LC_ALL=C sort | xargs awk -v max="$max_fn" '
+long=$(find src -name '*.[ch]' | LC_ALL=C sort | xargs awk -v max="$max_fn" '
     FNR == 1 { head = 0; start = 0 }
     start == 0 && /^[A-Za-z_].*\(/ {
         head = FNR
@@ -60,5 +71,5 @@ done <<< "$long"
 
 allow_stale check_sizes "$allow" "$long" "not a function over $max_fn lines" || fail=1
 
-[ "$fail" -eq 0 ] && echo "check_sizes: command files <= $max_cmd lines, functions <= $max_fn lines (or listed)"
+[ "$fail" -eq 0 ] && echo "check_sizes: command files <= $max_cmd lines, files <= $max_file, functions <= $max_fn lines (or listed)"
 exit "$fail"

@@ -171,6 +171,47 @@ __attribute__((target("avx512bw"))) static inline void classify4_avx512(const un
 }
 #endif
 
+/* The row of a record [s, t) whose masks were read (rows_body.h): field
+ * is its count of delimiters, [ks, ke) its key column as far as found
+ * (fstart: where its last field starts), inl whether a line end lies in
+ * its bytes (in quotes). 0, or -1 when the record takes the slow path:
+ * longer than maxrec, a missing key column, or a key with "" to halve.
+ * Inlined into each ROWS_NAME, so that its values stay in registers. */
+static inline __attribute__((always_inline)) int row_fill(rs_csv_row *r, const char *p, size_t s, size_t t,
+                                                          size_t end, size_t maxrec, uint32_t field, uint32_t klim,
+                                                          size_t fstart, size_t ks, size_t ke, uint64_t inl)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    const uint32_t kcol = klim ? klim - 1 : 0;
+    if (t - s > maxrec)
+        return -1;
+    r->off = s;
+    r->next = t == end ? end : u[t] == '\n' ? t + 1 : t + 1 < end && u[t + 1] == '\n' ? t + 2 : t + 1;
+    r->key = p + s;
+    r->keylen = 0;
+    if (t == s && t < end) { /* an empty line */
+        r->len = 0;
+        r->nfields = 0;
+        r->lines = 1;
+        return 0;
+    }
+    if (field + 1 < klim)
+        return -1; /* a missing key column: rs_csv_next says so */
+    if (klim && field == kcol)
+        ks = fstart, ke = t;
+    if (klim && ke > ks && u[ks] == '"') { /* quoted: without its quotes */
+        ks++, ke--;
+        if (memchr(u + ks, '"', ke - ks))
+            return -1; /* "" to halve: rs_csv_next builds it in scratch */
+    }
+    r->len = t - s;
+    r->nfields = field + 1;
+    r->lines = (t < end) + (inl ? inner_lines(u + s, t - s) : 0);
+    r->key = p + ks;
+    r->keylen = ke - ks;
+    return 0;
+}
+
 #define ROWS_NAME rows_scalar
 #define LOAD_NAME load_scalar
 #define NEXT_NAME next_block_scalar

@@ -6,7 +6,7 @@
  * classify4_* in rows.c), PREFIX_XOR the quote parity (prefix_xor or
  * prefix_xor_clmul), ROW_SPAN_FAST 1 to read records within RS_ROW_SPAN
  * blocks off the masks at once. The including file provides slow() and
- * inner_lines(). Not a public header. */
+ * row_fill() (a record's row). Not a public header. */
 
 /* The masks of block k from its classes q, dl, cr, lf, carrying quote
  * parity and "an opening quote may follow" in *in_end and *open_ok; left
@@ -217,35 +217,9 @@ static int ROWS_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, uint32_
             m = ~(uint64_t)0;
         }
     record:
-        if (t - s > maxrec)
+        if (row_fill(&rows[n], c->p, s, t, end, maxrec, field, klim, fstart, ks, ke, inl) != 0)
             goto slow;
-        rs_csv_row *r = &rows[n];
-        r->off = s;
-        r->next = t == end ? end : u[t] == '\n' ? t + 1 : t + 1 < end && u[t + 1] == '\n' ? t + 2 : t + 1;
-        r->key = c->p + s;
-        r->keylen = 0;
-        if (t == s && t < end) { /* an empty line */
-            r->len = 0;
-            r->nfields = 0;
-            r->lines = 1;
-        } else {
-            if (field + 1 < klim)
-                goto slow; /* a missing key column: rs_csv_next says so */
-            if (klim && field == kcol)
-                ks = fstart, ke = t;
-            if (klim && ke > ks && u[ks] == '"') { /* quoted: without its quotes */
-                ks++, ke--;
-                if (memchr(u + ks, '"', ke - ks))
-                    goto slow; /* "" to halve: rs_csv_next builds it in scratch */
-            }
-            r->len = t - s;
-            r->nfields = field + 1;
-            r->lines = (t < end) + (inl ? inner_lines(u + s, t - s) : 0);
-            r->key = c->p + ks;
-            r->keylen = ke - ks;
-        }
-        n++;
-        c->pos = r->next;
+        c->pos = rows[n++].next;
         continue;
     slow:
         c->loaded = 0;

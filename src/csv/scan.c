@@ -237,6 +237,99 @@ oom:
 
 enum { ST_UNQ, ST_QUO, ST_AFTERQ };
 
+/* The checks of rs_csv_next before its first byte (scan_body.h): the
+ * delimiter, the key spec (*klim: 1 + the last key column, 0 without a
+ * key) and an empty input; the record's counts set to 0. RS_CSV_OK to go
+ * on, else what rs_csv_next returns. */
+static inline __attribute__((always_inline)) int scan_start(const rs_csv_dialect *d, const rs_csv_keyspec *key,
+                                                            size_t avail, rs_csv_record *rec, uint32_t *klim,
+                                                            rs_csv_fault *fault)
+{
+    const unsigned char delim = (unsigned char)d->delim;
+    if (delim == '"' || delim == '\r' || delim == '\n')
+        return fail(fault, E_DELIM, 0, 0);
+    if (key != NULL) {
+        if (key->ncols == 0 || key->ncols > RS_CSV_MAX_KEY_COLS)
+            return fail(fault, E_KEYSPEC, 0, 0);
+        for (uint32_t i = 0; i < key->ncols; i++)
+            if (key->cols[i] >= *klim)
+                *klim = key->cols[i] == UINT32_MAX ? UINT32_MAX : key->cols[i] + 1;
+    }
+
+    rec->len = rec->consumed = 0;
+    rec->nfields = rec->lines = 0;
+    if (avail == 0)
+        return RS_CSV_MORE;
+    return RS_CSV_OK;
+}
+
+/* The end of a record of rs_csv_next (scan_body.h), with its scan's state:
+ * terminated by the CR or LF outside quotes at p[t] (terminated 1), or out
+ * of bytes (0) in `state` at lim (avail, or maxrec when the record may be
+ * no longer). Takes the terminator, keeps the last field, sets *rec and
+ * makes the key. What rs_csv_next returns. Inlined into each SCAN_NAME, so
+ * that its values stay in registers. */
+static inline __attribute__((always_inline)) int
+scan_end(int terminated, int state, size_t t, size_t lim, size_t maxrec, const char *p, size_t avail, int at_eof,
+         const rs_csv_keyspec *key, key_spans *ks, uint32_t klim, uint32_t field, size_t fstart, int cq,
+         uint32_t lines, rs_csv_record *rec, const char **keyp, size_t *keylen, rs_buf *scratch,
+         rs_csv_fault *fault)
+{
+    const unsigned char *u = (const unsigned char *)p;
+    if (terminated)
+        goto terminated;
+    if (lim < avail) { /* byte maxrec exists: only a terminator may stand there */
+        unsigned char c = u[lim];
+        if (state != ST_QUO && (c == '\r' || c == '\n')) {
+            t = lim;
+            goto terminated;
+        }
+        return fail(fault, E_LONG, maxrec, field + 1);
+    }
+    if (!at_eof)
+        return RS_CSV_MORE;
+    if (state == ST_QUO)
+        return fail(fault, E_UNTERM, fstart, field + 1);
+    rec->consumed = avail; /* the last record, without a terminator */
+    t = avail;
+    goto complete;
+
+terminated: /* u[t] is CR or LF outside quotes */
+    if (u[t] == '\n') {
+        rec->consumed = t + 1;
+    } else if (t + 1 < avail) {
+        rec->consumed = t + 1 + (u[t + 1] == '\n');
+    } else if (at_eof) {
+        rec->consumed = t + 1;
+    } else {
+        return RS_CSV_MORE;
+    }
+    lines++;
+    if (t == 0) { /* empty line */
+        rec->lines = lines;
+        if (key != NULL) {
+            *keyp = p;
+            *keylen = 0;
+        }
+        return RS_CSV_OK;
+    }
+
+complete:
+    if (field < klim)
+        keep(key, ks, field, fstart, t, cq);
+    rec->len = t;
+    rec->nfields = field + 1;
+    rec->lines = lines;
+    if (key == NULL)
+        return RS_CSV_OK;
+    if (ks->found != (1u << key->ncols) - 1) {
+        for (uint32_t i = 0; i < key->ncols; i++)
+            if (!(ks->found & (1u << i)))
+                return fail(fault, E_MISSING, t, key->cols[i] + 1);
+    }
+    return make_key(key, ks, p, keyp, keylen, scratch, fault);
+}
+
 /* rs_csv_next, once per instruction set. */
 #define SCAN_NAME next_scalar
 #define CLASSIFY classify_scalar

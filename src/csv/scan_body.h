@@ -1,8 +1,9 @@
 /* src/csv/scan_body.h - the body of rs_csv_next, included by scan.c once per
  * instruction set: SCAN_NAME is the function to define, CLASSIFY(s, delim,
  * &dm, &om) the block classifier (see classify_* in scan.c) it uses. The
- * including file provides fail(), keep(), make_key(), count_lines(), BLK and
- * the ST_* states. Not a public header; not for other files. */
+ * including file provides fail(), keep(), count_lines(), scan_start() (the
+ * checks before the first byte), scan_end() (a record's end), BLK and the
+ * ST_* states. Not a public header; not for other files. */
 
 static int SCAN_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *p,
                      size_t avail, int at_eof, rs_csv_record *rec, const char **keyp,
@@ -12,37 +13,23 @@ static int SCAN_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, const c
     if (fault == NULL)
         fault = &spare;
     const unsigned char delim = (unsigned char)d->delim;
-    if (delim == '"' || delim == '\r' || delim == '\n')
-        return fail(fault, E_DELIM, 0, 0);
-
     /* Fields with index < klim are key candidates; beyond it only counted. */
     uint32_t klim = 0;
     key_spans ks;
     ks.found = 0;
-    if (key != NULL) {
-        if (key->ncols == 0 || key->ncols > RS_CSV_MAX_KEY_COLS)
-            return fail(fault, E_KEYSPEC, 0, 0);
-        for (uint32_t i = 0; i < key->ncols; i++)
-            if (key->cols[i] >= klim)
-                klim = key->cols[i] == UINT32_MAX ? UINT32_MAX : key->cols[i] + 1;
-    }
-
-    rec->len = rec->consumed = 0;
-    rec->nfields = rec->lines = 0;
-    if (avail == 0)
-        return RS_CSV_MORE;
+    int go = scan_start(d, key, avail, rec, &klim, fault);
+    if (go != RS_CSV_OK)
+        return go;
 
     const unsigned char *u = (const unsigned char *)p;
     const size_t maxrec = d->max_record ? d->max_record : SIZE_MAX;
     const size_t lim = avail < maxrec ? avail : maxrec; /* bytes allowed in the record */
-    size_t fstart = 0, base = 0, t;
+    size_t fstart = 0, base = 0, t = 0;
     uint32_t field = 0, lines = 0;
-    int cq = 0, state;
+    int cq = 0, state, term;
 
-    if (u[0] == '\n' || u[0] == '\r') { /* an empty line */
-        t = 0;
+    if (u[0] == '\n' || u[0] == '\r') /* an empty line: t = 0 */
         goto terminated;
-    }
 
     for (;;) {
         if (base >= lim) {
@@ -128,56 +115,14 @@ static int SCAN_NAME(const rs_csv_dialect *d, const rs_csv_keyspec *key, const c
     }
 
 out_of_bytes:
-    if (lim < avail) { /* byte maxrec exists: only a terminator may stand there */
-        unsigned char c = u[lim];
-        if (state != ST_QUO && (c == '\r' || c == '\n')) {
-            t = lim;
-            goto terminated;
-        }
-        return fail(fault, E_LONG, maxrec, field + 1);
-    }
-    if (!at_eof)
-        return RS_CSV_MORE;
-    if (state == ST_QUO)
-        return fail(fault, E_UNTERM, fstart, field + 1);
-    rec->consumed = avail; /* the last record, without a terminator */
-    t = avail;
-    goto complete;
-
+    term = 0;
+    goto end;
 terminated: /* u[t] is CR or LF outside quotes */
-    if (u[t] == '\n') {
-        rec->consumed = t + 1;
-    } else if (t + 1 < avail) {
-        rec->consumed = t + 1 + (u[t + 1] == '\n');
-    } else if (at_eof) {
-        rec->consumed = t + 1;
-    } else {
-        return RS_CSV_MORE;
-    }
-    lines++;
-    if (t == 0) { /* empty line */
-        rec->lines = lines;
-        if (key != NULL) {
-            *keyp = p;
-            *keylen = 0;
-        }
-        return RS_CSV_OK;
-    }
-
-complete:
-    if (field < klim)
-        keep(key, &ks, field, fstart, t, cq);
-    rec->len = t;
-    rec->nfields = field + 1;
-    rec->lines = lines;
-    if (key == NULL)
-        return RS_CSV_OK;
-    if (ks.found != (1u << key->ncols) - 1) {
-        for (uint32_t i = 0; i < key->ncols; i++)
-            if (!(ks.found & (1u << i)))
-                return fail(fault, E_MISSING, t, key->cols[i] + 1);
-    }
-    return make_key(key, &ks, p, keyp, keylen, scratch, fault);
+    term = 1;
+    state = ST_UNQ;
+end: /* one call, inlined once */
+    return scan_end(term, state, t, lim, maxrec, p, avail, at_eof, key, &ks, klim, field, fstart, cq, lines, rec,
+                    keyp, keylen, scratch, fault);
 }
 
 #undef SCAN_NAME

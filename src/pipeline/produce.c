@@ -747,19 +747,70 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
     return 0;
 }
 
+/* Starts batch b with the carry: one incomplete record (at most half a
+ * batch), or, after an input's first batch, whatever reading its header
+ * brought in past that batch's target: with a small --memory, more than a
+ * batch. 0, or -1 with err (out of memory). */
+static int take_carry(pipe_state *s, batch *b, rs_error *err)
+{
+    if (rs_pipe_grow_batch(b, s->carry.len) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (s->carry.len)
+        memcpy(b->data, s->carry.data, s->carry.len);
+    b->len = s->carry.len;
+    s->carry.len = 0;
+    return 0;
+}
+
+/* Unit u of input i is read to its end, its last batch sent: closes its
+ * reader and moves to the next unit. 1 when b is to go out as the unit's
+ * last batch all the same (a unit without data rows: its counts are
+ * checked), 0 when the producer goes on to the next unit. */
+static int unit_done(pipe_state *s, batch *b, uint32_t i, const rs_input_unit *u)
+{
+    s->consumed_done += rs_reader_consumed(s->rd);
+    s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
+    if (s->o->input_checksum)
+        unit_sums(s, i);
+    rs_reader_close(s->rd);
+    s->rd = NULL;
+    int check = u->counted && !s->unit_last_sent;
+    next_unit(s);
+    if (check) {
+        b->unit_last = 1;
+        memset(b->seg, 0, sizeof b->seg);
+        return 1;
+    }
+    b->unit_first = 0;
+    return 0;
+}
+
+/* The error of a unit before the last of input `name` whose `len` last
+ * bytes are no whole record, though the next unit's header says a record
+ * starts there. */
+static void unit_cut_inside(const char *name, const rs_input_unit *u, size_t len, rs_error *err)
+{
+    rs_error_set(err, RS_EXIT_DATA,
+                 "%s: the %s at byte offsets %llu to %llu end inside a record (their last %zu "
+                 "bytes are not a whole record with its line end), yet the %s at byte offset %llu is "
+                 "flagged as starting a record (corrupt or altered %s)",
+                 name, u->zstd ? "zstd frames" : "gzip members", (unsigned long long)u->offset,
+                 (unsigned long long)(u->offset + u->size), len, u->zstd ? "frame" : "member",
+                 (unsigned long long)(u->offset + u->size), u->zstd ? "metadata frames" : "member headers");
+}
+
 /* Produces the next batch into b: records of one unit of one input, ending
  * at a record boundary (its incomplete last record waits in s->carry), or
  * sets b->end after the last input, or b->err. One thread at a time. A
  * unit whose counts are to be checked ends with a batch marked unit_last,
  * an empty one if need be.
  *
- * Kept whole: it is the producer's loop, the
- * critical path without compression (docs/performance.md), tuned by
- * measurement - quotes counted as the bytes are inflated, while they are
- * in cache, and the ramp at each input's start. Cutting it into
- * functions would pass its dozen locals through pointers or a struct,
- * which the measured code keeps in registers; its steps are commented in
- * place instead. */
+ * It is the producer's loop, the critical path without compression
+ * (docs/performance.md), tuned by measurement - quotes counted as the
+ * bytes are inflated, while they are in cache, and the ramp at each
+ * input's start. The loop's locals (target, span, cut) stay here; the
+ * steps taken once a batch or a unit (take_carry, unit_done,
+ * unit_cut_inside) are functions of their own. */
 void rs_pipe_produce(pipe_state *s, batch *b)
 {
     const rs_pipeline_opts *o = s->o;
@@ -779,19 +830,8 @@ void rs_pipe_produce(pipe_state *s, batch *b)
             }
             if (open_unit(s, b, i, &err) != 0)
                 goto fail;
-        } else {
-            /* The carry is one incomplete record (at most half a batch),
-             * or, after an input's first batch, whatever reading its header
-             * brought in past that batch's target: with a small --memory,
-             * more than a batch. */
-            if (rs_pipe_grow_batch(b, s->carry.len) != 0) {
-                rs_error_set(&err, RS_EXIT_IO, "out of memory");
-                goto fail;
-            }
-            if (s->carry.len)
-                memcpy(b->data, s->carry.data, s->carry.len);
-            b->len = s->carry.len;
-            s->carry.len = 0;
+        } else if (take_carry(s, b, &err) != 0) {
+            goto fail;
         }
         const rs_input_unit *u = &s->units[i][s->unit];
         b->input = i;
@@ -827,20 +867,8 @@ void rs_pipe_produce(pipe_state *s, batch *b)
             }
         }
         if (b->len == 0 && s->eof) {  /* this unit is done */
-            s->consumed_done += rs_reader_consumed(s->rd);
-            s->res->input[i].zero_padding += rs_reader_zero_padding(s->rd);
-            if (o->input_checksum)
-                unit_sums(s, i);
-            rs_reader_close(s->rd);
-            s->rd = NULL;
-            int check = u->counted && !s->unit_last_sent;
-            next_unit(s);
-            if (check) {  /* a unit without data rows: its counts are checked all the same */
-                b->unit_last = 1;
-                memset(b->seg, 0, sizeof b->seg);
+            if (unit_done(s, b, i, u))
                 return;
-            }
-            b->unit_first = 0;
             continue;
         }
         int by_records = o->bad_rows != RS_BAD_ROW_FAIL;
@@ -868,13 +896,7 @@ void rs_pipe_produce(pipe_state *s, batch *b)
             goto read;
         }
         if (cut == 0 && !more && !file_end) {
-            rs_error_set(&err, RS_EXIT_DATA,
-                         "%s: the %s at byte offsets %llu to %llu end inside a record (their last %zu "
-                         "bytes are not a whole record with its line end), yet the %s at byte offset %llu is "
-                         "flagged as starting a record (corrupt or altered %s)",
-                         o->inputs[i], u->zstd ? "zstd frames" : "gzip members", (unsigned long long)u->offset,
-                         (unsigned long long)(u->offset + u->size), b->len, u->zstd ? "frame" : "member",
-                         (unsigned long long)(u->offset + u->size), u->zstd ? "metadata frames" : "member headers");
+            unit_cut_inside(o->inputs[i], u, b->len, &err);
             goto fail;
         }
         if (cut == 0) {  /* no boundary in a whole batch */
