@@ -13,9 +13,8 @@
 #include "cli/opt.h"
 #include "util/numparse.h"
 
-/* The ring options as given (cli/optgroups.c); defaults are applied by
- * rs_cli_ring_finish once the scheme is known, so options may come in any
- * order. --down adds up when given again. */
+/* The ring options as given (cli/optgroups.c): an rs_ring_spec whose
+ * --down lists the parser adds up. */
 typedef struct {
     const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *compat;
     rs_opt_list down;
@@ -74,16 +73,11 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
 /* The command whose options rs_opt_parse reads (for --metrics). */
 const char *rs_opt_command_name(void);
 
-/* Builds opts and the node list from the recorded options (default: the
- * ring scheme on 1000 nodes). Returns 0 or -1 with err (RS_EXIT_USAGE for
- * bad values, RS_EXIT_DATA for a bad node file). */
+/* rs_ring_spec_resolve (ringshard/ring.h) of the recorded options; 1 if
+ * any ring option was given (for commands that take the ring from a
+ * manifest instead); rs_cli_ring_finish + rs_ring_build. */
 int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *opts, rs_nodes *nodes, rs_error *err);
-
-/* 1 if any ring option was given (for commands that take the ring from a
- * manifest instead), else 0. */
 int rs_cli_ring_given(const rs_cli_ring *ro);
-
-/* rs_cli_ring_finish + rs_ring_build. */
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
 
 /* rs_cli_ring_build for a run bounded by --memory: a ring whose build
@@ -128,22 +122,12 @@ void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations,
  * 1 GiB memory, gzip level 1 output. */
 void rs_cli_input_defaults(rs_pipeline_opts *po);
 
-/* Records --files-from LIST (list 1: several allowed, at most one "-")
- * or --null (list 0) (cli/filesfrom.c). 0, or -1 with err (RS_EXIT_USAGE:
- * "-" twice). */
+/* --files-from LIST (list 1) or --null (list 0), recorded; 1 if a
+ * --files-from was given; the inputs: args[0..nargs), then every list's
+ * entries (ringshard/filelist.h), collective under MPI (rank 0 reads the
+ * lists and checks the files). 0, or -1 with err. */
 int rs_cli_files_from_option(int list, const char *arg, rs_error *err);
-
-/* 1 if a --files-from was given (commands that take no INPUT refuse it). */
 int rs_cli_files_from_given(void);
-
-/* The inputs: args[0..nargs), then every list's entries, lists in option
- * order; *inputs stays valid until exit. Collective under MPI (rank 0 reads
- * the lists and sends them to the others, and checks the files). Returns 0,
- * or -1 with err naming the list and its line: RS_EXIT_USAGE for an empty
- * line or entry, a CR at a line's end, a NUL in a line, '-' both as the list
- * and as an input, a file given twice (by any name: st_dev and st_ino) where
- * the second is a list's; RS_EXIT_IO for a list or a listed file that cannot
- * be opened, or a directory. */
 int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
                              rs_error *err);
 

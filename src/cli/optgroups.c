@@ -116,7 +116,7 @@ const rs_opt rs_opt_hash = {
 const rs_opt rs_opt_seed = {.name = "seed", .arg = "N", .help = "hash seed (default: the hash's own, 0 or 0x1234ABCD)",
                             .kind = RS_KIND_INT, .min = 0, .max = UINT64_MAX, RING(seed)};
 const rs_opt rs_opt_nodes = {.name = "nodes", .arg = "N", .help = "nodes named \"0\"..\"N-1\" (default 1000)",
-                             .kind = RS_KIND_INT, .min = 1, .max = 10000000, RING(nodes)};
+                             .kind = RS_KIND_INT, .min = 1, .max = RS_RING_NODES_MAX, RING(nodes)};
 const rs_opt rs_opt_nodes_file = {
     .name = "nodes-file", .arg = "FILE",
     .help = "one node a line: name [weight] [down]; # comments; a name with\n"
@@ -124,9 +124,9 @@ const rs_opt rs_opt_nodes_file = {
     .kind = RS_KIND_STRING, RING(nodes_file)};
 const rs_opt rs_opt_vnodes = {.name = "vnodes", .arg = "V",
                               .help = "ring: points per node (200); ketama: points per node (160)",
-                              .kind = RS_KIND_INT, .min = 1, .max = 100000000, RING(vnodes)};
+                              .kind = RS_KIND_INT, .min = 1, .max = RS_RING_VNODES_MAX, RING(vnodes)};
 const rs_opt rs_opt_slots = {.name = "slots", .arg = "S", .help = "slots: the number of slots (1024)",
-                             .kind = RS_KIND_INT, .min = 1, .max = 100000000, RING(vnodes)};
+                             .kind = RS_KIND_INT, .min = 1, .max = RS_RING_VNODES_MAX, RING(vnodes)};
 const rs_opt rs_opt_label = {.name = "label", .arg = "TEMPLATE",
                              .help = "label of a virtual node: {node} and {i} (ring: {node}&Node{i},\n"
                                      "ketama: {node}{i}; libketama/twemproxy: {node}-{i})",

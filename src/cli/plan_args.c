@@ -13,7 +13,7 @@
 #define FLAG_AT(field) .kind = RS_KIND_FLAG, RS_AT(P, field), .set = 1
 
 static const rs_opt opt_old_nodes = {.name = "old-nodes", .arg = "N", .help = "nodes \"0\"..\"N-1\" (same as --nodes)",
-                                     .kind = RS_KIND_INT, RS_AT(P, ro.nodes), .min = 1, .max = 10000000,
+                                     .kind = RS_KIND_INT, RS_AT(P, ro.nodes), .min = 1, .max = RS_RING_NODES_MAX,
                                      .flags = RS_OPTF_DEFER, .given = RS_GIVEN_RING};
 static const rs_opt opt_old_nodes_file = {.name = "old-nodes-file", .arg = "FILE",
                                           .help = "a node file (same as --nodes-file)", .kind = RS_KIND_STRING,
@@ -26,7 +26,7 @@ static const rs_opt opt_from_buckets = {.name = "from-buckets", .arg = "DIR",
 static const rs_opt opt_ring_only = {.name = "ring-only", .help = "with --from-buckets: use only the ring, read no rows",
                                      FLAG_AT(o.ring_only)};
 static const rs_opt opt_new_nodes = {.name = "new-nodes", .arg = "N", .help = "nodes \"0\"..\"N-1\"",
-                                     .kind = RS_KIND_INT, RS_AT(P, new_nodes), .min = 1, .max = 10000000,
+                                     .kind = RS_KIND_INT, RS_AT(P, new_nodes), .min = 1, .max = RS_RING_NODES_MAX,
                                      .flags = RS_OPTF_DEFER};
 static const rs_opt opt_new_nodes_file = {.name = "new-nodes-file", .arg = "FILE", .help = "a node file",
                                           STRING_AT(new_nodes_file)};
