@@ -26,7 +26,7 @@ extern const rs_opt rs_opt_help, rs_opt_quiet, rs_opt_threads, rs_opt_memory, rs
     rs_opt_metrics;
 extern const rs_opt rs_opt_scheme, rs_opt_hash, rs_opt_seed, rs_opt_nodes, rs_opt_nodes_file, rs_opt_vnodes,
     rs_opt_slots, rs_opt_label, rs_opt_sign, rs_opt_order, rs_opt_down, rs_opt_compat;
-extern const rs_opt rs_opt_key, rs_opt_key_sep, rs_opt_delimiter, rs_opt_header, rs_opt_no_header,
+extern const rs_opt rs_opt_input_operand, rs_opt_key, rs_opt_key_sep, rs_opt_delimiter, rs_opt_header, rs_opt_no_header,
     rs_opt_max_record, rs_opt_on_bad_row, rs_opt_allow_empty, rs_opt_files_from, rs_opt_null;
 extern const rs_opt rs_opt_append, rs_opt_on_seen, rs_opt_commit_every;
 extern const rs_opt rs_opt_z, rs_opt_capacity, rs_opt_tsv, rs_opt_svg, rs_opt_html;
@@ -39,17 +39,16 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
 #define RS_USE_AS(row, T, at, syn, text) {&(row), offsetof(T, at), text, syn}
 #define RS_HELP_USE {&rs_opt_help, 0, NULL, NULL}
 #define RS_RING_SECTION(T, R)                                                                              \
-    {"Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n", 22,                  \
+    {NULL, 22,                                                                                             \
      (const rs_opt_use[]){RS_USE(rs_opt_scheme, T, R), RS_USE(rs_opt_hash, T, R), RS_USE(rs_opt_seed, T, R),     \
                           RS_USE(rs_opt_nodes, T, R), RS_USE(rs_opt_nodes_file, T, R),                     \
                           RS_USE(rs_opt_vnodes, T, R), RS_USE(rs_opt_slots, T, R), RS_USE(rs_opt_label, T, R), \
                           RS_USE(rs_opt_sign, T, R), RS_USE(rs_opt_order, T, R), RS_USE(rs_opt_down, T, R),  \
                           RS_USE(rs_opt_compat, T, R), {NULL, 0, NULL, NULL}},                                   \
-     NULL, 0}
+     NULL, 0, "Ring options", "the default is the Java/Guava ring: 1000 nodes x 200 vnodes"}
 #define RS_INPUT_SECTION(T, P, Q, tail)                                                                    \
-    {"Input options:\n"                                                                                    \
-     "  INPUT...               CSV files, gzip, zstd or plain (by content), '-' = stdin\n", 25,             \
-     (const rs_opt_use[]){RS_USE(rs_opt_key, T, P), RS_USE(rs_opt_key_sep, T, P),                          \
+    {NULL, 25,                                                                                             \
+     (const rs_opt_use[]){{&rs_opt_input_operand, 0, NULL, NULL}, RS_USE(rs_opt_key, T, P), RS_USE(rs_opt_key_sep, T, P), \
                           RS_USE(rs_opt_delimiter, T, P), RS_USE(rs_opt_header, T, P),                     \
                           RS_USE(rs_opt_no_header, T, P), RS_USE(rs_opt_max_record, T, P.dialect.max_record),                 \
                           RS_USE(rs_opt_on_bad_row, T, P), RS_USE(rs_opt_threads, T, P.threads),           \
@@ -57,15 +56,15 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
                           RS_USE(rs_opt_zlib, T, P.codec), RS_USE(rs_opt_quiet, T, Q),                     \
                           RS_USE(rs_opt_allow_empty, T, P), RS_USE(rs_opt_files_from, T, P),               \
                           RS_USE(rs_opt_null, T, P), {NULL, 0, NULL, NULL}},                                     \
-     tail, RS_CLI_GIVEN_INPUT}
+     tail, RS_CLI_GIVEN_INPUT, "Input options", NULL}
 #define RS_METRICS_SECTION(T, tail)                                                                        \
-    {"Monitoring:\n", 25, (const rs_opt_use[]){{&rs_opt_metrics, 0, NULL, NULL}, {NULL, 0, NULL, NULL}}, tail, 0}
+    {NULL, 25, (const rs_opt_use[]){{&rs_opt_metrics, 0, NULL, NULL}, {NULL, 0, NULL, NULL}}, tail, 0, "Monitoring", NULL}
 #define RS_APPEND_SECTION(T, A)                                                                            \
-    {"Append options (a directory that grows, run after run: docs/bucket.md):\n", 25,                      \
+    {NULL, 25,                                                                                             \
      (const rs_opt_use[]){RS_USE(rs_opt_append, T, A), RS_USE(rs_opt_on_seen, T, A),                      \
                           RS_USE(rs_opt_commit_every, T, A), {NULL, 0, NULL, NULL}},                             \
-     "\n", 0}
-#define RS_SECTIONS_END {NULL, 0, NULL, NULL, 0}
+     "\n", 0, "Append options", "a directory that grows, run after run: docs/bucket.md"}
+#define RS_SECTIONS_END {NULL, 0, NULL, NULL, 0, NULL, NULL}
 
 /* A given-mask bit beside RS_GIVEN_* (job_bucket.h): an input option. */
 #define RS_CLI_GIVEN_INPUT (1u << 24)

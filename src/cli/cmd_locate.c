@@ -24,18 +24,19 @@ static const rs_opt opt_no_header = {.name = "no-header", .help = "no header lin
 
 static const rs_opt_command locate_command = {
     "locate",
+    "ringshard locate [OPTIONS] [KEY...]",
+    "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
+    "LF-terminated, a CR before the LF is removed), one TSV line:\n"
+    "  key  position  node        (node = the owning node's name)\n"
+    "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard locate [OPTIONS] [KEY...]\n"
-         "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
-         "LF-terminated, a CR before the LF is removed), one TSV line:\n"
-         "  key  position  node        (node = the owning node's name)\n"
-         "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n\n",
+        {"\n",
          18,
          (const rs_opt_use[]){RS_USE_HELP(rs_opt_max_record, locate_args, max,
                                           "longest line of standard input (default 32M): a longer\n"
                                           "one is an error (exit 2), so that memory stays bounded"),
                               {&opt_explain, 0, NULL, NULL}, {&opt_no_header, 0, NULL, NULL}, RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_RING_SECTION(locate_args, ro),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

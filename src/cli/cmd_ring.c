@@ -22,14 +22,15 @@ static const rs_opt opt_description = {.name = "description", .help = "instead, 
 
 static const rs_opt_command ring_command = {
     "ring",
+    "ringshard ring [OPTIONS]",
+    "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
+    "fingerprint, and each node's share of the position space (min, mean,\n"
+    "max, max/mean).\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard ring [OPTIONS]\n"
-         "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
-         "fingerprint, and each node's share of the position space (min, mean,\n"
-         "max, max/mean).\n\n",
+        {"\n",
          18, (const rs_opt_use[]){{&opt_points, 0, NULL, NULL}, {&opt_shares, 0, NULL, NULL}, {&opt_description, 0, NULL, NULL},
                                   RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_RING_SECTION(ring_args, ro),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

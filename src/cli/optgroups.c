@@ -102,7 +102,7 @@ const rs_opt rs_opt_metrics = {.name = "metrics", .arg = "FILE",
                                        "standard output",
                                .kind = RS_KIND_STRING, .off = RS_OPT_NOWHERE, .apply = metrics_apply};
 
-/* ---- the ring options (rs_cli_ring; checked by rs_cli_ring_finish) ---------- */
+/* ---- the ring options (rs_cli_ring; checked by rs_ring_spec_resolve) ---------- */
 
 #define RING(field) RS_AT(rs_cli_ring, field), .flags = RS_OPTF_DEFER, .given = RS_GIVEN_RING
 const rs_opt rs_opt_scheme = {.name = "scheme", .arg = "NAME", .help = "ring (default), ketama, slots, modulo, jump",
@@ -206,6 +206,10 @@ static int files_from_apply(void *base, const rs_opt *o, const char *arg, rs_err
     (void)base;
     return rs_cli_files_from_option(o->arg != NULL, arg, err);
 }
+
+/* The inputs' line of --help: an operand, not an option. */
+const rs_opt rs_opt_input_operand = {.name = "INPUT...", .help = "CSV files, gzip, zstd or plain (by content), '-' = stdin",
+                                     .off = RS_OPT_NOWHERE, .flags = RS_OPTF_OPERAND, .synopsis = "INPUT..."};
 
 const rs_opt rs_opt_key = {.name = "key", .arg = "COL[,COL...]",
                            .help = "key column(s) by header name or 1-based index (default 1);\n"
