@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "ringshard/outfile.h"
+#include "ringshard/util.h"
 #include "support.h"
 #include "wait.h"
 
@@ -183,4 +186,31 @@ Test(outfile, library_commit_and_abort)
     cr_assert(strstr(err.msg, "no/such/dir/t.txt: cannot create: No such file or directory"), "%s", err.msg);
     free(dir);
     no_temporaries();
+}
+
+/* rs_path_within, by real places: relative, "..", and symbolic links
+ * (also dangling: fopen "w" would create their target) count; a sibling
+ * whose name starts with the directory's does not. */
+Test(path, within_by_real_places)
+{
+    char *d = make_tmpdir(), *cwd = getcwd(NULL, 0);
+    cr_assert_eq(chdir(d), 0);
+    cr_assert_eq(mkdir("out", 0755), 0);
+    cr_assert_eq(mkdir("outer", 0755), 0);
+    cr_assert_eq(symlink("out/new.csv", "dangling"), 0);
+    cr_assert_eq(symlink("out", "alias"), 0);
+    cr_assert_eq(rs_path_within("out/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("outer/../out/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("alias/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("dangling", "out"), 1);
+    cr_assert_eq(mkdir("out/sub", 0755), 0);
+    cr_assert_eq(rs_path_within("out/sub/c.csv", "out/"), 1, "below");
+    cr_assert_eq(rs_path_within("x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("outer/x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("out/../x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("x.csv", "not-yet"), 0);
+    cr_assert_eq(rs_path_within("not-yet/x.csv", "not-yet"), 1, "an output directory that does not exist yet");
+    cr_assert_eq(chdir(cwd), 0);
+    free(cwd);
+    remove_tree(d);
 }

@@ -187,7 +187,8 @@ typedef struct {
  * conflicting value (an unknown scheme, hash or client; --compat with
  * --scheme, --hash, --seed, --vnodes, --label, --sign or --order; --nodes
  * with --nodes-file; a number out of range; a label of RS_LABEL_MAX bytes
- * or more), RS_EXIT_DATA for a bad node file or an unknown node in down.
+ * or more; a node in down that is not listed), or rs_nodes_load's for the
+ * node file.
  * On success the caller frees nodes (rs_nodes_free). */
 int rs_ring_spec_resolve(const rs_ring_spec *spec, rs_ring_opts *opts, rs_nodes *nodes, rs_error *err);
 

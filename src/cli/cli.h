@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "ringshard/deflate.h"
 #include "ringshard/error.h"
 #include "ringshard/metrics.h"
 #include "ringshard/pipeline.h"
@@ -148,23 +149,11 @@ int rs_cli_input_settle(rs_pipeline_opts *po, int quiet);
  * in a build without libzstd). `what` names the option in messages. */
 int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err);
 
-/* Parses a --level value: an integer in the union of the gzip and zstd
- * ranges (RS_ZSTD_LEVEL_MIN to RS_ZSTD_LEVEL_MAX); rs_cli_level_check
- * then checks it against the codec. 0, or -1 with err (RS_EXIT_USAGE). */
-int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *err);
-
-/* Checks level against compress once all options are parsed: gzip (and
- * none) 1-9, zstd any of its levels but 0. 0, or -1 with err (RS_EXIT_USAGE). */
-int rs_cli_level_check(const char *what, int compress, int level, rs_error *err);
-
 /* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
  * directory (a quarantine file, a report) when it lies inside outdir or
- * below: publishing replaces outdir, so the file would be lost. Compared by
- * real paths: the file's directory (an existing file's own real path, so a
- * symbolic link into outdir counts) against outdir's (its parent's plus its
- * name while it does not exist), so "./", "..", relative and linked forms
- * are caught. what is the option as the message shows it ("--duplicates ").
- * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
+ * below (rs_path_within): publishing replaces outdir, so the file would be
+ * lost. what is the option as the message shows it ("--duplicates "). path
+ * or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
 /* '-' names standard output for every option but those that name a

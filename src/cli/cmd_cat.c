@@ -63,7 +63,7 @@ static int parse(int argc, char **argv, cat_args *a)
     rs_error e = {0}, *err = &e;
     if (a->job.level == INT_MIN)
         a->job.level = a->job.compress == RS_COMPRESS_ZSTD ? 3 : 1;
-    if (rs_cli_level_check("--level", a->job.compress, a->job.level, err) != 0)
+    if (rs_level_check("--level", a->job.compress, a->job.level, err) != 0)
         return rs_cli_fail("cat", err);
     int n = argc - optind;
     if (n < 1)

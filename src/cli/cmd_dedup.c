@@ -121,7 +121,7 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int first)
         if (rs_cli_input_finish(&a->po, a->quiet, argc, argv, first, &err) < 0)
             return rs_cli_fail("dedup", &err);
     }
-    if (rs_cli_level_check("--level", a->compress, a->level, &err) != 0)
+    if (rs_level_check("--level", a->compress, a->level, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
     if (rs_cli_outside_output("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||

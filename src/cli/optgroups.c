@@ -61,7 +61,7 @@ const rs_opt rs_opt_compress = {.name = "compress", .arg = "gzip|zstd|none",
 static int level_apply(void *base, const rs_opt *o, const char *arg, rs_error *err)
 {
     (void)o;
-    return rs_cli_level_arg("--level", arg, (int *)base, err);
+    return rs_level_parse("--level", arg, (int *)base, err);
 }
 
 const rs_opt rs_opt_level = {.name = "level", .arg = "N", .help = "compression level (gzip 1-9, default 1; zstd)",

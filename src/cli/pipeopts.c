@@ -87,7 +87,7 @@ int rs_cli_input_settle(rs_pipeline_opts *po, int quiet)
 int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, int first, rs_error *err)
 {
     if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
-        rs_cli_level_check("--level", po->compress, po->level, err) != 0)
+        rs_level_check("--level", po->compress, po->level, err) != 0)
         return -1;
     size_t nargs = first < argc ? (size_t)(argc - first) : 0;
     if (!nargs && !rs_cli_files_from_given())
