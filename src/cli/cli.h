@@ -10,6 +10,7 @@
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
+#include "ringshard/text.h"
 
 #include "cli/opt.h"
 #include "util/numparse.h"
@@ -91,9 +92,6 @@ int rs_cli_fail(const char *cmd, const rs_error *err);
 /* Reports an unknown option / missing argument from getopt and returns
  * RS_EXIT_USAGE. */
 int rs_cli_usage_error(const char *cmd, const char *msg);
-
-/* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
-void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 
 /* What --append, --on-seen and --commit-every asked for (bucket, dedup),
  * and which options that shape the files the command line gave

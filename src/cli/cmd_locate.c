@@ -47,10 +47,10 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
 {
     uint64_t pos = rs_ring_position(r, key, len);
     uint32_t node = rs_ring_owner(r, pos);
-    rs_cli_put_escaped(out, key, len);
+    rs_text_put_tsv(out, key, len);
     const char *name = rs_ring_nodes(r)->names[node];
     fprintf(out, "\t%llu\t", (unsigned long long)pos);
-    rs_cli_put_escaped(out, name, strlen(name));  /* node names may hold tabs */
+    rs_text_put_tsv(out, name, strlen(name));  /* node names may hold tabs */
     if (explain) {
         uint32_t p = rs_ring_point_at(r, pos);
         if (p == UINT32_MAX) {
@@ -65,7 +65,7 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
             if ((rs_u128)end == rs_ring_space(r))
                 end = 0;
             putc('\t', out);
-            rs_cli_put_escaped(out, label, strlen(label));  /* labels hold the node's name */
+            rs_text_put_tsv(out, label, strlen(label));  /* labels hold the node's name */
             fprintf(out, "\t%llu\t%llu", (unsigned long long)start, (unsigned long long)end);
         }
     }

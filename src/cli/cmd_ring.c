@@ -104,9 +104,9 @@ static int print_points(const rs_ring *r)
         /* names and labels escaped as keys are (\\ \t \n \r): node names may hold tabs */
         const char *name = nodes->names[rs_ring_point_node(r, i)];
         printf("%llu\t", (unsigned long long)rs_ring_point_pos(r, i));
-        rs_cli_put_escaped(stdout, name, strlen(name));
+        rs_text_put_tsv(stdout, name, strlen(name));
         putchar('\t');
-        rs_cli_put_escaped(stdout, label, strlen(label));
+        rs_text_put_tsv(stdout, label, strlen(label));
         putchar('\n');
     }
     return 0;
@@ -130,7 +130,7 @@ static int print_shares(const rs_ring *r)
     fputs("node\tpoints\towned_hash_values\towned_fraction\n", stdout);
     for (uint32_t i = 0; i < nodes->count; i++)
     {
-        rs_cli_put_escaped(stdout, nodes->names[i], strlen(nodes->names[i]));
+        rs_text_put_tsv(stdout, nodes->names[i], strlen(nodes->names[i]));
         printf("\t%u\t%s\t%.9f\n", points[i], rs_u128_str(owned[i], buf), u128_to_double(owned[i]) / space);
     }
     free(owned);

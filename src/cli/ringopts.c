@@ -87,16 +87,3 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
 }
-
-void rs_cli_put_escaped(FILE *f, const char *key, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        switch (key[i]) {
-        case '\\': fputs("\\\\", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        default: putc(key[i], f);
-        }
-    }
-}

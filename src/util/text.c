@@ -140,3 +140,23 @@ size_t rs_text_controls(const char *p, size_t n, size_t *first)
     }
     return count;
 }
+
+void rs_text_put_tsv(FILE *f, const char *p, size_t n)
+{
+    size_t run = 0;   /* bytes are written in runs between escapes, not one by one */
+    for (size_t i = 0; i < n; i++) {
+        char e;
+        switch (p[i]) {
+        case '\\': e = '\\'; break;
+        case '\t': e = 't'; break;
+        case '\n': e = 'n'; break;
+        case '\r': e = 'r'; break;
+        default: continue;
+        }
+        fwrite(p + run, 1, i - run, f);
+        fputc('\\', f);
+        fputc(e, f);
+        run = i + 1;
+    }
+    fwrite(p + run, 1, n - run, f);
+}
