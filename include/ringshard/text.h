@@ -28,6 +28,11 @@
  * memory. */
 int rs_text_escape(rs_buf *out, const char *p, size_t n, size_t max, char quote);
 
+/* The letter of byte c's escape in ringshard's TSV outputs ('\\', 't',
+ * 'n' or 'r': written after a backslash), or 0 for a byte written as it
+ * is. */
+char rs_text_tsv_escape(char c);
+
 /* Writes p[0..n) to f as a field of ringshard's TSV outputs (keys, node
  * names and labels, which may hold any byte): the vectors' escapes
  * (\\ \t \n \r), and every other byte as it is. Write errors are left in

@@ -191,14 +191,9 @@ static int esc_append(rs_buf *b, const char *p, size_t len)
 {
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
-        char e;
-        switch (p[i]) {
-        case '\\': e = '\\'; break;
-        case '\t': e = 't'; break;
-        case '\n': e = 'n'; break;
-        case '\r': e = 'r'; break;
-        default: continue;
-        }
+        char e = rs_text_tsv_escape(p[i]);
+        if (!e)
+            continue;
         char pair[2] = {'\\', e};
         if (rs_buf_append(b, p + run, i - run) != 0 || rs_buf_append(b, pair, 2) != 0)
             return -1;
