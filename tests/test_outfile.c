@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ringshard/outfile.h"
+#include "ringshard/text.h"
 #include "ringshard/util.h"
 #include "support.h"
 #include "wait.h"
@@ -213,4 +214,23 @@ Test(path, within_by_real_places)
     cr_assert_eq(chdir(cwd), 0);
     free(cwd);
     remove_tree(d);
+}
+
+/* The TSV escapes of keys and names: \\ \t \n \r; every other byte (a
+ * NUL, UTF-8) as it is. */
+Test(text, tsv_escapes)
+{
+    static const char in[] = "a\\b\tc\nd\re\0f\xce\xa9";
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    cr_assert_not_null(f);
+    rs_text_put_tsv(f, in, sizeof in - 1);
+    cr_assert_eq(fclose(f), 0);
+    static const char want[] = "a\\\\b\\tc\\nd\\re\0f\xce\xa9";
+    cr_assert_eq(len, sizeof want - 1, "%zu bytes: %s", len, out);
+    cr_assert_eq(memcmp(out, want, len), 0, "%s", out);
+    cr_assert_eq(rs_text_tsv_escape('x'), 0);
+    cr_assert_eq(rs_text_tsv_escape('\0'), 0);
+    free(out);
 }
