@@ -27,7 +27,10 @@
 # other_tools_options, or a typo shown on purpose, misspelt_options).
 # Every path of the source tree that docs/*.md and README.md cite
 # (src/..., tests/..., tools/..., fixtures/...) exists.
-# Also: the README's exit-code table lists the codes `ringshard --help` does.
+# Also: the README's exit-code table lists the codes `ringshard --help` does;
+# `ringshard --dump-help`, which the pages are written from, has --help's
+# usage lines, one item per option or operand line, its commands and exit
+# codes.
 # Usage: tests/check_cli_docs.sh BUILD_DIR
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -125,6 +128,33 @@ for c in $commands; do
     done < <(lists "$c" | awk '{a[$1] = a[$1] ? a[$1] "|" $2 : $2} END {for (o in a) print o, a[o]}')
 done
 [ -f "$man1/ringshard.1" ] || bad "no ringshard(1) installed"
+
+# ---- --dump-help against --help ---------------------------------------------
+# The pages are written from `ringshard --dump-help` (no --help text read
+# back), so its parts must be --help's: for every command, its usage lines
+# are the "Usage:" lines of --help, it has as many items as --help has
+# option and operand lines, and every option --help lists is in the
+# synopsis of one of them; the program's commands and exit codes are those
+# of `ringshard --help`.
+layout=$("$RS" --dump-help)
+for c in $commands; do
+    help=$("$RS" "$c" --help)
+    want=$(sed -nE '1,/^$/ s/^(Usage: |       )(ringshard .*)$/\2/p' <<< "$help")
+    got=$(awk -F'\t' -v c="$c" '$1 == c && $2 == "usage" {print $3}' <<< "$layout")
+    [ -n "$got" ] && [ "$got" = "$want" ] || bad "$c: --dump-help's usage [$got], --help's [$want]"
+    items=$(awk -F'\t' -v c="$c" '$1 == c && $2 == "item" {print $3}' <<< "$layout")
+    n_help=$(grep -cE '^  (-|[A-Z]+\.\.\. )' <<< "$help" || true)
+    n_items=$(grep -c . <<< "$items" || true)
+    [ "$n_help" = "$n_items" ] || bad "$c: --help has $n_help option and operand lines, --dump-help $n_items items"
+    for o in $(options "$c"); do
+        grep -qE -- "(^|[ ,])$o([ ,]|\$)" <<< "$items" || bad "$c: $o is in its --help but in no item of --dump-help"
+    done
+done
+[ "$(awk -F'\t' '$1 == "ringshard" && $2 == "command" {print $3}' <<< "$layout")" = "$all_commands" ] ||
+    bad "the commands of --dump-help are not those of ringshard --help"
+want=$("$RS" --help | awk '/^Exit codes:/ {on = 1; next} on && /^ +[0-9]/ {print $1; next} on {exit}')
+[ "$(awk -F'\t' '$1 == "ringshard" && $2 == "exit" {print $3}' <<< "$layout")" = "$want" ] ||
+    bad "the exit codes of --dump-help are not those of ringshard --help"
 
 # ---- the pages' sections --------------------------------------------------
 # the pages name the reference docs by their path under the prefix they were
@@ -241,7 +271,7 @@ other_tools_options=(
 misspelt_options=(--kye)
 known=$( { "$RS" --help; for c in $commands; do "$RS" "$c" --help; done; } |
     grep -oE -- '(^|[^A-Za-z0-9_-])--[a-z][a-z0-9-]*' | grep -oE -- '--[a-z][a-z0-9-]*'
-    printf '%s\n' --help --version --dump-options "${other_tools_options[@]}" "${misspelt_options[@]}")
+    printf '%s\n' --help --version --dump-options --dump-help "${other_tools_options[@]}" "${misspelt_options[@]}")
 while IFS=: read -r f o; do
     grep -qxF -- "$o" <<< "$known" || bad "${f#"$src"/}: $o is an option of no command's --help"
 done < <(cd "$src" && grep -oE -- '(^|[^A-Za-z0-9_/-])--[a-z][a-z0-9-]*' docs/*.md README.md |

@@ -19,6 +19,7 @@
 
 #include "rs_config.h"
 #include "ringshard/deflate.h"
+#include "ringshard/filelist.h"
 #include "ringshard/reader.h"
 #include "io/io_internal.h"
 #include "support.h"
@@ -961,3 +962,144 @@ static void named_gzip_must_be_gzip(rs_codec_choice codec)
 
 Test(reader, named_gzip_must_be_gzip_auto) { named_gzip_must_be_gzip(RS_CODEC_AUTO); }
 Test(reader, named_gzip_must_be_gzip_zlib) { named_gzip_must_be_gzip(RS_CODEC_ZLIB); }
+
+/* ---- file lists (ringshard/filelist.h) ------------------------------------ */
+
+static void put_file(const char *path, const char *text, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(text, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
+}
+
+static char *test_io_dir;   /* the scratch directory of a filelist test */
+
+/* The inputs of lists args + paths (each list's text given), or the error:
+ * returns the exit code (0) and fills got with the inputs joined by ' '. */
+static int lists_run(int null, char **args, size_t nargs, const char *const *texts, size_t ntexts, const size_t *lens,
+                     char *got, size_t cap, rs_error *err)
+{
+    rs_file_lists fl = {0};
+    fl.null = null;
+    char *names[8] = {0};
+    int rc = -1;
+    for (size_t k = 0; k < ntexts; k++) {
+        names[k] = strdup(path_in(test_io_dir, k == 0 ? "l0" : k == 1 ? "l1" : "l2"));
+        put_file(names[k], texts[k], lens[k]);
+        if (rs_file_lists_add(&fl, names[k], err) != 0)
+            goto out;
+    }
+    if (rs_file_lists_args(&fl, args, nargs, err) != 0)
+        goto out;
+    for (size_t k = 0; k < fl.nlists; k++)
+        if (rs_file_lists_read(&fl, k, err) != 0)
+            goto out;
+    if (rs_file_lists_split(&fl, args, nargs, err) != 0 || rs_file_lists_check(&fl, nargs, err) != 0)
+        goto out;
+    got[0] = 0;
+    for (size_t i = 0; i < fl.ninputs; i++) {
+        const char *p = strrchr(fl.inputs[i], '/');
+        snprintf(got + strlen(got), cap - strlen(got), "%s%s", i ? " " : "", p ? p + 1 : fl.inputs[i]);
+    }
+    rc = 0;
+out:
+    for (size_t k = 0; k < ntexts; k++)
+        free(names[k]);
+    rs_file_lists_free(&fl);
+    cr_assert_eq(fl.nlists, 0);
+    return rc ? err->code : 0;
+}
+
+Test(filelist, command_line_then_each_list_in_order)
+{
+    test_io_dir = make_tmpdir();
+    const char *names[] = {"a", "b", "c", "d"};
+    for (size_t i = 0; i < 4; i++)
+        put_file(path_in(test_io_dir, names[i]), "k\n1\n", 4);
+    char *args[] = {path_in(test_io_dir, "d")};
+    char l0[256], l1[256], got[512];
+    snprintf(l0, sizeof l0, "%s\n%s\n", path_in(test_io_dir, "b"), path_in(test_io_dir, "a"));
+    snprintf(l1, sizeof l1, "%s", path_in(test_io_dir, "c"));   /* the last line without its LF */
+    const char *texts[] = {l0, l1};
+    size_t lens[] = {strlen(l0), strlen(l1)};
+    rs_error err = {0};
+    cr_assert_eq(lists_run(0, args, 1, texts, 2, lens, got, sizeof got, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(got, "d b a c");
+    /* NUL-ended entries, and a path with a newline in it */
+    put_file(path_in(test_io_dir, "e\nf"), "k\n", 2);
+    char nul[256];
+    size_t n = (size_t)snprintf(nul, sizeof nul, "%s", path_in(test_io_dir, "e\nf")) + 1;
+    n += (size_t)snprintf(nul + n, sizeof nul - n, "%s", path_in(test_io_dir, "a")) + 1;
+    const char *t2[] = {nul};
+    cr_assert_eq(lists_run(1, NULL, 0, t2, 1, &n, got, sizeof got, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(got, "e\nf a");
+    remove_tree(test_io_dir);
+}
+
+Test(filelist, each_fault_names_the_list_and_its_line)
+{
+    test_io_dir = make_tmpdir();
+    put_file(path_in(test_io_dir, "a"), "k\n", 2);
+    cr_assert_eq(link(path_in(test_io_dir, "a"), path_in(test_io_dir, "hard")), 0);
+    cr_assert_eq(mkdir(path_in(test_io_dir, "sub"), 0755), 0);
+    char a[256], sub[256];
+    snprintf(a, sizeof a, "%s", path_in(test_io_dir, "a"));
+    snprintf(sub, sizeof sub, "%s", path_in(test_io_dir, "sub"));
+    struct {
+        const char *fmt;
+        int code;
+        const char *says;
+    } bad[] = {
+        {"%s\n\n", RS_EXIT_USAGE, "line 2: empty"},
+        {"%s\r\n", RS_EXIT_USAGE, "line 1: ends in a carriage return"},
+        {"%s\nmissing\n", RS_EXIT_IO, "line 2: missing: cannot open"},
+        {"%s\n%s\n", RS_EXIT_USAGE, "is listed twice"},
+        {"%s\n%s/../hard\n", RS_EXIT_USAGE, "is the same file as"},
+        {"%.0s%s\n", RS_EXIT_IO, "is a directory"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[1024], got[512];
+        snprintf(text, sizeof text, bad[i].fmt, a, i >= 4 ? sub : a);
+        const char *texts[] = {text};
+        size_t len = strlen(text);
+        rs_error err = {0};
+        cr_assert_eq(lists_run(0, NULL, 0, texts, 1, &len, got, sizeof got, &err), bad[i].code, "case %zu: %s", i,
+                     err.msg);
+        cr_assert(strstr(err.msg, "--files-from ") && strstr(err.msg, bad[i].says), "case %zu: '%s' lacks '%s'", i,
+                  err.msg, bad[i].says);
+    }
+    rs_file_lists fl = {0};
+    rs_error err = {0};
+    cr_assert_eq(rs_file_lists_add(&fl, "-", &err), 0);
+    cr_assert_eq(rs_file_lists_add(&fl, "-", &err), -1, "standard input is one list at most");
+    cr_assert_eq(err.code, RS_EXIT_USAGE);
+    char *dash[] = {"-"};
+    err = (rs_error){0};
+    cr_assert_eq(rs_file_lists_args(&fl, dash, 1, &err), -1, "'-' is the list, so not an input");
+    rs_file_lists_free(&fl);
+    remove_tree(test_io_dir);
+}
+
+/* ---- compression levels ---------------------------------------------------- */
+
+Test(level, one_range_to_parse_the_codec_s_to_check)
+{
+    int v;
+    rs_error err = {0};
+    cr_assert_eq(rs_level_parse("--level", "-131072", &v, &err), 0);
+    cr_assert_eq(v, -131072);
+    cr_assert_eq(rs_level_parse("--level", "0", &v, &err), 0, "0 parses; the codec refuses it");
+    cr_assert_eq(rs_level_parse("--level", "23", &v, &err), -1);
+    cr_assert(strstr(err.msg, "--level: '23' is not a level"), "%s", err.msg);
+    cr_assert_eq(rs_level_parse("--level", "3x", &v, &err), -1);
+    cr_assert_eq(rs_level_parse("--level", "", &v, &err), -1);
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_GZIP, 9, &err), 0);
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_ZSTD, -5, &err), 0);
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_ZSTD, 22, &err), 0);
+    err = (rs_error){0};
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_ZSTD, 0, &err), -1);
+    cr_assert_eq(err.code, RS_EXIT_USAGE);
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_GZIP, 10, &err), -1);
+    cr_assert_eq(rs_level_check("--level", RS_COMPRESS_NONE, 0, &err), -1);
+}

@@ -10,7 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "ringshard/outfile.h"
+#include "ringshard/text.h"
+#include "ringshard/util.h"
 #include "support.h"
 #include "wait.h"
 
@@ -183,4 +187,50 @@ Test(outfile, library_commit_and_abort)
     cr_assert(strstr(err.msg, "no/such/dir/t.txt: cannot create: No such file or directory"), "%s", err.msg);
     free(dir);
     no_temporaries();
+}
+
+/* rs_path_within, by real places: relative, "..", and symbolic links
+ * (also dangling: fopen "w" would create their target) count; a sibling
+ * whose name starts with the directory's does not. */
+Test(path, within_by_real_places)
+{
+    char *d = make_tmpdir(), *cwd = getcwd(NULL, 0);
+    cr_assert_eq(chdir(d), 0);
+    cr_assert_eq(mkdir("out", 0755), 0);
+    cr_assert_eq(mkdir("outer", 0755), 0);
+    cr_assert_eq(symlink("out/new.csv", "dangling"), 0);
+    cr_assert_eq(symlink("out", "alias"), 0);
+    cr_assert_eq(rs_path_within("out/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("outer/../out/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("alias/x.csv", "out"), 1);
+    cr_assert_eq(rs_path_within("dangling", "out"), 1);
+    cr_assert_eq(mkdir("out/sub", 0755), 0);
+    cr_assert_eq(rs_path_within("out/sub/c.csv", "out/"), 1, "below");
+    cr_assert_eq(rs_path_within("x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("outer/x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("out/../x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("x.csv", "not-yet"), 0);
+    cr_assert_eq(rs_path_within("not-yet/x.csv", "not-yet"), 1, "an output directory that does not exist yet");
+    cr_assert_eq(chdir(cwd), 0);
+    free(cwd);
+    remove_tree(d);
+}
+
+/* The TSV escapes of keys and names: \\ \t \n \r; every other byte (a
+ * NUL, UTF-8) as it is. */
+Test(text, tsv_escapes)
+{
+    static const char in[] = "a\\b\tc\nd\re\0f\xce\xa9";
+    char *out = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&out, &len);
+    cr_assert_not_null(f);
+    rs_text_put_tsv(f, in, sizeof in - 1);
+    cr_assert_eq(fclose(f), 0);
+    static const char want[] = "a\\\\b\\tc\\nd\\re\0f\xce\xa9";
+    cr_assert_eq(len, sizeof want - 1, "%zu bytes: %s", len, out);
+    cr_assert_eq(memcmp(out, want, len), 0, "%s", out);
+    cr_assert_eq(rs_text_tsv_escape('x'), 0);
+    cr_assert_eq(rs_text_tsv_escape('\0'), 0);
+    free(out);
 }

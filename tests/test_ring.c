@@ -658,3 +658,66 @@ Test(ring, description_and_fingerprint)
     rs_ring_free(c);
     rs_ring_free(d);
 }
+
+/* A ring spec (ringshard/ring.h), resolved by the library as the command's
+ * ring options are: defaults from the scheme, the client preset's
+ * exclusions, the ranges, and --down lists that add up. */
+Test(spec, resolves_defaults_fields_and_down_lists)
+{
+    rs_ring_opts o, want;
+    rs_nodes n;
+    rs_error err = {0};
+    rs_ring_spec none = {0};
+    cr_assert_eq(rs_ring_spec_given(&none), 0);
+    cr_assert_eq(rs_ring_spec_resolve(&none, &o, &n, &err), 0, "%s", err.msg);
+    rs_ring_opts_default(&want, RS_SCHEME_RING);
+    cr_assert_eq(o.vnodes, want.vnodes);
+    cr_assert_str_eq(o.label, want.label);
+    cr_assert_eq(n.count, 1000);
+    rs_nodes_free(&n);
+
+    const char *down[] = {"1,2", "5"};
+    rs_ring_spec s = {.scheme = "ketama", .nodes = "8", .vnodes = "40", .seed = "0x10", .down = down, .ndown = 2};
+    cr_assert_eq(rs_ring_spec_given(&s), 1);
+    cr_assert_eq(rs_ring_spec_resolve(&s, &o, &n, &err), 0, "%s", err.msg);
+    cr_assert_eq(o.scheme, RS_SCHEME_KETAMA);
+    cr_assert_eq(o.vnodes, 40);
+    cr_assert_eq(o.seed, 16);
+    cr_assert_eq(n.count, 8);
+    uint32_t ndown = 0;
+    for (uint32_t i = 0; i < n.count; i++)
+        ndown += n.down[i] != 0;
+    cr_assert_eq(ndown, 3, "the two --down lists add up: 1, 2 and 5");
+    cr_assert(n.down[1] && n.down[2] && n.down[5] && !n.down[0]);
+    rs_nodes_free(&n);
+}
+
+Test(spec, refuses_what_the_options_refuse)
+{
+    struct {
+        rs_ring_spec s;
+        int code;
+        const char *says;
+    } bad[] = {
+        {{.scheme = "rings"}, RS_EXIT_USAGE, "--scheme: unknown scheme 'rings'"},
+        {{.compat = "twemproxy", .vnodes = "10"}, RS_EXIT_USAGE, "--compat twemproxy sets the scheme"},
+        {{.hash = "md6"}, RS_EXIT_USAGE, "--hash: unknown hash 'md6'"},
+        {{.nodes = "0"}, RS_EXIT_USAGE, "--nodes"},
+        {{.nodes = "10000001"}, RS_EXIT_USAGE, "--nodes"},
+        {{.vnodes = "100000001"}, RS_EXIT_USAGE, "--vnodes"},
+        {{.nodes = "3", .nodes_file = "x"}, RS_EXIT_USAGE, "--nodes and --nodes-file exclude each other"},
+        {{.sign = "maybe"}, RS_EXIT_USAGE, "--sign: expected clear or keep, not 'maybe'"},
+        {{.order = "random"}, RS_EXIT_USAGE, "--order: expected signed or unsigned"},
+        {{.label = "{node}-{i}-0123456789012345678901234567890123456789012345678901234567890"}, RS_EXIT_USAGE,
+         "--label: template longer than 63 bytes"},
+        {{.nodes = "4", .down = (const char *[]){"9"}, .ndown = 1}, RS_EXIT_USAGE, "9"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rs_ring_opts o;
+        rs_nodes n;
+        rs_error err = {0};
+        cr_assert_eq(rs_ring_spec_resolve(&bad[i].s, &o, &n, &err), -1, "case %zu resolved", i);
+        cr_assert_eq(err.code, bad[i].code, "case %zu: code %d: %s", i, err.code, err.msg);
+        cr_assert(strstr(err.msg, bad[i].says), "case %zu: '%s' does not say '%s'", i, err.msg, bad[i].says);
+    }
+}

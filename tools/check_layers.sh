@@ -71,6 +71,7 @@ hdr report.h report
 hdr csv.h csv
 hdr deflate.h io
 hdr direct.h io
+hdr filelist.h io
 hdr reader.h io
 hdr writeback.h io
 hdr nodes.h ring

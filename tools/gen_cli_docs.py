@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Man pages and bash completion for ringshard, generated from its --help.
+"""Man pages and bash completion for ringshard, generated from its tables.
 
-One source per page: the text `ringshard --help` or `ringshard COMMAND
---help` prints, plus the page's file man/ringshard.h2m or
+The command prints what its --help is made of as TSV, from the same tables
+that print --help (src/cli/opt.h): `ringshard --dump-help` (the program's
+summary, usage, commands and exit codes; then each command's usage lines,
+description, section titles, option and operand lines with their help,
+and prose), and `ringshard --dump-options` (every option row: its kind,
+range, values, repeat rule). No --help text is read back. One source per
+page: those dumps, plus the page's file man/ringshard.h2m or
 man/ringshard-COMMAND.h2m for what --help does not say (examples, files,
 see-also). The build runs this script on the binary it made, so the pages
 and the completion list exactly the commands and options the binary has,
@@ -10,16 +15,14 @@ and cannot drift from them. A command without its man/ file fails the
 build, saying so.
 
 The pages are written here, in man(7) roff, in the order of man-pages(7):
-  NAME         the command and its summary from the "Commands:" list;
-  SYNOPSIS     the "Usage:" lines of --help;
-  DESCRIPTION  the prose that follows them, then the man/ file's
-               [DESCRIPTION];
-  COMMANDS     (ringshard(1) only) the "Commands:" list;
-  OPTIONS      every option and operand line of --help, under its group's
-               heading ("Input options:"), with its meaning; prose
-               paragraphs between the groups stay where they are;
-  EXIT STATUS  the man/ file's [EXIT STATUS], then the "Exit codes:" table
-               of `ringshard --help`;
+  NAME         the command and its summary (the "command" lines);
+  SYNOPSIS     the command's "usage" lines;
+  DESCRIPTION  its "description", then the man/ file's [DESCRIPTION];
+  COMMANDS     (ringshard(1) only) the "command" lines;
+  OPTIONS      every "item" (option or operand) with its help, under its
+               "section" title (the title's note as a sentence), the
+               "text" paragraphs between them where --help has them;
+  EXIT STATUS  the man/ file's [EXIT STATUS], then the "exit" lines;
   ENVIRONMENT, FILES, EXAMPLES, SEE ALSO and any other section: the man/
                file's; FILES, when the file has none, is the bucket
                directory's layout. EXAMPLES and SEE ALSO are required.
@@ -28,16 +31,14 @@ A man/ file keeps help2man's include syntax: a line `[SECTION]`, then roff
 becomes the installed path of that reference page (--doc-dir), and must
 exist in the source tree's docs/.
 
-The completion is written from `ringshard --dump-options` (one TSV row per
-option of every command, from the same table that parses the options and
-prints --help: src/cli/opt.h), by these rules:
-  - commands: the lines under "Commands:" of `ringshard --help`;
-  - options: every row's --long and -x of the command;
+The completion is written from the same dumps, by these rules:
+  - commands: the "command" lines;
+  - options: every row's --long and -x of the command (--dump-options);
   - an option's argument: an enum's values (`quarantine=FILE` gives
     `quarantine=`, then a file); a placeholder FILE or LIST completes files,
     DIR and BUCKETDIR directories; any other placeholder (N, SIZE)
     completes nothing;
-  - operands: INPUT in the usage line completes files, else DIR
+  - operands: INPUT in a usage line completes files, else DIR
     directories, else nothing.
 Usage: tools/gen_cli_docs.py --binary BIN --includes man/ --man-dir OUT
          --completion OUT_FILE --version V --doc-dir DOCDIR [--docs docs/]
@@ -49,39 +50,54 @@ import subprocess
 import sys
 import time
 
-OPT_LINE = re.compile(r'^\s{1,8}(-[A-Za-z0-9],\s+)?--?[a-z][a-z0-9-]*')
 FILE_ARGS = {'FILE', 'LIST'}
-# commands of the "Commands:" list without a page or options of their own
-# (`ringshard help CMD` is `ringshard CMD --help`)
-NO_PAGE = {'help'}
 DIR_ARGS = {'DIR', 'BUCKETDIR'}
 
 
-def run_help(binary, args):
-    out = subprocess.run([binary] + args, check=True, capture_output=True, text=True).stdout
+def run_dump(binary, args):
+    return subprocess.run([binary] + args, check=True, capture_output=True, text=True).stdout
+
+
+def unescape(field):
+    """A field of --dump-help: \\n a newline, \\\\ a backslash."""
+    return re.sub(r'\\(.)', lambda m: '\n' if m.group(1) == 'n' else m.group(1), field)
+
+
+def read_layout(dump):
+    """{name: {'usage': [lines], 'description': [lines], 'blocks': [...],
+    'command': [(name, summary)], 'exit': [(code, meaning)], 'summary': text}}
+    from `ringshard --dump-help`: name is a command, or "ringshard" for the
+    program. blocks, in --help order: ('heading', title, note or None),
+    ('item', synopsis, [help lines]), ('para', [lines])."""
+    out = {}
+    for line in dump.splitlines():
+        f = line.split('\t')
+        name, kind, rest = f[0], f[1], [unescape(x) for x in f[2:]]
+        d = out.setdefault(name, {'usage': [], 'description': [], 'blocks': [], 'command': [], 'exit': [],
+                                  'summary': ''})
+        if kind == 'usage':
+            d['usage'].append(rest[0])
+        elif kind == 'description':
+            d['description'] = rest[0].split('\n')
+        elif kind == 'section':
+            d['blocks'].append(('heading', rest[0], None if rest[1] == '-' else rest[1].replace('\n', ' ')))
+        elif kind == 'item':
+            d['blocks'].append(('item', rest[0], [l.strip() for l in rest[2].split('\n')] if rest[2] else []))
+        elif kind == 'text':
+            d['blocks'].append(('para', rest[0].split('\n')))
+        elif kind == 'command':
+            d['command'].append((rest[0], rest[1]))
+        elif kind == 'exit':
+            d['exit'].append((rest[0], rest[1]))
+        elif kind == 'summary':
+            d['summary'] = rest[0]
+        else:
+            sys.exit('gen_cli_docs: ringshard --dump-help: unknown line kind %r' % kind)
+    if not out.get('ringshard', {}).get('command'):
+        sys.exit('gen_cli_docs: no commands in ringshard --dump-help')
+    if not out['ringshard']['exit']:
+        sys.exit('gen_cli_docs: no exit codes in ringshard --dump-help')
     return out
-
-
-def commands_of(main_help):
-    """[(name, summary)] from the Commands: block of `ringshard --help`."""
-    cmds, on = [], False
-    for line in main_help.splitlines():
-        if line.strip() == 'Commands:':
-            on = True
-            continue
-        if on:
-            m = re.match(r'^  ([a-z][a-z0-9-]*)\s+(.*)$', line)
-            if not m:
-                break
-            cmds.append((m.group(1), m.group(2).strip()))
-    if not cmds:
-        sys.exit('gen_cli_docs: no "Commands:" list in ringshard --help')
-    return cmds
-
-
-def is_value_token(tok):
-    """An argument placeholder or value list, as opposed to a description word."""
-    return bool(re.search(r'[A-Z|=\[,.]', tok)) or tok == '/'
 
 
 def options_from_dump(dump, cmd):
@@ -127,8 +143,8 @@ def values_of(arg, desc):
     return 'none', []
 
 
-def operands_of(help_text):
-    usage = ' '.join(l for l in help_text.splitlines()[:3] if 'ringshard' in l)
+def operands_of(usage_lines):
+    usage = ' '.join(usage_lines)
     if 'INPUT' in usage:
         return 'file'
     if re.search(r'\bDIR\b', usage.split('-o DIR')[-1] if '-o DIR' in usage else usage):
@@ -143,8 +159,8 @@ def shell_quote(s):
 def completion_script(version, cmds, per_cmd):
     out = [
         '# bash completion for ringshard                              -*- shell-script -*-',
-        '# Generated by tools/gen_cli_docs.py from the --help of ringshard %s:' % version,
-        '# do not edit; change the help text (or the generator) instead.',
+        '# Generated by tools/gen_cli_docs.py from the option tables of ringshard %s' % version,
+        '# (--dump-options, --dump-help): do not edit; change the tables (src/cli/) or the generator.',
         '',
         '# _ringshard_arg CMD OPT: how OPT takes its argument in CMD: "words V..." for',
         '# fixed values, file, dir, any (a value to type), or nothing for a flag.',
@@ -321,72 +337,6 @@ def option_tag(syn):
     return ' '.join(out)
 
 
-def split_synopsis(body):
-    """(synopsis, description) of an option line's text (blanks stripped)."""
-    gap = re.search(r'\s{2,}', body)
-    syn, rest = (body[:gap.start()], body[gap.end():]) if gap else (body, '')
-    toks = syn.split()
-    k = 0
-    while k < len(toks):
-        t = toks[k].rstrip(',')
-        if re.fullmatch(r'--?[a-zA-Z0-9][a-z0-9-]*', t) or t == '/' or (k and is_value_token(t)) or \
-                (k == 0 and re.fullmatch(r'[A-Z][A-Z0-9_.\[\],]*', t)):
-            k += 1
-            continue
-        break
-    return ' '.join(toks[:k]), ' '.join(toks[k:] + ([rest] if rest else []))
-
-
-def help_blocks(lines):
-    """The option part of a --help, as [(kind, ...)]: ('heading', title,
-    note), ('item', synopsis, [description lines]), ('para', [lines])."""
-    blocks, i = [], 0
-    item_line = re.compile(r'^ {1,8}(-|[A-Z][A-Z0-9_]*(\.\.\.)?\s)')
-    while i < len(lines):
-        line = lines[i]
-        if not line.strip():
-            i += 1
-            continue
-        if item_line.match(line):
-            syn, desc = split_synopsis(line.strip())
-            body = [desc] if desc else []
-            i += 1
-            while i < len(lines) and lines[i].startswith('      ') and lines[i].strip() \
-                    and not OPT_LINE.match(lines[i]) and not item_line.match(lines[i]):
-                body.append(lines[i].strip())
-                i += 1
-            blocks.append(('item', syn, body))
-            continue
-        nxt = lines[i + 1] if i + 1 < len(lines) else ''
-        if not line.startswith(' ') and line.rstrip().endswith(':') and item_line.match(nxt):
-            m = re.match(r'^(.*?)\s*(?:\((.*)\))?:$', line.strip())
-            blocks.append(('heading', m.group(1), m.group(2)))
-            i += 1
-            continue
-        para = []
-        while i < len(lines) and lines[i].strip() and not item_line.match(lines[i]):
-            para.append(lines[i])
-            i += 1
-        blocks.append(('para', para))
-    return blocks
-
-
-def parse_help_page(text):
-    """{'usage': [lines], 'description': [lines], 'blocks': help_blocks}."""
-    lines = text.splitlines()
-    usage, i = [], 0
-    while i < len(lines) and (lines[i].startswith('Usage:') or (usage and lines[i].startswith('       ring'))):
-        usage.append(re.sub(r'^Usage:\s*', '', lines[i]).strip())
-        i += 1
-    if not usage:
-        sys.exit('gen_cli_docs: no "Usage:" line first in:\n' + text[:200])
-    desc = []
-    while i < len(lines) and lines[i].strip():
-        desc.append(lines[i])
-        i += 1
-    return {'usage': usage, 'description': desc, 'blocks': help_blocks(lines[i:])}
-
-
 def roff_prose(lines):
     """Prose lines of --help, an indented line kept as it is (a layout)."""
     out = []
@@ -420,28 +370,11 @@ def roff_options(blocks):
                 out += roff_lines([note + ('' if note.endswith('.') else '.')])
         elif b[0] == 'item':
             if not b[2]:
-                sys.exit('gen_cli_docs: --help line "%s" says nothing of what it does' % b[1])
+                sys.exit('gen_cli_docs: the option line "%s" has no help' % b[1])
             out += ['.TP', option_tag(b[1])] + roff_lines(b[2])
         else:
             out += ['.PP'] + roff_prose(b[1])
     return out
-
-
-def exit_codes_of(main_help):
-    """[(code, meaning)] of the "Exit codes:" block of `ringshard --help`."""
-    codes, on = [], False
-    for line in main_help.splitlines():
-        if line.strip() == 'Exit codes:':
-            on = True
-            continue
-        if on:
-            m = re.match(r'^\s+(\d+)\s+(.*)$', line)
-            if not m:
-                break
-            codes.append((m.group(1), m.group(2)))
-    if not codes:
-        sys.exit('gen_cli_docs: no "Exit codes:" list in ringshard --help')
-    return codes
 
 
 def read_include(path):
@@ -483,7 +416,7 @@ def installed_docs(text, docs_src, doc_dir, where):
 def write_page(out_path, name, summary, version, epoch, sections, docs_src, doc_dir):
     """The page: .TH, then sections {NAME: [roff lines]} in SECTION_ORDER."""
     iso = time.strftime('%Y-%m-%d', time.gmtime(epoch))
-    out = ['.\\" Generated by tools/gen_cli_docs.py from `%s --help` and man/%s.h2m: do not edit.' %
+    out = ['.\\" Generated by tools/gen_cli_docs.py from the tables of `%s --help` and man/%s.h2m: do not edit.' %
            (name.replace('-', ' '), name),
            '.TH %s 1 %s "ringshard %s" "User Commands"' % (name.upper(), iso, version),
            '.nh',  # no hyphenation: options and paths are copied from pages
@@ -523,12 +456,11 @@ def exit_status(inc, codes):
     return body
 
 
-def command_page(c, summary, help_text, inc, codes):
+def command_page(c, layout, inc, codes):
     """The sections of ringshard-C(1)."""
-    h = parse_help_page(help_text)
-    secs = {'SYNOPSIS': roff_synopsis(h['usage']),
-            'DESCRIPTION': roff_prose(h['description']),
-            'OPTIONS': roff_options(h['blocks']),
+    secs = {'SYNOPSIS': roff_synopsis(layout['usage']),
+            'DESCRIPTION': roff_prose(layout['description']),
+            'OPTIONS': roff_options(layout['blocks']),
             'EXIT STATUS': exit_status(inc, codes),
             'FILES': (inc.get('FILES') or DEFAULT_FILES).splitlines()}
     if inc.get('DESCRIPTION'):
@@ -544,26 +476,22 @@ def command_page(c, summary, help_text, inc, codes):
     return secs
 
 
-def main_page(main_help, cmds, inc, codes):
-    """The sections of ringshard(1): its commands, each with its page."""
-    # from its Usage: line (a version line may come first)
-    at = re.search(r'^Usage:', main_help, re.M)
-    h = parse_help_page(main_help[at.start():] if at else main_help)
-    opts = [b for b in help_blocks(main_help.splitlines()) if b[0] == 'item' and b[1].startswith('-')]
-    if not opts:
-        # the program's own options, which its --help names in prose
-        opts = [('item', '-h, --help', ['print the commands and the exit codes']),
+# the program's own options (its --help names them in prose)
+MAIN_OPTIONS = [('item', '-h, --help', ['print the commands and the exit codes']),
                 ('item', '--version', ['print the version'])]
+
+
+def main_page(layout, inc, codes):
+    """The sections of ringshard(1): its commands, each with its page."""
     cmd_lines = []
-    for c, summary in cmds:
+    for c, summary in layout['command']:
         cmd_lines += ['.TP', '\\fB%s\\fR' % roff_text(c)] + roff_lines([summary])
-        if c not in NO_PAGE:
-            cmd_lines.append('(\\fBringshard\\-%s\\fR(1))' % roff_text(c))
-    secs = {'SYNOPSIS': roff_synopsis(h['usage']),
+        cmd_lines.append('(\\fBringshard\\-%s\\fR(1))' % roff_text(c))
+    secs = {'SYNOPSIS': roff_synopsis(layout['usage']),
             'DESCRIPTION': inc.get('DESCRIPTION', '').splitlines(),
             'COMMANDS': ['Each command has its page, and prints its options with',
                          '\\fBringshard\\fR \\fIcommand\\fR \\fB\\-\\-help\\fR.'] + cmd_lines,
-            'OPTIONS': roff_options(opts),
+            'OPTIONS': roff_options(MAIN_OPTIONS),
             'EXIT STATUS': exit_status(inc, codes),
             'FILES': (DEFAULT_FILES + '.TP\n.I docs/\nthe reference pages (Markdown)\n' +
                       inc.get('FILES', '')).splitlines()}
@@ -573,8 +501,8 @@ def main_page(main_help, cmds, inc, codes):
     # every command's page in SEE ALSO, those the file does not name added
     see = secs['SEE ALSO']
     named = '\n'.join(see)
-    extra = ['.BR ringshard\\-%s (1),' % c for c, _ in cmds
-             if c not in NO_PAGE and 'ringshard-%s (1)' % c not in named and 'ringshard\\-%s (1)' % c not in named]
+    extra = ['.BR ringshard\\-%s (1),' % c for c, _ in layout['command']
+             if 'ringshard-%s (1)' % c not in named and 'ringshard\\-%s (1)' % c not in named]
     secs['SEE ALSO'] = extra + see
     return secs
 
@@ -591,21 +519,18 @@ def main():
     a = ap.parse_args()
     binary = os.path.abspath(a.binary)
     docs_src = a.docs or os.path.join(os.path.dirname(os.path.abspath(a.includes.rstrip('/'))), 'docs')
-    main_help = run_help(binary, ['--help'])
-    cmds = commands_of(main_help)
-    codes = exit_codes_of(main_help)
-    per_cmd, helps = {}, {}
-    dump = run_help(binary, ['--dump-options'])
+    layout = read_layout(run_dump(binary, ['--dump-help']))
+    prog = layout['ringshard']
+    cmds, codes = prog['command'], prog['exit']
+    dump = run_dump(binary, ['--dump-options'])
+    per_cmd = {}
     for c, _ in cmds:
-        if c in NO_PAGE:
-            per_cmd[c] = {'opts': {}, 'operands': 'none'}
-            continue
-        h = run_help(binary, [c, '--help'])
-        helps[c] = h
-        per_cmd[c] = {'opts': options_from_dump(dump, c), 'operands': operands_of(h)}
+        if c not in layout:
+            sys.exit('gen_cli_docs: ringshard --dump-help has nothing of %s' % c)
+        per_cmd[c] = {'opts': options_from_dump(dump, c), 'operands': operands_of(layout[c]['usage'])}
         if not per_cmd[c]['opts']:
-            sys.exit('gen_cli_docs: no options found in ringshard %s --help' % c)
-    missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds if c not in NO_PAGE]
+            sys.exit('gen_cli_docs: no options of %s in ringshard --dump-options' % c)
+    missing = [n for n in ['ringshard'] + ['ringshard-' + c for c, _ in cmds]
                if not os.path.exists(os.path.join(a.includes, n + '.h2m'))]
     if missing:
         sys.exit('gen_cli_docs: %s: missing; every command needs its page file (man/README.md)' %
@@ -613,16 +538,12 @@ def main():
     os.makedirs(a.man_dir, exist_ok=True)
     epoch = page_date()
     inc = read_include(os.path.join(a.includes, 'ringshard.h2m'))
-    m = re.match(r'ringshard \S+ - (.+)', main_help)
-    summary = m.group(1).strip() if m else 'consistent-hash bucketing and migration planning'
-    write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', summary,
-               a.version, epoch, main_page(main_help, cmds, inc, codes), docs_src, a.doc_dir)
+    write_page(os.path.join(a.man_dir, 'ringshard.1'), 'ringshard', prog['summary'],
+               a.version, epoch, main_page(prog, inc, codes), docs_src, a.doc_dir)
     for c, summary in cmds:
-        if c in NO_PAGE:
-            continue
         inc = read_include(os.path.join(a.includes, 'ringshard-%s.h2m' % c))
         write_page(os.path.join(a.man_dir, 'ringshard-%s.1' % c), 'ringshard-' + c, summary, a.version, epoch,
-                   command_page(c, summary, helps[c], inc, codes), docs_src, a.doc_dir)
+                   command_page(c, layout[c], inc, codes), docs_src, a.doc_dir)
     os.makedirs(os.path.dirname(os.path.abspath(a.completion)), exist_ok=True)
     with open(a.completion, 'w') as f:
         f.write(completion_script(a.version, cmds, per_cmd))

@@ -141,8 +141,6 @@ int rs_dedup_file(const rs_dedup_opts *o, rs_deflater *dz, const char *in, uint6
 int rs_dedup_keyspec(const char *key, char sep, const rs_csv_dialect *d, const char *header_line,
                      size_t header_len, rs_csv_keyspec *ks, rs_error *err);
 
-/* Writes bytes to f with \\ \t \n \r escaped (the --duplicates format). */
-void rs_dedup_put_escaped(FILE *f, const char *p, size_t len);
 
 /* A --duplicates part or report being written: a FILE over a descriptor
  * that keeps the errno of its first failed write (rs_dedup_file leaves the

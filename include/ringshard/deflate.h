@@ -29,6 +29,17 @@ typedef struct rs_deflater rs_deflater;
 #define RS_ZSTD_LEVEL_MIN (-131072)
 #define RS_ZSTD_LEVEL_MAX 22
 
+/* Parses a compression level as an option gives it: an integer in the
+ * union of the gzip and zstd ranges (RS_ZSTD_LEVEL_MIN to
+ * RS_ZSTD_LEVEL_MAX), whatever the codec, since the codec may be chosen
+ * later; rs_level_check then checks it against the codec. `what` names it
+ * in messages ("--level"). 0, or -1 with err (RS_EXIT_USAGE). */
+int rs_level_parse(const char *what, const char *arg, int *level, rs_error *err);
+
+/* Checks level against compress (RS_COMPRESS_*): gzip (and none) 1-9,
+ * zstd any of its levels but 0. 0, or -1 with err (RS_EXIT_USAGE). */
+int rs_level_check(const char *what, int compress, int level, rs_error *err);
+
 /* 1 when this build reads and writes zstd (libzstd), else 0. */
 int rs_have_zstd(void);
 

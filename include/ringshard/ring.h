@@ -166,6 +166,35 @@ rs_ring *rs_ring_build(const rs_ring_opts *opts, const rs_nodes *nodes, rs_error
 
 void rs_ring_free(rs_ring *ring);
 
+/* A ring as a user describes it (the command line's ring options): each
+ * field the text given, NULL when not given; defaults follow from the
+ * scheme once it is known, so the fields may be given in any order. down
+ * holds ndown comma-separated lists of nodes that are listed but down; the
+ * lists add up. */
+typedef struct {
+    const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *compat;
+    const char *const *down;
+    int ndown;
+} rs_ring_spec;
+
+/* The ranges of a spec's numbers (the options' rows say the same). */
+#define RS_RING_NODES_MAX 10000000
+#define RS_RING_VNODES_MAX 100000000
+
+/* Resolves spec into opts and the node list (default: the ring scheme on
+ * 1000 nodes named "0".."999"); messages name the fields as the options
+ * ("--seed"). Returns 0, or -1 with err: RS_EXIT_USAGE for a bad or
+ * conflicting value (an unknown scheme, hash or client; --compat with
+ * --scheme, --hash, --seed, --vnodes, --label, --sign or --order; --nodes
+ * with --nodes-file; a number out of range; a label of RS_LABEL_MAX bytes
+ * or more; a node in down that is not listed), or rs_nodes_load's for the
+ * node file.
+ * On success the caller frees nodes (rs_nodes_free). */
+int rs_ring_spec_resolve(const rs_ring_spec *spec, rs_ring_opts *opts, rs_nodes *nodes, rs_error *err);
+
+/* 1 if any field of spec was given, else 0. */
+int rs_ring_spec_given(const rs_ring_spec *spec);
+
 /* The bytes rs_ring_build(opts, nodes) needs at its peak (the raw points
  * and the sort's copy: 48 bytes a point), estimated before building it, so
  * that a ring too big for --memory is refused before it is made. */

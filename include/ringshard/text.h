@@ -18,6 +18,7 @@
 #define RINGSHARD_TEXT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include "ringshard/buf.h"
 
 /* Appends p[0..n) to out escaped as above; when quote is not 0 the bytes
@@ -26,6 +27,17 @@
  * the closing quote says more were left out. Returns 0, -1 when out of
  * memory. */
 int rs_text_escape(rs_buf *out, const char *p, size_t n, size_t max, char quote);
+
+/* The letter of byte c's escape in ringshard's TSV outputs ('\\', 't',
+ * 'n' or 'r': written after a backslash), or 0 for a byte written as it
+ * is. */
+char rs_text_tsv_escape(char c);
+
+/* Writes p[0..n) to f as a field of ringshard's TSV outputs (keys, node
+ * names and labels, which may hold any byte): the vectors' escapes
+ * (\\ \t \n \r), and every other byte as it is. Write errors are left in
+ * f's error flag. */
+void rs_text_put_tsv(FILE *f, const char *p, size_t n);
 
 /* rs_text_escape of p[0..n) (showing at most max bytes, 0: all) into the
  * fixed buffer buf (cap bytes, cap >= 16), cut at a whole escape with

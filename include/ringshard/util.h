@@ -8,6 +8,14 @@
 /* Monotonic seconds (CLOCK_MONOTONIC), for the timings jobs report. */
 double rs_now(void);
 
+/* 1 if the file path names (its real place: symbolic links at its end
+ * followed, even dangling ones, as fopen "w" would create their target)
+ * lies in the directory dir or below, else 0. Compared by real paths, so
+ * that "./", "..", relative and linked forms count; a path or dir that does
+ * not exist yet is placed by its parent's real path plus its name. 0 when
+ * neither can be resolved, or out of memory. */
+int rs_path_within(const char *path, const char *dir);
+
 /* Copies len bytes of fd_in from offset `from` into fd_out at offset off:
  * copy_file_range (a reflink or server-side copy where the file system
  * offers one), else read and write through a buffer. 0, or -1 with errno

@@ -4,18 +4,19 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include "ringshard/deflate.h"
 #include "ringshard/error.h"
 #include "ringshard/metrics.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
 #include "ringshard/stats.h"
+#include "ringshard/text.h"
 
 #include "cli/opt.h"
 #include "util/numparse.h"
 
-/* The ring options as given (cli/optgroups.c); defaults are applied by
- * rs_cli_ring_finish once the scheme is known, so options may come in any
- * order. --down adds up when given again. */
+/* The ring options as given (cli/optgroups.c): an rs_ring_spec whose
+ * --down lists the parser adds up. */
 typedef struct {
     const char *scheme, *hash, *seed, *nodes, *nodes_file, *vnodes, *label, *sign, *order, *compat;
     rs_opt_list down;
@@ -27,7 +28,7 @@ extern const rs_opt rs_opt_help, rs_opt_quiet, rs_opt_threads, rs_opt_memory, rs
     rs_opt_metrics;
 extern const rs_opt rs_opt_scheme, rs_opt_hash, rs_opt_seed, rs_opt_nodes, rs_opt_nodes_file, rs_opt_vnodes,
     rs_opt_slots, rs_opt_label, rs_opt_sign, rs_opt_order, rs_opt_down, rs_opt_compat;
-extern const rs_opt rs_opt_key, rs_opt_key_sep, rs_opt_delimiter, rs_opt_header, rs_opt_no_header,
+extern const rs_opt rs_opt_input_operand, rs_opt_key, rs_opt_key_sep, rs_opt_delimiter, rs_opt_header, rs_opt_no_header,
     rs_opt_max_record, rs_opt_on_bad_row, rs_opt_allow_empty, rs_opt_files_from, rs_opt_null;
 extern const rs_opt rs_opt_append, rs_opt_on_seen, rs_opt_commit_every;
 extern const rs_opt rs_opt_z, rs_opt_capacity, rs_opt_tsv, rs_opt_svg, rs_opt_html;
@@ -40,17 +41,16 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
 #define RS_USE_AS(row, T, at, syn, text) {&(row), offsetof(T, at), text, syn}
 #define RS_HELP_USE {&rs_opt_help, 0, NULL, NULL}
 #define RS_RING_SECTION(T, R)                                                                              \
-    {"Ring options (the default is the Java/Guava ring: 1000 nodes x 200 vnodes):\n", 22,                  \
+    {NULL, 22,                                                                                             \
      (const rs_opt_use[]){RS_USE(rs_opt_scheme, T, R), RS_USE(rs_opt_hash, T, R), RS_USE(rs_opt_seed, T, R),     \
                           RS_USE(rs_opt_nodes, T, R), RS_USE(rs_opt_nodes_file, T, R),                     \
                           RS_USE(rs_opt_vnodes, T, R), RS_USE(rs_opt_slots, T, R), RS_USE(rs_opt_label, T, R), \
                           RS_USE(rs_opt_sign, T, R), RS_USE(rs_opt_order, T, R), RS_USE(rs_opt_down, T, R),  \
                           RS_USE(rs_opt_compat, T, R), {NULL, 0, NULL, NULL}},                                   \
-     NULL, 0}
+     NULL, 0, "Ring options", "the default is the Java/Guava ring: 1000 nodes x 200 vnodes"}
 #define RS_INPUT_SECTION(T, P, Q, tail)                                                                    \
-    {"Input options:\n"                                                                                    \
-     "  INPUT...               CSV files, gzip, zstd or plain (by content), '-' = stdin\n", 25,             \
-     (const rs_opt_use[]){RS_USE(rs_opt_key, T, P), RS_USE(rs_opt_key_sep, T, P),                          \
+    {NULL, 25,                                                                                             \
+     (const rs_opt_use[]){{&rs_opt_input_operand, 0, NULL, NULL}, RS_USE(rs_opt_key, T, P), RS_USE(rs_opt_key_sep, T, P), \
                           RS_USE(rs_opt_delimiter, T, P), RS_USE(rs_opt_header, T, P),                     \
                           RS_USE(rs_opt_no_header, T, P), RS_USE(rs_opt_max_record, T, P.dialect.max_record),                 \
                           RS_USE(rs_opt_on_bad_row, T, P), RS_USE(rs_opt_threads, T, P.threads),           \
@@ -58,15 +58,15 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
                           RS_USE(rs_opt_zlib, T, P.codec), RS_USE(rs_opt_quiet, T, Q),                     \
                           RS_USE(rs_opt_allow_empty, T, P), RS_USE(rs_opt_files_from, T, P),               \
                           RS_USE(rs_opt_null, T, P), {NULL, 0, NULL, NULL}},                                     \
-     tail, RS_CLI_GIVEN_INPUT}
+     tail, RS_CLI_GIVEN_INPUT, "Input options", NULL}
 #define RS_METRICS_SECTION(T, tail)                                                                        \
-    {"Monitoring:\n", 25, (const rs_opt_use[]){{&rs_opt_metrics, 0, NULL, NULL}, {NULL, 0, NULL, NULL}}, tail, 0}
+    {NULL, 25, (const rs_opt_use[]){{&rs_opt_metrics, 0, NULL, NULL}, {NULL, 0, NULL, NULL}}, tail, 0, "Monitoring", NULL}
 #define RS_APPEND_SECTION(T, A)                                                                            \
-    {"Append options (a directory that grows, run after run: docs/bucket.md):\n", 25,                      \
+    {NULL, 25,                                                                                             \
      (const rs_opt_use[]){RS_USE(rs_opt_append, T, A), RS_USE(rs_opt_on_seen, T, A),                      \
                           RS_USE(rs_opt_commit_every, T, A), {NULL, 0, NULL, NULL}},                             \
-     "\n", 0}
-#define RS_SECTIONS_END {NULL, 0, NULL, NULL, 0}
+     "\n", 0, "Append options", "a directory that grows, run after run: docs/bucket.md"}
+#define RS_SECTIONS_END {NULL, 0, NULL, NULL, 0, NULL, NULL}
 
 /* A given-mask bit beside RS_GIVEN_* (job_bucket.h): an input option. */
 #define RS_CLI_GIVEN_INPUT (1u << 24)
@@ -74,16 +74,11 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
 /* The command whose options rs_opt_parse reads (for --metrics). */
 const char *rs_opt_command_name(void);
 
-/* Builds opts and the node list from the recorded options (default: the
- * ring scheme on 1000 nodes). Returns 0 or -1 with err (RS_EXIT_USAGE for
- * bad values, RS_EXIT_DATA for a bad node file). */
+/* rs_ring_spec_resolve (ringshard/ring.h) of the recorded options; 1 if
+ * any ring option was given (for commands that take the ring from a
+ * manifest instead); rs_cli_ring_finish + rs_ring_build. */
 int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *opts, rs_nodes *nodes, rs_error *err);
-
-/* 1 if any ring option was given (for commands that take the ring from a
- * manifest instead), else 0. */
 int rs_cli_ring_given(const rs_cli_ring *ro);
-
-/* rs_cli_ring_finish + rs_ring_build. */
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err);
 
 /* rs_cli_ring_build for a run bounded by --memory: a ring whose build
@@ -97,9 +92,6 @@ int rs_cli_fail(const char *cmd, const rs_error *err);
 /* Reports an unknown option / missing argument from getopt and returns
  * RS_EXIT_USAGE. */
 int rs_cli_usage_error(const char *cmd, const char *msg);
-
-/* Writes a key to f with the vectors' escapes (\\ \t \n \r). */
-void rs_cli_put_escaped(FILE *f, const char *key, size_t len);
 
 /* What --append, --on-seen and --commit-every asked for (bucket, dedup),
  * and which options that shape the files the command line gave
@@ -128,22 +120,12 @@ void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations,
  * 1 GiB memory, gzip level 1 output. */
 void rs_cli_input_defaults(rs_pipeline_opts *po);
 
-/* Records --files-from LIST (list 1: several allowed, at most one "-")
- * or --null (list 0) (cli/filesfrom.c). 0, or -1 with err (RS_EXIT_USAGE:
- * "-" twice). */
+/* --files-from LIST (list 1) or --null (list 0), recorded; 1 if a
+ * --files-from was given; the inputs: args[0..nargs), then every list's
+ * entries (ringshard/filelist.h), collective under MPI (rank 0 reads the
+ * lists and checks the files). 0, or -1 with err. */
 int rs_cli_files_from_option(int list, const char *arg, rs_error *err);
-
-/* 1 if a --files-from was given (commands that take no INPUT refuse it). */
 int rs_cli_files_from_given(void);
-
-/* The inputs: args[0..nargs), then every list's entries, lists in option
- * order; *inputs stays valid until exit. Collective under MPI (rank 0 reads
- * the lists and sends them to the others, and checks the files). Returns 0,
- * or -1 with err naming the list and its line: RS_EXIT_USAGE for an empty
- * line or entry, a CR at a line's end, a NUL in a line, '-' both as the list
- * and as an input, a file given twice (by any name: st_dev and st_ino) where
- * the second is a list's; RS_EXIT_IO for a list or a listed file that cannot
- * be opened, or a directory. */
 int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
                              rs_error *err);
 
@@ -165,23 +147,11 @@ int rs_cli_input_settle(rs_pipeline_opts *po, int quiet);
  * in a build without libzstd). `what` names the option in messages. */
 int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err);
 
-/* Parses a --level value: an integer in the union of the gzip and zstd
- * ranges (RS_ZSTD_LEVEL_MIN to RS_ZSTD_LEVEL_MAX); rs_cli_level_check
- * then checks it against the codec. 0, or -1 with err (RS_EXIT_USAGE). */
-int rs_cli_level_arg(const char *what, const char *arg, int *level, rs_error *err);
-
-/* Checks level against compress once all options are parsed: gzip (and
- * none) 1-9, zstd any of its levels but 0. 0, or -1 with err (RS_EXIT_USAGE). */
-int rs_cli_level_check(const char *what, int compress, int level, rs_error *err);
-
 /* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
  * directory (a quarantine file, a report) when it lies inside outdir or
- * below: publishing replaces outdir, so the file would be lost. Compared by
- * real paths: the file's directory (an existing file's own real path, so a
- * symbolic link into outdir counts) against outdir's (its parent's plus its
- * name while it does not exist), so "./", "..", relative and linked forms
- * are caught. what is the option as the message shows it ("--duplicates ").
- * path or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
+ * below (rs_path_within): publishing replaces outdir, so the file would be
+ * lost. what is the option as the message shows it ("--duplicates "). path
+ * or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
 int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
 /* '-' names standard output for every option but those that name a

@@ -21,16 +21,16 @@ static const rs_opt opt_keys_only = {.name = "keys-only", .help = "write only th
 
 static const rs_opt_command bucket_command = {
     "bucket",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)\n"
+    "ringshard bucket [OPTIONS] -o DIR INPUT...   (or --files-from LIST)",
     "Streams every row of the inputs, places its key on the ring and writes the\n"
     "row into DIR/<node>.csv.gz, one file per node (a node that gets nothing has\n"
     "a header-only file), plus DIR/manifest.json. Rows keep their bytes and\n"
     "their input order; line ends become LF. The output is byte-identical for\n"
     "any -j. DIR appears only when complete (written beside it, then renamed).\n"
     "With --append, the rows are added to DIR as a new generation instead:\n"
-    "DIR/g<N>/<node>.csv.gz for each node that got rows, published in one rename.\n\n"
-    "Output options:\n",
+    "DIR/g<N>/<node>.csv.gz for each node that got rows, published in one rename.\n",
+    (const rs_opt_section[]){
+        {    "\n",
          25,
          (const rs_opt_use[]){
              RS_USE(rs_opt_output_dir, bucket_args, outdir), RS_USE(rs_opt_force, bucket_args, force),
@@ -44,7 +44,7 @@ static const rs_opt_command bucket_command = {
          "\n"
     "File names: a node's name with bytes other than [a-z0-9-] (and '_' inside) as\n"
     "%XX, so that no name can leave DIR or be taken for another's, also where the\n"
-    "file system folds case (\"A\" is %41.csv.gz, \"eu.csv1\" eu%2Ecsv1.csv.gz).\n\n", 0},
+    "file system folds case (\"A\" is %41.csv.gz, \"eu.csv1\" eu%2Ecsv1.csv.gz).\n\n", 0, "Output options", NULL},
         RS_APPEND_SECTION(bucket_args, ap),
         RS_METRICS_SECTION(bucket_args, "\n"),
         RS_INPUT_SECTION(bucket_args, po, quiet, "\n"),

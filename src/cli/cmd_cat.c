@@ -24,17 +24,17 @@ static const rs_opt opt_output = {.name = "output", .letter = 'o', .arg = "FILE"
 
 static const rs_opt_command cat_command = {
     "cat",
+    "ringshard cat [OPTIONS] DIR NODE...\n"
+    "ringshard cat [OPTIONS] --all DIR",
+    "Writes the rows of each NODE of the bucket directory DIR, across all its\n"
+    "generations (the base file, then each appended generation's segment in\n"
+    "order), as one CSV stream with one header line (when DIR has one),\n"
+    "decompressed: what one `bucket` run over every input DIR ingested holds\n"
+    "in those nodes' files. Each file is checked as it is read against its\n"
+    "manifest (rows, data bytes, CRC-32, size): a file that differs stops the\n"
+    "stream, named (exit 3).\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard cat [OPTIONS] DIR NODE...\n"
-         "       ringshard cat [OPTIONS] --all DIR\n"
-         "Writes the rows of each NODE of the bucket directory DIR, across all its\n"
-         "generations (the base file, then each appended generation's segment in\n"
-         "order), as one CSV stream with one header line (when DIR has one),\n"
-         "decompressed: what one `bucket` run over every input DIR ingested holds\n"
-         "in those nodes' files. Each file is checked as it is read against its\n"
-         "manifest (rows, data bytes, CRC-32, size): a file that differs stops the\n"
-         "stream, named (exit 3).\n\n"
-         "Options:\n",
+        {"\n",
          25,
          (const rs_opt_use[]){{&opt_all, 0, NULL, NULL}, {&opt_output, 0, NULL, NULL},
                               RS_USE_HELP(rs_opt_compress, cat_args, job.compress,
@@ -46,7 +46,7 @@ static const rs_opt_command cat_command = {
                                           "all cores); the stream is the same for any N"),
                               RS_USE_HELP(rs_opt_quiet, cat_args, quiet, "no summary (with -o FILE)"), RS_HELP_USE,
                               {NULL, 0, NULL, NULL}},
-         NULL, 0},
+         NULL, 0, "Options", NULL},
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};
 
@@ -63,7 +63,7 @@ static int parse(int argc, char **argv, cat_args *a)
     rs_error e = {0}, *err = &e;
     if (a->job.level == INT_MIN)
         a->job.level = a->job.compress == RS_COMPRESS_ZSTD ? 3 : 1;
-    if (rs_cli_level_check("--level", a->job.compress, a->job.level, err) != 0)
+    if (rs_level_check("--level", a->job.compress, a->job.level, err) != 0)
         return rs_cli_fail("cat", err);
     int n = argc - optind;
     if (n < 1)

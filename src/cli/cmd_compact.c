@@ -29,8 +29,7 @@ static const rs_opt opt_no_check = {.name = "no-check",
 
 static const rs_opt_command compact_command = {
     "compact",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard compact [OPTIONS] DIR\n"
+    "ringshard compact [OPTIONS] DIR",
     "Merges the generations that appends added to the bucket directory DIR\n"
     "(DIR/g<N>/<node>.csv.gz) into one file per node, DIR/<node>.csv.gz, as\n"
     "`bucket` writes it: the same rows in the same order, each node's files\n"
@@ -43,13 +42,14 @@ static const rs_opt_command compact_command = {
     "so is a file whose data is not what its manifest says (its CRC-32, checked\n"
     "as each file is copied, or a damaged gzip member or zstd frame) and a\n"
     "damaged key index, naming the file.\n"
-    "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n\n"
-         "Options:\n",
+    "`ringshard repair` rebuilds a damaged DIR from its intact generations.\n",
+    (const rs_opt_section[]){
+        {    "\n",
          25,
          (const rs_opt_use[]){{&opt_memory, 0, NULL, NULL}, {&opt_no_check, 0, NULL, NULL},
                               RS_USE_HELP(rs_opt_quiet, compact_args, quiet, "no summary"), RS_HELP_USE,
                               {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, "Options", NULL},
         RS_METRICS_SECTION(compact_args, NULL),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

@@ -48,9 +48,8 @@ static const rs_opt opt_temp_compress = {.name = "temp-compress", .arg = "gzip|z
 #define D rs_cli_dedup_args
 static const rs_opt_command dedup_command = {
     "dedup",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
-    "       ringshard dedup [OPTIONS] -o DIR --buckets BUCKETDIR\n"
+    "ringshard dedup [OPTIONS] -o DIR INPUT...    (or --files-from LIST)\n"
+    "ringshard dedup [OPTIONS] -o DIR --buckets BUCKETDIR",
     "Keeps one row per key. Pass 1 buckets the rows by key on the ring (as\n"
     "`ringshard bucket`) into a temporary area; pass 2 deduplicates every bucket\n"
     "in parallel, in memory, comparing full key bytes. The output is a bucket\n"
@@ -60,9 +59,9 @@ static const rs_opt_command dedup_command = {
     "With --append, DIR keeps growing: a new row is kept only when its key is\n"
     "in neither DIR (the history, whose copy wins) nor earlier in the new\n"
     "inputs; the survivors are added as a new generation of DIR, each file with\n"
-    "a key index, so the history's rows are never read again (docs/dedup.md).\n\n"
-    "Dedup options:\n"
-    ,
+    "a key index, so the history's rows are never read again (docs/dedup.md).\n",
+    (const rs_opt_section[]){
+        {    "\n",
          25,
          (const rs_opt_use[]){
              RS_USE(rs_opt_output_dir, D, outdir), {&opt_keep, 0, NULL, NULL}, {&opt_by, 0, NULL, NULL},
@@ -79,7 +78,7 @@ static const rs_opt_command dedup_command = {
     "Memory: a bucket is deduplicated in memory when its bytes plus a table of\n"
     "176 bytes per row fit in --memory / threads; a bigger bucket is split again\n"
     "on disk by an independent hash of the key, each part deduplicated on its own,\n"
-    "with the same result. The summary says how many buckets were split.\n\n", 0},
+    "with the same result. The summary says how many buckets were split.\n\n", 0, "Dedup options", NULL},
         RS_APPEND_SECTION(D, ap),
         RS_METRICS_SECTION(D, "\n"),
         RS_INPUT_SECTION(D, po, quiet, "\n"),
@@ -122,7 +121,7 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int first)
         if (rs_cli_input_finish(&a->po, a->quiet, argc, argv, first, &err) < 0)
             return rs_cli_fail("dedup", &err);
     }
-    if (rs_cli_level_check("--level", a->compress, a->level, &err) != 0)
+    if (rs_level_check("--level", a->compress, a->level, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
     if (rs_cli_outside_output("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||

@@ -24,18 +24,19 @@ static const rs_opt opt_no_header = {.name = "no-header", .help = "no header lin
 
 static const rs_opt_command locate_command = {
     "locate",
+    "ringshard locate [OPTIONS] [KEY...]",
+    "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
+    "LF-terminated, a CR before the LF is removed), one TSV line:\n"
+    "  key  position  node        (node = the owning node's name)\n"
+    "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard locate [OPTIONS] [KEY...]\n"
-         "Prints, for each KEY (or each line of standard input when no KEY is given:\n"
-         "LF-terminated, a CR before the LF is removed), one TSV line:\n"
-         "  key  position  node        (node = the owning node's name)\n"
-         "Keys are printed with \\\\, \\t, \\n, \\r escaped.\n\n",
+        {"\n",
          18,
          (const rs_opt_use[]){RS_USE_HELP(rs_opt_max_record, locate_args, max,
                                           "longest line of standard input (default 32M): a longer\n"
                                           "one is an error (exit 2), so that memory stays bounded"),
                               {&opt_explain, 0, NULL, NULL}, {&opt_no_header, 0, NULL, NULL}, RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_RING_SECTION(locate_args, ro),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};
@@ -46,10 +47,10 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
 {
     uint64_t pos = rs_ring_position(r, key, len);
     uint32_t node = rs_ring_owner(r, pos);
-    rs_cli_put_escaped(out, key, len);
+    rs_text_put_tsv(out, key, len);
     const char *name = rs_ring_nodes(r)->names[node];
     fprintf(out, "\t%llu\t", (unsigned long long)pos);
-    rs_cli_put_escaped(out, name, strlen(name));  /* node names may hold tabs */
+    rs_text_put_tsv(out, name, strlen(name));  /* node names may hold tabs */
     if (explain) {
         uint32_t p = rs_ring_point_at(r, pos);
         if (p == UINT32_MAX) {
@@ -64,7 +65,7 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
             if ((rs_u128)end == rs_ring_space(r))
                 end = 0;
             putc('\t', out);
-            rs_cli_put_escaped(out, label, strlen(label));  /* labels hold the node's name */
+            rs_text_put_tsv(out, label, strlen(label));  /* labels hold the node's name */
             fprintf(out, "\t%llu\t%llu", (unsigned long long)start, (unsigned long long)end);
         }
     }

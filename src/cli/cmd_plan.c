@@ -61,7 +61,7 @@ static int take_inputs(rs_pipeline_opts *po, void *ctx, rs_error *err)
     /* the job takes the directory's files: what is checked of the options,
      * then the progress line and the signals */
     if (rs_csv_keyspec_check(po->key, po->header, err) != 0 ||
-        rs_cli_level_check("--level", po->compress, po->level, err) != 0)
+        rs_level_check("--level", po->compress, po->level, err) != 0)
         return -1;
     return rs_cli_input_settle(po, c->quiet);
 }

@@ -12,8 +12,7 @@ typedef struct {
 
 static const rs_opt_command repair_command = {
     "repair",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard repair [OPTIONS] DIR\n"
+    "ringshard repair [OPTIONS] DIR",
     "Rebuilds the bucket directory DIR when it is damaged: its chain of\n"
     "generations (a generation missing or renamed, a manifest missing or\n"
     "unreadable, a digest that does not chain) or a file (missing, cut\n"
@@ -38,12 +37,13 @@ static const rs_opt_command repair_command = {
     "without damage is left as it is. Exit 0 when every row was kept, 3\n"
     "when DIR was rebuilt without some (listed), 2 when an interrupted\n"
     "repair left a complete directory beside DIR (the message says where\n"
-    "and how to put it back).\n\n"
-    "Options:\n",
+    "and how to put it back).\n",
+    (const rs_opt_section[]){
+        {    "\n",
          25,
          (const rs_opt_use[]){RS_USE_HELP(rs_opt_quiet, repair_args, quiet, "no summary"), RS_HELP_USE,
                               {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, "Options", NULL},
         RS_METRICS_SECTION(repair_args, NULL),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

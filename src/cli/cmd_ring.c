@@ -22,14 +22,15 @@ static const rs_opt opt_description = {.name = "description", .help = "instead, 
 
 static const rs_opt_command ring_command = {
     "ring",
+    "ringshard ring [OPTIONS]",
+    "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
+    "fingerprint, and each node's share of the position space (min, mean,\n"
+    "max, max/mean).\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard ring [OPTIONS]\n"
-         "Prints a summary of the ring: scheme, nodes, points, collisions, the\n"
-         "fingerprint, and each node's share of the position space (min, mean,\n"
-         "max, max/mean).\n\n",
+        {"\n",
          18, (const rs_opt_use[]){{&opt_points, 0, NULL, NULL}, {&opt_shares, 0, NULL, NULL}, {&opt_description, 0, NULL, NULL},
                                   RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_RING_SECTION(ring_args, ro),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};
@@ -103,9 +104,9 @@ static int print_points(const rs_ring *r)
         /* names and labels escaped as keys are (\\ \t \n \r): node names may hold tabs */
         const char *name = nodes->names[rs_ring_point_node(r, i)];
         printf("%llu\t", (unsigned long long)rs_ring_point_pos(r, i));
-        rs_cli_put_escaped(stdout, name, strlen(name));
+        rs_text_put_tsv(stdout, name, strlen(name));
         putchar('\t');
-        rs_cli_put_escaped(stdout, label, strlen(label));
+        rs_text_put_tsv(stdout, label, strlen(label));
         putchar('\n');
     }
     return 0;
@@ -129,7 +130,7 @@ static int print_shares(const rs_ring *r)
     fputs("node\tpoints\towned_hash_values\towned_fraction\n", stdout);
     for (uint32_t i = 0; i < nodes->count; i++)
     {
-        rs_cli_put_escaped(stdout, nodes->names[i], strlen(nodes->names[i]));
+        rs_text_put_tsv(stdout, nodes->names[i], strlen(nodes->names[i]));
         printf("\t%u\t%s\t%.9f\n", points[i], rs_u128_str(owned[i], buf), u128_to_double(owned[i]) / space);
     }
     free(owned);

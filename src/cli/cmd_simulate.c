@@ -33,14 +33,14 @@ static const rs_opt opt_key_seed = {.name = "key-seed", .arg = "N",
 
 static const rs_opt_command simulate_command = {
     "simulate",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard simulate [OPTIONS]\n"
+    "ringshard simulate [OPTIONS]",
     "Places K synthetic keys on a ring and reports the keys per node (mean, min,\n"
     "max, standard deviation, max/mean, min/mean) next to what the ring's exact\n"
     "shares and the theory of random rings predict; with --add/--remove, how many\n"
     "keys move, next to the least any placement must move. docs/stats.md derives\n"
-    "every number.\n\n"
-    ,
+    "every number.\n",
+    (const rs_opt_section[]){
+        {    "\n",
          22,
          (const rs_opt_use[]){
              {&opt_keys, 0, NULL, NULL}, {&opt_pattern, 0, NULL, NULL}, {&opt_key_seed, 0, NULL, NULL},
@@ -73,7 +73,7 @@ static const rs_opt_command simulate_command = {
                          "(a FILE '-' is standard output; the text then goes\n"
                          "to standard error)"),
              RS_USE(rs_opt_threads, sim_args, so.threads), RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_RING_SECTION(sim_args, ro),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

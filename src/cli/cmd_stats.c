@@ -24,9 +24,8 @@ typedef struct {
 
 static const rs_opt_command stats_command = {
     "stats",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard stats [OPTIONS] INPUT...             (or --files-from LIST)\n"
-    "       ringshard stats [OPTIONS] DIR          (DIR/manifest.json of `bucket`)\n"
+    "ringshard stats [OPTIONS] INPUT...             (or --files-from LIST)\n"
+    "ringshard stats [OPTIONS] DIR          (DIR/manifest.json of `bucket`)",
     "On INPUT files, reads the rows as `bucket` does and counts them per node\n"
     "(nothing is written); on a bucket directory, takes the rows per node and\n"
     "the ring from its manifest (no data is read; ring options are refused).\n"
@@ -34,8 +33,9 @@ static const rs_opt_command stats_command = {
     "observed sd next to the expected ones (binomial noise around the ring's\n"
     "exact shares; the 1/sqrt(V) spread of a random V-vnode ring), and flags\n"
     "the nodes whose count lies outside K*p_i +- Z*sqrt(K*p_i*(1-p_i)).\n"
-    "docs/stats.md derives every number.\n\n"
-    ,
+    "docs/stats.md derives every number.\n",
+    (const rs_opt_section[]){
+        {    "\n",
          22,
          (const rs_opt_use[]){
              RS_USE(rs_opt_z, stats_args, bo),
@@ -52,7 +52,7 @@ static const rs_opt_command stats_command = {
                          "(a FILE '-' is standard output; the summary then goes\n"
                          "to standard error)"),
              RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_INPUT_SECTION(stats_args, po, quiet, "\n"),
         RS_RING_SECTION(stats_args, ro),
         RS_SECTIONS_END},

@@ -19,8 +19,7 @@ static const rs_opt opt_max_report = {.name = "max-report", .arg = "N",
 
 static const rs_opt_command verify_command = {
     "verify",
-    (const rs_opt_section[]){
-        {    "Usage: ringshard verify [OPTIONS] DIR\n"
+    "ringshard verify [OPTIONS] DIR",
     "Rescans a bucket directory (ringshard bucket) or a move directory\n"
     "(ringshard plan --emit) in parallel and checks it against DIR/manifest.json:\n"
     "the chain of generations of a directory that grows (every g<N>, each\n"
@@ -30,8 +29,9 @@ static const rs_opt_command verify_command = {
     "place (in a bucket directory, the file of the node the ring assigns; in a\n"
     "move directory, the file of the pair of the old and the new ring's owners);\n"
     "every file's rows, bytes, CRC-32 of the data and size, and the totals.\n"
-    "Exit 0 when everything holds; 3 with one line per difference otherwise.\n\n"
-    ,
+    "Exit 0 when everything holds; 3 with one line per difference otherwise.\n",
+    (const rs_opt_section[]){
+        {    "\n",
          20,
          (const rs_opt_use[]){RS_USE(rs_opt_threads, verify_args, po.threads),
                               RS_USE_HELP(rs_opt_memory, verify_args, po.memory, "bound on buffers (default 1G)"),
@@ -40,7 +40,7 @@ static const rs_opt_command verify_command = {
                               RS_USE_HELP(rs_opt_producers, verify_args, po.producers,
                                           "at most N files read at once (default 0: automatic; see bucket)"),
                               {&opt_max_report, 0, NULL, NULL}, RS_HELP_USE, {NULL, 0, NULL, NULL}},
-         "\n", 0},
+         "\n", 0, NULL, NULL},
         RS_METRICS_SECTION(verify_args, NULL),
         RS_SECTIONS_END},
     RS_OPT_NOWHERE};

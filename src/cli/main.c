@@ -37,6 +37,21 @@ static void usage(FILE *f)
 #undef RS_EXIT_HELP
 }
 
+/* The program's own part of --dump-help (the commands' follow): what
+ * usage() prints, as TSV lines under the name "ringshard". */
+static void dump_help(FILE *f)
+{
+    fprintf(f, "ringshard\tsummary\tconsistent-hash bucketing and migration planning\n"
+               "ringshard\tusage\tringshard COMMAND [OPTIONS] [ARGS]\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "ringshard\tcommand\t%s\t%s\n", commands[i].name, commands[i].summary);
+#define RS_EXIT_DUMP(name, code, help) fprintf(f, "ringshard\texit\t%d\t%s\n", code, help);
+    RS_EXIT_TABLE(RS_EXIT_DUMP)
+#undef RS_EXIT_DUMP
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        rs_opt_dump_help(commands[i].options(), f);
+}
+
 static const char *rs_cli_command;   /* the command that runs, for the words after it */
 
 static const command *find(const char *name)
@@ -91,6 +106,12 @@ static int dispatch(int argc, char **argv)
          * and the option tests (cli/opt.h, rs_opt_dump) */
         for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
             rs_opt_dump(commands[i].options(), stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--dump-help")) {
+        /* hidden: every command's --help as its parts, for the man pages
+         * (tools/gen_cli_docs.py; cli/opt.h, rs_opt_dump_help) */
+        dump_help(stdout);
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {

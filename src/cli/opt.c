@@ -122,6 +122,8 @@ static void build(const rs_opt_command *c, table *t)
     for (const rs_opt_section *s = c->sections; s->uses; s++)
         for (const rs_opt_use *u = s->uses; u->opt && t->n < RS_OPT_MAX_ENTRIES; u++) {
             const rs_opt *o = u->opt;
+            if (o->flags & RS_OPTF_OPERAND)
+                continue;
             t->longopts[t->n] = (struct option){o->name, o->arg ? required_argument : no_argument, NULL,
                                                 RS_OPT_VAL0 + (int)t->n};
             if (o->letter) {
@@ -364,35 +366,105 @@ static const char *synopsis(const rs_opt *o, char *buf, size_t cap)
     return buf;
 }
 
+/* One line of the options: the left column syn, then help from column
+ * width (below syn when help starts with a newline, or syn is too wide). */
+static void print_item(FILE *f, int width, const char *syn, const char *help)
+{
+    int len = 2 + (int)strlen(syn);
+    fprintf(f, "  %s", syn);
+    if (*help == '\n')
+        fprintf(f, "\n%*s", width, ""), help++;
+    else if (len + 1 <= width)
+        fprintf(f, "%*s", width - len, "");
+    else
+        fputs("  ", f);
+    for (const char *l = help; *l;) {
+        size_t n = strcspn(l, "\n");
+        fprintf(f, "%.*s\n", (int)n, l);
+        l += n;
+        if (*l && *++l)
+            fprintf(f, "%*s", width, "");
+    }
+}
+
 void rs_opt_print_help(const rs_opt_command *c, FILE *f)
 {
+    for (const char *l = c->usage; l && *l;) {
+        size_t n = strcspn(l, "\n");
+        fprintf(f, "%s%.*s\n", l == c->usage ? "Usage: " : "       ", (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+    if (c->description)
+        fputs(c->description, f);
     for (const rs_opt_section *s = c->sections; s->uses; s++) {
         if (s->head)
             fputs(s->head, f);
+        if (s->title)
+            fprintf(f, "%s%s%s%s:\n", s->title, s->note ? " (" : "", s->note ? s->note : "", s->note ? ")" : "");
         for (const rs_opt_use *u = s->uses; u->opt; u++) {
             if (u->opt->flags & RS_OPTF_JOINED)
                 continue;
             char buf[160];
-            const char *syn = u->synopsis ? u->synopsis : synopsis(u->opt, buf, sizeof buf);
-            const char *help = u->help ? u->help : u->opt->help;
-            int len = 2 + (int)strlen(syn);
-            fprintf(f, "  %s", syn);
-            if (*help == '\n')
-                fprintf(f, "\n%*s", s->width, ""), help++;
-            else if (len + 1 <= s->width)
-                fprintf(f, "%*s", s->width - len, "");
-            else
-                fputs("  ", f);
-            for (const char *l = help; *l;) {
-                size_t n = strcspn(l, "\n");
-                fprintf(f, "%.*s\n", (int)n, l);
-                l += n;
-                if (*l && *++l)
-                    fprintf(f, "%*s", s->width, "");
-            }
+            print_item(f, s->width, u->synopsis ? u->synopsis : synopsis(u->opt, buf, sizeof buf),
+                       u->help ? u->help : u->opt->help);
         }
         if (s->tail)
             fputs(s->tail, f);
+    }
+}
+
+/* text as one TSV field: newlines as the two bytes \n, backslashes
+ * doubled (a help may show "\n"), tabs as blanks; with trim, without its
+ * leading and trailing newlines. */
+static void put_field(FILE *f, const char *text, int trim)
+{
+    size_t n = strlen(text);
+    while (trim && *text == '\n')
+        text++, n--;
+    while (trim && n && text[n - 1] == '\n')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        fputs(text[i] == '\n' ? "\\n" : text[i] == '\\' ? "\\\\" : text[i] == '\t' ? " " : (char[2]){text[i], 0}, f);
+}
+
+/* A "text" line for prose, if there is any (not only blank lines). */
+static void dump_text(const char *cmd, const char *text, FILE *f)
+{
+    if (!text || !text[strspn(text, "\n")])
+        return;
+    fprintf(f, "%s\ttext\t", cmd);
+    put_field(f, text, 1);
+    fputc('\n', f);
+}
+
+void rs_opt_dump_help(const rs_opt_command *c, FILE *f)
+{
+    for (const char *l = c->usage; l && *l;) {
+        size_t n = strcspn(l, "\n");
+        fprintf(f, "%s\tusage\t%.*s\n", c->name, (int)n, l);
+        l += n + (l[n] == '\n');
+    }
+    if (c->description) {
+        fprintf(f, "%s\tdescription\t", c->name);
+        put_field(f, c->description, 1);
+        fputc('\n', f);
+    }
+    for (const rs_opt_section *s = c->sections; s->uses; s++) {
+        dump_text(c->name, s->head, f);
+        if (s->title)
+            fprintf(f, "%s\tsection\t%s\t", c->name, s->title), put_field(f, s->note ? s->note : "-", 1),
+                fputc('\n', f);
+        for (const rs_opt_use *u = s->uses; u->opt; u++) {
+            if (u->opt->flags & RS_OPTF_JOINED)
+                continue;
+            char buf[160];
+            const char *help = u->help ? u->help : u->opt->help;
+            fprintf(f, "%s\titem\t%s\t%s%s\t", c->name, u->synopsis ? u->synopsis : synopsis(u->opt, buf, sizeof buf),
+                    u->opt->flags & RS_OPTF_OPERAND ? "-" : "--", u->opt->flags & RS_OPTF_OPERAND ? "" : u->opt->name);
+            put_field(f, help, 1);
+            fputc('\n', f);
+        }
+        dump_text(c->name, s->tail, f);
     }
 }
 
@@ -416,7 +488,7 @@ void rs_opt_dump(const rs_opt_command *c, FILE *f)
     for (const rs_opt_section *s = c->sections; s->uses; s++)
         for (const rs_opt_use *u = s->uses; u->opt; u++) {
             const rs_opt *o = u->opt;
-            if (listed_before(c, u))
+            if (listed_before(c, u) || (o->flags & RS_OPTF_OPERAND))
                 continue;
             const char *help = u->help ? u->help : o->help;
             fprintf(f, "%s\t--%s\t%s%c\t%s\t%s\t", c->name, o->name, o->letter ? "-" : "", o->letter ? o->letter : '-',

@@ -38,7 +38,8 @@ enum {
     RS_OPTF_DEFER = 4,    /* stored as given (STRING or LIST), checked by the command later */
     RS_OPTF_HELP = 8,     /* -h, --help: prints the help and stops */
     RS_OPTF_POSITIVE = 16, /* SIZE: any bad value is "not a positive size" */
-    RS_OPTF_SIGNED = 32    /* INT: min and max are signed (the dump says so) */
+    RS_OPTF_SIGNED = 32,   /* INT: min and max are signed (the dump says so) */
+    RS_OPTF_OPERAND = 64   /* not an option: an operand's line of --help (its synopsis, "INPUT...") */
 };
 
 /* The texts a LIST option was given, in order. */
@@ -82,20 +83,29 @@ typedef struct {
     const char *synopsis;   /* --help's left column there, NULL: the row's */
 } rs_opt_use;
 
-/* A block of --help: text, then rows whose descriptions start at column
- * `width`, then text. */
+/* A block of --help, as it prints: text (a blank line), the title line
+ * "TITLE (NOTE):", the rows (descriptions from column `width`; a row may
+ * be an operand's line, RS_OPTF_OPERAND), then text. The parts are kept apart, not as one text, so that
+ * the man pages are made from them (rs_opt_dump_help) without reading
+ * --help back. */
 typedef struct {
-    const char *head;
+    const char *head;         /* text before the title; NULL: none */
     int width;
     const rs_opt_use *uses;   /* ends with {NULL} */
-    const char *tail;
+    const char *tail;         /* text after the rows (a paragraph of prose) */
     unsigned given;           /* bits or'ed into the given mask by any of its rows */
+    const char *title;        /* "Input options"; NULL: no title line */
+    const char *note;         /* "(NOTE)" after the title; NULL: none */
 } rs_opt_section;
 
-/* A command's options: its sections in --help order (ends with {NULL}),
- * and where the given-mask lives in its struct (RS_OPT_NOWHERE: none). */
+/* A command's options: the text --help starts with (the usage lines,
+ * "ringshard CMD [OPTIONS] ..." one a line, and the description, lines
+ * ending in \n), its sections in --help order (ends with {NULL}), and where
+ * the given-mask lives in its struct (RS_OPT_NOWHERE: none). */
 typedef struct {
     const char *name;
+    const char *usage;
+    const char *description;
     const rs_opt_section *sections;
     size_t given_off;
 } rs_opt_command;
@@ -114,6 +124,20 @@ void rs_opt_print_help(const rs_opt_command *c, FILE *f);
  * checked (parse: as it is read; run: once all are in, RS_OPTF_DEFER),
  * help (\n as the two bytes \n). */
 void rs_opt_dump(const rs_opt_command *c, FILE *f);
+
+/* Writes the layout of command c's --help as TSV lines to f, in the
+ * order --help prints it (tabs in texts as blanks, newlines as the two
+ * bytes \n, a backslash as two): command, then one of
+ *   usage        LINE              a usage line (no "Usage:")
+ *   description  TEXT              the description, below the usage
+ *   section      TITLE  NOTE       a title line ("-": no note)
+ *   item         SYNOPSIS  LONG  HELP  a line of the options: the left
+ *                column as --help shows it, the row's --long ("-": an
+ *                operand), its help there
+ *   text         TEXT              prose between the rows
+ * (`ringshard --dump-help`, from which tools/gen_cli_docs.py writes the
+ * man pages; rs_opt_dump's rows say what each option takes). */
+void rs_opt_dump_help(const rs_opt_command *c, FILE *f);
 
 /* The number parsers for the checks made after parsing (ring options,
  * whose defaults follow from the scheme), with the row's range. */

@@ -61,7 +61,7 @@ const rs_opt rs_opt_compress = {.name = "compress", .arg = "gzip|zstd|none",
 static int level_apply(void *base, const rs_opt *o, const char *arg, rs_error *err)
 {
     (void)o;
-    return rs_cli_level_arg("--level", arg, (int *)base, err);
+    return rs_level_parse("--level", arg, (int *)base, err);
 }
 
 const rs_opt rs_opt_level = {.name = "level", .arg = "N", .help = "compression level (gzip 1-9, default 1; zstd)",
@@ -102,7 +102,7 @@ const rs_opt rs_opt_metrics = {.name = "metrics", .arg = "FILE",
                                        "standard output",
                                .kind = RS_KIND_STRING, .off = RS_OPT_NOWHERE, .apply = metrics_apply};
 
-/* ---- the ring options (rs_cli_ring; checked by rs_cli_ring_finish) ---------- */
+/* ---- the ring options (rs_cli_ring; checked by rs_ring_spec_resolve) ---------- */
 
 #define RING(field) RS_AT(rs_cli_ring, field), .flags = RS_OPTF_DEFER, .given = RS_GIVEN_RING
 const rs_opt rs_opt_scheme = {.name = "scheme", .arg = "NAME", .help = "ring (default), ketama, slots, modulo, jump",
@@ -116,7 +116,7 @@ const rs_opt rs_opt_hash = {
 const rs_opt rs_opt_seed = {.name = "seed", .arg = "N", .help = "hash seed (default: the hash's own, 0 or 0x1234ABCD)",
                             .kind = RS_KIND_INT, .min = 0, .max = UINT64_MAX, RING(seed)};
 const rs_opt rs_opt_nodes = {.name = "nodes", .arg = "N", .help = "nodes named \"0\"..\"N-1\" (default 1000)",
-                             .kind = RS_KIND_INT, .min = 1, .max = 10000000, RING(nodes)};
+                             .kind = RS_KIND_INT, .min = 1, .max = RS_RING_NODES_MAX, RING(nodes)};
 const rs_opt rs_opt_nodes_file = {
     .name = "nodes-file", .arg = "FILE",
     .help = "one node a line: name [weight] [down]; # comments; a name with\n"
@@ -124,9 +124,9 @@ const rs_opt rs_opt_nodes_file = {
     .kind = RS_KIND_STRING, RING(nodes_file)};
 const rs_opt rs_opt_vnodes = {.name = "vnodes", .arg = "V",
                               .help = "ring: points per node (200); ketama: points per node (160)",
-                              .kind = RS_KIND_INT, .min = 1, .max = 100000000, RING(vnodes)};
+                              .kind = RS_KIND_INT, .min = 1, .max = RS_RING_VNODES_MAX, RING(vnodes)};
 const rs_opt rs_opt_slots = {.name = "slots", .arg = "S", .help = "slots: the number of slots (1024)",
-                             .kind = RS_KIND_INT, .min = 1, .max = 100000000, RING(vnodes)};
+                             .kind = RS_KIND_INT, .min = 1, .max = RS_RING_VNODES_MAX, RING(vnodes)};
 const rs_opt rs_opt_label = {.name = "label", .arg = "TEMPLATE",
                              .help = "label of a virtual node: {node} and {i} (ring: {node}&Node{i},\n"
                                      "ketama: {node}{i}; libketama/twemproxy: {node}-{i})",
@@ -206,6 +206,10 @@ static int files_from_apply(void *base, const rs_opt *o, const char *arg, rs_err
     (void)base;
     return rs_cli_files_from_option(o->arg != NULL, arg, err);
 }
+
+/* The inputs' line of --help: an operand, not an option. */
+const rs_opt rs_opt_input_operand = {.name = "INPUT...", .help = "CSV files, gzip, zstd or plain (by content), '-' = stdin",
+                                     .off = RS_OPT_NOWHERE, .flags = RS_OPTF_OPERAND, .synopsis = "INPUT..."};
 
 const rs_opt rs_opt_key = {.name = "key", .arg = "COL[,COL...]",
                            .help = "key column(s) by header name or 1-based index (default 1);\n"

@@ -13,7 +13,7 @@
 #define FLAG_AT(field) .kind = RS_KIND_FLAG, RS_AT(P, field), .set = 1
 
 static const rs_opt opt_old_nodes = {.name = "old-nodes", .arg = "N", .help = "nodes \"0\"..\"N-1\" (same as --nodes)",
-                                     .kind = RS_KIND_INT, RS_AT(P, ro.nodes), .min = 1, .max = 10000000,
+                                     .kind = RS_KIND_INT, RS_AT(P, ro.nodes), .min = 1, .max = RS_RING_NODES_MAX,
                                      .flags = RS_OPTF_DEFER, .given = RS_GIVEN_RING};
 static const rs_opt opt_old_nodes_file = {.name = "old-nodes-file", .arg = "FILE",
                                           .help = "a node file (same as --nodes-file)", .kind = RS_KIND_STRING,
@@ -26,7 +26,7 @@ static const rs_opt opt_from_buckets = {.name = "from-buckets", .arg = "DIR",
 static const rs_opt opt_ring_only = {.name = "ring-only", .help = "with --from-buckets: use only the ring, read no rows",
                                      FLAG_AT(o.ring_only)};
 static const rs_opt opt_new_nodes = {.name = "new-nodes", .arg = "N", .help = "nodes \"0\"..\"N-1\"",
-                                     .kind = RS_KIND_INT, RS_AT(P, new_nodes), .min = 1, .max = 10000000,
+                                     .kind = RS_KIND_INT, RS_AT(P, new_nodes), .min = 1, .max = RS_RING_NODES_MAX,
                                      .flags = RS_OPTF_DEFER};
 static const rs_opt opt_new_nodes_file = {.name = "new-nodes-file", .arg = "FILE", .help = "a node file",
                                           STRING_AT(new_nodes_file)};
@@ -63,18 +63,18 @@ static const rs_opt opt_wave_order = {.name = "wave-order", .arg = "smallest|lar
 #define USE(row) {&(row), 0, NULL, NULL}
 const rs_opt_command rs_cli_plan_command = {
     "plan",
+    "ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]",
+    "Compares an old and a new node set on the same ring options and tells what\n"
+    "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
+    "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
+    "inputs and options as 'ringshard bucket'): keys and bytes counted per pair;\n"
+    "with --emit DIR the moved rows themselves.\n",
     (const rs_opt_section[]){
-        {"Usage: ringshard plan [OPTIONS] [INPUT...] [--files-from LIST]\n"
-         "Compares an old and a new node set on the same ring options and tells what\n"
-         "moves where. Without INPUT: the exact ring diff (arcs of the hash space whose\n"
-         "owner changes, aggregated per (from, to) pair). With INPUT (the same CSV\n"
-         "inputs and options as 'ringshard bucket'): keys and bytes counted per pair;\n"
-         "with --emit DIR the moved rows themselves.\n\n"
-         "Old side (default: the ring options' nodes, 1000):\n",
+        {"\n",
          25, (const rs_opt_use[]){USE(opt_old_nodes), USE(opt_old_nodes_file), USE(opt_from_buckets),
                                   USE(opt_ring_only), {NULL, 0, NULL, NULL}},
-         NULL, 0},
-        {"New side (an explicit node set, or changes to the old one, or both):\n", 25,
+         NULL, 0, "Old side", "default: the ring options' nodes, 1000"},
+        {NULL, 25,
          (const rs_opt_use[]){
              USE(opt_new_nodes), USE(opt_new_nodes_file),
              RS_USE_HELP(rs_opt_add, P, ed,
@@ -93,13 +93,13 @@ const rs_opt_command rs_cli_plan_command = {
                          "--down add up when given again; an edit that cancels\n"
                          "itself, or a name given twice, is refused: exit 64)"),
              {NULL, 0, NULL, NULL}},
-         NULL, 0},
-        {"Outputs (the summary goes to standard output; a FILE '-' is standard output,\n"
-         "one at most, and the summary then goes to standard error):\n",
+         NULL, 0, "New side", "an explicit node set, or changes to the old one, or both"},
+        {NULL,
          25, (const rs_opt_use[]){USE(opt_json), USE(opt_json_arcs), USE(opt_arcs), USE(opt_pairs), USE(opt_svg),
                                   USE(opt_html), USE(opt_top), USE(opt_strict), {NULL, 0, NULL, NULL}},
-         NULL, 0},
-        {"With data:\n", 25,
+         NULL, 0, "Outputs", "the summary goes to standard output; a FILE '-' is standard output,\n"
+         "one at most, and the summary then goes to standard error"},
+        {NULL, 25,
          (const rs_opt_use[]){
              USE(opt_emit),
              RS_USE_HELP(rs_opt_force, P, o.force, "replace an existing --emit DIR (a ringshard output or empty)"),
@@ -109,7 +109,7 @@ const rs_opt_command rs_cli_plan_command = {
              RS_USE_HELP(rs_opt_direct_io, P, po.direct_io, "--emit files with O_DIRECT (auto: plain ones only)"),
              USE(opt_batch_bytes), USE(opt_wave_order), RS_HELP_USE, {NULL, 0, NULL, NULL}},
          "\nExit: 0; 3 when rows of --from-buckets sit in the wrong bucket (then nothing is\n"
-         "emitted) or, with --strict, when the consistency property is broken.\n\n", 0},
+         "emitted) or, with --strict, when the consistency property is broken.\n\n", 0, "With data", NULL},
         RS_METRICS_SECTION(P, "\n"),
         RS_INPUT_SECTION(P, po, quiet, "\n"),
         RS_RING_SECTION(P, ro),

@@ -1,96 +1,30 @@
-/* The ring options once parsed (their rows: cli/optgroups.c), and what
- * every command prints its errors with. */
-#include <ctype.h>
+/* The ring options once parsed (their rows: cli/optgroups.c; resolved by
+ * the ring layer, rs_ring_spec), and what every command prints its errors
+ * with. */
 #include <errno.h>
 #include <poll.h>
-#include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
 
+/* The spec the options describe (pointing into ro). */
+static rs_ring_spec spec_of(const rs_cli_ring *ro)
+{
+    return (rs_ring_spec){ro->scheme, ro->hash,  ro->seed,  ro->nodes,  ro->nodes_file, ro->vnodes,
+                          ro->label,  ro->sign,  ro->order, ro->compat, ro->down.v,     ro->down.n};
+}
+
 int rs_cli_ring_finish(const rs_cli_ring *ro, rs_ring_opts *o, rs_nodes *nodes, rs_error *err)
 {
-    int scheme = RS_SCHEME_RING;
-    if (ro->scheme && (scheme = rs_scheme_by_name(ro->scheme)) < 0)
-        return rs_error_set(err, RS_EXIT_USAGE, "--scheme: unknown scheme '%s' (ring, ketama, slots, modulo, jump)",
-                            ro->scheme);
-    rs_ring_opts_default(o, (rs_scheme_id)scheme);
-    if (ro->compat) {
-        int c = rs_compat_by_name(ro->compat);
-        if (c < 0)
-            return rs_error_set(err, RS_EXIT_USAGE,
-                                "--compat: unknown client '%s' (libketama, libmemcached, libmemcached-spy, twemproxy, "
-                                "spymemcached, hashring)", ro->compat);
-        if (ro->scheme || ro->hash || ro->seed || ro->vnodes || ro->label || ro->sign || ro->order)
-            return rs_error_set(err, RS_EXIT_USAGE,
-                                "--compat %s sets the scheme, hash, points and labels: it excludes --scheme, --hash, "
-                                "--seed, --vnodes, --label, --sign and --order", ro->compat);
-        rs_ring_opts_compat(o, (rs_compat_id)c);
-    }
-    if (ro->hash) {
-        const rs_hash_info *h = rs_hash_by_name(ro->hash);
-        if (!h)
-            return rs_error_set(err, RS_EXIT_USAGE, "--hash: unknown hash '%s' (see --help)", ro->hash);
-        o->hash = h->id;
-        o->seed = h->default_seed;
-    }
-    unsigned long long v;
-    if (ro->seed) {
-        if (rs_opt_check_uint(&rs_opt_seed, ro->seed, &v, err) != 0)
-            return -1;
-        o->seed = v;
-    }
-    if (ro->vnodes) {
-        if (rs_opt_check_uint(&rs_opt_vnodes, ro->vnodes, &v, err) != 0)
-            return -1;
-        o->vnodes = (uint32_t)v;
-    }
-    if (ro->label) {
-        if (strlen(ro->label) >= RS_LABEL_MAX)
-            return rs_error_set(err, RS_EXIT_USAGE, "--label: template longer than %d bytes", RS_LABEL_MAX - 1);
-        strcpy(o->label, ro->label);
-    }
-    if (ro->sign) {
-        if (strcmp(ro->sign, "clear") && strcmp(ro->sign, "keep"))
-            return rs_error_set(err, RS_EXIT_USAGE, "--sign: expected clear or keep, not '%s'", ro->sign);
-        o->clear_sign = strcmp(ro->sign, "clear") == 0;
-    }
-    if (ro->order) {
-        if (strcmp(ro->order, "signed") && strcmp(ro->order, "unsigned"))
-            return rs_error_set(err, RS_EXIT_USAGE, "--order: expected signed or unsigned, not '%s'", ro->order);
-        o->order = strcmp(ro->order, "signed") == 0 ? RS_ORDER_SIGNED : RS_ORDER_UNSIGNED;
-    }
-    if (ro->nodes && ro->nodes_file)
-        return rs_error_set(err, RS_EXIT_USAGE, "--nodes and --nodes-file exclude each other");
-    if (ro->nodes_file) {
-        if (rs_nodes_load(nodes, ro->nodes_file, err) != 0)
-            return -1;
-    } else {
-        unsigned long long n = 1000;
-        if (ro->nodes && rs_opt_check_uint(&rs_opt_nodes, ro->nodes, &n, err) != 0)
-            return -1;
-        if (rs_nodes_init_count(nodes, (uint32_t)n, err) != 0)
-            return -1;
-    }
-    for (int i = 0; i < ro->down.n; i++) {   /* the lists add up */
-        char *list = strdup(ro->down.v[i]), *save = NULL;
-        for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-            if (rs_nodes_set_down(nodes, name, err) != 0) {
-                free(list);
-                rs_nodes_free(nodes);
-                return -1;
-            }
-        free(list);
-    }
-    return 0;
+    rs_ring_spec s = spec_of(ro);
+    return rs_ring_spec_resolve(&s, o, nodes, err);
 }
 
 int rs_cli_ring_given(const rs_cli_ring *ro)
 {
-    return ro->scheme || ro->hash || ro->seed || ro->nodes || ro->nodes_file || ro->vnodes || ro->label || ro->sign ||
-           ro->order || ro->down.n || ro->compat;
+    rs_ring_spec s = spec_of(ro);
+    return rs_ring_spec_given(&s);
 }
 
 rs_ring *rs_cli_ring_build(const rs_cli_ring *ro, rs_error *err)
@@ -152,17 +86,4 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
         return RS_EXIT_USAGE;
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
-}
-
-void rs_cli_put_escaped(FILE *f, const char *key, size_t len)
-{
-    for (size_t i = 0; i < len; i++) {
-        switch (key[i]) {
-        case '\\': fputs("\\\\", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        default: putc(key[i], f);
-        }
-    }
 }

@@ -20,6 +20,7 @@
  * order; the same pass merges the sub-files' duplicates reports by the
  * original row of each key's first occurrence (see "duplicates report"). */
 #include "ringshard/dedup.h"
+#include "ringshard/text.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,9 +171,9 @@ static int emit(const rs_dedup_opts *o, owriter *w, rs_keyidx_writer *idx, rs_bu
             return 0;
         if (row_key(o, row, len, scratch, &key, &klen, err) != 0)
             return -1;
-        rs_dedup_put_escaped(o->dropped, key, klen);
+        rs_text_put_tsv(o->dropped, key, klen);
         fputs("\trepeat\t", o->dropped);
-        rs_dedup_put_escaped(o->dropped, row, len);
+        rs_text_put_tsv(o->dropped, row, len);
         fputc('\n', o->dropped);
         return 0;
     }
@@ -185,39 +186,14 @@ static int emit(const rs_dedup_opts *o, owriter *w, rs_keyidx_writer *idx, rs_bu
 
 /* ------------------------------------------------------------- escaping */
 
-void rs_dedup_put_escaped(FILE *f, const char *p, size_t len)
-{
-    size_t run = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = p[i], e = 0;
-        switch (c) {
-        case '\\': e = '\\'; break;
-        case '\t': e = 't'; break;
-        case '\n': e = 'n'; break;
-        case '\r': e = 'r'; break;
-        default: continue;
-        }
-        fwrite(p + run, 1, i - run, f);
-        fputc('\\', f);
-        fputc(e, f);
-        run = i + 1;
-    }
-    fwrite(p + run, 1, len - run, f);
-}
-
-/* Appends bytes to b with \\ \t \n \r escaped, as rs_dedup_put_escaped. */
+/* Appends bytes to b with \\ \t \n \r escaped, as rs_text_put_tsv writes them. */
 static int esc_append(rs_buf *b, const char *p, size_t len)
 {
     size_t run = 0;
     for (size_t i = 0; i < len; i++) {
-        char e;
-        switch (p[i]) {
-        case '\\': e = '\\'; break;
-        case '\t': e = 't'; break;
-        case '\n': e = 'n'; break;
-        case '\r': e = 'r'; break;
-        default: continue;
-        }
+        char e = rs_text_tsv_escape(p[i]);
+        if (!e)
+            continue;
         char pair[2] = {'\\', e};
         if (rs_buf_append(b, p + run, i - run) != 0 || rs_buf_append(b, pair, 2) != 0)
             return -1;

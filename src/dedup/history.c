@@ -13,6 +13,7 @@
 #include <string.h>
 #include "dedup/rows.h"
 #include "ringshard/buf.h"
+#include "ringshard/text.h"
 
 /* The rows of one part, their keys, and what the lookups found. */
 typedef struct {
@@ -131,11 +132,11 @@ static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *ou
         r->dropped_rows++;
         r->dropped_bytes += a[1] + 1;
         if (h->report) {
-            rs_dedup_put_escaped(h->report, pt->arena.data + a[2], a[3]);
+            rs_text_put_tsv(h->report, pt->arena.data + a[2], a[3]);
             char dn[16];
             rs_gen_dir_name(pt->gen[i], dn);
             fprintf(h->report, "\t%s\t", dn);
-            rs_dedup_put_escaped(h->report, row, a[1]);
+            rs_text_put_tsv(h->report, row, a[1]);
             fputc('\n', h->report);
         }
     }

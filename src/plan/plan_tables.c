@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "ringshard/plan.h"
+#include "ringshard/text.h"
 
 /* Names in a CSV field: quoted when they hold a comma, a quote or a line
  * break. */
@@ -21,20 +22,6 @@ static void csv_field(FILE *f, const char *s)
     putc('"', f);
 }
 
-/* Names in a TSV field: the vectors' escapes (\\ \t \n \r). */
-static void tsv_name(FILE *f, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '\\': fputs("\\\\", f); break;
-        case '\t': fputs("\\t", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        default: putc(*s, f);
-        }
-    }
-}
-
 void rs_plan_arcs_write(FILE *f, const rs_plan *p)
 {
     const rs_nodes *an = rs_ring_nodes(p->old_ring), *bn = rs_ring_nodes(p->new_ring);
@@ -46,9 +33,9 @@ void rs_plan_arcs_write(FILE *f, const rs_plan *p)
         rs_u128_str((rs_u128)r->last + 1, e);
         rs_u128_str(r->weight, w);
         fprintf(f, "%s\t%s\t", s, e);
-        tsv_name(f, an->names[r->from]);
+        rs_text_put_tsv(f, an->names[r->from], strlen(an->names[r->from]));
         putc('\t', f);
-        tsv_name(f, bn->names[r->to]);
+        rs_text_put_tsv(f, bn->names[r->to], strlen(bn->names[r->to]));
         fprintf(f, "\t%s\t%.17g\n", w, (double)r->weight / (double)p->total);
     }
 }

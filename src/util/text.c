@@ -140,3 +140,29 @@ size_t rs_text_controls(const char *p, size_t n, size_t *first)
     }
     return count;
 }
+
+char rs_text_tsv_escape(char c)
+{
+    switch (c) {
+    case '\\': return '\\';
+    case '\t': return 't';
+    case '\n': return 'n';
+    case '\r': return 'r';
+    default: return 0;
+    }
+}
+
+void rs_text_put_tsv(FILE *f, const char *p, size_t n)
+{
+    size_t run = 0;   /* bytes are written in runs between escapes, not one by one */
+    for (size_t i = 0; i < n; i++) {
+        char e = rs_text_tsv_escape(p[i]);
+        if (!e)
+            continue;
+        fwrite(p + run, 1, i - run, f);
+        fputc('\\', f);
+        fputc(e, f);
+        run = i + 1;
+    }
+    fwrite(p + run, 1, n - run, f);
+}

@@ -1,0 +1,96 @@
+/* util/path.c - where a path really is (ringshard/util.h, rs_path_within).
+ *
+ * Compared by real paths, so that "./", "..", relative and linked forms of
+ * one place are one place; a path that does not exist yet is placed by its
+ * parent's real path plus its name. */
+#define _GNU_SOURCE  /* asprintf */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ringshard/util.h"
+
+/* The directory part of path ("." when none), trailing slashes of path
+ * removed first; *base gets the rest. malloc'd, NULL when out of memory. */
+static char *dir_part(const char *path, char **base)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    size_t k = n;
+    while (k > 0 && path[k - 1] != '/')
+        k--;
+    *base = strndup(path + k, n - k);
+    char *dir = k == 0 ? strdup(".") : strndup(path, k > 1 ? k - 1 : 1);
+    if (!dir || !*base) {
+        free(dir);
+        free(*base);
+        return NULL;
+    }
+    return dir;
+}
+
+/* The canonical path of path, itself or, when it does not exist, its
+ * parent's + '/' + its name. malloc'd; NULL when neither resolves. */
+static char *canonical(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || errno != ENOENT)
+        return r;
+    char *base, *dir = dir_part(path, &base), *p = NULL;
+    char *rd = dir ? realpath(dir, NULL) : NULL;
+    if (rd && asprintf(&p, "%s%s%s", rd, strcmp(rd, "/") ? "/" : "", base) < 0)
+        p = NULL;
+    free(rd);
+    free(dir);
+    free(base);
+    return p;
+}
+
+/* path with symbolic links at its end followed, even dangling ones (an
+ * fopen "w" creates their target). malloc'd; NULL when out of memory. */
+static char *follow_links(const char *path)
+{
+    char *p = strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        char target[PATH_MAX];
+        ssize_t n = readlink(p, target, sizeof target - 1);
+        if (n < 0)
+            break;
+        target[n] = '\0';
+        char *base, *dir = dir_part(p, &base), *next = NULL;
+        if (dir && (target[0] == '/' ? (next = strdup(target)) == NULL
+                                     : asprintf(&next, "%s/%s", dir, target) < 0))
+            next = NULL;
+        free(dir);
+        free(base);
+        free(p);
+        p = next;
+    }
+    return p;
+}
+
+int rs_path_within(const char *path, const char *dir)
+{
+    char *out = canonical(dir), *in = NULL, *real = follow_links(path);
+    char *file = real ? realpath(real, NULL) : NULL;   /* an existing file: where it really is */
+    if (file) {
+        char *base;
+        in = dir_part(file, &base);
+        free(base);
+        free(file);
+    } else {
+        char *base = NULL, *d = real ? dir_part(real, &base) : NULL;
+        in = d ? canonical(d) : NULL;
+        free(d);
+        free(base);
+    }
+    size_t n = out ? strlen(out) : 0;
+    int inside = out && in && !strncmp(in, out, n) && (in[n] == '\0' || in[n] == '/');
+    free(out);
+    free(in);
+    free(real);
+    return inside;
+}
