@@ -216,12 +216,12 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
     return 0;
 }
 
-/* One generation of inputs [lo, hi) into an existing DIR (g opened). */
 /* A directory that dedup --append keeps distinct (options.dedup in a
  * manifest) takes no rows from bucket --append: they would not be checked
- * against its keys. */
-static int refuse_distinct(const rs_gen *g, rs_error *err)
+ * against its keys (rs_gen_job.refuse). */
+static int refuse_distinct(void *ctx, const rs_gen *g, rs_error *err)
 {
+    (void)ctx;
     const rs_bucketdir *bd = &g->bd;
     for (size_t k = 0; k <= bd->ngens; k++) {
         const rs_manifest *m = k ? &bd->gens[k - 1] : &bd->m;
@@ -234,29 +234,17 @@ static int refuse_distinct(const rs_gen *g, rs_error *err)
     return 0;
 }
 
-static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, rs_gen_chunk *ch, rs_bucket_job_result *r,
-                             rs_error *err)
+/* One generation of the chunk's inputs sel (those not skipped) into an
+ * existing DIR (g opened and checked, ring DIR's). */
+static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, const rs_pipeline_opts *sel,
+                             const rs_ring *ring, rs_gen_chunk *ch, rs_bucket_job_result *r, rs_error *err)
 {
-    size_t lo = ch->lo, hi = ch->hi;
-    uint8_t *skip = ch->skip;
-    rs_pipeline_opts po = o->pipeline;
-    rs_ring *ring = NULL;
+    rs_pipeline_opts po = *sel;
     rs_cluster_quarantine q = {0};
     rs_pipeline_result run = {0};
     rs_manifest m = {0};
-    const char **sel = NULL;
     char **names = NULL, **files = NULL;
-    size_t nskipped = 0;
-    uint32_t ndest = 0;
-    if (refuse_distinct(g, err) != 0 || rs_gen_check(g, &po, o->given, o->ring, &ring, err) != 0 ||
-        rs_gen_seen(g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) != 0)
-        goto out;
-    r->inputs_skipped += nskipped;
-    rs_pipeline_opts shaped = po;
-    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0 ||
-        rs_gen_restoring(g, &po, lo, hi, skip, ring, err) != 0)
-        goto out;
-    ndest = rs_ring_nodes(ring)->count;
+    uint32_t ndest = rs_ring_nodes(ring)->count;
     if (!(names = node_file_names(ring, po.compress, err)))
         goto out;
     rs_pipeline_threads_ready(rs_run_threads(&po), err);
@@ -305,66 +293,35 @@ out:
         rs_pipeline_result_free(&run);
     free(m.inputs);
     free(m.files);
-    free(sel);
     rs_free_strings(files, ndest);
     rs_free_strings(names, ndest);
-    rs_ring_free(ring);
     return err->code ? -1 : 0;
 }
 
-/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
- * not exist (again as an append if another run creates it first). */
+/* The bucket job as rs_gen_append runs it. */
 typedef struct {
     const rs_bucket_job_opts *o;
     rs_bucket_job_result *r;
-} chunk_ctx;
+} append_ctx;
 
-static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+static int append_run(void *ctx, rs_gen *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen_chunk *ch,
+                      int *raced, rs_error *err)
 {
-    const rs_bucket_job_opts *o = ((chunk_ctx *)ctx)->o;
-    rs_bucket_job_result *r = ((chunk_ctx *)ctx)->r;
-    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
-    /* again when another run created DIR first (once), or when an input is
-     * dropped after the run (rs_gen_seen_after: at most once per input) */
-    for (int races = 0;;) {
-        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "bucket", 0};
-        rs_gen g;
-        r->inputs_skipped = skipped0;
-        int rc = rs_gen_open(&g, o->outdir, err);
-        if (rc == 0)
-            rc = append_generation(o, &g, &ch, r, err);
-        rs_gen_close(&g);
-        if (ch.redo && rc == 0)
-            continue;
-        if (rc <= 0)
-            return rc;
-        /* DIR does not exist: this run creates it */
-        size_t nskipped = 0;
-        rs_pipeline_opts po;
-        const char **sel = NULL;
-        int raced = 0;
-        if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-            rs_gen_select(&o->pipeline, lo, hi, skip, &po, &sel, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (po.ninputs)
-                run_fresh(o, po, &ch, r, &raced, err);
-        }
-        free(sel);
-        if (ch.redo && !err->code)
-            continue;
-        if (!raced || races++ > 0)
-            return err->code ? -1 : 0;
-        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        memset(skip + lo, 0, hi - lo);
-    }
+    append_ctx *c = ctx;
+    if (g)
+        return append_generation(c->o, g, po, ring, ch, c->r, err);
+    return run_fresh(c->o, *po, ch, c->r, raced, err);
 }
 
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
 {
     memset(r, 0, sizeof *r);
-    chunk_ctx c = {o, r};
+    append_ctx c = {o, r};
+    rs_gen_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
+                    .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "bucket", .inputs_skipped = &r->inputs_skipped,
+                    .refuse = refuse_distinct, .run = append_run, .ctx = &c};
     if (o->append)
-        return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+        return rs_gen_append(&a, o->commit_every, o->commit_bytes, err);
     int raced;
     return run_fresh(o, o->pipeline, NULL, r, &raced, err);
 }

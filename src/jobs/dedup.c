@@ -859,56 +859,26 @@ out:
 
 /* ---------------------------------------------------------------- append */
 
-/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
- * not exist (again as an append if another run creates it first). */
+/* The dedup job as rs_gen_append runs it. */
 typedef struct {
     const rs_dedup_job_opts *o;
     rs_dedup_job_result *r;
-} chunk_ctx;
+} append_ctx;
 
-static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+/* A keys-only directory has no rows to keep distinct (rs_gen_job.refuse). */
+static int refuse_keys_only(void *ctx, const rs_gen *g, rs_error *err)
 {
-    const rs_dedup_job_opts *o = ((chunk_ctx *)ctx)->o;
-    rs_dedup_job_result *r = ((chunk_ctx *)ctx)->r;
-    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
-    /* again when another run created DIR first (once), or when an input is
-     * dropped after pass 1 (rs_gen_seen_after: at most once per input) */
-    for (int races = 0;;) {
-        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "dedup", 0};
-        rs_gen g;
-        rs_ring *ring = NULL;
-        rs_pipeline_opts po = o->pipeline, sel_po;
-        const char **sel = NULL;
-        size_t nskipped = 0;
-        r->inputs_skipped = skipped0;
-        int raced = 0, rc = rs_gen_open(&g, o->outdir, err);
-        po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
-        po.level = o->level;
-        if (rc == 0 && g.bd.m.keys_only)
-            rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g.mpath);
-        if (rc == 0 && rs_gen_check(&g, &po, o->given, o->ring, &ring, err) == 0 &&
-            rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
-            rs_gen_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (sel_po.ninputs)
-                run_once(o, &sel_po, ring, &g, &ch, r, &raced, err);
-        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-                   rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (sel_po.ninputs)
-                run_once(o, &sel_po, o->ring, NULL, &ch, r, &raced, err);
-        }
-        free(sel);
-        rs_ring_free(ring);
-        rs_gen_close(&g);   /* removes the staged generation unless published */
-        if (ch.redo && !err->code)
-            continue;
-        if (!raced || races++ > 0)
-            return err->code ? -1 : 0;
-        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        memset(skip + lo, 0, hi - lo);
-    }
+    (void)ctx;
+    return g->bd.m.keys_only ? rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep",
+                                            g->mpath)
+                             : 0;
+}
+
+static int append_run(void *ctx, rs_gen *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen_chunk *ch,
+                      int *raced, rs_error *err)
+{
+    append_ctx *c = ctx;
+    return run_once(c->o, po, ring, g, ch, c->r, raced, err);
 }
 
 static int run_job(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err);
@@ -919,8 +889,13 @@ static int run_append(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_err
         return rs_error_set(err, RS_EXIT_USAGE, "--append keeps the first copy of each key (the history's): %s",
                             o->buckets_dir ? "--buckets reads another directory" : "--keep last would have to change rows "
                             "the history already published");
-    chunk_ctx c = {o, r};
-    return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+    append_ctx c = {o, r};
+    rs_gen_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
+                    .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "dedup", .inputs_skipped = &r->inputs_skipped,
+                    .refuse = refuse_keys_only, .run = append_run, .ctx = &c};
+    a.po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
+    a.po.level = o->level;
+    return rs_gen_append(&a, o->commit_every, o->commit_bytes, err);
 }
 
 int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err)

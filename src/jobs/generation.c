@@ -778,17 +778,57 @@ size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, s
     return i;
 }
 
-int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
-                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
-                  rs_error *err)
+/* Inputs [lo, hi) of a->po into DIR: a new generation, or DIR itself when
+ * it does not exist (again as an append if another run creates it first). */
+static int append_chunk(const rs_gen_job *a, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
 {
-    size_t n = po->ninputs;
-    uint8_t *skip = calloc(n + 1, 1);
+    uint64_t skipped0 = *a->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
+    /* again when another run created DIR first (once), or when an input is
+     * dropped after the run (rs_gen_seen_after: at most once per input) */
+    for (int races = 0;;) {
+        rs_gen_chunk ch = {lo, hi, skip, a->cmd, 0};
+        rs_gen g;
+        rs_ring *ring = NULL;
+        rs_pipeline_opts po = a->po, sel_po;
+        const char **sel = NULL;
+        size_t nskipped = 0;
+        *a->inputs_skipped = skipped0;
+        int raced = 0, rc = rs_gen_open(&g, a->dir, err);
+        if (rc == 0 && (!a->refuse || a->refuse(a->ctx, &g, err) == 0) &&
+            rs_gen_check(&g, &po, a->given, a->ring, &ring, err) == 0 &&
+            rs_gen_seen(&g, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
+            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
+            rs_gen_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
+            *a->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                a->run(a->ctx, &g, &sel_po, ring, &ch, &raced, err);
+        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
+                   rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
+            *a->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                a->run(a->ctx, NULL, &sel_po, a->ring, &ch, &raced, err);
+        }
+        free(sel);
+        rs_ring_free(ring);
+        rs_gen_close(&g);   /* removes the staged generation unless published */
+        if (ch.redo && !err->code)
+            continue;
+        if (!raced || races++ > 0)
+            return err->code ? -1 : 0;
+        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
+        memset(skip + lo, 0, hi - lo);
+    }
+}
+
+int rs_gen_append(const rs_gen_job *a, uint64_t every, int bytes, rs_error *err)
+{
+    size_t n = a->po.ninputs;
+    uint8_t *skip = calloc(n + 1, 1);   /* skip[i]: input i skipped by its chunk (rs_gen_seen) */
     if (!skip)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t lo = 0; lo < n && !err->code;) {
-        size_t hi = rs_gen_chunk_end(po, every, bytes, lo);
-        chunk(ctx, lo, hi, skip, err);
+        size_t hi = rs_gen_chunk_end(&a->po, every, bytes, lo);
+        append_chunk(a, lo, hi, skip, err);
         lo = hi;
     }
     free(skip);

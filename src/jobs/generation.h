@@ -179,12 +179,39 @@ void rs_gen_close(rs_gen *g);
  * stored; every 0: all of them. */
 size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo);
 
-/* Runs chunk(ctx, lo, hi, skip, err) on each chunk of po's inputs
- * (rs_gen_chunk_end), in order, while err is clear; skip[i] says which
- * inputs a chunk skipped (rs_gen_seen). 0, or -1 with err. */
-int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
-                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
-                  rs_error *err);
+/* An append as a job describes it to rs_gen_append: what bucket --append
+ * and dedup --append differ in. */
+typedef struct {
+    const char *dir;             /* DIR */
+    rs_pipeline_opts po;         /* the job's inputs and options (compression and level: the output's) */
+    unsigned given;              /* RS_GIVEN_* bits: the options the command line gave (rs_gen_check) */
+    const rs_ring *ring;         /* the command line's ring (DIR's once it exists) */
+    rs_on_seen on_seen;          /* inputs DIR already holds (rs_gen_seen) */
+    const char *cmd;             /* the command, for the notes on stderr (NULL: quiet) */
+    uint64_t *inputs_skipped;    /* the job's count of the inputs skipped, kept up to date */
+    /* NULL, or what refuses an existing DIR before its options are
+     * checked (a directory this job cannot add to): -1 with err */
+    int (*refuse)(void *ctx, const rs_gen *g, rs_error *err);
+    /* The run of the chunk's inputs that are not skipped (po, at least
+     * one), into g (opened, checked, ring DIR's) or, g NULL, into DIR
+     * created whole (ring the command line's; *raced set when another run
+     * created DIR first). Sets ch->redo as rs_gen_seen_after does; -1
+     * with err, or 0 (published or not). */
+    int (*run)(void *ctx, rs_gen *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen_chunk *ch, int *raced,
+               rs_error *err);
+    void *ctx;
+} rs_gen_job;
+
+/* The single-process append's driver, shared by every job that appends:
+ * for each chunk of a->po's inputs (rs_gen_chunk_end), in order, while
+ * err is clear: opens DIR (rs_gen_open), refuses it (a->refuse), checks
+ * the options (rs_gen_check), drops the inputs DIR holds (rs_gen_seen),
+ * selects the others (rs_gen_select), marks those that restore lost nodes
+ * (rs_gen_restoring), runs them (a->run) and closes DIR. The chunk is run
+ * again when the run asks it (ch->redo: an input dropped after the run),
+ * and once more, as an append, when DIR did not exist and another run
+ * created it first. 0, or -1 with err. */
+int rs_gen_append(const rs_gen_job *a, uint64_t every, int bytes, rs_error *err);
 
 /* po = *all with inputs [lo, hi) of all but the skipped ones (*sel: the
  * array, the caller's to free). 0, or -1 with err. */
