@@ -50,6 +50,7 @@
 #include "ringshard/error.h"
 #include "ringshard/keyidx.h"
 #include "ringshard/manifest.h"
+#include "ringshard/nodes.h"
 #include "ringshard/outdir.h"
 
 /* Generations (docs/format-generations.md, "Bucket directories that grow"). */
@@ -80,5 +81,24 @@ void rs_gen_first(rs_manifest *m);
  * digest. m->previous is NULL again on return. 0, or -1 with err. */
 int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t gen, const char *gen_tmp,
                            rs_manifest *m, int *upgrade, rs_error *err);
+
+/* Rows a repair could not keep (docs/format-generations.md; lost.c). */
+
+/* Whether an entry of bd's manifests for the input e (the same content
+ * once decompressed, or the same stored bytes) names a node "lost" more
+ * often than the entries name it "restored": rows of e that DIR does not
+ * hold, which an append of e brings back. */
+int rs_bucketdir_outstanding(const rs_bucketdir *bd, const rs_manifest_input *e);
+
+/* mask[d] for each of nodes' nodes (d < nodes->count): 1 when it is such
+ * a node of input e, else 0. Returns 1 when any is. */
+int rs_bucketdir_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, uint8_t *mask, const rs_nodes *nodes);
+
+/* Where input entry e (an element of the inputs of bd->m or of one of
+ * bd->gens) is in bd, as a number that is never 0, and the entry back
+ * from it (NULL when bd has no such place): what one process tells
+ * another that opened the same state of DIR. 0 when e is not bd's. */
+uint64_t rs_bucketdir_input_place(const rs_bucketdir *bd, const rs_manifest_input *e);
+const rs_manifest_input *rs_bucketdir_input_at(const rs_bucketdir *bd, uint64_t place);
 
 #endif

@@ -2,7 +2,7 @@
  *
  * A fresh run writes DIR whole, beside it, and publishes it in one rename
  * (outdir.h). An append (--append) adds a generation to an existing DIR
- * (jobs/generation.h): the same pipeline, into segments staged
+ * (jobs/append.h): the same pipeline, into segments staged
  * beside DIR, published in one rename of the generation's directory. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "cluster/cluster.h"
 #include "cluster/world.h"
-#include "jobs/generation.h"
+#include "jobs/append.h"
 #include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/runplan.h"
@@ -97,8 +97,8 @@ static void add_run(rs_pipeline_result *sum, rs_pipeline_result *run, uint32_t n
 /* A run that writes DIR whole (a fresh bucket directory; with grow, one
  * that will take appends: schema 2, generation 1, the chunk ch of the
  * inputs). *raced: DIR appeared meanwhile (another run created it first);
- * ch->redo: an input is dropped, nothing published (rs_gen_seen_after). */
-static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_gen_chunk *ch, rs_bucket_job_result *r,
+ * ch->redo: an input is dropped, nothing published (rs_append_seen_after). */
+static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_append_chunk *ch, rs_bucket_job_result *r,
                      int *raced, rs_error *err)
 {
     int grow = ch != NULL;
@@ -132,7 +132,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_gen_ch
     tl = rs_timeline_start();
     /* every rank holds the merged statistics: all check, rank 0 writes */
     if (check_conservation(&po, &run, err) != 0 ||
-        rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, ch, err) != 0)
+        rs_append_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, ch, err) != 0)
         goto out;
     /* A directory that will grow takes its header from its first inputs:
      * without one (every input empty) it would take no append, so it is
@@ -179,7 +179,7 @@ out:;
 
 /* The segments of a finished generation: the files that got rows (the
  * others are removed, rank 0) as the generation manifest's files. */
-static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
+static int fill_segments(rs_append *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
                          const rs_ring *ring, char *const *names, char *const *files, rs_error *err)
 {
     if (rs_manifest_start(m, "generation", ring, po, res, po->ndest, err) != 0)
@@ -218,8 +218,8 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
 
 /* A directory that dedup --append keeps distinct (options.dedup in a
  * manifest) takes no rows from bucket --append: they would not be checked
- * against its keys (rs_gen_job.refuse). */
-static int refuse_distinct(void *ctx, const rs_gen *g, rs_error *err)
+ * against its keys (rs_append_job.refuse). */
+static int refuse_distinct(void *ctx, const rs_append *g, rs_error *err)
 {
     (void)ctx;
     const rs_bucketdir *bd = &g->bd;
@@ -236,8 +236,8 @@ static int refuse_distinct(void *ctx, const rs_gen *g, rs_error *err)
 
 /* One generation of the chunk's inputs sel (those not skipped) into an
  * existing DIR (g opened and checked, ring DIR's). */
-static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, const rs_pipeline_opts *sel,
-                             const rs_ring *ring, rs_gen_chunk *ch, rs_bucket_job_result *r, rs_error *err)
+static int append_generation(const rs_bucket_job_opts *o, rs_append *g, const rs_pipeline_opts *sel,
+                             const rs_ring *ring, rs_append_chunk *ch, rs_bucket_job_result *r, rs_error *err)
 {
     rs_pipeline_opts po = *sel;
     rs_cluster_quarantine q = {0};
@@ -248,12 +248,12 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, const rs_pi
     if (!(names = node_file_names(ring, po.compress, err)))
         goto out;
     rs_pipeline_threads_ready(rs_run_threads(&po), err);
-    if (rs_gen_stage(g, err) != 0)
+    if (rs_append_stage(g, err) != 0)
         goto out;
     if (!(files = calloc(ndest + 1, sizeof *files)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (uint32_t d = 0; files && d < ndest; d++)
-        if (!(files[d] = rs_gen_path(g, names[d])))
+        if (!(files[d] = rs_append_path(g, names[d])))
             rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0 ||   /* agrees on the above */
         (r->generations && rs_cluster_quarantine_continue(&q, &po, err) != 0))  /* --commit-every */
@@ -267,13 +267,13 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, const rs_pi
     po.write_behind = 1;
     po.input_checksum = 1;
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
-        rs_gen_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
+        rs_append_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
         goto out;   /* redo: the caller closes g, which removes the staged generation */
     double tl = rs_timeline_start();
     if (rs_world_rank() == 0)
         fill_segments(g, &m, &po, &run, ring, names, files, err);
     double t_publish = rs_now();
-    if (rs_gen_publish(g, &m, err) == 0) {
+    if (rs_append_publish(g, &m, err) == 0) {
         rs_timeline_end(RS_TL_PUBLISH, tl);
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
@@ -298,13 +298,13 @@ out:
     return err->code ? -1 : 0;
 }
 
-/* The bucket job as rs_gen_append runs it. */
+/* The bucket job as rs_append_run runs it. */
 typedef struct {
     const rs_bucket_job_opts *o;
     rs_bucket_job_result *r;
 } append_ctx;
 
-static int append_run(void *ctx, rs_gen *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen_chunk *ch,
+static int append_run(void *ctx, rs_append *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_append_chunk *ch,
                       int *raced, rs_error *err)
 {
     append_ctx *c = ctx;
@@ -317,11 +317,11 @@ int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_e
 {
     memset(r, 0, sizeof *r);
     append_ctx c = {o, r};
-    rs_gen_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
-                    .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "bucket", .inputs_skipped = &r->inputs_skipped,
-                    .refuse = refuse_distinct, .run = append_run, .ctx = &c};
+    rs_append_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
+                       .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "bucket",
+                       .inputs_skipped = &r->inputs_skipped, .refuse = refuse_distinct, .run = append_run, .ctx = &c};
     if (o->append)
-        return rs_gen_append(&a, o->commit_every, o->commit_bytes, err);
+        return rs_append_run(&a, o->commit_every, o->commit_bytes, err);
     int raced;
     return run_fresh(o, o->pipeline, NULL, r, &raced, err);
 }
