@@ -8,16 +8,24 @@
  *     writer lock, the clean-up of what a killed run left;
  *   - reading a bucket or move directory (bucketdir.h, bucketdir.c): one
  *     descriptor, the base and every generation, their chain of digests,
- *     the damages and strays, each file checked against its manifest;
+ *     the damages, each file checked against its manifest, and the strays
+ *     (the one definition of an entry no manifest names: verify reports
+ *     them, compact refuses them, repair moves them);
  *   - every name on disk (filename.h, filename.c): data files, key
  *     indexes, generations, the damaged copy, node names encoded into file
  *     names, the codec table;
  *   - what a writer shares (outputs.c): its files' paths in the temporary
  *     directory, input checksums as a manifest writes them, the manifest
  *     written into the temporary directory;
- *   - generations (generation.c, below): g<N>'s name, whether DIR can take
- *     one more, what its manifest holds (the previous generation's digest,
- *     the base's shaping options), a schema-1 base rewritten as schema 2;
+ *   - generations (generation.c, rs_gen_*, below): g<N>'s name, whether
+ *     DIR can take one more, what its manifest holds (the previous
+ *     generation's digest, the base's shaping options), a schema-1 base
+ *     rewritten as schema 2;
+ *   - rows a repair could not keep (lost.c): which nodes of an input the
+ *     manifests name lost more often than restored;
+ *   - a stored file's rows (rows.c, dataset/rows.h), read and checked
+ *     against its manifest entry as they go (rs_rows_check): the one
+ *     checked row reader of dedup, its history, cat and key index rebuilds;
  *   - key indexes (keyidx.h, keyidx*.c): writing, reading, verifying.
  *
  * It knows nothing of rows in flight: the pipeline, the jobs and the
@@ -25,8 +33,9 @@
  * pipeline run: a directory's files as a run's inputs, a manifest started
  * from a finished run); it calls only the codecs, the CSV, ring and I/O
  * modules, the hashes and util. Everything here is single-process; the
- * collectives of an append (one rank locks, decides and publishes) are the
- * jobs' and the cluster layer's, over these functions.
+ * collectives of an append (one rank locks, decides and publishes) and its
+ * retry driver are the jobs' (jobs/append.h, rs_append_*) and the cluster
+ * layer's, over these functions.
  *
  * Recovery contract: nothing is published until complete and flushed, in
  * one rename; a failed or killed writer leaves DIR as it was (its
@@ -47,6 +56,7 @@
 
 #include <stdint.h>
 #include "ringshard/bucketdir.h"
+#include "ringshard/csv.h"
 #include "ringshard/error.h"
 #include "ringshard/keyidx.h"
 #include "ringshard/manifest.h"
@@ -81,6 +91,24 @@ void rs_gen_first(rs_manifest *m);
  * digest. m->previous is NULL again on return. 0, or -1 with err. */
 int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t gen, const char *gen_tmp,
                            rs_manifest *m, int *upgrade, rs_error *err);
+
+/* What a file of a bucket directory must hold (its manifest entry),
+ * checked on its first read, as it goes (dataset/rows.c, which readers of
+ * stored rows share): every row's placement at once, the counts, the
+ * CRC-32 of the data and the size on disk at its end; a difference is
+ * RS_EXIT_VERIFY naming the file, the row and the manifest. */
+typedef struct {
+    uint64_t rows, bytes;        /* data rows, data bytes (rows + LF) */
+    uint64_t file_bytes;         /* size on disk */
+    uint32_t crc;                /* CRC-32 of the data bytes */
+    const char *manifest;        /* named in messages: "DIR/manifest.json" */
+    const char *node;            /* named in messages: the file's node */
+    const rs_csv_keyspec *keyspec; /* the key the ring places by (any mode) */
+    /* 1 when a row with this key belongs in the file (called from the
+     * deduplicating thread) */
+    int (*placed)(void *ctx, const char *key, size_t keylen);
+    void *ctx;
+} rs_rows_check;
 
 /* Rows a repair could not keep (docs/format-generations.md; lost.c). */
 

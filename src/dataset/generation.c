@@ -2,7 +2,7 @@
  * the checks that DIR can take one more, the manifest of a directory that
  * will grow, and what an appended generation's manifest holds - the
  * previous generation's digest (the chain) and the base's shaping options.
- * Single-process: the collective steps of an append (jobs/generation.c)
+ * Single-process: the collective steps of an append (jobs/append.c)
  * call these on the rank that writes. */
 #define _GNU_SOURCE  /* asprintf */
 #include <fcntl.h>

@@ -33,8 +33,10 @@
  * same temporary directory. What a generation is as a format (its name,
  * the checks that DIR can take one more, its manifest and the chain's
  * digest) is the dataset layer's (ringshard/dataset.h: rs_gen_next,
- * rs_gen_write_manifests, rs_gen_first); this file adds the collectives,
- * the lock's rank and the job's options and inputs. */
+ * rs_gen_write_manifests, rs_gen_first: the prefix rs_gen_); this file
+ * (the prefix rs_append_) adds the collectives, the lock's rank, the job's
+ * options and inputs, and the one driver of the steps above that every
+ * job that appends calls (rs_append_run: what differs, as callbacks). */
 #ifndef RS_JOBS_APPEND_H
 #define RS_JOBS_APPEND_H
 
