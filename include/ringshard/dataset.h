@@ -21,6 +21,9 @@
  *     DIR can take one more, what its manifest holds (the previous
  *     generation's digest, the base's shaping options), a schema-1 base
  *     rewritten as schema 2;
+ *   - compaction's merge (compact.c): a directory's generations merged
+ *     into one file per node, each part checked as it is copied, into a
+ *     temporary directory that the compact job or repair publishes;
  *   - rows a repair could not keep (lost.c): which nodes of an input the
  *     manifests name lost more often than restored;
  *   - a stored file's rows (rows.c, dataset/rows.h), read and checked
@@ -109,6 +112,46 @@ typedef struct {
     int (*placed)(void *ctx, const char *key, size_t keylen);
     void *ctx;
 } rs_rows_check;
+
+/* Compaction's merge (compact.c). */
+
+/* Which parts rs_bucketdir_merge takes (repair: what it keeps). */
+enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2 };
+
+typedef struct {
+    const uint8_t *take;      /* [bd->nfiles] per file: RS_TAKE_NONE leaves it out, RS_TAKE_WHOLE takes it as
+                                 compact does, RS_TAKE_CUT its first file_bytes (a longer file); NULL: all whole */
+    const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
+                                 node's base file is left out */
+    size_t head_len;
+    int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
+                                 inputs of its generation (the base's: every base input) */
+} rs_compact_take;
+
+/* The compacted form of the generations bd holds (its base and bd->gens,
+ * whatever their numbers: repair passes those it keeps) written into od's
+ * temporary directory: for every node, its base file then its segments
+ * (each without its header line, files[].header_bytes), concatenated byte
+ * for byte, each read once, written out and checked as it is read
+ * (check 1: against the manifest's stored_crc32, or decoded and its
+ * data's CRC-32 and bytes checked when the manifest has none; check 0:
+ * copied in the kernel, its size checked only), each file's size checked
+ * against its manifest before it is copied; their key indexes merged when
+ * every file has one and drop_indexes is 0 (within `memory`, 0: the
+ * default, keyidx.h; with drop_indexes the merged files get none, the
+ * manifest keeping what they would hold); the manifest (schema 2,
+ * generation: the last one of bd; the inputs of the generations held).
+ * take (NULL: every part whole) says which parts are taken: the merged
+ * files and the manifest's totals hold those only, and (take->record_lost)
+ * the nodes of a part left out are recorded lost, their files getting no
+ * key index. Nodes are merged on OMP_NUM_THREADS threads, the same bytes
+ * and the same first error whatever their number. Adds the bytes written
+ * to *file_bytes. 0, or -1 with err (RS_EXIT_IO, RS_EXIT_DATA for a
+ * damaged file or key index, RS_EXIT_VERIFY for a file whose size is not
+ * its manifest's, RS_EXIT_INTERRUPTED); od is the caller's to commit or
+ * abort. */
+int rs_bucketdir_merge(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes, int check,
+                       const rs_compact_take *take, uint64_t *file_bytes, rs_error *err);
 
 /* Rows a repair could not keep (docs/format-generations.md; lost.c). */
 
