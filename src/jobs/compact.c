@@ -88,11 +88,9 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
     memset(r, 0, sizeof *r);
     double t0 = rs_now();
     /* a replacement killed between its renames: DIR put back; a repair's: said */
-    if (rs_outdir_recover(o->dir, err) != 0)
+    int lockfd;
+    if (rs_outdir_recover_lock(o->dir, &lockfd, err) != 0)
         return -1;
-    int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
-    if (lr != 0)
-        return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
     rs_bucketdir bd;
     if (rs_bucketdir_open_flags(&bd, o->dir, UINT64_MAX, RS_BUCKETDIR_TOLERANT, err) != 0) {
         close(lockfd);
