@@ -20,7 +20,8 @@
  *   - generations (generation.c, rs_gen_*, below): g<N>'s name, whether
  *     DIR can take one more, what its manifest holds (the previous
  *     generation's digest, the base's shaping options), a schema-1 base
- *     rewritten as schema 2;
+ *     rewritten as schema 2, the inputs DIR records as ingested (what an
+ *     append tells again: rs_bucketdir_ingested);
  *   - compaction's merge (compact.c): a directory's generations merged
  *     into one file per node, each part checked as it is copied, into a
  *     temporary directory that the compact job or repair publishes;
@@ -112,6 +113,23 @@ typedef struct {
     int (*placed)(void *ctx, const char *key, size_t keylen);
     void *ctx;
 } rs_rows_check;
+
+/* An input that a directory's manifests record as ingested, as an append
+ * tells it again (docs/format-manifest.md, "Members": inputs): by the checksum of
+ * its stored bytes (entry->checksum), or, an older version's entry
+ * without one, by its path and size; by its content (entry->content,
+ * entry->content_size) when recorded. */
+typedef struct {
+    const rs_manifest_input *entry;
+    uint64_t gen;      /* the generation that ingested it */
+    int any_size;      /* size 0 with a checksum not that of no bytes: a pipe's, of any size */
+} rs_ingested;
+
+/* Every input bd's manifests record (the base's, then each generation's,
+ * in order) but those that cannot be known again (an older version's
+ * entry of size 0, a pipe's, without a checksum): *v (malloc'd, the
+ * caller's to free), *n of them. 0, or -1 when out of memory. */
+int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n);
 
 /* Compaction's merge (compact.c). */
 

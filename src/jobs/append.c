@@ -183,8 +183,6 @@ typedef struct {
     const rs_manifest_input *entry;  /* DIR's entry (NULL: one of this run's) */
 } held;
 
-#define EMPTY_CHECKSUM "crc64:0000000000000000"
-
 static int add_held(held **h, size_t *n, size_t *cap, held e)
 {
     if (*n == *cap) {
@@ -198,23 +196,25 @@ static int add_held(held **h, size_t *n, size_t *cap, held e)
     return 0;
 }
 
-static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manifest *m, uint64_t gen)
+/* The inputs DIR ingested, as its manifests record them
+ * (rs_bucketdir_ingested). -1 when out of memory. */
+static int add_dir_inputs(held **h, size_t *n, size_t *cap, const rs_bucketdir *bd)
 {
-    for (size_t i = 0; i < m->ninputs; i++) {
-        const rs_manifest_input *in = &m->inputs[i];
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum,
+    rs_ingested *v;
+    size_t nv;
+    if (rs_bucketdir_ingested(bd, &v, &nv) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nv; i++) {
+        const rs_manifest_input *in = v[i].entry;
+        held e = {in->size, v[i].gen, {0}, in->path, 0, v[i].any_size, !in->checksum,
                   in->content, in->content_size, 0, in};
-        if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
-            if (in->size && add_held(h, n, cap, e) != 0)
-                return -1;
-            continue;
-        }
-        snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
-        e.any_size = in->size == 0 && strcmp(e.sum, EMPTY_CHECKSUM) != 0;
-        if (add_held(h, n, cap, e) != 0)
-            return -1;
+        if (in->checksum)
+            snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
+        rc = add_held(h, n, cap, e);
     }
-    return 0;
+    free(v);
+    return rc;
 }
 
 /* The held input with size and checksum sum, or NULL. */
@@ -422,14 +422,8 @@ static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size
     held *h = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
-    if (g && g->opened) {
-        const rs_bucketdir *bd = &g->bd;
-        if (add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1) != 0)
-            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-        for (size_t k = 0; rc == 0 && k < bd->ngens; k++)
-            if (add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation) != 0)
-                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
+    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     /* this run's inputs by size; checksummed when a size is shared */
     uint64_t *size = calloc(hi - lo + 1, sizeof *size);
     uint8_t *known = calloc(hi - lo + 1, 1);  /* 1: a regular file (size known) */
@@ -611,15 +605,9 @@ static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const r
     held *h = NULL;
     size_t n = 0, cap = 0;
     long ndrop = 0;
-    if (g && g->opened) {
-        const rs_bucketdir *bd = &g->bd;
-        int oom = add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1);
-        for (size_t k = 0; !oom && k < bd->ngens; k++)
-            oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
-        if (oom) {
-            free(h);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
+    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0) {
+        free(h);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t i = 0; i < po->ninputs; i++) {
         const rs_input_stats *in = &res->input[i];
