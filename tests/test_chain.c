@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/dataset.h"
 #include "support.h"
 #include "wait.h"
 
@@ -196,4 +197,44 @@ Test(chain, repair_keeps_the_rows_of_every_intact_generation)
      * are); appending its input again brings them back */
     OK("rm -rf D D.* && cp -a W D && rm D/5.csv.gz && { \"$RS\" repair --quiet D > /dev/null; test $? = 3; } && "
        "\"$RS\" bucket --quiet --append -o D in1.csv && \"$RS\" verify --quiet D && test \"$(rows D)\" = 1500");
+}
+
+/* Where an input entry is in the chain (rs_bucketdir_input_place), as one
+ * MPI rank tells another that opened the same state of DIR which entry it
+ * means: every entry of every manifest read (the base's and each
+ * generation's, enumerated here from bd->m and bd->gens directly) has a
+ * place of its own that gives that entry back, and nothing else has one.
+ * An intact chain has no lost node outstanding. */
+Test(chain, input_places_name_each_entry_once)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/W", test_dir);
+    rs_bucketdir bd;
+    rs_error err = {0};
+    cr_assert_eq(rs_bucketdir_open(&bd, dir, &err), 0, "%s", err.msg);
+    cr_assert_eq(bd.ngens, 4);
+    size_t n = 0;
+    uint64_t places[64];
+    for (size_t s = 0; s <= bd.ngens; s++) {
+        const rs_manifest *m = s ? &bd.gens[s - 1] : &bd.m;
+        cr_assert_gt(m->ninputs, 0, "manifest %zu lists no input", s);
+        for (size_t i = 0; i < m->ninputs; i++) {
+            const rs_manifest_input *e = &m->inputs[i];
+            uint64_t p = rs_bucketdir_input_place(&bd, e);
+            cr_assert_neq(p, 0, "%s: no place", e->path);
+            cr_assert_eq(rs_bucketdir_input_at(&bd, p), e, "%s: its place gives another entry", e->path);
+            cr_assert_eq(rs_bucketdir_outstanding(&bd, e), 0, "%s: lost nodes in an intact chain", e->path);
+            for (size_t k = 0; k < n; k++)
+                cr_assert_neq(places[k], p, "%s: a place given twice", e->path);
+            cr_assert_lt(n, sizeof places / sizeof *places);
+            places[n++] = p;
+        }
+    }
+    cr_assert_eq(n, 5, "one input per generation: %zu entries", n);
+    rs_manifest_input other = {0};
+    cr_assert_eq(rs_bucketdir_input_place(&bd, &other), 0, "an entry that is not bd's has a place");
+    cr_assert_null(rs_bucketdir_input_at(&bd, 0));
+    cr_assert_null(rs_bucketdir_input_at(&bd, ((uint64_t)(bd.ngens + 2) << 32) | 1), "a generation after the last");
+    cr_assert_null(rs_bucketdir_input_at(&bd, (1ull << 32) | (bd.m.ninputs + 1)), "an input after the base's last");
+    rs_bucketdir_close(&bd);
 }

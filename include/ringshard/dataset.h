@@ -8,16 +8,28 @@
  *     writer lock, the clean-up of what a killed run left;
  *   - reading a bucket or move directory (bucketdir.h, bucketdir.c): one
  *     descriptor, the base and every generation, their chain of digests,
- *     the damages and strays, each file checked against its manifest;
+ *     the damages, each file checked against its manifest, and the strays
+ *     (the one definition of an entry no manifest names: verify reports
+ *     them, compact refuses them, repair moves them);
  *   - every name on disk (filename.h, filename.c): data files, key
  *     indexes, generations, the damaged copy, node names encoded into file
  *     names, the codec table;
  *   - what a writer shares (outputs.c): its files' paths in the temporary
  *     directory, input checksums as a manifest writes them, the manifest
  *     written into the temporary directory;
- *   - generations (generation.c, below): g<N>'s name, whether DIR can take
- *     one more, what its manifest holds (the previous generation's digest,
- *     the base's shaping options), a schema-1 base rewritten as schema 2;
+ *   - generations (generation.c, rs_gen_*, below): g<N>'s name, whether
+ *     DIR can take one more, what its manifest holds (the previous
+ *     generation's digest, the base's shaping options), a schema-1 base
+ *     rewritten as schema 2, the inputs DIR records as ingested (what an
+ *     append tells again: rs_bucketdir_ingested);
+ *   - compaction's merge (compact.c): a directory's generations merged
+ *     into one file per node, each part checked as it is copied, into a
+ *     temporary directory that the compact job or repair publishes;
+ *   - rows a repair could not keep (lost.c): which nodes of an input the
+ *     manifests name lost more often than restored;
+ *   - a stored file's rows (rows.c, dataset/rows.h), read and checked
+ *     against its manifest entry as they go (rs_rows_check): the one
+ *     checked row reader of dedup, its history, cat and key index rebuilds;
  *   - key indexes (keyidx.h, keyidx*.c): writing, reading, verifying.
  *
  * It knows nothing of rows in flight: the pipeline, the jobs and the
@@ -25,8 +37,9 @@
  * pipeline run: a directory's files as a run's inputs, a manifest started
  * from a finished run); it calls only the codecs, the CSV, ring and I/O
  * modules, the hashes and util. Everything here is single-process; the
- * collectives of an append (one rank locks, decides and publishes) are the
- * jobs' and the cluster layer's, over these functions.
+ * collectives of an append (one rank locks, decides and publishes) and its
+ * retry driver are the jobs' (jobs/append.h, rs_append_*) and the cluster
+ * layer's, over these functions.
  *
  * Recovery contract: nothing is published until complete and flushed, in
  * one rename; a failed or killed writer leaves DIR as it was (its
@@ -47,9 +60,11 @@
 
 #include <stdint.h>
 #include "ringshard/bucketdir.h"
+#include "ringshard/csv.h"
 #include "ringshard/error.h"
 #include "ringshard/keyidx.h"
 #include "ringshard/manifest.h"
+#include "ringshard/nodes.h"
 #include "ringshard/outdir.h"
 
 /* Generations (docs/format-generations.md, "Bucket directories that grow"). */
@@ -80,5 +95,102 @@ void rs_gen_first(rs_manifest *m);
  * digest. m->previous is NULL again on return. 0, or -1 with err. */
 int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t gen, const char *gen_tmp,
                            rs_manifest *m, int *upgrade, rs_error *err);
+
+/* What a file of a bucket directory must hold (its manifest entry),
+ * checked on its first read, as it goes (dataset/rows.c, which readers of
+ * stored rows share): every row's placement at once, the counts, the
+ * CRC-32 of the data and the size on disk at its end; a difference is
+ * RS_EXIT_VERIFY naming the file, the row and the manifest. */
+typedef struct {
+    uint64_t rows, bytes;        /* data rows, data bytes (rows + LF) */
+    uint64_t file_bytes;         /* size on disk */
+    uint32_t crc;                /* CRC-32 of the data bytes */
+    const char *manifest;        /* named in messages: "DIR/manifest.json" */
+    const char *node;            /* named in messages: the file's node */
+    const rs_csv_keyspec *keyspec; /* the key the ring places by (any mode) */
+    /* 1 when a row with this key belongs in the file (called from the
+     * deduplicating thread) */
+    int (*placed)(void *ctx, const char *key, size_t keylen);
+    void *ctx;
+} rs_rows_check;
+
+/* An input that a directory's manifests record as ingested, as an append
+ * tells it again (docs/format-manifest.md, "Members": inputs): by the checksum of
+ * its stored bytes (entry->checksum), or, an older version's entry
+ * without one, by its path and size; by its content (entry->content,
+ * entry->content_size) when recorded. */
+typedef struct {
+    const rs_manifest_input *entry;
+    uint64_t gen;      /* the generation that ingested it */
+    int any_size;      /* size 0 with a checksum not that of no bytes: a pipe's, of any size */
+} rs_ingested;
+
+/* Every input bd's manifests record (the base's, then each generation's,
+ * in order) but those that cannot be known again (an older version's
+ * entry of size 0, a pipe's, without a checksum): *v (malloc'd, the
+ * caller's to free), *n of them. 0, or -1 when out of memory. */
+int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n);
+
+/* Compaction's merge (compact.c). */
+
+/* Which parts rs_bucketdir_merge takes (repair: what it keeps). */
+enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2, RS_TAKE_REREAD = 3 };
+
+typedef struct {
+    const uint8_t *take;      /* [bd->nfiles] per file: RS_TAKE_NONE leaves it out, RS_TAKE_WHOLE takes it as
+                                 compact does, RS_TAKE_CUT its first file_bytes (a longer file), RS_TAKE_REREAD
+                                 those too, the merged file's stored_crc32 computed from them (a file whose rows
+                                 are intact but whose stored bytes are not what stored_crc32 says); NULL: all
+                                 whole */
+    const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
+                                 node's base file is left out */
+    size_t head_len;
+    int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
+                                 inputs of its generation (the base's: every base input) */
+} rs_compact_take;
+
+/* The compacted form of the generations bd holds (its base and bd->gens,
+ * whatever their numbers: repair passes those it keeps) written into od's
+ * temporary directory: for every node, its base file then its segments
+ * (each without its header line, files[].header_bytes), concatenated byte
+ * for byte, each read once, written out and checked as it is read
+ * (check 1: against the manifest's stored_crc32, or decoded and its
+ * data's CRC-32 and bytes checked when the manifest has none; check 0:
+ * copied in the kernel, its size checked only), each file's size checked
+ * against its manifest before it is copied; their key indexes merged when
+ * every file has one and drop_indexes is 0 (within `memory`, 0: the
+ * default, keyidx.h; with drop_indexes the merged files get none, the
+ * manifest keeping what they would hold); the manifest (schema 2,
+ * generation: the last one of bd; the inputs of the generations held).
+ * take (NULL: every part whole) says which parts are taken: the merged
+ * files and the manifest's totals hold those only, and (take->record_lost)
+ * the nodes of a part left out are recorded lost, their files getting no
+ * key index. Nodes are merged on OMP_NUM_THREADS threads, the same bytes
+ * and the same first error whatever their number. Adds the bytes written
+ * to *file_bytes. 0, or -1 with err (RS_EXIT_IO, RS_EXIT_DATA for a
+ * damaged file or key index, RS_EXIT_VERIFY for a file whose size is not
+ * its manifest's, RS_EXIT_INTERRUPTED); od is the caller's to commit or
+ * abort. */
+int rs_bucketdir_merge(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes, int check,
+                       const rs_compact_take *take, uint64_t *file_bytes, rs_error *err);
+
+/* Rows a repair could not keep (docs/format-generations.md; lost.c). */
+
+/* Whether an entry of bd's manifests for the input e (the same content
+ * once decompressed, or the same stored bytes) names a node "lost" more
+ * often than the entries name it "restored": rows of e that DIR does not
+ * hold, which an append of e brings back. */
+int rs_bucketdir_outstanding(const rs_bucketdir *bd, const rs_manifest_input *e);
+
+/* mask[d] for each of nodes' nodes (d < nodes->count): 1 when it is such
+ * a node of input e, else 0. Returns 1 when any is. */
+int rs_bucketdir_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, uint8_t *mask, const rs_nodes *nodes);
+
+/* Where input entry e (an element of the inputs of bd->m or of one of
+ * bd->gens) is in bd, as a number that is never 0, and the entry back
+ * from it (NULL when bd has no such place): what one process tells
+ * another that opened the same state of DIR. 0 when e is not bd's. */
+uint64_t rs_bucketdir_input_place(const rs_bucketdir *bd, const rs_manifest_input *e);
+const rs_manifest_input *rs_bucketdir_input_at(const rs_bucketdir *bd, uint64_t place);
 
 #endif

@@ -50,20 +50,9 @@
 typedef enum { RS_DEDUP_KEEP_FIRST = 0, RS_DEDUP_KEEP_LAST, RS_DEDUP_BY_ROW } rs_dedup_mode;
 
 /* What a bucket file read by rs_dedup_file must hold (dedup --buckets:
- * its manifest entry), checked on the first read of the file, as it goes:
- * every row's placement at once, the counts and CRC-32 at its end. */
-typedef struct {
-    uint64_t rows, bytes;        /* data rows, data bytes (rows + LF) */
-    uint64_t file_bytes;         /* size on disk */
-    uint32_t crc;                /* CRC-32 of the data bytes */
-    const char *manifest;        /* named in messages: "DIR/manifest.json" */
-    const char *node;            /* named in messages: the file's node */
-    const rs_csv_keyspec *keyspec; /* the key the ring places by (any mode) */
-    /* 1 when a row with this key belongs in the file (called from the
-     * deduplicating thread) */
-    int (*placed)(void *ctx, const char *key, size_t keylen);
-    void *ctx;
-} rs_dedup_check;
+ * its manifest entry): the dataset layer's check of a stored file's rows
+ * as they are read (rs_rows_check). */
+typedef rs_rows_check rs_dedup_check;
 
 typedef struct {
     rs_csv_dialect dialect;

@@ -65,22 +65,6 @@ int rs_compact_job_run(const rs_compact_job_opts *o, rs_compact_job_result *r, r
 int rs_compact_into(const rs_bucketdir *bd, const rs_outdir *od, uint64_t memory, int drop_indexes,
                     rs_compact_job_result *r, rs_error *err);
 
-/* Which parts rs_compact_parts takes (repair: what it keeps). */
-enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2, RS_TAKE_REREAD = 3 };
-
-typedef struct {
-    const uint8_t *take;      /* [bd->nfiles] per file: RS_TAKE_NONE leaves it out, RS_TAKE_WHOLE takes it as
-                                 compact does, RS_TAKE_CUT its first file_bytes (a longer file), RS_TAKE_REREAD
-                                 those too, the merged file's stored_crc32 computed from them (a file whose rows
-                                 are intact but whose stored bytes are not what stored_crc32 says); NULL: all
-                                 whole */
-    const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
-                                 node's base file is left out */
-    size_t head_len;
-    int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
-                                 inputs of its generation (the base's: every base input) */
-} rs_compact_take;
-
 /* rs_compact_into taking the parts `take` says (NULL: rs_compact_into):
  * the merged files and the manifest's totals hold the parts taken only.
  * Indexes are merged only with drop_indexes 0, and (take->record_lost)

@@ -138,6 +138,13 @@ int rs_outdir_commit_aside(rs_outdir *od, const char *aside, rs_error *err);
  * take it: they read the generations they opened (bucketdir.h). */
 int rs_outdir_lock(const char *dir, int *fd, rs_error *err);
 
+/* What a run that replaces an existing dir (compact, repair) does first:
+ * puts back what a replacement killed between its renames left
+ * (rs_outdir_recover), then takes dir's writer lock (rs_outdir_lock).
+ * 0 with *fd the lock, or -1 with err (RS_EXIT_IO "DIR: no such
+ * directory" when dir does not exist). */
+int rs_outdir_recover_lock(const char *dir, int *fd, rs_error *err);
+
 /* Removes the temporary directory and everything in it (symbolic links are
  * removed, never followed) and the side files' temporaries, releases and
  * zeroes *od. Does nothing on a

@@ -2,7 +2,7 @@
  * the checks that DIR can take one more, the manifest of a directory that
  * will grow, and what an appended generation's manifest holds - the
  * previous generation's digest (the chain) and the base's shaping options.
- * Single-process: the collective steps of an append (jobs/generation.c)
+ * Single-process: the collective steps of an append (jobs/append.c)
  * call these on the rank that writes. */
 #define _GNU_SOURCE  /* asprintf */
 #include <fcntl.h>
@@ -99,4 +99,30 @@ int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t
     free(path);
     m->previous = NULL;  /* hex is this function's */
     return rc;
+}
+
+/* The checksum of no bytes: an entry of size 0 with another one is a
+ * pipe's, whose size was not known when it was recorded. */
+#define EMPTY_CHECKSUM "crc64:0000000000000000"
+
+int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n)
+{
+    size_t cap = bd->m.ninputs;
+    for (size_t k = 0; k < bd->ngens; k++)
+        cap += bd->gens[k].ninputs;
+    *n = 0;
+    if (!(*v = malloc((cap + 1) * sizeof **v)))
+        return -1;
+    for (size_t k = 0; k <= bd->ngens; k++) {
+        const rs_manifest *m = k ? &bd->gens[k - 1] : &bd->m;
+        uint64_t gen = k ? m->generation : m->generation ? m->generation : 1;
+        for (size_t i = 0; i < m->ninputs; i++) {
+            const rs_manifest_input *in = &m->inputs[i];
+            if (!in->checksum && !in->size)
+                continue;   /* a pipe's (size 0) cannot be known without one */
+            (*v)[(*n)++] = (rs_ingested){in, in->generation ? in->generation : gen,
+                                         in->checksum && in->size == 0 && strcmp(in->checksum, EMPTY_CHECKSUM) != 0};
+        }
+    }
+    return 0;
 }

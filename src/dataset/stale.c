@@ -178,6 +178,15 @@ int od_clean_stale(const char *parent, const char *base, const char *stem, rs_er
     return rc;
 }
 
+int rs_outdir_recover_lock(const char *dir, int *fd, rs_error *err)
+{
+    *fd = -1;
+    if (rs_outdir_recover(dir, err) != 0)
+        return -1;
+    int lr = rs_outdir_lock(dir, fd, err);
+    return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", dir) : lr;
+}
+
 int rs_outdir_recover(const char *final, rs_error *err)
 {
     char *fin, *parent;

@@ -27,7 +27,7 @@
 #include <unistd.h>
 #include "ringshard/buf.h"
 #include "ringshard/hash.h"
-#include "dedup/rows.h"
+#include "dedup/source.h"
 #include "ringshard/dataset.h"
 
 #define TABLE_SEED 0x7ab1e000u
@@ -141,7 +141,23 @@ static int ow_close(owriter *w, int ok, rs_error *err)
     return rc;
 }
 
-/* The key of a row as rows_next gives it (by row: the row itself), parsed
+rs_rows_src rs_dedup_rows_src(const rs_dedup_opts *o)
+{
+    return (rs_rows_src){.dialect = &o->dialect, .keyspec = o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL,
+                         .header = o->header, .codec = o->codec, .name = o->in_name, .dirfd = o->in_dirfd,
+                         .path = o->in_path_, .more = o->in_more, .more_paths = o->in_more_paths,
+                         .more_files = o->in_more_files, .nmore = o->nin_more};
+}
+
+/* rs_rows_open of path, a file of o's input (the input itself, or one it
+ * was split into). */
+static int open_rows(rs_rows *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
+{
+    rs_rows_src src = rs_dedup_rows_src(o);
+    return rs_rows_open(s, path, &src, want_key, err);
+}
+
+/* The key of a row as rs_rows_next gives it (by row: the row itself), parsed
  * again from the row's bytes: for the rows whose key was not kept. */
 static int row_key(const rs_dedup_opts *o, const char *row, size_t len, rs_buf *scratch, const char **key,
                    size_t *klen, rs_error *err)
@@ -330,11 +346,11 @@ static int cmp_winner(const void *a, const void *b)
  * than one copy, in first-occurrence order, with its count and (by key)
  * the kept row; streaming, the kept rows are fetched by a second pass over
  * the file. Apart from dedup_mem's per-row loop, which it follows. */
-static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const char *base, int streaming,
+static int report_dups(const rs_dedup_opts *o, const rs_rows *s, table *t, const char *base, int streaming,
                        int has_header, int depth, FILE *dups, size_t ndup, rs_error *err)
 {
     rs_buf rowbuf = {0}, line = {0};
-    rstream s2;
+    rs_rows s2;
     memset(&s2, 0, sizeof s2);
     const char *row;
     size_t rowlen;
@@ -352,11 +368,11 @@ static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const
     if (streaming && o->mode != RS_DEDUP_BY_ROW) {
         /* fetch the kept rows of the duplicated keys */
         qsort(dl, n, sizeof *dl, cmp_winner);
-        if (rows_open(&s2, s->path, o, 0, err) != 0 || (has_header && rows_skip_header(&s2, err) != 0))
+        if (open_rows(&s2, s->path, o, 0, err) != 0 || (has_header && rs_rows_skip_header(&s2, err) != 0))
             goto out;
         uint64_t q = 0;
         size_t p = 0;
-        while (p < n && (r = rows_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
+        while (p < n && (r = rs_rows_next(&s2, 1, &row, &rowlen, NULL, NULL, err)) == 1) {
             if (q++ != dl[p]->winner)
                 continue;
             dl[p]->woff = rowbuf.len;
@@ -395,7 +411,7 @@ static int report_dups(const rs_dedup_opts *o, const rstream *s, table *t, const
     }
     rc = 0;
 out:
-    rows_close(&s2);
+    rs_rows_close(&s2);
     rs_buf_free(&rowbuf);
     rs_buf_free(&line);
     free(dl);
@@ -405,7 +421,7 @@ out:
 /* With streaming, s is read as a stream (not loaded): every key is copied
  * into the arena, and the kept rows of duplicated keys are fetched by a
  * second pass over the file (only for the duplicates report). */
-static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_header, uint64_t rows_hint,
+static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_header, uint64_t rows_hint,
                      int depth, FILE *dups, uint64_t **bits, uint64_t *nrows, rowref **refs, rs_dedup_result *res,
                      rs_error *err)
 {
@@ -419,7 +435,7 @@ static int dedup_mem(const rs_dedup_opts *o, rstream *s, int streaming, int has_
     size_t rowlen, keylen;
     uint64_t i = 0;
     int r, rc = -1;
-    while ((r = rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rs_rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint64_t h[2];
         rs_murmur3_x64_128(key, keylen, TABLE_SEED + (uint32_t)depth, h);
         size_t j = h[0] & (t.cap - 1);
@@ -625,7 +641,7 @@ static int sub_dedup(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dups
  * read of path into s); with dups, emits each sub-file's report records
  * when this pass reaches the row of their first occurrence (so in
  * first-occurrence order here). */
-static int sub_map_back(const rs_dedup_opts *o, subfiles *sf, rstream *s, const char *path, int has_header,
+static int sub_map_back(const rs_dedup_opts *o, subfiles *sf, rs_rows *s, const char *path, int has_header,
                         int depth, FILE *dups, uint64_t **bits, uint64_t *nrows, rs_error *err)
 {
     rs_buf line = {0};
@@ -640,9 +656,9 @@ static int sub_map_back(const rs_dedup_opts *o, subfiles *sf, rstream *s, const 
         rs_error_set(err, RS_EXIT_IO, "out of memory");
         goto out;
     }
-    if (rows_open(s, path, o, 1, err) != 0 || (has_header && rows_skip_header(s, err) != 0))
+    if (open_rows(s, path, o, 1, err) != 0 || (has_header && rs_rows_skip_header(s, err) != 0))
         goto out;
-    while ((r = rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rs_rows_next(s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, sf->k);
         uint64_t q = sf->rank[j]++;
         if (n >= total || q >= sf->rows[j]) {
@@ -731,7 +747,7 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
                    calloc(k, sizeof(uint64_t)), calloc(k, sizeof(uint64_t)), calloc(k, sizeof(uint64_t *)),
                    dups ? calloc(k, sizeof(char *)) : NULL, dups ? calloc(k, sizeof(FILE *)) : NULL,
                    dups ? calloc(k, sizeof(dtag)) : NULL, dups ? calloc(k, 1) : NULL};
-    rstream s = {0};
+    rs_rows s = {0};
     int rc = -1, r;
     const char *row, *key;
     size_t rowlen, keylen;
@@ -744,11 +760,11 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     if (sub_create(o, &sf, depth, dups, err) != 0)
         goto out;
     /* 1: distribute (the input's first read: checked) */
-    if (rows_open(&s, path, o, 1, err) != 0 || (has_header && rows_skip_header(&s, err) != 0))
+    if (open_rows(&s, path, o, 1, err) != 0 || (has_header && rs_rows_skip_header(&s, err) != 0))
         goto out;
     if (depth == 0)
         s.chk = o->check;
-    while ((r = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rs_rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         uint32_t j = sub_of(key, keylen, depth, k);
         if (fwrite(row, 1, rowlen, sf.f[j]) != rowlen || putc('\n', sf.f[j]) == EOF) {
             rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", sf.names[j], strerror(errno));
@@ -759,7 +775,7 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
     }
     if (r < 0)
         goto out;
-    rows_close(&s);
+    rs_rows_close(&s);
     for (uint32_t i = 0; i < k; i++) {
         int c = fclose(sf.f[i]);
         sf.f[i] = NULL;
@@ -774,7 +790,7 @@ static int dedup_split(const rs_dedup_opts *o, const char *path, int has_header,
         goto out;
     rc = 0;
 out:
-    rows_close(&s);
+    rs_rows_close(&s);
     sub_free(&sf);
     if (rc != 0 && bits) {
         free(*bits);
@@ -794,12 +810,12 @@ static int dedup_bits(const rs_dedup_opts *o, const char *path, int has_header, 
         return dedup_split(o, path, has_header, depth, rows_hint, bytes_hint, dups, bits, nrows, res, err);
     if (!in_memory)
         res->streamed++;
-    rstream s;
+    rs_rows s;
     int rc = -1;
-    if (rows_open(&s, path, o, 1, err) == 0 && (!in_memory || rows_load(&s, bytes_hint, err) == 0) &&
-        (!has_header || rows_skip_header(&s, err) == 0))
+    if (open_rows(&s, path, o, 1, err) == 0 && (!in_memory || rs_rows_load(&s, bytes_hint, err) == 0) &&
+        (!has_header || rs_rows_skip_header(&s, err) == 0))
         rc = dedup_mem(o, &s, !in_memory, has_header, rows_hint, depth, dups, bits, nrows, NULL, res, err);
-    rows_close(&s);
+    rs_rows_close(&s);
     return rc;
 }
 
@@ -814,7 +830,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     memset(res, 0, sizeof *res);
     uint64_t *bits = NULL, nrows = 0;
     rowref *refs = NULL;
-    rstream s;
+    rs_rows s;
     owriter w;
     rs_keyidx_writer idx, *idxp = NULL;
     rs_buf scratch = {0};
@@ -822,10 +838,10 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     const char *row, *key;
     size_t rowlen, keylen;
     memset(&w, 0, sizeof w);
-    if (rows_open(&s, in, o, 1, err) != 0)
+    if (open_rows(&s, in, o, 1, err) != 0)
         goto out;
     int split = !fits(o, rows_hint, bytes_hint);
-    if (!split && rows_load(&s, bytes_hint, err) != 0)
+    if (!split && rs_rows_load(&s, bytes_hint, err) != 0)
         goto out;
     if (ow_open(&w, out, o->compress, dz, err) != 0)
         goto out;
@@ -838,7 +854,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     else if (o->index_out)
         goto out;
     if (o->header) {
-        r = rows_next(&s, 1, &row, &rowlen, NULL, NULL, err);
+        r = rs_rows_next(&s, 1, &row, &rowlen, NULL, NULL, err);
         if (r < 0)
             goto out;
         if (r == 1 && !o->no_header_out && ow_header(&w, row, rowlen, err) != 0)
@@ -861,11 +877,11 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
         goto out;
     }
     /* split: the original is streamed once more to write the survivors */
-    rows_close(&s);
-    if (rows_open(&s, in, o, 0, err) != 0 || (o->header && rows_skip_header(&s, err) != 0))
+    rs_rows_close(&s);
+    if (open_rows(&s, in, o, 0, err) != 0 || (o->header && rs_rows_skip_header(&s, err) != 0))
         goto out;
     uint64_t i = 0, bytes_in = 0;
-    while ((r = rows_next(&s, 1, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while ((r = rs_rows_next(&s, 1, &row, &rowlen, &key, &keylen, err)) == 1) {
         if (i >= nrows) {
             rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
             goto out;
@@ -900,7 +916,7 @@ out:
         rs_keyidx_abort(idxp);
     }
     rs_buf_free(&scratch);
-    rows_close(&s);
+    rs_rows_close(&s);
     free(bits);
     free(refs);
     return rc;

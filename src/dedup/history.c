@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dedup/rows.h"
+#include "dedup/source.h"
 #include "ringshard/buf.h"
 #include "ringshard/text.h"
 
@@ -153,16 +153,17 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
 {
     part pt;
     memset(&pt, 0, sizeof pt);
-    rstream s;
+    rs_rows s;
+    rs_rows_src src = rs_dedup_rows_src(d);
     const char *row, *key;
     size_t rowlen, keylen;
     uint64_t room = h->budget / 4 < RS_HISTORY_STREAMS_MEMORY ? h->budget - h->budget / 4
                                                                : h->budget - RS_HISTORY_STREAMS_MEMORY;
-    int rc = rows_open(&s, in, d, 1, err);
-    if (rc == 0 && d->header && (rc = rows_next(&s, 1, &row, &rowlen, NULL, NULL, err)) == 1)
+    int rc = rs_rows_open(&s, in, &src, 1, err);
+    if (rc == 0 && d->header && (rc = rs_rows_next(&s, 1, &row, &rowlen, NULL, NULL, err)) == 1)
         rc = put_line(out, row, rowlen) ? rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", out_path, strerror(errno))
                                         : 0;
-    while (rc == 0 && (rc = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while (rc == 0 && (rc = rs_rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         /* a part ends before a row whose room would take it past the budget */
         if (pt.n && part_bytes_with(&pt, rowlen + keylen) > room &&
             (rc = flush_part(h, x, &pt, out, out_path, r, err)) != 0)
@@ -177,7 +178,7 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
     }
     if (rc == 0 && pt.n)
         rc = flush_part(h, x, &pt, out, out_path, r, err);
-    rows_close(&s);
+    rs_rows_close(&s);
     rs_buf_free(&pt.arena);
     free(pt.at);
     free(pt.gen);

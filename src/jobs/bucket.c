@@ -2,7 +2,7 @@
  *
  * A fresh run writes DIR whole, beside it, and publishes it in one rename
  * (outdir.h). An append (--append) adds a generation to an existing DIR
- * (jobs/generation.h): the same pipeline, into segments staged
+ * (jobs/append.h): the same pipeline, into segments staged
  * beside DIR, published in one rename of the generation's directory. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,7 +13,7 @@
 #include <unistd.h>
 #include "cluster/cluster.h"
 #include "cluster/world.h"
-#include "jobs/generation.h"
+#include "jobs/append.h"
 #include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"
 #include "ringshard/runplan.h"
@@ -97,8 +97,8 @@ static void add_run(rs_pipeline_result *sum, rs_pipeline_result *run, uint32_t n
 /* A run that writes DIR whole (a fresh bucket directory; with grow, one
  * that will take appends: schema 2, generation 1, the chunk ch of the
  * inputs). *raced: DIR appeared meanwhile (another run created it first);
- * ch->redo: an input is dropped, nothing published (rs_gen_seen_after). */
-static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_gen_chunk *ch, rs_bucket_job_result *r,
+ * ch->redo: an input is dropped, nothing published (rs_append_seen_after). */
+static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_append_chunk *ch, rs_bucket_job_result *r,
                      int *raced, rs_error *err)
 {
     int grow = ch != NULL;
@@ -132,7 +132,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_gen_ch
     tl = rs_timeline_start();
     /* every rank holds the merged statistics: all check, rank 0 writes */
     if (check_conservation(&po, &run, err) != 0 ||
-        rs_gen_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, ch, err) != 0)
+        rs_append_seen_after(NULL, &po, &run, grow ? o->on_seen : RS_SEEN_AGAIN, ch, err) != 0)
         goto out;
     /* A directory that will grow takes its header from its first inputs:
      * without one (every input empty) it would take no append, so it is
@@ -179,7 +179,7 @@ out:;
 
 /* The segments of a finished generation: the files that got rows (the
  * others are removed, rank 0) as the generation manifest's files. */
-static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
+static int fill_segments(rs_append *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
                          const rs_ring *ring, char *const *names, char *const *files, rs_error *err)
 {
     if (rs_manifest_start(m, "generation", ring, po, res, po->ndest, err) != 0)
@@ -216,12 +216,12 @@ static int fill_segments(rs_gen *g, rs_manifest *m, const rs_pipeline_opts *po, 
     return 0;
 }
 
-/* One generation of inputs [lo, hi) into an existing DIR (g opened). */
 /* A directory that dedup --append keeps distinct (options.dedup in a
  * manifest) takes no rows from bucket --append: they would not be checked
- * against its keys. */
-static int refuse_distinct(const rs_gen *g, rs_error *err)
+ * against its keys (rs_append_job.refuse). */
+static int refuse_distinct(void *ctx, const rs_append *g, rs_error *err)
 {
+    (void)ctx;
     const rs_bucketdir *bd = &g->bd;
     for (size_t k = 0; k <= bd->ngens; k++) {
         const rs_manifest *m = k ? &bd->gens[k - 1] : &bd->m;
@@ -234,38 +234,26 @@ static int refuse_distinct(const rs_gen *g, rs_error *err)
     return 0;
 }
 
-static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, rs_gen_chunk *ch, rs_bucket_job_result *r,
-                             rs_error *err)
+/* One generation of the chunk's inputs sel (those not skipped) into an
+ * existing DIR (g opened and checked, ring DIR's). */
+static int append_generation(const rs_bucket_job_opts *o, rs_append *g, const rs_pipeline_opts *sel,
+                             const rs_ring *ring, rs_append_chunk *ch, rs_bucket_job_result *r, rs_error *err)
 {
-    size_t lo = ch->lo, hi = ch->hi;
-    uint8_t *skip = ch->skip;
-    rs_pipeline_opts po = o->pipeline;
-    rs_ring *ring = NULL;
+    rs_pipeline_opts po = *sel;
     rs_cluster_quarantine q = {0};
     rs_pipeline_result run = {0};
     rs_manifest m = {0};
-    const char **sel = NULL;
     char **names = NULL, **files = NULL;
-    size_t nskipped = 0;
-    uint32_t ndest = 0;
-    if (refuse_distinct(g, err) != 0 || rs_gen_check(g, &po, o->given, o->ring, &ring, err) != 0 ||
-        rs_gen_seen(g, &po, lo, hi, o->on_seen, skip, &nskipped, o->quiet ? NULL : "bucket", err) != 0)
-        goto out;
-    r->inputs_skipped += nskipped;
-    rs_pipeline_opts shaped = po;
-    if (rs_gen_select(&shaped, lo, hi, skip, &po, &sel, err) != 0 || po.ninputs == 0 ||
-        rs_gen_restoring(g, &po, lo, hi, skip, ring, err) != 0)
-        goto out;
-    ndest = rs_ring_nodes(ring)->count;
+    uint32_t ndest = rs_ring_nodes(ring)->count;
     if (!(names = node_file_names(ring, po.compress, err)))
         goto out;
     rs_pipeline_threads_ready(rs_run_threads(&po), err);
-    if (rs_gen_stage(g, err) != 0)
+    if (rs_append_stage(g, err) != 0)
         goto out;
     if (!(files = calloc(ndest + 1, sizeof *files)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (uint32_t d = 0; files && d < ndest; d++)
-        if (!(files[d] = rs_gen_path(g, names[d])))
+        if (!(files[d] = rs_append_path(g, names[d])))
             rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_cluster_quarantine_begin(&po, &g->od, &q, err) != 0 ||   /* agrees on the above */
         (r->generations && rs_cluster_quarantine_continue(&q, &po, err) != 0))  /* --commit-every */
@@ -279,13 +267,13 @@ static int append_generation(const rs_bucket_job_opts *o, rs_gen *g, rs_gen_chun
     po.write_behind = 1;
     po.input_checksum = 1;
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
-        rs_gen_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
+        rs_append_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
         goto out;   /* redo: the caller closes g, which removes the staged generation */
     double tl = rs_timeline_start();
     if (rs_world_rank() == 0)
         fill_segments(g, &m, &po, &run, ring, names, files, err);
     double t_publish = rs_now();
-    if (rs_gen_publish(g, &m, err) == 0) {
+    if (rs_append_publish(g, &m, err) == 0) {
         rs_timeline_end(RS_TL_PUBLISH, tl);
         r->published = 1;
         r->publish_seconds += rs_now() - t_publish;
@@ -305,66 +293,35 @@ out:
         rs_pipeline_result_free(&run);
     free(m.inputs);
     free(m.files);
-    free(sel);
     rs_free_strings(files, ndest);
     rs_free_strings(names, ndest);
-    rs_ring_free(ring);
     return err->code ? -1 : 0;
 }
 
-/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
- * not exist (again as an append if another run creates it first). */
+/* The bucket job as rs_append_run runs it. */
 typedef struct {
     const rs_bucket_job_opts *o;
     rs_bucket_job_result *r;
-} chunk_ctx;
+} append_ctx;
 
-static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+static int append_run(void *ctx, rs_append *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_append_chunk *ch,
+                      int *raced, rs_error *err)
 {
-    const rs_bucket_job_opts *o = ((chunk_ctx *)ctx)->o;
-    rs_bucket_job_result *r = ((chunk_ctx *)ctx)->r;
-    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
-    /* again when another run created DIR first (once), or when an input is
-     * dropped after the run (rs_gen_seen_after: at most once per input) */
-    for (int races = 0;;) {
-        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "bucket", 0};
-        rs_gen g;
-        r->inputs_skipped = skipped0;
-        int rc = rs_gen_open(&g, o->outdir, err);
-        if (rc == 0)
-            rc = append_generation(o, &g, &ch, r, err);
-        rs_gen_close(&g);
-        if (ch.redo && rc == 0)
-            continue;
-        if (rc <= 0)
-            return rc;
-        /* DIR does not exist: this run creates it */
-        size_t nskipped = 0;
-        rs_pipeline_opts po;
-        const char **sel = NULL;
-        int raced = 0;
-        if (rs_gen_seen(NULL, &o->pipeline, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-            rs_gen_select(&o->pipeline, lo, hi, skip, &po, &sel, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (po.ninputs)
-                run_fresh(o, po, &ch, r, &raced, err);
-        }
-        free(sel);
-        if (ch.redo && !err->code)
-            continue;
-        if (!raced || races++ > 0)
-            return err->code ? -1 : 0;
-        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        memset(skip + lo, 0, hi - lo);
-    }
+    append_ctx *c = ctx;
+    if (g)
+        return append_generation(c->o, g, po, ring, ch, c->r, err);
+    return run_fresh(c->o, *po, ch, c->r, raced, err);
 }
 
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
 {
     memset(r, 0, sizeof *r);
-    chunk_ctx c = {o, r};
+    append_ctx c = {o, r};
+    rs_append_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
+                       .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "bucket",
+                       .inputs_skipped = &r->inputs_skipped, .refuse = refuse_distinct, .run = append_run, .ctx = &c};
     if (o->append)
-        return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+        return rs_append_run(&a, o->commit_every, o->commit_bytes, err);
     int raced;
     return run_fresh(o, o->pipeline, NULL, r, &raced, err);
 }

@@ -1,6 +1,6 @@
 /* The cat job (job_cat.h): the library side of `ringshard cat`.
  *
- * Each file is read with the dedup passes' row reader (dedup/rows.h),
+ * Each file is read with the dataset layer's row reader (dataset/rows.h),
  * which checks it against its manifest entry as it goes: what is written
  * is only ever rows that the manifests vouch for, and a file that differs
  * stops the stream there, named.
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include "dedup/rows.h"
+#include "dataset/rows.h"
 #include "ringshard/text.h"
 #include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
@@ -294,18 +294,14 @@ static int placed_anywhere(void *ctx, const char *key, size_t keylen)
 static int decode_file(const rs_bucketdir *bd, size_t k, rs_codec_choice codec, sink *sk, rs_error *err)
 {
     const rs_manifest_file *f = bd->files[k];
-    rs_dedup_opts o = {0};
-    o.dialect.delim = bd->m.delimiter;
-    o.header = bd->m.header && !bd->headerless[k];
-    o.mode = RS_DEDUP_BY_ROW;
-    o.codec = codec;
-    o.in_name = bd->names[k];
-    o.in_dirfd = bd->fd;
-    o.in_path_ = bd->paths[k];
+    rs_csv_dialect dialect = {0};
+    dialect.delim = bd->m.delimiter;
+    rs_rows_src o = {.dialect = &dialect, .header = bd->m.header && !bd->headerless[k], .codec = codec,
+                     .name = bd->names[k], .dirfd = bd->fd, .path = bd->paths[k]};
     char *mp = rs_bucketdir_manifest_of(bd, k);
-    rs_dedup_check chk = {f->rows, f->bytes, f->file_bytes, f->crc32, mp ? mp : bd->path, f->node, NULL,
+    rs_rows_check chk = {f->rows, f->bytes, f->file_bytes, f->crc32, mp ? mp : bd->path, f->node, NULL,
                           placed_anywhere, NULL};
-    rstream s = {0};
+    rs_rows s = {0};
     const char *row;
     size_t len;
     struct stat st;
@@ -314,9 +310,9 @@ static int decode_file(const rs_bucketdir *bd, size_t k, rs_codec_choice codec, 
         r = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (the file does not "
                          "match %s)", bd->paths[k], (unsigned long long)st.st_size,
                          (unsigned long long)f->file_bytes, mp ? mp : bd->path);
-    else if (rows_open(&s, bd->paths[k], &o, 0, err) != 0)
+    else if (rs_rows_open(&s, bd->paths[k], &o, 0, err) != 0)
         r = -1;
-    if (r == 0 && o.header && (r = rows_next(&s, 1, &row, &len, NULL, NULL, err)) == 1) {
+    if (r == 0 && o.header && (r = rs_rows_next(&s, 1, &row, &len, NULL, NULL, err)) == 1) {
         const char *want = bd->m.keys_only ? NULL : bd->m.header_line;
         if (want && (len != strlen(want) || memcmp(row, want, len) != 0)) {
             char a[400], b[400];
@@ -329,10 +325,10 @@ static int decode_file(const rs_bucketdir *bd, size_t k, rs_codec_choice codec, 
     if (r >= 0) {
         s.chk = &chk;
         r = 0;
-        while (r == 0 && (r = rows_next(&s, 1, &row, &len, NULL, NULL, err)) == 1)
+        while (r == 0 && (r = rs_rows_next(&s, 1, &row, &len, NULL, NULL, err)) == 1)
             r = sink_row(sk, row, len, 0, err);
     }
-    rows_close(&s);
+    rs_rows_close(&s);
     if (sink_push(sk, err) != 0)   /* the rows before an error too: one thread wrote them */
         r = -1;
     if (r < 0 && err->code == RS_EXIT_DATA) {

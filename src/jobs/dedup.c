@@ -10,7 +10,7 @@
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets.
  *
- * With --append the output is a generation of DIR (jobs/generation.h) and
+ * With --append the output is a generation of DIR (jobs/append.h) and
  * each bucket is first checked against its history: pass 1's bucket k,
  * looked up in the key indexes of DIR's files of node k (history.h; the
  * ones a history written without them lacks are built on the way, from
@@ -41,7 +41,7 @@
 #include "ringshard/runplan.h"
 #include "ringshard/util.h"
 #include "jobs/dedup_task.h"
-#include "jobs/generation.h"
+#include "jobs/append.h"
 
 static char *join(const char *a, const char *b, const char *c)
 {
@@ -122,9 +122,9 @@ typedef struct {
     rs_ring *ring_owned;       /* --buckets or --append: the manifest's ring */
     rs_bucketdir bd;           /* --buckets */
     char *in_mpath;            /* --buckets: DIR/manifest.json, for messages */
-    rs_gen *g;                 /* --append to an existing DIR: the generation being added */
+    rs_append *g;                 /* --append to an existing DIR: the generation being added */
     int grow;                  /* --append: indexes, the per-row report, schema 2 */
-    rs_gen_chunk *ch;          /* --append: the chunk of inputs this run reads (NULL: none) */
+    rs_append_chunk *ch;          /* --append: the chunk of inputs this run reads (NULL: none) */
     int report_more;           /* --commit-every: an earlier generation of this command published the report */
     int report_cut;            /* the --duplicates pipe's reader left (rs_dedup_report_concat) */
     unsigned long long report_written; /* the bytes it took */
@@ -154,7 +154,7 @@ static rs_outdir *od_of(dstate *s)
 /* A file of the output: in the staged generation, or the output itself. */
 static char *out_path(dstate *s, const char *name)
 {
-    return s->g ? rs_gen_path(s->g, name) : rs_outdir_path(&s->od, name);
+    return s->g ? rs_append_path(s->g, name) : rs_outdir_path(&s->od, name);
 }
 
 /* Under MPI each rank deduplicated buckets [lo, hi): every rank gets every
@@ -448,7 +448,7 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
-    if (prc != 0 || rs_gen_seen_after(s->g, &s->po, &s->res, s->o->on_seen, s->ch, err) != 0)
+    if (prc != 0 || rs_append_seen_after(s->g, &s->po, &s->res, s->o->on_seen, s->ch, err) != 0)
         return -1;
     if (s->ch && s->ch->redo)
         return 1;   /* an input dropped: nothing of this run is published */
@@ -649,7 +649,7 @@ static int write_manifest(dstate *s, rs_error *err)
         return -1;
     m->seconds = s->t1 + s->t2;
     if (s->g)
-        return 0;   /* rs_gen_publish writes it, as the generation's */
+        return 0;   /* rs_append_publish writes it, as the generation's */
     if (s->grow)
         rs_gen_first(m);
     return rs_outdir_manifest(&s->od, m, err);
@@ -774,7 +774,7 @@ static int begin_output(dstate *s, rs_error *err)
 {
     if (!s->g)
         return rs_cluster_outdir_begin(&s->od, s->o->outdir, s->o->force, err);
-    if (rs_gen_stage(s->g, err) != 0)
+    if (rs_append_stage(s->g, err) != 0)
         return -1;
     return setup_history(s, err);
 }
@@ -783,8 +783,8 @@ static int begin_output(dstate *s, rs_error *err)
  * will take appends), or the generation g adds to DIR; ch: the chunk of
  * the inputs it reads. *raced: a DIR created meanwhile by another run
  * (grow); ch->redo: an input dropped after pass 1, nothing published. */
-static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, const rs_ring *ring, rs_gen *g,
-                    rs_gen_chunk *ch, rs_dedup_job_result *r, int *raced, rs_error *err)
+static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, const rs_ring *ring, rs_append *g,
+                    rs_append_chunk *ch, rs_dedup_job_result *r, int *raced, rs_error *err)
 {
     int grow = ch != NULL;
     dstate s;
@@ -833,7 +833,7 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
     if (rs_world_rank() == 0)
         finish_output(&s, err);
     begun = 0;
-    if ((g ? rs_gen_publish(g, &s.m, err) : rs_cluster_outdir_end(&s.od, err)) == 0) {
+    if ((g ? rs_append_publish(g, &s.m, err) : rs_cluster_outdir_end(&s.od, err)) == 0) {
         r->published = 1;
         r->generations += grow;
         r->first_gen = r->first_gen ? r->first_gen : g ? g->gen : 1;
@@ -859,56 +859,26 @@ out:
 
 /* ---------------------------------------------------------------- append */
 
-/* Inputs [lo, hi) into DIR: a new generation, or DIR itself when it does
- * not exist (again as an append if another run creates it first). */
+/* The dedup job as rs_append_run runs it. */
 typedef struct {
     const rs_dedup_job_opts *o;
     rs_dedup_job_result *r;
-} chunk_ctx;
+} append_ctx;
 
-static int append_chunk(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
+/* A keys-only directory has no rows to keep distinct (rs_append_job.refuse). */
+static int refuse_keys_only(void *ctx, const rs_append *g, rs_error *err)
 {
-    const rs_dedup_job_opts *o = ((chunk_ctx *)ctx)->o;
-    rs_dedup_job_result *r = ((chunk_ctx *)ctx)->r;
-    uint64_t skipped0 = r->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
-    /* again when another run created DIR first (once), or when an input is
-     * dropped after pass 1 (rs_gen_seen_after: at most once per input) */
-    for (int races = 0;;) {
-        rs_gen_chunk ch = {lo, hi, skip, o->quiet ? NULL : "dedup", 0};
-        rs_gen g;
-        rs_ring *ring = NULL;
-        rs_pipeline_opts po = o->pipeline, sel_po;
-        const char **sel = NULL;
-        size_t nskipped = 0;
-        r->inputs_skipped = skipped0;
-        int raced = 0, rc = rs_gen_open(&g, o->outdir, err);
-        po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
-        po.level = o->level;
-        if (rc == 0 && g.bd.m.keys_only)
-            rc = rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g.mpath);
-        if (rc == 0 && rs_gen_check(&g, &po, o->given, o->ring, &ring, err) == 0 &&
-            rs_gen_seen(&g, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-            rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
-            rs_gen_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (sel_po.ninputs)
-                run_once(o, &sel_po, ring, &g, &ch, r, &raced, err);
-        } else if (rc == 1 && rs_gen_seen(NULL, &po, lo, hi, o->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
-                   rs_gen_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
-            r->inputs_skipped += nskipped;
-            if (sel_po.ninputs)
-                run_once(o, &sel_po, o->ring, NULL, &ch, r, &raced, err);
-        }
-        free(sel);
-        rs_ring_free(ring);
-        rs_gen_close(&g);   /* removes the staged generation unless published */
-        if (ch.redo && !err->code)
-            continue;
-        if (!raced || races++ > 0)
-            return err->code ? -1 : 0;
-        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
-        memset(skip + lo, 0, hi - lo);
-    }
+    (void)ctx;
+    if (!g->bd.m.keys_only)
+        return 0;
+    return rs_error_set(err, RS_EXIT_USAGE, "%s: a --keys-only bucket directory has no rows to keep", g->mpath);
+}
+
+static int append_run(void *ctx, rs_append *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_append_chunk *ch,
+                      int *raced, rs_error *err)
+{
+    append_ctx *c = ctx;
+    return run_once(c->o, po, ring, g, ch, c->r, raced, err);
 }
 
 static int run_job(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err);
@@ -919,18 +889,23 @@ static int run_append(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_err
         return rs_error_set(err, RS_EXIT_USAGE, "--append keeps the first copy of each key (the history's): %s",
                             o->buckets_dir ? "--buckets reads another directory" : "--keep last would have to change rows "
                             "the history already published");
-    chunk_ctx c = {o, r};
-    return rs_gen_chunks(&o->pipeline, o->commit_every, o->commit_bytes, append_chunk, &c, err);
+    append_ctx c = {o, r};
+    rs_append_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
+                       .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "dedup",
+                       .inputs_skipped = &r->inputs_skipped, .refuse = refuse_keys_only, .run = append_run, .ctx = &c};
+    a.po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
+    a.po.level = o->level;
+    return rs_append_run(&a, o->commit_every, o->commit_bytes, err);
 }
 
 int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_error *err)
 {
     memset(r, 0, sizeof *r);
     double t0 = rs_now();
-    uint64_t seen0 = rs_gen_seen_bytes();
+    uint64_t seen0 = rs_append_seen_bytes();
     int rc = run_job(o, r, err);
     r->seconds = rs_now() - t0;   /* the publication's fsyncs and renames included */
-    r->seen_bytes = rs_gen_seen_bytes() - seen0;
+    r->seen_bytes = rs_append_seen_bytes() - seen0;
     return rc;
 }
 

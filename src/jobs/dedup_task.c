@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "dedup/rows.h"
+#include "dedup/source.h"
 #include "ringshard/dataset.h"
 #include "ringshard/pipeline.h"
 
@@ -41,25 +41,26 @@ static int build_index(const rs_dedup_pass *p, size_t k, const rs_placement *pla
     o.in_more = NULL;
     o.nin_more = 0;
     o.header = bd->m.header && !bd->headerless[k];
-    rs_dedup_check chk = {f->rows, f->bytes, f->file_bytes, f->crc32, bd->paths[k], f->node, &o.keyspec, rs_placed_on,
+    rs_rows_check chk = {f->rows, f->bytes, f->file_bytes, f->crc32, bd->paths[k], f->node, &o.keyspec, rs_placed_on,
                           (void *)place};
     rs_keyidx_writer w;
-    rstream s;
+    rs_rows s;
+    rs_rows_src src = rs_dedup_rows_src(&o);
     const char *row, *key;
     size_t rowlen, keylen;
-    if (rows_open(&s, bd->paths[k], &o, 1, err) != 0)
+    if (rs_rows_open(&s, bd->paths[k], &src, 1, err) != 0)
         return -1;
-    int r = o.header ? (rows_skip_header(&s, err) < 0 ? -1 : 0) : 0;
+    int r = o.header ? (rs_rows_skip_header(&s, err) < 0 ? -1 : 0) : 0;
     if (r == 0 && rs_keyidx_create(&w, p->at[k].built, err) != 0)
         r = -2;
     else if (r == 0)   /* the rest of the task's share goes to the reader of the rows */
         rs_keyidx_set_memory(&w, o.budget / 2 < RS_KEYIDX_WRITER_MEMORY ? o.budget / 2 : RS_KEYIDX_WRITER_MEMORY);
     s.chk = &chk;
-    while (r == 0 && (r = rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
+    while (r == 0 && (r = rs_rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         r = rs_keyidx_add(&w, key, keylen, err) != 0 ? -1 : 0;
         ++*rows;
     }
-    rows_close(&s);
+    rs_rows_close(&s);
     if (r == -2)
         return -1;
     rs_keyidx_of of = index_of(p, k);

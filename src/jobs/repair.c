@@ -357,11 +357,9 @@ int rs_repair_job_run(const rs_repair_job_opts *o, rs_repair_job_result *r, rs_e
 {
     memset(r, 0, sizeof *r);
     double t0 = rs_now();
-    if (rs_outdir_recover(o->dir, err) != 0)
+    int lockfd;
+    if (rs_outdir_recover_lock(o->dir, &lockfd, err) != 0)
         return -1;
-    int lockfd, lr = rs_outdir_lock(o->dir, &lockfd, err);
-    if (lr != 0)
-        return lr > 0 ? rs_error_set(err, RS_EXIT_IO, "%s: no such directory", o->dir) : -1;
     int rc = repair(o, lockfd, r, err);
     r->seconds = rs_now() - t0;
     return rc;

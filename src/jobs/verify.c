@@ -3,7 +3,6 @@
  * listed with those present, scan every usable file's rows through the
  * pipeline (placement, counts, CRC-32), then compare with the manifest. */
 #define _GNU_SOURCE  /* vasprintf */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -64,9 +63,8 @@ typedef struct {
     rs_bucketdir bd;
     rs_ring *ring, *new_ring;
     int moves;
-    char **present, *header;
-    size_t npresent, *idx, nidx, nf;
-    uint64_t newer, newer_max;  /* generations after those read: how many, the last */
+    char *header;
+    size_t *idx, nidx, nf;
     uint32_t *want, *want_to;
     rs_input_stats *st;
     uint64_t *wrong;
@@ -128,8 +126,6 @@ static rs_ring *ring_from(const char *desc, const char *fp, const char *what, vs
     return r;
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Runs the pipeline over inputs[idx[0..n)]; fills st and the wrong counts. */
 static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx, size_t n, vctx *c, int T,
                 rs_input_stats *st, uint64_t *wrong, uint64_t *sum, char **header, rs_error *err)
@@ -177,110 +173,45 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
     return rc;
 }
 
-/* Whether name is one of the generations read (g<N>, N after the base). */
-static int is_gen_dir(const vstate *s, const char *name)
+/* The names the manifests list that are present in DIR, as they are
+ * marked (mark_listed): a hash set of pointers (names owned elsewhere),
+ * one probe per name - a directory may hold 100,000 files. */
+typedef struct {
+    const char **slot;
+    size_t mask;
+} name_set;
+
+static int name_set_init(name_set *ns, size_t n)
 {
-    uint64_t n = rs_gen_dir_parse(name);
-    if (n == 0)
-        return 0;   /* a file: no pass over the generations for each of 100,000 */
-    for (size_t g = 0; g < s->bd.ngens; g++)
-        if (s->bd.gen_dir[g] == n)
-            return 1;
-    return 0;
+    size_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    ns->slot = calloc(cap, sizeof *ns->slot);
+    ns->mask = cap - 1;
+    return ns->slot ? 0 : -1;
 }
 
-/* N when name is g<N> for a generation after the last one read (0 if
- * not): one an append published after DIR was opened, which this run
- * does not read (see list_present). */
-static uint64_t newer_gen(const vstate *s, const char *name)
+/* The slot that holds name, or the empty one where it would go. */
+static const char **name_set_slot(const name_set *ns, const char *name)
 {
-    uint64_t n = rs_gen_dir_parse(name);
-    uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0;  /* a damaged one is not newer */
-    return n > s->bd.last_gen && n > seen ? n : 0;
+    size_t h = rs_murmur3_x86_32(name, strlen(name), 0) & ns->mask;
+    while (ns->slot[h] && strcmp(ns->slot[h], name) != 0)
+        h = (h + 1) & ns->mask;
+    return &ns->slot[h];
 }
 
-/* Appends the entries of the directory open as dfd (closed here) to
- * s->present, named prefix + name, but manifest.json; a generation
- * directory's entries are listed too (its name as their prefix). */
-static int list_dir(vstate *s, int dfd, const char *prefix, size_t *pcap, rs_error *err)
+/* Marks `name` (under DIR, kept by the caller until the listing's end) as
+ * listed by a manifest: 1 when present (*st, when given, its fstatat),
+ * and says so when it was listed before. */
+static int mark_listed(vstate *s, name_set *listed, const char *name, struct stat *st)
 {
-    DIR *dh = dfd >= 0 ? fdopendir(dfd) : NULL;
-    if (!dh) {
-        rs_error_set(err, RS_EXIT_IO, "%s/%s: cannot list: %s", s->o->dir, prefix, strerror(errno));
-        if (dfd >= 0)
-            close(dfd);
-        return -1;
-    }
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(dh))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, RS_NAME_MANIFEST))
-            continue;
-        uint64_t newer = *prefix ? 0 : newer_gen(s, de->d_name);
-        if (newer) {
-            s->newer++;
-            s->newer_max = newer > s->newer_max ? newer : s->newer_max;
-            continue;
-        }
-        char *name = NULL;
-        if (asprintf(&name, "%s%s", prefix, de->d_name) < 0 || s->npresent == SIZE_MAX / 2) {
-            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-            break;
-        }
-        if (s->npresent == *pcap) {
-            *pcap = *pcap ? 2 * *pcap : 256;
-            char **np = realloc(s->present, *pcap * sizeof *np);
-            if (!np) {
-                free(name);
-                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-                break;
-            }
-            s->present = np;
-        }
-        s->present[s->npresent++] = name;
-        if (!*prefix && is_gen_dir(s, de->d_name)) {
-            char sub[32];
-            snprintf(sub, sizeof sub, "%s/", de->d_name);
-            rc = list_dir(s, openat(s->bd.fd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), sub,
-                          pcap, err);
-        }
-    }
-    closedir(dh);
-    return rc;
-}
-
-/* The directory's entries but the manifests (generations' included),
- * sorted, into s->present. Generations after those read that number on
- * from the last one without a gap are left out: appends published them
- * after DIR was opened, and this run reads DIR as it was then. */
-static int list_present(vstate *s, rs_error *err)
-{
-    size_t pcap = 0;
-    if (list_dir(s, dup(s->bd.fd), "", &pcap, err) != 0)
-        return -1;
-    uint64_t seen = s->bd.nlisted ? s->bd.listed[s->bd.nlisted - 1] : 0, last = seen > s->bd.last_gen ? seen
-                                                                                                  : s->bd.last_gen;
-    char ln[16], nn[16];
-    rs_gen_dir_name(last, ln);
-    rs_gen_dir_name(s->newer_max, nn);
-    if (s->newer && s->newer_max != last + s->newer)
-        diff_line(s, "%s, the last generation read, is followed by %llu generation director%s up to %s, with a gap",
-                  ln, (unsigned long long)s->newer, s->newer == 1 ? "y" : "ies", nn);
-    if (s->npresent > 1)  /* an empty directory leaves present NULL: qsort wants an array */
-        qsort(s->present, s->npresent, sizeof *s->present, cmp_str);
-    return 0;
-}
-
-/* Marks `name` (under DIR) as listed by a manifest: 1 when present, and
- * says so when it was listed before. */
-static int mark_listed(vstate *s, uint8_t *listed, const char *name)
-{
-    char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
-    if (!hit)
+    struct stat sb;
+    if (fstatat(s->bd.fd, name, st ? st : &sb, AT_SYMLINK_NOFOLLOW) != 0)
         return 0;
-    if (listed[hit - s->present])
+    const char **slot = name_set_slot(listed, name);
+    if (*slot)
         diff_line(s, "manifest: file %s is listed twice", name);
-    listed[hit - s->present] = 1;
+    *slot = name;
     return 1;
 }
 
@@ -320,11 +251,11 @@ static void check_inputs(vstate *s)
 }
 
 /* Records file i's key index (name under DIR) and marks it listed. */
-static void note_index(vstate *s, uint8_t *listed, size_t i, char *name, uint64_t size, uint32_t crc, uint8_t mode)
+static void note_index(vstate *s, name_set *listed, size_t i, char *name, uint64_t size, uint32_t crc, uint8_t mode)
 {
     if (!name)
         return;
-    if (!mark_listed(s, listed, name)) {
+    if (!mark_listed(s, listed, name, NULL)) {
         diff_line(s, "%s: missing (the key index of %s)", name, s->bd.names[i]);
         free(name);
         return;
@@ -335,7 +266,7 @@ static void note_index(vstate *s, uint8_t *listed, size_t i, char *name, uint64_
 
 /* The key indexes the manifests list are files of DIR; their contents are
  * checked against the rows by check_indexes. */
-static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
+static int mark_indexes(vstate *s, name_set *listed, rs_error *err)
 {
     const rs_bucketdir *bd = &s->bd;
     if (!(s->ix = calloc(bd->nfiles + 1, sizeof *s->ix)) || !(s->sum_mode = calloc(bd->nfiles + 1, 1)) ||
@@ -357,8 +288,7 @@ static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
             rs_gen_dir_name(bd->gen_dir[g], dn);
             if (asprintf(&name, "%s/%s", dn, bd->gens[g].indexes[k].index) < 0)
                 continue;
-            char **hit = s->npresent ? bsearch(&name, s->present, s->npresent, sizeof *s->present, cmp_str) : NULL;
-            if (!hit || !listed[hit - s->present])
+            if (!*name_set_slot(listed, name))
                 diff_line(s, "%s: a key index of %s, which is not a file of generation %llu", name,
                           bd->gens[g].indexes[k].file, (unsigned long long)bd->gens[g].indexes[k].generation);
             free(name);
@@ -367,8 +297,10 @@ static int mark_indexes(vstate *s, uint8_t *listed, rs_error *err)
 }
 
 /* The manifests' files against those present: listed twice, missing,
- * extra, wrong size, not a node of the ring(s); the totals. Files that can
- * be read and whose node is known go into s->idx for the scan. */
+ * extra (the strays of DIR as rs_bucketdir_open found them: the one
+ * definition, which compact and repair trust too), wrong size, not a node
+ * of the ring(s); the totals. Files that can be read and whose node is
+ * known go into s->idx for the scan. */
 static int check_listing(vstate *s, rs_error *err)
 {
     const rs_bucketdir *bd = &s->bd;
@@ -378,24 +310,27 @@ static int check_listing(vstate *s, rs_error *err)
     s->idx = calloc(nf + 1, sizeof *s->idx);
     s->st = calloc(nf + 1, sizeof *s->st);
     s->wrong = calloc(nf + 1, sizeof *s->wrong);
-    uint8_t *listed = calloc(s->npresent + 1, 1);
+    name_set listed = {0};
+    char (*dirs)[16] = calloc(bd->nlisted + 1, sizeof *dirs);   /* the generations' names, marked */
     const rs_nodes *on = rs_ring_nodes(s->ring), *nn = s->new_ring ? rs_ring_nodes(s->new_ring) : NULL;
     rs_node_index oix = {0}, nix = {0};   /* a node lookup per file: no linear search */
-    if (!s->want || !s->want_to || !s->idx || !s->st || !s->wrong || !listed ||
-        rs_node_index_build(&oix, on, err) != 0 || (nn && rs_node_index_build(&nix, nn, err) != 0)) {
-        free(listed);
+    if (!s->want || !s->want_to || !s->idx || !s->st || !s->wrong || !dirs ||
+        name_set_init(&listed, bd->nlisted + 2 * nf) != 0 || rs_node_index_build(&oix, on, err) != 0 ||
+        (nn && rs_node_index_build(&nix, nn, err) != 0)) {
+        free(listed.slot);
+        free(dirs);
         rs_node_index_free(&oix);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t g = 0; g < bd->nlisted; g++) {  /* a generation's directory is its files' (a damaged one: */
-        char dn[16];                             /* reported by report_damage) */
-        rs_gen_dir_name(bd->listed[g], dn);
-        mark_listed(s, listed, dn);
+        rs_gen_dir_name(bd->listed[g], dirs[g]);  /* reported by report_damage) */
+        mark_listed(s, &listed, dirs[g], NULL);
     }
     for (size_t i = 0; i < nf; i++) {
         const rs_manifest_file *f = bd->files[i];
         const char *name = bd->names[i];
-        int hit = mark_listed(s, listed, name), usable = 1;
+        struct stat sb;
+        int hit = mark_listed(s, &listed, name, &sb), usable = 1;
         if (s->moves) {
             int64_t a = rs_node_index_find(&oix, on, f->from), b = rs_node_index_find(&nix, nn, f->to);
             if (a < 0 || b < 0) {
@@ -415,8 +350,7 @@ static int check_listing(vstate *s, rs_error *err)
                 s->want[i] = (uint32_t)a;
             }
         }
-        struct stat sb;
-        if (!hit || fstatat(bd->fd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) {
+        if (!hit || !S_ISREG(sb.st_mode)) {
             diff_line(s, "%s: missing (listed in the manifest with %llu rows)", name, (unsigned long long)f->rows);
             continue;
         }
@@ -428,14 +362,13 @@ static int check_listing(vstate *s, rs_error *err)
     }
     rs_node_index_free(&oix);
     rs_node_index_free(&nix);
-    if (mark_indexes(s, listed, err) != 0) {
-        free(listed);
+    int rc = mark_indexes(s, &listed, err);
+    free(listed.slot);
+    free(dirs);
+    if (rc != 0)
         return -1;
-    }
-    for (size_t k = 0; k < s->npresent; k++)
-        if (!listed[k])
-            diff_line(s, "%s: extra file, not in the manifest", s->present[k]);
-    free(listed);
+    for (size_t k = 0; k < bd->nstray; k++)
+        diff_line(s, "%s: extra file, not in the manifest", bd->stray[k]);
     check_totals(s, &bd->m, "manifest");
     for (size_t g = 0; g < bd->ngens; g++) {
         char which[48], dn[16];
@@ -673,7 +606,7 @@ static int verify_steps(vstate *s, rs_error *err)
     if (s->moves &&
         !(s->new_ring = ring_from(s->bd.m.new_ring_description, s->bd.m.new_ring_fingerprint, "new ring", s, err)))
         return -1;
-    if (list_present(s, err) != 0 || check_listing(s, err) != 0)
+    if (check_listing(s, err) != 0)
         return -1;
     s->r->files = s->nf;
     if (scan_rows(s, err) != 0)
@@ -702,7 +635,6 @@ int rs_verify_job_run(const rs_verify_job_opts *o, rs_verify_job_result *r, rs_e
     rs_bucketdir_close(&s.bd);
     rs_ring_free(s.ring);
     rs_ring_free(s.new_ring);
-    rs_free_strings(s.present, s.npresent);
     for (int t = 0; s.vc && t < s.T; t++) {
         free(s.vc[t].wrong);
         free(s.vc[t].sum);

@@ -1,4 +1,4 @@
-/* jobs/generation.h - adding a generation to a bucket directory: the steps
+/* jobs/append.h - adding a generation to a bucket directory: the steps
  * that bucket --append and dedup --append share.
  *
  * A bucket directory grows by GENERATIONS (docs/format-generations.md, "Appendable
@@ -11,17 +11,17 @@
  *      and opens DIR as a reader does (rs_bucketdir: the base and every
  *      generation, their digests chained);
  *   2. checks what shapes the files against the base manifest (ring, key,
- *      delimiter, header, compression, level, keys only: rs_gen_check);
+ *      delimiter, header, compression, level, keys only: rs_append_check);
  *   3. drops the inputs whose content DIR has already ingested
- *      (rs_gen_seen: by size, then by CRC-64 of the stored bytes or of
+ *      (rs_append_seen: by size, then by CRC-64 of the stored bytes or of
  *      the content); after the run, before publishing, what could only be
- *      known by reading it (rs_gen_seen_after: the run is done again
+ *      known by reading it (rs_append_seen_after: the run is done again
  *      without an input found held);
- *   4. stages g<N> in a temporary directory beside DIR (rs_gen_stage),
+ *   4. stages g<N> in a temporary directory beside DIR (rs_append_stage),
  *      where the job writes the segments;
  *   5. writes g<N>/manifest.json, naming the previous generation's
  *      manifest digest, and publishes: one rename of g<N> into DIR
- *      (rs_gen_publish). A schema-1 DIR gets its base manifest rewritten as
+ *      (rs_append_publish). A schema-1 DIR gets its base manifest rewritten as
  *      schema 2 (the same content) just before, in its own rename.
  *
  * Nothing in DIR changes before that rename (but the schema-1 upgrade,
@@ -33,10 +33,12 @@
  * same temporary directory. What a generation is as a format (its name,
  * the checks that DIR can take one more, its manifest and the chain's
  * digest) is the dataset layer's (ringshard/dataset.h: rs_gen_next,
- * rs_gen_write_manifests, rs_gen_first); this file adds the collectives,
- * the lock's rank and the job's options and inputs. */
-#ifndef RS_JOBS_GENERATION_H
-#define RS_JOBS_GENERATION_H
+ * rs_gen_write_manifests, rs_gen_first: the prefix rs_gen_); this file
+ * (the prefix rs_append_) adds the collectives, the lock's rank, the job's
+ * options and inputs, and the one driver of the steps above that every
+ * job that appends calls (rs_append_run: what differs, as callbacks). */
+#ifndef RS_JOBS_APPEND_H
+#define RS_JOBS_APPEND_H
 
 #include <stdint.h>
 #include "ringshard/dataset.h"
@@ -60,19 +62,19 @@ typedef struct {
     uint64_t files_after;  /* once published: DIR's data files, every generation's */
     uint64_t gens_after;   /* and its generations, the base's included */
     /* inputs that bring back rows a repair could not keep (restore.c) */
-    const rs_manifest_input **restore_of;  /* [the job's inputs] rs_gen_seen: DIR's entry of the same
+    const rs_manifest_input **restore_of;  /* [the job's inputs] rs_append_seen: DIR's entry of the same
                                               input, whose lost nodes it brings back; NULL: none */
-    uint8_t **only;        /* [nonly] rs_gen_restoring: per input of the run, NULL or its nodes kept */
+    uint8_t **only;        /* [nonly] rs_append_restoring: per input of the run, NULL or its nodes kept */
     char ***restored;      /* [nonly] their names (the ring's), NULL-terminated */
     size_t nonly;
-} rs_gen;
+} rs_append;
 
 /* Locks and opens DIR (steps 1). Returns 0, 1 when DIR does not exist
  * (nothing is held: the caller creates it, and opens again if another run
  * created it first), or -1 with err (RS_EXIT_USAGE for a directory that is
  * not a bucket directory: a move directory, a keys-only one that cannot
  * take rows...). Collective. */
-int rs_gen_open(rs_gen *g, const char *dir, rs_error *err);
+int rs_append_open(rs_append *g, const char *dir, rs_error *err);
 
 /* Step 2: the job's options against DIR's base manifest. Options the
  * command line gave (given: RS_GIVEN_* bits) must equal DIR's: otherwise
@@ -82,8 +84,8 @@ int rs_gen_open(rs_gen *g, const char *dir, rs_error *err);
  * frees it): with RS_GIVEN_RING its fingerprint must equal ring_given's.
  * Also points po at DIR's header (header_ref, header_ref_name), which every
  * input's header must equal. */
-int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
-                 rs_error *err);
+int rs_append_check(rs_append *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
+                    rs_error *err);
 
 /* Step 3: decides for inputs [lo, hi) of po which to ingest (those
  * skip marks already, dropped by an earlier run of the chunk, stay
@@ -97,48 +99,46 @@ int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring 
  * them. With dir NULL (DIR does not exist yet) only this run's inputs are
  * compared. Pipes cannot be read twice, and some files cannot be known
  * without reading them whole: they are checked after the run
- * (rs_gen_seen_after). With RS_SEEN_AGAIN nothing is read nor skipped.
+ * (rs_append_seen_after). With RS_SEEN_AGAIN nothing is read nor skipped.
  * Collective (rank 0 decides). */
-int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
-                size_t *nskipped, const char *cmd, rs_error *err);
+int rs_append_seen(rs_append *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+                   size_t *nskipped, const char *cmd, rs_error *err);
 
 /* An input that DIR holds but whose entries name nodes "lost" (rows a
- * repair could not keep) more often than "restored" is not skipped by
- * rs_gen_seen (whatever its policy but RS_SEEN_AGAIN, which ingests every
- * row): g->restore_of[i] gets DIR's entry, with a note on stderr. Then:
- * rs_gen_outstanding says whether entry e has such nodes;
- * rs_gen_lost_nodes sets mask[d] (d: the ring's nodes) for each (1 when
- * any); rs_gen_restoring, after rs_gen_select gave po the inputs of
+ * repair could not keep) more often than "restored"
+ * (rs_bucketdir_outstanding) is not skipped by rs_append_seen (whatever
+ * its policy but RS_SEEN_AGAIN, which ingests every row):
+ * g->restore_of[i] gets DIR's entry, with a note on stderr. Then
+ * rs_append_restoring, after rs_append_select gave po the inputs of
  * [lo, hi) not skipped, sets po->only_dest so that such an input writes
- * only their rows; rs_gen_mark_restored (rs_gen_publish calls it) names
- * those nodes in the new generation's entries (m->inputs in po's order:
- * "restored"), which clears the record. rs_gen_close frees what they
- * hold. 0, or -1 with err (out of memory). */
-int rs_gen_outstanding(const rs_bucketdir *bd, const rs_manifest_input *e);
-int rs_gen_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, uint8_t *mask, const rs_nodes *nodes);
-int rs_gen_restoring(rs_gen *g, rs_pipeline_opts *po, size_t lo, size_t hi, const uint8_t *skip, const rs_ring *ring,
-                     rs_error *err);
-void rs_gen_mark_restored(const rs_gen *g, rs_manifest *m);
+ * only the rows of those nodes (rs_bucketdir_lost_nodes);
+ * rs_append_mark_restored (rs_append_publish calls it) names those nodes
+ * in the new generation's entries (m->inputs in po's order: "restored"),
+ * which clears the record. rs_append_close frees what they hold. 0, or -1
+ * with err (out of memory). */
+int rs_append_restoring(rs_append *g, rs_pipeline_opts *po, size_t lo, size_t hi, const uint8_t *skip,
+                        const rs_ring *ring, rs_error *err);
+void rs_append_mark_restored(const rs_append *g, rs_manifest *m);
 /* rank 0's g->restore_of for inputs [lo, hi) of the job's n, on every
- * rank (rs_gen_seen calls it). Collective. */
-int rs_gen_restore_share(rs_gen *g, size_t n, size_t lo, size_t hi, rs_error *err);
-void rs_gen_restore_free(rs_gen *g);
+ * rank (rs_append_seen calls it). Collective. */
+int rs_append_restore_share(rs_append *g, size_t n, size_t lo, size_t hi, rs_error *err);
+void rs_append_restore_free(rs_append *g);
 
 /* The input bytes rank 0 has read so far (in this process) before runs,
  * to tell whether inputs were already ingested: each input it checksummed
  * or decompressed whole, by its stored size. Such an input is read again
  * by the run unless skipped. */
-uint64_t rs_gen_seen_bytes(void);
+uint64_t rs_append_seen_bytes(void);
 
-/* What rs_gen_seen_after needs of the chunk a run reads, and what it
+/* What rs_append_seen_after needs of the chunk a run reads, and what it
  * tells: the run read the inputs [lo, hi) of the job's that skip does not
- * mark (rs_gen_seen), in order. */
+ * mark (rs_append_seen), in order. */
 typedef struct {
     size_t lo, hi;
     uint8_t *skip;
     const char *cmd;   /* the command, for the notes on stderr (NULL: quiet) */
     int redo;          /* set: skip marks more inputs; publish nothing, run the chunk again */
-} rs_gen_chunk;
+} rs_append_chunk;
 
 /* After the run, before anything is published: every input read has its
  * checksum (a unit-split file's is taken now, in a pass of its own), and
@@ -153,42 +153,69 @@ typedef struct {
  * RS_EXIT_EXISTS too when the chunk cannot be run again: another of its
  * inputs is a pipe, or a quarantine written in place holds rows. The
  * design (why again) is at the function. Collective (rank 0 decides). */
-int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
-                      rs_gen_chunk *ch, rs_error *err);
+int rs_append_seen_after(const rs_append *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
+                         rs_append_chunk *ch, rs_error *err);
 
 /* Step 4: creates the staging directory beside DIR and g<N> in it.
  * Collective. */
-int rs_gen_stage(rs_gen *g, rs_error *err);
+int rs_append_stage(rs_append *g, rs_error *err);
 
 /* The path of `name` in the staged generation (malloc'd; NULL when out of
  * memory). */
-char *rs_gen_path(const rs_gen *g, const char *name);
+char *rs_append_path(const rs_append *g, const char *name);
 
 /* Step 5 (rank 0 writes, every rank calls): fills m's schema, kind,
  * generation, previous digest and the shaping options from DIR's base,
  * writes it as g<N>/manifest.json, upgrades a schema-1 base manifest, and
  * publishes. Collective; 0, or -1 on every rank. */
-int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err);
+int rs_append_publish(rs_append *g, rs_manifest *m, rs_error *err);
 
 /* Removes the staging directory unless published, releases the lock and
  * closes DIR. Not collective; g may be zeroed. */
-void rs_gen_close(rs_gen *g);
+void rs_append_close(rs_append *g);
 
 /* --commit-every: where the chunk of inputs that starts at lo ends: every
  * `every` inputs, or (bytes) once the chunk's inputs hold `every` bytes as
  * stored; every 0: all of them. */
-size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo);
+size_t rs_append_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo);
 
-/* Runs chunk(ctx, lo, hi, skip, err) on each chunk of po's inputs
- * (rs_gen_chunk_end), in order, while err is clear; skip[i] says which
- * inputs a chunk skipped (rs_gen_seen). 0, or -1 with err. */
-int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
-                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
-                  rs_error *err);
+/* An append as a job describes it to rs_append_run: what bucket --append
+ * and dedup --append differ in. */
+typedef struct {
+    const char *dir;             /* DIR */
+    rs_pipeline_opts po;         /* the job's inputs and options (compression and level: the output's) */
+    unsigned given;              /* RS_GIVEN_* bits: the options the command line gave (rs_append_check) */
+    const rs_ring *ring;         /* the command line's ring (DIR's once it exists) */
+    rs_on_seen on_seen;          /* inputs DIR already holds (rs_append_seen) */
+    const char *cmd;             /* the command, for the notes on stderr (NULL: quiet) */
+    uint64_t *inputs_skipped;    /* the job's count of the inputs skipped, kept up to date */
+    /* NULL, or what refuses an existing DIR before its options are
+     * checked (a directory this job cannot add to): -1 with err */
+    int (*refuse)(void *ctx, const rs_append *g, rs_error *err);
+    /* The run of the chunk's inputs that are not skipped (po, at least
+     * one), into g (opened, checked, ring DIR's) or, g NULL, into DIR
+     * created whole (ring the command line's; *raced set when another run
+     * created DIR first). Sets ch->redo as rs_append_seen_after does; -1
+     * with err, or 0 (published or not). */
+    int (*run)(void *ctx, rs_append *g, const rs_pipeline_opts *po, const rs_ring *ring, rs_append_chunk *ch,
+               int *raced, rs_error *err);
+    void *ctx;
+} rs_append_job;
+
+/* The single-process append's driver, shared by every job that appends:
+ * for each chunk of a->po's inputs (rs_append_chunk_end), in order, while
+ * err is clear: opens DIR (rs_append_open), refuses it (a->refuse), checks
+ * the options (rs_append_check), drops the inputs DIR holds (rs_append_seen),
+ * selects the others (rs_append_select), marks those that restore lost nodes
+ * (rs_append_restoring), runs them (a->run) and closes DIR. The chunk is run
+ * again when the run asks it (ch->redo: an input dropped after the run),
+ * and once more, as an append, when DIR did not exist and another run
+ * created it first. 0, or -1 with err. */
+int rs_append_run(const rs_append_job *a, uint64_t every, int bytes, rs_error *err);
 
 /* po = *all with inputs [lo, hi) of all but the skipped ones (*sel: the
  * array, the caller's to free). 0, or -1 with err. */
-int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
-                  const char ***sel, rs_error *err);
+int rs_append_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                     const char ***sel, rs_error *err);
 
 #endif

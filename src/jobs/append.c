@@ -1,6 +1,6 @@
-/* Adding a generation to a bucket directory (jobs/generation.h). */
+/* Adding a generation to a bucket directory (jobs/append.h). */
 #define _GNU_SOURCE  /* asprintf */
-#include "jobs/generation.h"
+#include "jobs/append.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -16,7 +16,7 @@
 #include "ringshard/outfile.h"
 #include "ringshard/reader.h"
 
-int rs_gen_open(rs_gen *g, const char *dir, rs_error *err)
+int rs_append_open(rs_append *g, const char *dir, rs_error *err)
 {
     memset(g, 0, sizeof *g);
     g->lockfd = -1;
@@ -57,14 +57,14 @@ static void show_delim(char c, char out[8])
         snprintf(out, 8, "'%c'", c);
 }
 
-static int mismatch(const rs_gen *g, rs_error *err, const char *opt, const char *here, const char *there)
+static int mismatch(const rs_append *g, rs_error *err, const char *opt, const char *here, const char *there)
 {
     return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s: an append must write files as the directory's "
                         "(leave the option out to take the directory's)",
                         opt, here, g->mpath, there);
 }
 
-static int check_shaping(const rs_gen *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
+static int check_shaping(const rs_append *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
 {
     const rs_manifest *m = &g->bd.m;
     char a[300], b[300];
@@ -129,8 +129,8 @@ static void ring_difference(const char *a, const char *b, char *opt, char *va, c
     }
 }
 
-int rs_gen_check(rs_gen *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
-                 rs_error *err)
+int rs_append_check(rs_append *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
+                    rs_error *err)
 {
     const rs_manifest *m = &g->bd.m;
     *ring = NULL;
@@ -183,8 +183,6 @@ typedef struct {
     const rs_manifest_input *entry;  /* DIR's entry (NULL: one of this run's) */
 } held;
 
-#define EMPTY_CHECKSUM "crc64:0000000000000000"
-
 static int add_held(held **h, size_t *n, size_t *cap, held e)
 {
     if (*n == *cap) {
@@ -198,23 +196,25 @@ static int add_held(held **h, size_t *n, size_t *cap, held e)
     return 0;
 }
 
-static int add_manifest_inputs(held **h, size_t *n, size_t *cap, const rs_manifest *m, uint64_t gen)
+/* The inputs DIR ingested, as its manifests record them
+ * (rs_bucketdir_ingested). -1 when out of memory. */
+static int add_dir_inputs(held **h, size_t *n, size_t *cap, const rs_bucketdir *bd)
 {
-    for (size_t i = 0; i < m->ninputs; i++) {
-        const rs_manifest_input *in = &m->inputs[i];
-        held e = {in->size, in->generation ? in->generation : gen, {0}, in->path, 0, 0, !in->checksum,
+    rs_ingested *v;
+    size_t nv;
+    if (rs_bucketdir_ingested(bd, &v, &nv) != 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < nv; i++) {
+        const rs_manifest_input *in = v[i].entry;
+        held e = {in->size, v[i].gen, {0}, in->path, 0, v[i].any_size, !in->checksum,
                   in->content, in->content_size, 0, in};
-        if (!in->checksum) {   /* a pipe's (size 0) cannot be known without one */
-            if (in->size && add_held(h, n, cap, e) != 0)
-                return -1;
-            continue;
-        }
-        snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
-        e.any_size = in->size == 0 && strcmp(e.sum, EMPTY_CHECKSUM) != 0;
-        if (add_held(h, n, cap, e) != 0)
-            return -1;
+        if (in->checksum)
+            snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
+        rc = add_held(h, n, cap, e);
     }
-    return 0;
+    free(v);
+    return rc;
 }
 
 /* The held input with size and checksum sum, or NULL. */
@@ -279,11 +279,11 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
  * but an input whose DIR entry has lost nodes outstanding (restore.c) is
  * ingested for them (g->restore_of[i]), unless the policy ingests it
  * whole anyway. */
-static int seen_or_restore(rs_gen *g, size_t n, size_t i, const held *was, const char *path, rs_on_seen policy,
+static int seen_or_restore(rs_append *g, size_t n, size_t i, const held *was, const char *path, rs_on_seen policy,
                            const char *cmd, rs_error *err)
 {
     if (g && g->opened && was->entry && !was->this_run && policy != RS_SEEN_AGAIN &&
-        rs_gen_outstanding(&g->bd, was->entry)) {
+        rs_bucketdir_outstanding(&g->bd, was->entry)) {
         if (!g->restore_of && !(g->restore_of = calloc(n + 1, sizeof *g->restore_of)))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
         g->restore_of[i] = was->entry;
@@ -323,10 +323,10 @@ static int sizes_match(uint64_t a, int mod32, uint64_t b, int b_mod32)
 }
 
 /* Input bytes read before a run to tell inputs already ingested, for the
- * summary (rs_gen_seen_bytes): rank 0's, the process's whole life. */
+ * summary (rs_append_seen_bytes): rank 0's, the process's whole life. */
 static uint64_t seen_read;
 
-uint64_t rs_gen_seen_bytes(void)
+uint64_t rs_append_seen_bytes(void)
 {
     return __atomic_load_n(&seen_read, __ATOMIC_RELAXED);
 }
@@ -415,21 +415,15 @@ static int is_pipe_input(const char *path, struct stat *st)
     return strcmp(path, "-") == 0 || stat(path, st) != 0 || !S_ISREG(st->st_mode);
 }
 
-/* rank 0's part of rs_gen_seen. */
-static int seen_decide(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
+/* rank 0's part of rs_append_seen. */
+static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
                        uint8_t *skip, const char *cmd, rs_error *err)
 {
     held *h = NULL;
     size_t n = 0, cap = 0;
     int rc = 0;
-    if (g && g->opened) {
-        const rs_bucketdir *bd = &g->bd;
-        if (add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1) != 0)
-            rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-        for (size_t k = 0; rc == 0 && k < bd->ngens; k++)
-            if (add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation) != 0)
-                rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
-    }
+    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     /* this run's inputs by size; checksummed when a size is shared */
     uint64_t *size = calloc(hi - lo + 1, sizeof *size);
     uint8_t *known = calloc(hi - lo + 1, 1);  /* 1: a regular file (size known) */
@@ -444,7 +438,7 @@ static int seen_decide(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t 
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         struct stat st;
         if (skip[i] || is_pipe_input(po->inputs[i], &st))
-            continue;  /* dropped by a run before (rs_gen_seen_after); checked after the run, or the pipeline
+            continue;  /* dropped by a run before (rs_append_seen_after); checked after the run, or the pipeline
                         * reports it */
         known[i - lo] = 1;
         size[i - lo] = (uint64_t)st.st_size;
@@ -509,8 +503,8 @@ static int seen_decide(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t 
     return rc;
 }
 
-int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
-                size_t *nskipped, const char *cmd, rs_error *err)
+int rs_append_seen(rs_append *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy, uint8_t *skip,
+                   size_t *nskipped, const char *cmd, rs_error *err)
 {
     /* --on-seen again ingests every input whatever DIR holds: reading one
      * before the run to compare it (a copy's size matches) would only read
@@ -520,7 +514,7 @@ int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_
     if (rs_world_agree(err) != 0)
         return -1;
     rs_world_bcast(skip + lo, hi - lo, 0);
-    if (rs_gen_restore_share(g, po->ninputs, lo, hi, err) != 0)
+    if (rs_append_restore_share(g, po->ninputs, lo, hi, err) != 0)
         return -1;
     *nskipped = 0;
     for (size_t i = lo; i < hi; i++)
@@ -538,7 +532,7 @@ int rs_gen_seen(rs_gen *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_
  * (rs_reader_content: the same for one CSV whatever its compression and
  * layout, and whoever reads it); so they are compared once the run is
  * done, before anything is published. An input found held is dropped by
- * running the chunk AGAIN without it (rs_gen_chunk redo): the staged
+ * running the chunk AGAIN without it (rs_append_chunk redo): the staged
  * generation is removed and the inputs are read a second time.
  *
  * Why again rather than holding the rows of such inputs apart until the
@@ -601,31 +595,25 @@ static int same_content(const rs_input_stats *a, const rs_input_stats *b)
            a->content == b->content;
 }
 
-/* rank 0's part of rs_gen_seen_after: marks in drop[k] (k: po's inputs)
+/* rank 0's part of rs_append_seen_after: marks in drop[k] (k: po's inputs)
  * the inputs DIR or another input of this run holds, their reasons in
  * why[k]; the number marked, or -1 with err (a dropped input's run that
  * cannot be redone, --on-seen fail). */
-static long after_decide(const rs_gen *g, const rs_pipeline_opts *po, const rs_pipeline_result *res,
+static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const rs_pipeline_result *res,
                          rs_on_seen policy, uint8_t *drop, held *why, rs_error *err)
 {
     held *h = NULL;
     size_t n = 0, cap = 0;
     long ndrop = 0;
-    if (g && g->opened) {
-        const rs_bucketdir *bd = &g->bd;
-        int oom = add_manifest_inputs(&h, &n, &cap, &bd->m, bd->m.generation ? bd->m.generation : 1);
-        for (size_t k = 0; !oom && k < bd->ngens; k++)
-            oom = add_manifest_inputs(&h, &n, &cap, &bd->gens[k], bd->gens[k].generation);
-        if (oom) {
-            free(h);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
+    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0) {
+        free(h);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t i = 0; i < po->ninputs; i++) {
         const rs_input_stats *in = &res->input[i];
         int pipe = read_once(po, i);
         if (po->only_dest && po->only_dest[i])
-            continue;   /* held, and read for the rows DIR lost of it (rs_gen_restoring) */
+            continue;   /* held, and read for the rows DIR lost of it (rs_append_restoring) */
         if (held_by_dir(h, n, in, pipe, &why[i])) {
             drop[i] = 1, ndrop++;
             continue;
@@ -662,8 +650,8 @@ static long after_decide(const rs_gen *g, const rs_pipeline_opts *po, const rs_p
     return ndrop;
 }
 
-int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
-                      rs_gen_chunk *ch, rs_error *err)
+int rs_append_seen_after(const rs_append *g, const rs_pipeline_opts *po, rs_pipeline_result *res, rs_on_seen policy,
+                         rs_append_chunk *ch, rs_error *err)
 {
     uint64_t v[2] = {0};
     for (size_t i = 0; i < po->ninputs; i++) {
@@ -714,7 +702,7 @@ int rs_gen_seen_after(const rs_gen *g, const rs_pipeline_opts *po, rs_pipeline_r
 
 /* -------------------------------------------------------------- staging */
 
-int rs_gen_stage(rs_gen *g, rs_error *err)
+int rs_append_stage(rs_append *g, rs_error *err)
 {
     if (rs_cluster_outdir_begin(&g->od, g->dir, RS_OUTDIR_STAGE, err) != 0)
         return -1;
@@ -726,16 +714,16 @@ int rs_gen_stage(rs_gen *g, rs_error *err)
     return rs_world_agree(err);
 }
 
-char *rs_gen_path(const rs_gen *g, const char *name)
+char *rs_append_path(const rs_append *g, const char *name)
 {
     char *p;
     return asprintf(&p, "%s/%s", g->gen_tmp, name) < 0 ? NULL : p;
 }
 
-int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
+int rs_append_publish(rs_append *g, rs_manifest *m, rs_error *err)
 {
     int upgrade = 0;
-    rs_gen_mark_restored(g, m);
+    rs_append_mark_restored(g, m);
     if (rs_world_rank() == 0 && !err->code)
         rs_gen_write_manifests(&g->bd, &g->od, g->gen, g->gen_tmp, m, &upgrade, err);
     const char *names[2] = {RS_NAME_MANIFEST, g->gen_name};
@@ -746,7 +734,7 @@ int rs_gen_publish(rs_gen *g, rs_manifest *m, rs_error *err)
     return rc;
 }
 
-void rs_gen_close(rs_gen *g)
+void rs_append_close(rs_append *g)
 {
     if (g->staged)
         rs_cluster_outdir_abort(&g->od);
@@ -756,12 +744,12 @@ void rs_gen_close(rs_gen *g)
         rs_bucketdir_close(&g->bd);
     free(g->gen_tmp);
     free(g->mpath);
-    rs_gen_restore_free(g);
+    rs_append_restore_free(g);
     memset(g, 0, sizeof *g);
     g->lockfd = -1;
 }
 
-size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo)
+size_t rs_append_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, size_t lo)
 {
     size_t n = po->ninputs;
     if (!every)
@@ -778,25 +766,65 @@ size_t rs_gen_chunk_end(const rs_pipeline_opts *po, uint64_t every, int bytes, s
     return i;
 }
 
-int rs_gen_chunks(const rs_pipeline_opts *po, uint64_t every, int bytes,
-                  int (*chunk)(void *ctx, size_t lo, size_t hi, uint8_t *skip, rs_error *err), void *ctx,
-                  rs_error *err)
+/* Inputs [lo, hi) of a->po into DIR: a new generation, or DIR itself when
+ * it does not exist (again as an append if another run creates it first). */
+static int append_chunk(const rs_append_job *a, size_t lo, size_t hi, uint8_t *skip, rs_error *err)
 {
-    size_t n = po->ninputs;
-    uint8_t *skip = calloc(n + 1, 1);
+    uint64_t skipped0 = *a->inputs_skipped;   /* each attempt counts the chunk's skipped inputs anew */
+    /* again when another run created DIR first (once), or when an input is
+     * dropped after the run (rs_append_seen_after: at most once per input) */
+    for (int races = 0;;) {
+        rs_append_chunk ch = {lo, hi, skip, a->cmd, 0};
+        rs_append g;
+        rs_ring *ring = NULL;
+        rs_pipeline_opts po = a->po, sel_po;
+        const char **sel = NULL;
+        size_t nskipped = 0;
+        *a->inputs_skipped = skipped0;
+        int raced = 0, rc = rs_append_open(&g, a->dir, err);
+        if (rc == 0 && (!a->refuse || a->refuse(a->ctx, &g, err) == 0) &&
+            rs_append_check(&g, &po, a->given, a->ring, &ring, err) == 0 &&
+            rs_append_seen(&g, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
+            rs_append_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
+            rs_append_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
+            *a->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                a->run(a->ctx, &g, &sel_po, ring, &ch, &raced, err);
+        } else if (rc == 1 && rs_append_seen(NULL, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
+                   rs_append_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
+            *a->inputs_skipped += nskipped;
+            if (sel_po.ninputs)
+                a->run(a->ctx, NULL, &sel_po, a->ring, &ch, &raced, err);
+        }
+        free(sel);
+        rs_ring_free(ring);
+        rs_append_close(&g);   /* removes the staged generation unless published */
+        if (ch.redo && !err->code)
+            continue;
+        if (!raced || races++ > 0)
+            return err->code ? -1 : 0;
+        rs_error_clear(err);   /* another run created DIR meanwhile: append to it */
+        memset(skip + lo, 0, hi - lo);
+    }
+}
+
+int rs_append_run(const rs_append_job *a, uint64_t every, int bytes, rs_error *err)
+{
+    size_t n = a->po.ninputs;
+    uint8_t *skip = calloc(n + 1, 1);   /* skip[i]: input i skipped by its chunk (rs_append_seen) */
     if (!skip)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t lo = 0; lo < n && !err->code;) {
-        size_t hi = rs_gen_chunk_end(po, every, bytes, lo);
-        chunk(ctx, lo, hi, skip, err);
+        size_t hi = rs_append_chunk_end(&a->po, every, bytes, lo);
+        append_chunk(a, lo, hi, skip, err);
         lo = hi;
     }
     free(skip);
     return err->code ? -1 : 0;
 }
 
-int rs_gen_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
-                  const char ***sel, rs_error *err)
+int rs_append_select(const rs_pipeline_opts *all, size_t lo, size_t hi, const uint8_t *skip, rs_pipeline_opts *po,
+                     const char ***sel, rs_error *err)
 {
     *po = *all;
     if (!(*sel = malloc((hi - lo + 1) * sizeof **sel)))

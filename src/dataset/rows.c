@@ -1,45 +1,41 @@
-/* dedup/rows.c - reading a bucket file's rows and keys (dedup/rows.h). */
-#include "dedup/rows.h"
+/* Reading a file's rows and keys (dataset/rows.h). */
+#include "dataset/rows.h"
 #include <stdlib.h>
 #include <string.h>
 #include "ringshard/deflate.h"
 
-
-
-
-int rows_open(rstream *s, const char *path, const rs_dedup_opts *o, int want_key, rs_error *err)
+int rs_rows_open(rs_rows *s, const char *path, const rs_rows_src *src, int want_key, rs_error *err)
 {
     memset(s, 0, sizeof *s);
     s->path = path;
-    s->d = &o->dialect;
-    s->ks = want_key && o->mode != RS_DEDUP_BY_ROW ? &o->keyspec : NULL;
-    s->header = o->header;
-    s->o = o;
-    s->whole = o->in_name && path == o->in_path_;
-    if (s->whole)  /* the input itself, not a split file */
-        s->rd = rs_reader_openat(o->in_dirfd, o->in_name, path, o->codec, err);
+    s->src = *src;
+    s->ks = want_key ? src->keyspec : NULL;
+    s->whole = src->name && path == src->path;
+    if (s->whole)  /* the file itself, not a split file */
+        s->rd = rs_reader_openat(src->dirfd, src->name, path, src->codec, err);
     else
-        s->rd = rs_reader_open(path, o->codec, err);
+        s->rd = rs_reader_open(path, src->codec, err);
     if (s->rd)
         s->size = rs_reader_size(s->rd);
     return s->rd ? 0 : -1;
 }
 
-/* Reads from the input, moving on to its next part at the end of one. */
-static ssize_t rs_read(rstream *s, void *buf, size_t cap, rs_error *err)
+/* Reads from the file, moving on to its next part at the end of one. */
+static ssize_t read_parts(rs_rows *s, void *buf, size_t cap, rs_error *err)
 {
+    const rs_rows_src *o = &s->src;
     for (;;) {
         ssize_t n = rs_reader_read(s->rd, buf, cap, err);
-        if (n != 0 || !s->whole || s->part >= s->o->nin_more)
+        if (n != 0 || !s->whole || s->part >= o->nmore)
             return n;
         rs_reader_close(s->rd);
-        const char *path = s->o->in_more_paths[s->part];
+        const char *path = o->more_paths[s->part];
         /* a segment's header line is its first member (frame, or line):
          * the rows go on after it, as in one file */
-        uint64_t skip = s->o->in_more_files ? s->o->in_more_files[s->part]->header_bytes : 0;
-        s->rd = skip ? rs_reader_openat_range(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, skip,
-                                              UINT64_MAX - skip, err)
-                     : rs_reader_openat(s->o->in_dirfd, s->o->in_more[s->part], path, s->o->codec, err);
+        uint64_t skip = o->more_files ? o->more_files[s->part]->header_bytes : 0;
+        s->rd = skip ? rs_reader_openat_range(o->dirfd, o->more[s->part], path, o->codec, skip, UINT64_MAX - skip,
+                                              err)
+                     : rs_reader_openat(o->dirfd, o->more[s->part], path, o->codec, err);
         s->part++;
         if (!s->rd)
             return -1;
@@ -48,10 +44,10 @@ static ssize_t rs_read(rstream *s, void *buf, size_t cap, rs_error *err)
     }
 }
 
-/* Checks one more row of the input against o->check (rs_next). */
-static int check_row(rstream *s, const char *row, size_t len, const char *key, size_t keylen, rs_error *err)
+/* Checks one more row of the file against s->chk (rs_rows_next). */
+static int check_row(rs_rows *s, const char *row, size_t len, const char *key, size_t keylen, rs_error *err)
 {
-    const rs_dedup_check *c = s->chk;
+    const rs_rows_check *c = s->chk;
     s->c_rows++;
     s->c_bytes += len + 1;
     s->c_crc = rs_crc32(rs_crc32(s->c_crc, row, len), "\n", 1);
@@ -62,10 +58,10 @@ static int check_row(rstream *s, const char *row, size_t len, const char *key, s
     return 0;
 }
 
-/* At the input's end: its counts and CRC-32 against o->check. */
-static int check_end(rstream *s, rs_error *err)
+/* At the file's end: its counts, CRC-32 and size against s->chk. */
+static int check_end(rs_rows *s, rs_error *err)
 {
-    const rs_dedup_check *c = s->chk;
+    const rs_rows_check *c = s->chk;
     s->chk = NULL;
     const char *what = s->c_rows != c->rows ? "rows" : s->c_bytes != c->bytes ? "data bytes" : NULL;
     if (what)
@@ -83,7 +79,7 @@ static int check_end(rstream *s, rs_error *err)
     return 0;
 }
 
-void rows_close(rstream *s)
+void rs_rows_close(rs_rows *s)
 {
     rs_reader_close(s->rd);
     rs_buf_free(&s->buf);
@@ -91,8 +87,7 @@ void rows_close(rstream *s)
     memset(s, 0, sizeof *s);
 }
 
-/* Reads the whole input into s->buf (size_hint: expected bytes). */
-int rows_load(rstream *s, uint64_t size_hint, rs_error *err)
+int rs_rows_load(rs_rows *s, uint64_t size_hint, rs_error *err)
 {
     /* exactly the expected size (plus room to see the end), not a power of two */
     s->buf.data = malloc((size_t)size_hint + (1u << 16));
@@ -102,7 +97,7 @@ int rows_load(rstream *s, uint64_t size_hint, rs_error *err)
     for (;;) {
         if (s->buf.cap - s->buf.len < (1u << 12) && rs_buf_reserve(&s->buf, 1u << 16) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
-        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        ssize_t n = read_parts(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -115,10 +110,8 @@ int rows_load(rstream *s, uint64_t size_hint, rs_error *err)
     return 0;
 }
 
-/* The next record: 1 with row (and key), 0 at the end, -1 on error. With
- * nokey the key is not extracted (header records). */
-int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const char **key, size_t *keylen,
-                   rs_error *err)
+int rs_rows_next(rs_rows *s, int nokey, const char **row, size_t *rowlen, const char **key, size_t *keylen,
+                 rs_error *err)
 {
     for (;;) {
         size_t bom = 0;
@@ -128,7 +121,7 @@ int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const cha
              * the pipeline reads it) */
             s->started = 1;
             bom = rs_csv_bom_len(s->buf.data, s->buf.len);
-            if (!s->header)
+            if (!s->src.header)
                 s->pos += bom, bom = 0;
         }
         if (s->started && (s->pos < s->buf.len || s->eof)) {
@@ -142,7 +135,7 @@ int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const cha
             const rs_csv_keyspec *ks = nokey ? NULL : s->ks;
             /* a checked read parses the placement key whatever the caller wants */
             const rs_csv_keyspec *pks = s->chk ? s->chk->keyspec : ks;
-            int r = rs_csv_next(s->d, pks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, pks ? &k : NULL,
+            int r = rs_csv_next(s->src.dialect, pks, s->buf.data + s->pos, s->buf.len - s->pos, s->eof, &rec, pks ? &k : NULL,
                                 pks ? &kl : NULL, &s->scratch, &fault);
             if (r == RS_CSV_OK) {
                 const char *p = s->buf.data + s->pos - bom;
@@ -174,14 +167,14 @@ int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const cha
             s->pos = 0;
         }
         if (s->buf.cap - s->buf.len < (1u << 16)) {
-            size_t limit = s->d->max_record ? s->d->max_record : ((size_t)1 << 30);
+            size_t limit = s->src.dialect->max_record ? s->src.dialect->max_record : ((size_t)1 << 30);
             if (s->buf.len > limit + 2)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: record %llu longer than the record limit (%zu bytes)",
                                     s->path, (unsigned long long)s->rec + 1, limit);
             if (rs_buf_reserve(&s->buf, s->buf.cap < (1u << 20) ? (1u << 20) : s->buf.cap) != 0)
                 return rs_error_set(err, RS_EXIT_IO, "out of memory reading %s", s->path);
         }
-        ssize_t n = rs_read(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
+        ssize_t n = read_parts(s, s->buf.data + s->buf.len, s->buf.cap - s->buf.len, err);
         if (n < 0)
             return -1;
         if (n == 0)
@@ -190,11 +183,10 @@ int rows_next(rstream *s, int nokey, const char **row, size_t *rowlen, const cha
     }
 }
 
-
-int rows_skip_header(rstream *s, rs_error *err)
+int rs_rows_skip_header(rs_rows *s, rs_error *err)
 {
     const char *row;
     size_t n;
-    int r = rows_next(s, 1, &row, &n, NULL, NULL, err);
+    int r = rs_rows_next(s, 1, &row, &n, NULL, NULL, err);
     return r < 0 ? -1 : 0;
 }
