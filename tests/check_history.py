@@ -2,8 +2,7 @@
 """Independent checks of a directory that `ringshard dedup --append` grows.
 
 The checks read the inputs and the directory with Python alone (csv, gzip,
-zlib, json and the zstd command; its own MurmurHash3), never with ringshard
-(crash runs the commands it is given).
+zlib, json and the zstd command; its own MurmurHash3), never with ringshard.
 
   check_history.py rows DIR MODE KEY RUN... [--sep C] [--dups FILE] [--since K]
       RUN is KIND:FILE[+FILE...], one per generation of DIR in order (the
@@ -42,16 +41,7 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard
 
   check_history.py snap DIR
       A digest of DIR: its tree and every file (manifests without their
-      wall time), to tell whether a run changed it.
-
-  check_history.py crash DIR SETUP CMD NEXT --points "P..." --syscalls "S..."
-                   [--upgraded]
-      Kills CMD (SIGKILL) at each pause point P (RINGSHARD_TEST_PAUSE_AT)
-      and, by strace fault injection, at each call of each system call S,
-      SETUP putting DIR back before each run: DIR must then be as before
-      CMD or as after it (--upgraded: or as before under its upgraded base
-      manifest), verify pass, NEXT work and verify pass again, nothing be
-      left beside DIR. Prints where each point left DIR and the counts.
+      wall time), to tell whether a run changed it (tests/kill_sweep.py's).
 
   check_history.py index FILE
       Reads one key index (either version) with this file's own reader:
@@ -68,6 +58,9 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard
       manifest's size and CRC-32 made right), remove.
 """
 import collections, csv, gzip, io, json, os, struct, subprocess, sys, zlib
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import kill_sweep  # noqa: E402 (its snapshot)
 
 M64 = (1 << 64) - 1
 C1, C2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
@@ -666,7 +659,7 @@ def tamper(d, index, how):
     return 0
 
 
-# ------------------------------------------------------- same, snap, crash
+# ------------------------------------------------------------------- same
 
 
 def check_same(d, ref):
@@ -684,120 +677,6 @@ def check_same(d, ref):
         if got != data_of(os.path.join(ref, name)):
             return fail(f"{d}: node file {name} and its segments differ from {ref}/{name}")
     print(f"ok {len(ref_files)} nodes")
-    return 0
-
-
-def snap(d):
-    """DIR as a dict: every path below it and each file's content (the
-    manifests without their wall time); None when there is no DIR."""
-    if not os.path.exists(d):
-        return None
-    out = {}
-    for top, dirs, files in os.walk(d):
-        for n in dirs + files:
-            path = os.path.join(top, n)
-            rel = os.path.relpath(path, d)
-            if os.path.isdir(path):
-                out[rel] = "dir"
-                continue
-            raw = open(path, "rb").read()
-            if n == "manifest.json":
-                raw = b"\n".join(l for l in raw.split(b"\n") if b'"seconds"' not in l)
-            out[rel] = zlib.crc32(raw), len(raw)
-    return out
-
-
-def sh(cmd, env=None):
-    return subprocess.run(["sh", "-c", cmd], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-class Crash:
-    """Runs of CMD on DIR, each killed (SIGKILL) somewhere, after SETUP has
-    put DIR back as it was; after each: DIR is the old state, the new one
-    (what CMD makes when not killed) or, with upgraded, the old one under
-    its upgraded base manifest; verify passes, NEXT works and verify
-    passes again, and nothing is left beside DIR."""
-
-    def __init__(self, d, setup, cmd, nxt, upgraded):
-        self.d, self.setup, self.cmd, self.nxt = d, setup, cmd, nxt
-        self.count = collections.Counter()
-        self.do(setup)
-        self.old = snap(d)
-        self.do(cmd)
-        self.new = snap(d)
-        self.up = None
-        if upgraded:
-            self.up = dict(self.old)
-            self.up["manifest.json"] = self.new["manifest.json"]
-
-    def do(self, cmd):
-        r = sh(cmd)
-        if r.returncode != 0:
-            raise AssertionError(f"{cmd}: exit {r.returncode}: {r.stderr.decode(errors='replace')}")
-
-    def state(self, where):
-        now = snap(self.d)
-        for name, s in (("old", self.old), ("new", self.new), ("upgraded", self.up)):
-            if s is not None and now == s or (s is None and name == "old" and now is None):
-                self.count[name] += 1
-                return name
-        raise AssertionError(f"killed {where}: {self.d} is neither the old nor the new state: {sorted(now or [])}")
-
-    def after(self, where):
-        st = self.state(where)
-        parent, base = os.path.split(os.path.abspath(self.d))
-        if os.path.exists(self.d):
-            r = sh(f'"$RS" verify --quiet {self.d}')
-            if r.returncode != 0:
-                raise AssertionError(f"killed {where} ({st}): verify exit {r.returncode}: {r.stderr.decode()}")
-        for c in (self.nxt, f'"$RS" verify --quiet {self.d}'):
-            r = sh(c)
-            if r.returncode != 0:
-                raise AssertionError(f"killed {where} ({st}): {c}: exit {r.returncode}: {r.stderr.decode()}")
-        left = [n for n in os.listdir(parent or ".") if n.startswith(base + ".ringshard-")]
-        if left:
-            raise AssertionError(f"killed {where} ({st}): left beside {self.d} after the next run: {left}")
-        return st
-
-    def at_point(self, point):
-        self.do(self.setup)
-        env = dict(os.environ, RINGSHARD_TEST_PAUSE_AT=point)
-        p = subprocess.Popen(["sh", "-c", "exec " + self.cmd], env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-        _, st = os.waitpid(p.pid, os.WUNTRACED)
-        if not os.WIFSTOPPED(st):
-            raise AssertionError(f"{self.cmd}: ended (status {st:#x}) before it stopped at {point}")
-        os.kill(p.pid, 9)
-        os.waitpid(p.pid, 0)
-        p.returncode = -9
-        return self.after(f"at {point}")
-
-    def at_call(self, sc, n):
-        self.do(self.setup)
-        r = sh(f"strace -f -qq -o /dev/null -e trace={sc} -e inject={sc}:signal=SIGKILL:when={n} sh -c 'exec "
-               + self.cmd.replace("'", "'\\''") + "'")
-        if r.returncode == 0:
-            if self.state(f"never ({sc} call {n})") != "new":
-                raise AssertionError(f"{self.cmd} not killed ({sc} call {n}) did not publish")
-            return False
-        if r.returncode != 137:
-            raise AssertionError(f"call {n} of {sc}: exit {r.returncode}, not the SIGKILL: {r.stderr.decode()}")
-        self.after(f"at call {n} of {sc}")
-        return True
-
-
-def crash(d, setup, cmd, nxt, points, syscalls, upgraded):
-    c = Crash(d, setup, cmd, nxt, upgraded)
-    states = [f"{p}:{c.at_point(p)}" for p in points]
-    kills, calls = 0, {}
-    for sc in syscalls:
-        n = 1
-        while c.at_call(sc, n):
-            n += 1
-        kills += n - 1
-        calls[sc] = n - 1
-    print(" ".join(states), f"kills={kills}", " ".join(f"{k}={v}" for k, v in sorted(c.count.items())),
-          "calls:", " ".join(f"{k}={v}" for k, v in calls.items()))
     return 0
 
 
@@ -830,15 +709,8 @@ def main():
         print(sum(m["totals"]["rows"] for m, _ in manifests(args[0])))
         return 0
     if cmd == "snap":
-        print(zlib.crc32(json.dumps(snap(args[0]), sort_keys=True).encode()))
+        print(kill_sweep.digest(args[0]))
         return 0
-    if cmd == "crash":
-        points, syscalls, upgraded = opt("--points", ""), opt("--syscalls", ""), "--upgraded" in args
-        args = [a for a in args if a != "--upgraded"]
-        try:
-            return crash(args[0], args[1], args[2], args[3], points.split(), syscalls.split(), upgraded)
-        except AssertionError as e:
-            return fail(str(e))
     return fail(f"unknown command {cmd}")
 
 

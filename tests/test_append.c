@@ -21,6 +21,7 @@
 #define CHECK_BUCKETS "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" "
 #define CHECK_DEDUP "python3 " RS_SOURCE_DIR "/tests/check_dedup.py "
 #define CHECK_MEMBERS "python3 " RS_SOURCE_DIR "/tests/check_members.py "
+#define KILL_SWEEP "python3 " RS_SOURCE_DIR "/tests/kill_sweep.py "
 
 /* The ring and key of the directories below. */
 #define RING "--key bill_id --nodes 5"
@@ -395,24 +396,31 @@ Test(append, a_composite_key_keeps_its_separator)
 /* Puts D back as the state before a run (B; none when there is no B). */
 #define RESTORE "rm -rf D D.ringshard-*; if [ -e B ]; then cp -a B D; fi"
 
-/* Runs kill_sweep and kill_points for a command that turns state `before`
- * (made by `prepare` in B, then copied to D for each run) into a new one;
+/* The append after a kill (D's ring; creates D when the killed run was to). */
+#define NEXT "'\"$RS\" bucket --quiet -j 1 --append --key bill_id --nodes 2 -o D next.csv'"
+
+/* tests/kill_sweep.py for a command that turns state `before` (made by
+ * `prepare` in B, then copied to D for each run) into a new one, killed at
+ * each pause point and at each call of each publishing system call;
  * `upgraded`: the publication first upgrades a schema-1 manifest. Returns
  * the sweep's summary line (malloc'd). */
 static char *crash_everywhere(const char *prepare, const char *cmd, const char *points, int upgraded)
 {
-    OK("rm -rf B D N U old.snap new.snap up.snap && %s && snap B > old.snap && "
-       "rm -rf D && { ! test -e B || cp -a B D; } && %s > /dev/null 2>&1 && snap D > new.snap && cp -a D N && "
-       "if [ %d = 1 ]; then cp -a B U && cp N/manifest.json U/manifest.json && snap U > up.snap; fi",
-       prepare, cmd, upgraded);
-    cmd_result r = sh(LIB "kill_points '" RESTORE "' '%s' %s", cmd, points);
-    cr_assert_eq(r.rc, 0, "%s: killed at a pause point: %s\n%s", cmd, r.out, r.err);
-    cmd_result_free(&r);
-    r = sh(LIB "kill_sweep '" RESTORE "' '%s' " PUBLISH_SYSCALLS, cmd);
-    cr_assert_eq(r.rc, 0, "%s: killed at a system call: %s\n%s", cmd, r.out, r.err);
+    OK("rm -rf B D && %s", prepare);
+    cmd_result r = sh(KILL_SWEEP "D --setup '" RESTORE "' --cmd '%s' --points '%s' --syscalls '" PUBLISH_SYSCALLS
+                                 "' --next " NEXT " %s",
+                      cmd, points, upgraded ? "--upgraded" : "");
+    cr_assert_eq(r.rc, 0, "%s: killed at a pause point or a system call: %s\n%s", cmd, r.out, r.err);
     char *line = strdup(r.out);
     cmd_result_free(&r);
     return line;
+}
+
+/* Every system call the sweep line `s` lists was called at least once. */
+static int all_called(const char *s)
+{
+    const char *calls = strstr(s, " calls:");
+    return calls && !strstr(calls, "=0");
 }
 
 /* An append to a schema-2 directory, and one that upgrades a schema-1
@@ -429,14 +437,14 @@ Test(append, sigkill_at_every_publishing_call_of_an_append)
     /* both states were seen, and the publishing calls were made */
     cr_assert(strstr(s, " old=") && !strstr(s, " old=0 ") && !strstr(s, " new=0 ") && strstr(s, " upgraded=0 "),
               "%s", s);
-    cr_assert(!strstr(s, " mkdir") && !strstr(s, " renameat2") && !strstr(s, " fsync ") && !strstr(s, " flock"),
-              "%s", s);
+    cr_assert(!strstr(s, " mkdir=0") && !strstr(s, " renameat2=0") && !strstr(s, " fsync=0") &&
+                  !strstr(s, " flock=0"), "%s", s);
     free(s);
     s = crash_everywhere("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv",
                          "\"$RS\" bucket --quiet -j 1 --append -o D a.csv b.csv.gz",
                          "begun publish upgraded published", 1);
     cr_assert(!strstr(s, " old=0 ") && !strstr(s, " new=0 ") && !strstr(s, " upgraded=0 ") &&
-                  !strstr(s, " renameat "), "%s", s);
+                  !strstr(s, " renameat=0"), "%s", s);
     free(s);
 }
 
@@ -462,8 +470,8 @@ Test(append, sigkill_at_every_publishing_call_of_compact)
                                "\"$RS\" bucket --quiet --append -o B a.csv && "
                                "\"$RS\" bucket --quiet --append -o B b.csv.gz",
                                "\"$RS\" compact --quiet D", "dir-open begun publish published", 0);
-    cr_assert(!strstr(s, " old=0 ") && !strstr(s, " new=0 ") && !strstr(s, " pwrite64") &&
-                  !strstr(s, " renameat2"), "%s", s);
+    cr_assert(!strstr(s, " old=0 ") && !strstr(s, " new=0 ") && !strstr(s, " pwrite64=0") &&
+                  !strstr(s, " renameat2=0"), "%s", s);
     free(s);
     /* where the file system cannot exchange two directories, a kill
      * between the two renames leaves no DIR: the next append puts the
@@ -484,21 +492,20 @@ Test(append, sigkill_at_every_publishing_call_of_compact)
  * manifest), nothing left beside it; for an append and for compact. */
 Test(append, a_failed_publishing_call_leaves_dir_as_it_was)
 {
-    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && snap B > old.snap && cp -a B D && "
-       "\"$RS\" bucket --quiet -j 1 --append -o D a.csv && snap D > new.snap && cp -a B U && "
-       "cp D/manifest.json U/manifest.json && snap U > up.snap");
-    cmd_result r = sh(LIB "SWEEP_ERROR=EIO kill_sweep '" RESTORE "' '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
-                          "mkdir renameat2 renameat fsync flock");
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv");
+    cmd_result r = sh(KILL_SWEEP "D --setup '" RESTORE "' --cmd '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
+                                 "--error EIO --upgraded --next " NEXT " --syscalls 'mkdir renameat2 renameat fsync flock'");
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
-    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=1 never:\n"), "%s", r.out);
+    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=1 calls:") && all_called(r.out), "%s",
+              r.out);
     cmd_result_free(&r);
-    OK("rm -rf B D up.snap && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
-       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz && "
-       "snap B > old.snap && cp -a B D && \"$RS\" compact --quiet D && snap D > new.snap");
-    r = sh(LIB "SWEEP_ERROR=ENOSPC kill_sweep '" RESTORE "' '\"$RS\" compact --quiet D' "
-               "mkdir renameat2 fsync flock pwrite64");
+    OK("rm -rf B D && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
+       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz");
+    r = sh(KILL_SWEEP "D --setup '" RESTORE "' --cmd '\"$RS\" compact --quiet D' --error ENOSPC --next " NEXT
+                      " --syscalls 'mkdir renameat2 fsync flock pwrite64'");
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
-    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=0 never:\n"), "%s", r.out);
+    cr_assert(!strstr(r.out, " old=0 ") && strstr(r.out, " new=1 upgraded=0 calls:") && all_called(r.out), "%s",
+              r.out);
     cmd_result_free(&r);
 }
 
@@ -509,18 +516,21 @@ Test(append, a_failed_publishing_call_leaves_dir_as_it_was)
  * for compact. */
 Test(append, an_interrupt_publishes_all_or_nothing)
 {
-    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && snap B > old.snap && cp -a B D && "
-       "\"$RS\" bucket --quiet -j 1 --append -o D a.csv && snap D > new.snap && cp -a B U && "
-       "cp D/manifest.json U/manifest.json && snap U > up.snap");
-    OUT_EQ("dir-open:130:old begun:130:old batch_written:130:old publish:130:old upgraded:0:new "
-           "published:0:new \n",
-           "interrupt_points '" RESTORE "' '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
-           "dir-open begun batch_written publish upgraded published");
-    OK("rm -rf B D up.snap && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
-       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz && "
-       "snap B > old.snap && cp -a B D && \"$RS\" compact --quiet D && snap D > new.snap");
-    OUT_EQ("dir-open:130:old begun:130:old publish:130:old published:0:new \n",
-           "interrupt_points '" RESTORE "' '\"$RS\" compact --quiet D' dir-open begun publish published");
+    OK("\"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv");
+    cmd_result r = sh(KILL_SWEEP "D --setup '" RESTORE "' --cmd '\"$RS\" bucket --quiet -j 1 --append -o D a.csv' "
+                                 "--upgraded --interrupt --points 'dir-open begun batch_written publish upgraded published'");
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "dir-open:130:old begun:130:old batch_written:130:old publish:130:old upgraded:0:new "
+                            "published:0:new kills=") == r.out, "%s", r.out);
+    cmd_result_free(&r);
+    OK("rm -rf B D && \"$RS\" bucket --quiet --key bill_id --nodes 2 -o B c.csv && "
+       "\"$RS\" bucket --quiet --append -o B a.csv && \"$RS\" bucket --quiet --append -o B b.csv.gz");
+    r = sh(KILL_SWEEP "D --setup '" RESTORE "' --cmd '\"$RS\" compact --quiet D' --interrupt "
+                      "--points 'dir-open begun publish published'");
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "dir-open:130:old begun:130:old publish:130:old published:0:new kills=") == r.out, "%s",
+              r.out);
+    cmd_result_free(&r);
 }
 
 /* ---- concurrency ------------------------------------------------------ */

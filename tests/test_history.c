@@ -277,7 +277,7 @@ Test(history, a_tampered_key_index_fails_verify)
 /* The ring of the crash tests' directories (few nodes: few calls). */
 #define RING2 "--key bill_id --nodes 2"
 
-/* check_history.py crash: `cmd` on D, put back as `setup` makes it before
+/* tests/kill_sweep.py: `cmd` on D, put back as `setup` makes it before
  * each run, killed (SIGKILL) at each pause point and at each call of each
  * system call listed (strace fault injection); each time D is as before
  * or as after the run, verify passes, the next append works and verify
@@ -285,8 +285,9 @@ Test(history, a_tampered_key_index_fails_verify)
  * (malloc'd): where each point left D and the counts. */
 static char *crash(const char *setup, const char *cmd, const char *points, const char *syscalls, int upgraded)
 {
-    cmd_result r = sh(CHECK "crash D '%s' '%s' '\"$RS\" dedup --quiet -j 1 --append " RING2 " -o D next.csv' "
-                            "--points '%s' --syscalls '%s' %s",
+    cmd_result r = sh("python3 " RS_SOURCE_DIR "/tests/kill_sweep.py D --setup '%s' --cmd '%s' "
+                      "--next '\"$RS\" dedup --quiet -j 1 --append " RING2 " -o D next.csv' "
+                      "--points '%s' --syscalls '%s' %s",
                       setup, cmd, points, syscalls, upgraded ? "--upgraded" : "");
     cr_assert_eq(r.rc, 0, "%s: %s%s", cmd, r.out, r.err);
     char *said = strdup(r.out);

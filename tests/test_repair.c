@@ -22,6 +22,17 @@
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 #define INPUTS "in1.csv in2.csv in3.csv"
 
+/* tests/kill_sweep.py on repair of D, a copy of B in S, killed at each call
+ * of the system calls that follow (a quoted list): the damaged D, the
+ * repaired one (2000 rows) or none; after each kill, the next append (by
+ * bucket, by dedup), compact and repair on a copy of S refuse or go on. */
+#define REPAIR_SWEEP                                                                                       \
+    "python3 " RS_SOURCE_DIR "/tests/kill_sweep.py S/D --setup 'rm -rf S && mkdir S && cp -a B S/D' "       \
+    "--cmd 'cd S && exec \"$RS\" repair --quiet D' --done-rc 3 --repair 2000 "                                \
+    "--next-on-copy '\"$RS\" bucket --quiet --append -o D ../in4.csv' "                                      \
+    "--next-on-copy '\"$RS\" dedup --quiet --append -o D ../in4.csv' --next-on-copy '\"$RS\" compact --quiet D' " \
+    "--next-on-copy '\"$RS\" repair --quiet D' --syscalls "
+
 /* in1..in3.csv: 1000 bills each, no line break inside a field, no key
  * twice; Wgzip, Wzstd, Wnone: a base (in1) and two appends (in2, in3) over
  * 4 nodes; H: the same by dedup --append (with key indexes). */
@@ -162,15 +173,14 @@ Test(repair, an_input_recognised_by_content_brings_back_its_lost_rows)
  * the two renames, and every next run refuses then, making none. */
 Test(repair, sigkill_at_every_publishing_call)
 {
-    cmd_result r = sh(LIB "rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
-                          "repair_sweep B 2000 rename renameat renameat2 mkdir fsync");
+    SH_OK("rm -rf B && cp -a Wgzip B && rm -rf B/g00000002");
+    cmd_result r = sh(REPAIR_SWEEP "'rename renameat renameat2 mkdir fsync'");
     cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
     /* killed before, while and after the exchange; never without D */
     cr_assert(strstr(r.out, " none=0 ") && !strstr(r.out, " damaged=0 ") && !strstr(r.out, " repaired=0 ") &&
-              !strstr(r.out, " held=0"), "%s", r.out);
+              !strstr(r.out, " held=0 "), "%s", r.out);
     cmd_result_free(&r);
-    r = sh(LIB "export RINGSHARD_TEST_NO_EXCHANGE=1 && rm -rf B && cp -a Wgzip B && rm -rf B/g00000002 && "
-               "repair_sweep B 2000 rename renameat renameat2");
+    r = sh("export RINGSHARD_TEST_NO_EXCHANGE=1 && " REPAIR_SWEEP "'rename renameat renameat2'");
     cr_assert_eq(r.rc, 0, "%s\n%s", r.out, r.err);
     cr_assert(!strstr(r.out, " none=0 "), "%s", r.out);
     cmd_result_free(&r);
