@@ -3,7 +3,7 @@
 # `ringshard --dump-options` (one TSV row per option of every command:
 # command, long, short, placeholder, kind, min, max, values, repeat,
 # checked (parse, or run: once every option is in), help;
-# src/cli/opt.h) and installs the build into a scratch prefix, then, for
+# src/util/opt.h) and installs the build into a scratch prefix, then, for
 # every command and every option its --help lists:
 #   - the option is a row of the dump, with help;
 #   - it is in the command's installed man page and offered by the installed

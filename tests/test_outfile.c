@@ -16,6 +16,7 @@
 #include "ringshard/text.h"
 #include "ringshard/util.h"
 #include "support.h"
+#include "util/lines.h"
 #include "wait.h"
 
 TestSuite(outfile, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
@@ -233,4 +234,73 @@ Test(text, tsv_escapes)
     cr_assert_eq(rs_text_tsv_escape('x'), 0);
     cr_assert_eq(rs_text_tsv_escape('\0'), 0);
     free(out);
+}
+
+typedef struct {
+    char seen[4096];
+    size_t len, lines, stop_at;
+} lines_seen;
+
+/* Joins the lines it is given with '|', and stops at line stop_at. */
+static int join_line(void *ctx, const char *line, size_t len, rs_error *err)
+{
+    lines_seen *s = ctx;
+    if (s->len + len + 1 < sizeof s->seen) {
+        memcpy(s->seen + s->len, line, len);
+        s->len += len;
+        s->seen[s->len++] = '|';
+    }
+    if (++s->lines == s->stop_at)
+        return rs_error_set(err, RS_EXIT_DATA, "stopped at %zu", s->lines);
+    return 0;
+}
+
+static int lines_of(const char *text, size_t n, size_t max, lines_seen *s, rs_error *err)
+{
+    FILE *f = fmemopen((void *)text, n, "r");
+    cr_assert_not_null(f);
+    int rc = rs_lines_each(f, "in", max, "--max-record", join_line, s, err);
+    fclose(f);
+    return rc;
+}
+
+/* Lines in order, a CR before the LF dropped, the last one without its
+ * LF kept, an empty line given as one; a line over the bound refused by
+ * its number whatever follows, a CR allowed past it; the callback's stop
+ * is the result. */
+Test(lines, bounded_in_order_and_stoppable)
+{
+    lines_seen s = {0};
+    rs_error err = {0};
+    static const char in[] = "a\r\nbb\n\nccc\r\nlast";
+    cr_assert_eq(lines_of(in, sizeof in - 1, 4, &s, &err), 0, "%s", err.msg);
+    cr_assert_eq(s.lines, 5);
+    cr_assert_eq(memcmp(s.seen, "a|bb||ccc|last|", s.len), 0, "%.*s", (int)s.len, s.seen);
+
+    s = (lines_seen){0};
+    cr_assert_eq(lines_of(in, sizeof in - 1, 2, &s, &err), -1);
+    cr_assert_eq(err.code, RS_EXIT_DATA);
+    cr_assert_str_eq(err.msg, "in: line 4: longer than --max-record (2 bytes)");
+    cr_assert_eq(s.lines, 3, "the lines before the long one were given");
+
+    /* a line of 300 KiB under a bound of 100 bytes: refused without
+     * holding it (the buffer is at most max + 64 KiB) */
+    size_t big = (size_t)300 << 10;
+    char *text = malloc(big);
+    cr_assert_not_null(text);
+    memset(text, 'x', big);
+    s = (lines_seen){0};
+    err = (rs_error){0};
+    cr_assert_eq(lines_of(text, big, 100, &s, &err), -1);
+    cr_assert_str_eq(err.msg, "in: line 1: longer than --max-record (100 bytes)");
+    /* the same line under a bound it fits: one line of 300 KiB */
+    s = (lines_seen){0};
+    cr_assert_eq(lines_of(text, big, big, &s, &err), 0);
+    cr_assert_eq(s.lines, 1);
+    free(text);
+
+    s = (lines_seen){.stop_at = 2};
+    err = (rs_error){0};
+    cr_assert_eq(lines_of(in, sizeof in - 1, 3, &s, &err), -1);
+    cr_assert_str_eq(err.msg, "stopped at 2");
 }

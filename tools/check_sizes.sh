@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The size rules of the source tree (ctest: check_sizes):
 #   - every command file src/cli/cmd_*.c holds at most 300 lines (option
-#     parsing, running and printing go to files of their own: plan_args.c,
-#     plan_print.c, dedup_print.c, simulate_print.c ...);
+#     parsing and running go to files of their own, such as plan_args.c;
+#     what a job's result reads as goes beside the job: src/jobs/*_print.c);
 #   - no file in src/ holds more than 1,000 lines (split it by job, with
 #     a private header of its directory for what the parts share);
 #   - no function in src/**/*.c or src/**/*.h (the *_body.h templates, the

@@ -2,7 +2,7 @@
 """Man pages and bash completion for ringshard, generated from its tables.
 
 The command prints what its --help is made of as TSV, from the same tables
-that print --help (src/cli/opt.h): `ringshard --dump-help` (the program's
+that print --help (src/util/opt.h): `ringshard --dump-help` (the program's
 summary, usage, commands and exit codes; then each command's usage lines,
 description, section titles, option and operand lines with their help,
 and prose), and `ringshard --dump-options` (every option row: its kind,
@@ -102,7 +102,7 @@ def read_layout(dump):
 
 def options_from_dump(dump, cmd):
     """{option: {'arg': token or None, 'desc': text}} of cmd from the rows
-    `ringshard --dump-options` prints (src/cli/opt.h, rs_opt_dump): command,
+    `ringshard --dump-options` prints (src/util/opt.h, rs_opt_dump): command,
     long, short, placeholder, kind, min, max, values, repeat, checked, help. An enum's
     values replace its placeholder (--hash NAME completes the hashes)."""
     opts = {}

@@ -38,6 +38,11 @@ const char *rs_compress_name(int compress);
  * -1 when name is none of them. */
 int rs_compress_parse(const char *name, int *compress);
 
+/* rs_compress_parse of an option's value (`what`: "--compress"), for
+ * output this build writes: 0, or -1 with err (RS_EXIT_USAGE: another
+ * word, or zstd in a build without libzstd). */
+int rs_compress_parse_option(const char *what, const char *name, int *compress, rs_error *err);
+
 /* The data files' extension: ".csv.gz" for gzip, ".csv.zst" for zstd,
  * else ".csv". */
 const char *rs_data_ext(int compress);

@@ -3,6 +3,8 @@
 #ifndef RINGSHARD_JOB_BUCKET_H
 #define RINGSHARD_JOB_BUCKET_H
 
+#include <stdint.h>
+#include <stdio.h>
 #include "ringshard/error.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/ring.h"
@@ -88,5 +90,22 @@ int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_e
 
 /* Frees what r holds (r itself is the caller's); r may be zeroed. */
 void rs_bucket_job_result_free(rs_bucket_job_result *r);
+
+/* The head of an append's summary, to f: why nothing was added (DIR not
+ * created: its inputs hold no row; nothing new: every input already
+ * ingested), a whole line, 0; or "ringshard CMD: generation N of DIR"
+ * (generations first_gen-last_gen), no newline, 1: the caller goes on
+ * with its counts. */
+int rs_append_print_head(FILE *f, const char *cmd, const char *dir, uint32_t generations, uint64_t first_gen,
+                         uint64_t last_gen, uint64_t inputs_skipped, uint64_t inputs_empty);
+
+/* Says on f that DIR could be compacted, when it holds more than
+ * RS_GEN_COMPACT_HINT generations (files: its data files). */
+void rs_append_print_compact_hint(FILE *f, const char *cmd, const char *dir, uint64_t generations, uint64_t files);
+
+/* The summary of a bucket --append run r of DIR, to f (what `ringshard
+ * bucket` prints on stderr): rs_append_print_head, the inputs ingested and
+ * skipped, the hint to compact. */
+void rs_bucket_job_print_append(FILE *f, const char *dir, const rs_bucket_job_result *r);
 
 #endif

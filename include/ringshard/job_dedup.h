@@ -9,10 +9,12 @@
 #define RINGSHARD_JOB_DEDUP_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "ringshard/dedup.h"
 #include "ringshard/error.h"
 #include "ringshard/job_bucket.h"  /* rs_on_seen, RS_GIVEN_* */
 #include "ringshard/pipeline.h"
+#include "ringshard/procio.h"
 #include "ringshard/ring.h"
 
 typedef struct {
@@ -94,5 +96,17 @@ int rs_dedup_job_run(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_erro
 
 /* Frees what r holds (r itself is the caller's); r may be zeroed. */
 void rs_dedup_job_result_free(rs_dedup_job_result *r);
+
+/* Prints the summary of r to f (what `ringshard dedup` prints on
+ * stderr): rows in and out, duplicates (counted by keys, or rows with
+ * by_row), the buckets in outdir, the passes' times, the largest bucket,
+ * splits. */
+void rs_dedup_job_print(FILE *f, const char *outdir, int by_row, const rs_dedup_job_result *r);
+
+/* Prints the summary of an append run to f: the generations of outdir,
+ * the inputs, what the history held and what was read of it (as the job
+ * counts it, and as the kernel does since `since`); or why nothing was
+ * added. */
+void rs_dedup_job_print_append(FILE *f, const char *outdir, const rs_procio *since, const rs_dedup_job_result *r);
 
 #endif

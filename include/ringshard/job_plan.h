@@ -9,6 +9,7 @@
 #define RINGSHARD_JOB_PLAN_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "ringshard/dataset.h"
 #include "ringshard/error.h"
 #include "ringshard/nodes.h"
@@ -78,6 +79,12 @@ typedef struct {
  * RS_EXIT_VERIFY for a file of from_buckets that is not what its manifest
  * says), nothing half-written published. */
 int rs_plan_job_run(const rs_plan_job_opts *o, rs_plan_job_result *r, rs_error *err);
+
+/* Prints the summary of r, run with o, to f (what `ringshard plan`
+ * prints): the change, the method, moved/ideal/floor, balance,
+ * consistency (violating pairs: max(top, 20) listed), the data, and the
+ * top largest moves. Write errors are left in f's error flag. */
+void rs_plan_job_print(FILE *f, const rs_plan_job_opts *o, unsigned long long top, const rs_plan_job_result *r);
 
 /* Frees what r holds (the rings, the plan, the counts, the directory). */
 void rs_plan_job_result_free(rs_plan_job_result *r);

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ringshard/error.h"
 #include "ringshard/nodes.h"
 #include "ringshard/ring.h"
@@ -73,6 +74,19 @@ int rs_simulate_job_run(const rs_simulate_job_opts *o, rs_simulate_job_result *r
  * whole at path. 0, or -1 with err (RS_EXIT_IO). */
 int rs_simulate_sweep_picture(const char *path, int html, const rs_simulate_job_opts *o,
                               const rs_simulate_job_result *r, const char *title, rs_error *err);
+
+/* Prints the sweep's table of r, run with o, to f: a comment line naming
+ * the keys (pattern), the ring and the change, then one TSV row per vnode
+ * count; changing adds the moved columns, a factor not NaN the bounded-load
+ * ones. Write errors are left in f's error flag. */
+void rs_simulate_job_print_sweep(FILE *f, const rs_simulate_job_opts *o, const rs_simulate_job_result *r,
+                                 const char *pattern, int changing, double factor);
+
+/* Prints the one ring's summary of r to f (with tsv, the per-node table
+ * instead): the ring, the keys (pattern), balance, the flagged nodes, the
+ * change when changing, the bounded loads when factor is not NaN. */
+void rs_simulate_job_print_one(FILE *f, const rs_simulate_job_opts *o, const rs_simulate_job_result *r,
+                               const char *pattern, int changing, int tsv, double factor);
 
 void rs_simulate_job_result_free(rs_simulate_job_result *r);
 

@@ -65,6 +65,13 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err);
  * (RS_EXIT_DATA) saying where it is and how to put it back; else 0. */
 int rs_outdir_recover(const char *final, rs_error *err);
 
+/* Refuses (RS_EXIT_USAGE) a file a run writes beside its output
+ * directory (a quarantine file, a report) when it lies inside outdir or
+ * below (rs_path_within): publishing replaces outdir, so the file would be
+ * lost. what is the option as the message shows it ("--duplicates "). path
+ * or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
+int rs_outdir_refuse_inside(const char *what, const char *path, const char *outdir, rs_error *err);
+
 /* Path of `name` inside the temporary directory (malloc'd). */
 char *rs_outdir_path(const rs_outdir *od, const char *name);
 

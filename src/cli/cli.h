@@ -12,7 +12,7 @@
 #include "ringshard/stats.h"
 #include "ringshard/text.h"
 
-#include "cli/opt.h"
+#include "util/opt.h"
 #include "util/numparse.h"
 
 /* The ring options as given (cli/optgroups.c): an rs_ring_spec whose
@@ -71,8 +71,15 @@ extern const rs_opt rs_opt_add, rs_opt_add_names, rs_opt_remove, rs_opt_reweight
 /* A given-mask bit beside RS_GIVEN_* (job_bucket.h): an input option. */
 #define RS_CLI_GIVEN_INPUT (1u << 24)
 
-/* The command whose options rs_opt_parse reads (for --metrics). */
-const char *rs_opt_command_name(void);
+/* Parses argv of command c into args (rs_opt_scan) and says what it
+ * found: -1 with *first the first operand's index; else the exit code,
+ * after printing --help or the version (0), or the fault as "ringshard
+ * CMD: ..." (with a hint at --help when the syntax is at fault), once,
+ * on rank 0. */
+int rs_cli_parse_options(const rs_opt_command *c, void *args, int argc, char **argv, int *first);
+
+/* The command whose options rs_cli_parse_options reads (for --metrics). */
+const char *rs_cli_command_name(void);
 
 /* rs_ring_spec_resolve (ringshard/ring.h) of the recorded options; 1 if
  * any ring option was given (for commands that take the ring from a
@@ -112,28 +119,16 @@ typedef struct {
  * 0 or -1 with err. */
 int rs_cli_append_finish(rs_cli_append *a, int force, rs_error *err);
 
-/* Says on stderr that DIR could be compacted when it holds more than
- * RS_GEN_COMPACT_HINT generations (after an append). */
-void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files);
-
-/* Defaults of the input options: comma, header, key column 1, key-sep '|',
- * 1 GiB memory, gzip level 1 output. */
-void rs_cli_input_defaults(rs_pipeline_opts *po);
-
-/* --files-from LIST (list 1) or --null (list 0), recorded; 1 if a
- * --files-from was given; the inputs: args[0..nargs), then every list's
- * entries (ringshard/filelist.h), collective under MPI (rank 0 reads the
- * lists and checks the files). 0, or -1 with err. */
+/* --files-from LIST (list 1) or --null (list 0), recorded (the inputs:
+ * rs_cli_input_finish); 1 if a --files-from was given. */
 int rs_cli_files_from_option(int list, const char *arg, rs_error *err);
 int rs_cli_files_from_given(void);
-int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs,
-                             rs_error *err);
 
 /* Takes argv[first..argc) as the inputs (then the --files-from lists'),
  * sets inputs without rows to be refused unless --allow-empty was given,
  * checks the key and the output level, and settles the run
  * (rs_cli_input_settle). Returns quiet, or -1 with err (no inputs, or
- * rs_cli_files_from_inputs's errors). */
+ * rs_cluster_file_lists_inputs's errors). */
 int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, int first, rs_error *err);
 
 /* For a run whose inputs are a directory's files (verify, plan
@@ -141,18 +136,6 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, 
  * never with --quiet) and installs the SIGINT/SIGTERM handlers (they stop
  * the pipeline within the batch in progress). Returns quiet. */
 int rs_cli_input_settle(rs_pipeline_opts *po, int quiet);
-
-/* Parses a --compress value (gzip, zstd or none) into *compress
- * (RS_COMPRESS_*). 0, or -1 with err (RS_EXIT_USAGE: another word, or zstd
- * in a build without libzstd). `what` names the option in messages. */
-int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err);
-
-/* Refuses (RS_EXIT_USAGE) a file that a run writes beside its output
- * directory (a quarantine file, a report) when it lies inside outdir or
- * below (rs_path_within): publishing replaces outdir, so the file would be
- * lost. what is the option as the message shows it ("--duplicates "). path
- * or outdir NULL, or path "-": nothing to check. 0 or -1 with err. */
-int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err);
 
 /* '-' names standard output for every option but those that name a
  * directory: for those (OPT: "-o", "--emit") it would make a directory

@@ -54,30 +54,6 @@ static const rs_opt_command bucket_command = {
 
 const rs_opt_command *rs_cmd_bucket_options(void) { return &bucket_command; }
 
-/* The summary of an append: generations, inputs ingested and skipped. */
-static void append_summary(const rs_bucket_job_result *r, const char *dir)
-{
-    if (!r->generations && r->inputs_empty) {
-        fprintf(stderr, "ringshard bucket: %s not created: its inputs hold no header line and no row (the first "
-                        "append with data creates it)\n", dir);
-        return;
-    }
-    if (!r->generations) {
-        fprintf(stderr, "ringshard bucket: nothing new for %s: %llu input%s already ingested\n", dir,
-                (unsigned long long)r->inputs_skipped, r->inputs_skipped == 1 ? "" : "s");
-        return;
-    }
-    if (r->first_gen == r->last_gen)
-        fprintf(stderr, "ringshard bucket: generation %llu of %s", (unsigned long long)r->last_gen, dir);
-    else
-        fprintf(stderr, "ringshard bucket: generations %llu-%llu (%u) of %s", (unsigned long long)r->first_gen,
-                (unsigned long long)r->last_gen, r->generations, dir);
-    fprintf(stderr, ": %llu input%s ingested, %llu skipped as already ingested\n",
-            (unsigned long long)r->inputs_ingested, r->inputs_ingested == 1 ? "" : "s",
-            (unsigned long long)r->inputs_skipped);
-    rs_cli_compact_hint("bucket", dir, r->dir_generations, r->dir_files);
-}
-
 /* The summary on stderr: rows, buckets, speed, the spread of rows per
  * bucket. The headline's time and rate are the whole command's
  * (seconds: the ring, the run, the publication and the removal of a
@@ -109,8 +85,8 @@ int rs_cmd_bucket(int argc, char **argv)
 {
     double t_start = rs_now();
     bucket_args a = {.ap = RS_CLI_APPEND_INIT};
-    rs_cli_input_defaults(&a.po);
-    int optind, rc = rs_opt_parse(&bucket_command, &a, argc, argv, &optind);
+    rs_pipeline_opts_default(&a.po);
+    int optind, rc = rs_cli_parse_options(&bucket_command, &a, argc, argv, &optind);
     if (rc >= 0)
         return rc;
     rs_cli_ring ro = a.ro;
@@ -128,7 +104,7 @@ int rs_cmd_bucket(int argc, char **argv)
     if (rs_cli_append_finish(&ap, force, &err) != 0)
         return rs_cli_fail("bucket", &err);
     int quiet = rs_cli_input_finish(&po, a.quiet, argc, argv, optind, &err);
-    if (quiet < 0 || rs_cli_outside_output("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
+    if (quiet < 0 || rs_outdir_refuse_inside("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
     double t0 = rs_now();
     rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
@@ -150,7 +126,7 @@ int rs_cmd_bucket(int argc, char **argv)
         rs_cli_metrics()->inputs_skipped = res.inputs_skipped;
     if ((res.published || (ap.append && !err.code)) && !quiet && rs_world_rank() == 0) {
         if (ap.append)  /* published, even if something failed after */
-            append_summary(&res, outdir);
+            rs_bucket_job_print_append(stderr, outdir, &res);
         if (res.published) {
             summary(res.ndest, &res.run, outdir, rs_now() - t_start);
             fprintf(stderr, "  flushed to disk and published in %.2f s\n", res.publish_seconds);

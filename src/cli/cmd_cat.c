@@ -58,7 +58,7 @@ static int parse(int argc, char **argv, cat_args *a)
 {
     int optind, rc;
     a->job.level = INT_MIN;   /* not given: follows --compress */
-    if ((rc = rs_opt_parse(&cat_command, a, argc, argv, &optind)) >= 0)
+    if ((rc = rs_cli_parse_options(&cat_command, a, argc, argv, &optind)) >= 0)
         return rc;
     rs_error e = {0}, *err = &e;
     if (a->job.level == INT_MIN)

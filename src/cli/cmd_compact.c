@@ -60,7 +60,7 @@ int rs_cmd_compact(int argc, char **argv)
 {
     compact_args a = {0};
     rs_error err = {0};
-    int optind, rc = rs_opt_parse(&compact_command, &a, argc, argv, &optind);
+    int optind, rc = rs_cli_parse_options(&compact_command, &a, argc, argv, &optind);
     if (rc >= 0)
         return rc;
     int quiet = a.quiet;

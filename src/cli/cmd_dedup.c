@@ -1,14 +1,26 @@
 /* ringshard dedup: keep one row per key, at scale. Parses the options,
  * runs the dedup job (job_dedup.h, src/jobs/dedup.c: the two passes) and
- * prints its summary (cli/dedup_print.c). */
+ * prints its summary (rs_dedup_job_print, src/jobs/dedup_print.c). */
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/dedup_print.h"
 #include "cluster/world.h"
-#include "ringshard/job_dedup.h"
-#include "ringshard/util.h"
 #include "ringshard/dataset.h"
+#include "ringshard/job_dedup.h"
+#include "ringshard/procio.h"
+#include "ringshard/util.h"
+
+/* The options of `ringshard dedup` as given: what the command turns into
+ * the job's options, and what its summaries name. */
+typedef struct {
+    /* options */
+    rs_pipeline_opts po;
+    rs_cli_ring ro;
+    const char *outdir, *dups_path, *buckets_dir;
+    int force, quiet, temp_compress, by_row, keep_last, compress, level;
+    rs_cli_append ap;
+    rs_procio io0;   /* the kernel's read counters when the command began */
+} rs_cli_dedup_args;
 
 static const rs_opt opt_keep = {.name = "keep", .arg = "first|last",
                                 .help = "which copy of a key survives, by input order: inputs\n"
@@ -37,7 +49,7 @@ static int temp_apply(void *base, const rs_opt *o, const char *arg, rs_error *er
 {
     (void)o, (void)base;
     int c;
-    return rs_cli_compress_arg("--temp-compress", arg, &c, err);
+    return rs_compress_parse_option("--temp-compress", arg, &c, err);
 }
 static const rs_opt opt_temp_compress = {.name = "temp-compress", .arg = "gzip|zstd|none",
                                          .help = "pass 1's temporary buckets: plain (default,\n"
@@ -124,8 +136,8 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int first)
     if (rs_level_check("--level", a->compress, a->level, &err) != 0)
         return rs_cli_fail("dedup", &err);
 
-    if (rs_cli_outside_output("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||
-        rs_cli_outside_output("--duplicates ", a->dups_path, a->outdir, &err) != 0 ||
+    if (rs_outdir_refuse_inside("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||
+        rs_outdir_refuse_inside("--duplicates ", a->dups_path, a->outdir, &err) != 0 ||
         rs_cli_stdout_file("--duplicates", &a->dups_path, &err) != 0)
         return rs_cli_fail("dedup", &err);
     return -1;
@@ -152,14 +164,14 @@ int rs_cmd_dedup(int argc, char **argv)
     rs_cli_dedup_args a;
     memset(&a, 0, sizeof a);
     rs_procio_read(&a.io0);
-    rs_cli_input_defaults(&a.po);
+    rs_pipeline_opts_default(&a.po);
     a.ap = (rs_cli_append)RS_CLI_APPEND_INIT;
     a.compress = 1;
     a.level = 1;
     a.temp_compress = 0;  /* measured: plain temporary buckets are faster (docs/dedup.md) */
     rs_error err = {0};
     int r, first;
-    if ((r = rs_opt_parse(&dedup_command, &a, argc, argv, &first)) >= 0 ||
+    if ((r = rs_cli_parse_options(&dedup_command, &a, argc, argv, &first)) >= 0 ||
         (r = check_args(argc, argv, &a, first)) >= 0)
         return r;
 
@@ -185,10 +197,10 @@ int rs_cmd_dedup(int argc, char **argv)
     int rc = 0;
     rs_dedup_job_run(&o, &res, &err);
     if (a.ap.append && !err.code && !a.quiet && rs_world_rank() == 0)
-        rs_cli_dedup_append_summary(&a, &res);
+        rs_dedup_job_print_append(stderr, a.outdir, &a.io0, &res);
     fill_metrics(&a, &res);
     if (res.published && !a.quiet && rs_world_rank() == 0)  /* published, even if something failed after */
-        rs_cli_dedup_summary(&a, &res);
+        rs_dedup_job_print(stderr, a.outdir, a.by_row, &res);
     if (res.duplicates_cut && rs_world_rank() == 0)  /* not an error: docs/dedup.md, "The duplicates report" */
         fprintf(stderr, "ringshard dedup: --duplicates: its reader left after %llu bytes: the rest of the report was "
                 "not written (the dedup itself went on)\n", res.duplicates_written);

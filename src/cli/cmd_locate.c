@@ -1,10 +1,10 @@
 /* ringshard locate: where keys go. */
-#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
+#include "util/lines.h"
 
 /* The default --max-record: what bucket takes with its default --memory. */
 #define RS_LOCATE_MAX_LINE ((size_t)32 << 20)
@@ -72,59 +72,16 @@ static void locate_one(const rs_ring *r, const char *key, size_t len, int explai
     putc('\n', out);
 }
 
-/* Locates every line of standard input (LF-terminated, a CR before the LF
- * removed; the last may lack its LF). A line stays in one buffer of at most
- * max + 64 KiB bytes, whatever the input: a longer line is RS_EXIT_DATA,
- * naming it. 0, or -1 with err. */
-static int locate_stdin(const rs_ring *r, int explain, size_t max, rs_error *err)
+typedef struct {
+    const rs_ring *ring;
+    int explain;
+} locate_ctx;
+
+static int locate_line(void *ctx, const char *line, size_t len, rs_error *err)
 {
-    size_t cap = (size_t)1 << 16, len = 0, start = 0;
-    unsigned long long line = 0;
-    char *buf = malloc(cap);
-    int eof = 0;
-    if (!buf)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    for (;;) {
-        char *lf = memchr(buf + start, '\n', len - start);
-        size_t n = lf ? (size_t)(lf - (buf + start)) : len - start;
-        if (n > max + 1 || (n == max + 1 && buf[start + n - 1] != '\r')) {  /* a CR may end it */
-            free(buf);
-            return rs_error_set(err, RS_EXIT_DATA, "standard input: line %llu: longer than --max-record (%zu bytes)",
-                                line + 1, max);
-        }
-        if (lf || (eof && n > 0)) {
-            size_t next = start + n + (lf ? 1 : 0);
-            line++;
-            if (n && buf[start + n - 1] == '\r')
-                n--;
-            locate_one(r, buf + start, n, explain, stdout);
-            start = next;
-            continue;
-        }
-        if (eof)
-            break;
-        memmove(buf, buf + start, len - start);
-        len -= start;
-        start = 0;
-        if (cap - len < ((size_t)1 << 15)) {
-            size_t want = cap * 2 < max + ((size_t)1 << 16) ? cap * 2 : max + ((size_t)1 << 16);
-            char *t = want > cap ? realloc(buf, want) : NULL;
-            if (!t) {
-                free(buf);
-                return rs_error_set(err, RS_EXIT_IO, "out of memory (a line of %zu bytes)", len);
-            }
-            buf = t;
-            cap = want;
-        }
-        size_t k = fread(buf + len, 1, cap - len, stdin);
-        len += k;
-        if (k == 0 && ferror(stdin)) {
-            free(buf);
-            return rs_error_set(err, RS_EXIT_IO, "standard input: read error: %s", strerror(errno));
-        }
-        eof = k == 0;
-    }
-    free(buf);
+    (void)err;
+    const locate_ctx *c = ctx;
+    locate_one(c->ring, line, len, c->explain, stdout);
     return 0;
 }
 
@@ -132,7 +89,7 @@ int rs_cmd_locate(int argc, char **argv)
 {
     locate_args a = {.header = 1, .max = RS_LOCATE_MAX_LINE};
     rs_error err = {0};
-    int first, rc = rs_opt_parse(&locate_command, &a, argc, argv, &first);
+    int first, rc = rs_cli_parse_options(&locate_command, &a, argc, argv, &first);
     if (rc >= 0)
         return rc;
     int explain = a.explain;
@@ -144,7 +101,8 @@ int rs_cmd_locate(int argc, char **argv)
     if (first < argc) {
         for (int i = first; i < argc; i++)
             locate_one(r, argv[i], strlen(argv[i]), explain, stdout);
-    } else if (locate_stdin(r, explain, a.max, &err) != 0) {
+    } else if (rs_lines_each(stdin, "standard input", a.max, "--max-record", locate_line,
+                             &(locate_ctx){r, explain}, &err) != 0) {
         rs_ring_free(r);
         return rs_cli_fail("locate", &err);
     }

@@ -1,14 +1,13 @@
 /* ringshard plan: what moves where when the node set changes - the exact
  * ring diff without data, counted keys and bytes with data, the moved rows
  * themselves with --emit. The options (cli/plan_args.c) fill the plan job
- * (ringshard/job_plan.h, src/jobs/plan.c); cli/plan_print.c holds its
- * help and prints its result. The plan JSON schema is in docs/plan.md. */
+ * (ringshard/job_plan.h, src/jobs/plan.c), whose summary
+ * src/jobs/plan_print.c prints. The plan JSON schema is in docs/plan.md. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
 #include "cli/plan_args.h"
-#include "cli/plan_print.h"
 #include "cluster/world.h"
 #include "ringshard/job_plan.h"
 #include "ringshard/dataset.h"
@@ -86,8 +85,8 @@ int rs_cmd_plan(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.top = 10;
     a.wave_order = -1;
-    rs_cli_input_defaults(&a.po);
-    int optind, r = rs_opt_parse(&rs_cli_plan_command, &a, argc, argv, &optind);
+    rs_pipeline_opts_default(&a.po);
+    int optind, r = rs_cli_parse_options(&rs_cli_plan_command, &a, argc, argv, &optind);
     if (r >= 0)
         return r;
     rs_pipeline_opts po = a.po;
@@ -130,7 +129,7 @@ int rs_cmd_plan(int argc, char **argv)
     if (rs_world_rank() != 0)  /* under MPI, rank 0 prints */
         goto out;
     if (!quiet) {
-        rs_cli_plan_summary(rs_cli_summary(), &a.o, a.top, &res);
+        rs_plan_job_print(rs_cli_summary(), &a.o, a.top, &res);
         if (rs_cli_flush_stdout(&err) != 0)
             goto out;
     }

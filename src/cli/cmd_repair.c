@@ -79,7 +79,7 @@ int rs_cmd_repair(int argc, char **argv)
 {
     repair_args a = {0};
     rs_error err = {0};
-    int optind, rc = rs_opt_parse(&repair_command, &a, argc, argv, &optind);
+    int optind, rc = rs_cli_parse_options(&repair_command, &a, argc, argv, &optind);
     if (rc >= 0)
         return rc;
     int quiet = a.quiet;

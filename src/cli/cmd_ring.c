@@ -141,7 +141,7 @@ static int print_shares(const rs_ring *r)
 int rs_cmd_ring(int argc, char **argv)
 {
     ring_args a = {0};
-    int first, rc = rs_opt_parse(&ring_command, &a, argc, argv, &first);
+    int first, rc = rs_cli_parse_options(&ring_command, &a, argc, argv, &first);
     if (rc >= 0)
         return rc;
     if (first < argc)

@@ -1,13 +1,14 @@
 /* ringshard simulate: balance and movement of synthetic keys on any ring,
  * vnode sweeps, bounded-load capacity what-ifs. The options fill the
  * simulate job (ringshard/job_simulate.h, src/jobs/simulate.c);
- * cli/simulate_print.c prints its result and draws its pictures. */
+ * src/jobs/simulate_print.c prints its result; the pictures are drawn
+ * here. */
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "cli/simulate_print.h"
 #include "ringshard/job_simulate.h"
 
 typedef struct {
@@ -105,13 +106,36 @@ static int parse_sweep(const rs_cli_ring *ro, const rs_cli_balance *bo, uint32_t
     return 0;
 }
 
+/* Writes the pictures bo asks for (--svg, --html), after the text: the
+ * sweep's line chart, or the ring's balance pictures. 0, or -1 with err. */
+static int write_pictures(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, int sweep,
+                          const rs_cli_balance *bo, rs_error *err)
+{
+    const rs_simulate_ring *sr = res->rings;
+    char title[256];
+    if (sweep) {
+        snprintf(title, sizeof title, "ringshard simulate: balance by vnode count (%llu keys)",
+                 (unsigned long long)so->keys);
+        for (int html = 0; html < 2; html++) {
+            const char *path = html ? bo->html : bo->svg;
+            if (path && rs_simulate_sweep_picture(path, html, so, res, title, err) != 0)
+                return -1;
+        }
+        return 0;
+    }
+    snprintf(title, sizeof title, "ringshard simulate: %llu %s keys on %u nodes", (unsigned long long)so->keys,
+             so->pattern == RS_KEYS_SEQ ? "seq" : "random", sr[0].bal.nodes);
+    return rs_cli_balance_pictures(bo, title, sr[0].base, &sr[0].bal, sr[0].ns,
+                                   isnan(bo->factor) ? NULL : &sr[0].bounded, "keys", err);
+}
+
 int rs_cmd_simulate(int argc, char **argv)
 {
     sim_args a = {.so = {.keys = 1000000, .pattern = RS_KEYS_RANDOM}};
     rs_cli_balance_defaults(&a.bo);
     rs_error err = {0};
     a.so.threads = omp_get_max_threads();
-    int first, r = rs_opt_parse(&simulate_command, &a, argc, argv, &first);
+    int first, r = rs_cli_parse_options(&simulate_command, &a, argc, argv, &first);
     if (r >= 0)
         return r;
     if (first < argc)
@@ -154,11 +178,12 @@ int rs_cmd_simulate(int argc, char **argv)
     else
         snprintf(pattern, sizeof pattern, "random (32 hex digits, splitmix64 seed %llu)",
                  (unsigned long long)so.key_seed);
+    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     if (sweep)
-        rs_cli_simulate_print_sweep(&so, &res, pattern, changing, bo.factor);
+        rs_simulate_job_print_sweep(out, &so, &res, pattern, changing, bo.factor);
     else
-        rs_cli_simulate_print_one(&so, &res, pattern, changing, &bo);
-    if (rs_cli_flush_stdout(&err) != 0 || rs_cli_simulate_pictures(&so, &res, sweep, &bo, &err) != 0)
+        rs_simulate_job_print_one(out, &so, &res, pattern, changing, bo.tsv, bo.factor);
+    if (rs_cli_flush_stdout(&err) != 0 || write_pictures(&so, &res, sweep, &bo, &err) != 0)
         goto fail;
     goto done;
 fail:

@@ -93,9 +93,9 @@ static void print_result(const rs_stats_job_result *r, const rs_cli_balance *bo)
 int rs_cmd_stats(int argc, char **argv)
 {
     stats_args a = {0};
-    rs_cli_input_defaults(&a.po);
+    rs_pipeline_opts_default(&a.po);
     rs_cli_balance_defaults(&a.bo);
-    int optind, r = rs_opt_parse(&stats_command, &a, argc, argv, &optind);
+    int optind, r = rs_cli_parse_options(&stats_command, &a, argc, argv, &optind);
     if (r >= 0)
         return r;
     rs_cli_ring ro = a.ro;

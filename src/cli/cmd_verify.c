@@ -50,9 +50,9 @@ const rs_opt_command *rs_cmd_verify_options(void) { return &verify_command; }
 int rs_cmd_verify(int argc, char **argv)
 {
     verify_args a = {.max_report = 20};
-    rs_cli_input_defaults(&a.po);
+    rs_pipeline_opts_default(&a.po);
     rs_error err = {0};
-    int optind, r = rs_opt_parse(&verify_command, &a, argc, argv, &optind);
+    int optind, r = rs_cli_parse_options(&verify_command, &a, argc, argv, &optind);
     if (r >= 0)
         return r;
     rs_pipeline_opts po = a.po;

@@ -1,4 +1,4 @@
-/* The option rows several commands share, each defined once (cli/opt.h):
+/* The option rows several commands share, each defined once (util/opt.h):
  * the ring options, the input options, the output codec, append, balance
  * and node-edit options, --metrics, --quiet, -j and --help. A row that
  * holds one value (-j, --quiet, --compress ...) stores it at offset 0: a
@@ -48,7 +48,7 @@ static int compress_apply(void *base, const rs_opt *o, const char *arg, rs_error
 {
     (void)o;
     int c;
-    return rs_cli_compress_arg("--compress", arg, &c, err) == 0
+    return rs_compress_parse_option("--compress", arg, &c, err) == 0
                ? (*(int *)base = c, 0)
                : -1;
 }
@@ -92,7 +92,7 @@ const rs_opt rs_opt_output_dir = {.name = "output", .letter = 'o', .arg = "DIR",
 static int metrics_apply(void *base, const rs_opt *o, const char *arg, rs_error *err)
 {
     (void)base, (void)o;
-    return rs_cli_metrics_option(rs_opt_command_name(), arg, err);
+    return rs_cli_metrics_option(rs_cli_command_name(), arg, err);
 }
 
 const rs_opt rs_opt_metrics = {.name = "metrics", .arg = "FILE",
@@ -358,14 +358,6 @@ int rs_cli_append_finish(rs_cli_append *a, int force, rs_error *err)
     if (!a->append && (a->on_seen_given || a->commit_every))
         return rs_error_set(err, RS_EXIT_USAGE, "%s needs --append", a->on_seen_given ? "--on-seen" : "--commit-every");
     return 0;
-}
-
-void rs_cli_compact_hint(const char *cmd, const char *dir, uint64_t generations, uint64_t files)
-{
-    if (generations > RS_GEN_COMPACT_HINT)
-        fprintf(stderr, "ringshard %s: %s holds %llu generations (%llu data files): `ringshard compact %s` merges them "
-                        "into one file per node\n",
-                cmd, dir, (unsigned long long)generations, (unsigned long long)files, dir);
 }
 
 void rs_cli_edits_fill(const rs_cli_edits *ed, const rs_opt_list *down, rs_node_edits *e)

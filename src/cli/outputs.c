@@ -1,25 +1,9 @@
-/* What the commands write: data files in an output directory and its
- * manifest (bucket, plan --emit), and the summary on standard output. */
+/* Where the commands write: standard output shared by one output option
+ * at most ("-"), the summary beside it, and a directory never named "-". */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include "cli/cli.h"
-#include "ringshard/dataset.h"
-#include "ringshard/deflate.h"
-#include "ringshard/util.h"
-#include "rs_config.h"
-
-int rs_cli_compress_arg(const char *what, const char *arg, int *compress, rs_error *err)
-{
-    int c;
-    if (rs_compress_parse(arg, &c) != 0)
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: expected gzip, zstd or none", what);
-    if (c == RS_COMPRESS_ZSTD && !rs_have_zstd())
-        return rs_error_set(err, RS_EXIT_USAGE, "%s zstd: this build of ringshard has no zstd support (rebuild it "
-                            "with libzstd: tools/deps.sh installs libzstd-dev)", what);
-    *compress = c;
-    return 0;
-}
 
 int rs_cli_dir_not_stdout(const char *cmd, const char *opt, const char *dir, const char *what, const char *instead)
 {
@@ -28,16 +12,6 @@ int rs_cli_dir_not_stdout(const char *cmd, const char *opt, const char *dir, con
     char msg[320];
     snprintf(msg, sizeof msg, "%s -: %s cannot go to standard output; %s", opt, what, instead);
     return rs_cli_usage_error(cmd, msg);
-}
-
-int rs_cli_outside_output(const char *what, const char *path, const char *outdir, rs_error *err)
-{
-    if (!path || !outdir || !strcmp(path, "-") || !rs_path_within(path, outdir))
-        return 0;
-    return rs_error_set(err, RS_EXIT_USAGE,
-                        "%s%s: inside the output directory %s, which is replaced when the output is published "
-                        "(the file would be lost): write it elsewhere",
-                        what, path, outdir);
 }
 
 int rs_cli_flush_stdout(rs_error *err)

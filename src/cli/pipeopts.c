@@ -1,11 +1,8 @@
 /* What the commands that read data (bucket, dedup, plan with data, stats
  * on data, verify) do with their input options once parsed (their rows:
- * cli/optgroups.c): the inputs, the progress line, the signals.
- *
- * The inputs named by --files-from lists (ringshard/filelist.h): under MPI
- * every rank needs the same lists, and a list on standard input reaches
- * rank 0 only, so rank 0 reads every list and sends it to the others, and
- * rank 0 alone stats the files. */
+ * cli/optgroups.c): the inputs (with --files-from lists read as the
+ * cluster layer shares them out: rs_cluster_file_lists_inputs), the
+ * progress line, the signals. */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -13,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "cli/cli.h"
-#include "cluster/world.h"
+#include "cluster/cluster.h"
 #include "ringshard/filelist.h"
 #include "ringshard/interrupt.h"
 
@@ -31,39 +28,6 @@ int rs_cli_files_from_option(int list, const char *arg, rs_error *err)
 int rs_cli_files_from_given(void)
 {
     return ff.nlists > 0;
-}
-
-int rs_cli_files_from_inputs(char **args, size_t nargs, const char *const **inputs, size_t *ninputs, rs_error *err)
-{
-    int me = rs_world_rank();
-    if (rs_file_lists_args(&ff, args, nargs, err) != 0)
-        return -1;
-    for (size_t k = 0; k < ff.nlists && me == 0 && !err->code; k++)
-        rs_file_lists_read(&ff, k, err);
-    if (rs_world_agree(err) != 0)
-        return -1;
-    for (size_t k = 0; k < ff.nlists; k++) {
-        uint64_t len = ff.lists[k].len;
-        rs_world_bcast(&len, sizeof len, 0);
-        char *text = me == 0 ? ff.lists[k].text : calloc(len + 1, 1);
-        if (!text)
-            abort();  /* as cluster.c: a rank cannot leave the others waiting */
-        rs_world_bcast(text, len, 0);
-        if (me != 0)
-            rs_file_lists_adopt(&ff, k, text, (size_t)len);
-    }
-    if (rs_file_lists_split(&ff, args, nargs, err) == 0 && me == 0)
-        rs_file_lists_check(&ff, nargs, err);
-    if (rs_world_agree(err) != 0)
-        return -1;
-    *inputs = ff.inputs;
-    *ninputs = ff.ninputs;
-    return 0;
-}
-
-void rs_cli_input_defaults(rs_pipeline_opts *po)
-{
-    rs_pipeline_opts_default(po);
 }
 
 static void on_signal(int sig)
@@ -96,7 +60,7 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, 
     po->inputs = (const char *const *)(argv + first);
     po->ninputs = nargs;
     if (rs_cli_files_from_given() &&
-        rs_cli_files_from_inputs(argv + first, nargs, &po->inputs, &po->ninputs, err) != 0)
+        rs_cluster_file_lists_inputs(&ff, argv + first, nargs, &po->inputs, &po->ninputs, err) != 0)
         return -1;
     if (!po->ninputs)
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (the --files-from lists are empty)");

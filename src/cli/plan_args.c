@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 #include "cli/plan_args.h"
-#include "cli/plan_print.h"
 #include "ringshard/dataset.h"
 #include "ringshard/job_bucket.h"
 
@@ -140,7 +139,7 @@ int rs_cli_plan_check(rs_cli_plan_args *a, const rs_pipeline_opts *po, int have_
                                    {"--arcs ", a->o.arcs}, {"--pairs ", a->o.pairs}, {"--svg ", a->o.svg},
                                    {"--html ", a->o.html}};
     for (size_t i = 0; i < sizeof side / sizeof *side; i++)
-        if (rs_cli_outside_output(side[i][0], side[i][1], a->o.emit, &err) != 0)
+        if (rs_outdir_refuse_inside(side[i][0], side[i][1], a->o.emit, &err) != 0)
             return rs_cli_fail("plan", &err);
     if (rs_cli_stdout_files(&err, "--json", &a->o.json, "--arcs", &a->o.arcs, "--pairs", &a->o.pairs, "--svg",
                             &a->o.svg, "--html", &a->o.html, NULL) != 0)

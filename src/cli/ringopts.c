@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
+#include "rs_config.h"
 
 /* The spec the options describe (pointing into ro). */
 static rs_ring_spec spec_of(const rs_cli_ring *ro)
@@ -86,4 +87,33 @@ int rs_cli_usage_error(const char *cmd, const char *msg)
         return RS_EXIT_USAGE;
     fprintf(stderr, "ringshard %s: %s\nTry 'ringshard %s --help'.\n", cmd, msg, cmd);
     return RS_EXIT_USAGE;
+}
+
+static const char *current_command;
+
+const char *rs_cli_command_name(void)
+{
+    return current_command;
+}
+
+int rs_cli_parse_options(const rs_opt_command *c, void *args, int argc, char **argv, int *first)
+{
+    rs_error err = {0};
+    current_command = c->name;
+    switch (rs_opt_scan(c, args, argc, argv, first, &err)) {
+    case RS_OPT_OPERANDS:
+        return -1;
+    case RS_OPT_HELP:
+        rs_opt_print_help(c, stdout);
+        return 0;
+    case RS_OPT_VERSION:
+        if (rs_world_rank() == 0)
+            printf("ringshard %s\n", RS_VERSION);   /* as `ringshard --version` */
+        return 0;
+    case RS_OPT_BAD_SYNTAX:
+        return rs_cli_usage_error(c->name, err.msg);
+    case RS_OPT_BAD_VALUE:
+        break;
+    }
+    return rs_cli_fail(c->name, &err);
 }

@@ -7,8 +7,16 @@
 #define RS_CLUSTER_CLUSTER_H
 
 #include "ringshard/dataset.h"
+#include "ringshard/filelist.h"
 #include "ringshard/outfile.h"
 #include "ringshard/pipeline.h"
+
+/* The inputs of args[0..nargs) and the --files-from lists recorded in ff
+ * (ringshard/filelist.h), the same on every rank: rank 0 reads the lists
+ * and sends their texts to the others, splits them, and alone checks the
+ * files. Collective; 0, or -1 on every rank with the first failure. */
+int rs_cluster_file_lists_inputs(rs_file_lists *ff, char **args, size_t nargs, const char *const **inputs,
+                                 size_t *ninputs, rs_error *err);
 
 /* rs_outdir_begin on rank 0; the other ranks get the same temporary
  * directory path in od->tmp (and no od->final: only rank 0 publishes or

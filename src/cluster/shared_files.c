@@ -1,8 +1,11 @@
 /* cluster/shared_files.c - the files every rank of a cluster shares: the
  * output directory (created and published by rank 0, its temporary name
  * broadcast), the quarantine file (one temporary, pieces assembled by the
- * job, see cluster.c) and the bucket directory read by all (each rank opens
- * it, and all check that they read the same generation). Each function is
+ * job, see cluster.c), the bucket directory read by all (each rank opens
+ * it, and all check that they read the same generation) and the
+ * --files-from lists (a list on standard input reaches rank 0 only, so
+ * rank 0 reads every list and sends it to the others, and alone stats the
+ * files). Each function is
  * collective and ends with rs_world_agree, as in cluster.c; with one
  * process they are the plain calls of src/dataset/. */
 #define _GNU_SOURCE
@@ -16,6 +19,7 @@
 #include <unistd.h>
 #include "ringshard/util.h"
 #include "cluster/world.h"
+#include "ringshard/filelist.h"
 #include "ringshard/interrupt.h"
 
 int rs_cluster_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
@@ -193,4 +197,33 @@ int rs_cluster_same_dir(const rs_bucketdir *bd, rs_error *err)
                      mine[2] != root[2] || mine[3] != root[3] ? "its manifest.json differs"
                                                               : "it is another directory (device and inode)");
     return rs_world_agree(err);
+}
+
+int rs_cluster_file_lists_inputs(rs_file_lists *ff, char **args, size_t nargs, const char *const **inputs,
+                                 size_t *ninputs, rs_error *err)
+{
+    int me = rs_world_rank();
+    if (rs_file_lists_args(ff, args, nargs, err) != 0)
+        return -1;
+    for (size_t k = 0; k < ff->nlists && me == 0 && !err->code; k++)
+        rs_file_lists_read(ff, k, err);
+    if (rs_world_agree(err) != 0)
+        return -1;
+    for (size_t k = 0; k < ff->nlists; k++) {
+        uint64_t len = ff->lists[k].len;
+        rs_world_bcast(&len, sizeof len, 0);
+        char *text = me == 0 ? ff->lists[k].text : calloc(len + 1, 1);
+        if (!text)
+            abort();  /* as cluster.c: a rank cannot leave the others waiting */
+        rs_world_bcast(text, len, 0);
+        if (me != 0)
+            rs_file_lists_adopt(ff, k, text, (size_t)len);
+    }
+    if (rs_file_lists_split(ff, args, nargs, err) == 0 && me == 0)
+        rs_file_lists_check(ff, nargs, err);
+    if (rs_world_agree(err) != 0)
+        return -1;
+    *inputs = ff->inputs;
+    *ninputs = ff->ninputs;
+    return 0;
 }

@@ -58,6 +58,18 @@ int rs_compress_parse(const char *name, int *compress)
     return -1;
 }
 
+int rs_compress_parse_option(const char *what, const char *name, int *compress, rs_error *err)
+{
+    int c;
+    if (rs_compress_parse(name, &c) != 0)
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: expected gzip, zstd or none", what);
+    if (c == RS_COMPRESS_ZSTD && !rs_have_zstd())
+        return rs_error_set(err, RS_EXIT_USAGE, "%s zstd: this build of ringshard has no zstd support (rebuild it "
+                            "with libzstd: tools/deps.sh installs libzstd-dev)", what);
+    *compress = c;
+    return 0;
+}
+
 const char *rs_data_ext(int compress)
 {
     return codecs[codec_row(compress)].ext;

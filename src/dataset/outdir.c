@@ -79,6 +79,7 @@
 #include "ringshard/bucketdir.h"
 #include "ringshard/outfile.h"
 #include "ringshard/testhook.h"
+#include "ringshard/util.h"
 #include "util/tmpname.h"
 #include "dataset/outdir_impl.h"
 
@@ -952,4 +953,14 @@ void rs_outdir_abort(rs_outdir *od)
         if (unlink(od->side_tmp[i]) != 0 && errno != ENOENT)
             rs_log(RS_LOG_WARN, "%s: cannot remove: %s", od->side_tmp[i], strerror(errno));
     release(od);
+}
+
+int rs_outdir_refuse_inside(const char *what, const char *path, const char *outdir, rs_error *err)
+{
+    if (!path || !outdir || !strcmp(path, "-") || !rs_path_within(path, outdir))
+        return 0;
+    return rs_error_set(err, RS_EXIT_USAGE,
+                        "%s%s: inside the output directory %s, which is replaced when the output is published "
+                        "(the file would be lost): write it elsewhere",
+                        what, path, outdir);
 }

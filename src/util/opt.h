@@ -1,13 +1,15 @@
-/* cli/opt.h - the options as a table, in the manner of git's
+/* util/opt.h - options as a table, in the manner of git's
  * parse-options: a row per option (name, letter, placeholder, help, kind,
- * where its value goes, repeat rule), rows grouped once (cli/optgroups.c)
- * and listed per command; one parser (cli/opt.c) builds getopt's arrays
- * from the rows, stores the values, says what is wrong (naming the option
- * and the value; exit 64) with the nearest names, prints --help from the
- * rows, and dumps them for the man pages and the completion
- * (`ringshard --dump-options`, tools/gen_cli_docs.py). */
-#ifndef RS_CLI_OPT_H
-#define RS_CLI_OPT_H
+ * where its value goes, repeat rule), rows grouped once (the program's:
+ * cli/optgroups.c) and listed per command; one parser (util/opt.c) builds
+ * getopt's arrays from the rows, stores the values, says what is wrong
+ * (naming the option and the value) with the nearest names, prints --help
+ * from the rows, and dumps them for the man pages and the completion
+ * (`ringshard --dump-options`, tools/gen_cli_docs.py). It prints nothing
+ * of its own accord: the program says the errors (cli/ringopts.c), so the
+ * parser knows neither the program's name nor its ranks. */
+#ifndef RS_UTIL_OPT_H
+#define RS_UTIL_OPT_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -110,11 +112,21 @@ typedef struct {
     size_t given_off;
 } rs_opt_command;
 
+/* What rs_opt_scan found. */
+typedef enum {
+    RS_OPT_OPERANDS,    /* every option stored; operands from *first */
+    RS_OPT_HELP,        /* --help given: nothing more read */
+    RS_OPT_VERSION,     /* --version given: nothing more read */
+    RS_OPT_BAD_SYNTAX,  /* not an option of c, or its argument missing or extra: err says which */
+    RS_OPT_BAD_VALUE    /* an option's value refused (range, kind, given twice, ...): err says why */
+} rs_opt_status;
+
 /* Parses argv[1..] of command c into the struct at args (defaults set
- * before): every option's value stored by its row, in argv order. Returns
- * -1 with *first the index of the first operand, else the exit code (the
- * error printed as "ringshard CMD: ..."; 0 after --help or --version). */
-int rs_opt_parse(const rs_opt_command *c, void *args, int argc, char **argv, int *first);
+ * before): every option's value stored by its row, in argv order, until
+ * the first operand (*first) or the first fault. Prints nothing; err
+ * (code RS_EXIT_USAGE, or what a row's apply set) holds the message of a
+ * BAD_* status. getopt's global state (optind) is reset first. */
+rs_opt_status rs_opt_scan(const rs_opt_command *c, void *args, int argc, char **argv, int *first, rs_error *err);
 
 /* Prints command c's --help to f. */
 void rs_opt_print_help(const rs_opt_command *c, FILE *f);

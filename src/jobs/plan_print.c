@@ -1,10 +1,11 @@
-/* What `ringshard plan` prints on standard output: its
- * summary - the change, the method, the moved share against the ideal and
- * the floor, consistency, the data, and the largest moves. */
+/* The plan job's summary as text (job_plan.h, rs_plan_job_print), what
+ * `ringshard plan` prints on standard output: the change, the method, the
+ * moved share against the ideal and the floor, consistency, the data, and
+ * the largest moves. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include "cli/plan_print.h"
+#include "ringshard/job_plan.h"
 
 static const char *points_word(const rs_ring *r, char *buf, size_t cap)
 {
@@ -111,7 +112,7 @@ static void print_names(FILE *f, const char *label, const rs_nodes *nodes, const
     fprintf(f, "  %-12s %s\n", label, rs_node_names_text(text, sizeof text, names, n < SHOWN ? n : SHOWN, n));
 }
 
-void rs_cli_plan_summary(FILE *f, const rs_plan_job_opts *a, unsigned long long top_opt, const rs_plan_job_result *r)
+void rs_plan_job_print(FILE *f, const rs_plan_job_opts *a, unsigned long long top_opt, const rs_plan_job_result *r)
 {
     const rs_plan *p = &r->plan;
     const rs_plan_data *d = &r->data;

@@ -1,8 +1,8 @@
-/* What `ringshard simulate` prints (cli/simulate_print.h): the sweep's
- * table, the one ring's summary, and the pictures. */
+/* The simulate job's results as text (job_simulate.h), what `ringshard
+ * simulate` prints: the sweep's table, or the one ring's summary. */
 #include <math.h>
 #include <stdio.h>
-#include "cli/simulate_print.h"
+#include "ringshard/job_simulate.h"
 #include "ringshard/report.h"
 #include "ringshard/stats.h"
 
@@ -28,17 +28,16 @@ static void print_change(FILE *f, const rs_simulate_ring *sr, const rs_simulate_
     fprintf(f, "%-24s%.4f\n", "max/mean (after)", a->max_mean);
 }
 
-void rs_cli_simulate_print_sweep(const rs_simulate_job_opts *so, const rs_simulate_job_result *res,
+void rs_simulate_job_print_sweep(FILE *out, const rs_simulate_job_opts *so, const rs_simulate_job_result *res,
                                  const char *pattern, int changing, double factor)
 {
-    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     const rs_simulate_ring *sr = res->rings;
     const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
     fprintf(out, "# ringshard simulate: %llu keys, pattern %s; scheme %s, hash %s, %u nodes%s%s\n",
            (unsigned long long)so->keys, pattern, rs_scheme_name(o->scheme), rs_hash_get(o->hash)->name,
            sr[0].bal.nodes, changing ? "; change: " : "", changing ? res->what : "");
     fputs("vnodes\tpoints\tmean\tsd\trel_sd\trel_sd_expected\trel_sd_theory\tinv_sqrt_v\tmin_mean\tmax_mean\tflagged",
-          stdout);
+          out);
     if (changing)
         fputs("\tmoved\tmoved_fraction\tideal_fraction\texact_moved_share", out);
     if (!isnan(factor))
@@ -60,13 +59,12 @@ void rs_cli_simulate_print_sweep(const rs_simulate_job_opts *so, const rs_simula
     }
 }
 
-void rs_cli_simulate_print_one(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, const char *pattern,
-                               int changing, const rs_cli_balance *bo)
+void rs_simulate_job_print_one(FILE *out, const rs_simulate_job_opts *so, const rs_simulate_job_result *res,
+                               const char *pattern, int changing, int tsv, double factor)
 {
-    FILE *out = rs_cli_summary();   /* stderr when a picture goes to stdout */
     const rs_simulate_ring *sr = res->rings;
     const rs_ring_opts *o = rs_ring_get_opts(sr[0].base);
-    if (bo->tsv) {
+    if (tsv) {
         rs_balance_print_table(out, sr[0].base, sr[0].ns, sr[0].capacity, sr[0].load_after);
         return;
     }
@@ -77,27 +75,6 @@ void rs_cli_simulate_print_one(const rs_simulate_job_opts *so, const rs_simulate
     rs_balance_print_flagged(out, sr[0].base, sr[0].ns, 10);
     if (changing)
         print_change(out, &sr[0], so, res->what);
-    if (!isnan(bo->factor))
+    if (!isnan(factor))
         rs_bounded_print(out, &sr[0].bounded, "keys");
-}
-
-int rs_cli_simulate_pictures(const rs_simulate_job_opts *so, const rs_simulate_job_result *res, int sweep,
-                             const rs_cli_balance *bo, rs_error *err)
-{
-    const rs_simulate_ring *sr = res->rings;
-    char title[256];
-    if (sweep) {
-        snprintf(title, sizeof title, "ringshard simulate: balance by vnode count (%llu keys)",
-                 (unsigned long long)so->keys);
-        for (int html = 0; html < 2; html++) {
-            const char *path = html ? bo->html : bo->svg;
-            if (path && rs_simulate_sweep_picture(path, html, so, res, title, err) != 0)
-                return -1;
-        }
-        return 0;
-    }
-    snprintf(title, sizeof title, "ringshard simulate: %llu %s keys on %u nodes", (unsigned long long)so->keys,
-             so->pattern == RS_KEYS_SEQ ? "seq" : "random", sr[0].bal.nodes);
-    return rs_cli_balance_pictures(bo, title, sr[0].base, &sr[0].bal, sr[0].ns,
-                                   isnan(bo->factor) ? NULL : &sr[0].bounded, "keys", err);
 }

@@ -1,30 +1,20 @@
-/* The one option parser of the command line (cli/opt.h): getopt_long's
+/* The one option parser of the command line (util/opt.h): getopt_long's
  * arrays built from a command's rows, without getopt's own messages
- * (opterr = 0), so that a bad option is said once, in the one format
- * "ringshard CMD: ...", with the nearest option names by edit distance;
- * the values stored and checked by their rows; --help printed and the
- * options dumped from the same rows. */
+ * (opterr = 0), so that a bad option is said once, by the program, with
+ * the nearest option names by edit distance; the values stored and
+ * checked by their rows; --help printed and the options dumped from the
+ * same rows. */
 #include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli/cli.h"
-#include "cli/opt.h"
-#include "cluster/world.h"
-#include "rs_config.h"
 #include "util/numparse.h"
+#include "util/opt.h"
 
 #define RS_OPT_MAX_ENTRIES 128
 #define RS_OPT_VAL0 1000   /* getopt's val for entry i: RS_OPT_VAL0 + i */
-enum { RS_CLI_GETOPT_BAD = -2, RS_CLI_GETOPT_VERSION = -3 };
-
-static const char *current_command;
-
-const char *rs_opt_command_name(void)
-{
-    return current_command;
-}
+enum { GETOPT_BAD = -2, GETOPT_VERSION = -3 };
 
 /* The long option name of argument arg ("--kye=x" -> "kye"), in buf. */
 static const char *long_name(const char *arg, char *buf, size_t cap)
@@ -78,8 +68,8 @@ static int takes_no_argument(const char *name, int val, const struct option *lon
     return 0;
 }
 
-/* The message for getopt's '?' or ':' on argv[optind - 1]. */
-static void bad_option(const char *cmd, int code, int argc, char **argv, const struct option *longopts)
+/* The message for getopt's '?' or ':' on argv[optind - 1], in err. */
+static void bad_option(int code, int argc, char **argv, const struct option *longopts, rs_error *err)
 {
     char msg[1024], name[256], list[512];
     const char *arg = optind - 1 < argc && optind > 0 ? argv[optind - 1] : "";
@@ -101,7 +91,7 @@ static void bad_option(const char *cmd, int code, int argc, char **argv, const s
     } else {
         snprintf(msg, sizeof msg, "invalid option '-%c'", optopt);   /* one letter: no near name to suggest */
     }
-    rs_cli_usage_error(cmd, msg);
+    rs_error_set(err, RS_EXIT_USAGE, "%s", msg);
 }
 
 /* A command's rows in one array, with getopt's arrays built from them. */
@@ -301,57 +291,55 @@ static int repeat_check(const table *t, size_t i, void *args, rs_error *err)
     return 0;
 }
 
-/* getopt_long over the table, quietly: RS_CLI_GETOPT_BAD after saying
- * what is wrong, RS_CLI_GETOPT_VERSION after printing the version. */
-static int next_option(const char *cmd, int argc, char **argv, const table *t)
+/* getopt_long over the table, quietly: GETOPT_BAD with err saying what
+ * is wrong, GETOPT_VERSION for --version (every command takes it, as
+ * `ringshard --version`, without a row of its own). */
+static int next_option(int argc, char **argv, const table *t, rs_error *err)
 {
     opterr = 0;
     int c = getopt_long(argc, argv, t->shortopts, t->longopts, NULL);
     if (c != '?' && c != ':')
         return c;
-    if (c == '?' && optopt == 0 && optind > 0 && optind - 1 < argc && strcmp(argv[optind - 1], "--version") == 0) {
-        if (rs_world_rank() == 0)
-            printf("ringshard %s\n", RS_VERSION);   /* as `ringshard --version` */
-        return RS_CLI_GETOPT_VERSION;
-    }
-    bad_option(cmd, c, argc, argv, t->longopts);
-    return RS_CLI_GETOPT_BAD;
+    if (c == '?' && optopt == 0 && optind > 0 && optind - 1 < argc && strcmp(argv[optind - 1], "--version") == 0)
+        return GETOPT_VERSION;
+    bad_option(c, argc, argv, t->longopts, err);
+    return GETOPT_BAD;
 }
 
-int rs_opt_parse(const rs_opt_command *c, void *args, int argc, char **argv, int *first)
+rs_opt_status rs_opt_scan(const rs_opt_command *c, void *args, int argc, char **argv, int *first, rs_error *err)
 {
     table t;
     build(c, &t);
-    current_command = c->name;
-    rs_error err = {0};
     int ch;
     optind = 1;
-    while ((ch = next_option(c->name, argc, argv, &t)) != -1) {
-        if (ch == RS_CLI_GETOPT_VERSION)
-            return 0;
+    while ((ch = next_option(argc, argv, &t, err)) != -1) {
+        if (ch == GETOPT_VERSION)
+            return RS_OPT_VERSION;
         int i = entry_of(&t, ch);
-        if (ch == RS_CLI_GETOPT_BAD || i < 0)
-            return RS_EXIT_USAGE;
-        const rs_opt *o = t.use[i]->opt;
-        if (o->flags & RS_OPTF_HELP) {
-            rs_opt_print_help(c, stdout);
-            return 0;
+        if (ch == GETOPT_BAD)
+            return RS_OPT_BAD_SYNTAX;
+        if (i < 0) {
+            rs_error_set(err, RS_EXIT_USAGE, "invalid option '%s'", argv[optind - 1]);
+            return RS_OPT_BAD_SYNTAX;
         }
+        const rs_opt *o = t.use[i]->opt;
+        if (o->flags & RS_OPTF_HELP)
+            return RS_OPT_HELP;
         char what[80];
         if (ch == o->letter)
             snprintf(what, sizeof what, "-%c", o->letter);
         else
             snprintf(what, sizeof what, "--%s", o->name);
         void *p = place(&t, (size_t)i, args);
-        if (repeat_check(&t, (size_t)i, args, &err) != 0 || store(o, what, optarg, p, &err) != 0 ||
-            (o->apply && o->apply((char *)args + t.use[i]->base, o, optarg, &err) != 0))
-            return rs_cli_fail(c->name, &err);
+        if (repeat_check(&t, (size_t)i, args, err) != 0 || store(o, what, optarg, p, err) != 0 ||
+            (o->apply && o->apply((char *)args + t.use[i]->base, o, optarg, err) != 0))
+            return RS_OPT_BAD_VALUE;
         t.given[i]++;
         if (c->given_off != RS_OPT_NOWHERE)
             *(unsigned *)((char *)args + c->given_off) |= o->given | t.section_given[i];
     }
     *first = optind;
-    return -1;
+    return RS_OPT_OPERANDS;
 }
 
 /* "-j, --threads N", "--key COL", "--quiet": a row's left column. */
