@@ -84,6 +84,12 @@ char *rs_name_keyidx_built(const char *node, uint64_t gen);
  * collide. (RS_EXIT_IO when out of memory.) */
 int rs_names_distinct(char *const *names, const char *const *a, const char *const *b, size_t n, rs_error *err);
 
+/* The data file names of n nodes a[i] (b NULL) or moves a[i] -> b[i]
+ * (rs_data_file), checked distinct (rs_names_distinct): an array of n
+ * malloc'd names, or NULL with err (RS_EXIT_USAGE for two alike,
+ * RS_EXIT_IO when out of memory). Free with rs_free_strings(names, n). */
+char **rs_data_files(const char *const *a, const char *const *b, size_t n, int compress, rs_error *err);
+
 /* ---- generations ---- */
 
 /* The most generations a directory can have (8 digits). */

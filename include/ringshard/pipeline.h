@@ -400,4 +400,13 @@ int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipe
 int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                       const rs_pipeline_result *res, size_t nfiles, rs_error *err);
 
+/* The manifest of `kind` of a finished run routed by ring
+ * (rs_manifest_start), whose output d is the file names[d] of node d:
+ * every output (a base directory's), or with segments only the outputs
+ * that got rows, each starting with the header line (a generation's);
+ * the rows and data bytes written. Strings point into names and as
+ * rs_manifest_start's. 0, or -1 with err (RS_EXIT_IO). */
+int rs_manifest_of_run(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                       const rs_pipeline_result *res, char *const *names, int segments, rs_error *err);
+
 #endif

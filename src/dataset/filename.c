@@ -20,6 +20,7 @@
 #include "ringshard/deflate.h"
 #include "ringshard/filename.h"
 #include "ringshard/hash.h"
+#include "ringshard/util.h"
 
 /* ---- the codec table ---- */
 
@@ -206,6 +207,25 @@ int rs_names_distinct(char *const *names, const char *const *a, const char *cons
         }
     free(v);
     return rc;
+}
+
+char **rs_data_files(const char *const *a, const char *const *b, size_t n, int compress, rs_error *err)
+{
+    char **names = calloc(n ? n : 1, sizeof *names);
+    for (size_t i = 0; names && i < n; i++)
+        if (!(names[i] = rs_data_file(a[i], b ? b[i] : NULL, compress))) {
+            rs_free_strings(names, i);
+            names = NULL;
+        }
+    if (!names) {
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+        return NULL;
+    }
+    if (rs_names_distinct(names, a, b, n, err) != 0) {
+        rs_free_strings(names, n);
+        return NULL;
+    }
+    return names;
 }
 
 /* ---- generations ---- */

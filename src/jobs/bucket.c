@@ -20,27 +20,6 @@
 #include "ringshard/timeline.h"
 #include "ringshard/util.h"
 
-/* The manifest of a finished run: one file per node. */
-static int fill_manifest(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
-                         const rs_ring *ring, char *const *names, rs_error *err)
-{
-    if (rs_manifest_start(m, "buckets", ring, po, res, po->ndest, err) != 0)
-        return -1;
-    const rs_nodes *nodes = rs_ring_nodes(ring);
-    m->nfiles = po->ndest;
-    for (uint32_t d = 0; d < po->ndest; d++) {
-        const rs_dest_stats *ds = &res->dest[d];
-        m->files[d] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
-                                         .bytes = ds->bytes, .file_bytes = ds->file_bytes, .crc32 = ds->crc,
-                                         .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
-    }
-    m->rows = res->rows;
-    m->bytes = 0;  /* data bytes written (keys only: less than read) */
-    for (uint32_t d = 0; d < po->ndest; d++)
-        m->bytes += res->dest[d].bytes;
-    return 0;
-}
-
 /* Conservation: every row read is written once or rejected. */
 static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_result *res, rs_error *err)
 {
@@ -57,23 +36,11 @@ static int check_conservation(const rs_pipeline_opts *po, const rs_pipeline_resu
     return 0;
 }
 
-/* Every node's data file name (rs_data_file), no two alike; NULL with err. */
+/* Every node's data file name, no two alike; NULL with err. */
 static char **node_file_names(const rs_ring *ring, int compress, rs_error *err)
 {
     const rs_nodes *nodes = rs_ring_nodes(ring);
-    char **names = calloc(nodes->count + 1, sizeof *names);
-    for (uint32_t i = 0; names && i < nodes->count; i++)
-        if (!(names[i] = rs_data_file(nodes->names[i], NULL, compress))) {
-            rs_free_strings(names, nodes->count);
-            names = NULL;
-        }
-    if (!names)
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-    else if (rs_names_distinct(names, (const char *const *)nodes->names, NULL, nodes->count, err) != 0) {
-        rs_free_strings(names, nodes->count);
-        names = NULL;
-    }
-    return names;
+    return rs_data_files((const char *const *)nodes->names, NULL, nodes->count, compress, err);
 }
 
 /* Adds one run's statistics to the job's (several generations). */
@@ -139,7 +106,7 @@ static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_append
      * not made yet (the same on every rank: the statistics are merged) */
     if ((empty = grow && po.header && !run.header) || (grow && ch->redo))
         goto out;
-    if (rs_world_rank() == 0 && fill_manifest(&m, &po, &run, ring, names, err) == 0) {
+    if (rs_world_rank() == 0 && rs_manifest_of_run(&m, "buckets", ring, &po, &run, names, 0, err) == 0) {
         if (grow)
             rs_gen_first(&m);
         rs_outdir_manifest(&od, &m, err);
@@ -177,42 +144,14 @@ out:;
 
 /* ---------------------------------------------------------------- append */
 
-/* The segments of a finished generation: the files that got rows (the
- * others are removed, rank 0) as the generation manifest's files. */
-static int fill_segments(rs_append *g, rs_manifest *m, const rs_pipeline_opts *po, const rs_pipeline_result *res,
-                         const rs_ring *ring, char *const *names, char *const *files, rs_error *err)
+/* Removes the segments of a finished generation that got no rows (they
+ * are not in its manifest: rs_manifest_of_run). 0, or -1 with err. */
+static int remove_empty_segments(const rs_pipeline_opts *po, const rs_pipeline_result *res, char *const *files,
+                                 rs_error *err)
 {
-    if (rs_manifest_start(m, "generation", ring, po, res, po->ndest, err) != 0)
-        return -1;
-    /* each segment starts with the header line, as the base files do:
-     * the bytes rs_pipeline_header_bytes gave every output */
-    uint64_t header_bytes = 0;
-    if (!po->no_header && res->header_out) {
-        rs_buf hb = {0};
-        if (rs_pipeline_header_bytes(po, res->header_out, res->header_out_len, &hb) != 0) {
-            rs_buf_free(&hb);
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
-        header_bytes = hb.len;
-        rs_buf_free(&hb);
-        m->segment_header = 1;
-    }
-    const rs_nodes *nodes = rs_ring_nodes(ring);
-    for (uint32_t d = 0; d < po->ndest; d++) {
-        const rs_dest_stats *ds = &res->dest[d];
-        if (ds->rows == 0) {
-            if (unlink(files[d]) != 0 && errno != ENOENT)
-                return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[d], strerror(errno));
-            continue;
-        }
-        m->files[m->nfiles++] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
-                                                   .bytes = ds->bytes, .file_bytes = ds->file_bytes,
-                                                   .header_bytes = header_bytes, .crc32 = ds->crc,
-                                                   .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
-        m->bytes += ds->bytes;
-    }
-    m->rows = res->rows;
-    (void)g;
+    for (uint32_t d = 0; d < po->ndest; d++)
+        if (res->dest[d].rows == 0 && unlink(files[d]) != 0 && errno != ENOENT)
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot remove: %s", files[d], strerror(errno));
     return 0;
 }
 
@@ -270,8 +209,8 @@ static int append_generation(const rs_bucket_job_opts *o, rs_append *g, const rs
         rs_append_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
         goto out;   /* redo: the caller closes g, which removes the staged generation */
     double tl = rs_timeline_start();
-    if (rs_world_rank() == 0)
-        fill_segments(g, &m, &po, &run, ring, names, files, err);
+    if (rs_world_rank() == 0 && rs_manifest_of_run(&m, "generation", ring, &po, &run, names, 1, err) == 0)
+        remove_empty_segments(&po, &run, files, err);
     double t_publish = rs_now();
     if (rs_append_publish(g, &m, err) == 0) {
         rs_timeline_end(RS_TL_PUBLISH, tl);

@@ -343,31 +343,34 @@ static void task_history(dstate *s, rs_dedup_task *j, uint32_t node)
 
 /* ---------------------------------------------------------------- tasks */
 
-/* No two buckets' output files alike (only two node names cut at the
- * limit with the same hash could be: ringshard/filename.h). */
-static int distinct_outputs(const dstate *s, rs_error *err)
+/* The buckets' output names (rs_data_file of each node, --buckets too),
+ * no two alike (only two node names cut at the limit with the same hash
+ * could be: ringshard/filename.h), and their paths in the output. */
+static int output_names(dstate *s, int compress, rs_error *err)
 {
     const char **nodes = malloc((s->njobs + 1) * sizeof *nodes);
     if (!nodes)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (uint32_t i = 0; i < s->njobs; i++)
         nodes[i] = s->jobs[i].node;
-    int rc = rs_names_distinct(s->out_names, nodes, NULL, s->njobs, err);
+    s->out_names = rs_data_files(nodes, NULL, s->njobs, compress, err);
     free(nodes);
-    return rc;
+    for (uint32_t i = 0; s->out_names && i < s->njobs; i++)
+        if (!(s->jobs[i].out = out_path(s, s->out_names[i])))
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    return s->out_names ? 0 : -1;
 }
 
 /* The buckets: their input, output and --duplicates part paths, and their
- * output names (rs_data_file of each node, --buckets too). */
+ * output names (output_names). */
 static int setup_tasks(dstate *s, rs_error *err)
 {
     const rs_dedup_job_opts *o = s->o;
     const rs_manifest *in_mp = &s->bd.m;
     s->njobs = o->buckets_dir ? (uint32_t)in_mp->nfiles : rs_ring_nodes(s->ring)->count;
     s->jobs = calloc(s->njobs ? s->njobs : 1, sizeof *s->jobs);
-    s->out_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->out_names);
     s->index_names = calloc(s->njobs ? s->njobs : 1, sizeof *s->index_names);
-    if (!s->jobs || !s->out_names || !s->index_names)
+    if (!s->jobs || !s->index_names)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_node_index_build(&s->nix, rs_ring_nodes(s->ring), err) != 0 ||
         (s->g && !o->buckets_dir && history_starts(s, err) != 0))
@@ -383,7 +386,6 @@ static int setup_tasks(dstate *s, rs_error *err)
             if (node < 0)
                 return rs_error_set(err, RS_EXIT_DATA, "%s: file %s belongs to node '%s', not on its ring",
                                     s->in_mpath, f->file, f->node ? f->node : "");
-            s->out_names[i] = rs_data_file(f->node, NULL, o->compress);
             j->in = join(o->buckets_dir, "/", f->file);
             j->in_name = f->file;
             j->node = f->node;
@@ -406,7 +408,6 @@ static int setup_tasks(dstate *s, rs_error *err)
             j->bytes = j->check.bytes;
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
-            s->out_names[i] = rs_data_file(node, NULL, s->out_compress);
             s->index_names[i] = s->grow ? rs_name_keyidx(node) : NULL;
             j->in = join(s->pass1, num, rs_data_ext(o->temp_compress));
             j->node = node;
@@ -417,12 +418,11 @@ static int setup_tasks(dstate *s, rs_error *err)
             if (s->g)
                 task_history(s, j, i);
         }
-        j->out = s->out_names[i] ? out_path(s, s->out_names[i]) : NULL;
         j->dups = o->duplicates ? join(s->pass1, num, ".dups") : NULL;
-        if (!s->out_names[i] || !j->in || !j->out || (o->duplicates && !j->dups))
+        if (!j->in || (o->duplicates && !j->dups))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
-    return distinct_outputs(s, err);
+    return output_names(s, o->buckets_dir ? o->compress : s->out_compress, err);
 }
 
 /* Pass 1: the inputs into the temporary buckets (whole buckets on the
@@ -747,7 +747,7 @@ static void free_state(dstate *s)
         free(s->jobs[i].dups);
         free(s->jobs[i].index);
         free(s->jobs[i].filtered);
-        free(s->out_names[i]);
+        free(s->out_names ? s->out_names[i] : NULL);
         free(s->index_names[i]);
     }
     for (size_t k = 0; s->at && s->g && k < s->g->bd.nfiles; k++) {

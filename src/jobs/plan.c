@@ -146,23 +146,17 @@ static uint32_t route_plan(void *vctx, int tid, uint32_t input, const char *key,
 static char **pair_file_names(const rs_plan *p, int compress, rs_error *err)
 {
     size_t n = p->npairs;
-    char **names = calloc(n ? n : 1, sizeof *names);
     const char **from = calloc(n ? n : 1, sizeof *from), **to = calloc(n ? n : 1, sizeof *to);
     const rs_nodes *a = rs_ring_nodes(p->old_ring), *b = rs_ring_nodes(p->new_ring);
-    for (size_t k = 0; names && from && to && k < n; k++) {
+    char **names = NULL;
+    for (size_t k = 0; from && to && k < n; k++) {
         from[k] = a->names[p->pairs[k].from];
         to[k] = b->names[p->pairs[k].to];
-        if (!(names[k] = rs_data_file(from[k], to[k], compress))) {
-            rs_free_strings(names, k);
-            names = NULL;
-        }
     }
-    if (!names || !from || !to)
+    if (!from || !to)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (names && (err->code || rs_names_distinct(names, from, to, n, err) != 0)) {
-        rs_free_strings(names, n);
-        names = NULL;
-    }
+    else
+        names = rs_data_files(from, to, n, compress, err);
     free(from);
     free(to);
     return names;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ringshard/buf.h"
 #include "ringshard/pipeline.h"
 #include "rs_config.h"
 
@@ -72,6 +73,39 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     m->rejected = res->rejected;
     m->seconds = res->seconds;
+    return 0;
+}
+
+int rs_manifest_of_run(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
+                       const rs_pipeline_result *res, char *const *names, int segments, rs_error *err)
+{
+    if (rs_manifest_start(m, kind, ring, po, res, po->ndest, err) != 0)
+        return -1;
+    /* each segment starts with the header line, as the base files do:
+     * the bytes rs_pipeline_header_bytes gave every output */
+    uint64_t header_bytes = 0;
+    if (segments && !po->no_header && res->header_out) {
+        rs_buf hb = {0};
+        if (rs_pipeline_header_bytes(po, res->header_out, res->header_out_len, &hb) != 0) {
+            rs_buf_free(&hb);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        header_bytes = hb.len;
+        rs_buf_free(&hb);
+        m->segment_header = 1;
+    }
+    const rs_nodes *nodes = rs_ring_nodes(ring);
+    for (uint32_t d = 0; d < po->ndest; d++) {
+        const rs_dest_stats *ds = &res->dest[d];
+        if (segments && ds->rows == 0)
+            continue;
+        m->files[m->nfiles++] = (rs_manifest_file){.file = names[d], .node = nodes->names[d], .rows = ds->rows,
+                                                   .bytes = ds->bytes, .file_bytes = ds->file_bytes,
+                                                   .header_bytes = header_bytes, .crc32 = ds->crc,
+                                                   .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
+        m->bytes += ds->bytes;   /* data bytes written (keys only: less than read) */
+    }
+    m->rows = res->rows;
     return 0;
 }
 
