@@ -238,3 +238,17 @@ void assert_verify(const char *dir)
     free(out);
     free(err);
 }
+
+cmd_result sh_expect(int rc, const char *says, const char *cmd)
+{
+    cmd_result r = sh_in_test_dir("%s", cmd);
+    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstdout: %.2000s\nstderr: %s", cmd, r.rc, rc, r.out, r.err);
+    cr_assert(!says || strstr(r.err, says), "%s\nstderr: %s\nwant: %s", cmd, r.err, says);
+    return r;
+}
+
+void sh_expect_free(int rc, const char *says, const char *cmd)
+{
+    cmd_result r = sh_expect(rc, says, cmd);
+    cmd_result_free(&r);
+}

@@ -51,6 +51,17 @@ void test_dir_setup(void);
 void test_dir_teardown(void);
 cmd_result sh_in_test_dir(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Runs cmd (a shell command line) in test_dir and asserts that it exits
+ * with rc and, when says is not NULL, that its stderr holds says (the
+ * command line, the exit code and both outputs shown otherwise). The
+ * result is the caller's to look at and free; sh_expect_free frees it. */
+cmd_result sh_expect(int rc, const char *says, const char *cmd);
+void sh_expect_free(int rc, const char *says, const char *cmd);
+
+/* The test data generator built beside ringshard, for shell command
+ * lines (tools/gen_bills.c). */
+#define GEN "\"$(dirname \"$RS\")/gen_bills\""
+
 /* Runs the command (sh_in_test_dir) and asserts exit 0, showing its output
  * otherwise (for Criterion tests). */
 #define SH_OK(...)                                                                           \

@@ -15,7 +15,6 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 /* Every command starts with the shell functions of append_lib.sh. */
 #define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; "
 #define CHECK_BUCKETS "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" "

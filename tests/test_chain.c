@@ -16,7 +16,6 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; " CHAIN_SH
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 

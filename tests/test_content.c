@@ -17,7 +17,6 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; "
 #define CHECK_ROWS "python3 " RS_SOURCE_DIR "/tests/check_rows.py "
 #define OK(...) SH_OK(LIB __VA_ARGS__)

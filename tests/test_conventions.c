@@ -14,23 +14,6 @@
 
 TestSuite(conventions, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
 
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
-
-/* Runs the command in the test directory, asserts its exit code and that
- * stderr holds `says` (NULL: anything); returns the result to free. */
-static cmd_result expect(int rc, const char *says, const char *cmd)
-{
-    cmd_result r = sh_in_test_dir("%s", cmd);
-    cr_assert_eq(r.rc, rc, "%s: exit %d\nstdout: %.2000s\nstderr: %s", cmd, r.rc, r.out, r.err);
-    cr_assert(!says || strstr(r.err, says), "%s: '%s' not in stderr: %s", cmd, says, r.err);
-    return r;
-}
-
-static void expect_free(int rc, const char *says, const char *cmd)
-{
-    cmd_result r = expect(rc, says, cmd);
-    cmd_result_free(&r);
-}
 
 static void make_bills(void)
 {
@@ -67,33 +50,33 @@ Test(conventions, dash_is_standard_output_for_every_file_option)
         cmd_result_free(&r);
     }
     /* the plan's summary went to stderr, stdout is the JSON alone */
-    cmd_result r = expect(0, "ringshard plan: ring scheme, 1000 -> 1010 nodes", "\"$RS\" plan --add 10 --json -");
+    cmd_result r = sh_expect(0, "ringshard plan: ring scheme, 1000 -> 1010 nodes", "\"$RS\" plan --add 10 --json -");
     cr_assert_eq(r.out[0], '{', "%.200s", r.out);
     cmd_result_free(&r);
-    expect_free(64, "ringshard plan: --json - and --svg -: both would write to standard output",
+    sh_expect_free(64, "ringshard plan: --json - and --svg -: both would write to standard output",
                 "\"$RS\" plan --add 10 --json - --svg -");
-    expect_free(64, "--metrics - and --duplicates -", "\"$RS\" dedup --key bill_id -o d2 --metrics - --duplicates - b.csv");
+    sh_expect_free(64, "--metrics - and --duplicates -", "\"$RS\" dedup --key bill_id -o d2 --metrics - --duplicates - b.csv");
 }
 
 /* A misspelt option: one message, the command's prefix, the nearest
  * option; a misspelt command: the nearest command; exit 64 both. */
 Test(conventions, typos_get_one_message_and_a_suggestion)
 {
-    cmd_result r = expect(64, NULL, "\"$RS\" bucket --kye bill_id -o o x.csv");
+    cmd_result r = sh_expect(64, NULL, "\"$RS\" bucket --kye bill_id -o o x.csv");
     cr_assert_str_eq(r.err, "ringshard bucket: unrecognized option '--kye' (did you mean '--key'?)\n"
                             "Try 'ringshard bucket --help'.\n", "%s", r.err);
     cmd_result_free(&r);
-    r = expect(64, NULL, "\"$RS\" buckt");
+    r = sh_expect(64, NULL, "\"$RS\" buckt");
     cr_assert_str_eq(r.err, "ringshard: 'buckt' is not a command. The most similar command is: bucket\n"
                             "See 'ringshard --help'.\n", "%s", r.err);
     cmd_result_free(&r);
-    expect_free(64, "ringshard plan: unrecognized option '--jsno' (did you mean '--json'?)", "\"$RS\" plan --jsno x");
-    expect_free(64, "ringshard bucket: option '--output' requires an argument", "\"$RS\" bucket --output");
-    expect_free(64, "ringshard stats: option '--ke' is ambiguous ('--key', '--key-sep')", "\"$RS\" stats --ke x b");
-    r = expect(64, "ringshard ring: invalid option '-Q'", "\"$RS\" ring -Q");
+    sh_expect_free(64, "ringshard plan: unrecognized option '--jsno' (did you mean '--json'?)", "\"$RS\" plan --jsno x");
+    sh_expect_free(64, "ringshard bucket: option '--output' requires an argument", "\"$RS\" bucket --output");
+    sh_expect_free(64, "ringshard stats: option '--ke' is ambiguous ('--key', '--key-sep')", "\"$RS\" stats --ke x b");
+    r = sh_expect(64, "ringshard ring: invalid option '-Q'", "\"$RS\" ring -Q");
     cr_assert(!strstr(r.err, "ring: invalid option --"), "getopt's own line: %s", r.err);
     cmd_result_free(&r);
-    r = expect(64, "ringshard: 'zzzzzz' is not a command.\n", "\"$RS\" zzzzzz");
+    r = sh_expect(64, "ringshard: 'zzzzzz' is not a command.\n", "\"$RS\" zzzzzz");
     cr_assert(!strstr(r.err, "similar"), "%s", r.err);
     cmd_result_free(&r);
 }
@@ -105,7 +88,7 @@ Test(conventions, help_cmd_and_version_everywhere)
     SH_OK("for c in $(\"$RS\" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1}'); do "
           "\"$RS\" help $c > h1 && \"$RS\" $c --help > h2 && cmp h1 h2 && grep -q \"ringshard $c\" h1 && "
           "test \"$(\"$RS\" $c --version)\" = \"$(\"$RS\" --version)\" || { echo $c; exit 1; }; done");
-    expect_free(64, "'buckt' is not a command", "\"$RS\" help buckt");
+    sh_expect_free(64, "'buckt' is not a command", "\"$RS\" help buckt");
 }
 
 /* `ringshard --version` is the version of CHANGELOG.md's newest heading,
@@ -144,12 +127,12 @@ Test(conventions, header_errors_show_the_header_and_a_likely_delimiter)
 {
     SH_OK("printf 'bill_id\\tuser_id\\n1\\t2\\n' > t.tsv && printf 'a;bill_id\\n1;2\\n' > s.csv && "
           "printf 'id,name\\n1,2\\n' > c.csv");
-    expect_free(64, "--key: no column 'bill_id' in the header of t.tsv (it has 1 field: \"bill_id\\tuser_id\"); "
+    sh_expect_free(64, "--key: no column 'bill_id' in the header of t.tsv (it has 1 field: \"bill_id\\tuser_id\"); "
                     "the header looks tab-separated: try --delimiter tab",
                 "\"$RS\" bucket --key bill_id --nodes 3 -o o t.tsv");
-    expect_free(64, "the header looks semicolon-separated: try --delimiter ';'",
+    sh_expect_free(64, "the header looks semicolon-separated: try --delimiter ';'",
                 "\"$RS\" stats --key bill_id --nodes 3 s.csv");
-    cmd_result r = expect(64, "no column 'bill_id' in the header of c.csv (it has 2 fields: \"id\",\"name\")",
+    cmd_result r = sh_expect(64, "no column 'bill_id' in the header of c.csv (it has 2 fields: \"id\",\"name\")",
                           "\"$RS\" bucket --key bill_id --nodes 3 -o o c.csv");
     cr_assert(!strstr(r.err, "looks"), "%s", r.err);
     cmd_result_free(&r);
@@ -163,27 +146,27 @@ Test(conventions, empty_inputs_fail_unless_allowed)
 {
     make_bills();
     SH_OK(": > e.csv && printf '' | gzip > e.csv.gz && head -n 1 b.csv > h.csv");
-    expect_free(2, "ringshard bucket: e.csv: empty input (0 bytes): ", "\"$RS\" bucket --key bill_id -o o e.csv");
-    expect_free(2, "e.csv: empty input (0 bytes): an export that failed upstream? nothing written; use "
+    sh_expect_free(2, "ringshard bucket: e.csv: empty input (0 bytes): ", "\"$RS\" bucket --key bill_id -o o e.csv");
+    sh_expect_free(2, "e.csv: empty input (0 bytes): an export that failed upstream? nothing written; use "
                    "--allow-empty if it may be empty", "\"$RS\" bucket --nodes 3 -o o b.csv e.csv");
-    expect_free(2, "e.csv.gz: empty input (no rows", "\"$RS\" bucket --nodes 3 -o o e.csv.gz");
-    expect_free(2, "h.csv: empty input (no rows", "\"$RS\" bucket --key bill_id --nodes 3 -o o h.csv");
-    expect_free(2, "ringshard dedup: e.csv: empty input", "\"$RS\" dedup --key bill_id --nodes 3 -o d e.csv");
-    expect_free(2, "standard input: empty input", "\"$RS\" bucket --key bill_id --nodes 3 -o o - < e.csv");
+    sh_expect_free(2, "e.csv.gz: empty input (no rows", "\"$RS\" bucket --nodes 3 -o o e.csv.gz");
+    sh_expect_free(2, "h.csv: empty input (no rows", "\"$RS\" bucket --key bill_id --nodes 3 -o o h.csv");
+    sh_expect_free(2, "ringshard dedup: e.csv: empty input", "\"$RS\" dedup --key bill_id --nodes 3 -o d e.csv");
+    sh_expect_free(2, "standard input: empty input", "\"$RS\" bucket --key bill_id --nodes 3 -o o - < e.csv");
     SH_OK("! test -e o && ! test -e d && ! ls | grep -q ringshard-tmp");
     /* nothing published over a previous output either */
     SH_OK("\"$RS\" bucket --quiet --key bill_id --nodes 3 -o p b.csv && cp -r p before");
-    expect_free(2, "h.csv: empty input", "\"$RS\" bucket --force --key bill_id --nodes 3 -o p h.csv");
+    sh_expect_free(2, "h.csv: empty input", "\"$RS\" bucket --force --key bill_id --nodes 3 -o p h.csv");
     SH_OK("diff -r before p");
-    cmd_result r = expect(0, "ringshard bucket: 1 input without rows, allowed by --allow-empty: e.csv\n",
+    cmd_result r = sh_expect(0, "ringshard bucket: 1 input without rows, allowed by --allow-empty: e.csv\n",
                           "\"$RS\" bucket --allow-empty --key bill_id --nodes 3 --metrics m.prom -o a e.csv b.csv");
     cmd_result_free(&r);
     SH_OK("grep -q '^ringshard_empty_inputs{command=\"bucket\"} 1$' m.prom && "
           "\"$RS\" bucket --quiet --allow-empty --nodes 3 -o a2 e.csv.gz");
     /* dedup, and an append, say and count them the same */
-    expect_free(0, "ringshard dedup: 1 input without rows, allowed by --allow-empty: e.csv\n",
+    sh_expect_free(0, "ringshard dedup: 1 input without rows, allowed by --allow-empty: e.csv\n",
                 "\"$RS\" dedup --allow-empty --key bill_id --nodes 3 --metrics d.prom -o dd e.csv b.csv");
-    expect_free(0, "ringshard bucket: 2 inputs without rows, allowed by --allow-empty: e.csv, ...\n",
+    sh_expect_free(0, "ringshard bucket: 2 inputs without rows, allowed by --allow-empty: e.csv, ...\n",
                 "\"$RS\" bucket --append --allow-empty --key bill_id --nodes 3 --metrics g.prom -o G b.csv e.csv h.csv");
     SH_OK("grep -q '^ringshard_empty_inputs{command=\"dedup\"} 1$' d.prom && "
           "grep -q '^ringshard_empty_inputs{command=\"bucket\"} 2$' g.prom");
@@ -247,7 +230,7 @@ Test(conventions, human_units)
     cr_assert_str_eq(rs_human_rate(1.25e6, "rows", b, sizeof b), "1.25 M rows/s");
     cr_assert_str_eq(rs_human_rate(0, "rows", b, sizeof b), "0.00 rows/s");
     SH_OK("printf 'id,v\\n1,a\\n2,b\\n' > s.csv");
-    cmd_result r = expect(0, " rows/s)", "\"$RS\" bucket --nodes 3 -o o s.csv");
+    cmd_result r = sh_expect(0, " rows/s)", "\"$RS\" bucket --nodes 3 -o o s.csv");
     cr_assert(!strstr(r.err, "0.00 M rows/s") && strstr(r.err, "2 rows, 8 B into 3 buckets"),
               "%s", r.err);
     cmd_result_free(&r);

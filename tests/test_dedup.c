@@ -15,7 +15,6 @@
 #define INPUTS DATA "bills_a.csv.gz " DATA "bills_b.csv.gz " DATA "bills_c.csv"
 #define CHECK "python3 " RS_SOURCE_DIR "/tests/check_dedup.py "
 /* gen_bills is built by the same build, next to the ringshard binary */
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
 static char *tmp;
 

@@ -17,7 +17,6 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define CHECK "python3 " RS_SOURCE_DIR "/tests/check_history.py "
 #define BILLS " --dup-share 0.2 --newline-share 0.02"
 /* The ring and key of the directories below. */

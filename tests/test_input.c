@@ -13,15 +13,6 @@ TestSuite(input, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 3
 
 #define OK SH_OK
 
-/* Asserts that the command exits with `rc` and that its stderr holds `want`. */
-static void fails_with(int rc, const char *want, const char *cmd)
-{
-    cmd_result r = sh_in_test_dir("%s", cmd);
-    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstderr: %s", cmd, r.rc, rc, r.err);
-    cr_assert(strstr(r.err, want), "%s\nstderr: %s\nwant: %s", cmd, r.err, want);
-    cmd_result_free(&r);
-}
-
 /* The stdout of a command that must succeed (malloc'd). */
 static char *out_of(const char *cmd)
 {
@@ -39,7 +30,7 @@ Test(input, records_count_records_and_blank_lines_count_all_blank_lines)
 {
     OK("printf '\\n\\nid,v\\n\\nk1,1\\n\\n\\nk2,\"x\\n' > u.csv && printf 'id,v\\n\\nk1,1\\n2,b\"c\\n\\n3,d\\n' > q.csv");
     /* k2 is data record 2 (records number the rows after the header), on line 8 */
-    fails_with(2, "u.csv: line 8 (record 2): unterminated quoted field", "\"$RS\" bucket --quiet -o out u.csv");
+    sh_expect_free(2, "u.csv: line 8 (record 2): unterminated quoted field", "\"$RS\" bucket --quiet -o out u.csv");
     char *q = out_of("\"$RS\" bucket --quiet --on-bad-row quarantine=q.tsv -o out q.csv && cat q.tsv && "
                      "grep -o '\"blank_lines\": [0-9]*' out/manifest.json");
     cr_assert(strstr(q, "q.csv\t4\t2\tstray quote in unquoted field\t2,b\"c\n"), "%s", q);
@@ -94,17 +85,17 @@ Test(input, header_differs_names_the_first_differing_field)
     OK("printf 'id,v,x\\n1,a,b\\n' > a.csv && printf 'id,v,y\\n2,b,c\\n' > b.csv && printf 'id,v\\n' > c.csv && "
        "printf 'id,v,x,w\\tz\\n' > d.csv && printf '\\357\\273\\277id,w\\n' > e.csv && "
        "printf '\\nid,v,\\047q\\\\\\n' > f.csv");
-    fails_with(2, "b.csv: line 1: header differs from the header of a.csv: field 3 is 'y', a.csv has 'x'",
+    sh_expect_free(2, "b.csv: line 1: header differs from the header of a.csv: field 3 is 'y', a.csv has 'x'",
                "\"$RS\" bucket --quiet -o out a.csv b.csv");
-    fails_with(2, "c.csv: line 1: header differs from the header of a.csv: it has only 2 fields, a.csv has 'x' as "
+    sh_expect_free(2, "c.csv: line 1: header differs from the header of a.csv: it has only 2 fields, a.csv has 'x' as "
                   "field 3", "\"$RS\" bucket --quiet -o out a.csv c.csv");
-    fails_with(2, "d.csv: line 1: header differs from the header of a.csv: field 4 is 'w\\tz', a.csv has only 3 "
+    sh_expect_free(2, "d.csv: line 1: header differs from the header of a.csv: field 4 is 'w\\tz', a.csv has only 3 "
                   "fields", "\"$RS\" bucket --quiet -o out a.csv d.csv");
-    fails_with(2, "e.csv: line 1: header differs from the header of a.csv: field 2 is 'w', a.csv has 'v' (its "
+    sh_expect_free(2, "e.csv: line 1: header differs from the header of a.csv: field 2 is 'w', a.csv has 'v' (its "
                   "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out a.csv e.csv");
-    fails_with(2, "a.csv: line 1: header differs from the header of e.csv: field 2 is 'v', e.csv has 'w' (e.csv's "
+    sh_expect_free(2, "a.csv: line 1: header differs from the header of e.csv: field 2 is 'v', e.csv has 'w' (e.csv's "
                   "header starts with a UTF-8 BOM, which is ignored)", "\"$RS\" bucket --quiet -o out e.csv a.csv");
-    fails_with(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\\\', a.csv has 'x'",
+    sh_expect_free(2, "f.csv: line 2: header differs from the header of a.csv: field 3 is '\\x27q\\\\', a.csv has 'x'",
                "\"$RS\" bucket --quiet -o out a.csv f.csv");
 }
 
@@ -136,7 +127,7 @@ Test(input, named_fifo_input_is_read_once_to_its_end)
  * that read blocked until the writer wrote or went away. */
 Test(input, one_stop_signal_ends_a_run_waiting_on_a_quiet_pipe)
 {
-    fails_with(130, "interrupted",
+    sh_expect_free(130, "interrupted",
                WAIT_SH "mkfifo q && exec 3<>q && printf 'id,v\\n1,a\\n' >&3 && "
                        "{ RINGSHARD_TEST_PAUSE_AT=first-read \"$RS\" bucket --quiet --nodes 3 -o out q & } && pid=$! && "
                        "wait_stopped $pid 'the first read of the FIFO' || exit 124; "
@@ -200,7 +191,7 @@ Test(input, zero_padding_after_the_last_member_is_accepted_and_counted)
         };
         for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
             snprintf(cmd, sizeof cmd, "%s \"$RS\" bucket --quiet %s -o x $f", bad[k][0], zlib ? "--zlib" : "");
-            fails_with(2, bad[k][1], cmd);
+            sh_expect_free(2, bad[k][1], cmd);
         }
     }
 }
@@ -227,13 +218,13 @@ Test(input, a_file_that_changes_while_read_fails_the_run)
     OK("python3 -c \"open('big.csv','w').write('id,v\\n' + ''.join('k%%d,%%s\\n' %% (i, 'x' * 20) for i in "
        "range(200000)))\" && cp big.csv grow.csv && cp big.csv same.csv && touch -d 2000-01-01 same.csv && "
        "gzip -1 -c big.csv > big.gz");
-    fails_with(1, "big.csv: the file changed while it was read (size 5688895 at open, 2000001 now)",
+    sh_expect_free(1, "big.csv: the file changed while it was read (size 5688895 at open, 2000001 now)",
                CHANGED_WHILE_READ("big.csv", "truncate -s 2000001 big.csv"));
-    fails_with(1, "grow.csv: the file changed while it was read (size 5688895 at open, 5688899 now)",
+    sh_expect_free(1, "grow.csv: the file changed while it was read (size 5688895 at open, 5688899 now)",
                CHANGED_WHILE_READ("grow.csv", "echo k,1 >> grow.csv"));
-    fails_with(1, "same.csv: the file changed while it was read (size 5688895, but modified since it was opened)",
+    sh_expect_free(1, "same.csv: the file changed while it was read (size 5688895, but modified since it was opened)",
                CHANGED_WHILE_READ("same.csv", "printf zz | dd of=same.csv bs=1 seek=3000000 conv=notrunc 2>/dev/null"));
-    fails_with(1, "big.gz: the file changed while it was read (size ",
+    sh_expect_free(1, "big.gz: the file changed while it was read (size ",
                CHANGED_WHILE_READ("big.gz", "truncate -s 100000 big.gz"));
     /* bytes appended to a gzip file are that change too, not "garbage after gzip member" (exit 2, with
      * "0 trailing bytes" counted to the size at open): a file of several read blocks (1 MiB), so that the
@@ -241,9 +232,9 @@ Test(input, a_file_that_changes_while_read_fails_the_run)
     OK("python3 -c \"import random; r = random.Random(1); open('rnd.csv','w').write('id,v\\n' + "
        "''.join('k%%d,%%032x\\n' %% (i, r.getrandbits(128)) for i in range(100000)))\" && "
        "gzip -1 -c rnd.csv > grow.gz && cp grow.gz pad.gz && test $(wc -c < grow.gz) -gt 2097152");
-    fails_with(1, "grow.gz: the file changed while it was read (size ",
+    sh_expect_free(1, "grow.gz: the file changed while it was read (size ",
                CHANGED_WHILE_READ("grow.gz", "printf garbage >> grow.gz"));
-    fails_with(1, "pad.gz: the file changed while it was read (size ",
+    sh_expect_free(1, "pad.gz: the file changed while it was read (size ",
                CHANGED_WHILE_READ("pad.gz", "printf '\\000\\000x' >> pad.gz"));
     /* unchanged, without a final line end: the last record is whole */
     char *o = out_of("printf 'id,v\\n1,a\\n2,b' > nolf.csv && \"$RS\" bucket --quiet --nodes 1 --compress none "
@@ -264,7 +255,7 @@ Test(input, a_record_longer_than_a_batch_is_a_bad_row_like_any_other)
 {
     OK("python3 -c \"open('lr.csv','w').write('id,v\\n1,a\\n2,' + 'x' * 3000000 + '\\n3,c\\n4,' + 'y' * 100 + "
        "'\\n5,e\\n')\"");
-    fails_with(2, "lr.csv: line 3 (record 2): record longer than the limit (field 2, byte 353621 of the record)",
+    sh_expect_free(2, "lr.csv: line 3 (record 2): record longer than the limit (field 2, byte 353621 of the record)",
                "\"$RS\" bucket --quiet --memory 32M -o out lr.csv");
     char *o = out_of("\"$RS\" bucket --quiet --memory 32M --on-bad-row skip --nodes 1 --compress none -o s lr.csv && "
                      "cat s/0.csv && grep -o '\"rejected\": [0-9]*' s/manifest.json | head -1");
@@ -289,7 +280,7 @@ Test(input, a_record_longer_than_a_batch_is_a_bad_row_like_any_other)
     cr_assert_str_eq(o, "input\tline\trecord\treason\nlr.csv\t3\t2\trecord longer than the limit (353620 bytes)\n"
                         "3\n353620\n");
     free(o);
-    fails_with(64, "--max-record: 104857600 bytes is more than --memory 33554432 allows (at most 353620 bytes: half "
+    sh_expect_free(64, "--max-record: 104857600 bytes is more than --memory 33554432 allows (at most 353620 bytes: half "
                    "a batch of 707241); raise --memory or lower --max-record",
                "\"$RS\" bucket --quiet --memory 32M --max-record 100M -o out lr.csv");
 }

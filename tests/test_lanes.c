@@ -14,7 +14,6 @@
 #include "support.h"
 #include "wait.h"
 
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define CHECK_BUCKETS "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" "
 
 TestSuite(lanes, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 900);

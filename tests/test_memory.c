@@ -9,7 +9,6 @@
 #include "rs_config.h"
 #include "support.h"
 
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
 Test(memory, peak_rss_within_budget, .timeout = 300)
 {

@@ -13,7 +13,6 @@
 #include "wait.h"
 
 #define MPIRUN "mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -n "
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define DATA RS_SOURCE_DIR "/fixtures/data/"
 
 TestSuite(mpi, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);

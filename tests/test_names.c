@@ -355,7 +355,6 @@ Test(names, damaged_copy)
 
 /* ---- every command over tricky node names ---- */
 
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define CHECK "python3 " RS_SOURCE_DIR "/tests/check_names.py \"$RS\" "
 #define OLD_NAMES "python3 " RS_SOURCE_DIR "/tests/old_names.py "
 #define RING "--key bill_id --nodes-file nodes.txt"

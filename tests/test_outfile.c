@@ -32,14 +32,6 @@ static char *out_of(const char *cmd)
     return r.out;
 }
 
-static void fails_with(int rc, const char *want, const char *cmd)
-{
-    cmd_result r = sh_in_test_dir("%s", cmd);
-    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstderr: %s", cmd, r.rc, rc, r.err);
-    cr_assert(strstr(r.err, want), "%s\nstderr: %s\nwant: %s", cmd, r.err, want);
-    cmd_result_free(&r);
-}
-
 /* No temporary is left beside the targets. */
 static void no_temporaries(void)
 {
@@ -77,10 +69,10 @@ Test(outfile, a_failed_write_leaves_the_previous_reports_intact)
     OK("seq 0 999 | sed 1s/^/id\\\\n/ > in.csv && \"$RS\" stats --nodes 300 --html s.html in.csv > /dev/null && cp s.html s.orig && "
        "\"$RS\" simulate --nodes 50 --keys 20000 --vnodes 10,20,40,80,160,320,640 --html m.html > /dev/null && cp m.html m.orig && "
        "test $(wc -c < s.html) -gt 8192 && test $(wc -c < m.html) -gt 8192");
-    fails_with(1, "File too large",
+    sh_expect_free(1, "File too large",
                "(ulimit -f 8; exec \"$RS\" stats --nodes 301 --html s.html in.csv > /dev/null); rc=$?; cmp s.html s.orig >&2 "
                "|| exit 9; exit $rc");
-    fails_with(1, "File too large",
+    sh_expect_free(1, "File too large",
                "(ulimit -f 8; exec \"$RS\" simulate --nodes 51 --keys 20000 --vnodes 10,20,40,80,160,320,640 --html m.html > /dev/null); rc=$?; "
                "cmp m.html m.orig >&2 || exit 9; exit $rc");
     no_temporaries();
@@ -107,7 +99,7 @@ Test(outfile, a_failed_run_leaves_the_previous_quarantine_file_intact)
         char cmd[512];
         snprintf(cmd, sizeof cmd, "%s; rc=$?; cmp q.tsv q.orig >&2 || exit 9; test ! -e out2 || exit 8; exit $rc",
                  runs[k]);
-        fails_with(2, "cut.gz: ", cmd);
+        sh_expect_free(2, "cut.gz: ", cmd);
     }
     no_temporaries();
     char *o = out_of("\"$RS\" stats --nodes 3 --on-bad-row quarantine=q.tsv bad.csv > /dev/null && cut -f 1,3 q.tsv");

@@ -15,7 +15,6 @@
 #include "support.h"
 
 #define sh sh_in_test_dir
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
 /* D: 7 nodes, a base and an appended generation (rows with line breaks
  * inside quoted fields); R: the same rows in one run. */

@@ -13,15 +13,6 @@
 
 TestSuite(refused, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 300);
 
-/* Runs cmd; asserts its exit status and that stderr holds want. */
-static void fails_with(int rc, const char *want, const char *cmd)
-{
-    cmd_result r = sh_in_test_dir("%s", cmd);
-    cr_assert_eq(r.rc, rc, "%s\nexit %d, want %d\nstderr: %s", cmd, r.rc, rc, r.err);
-    cr_assert(strstr(r.err, want), "%s\nstderr: %s\nwant: %s", cmd, r.err, want);
-    cmd_result_free(&r);
-}
-
 /* Asserts that nothing was published at path (nor a directory "-"). */
 static void nothing_at(const char *path)
 {
@@ -49,10 +40,10 @@ Test(refused, real_compressed_and_archived_files_are_refused_by_content)
         char want[160], cmd[200];
         snprintf(want, sizeof want, "%s: %s input is not supported: ", c[i].file, c[i].format);
         snprintf(cmd, sizeof cmd, "$RS bucket --key bill_id -o out %s", c[i].file);
-        fails_with(2, want, cmd);
+        sh_expect_free(2, want, cmd);
         nothing_at("out");
         snprintf(cmd, sizeof cmd, "$RS dedup --key bill_id -o out %s", c[i].file);
-        fails_with(2, want, cmd);
+        sh_expect_free(2, want, cmd);
         nothing_at("out");
     }
 }
@@ -77,7 +68,7 @@ Test(refused, magic_numbers_name_their_format)
         snprintf(want, sizeof want, "f%zu.csv: %s input is not supported: ", i, c[i].format);
         snprintf(cmd, sizeof cmd, "printf '%s' > f%zu.csv && head -c 3000 /dev/zero | tr '\\0' 'x' >> f%zu.csv && "
                  "$RS bucket -o out f%zu.csv", c[i].bytes, i, i, i);
-        fails_with(2, want, cmd);
+        sh_expect_free(2, want, cmd);
         nothing_at("out");
     }
 }
@@ -101,9 +92,9 @@ Test(refused, random_bytes_are_refused_at_the_header)
         snprintf(cmd, sizeof cmd, "python3 -c \"import random,sys; random.seed(%d); "
                  "sys.stdout.buffer.write(bytes(b for b in random.randbytes(200000) if b != 34))\" > r.csv && "
                  "$RS bucket -o out r.csv", seed);
-        fails_with(2, "r.csv: line ", cmd);
-        fails_with(2, "is not text: ", "$RS bucket -o out r.csv");
-        fails_with(2, "the first record is not text", "$RS bucket --no-header -o out r.csv");
+        sh_expect_free(2, "r.csv: line ", cmd);
+        sh_expect_free(2, "is not text: ", "$RS bucket -o out r.csv");
+        sh_expect_free(2, "the first record is not text", "$RS bucket --no-header -o out r.csv");
         nothing_at("out");
     }
 }
@@ -113,18 +104,18 @@ Test(refused, random_bytes_are_refused_at_the_header)
 Test(refused, nul_in_the_header_names_file_line_and_offset)
 {
     SH_OK("printf 'id,v\\nk,1\\n' > ok.csv && printf 'id,v\\000w\\nk,1\\n' > n.csv && gzip -k n.csv");
-    fails_with(2, "n.csv: line 1: the header is not text: a NUL byte at byte offset 4 (it starts 'id,v\\x00w')",
+    sh_expect_free(2, "n.csv: line 1: the header is not text: a NUL byte at byte offset 4 (it starts 'id,v\\x00w')",
                "$RS bucket -o out ok.csv n.csv");
     nothing_at("out");
-    fails_with(2, "n.csv.gz: line 1: the header is not text: a NUL byte at byte offset 4 of the decompressed data",
+    sh_expect_free(2, "n.csv.gz: line 1: the header is not text: a NUL byte at byte offset 4 of the decompressed data",
                "$RS bucket -o out n.csv.gz");
-    fails_with(2, "n.csv: line 2: the header is not text: control byte 0x7f at byte offset 3",
+    sh_expect_free(2, "n.csv: line 2: the header is not text: control byte 0x7f at byte offset 3",
                "printf '\\nid\\177\\nk\\n' > n.csv && $RS bucket -o out n.csv");
     nothing_at("out");
     /* control bytes dense in the first 8 KiB, after a header that is text */
-    fails_with(2, "z.csv: 4 control bytes in its first 15 bytes (the first at byte offset 8)",
+    sh_expect_free(2, "z.csv: 4 control bytes in its first 15 bytes (the first at byte offset 8)",
                "printf 'id,v\\nk,1\\001\\002\\n\\003,\\004\\n' > z.csv && $RS bucket -o out z.csv");
-    fails_with(2, "z.csv: 4 control bytes in its first 12 bytes (the first at byte offset 4)",
+    sh_expect_free(2, "z.csv: 4 control bytes in its first 12 bytes (the first at byte offset 4)",
                "printf 'k,1\\n\\001\\002\\003\\004\\n,x\\n' > z.csv && $RS bucket --no-header -o out z.csv");
     nothing_at("out");
     /* NUL bytes in fields, and a few control bytes among many text bytes, are data */
@@ -195,9 +186,9 @@ Test(refused, escape_and_check_functions)
  * than an unbounded line would take. */
 Test(refused, locate_of_an_endless_line_stops_within_the_memory_bound)
 {
-    fails_with(2, "locate: standard input: line 1: longer than --max-record (33554432 bytes)",
+    sh_expect_free(2, "locate: standard input: line 1: longer than --max-record (33554432 bytes)",
                ENDLESS("$RS locate"));
-    fails_with(2, "standard input: line 3: longer than --max-record (16 bytes)",
+    sh_expect_free(2, "standard input: line 3: longer than --max-record (16 bytes)",
                "printf 'a\\nbb\\r\\n%s\\n' 01234567890123456789 | $RS locate --max-record 16");
     cmd_result r = sh_in_test_dir("printf '0123456789abcdef\\r\\nk' | $RS locate --max-record 16 --no-header --nodes 3");
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -207,10 +198,10 @@ Test(refused, locate_of_an_endless_line_stops_within_the_memory_bound)
 
 Test(refused, node_lists_and_file_lists_are_read_within_a_line_bound)
 {
-    fails_with(2, "/dev/stdin:1: line longer than 65536 bytes", ENDLESS("$RS ring --nodes-file /dev/stdin"));
-    fails_with(2, "--files-from -: line 1: longer than 4096 bytes",
+    sh_expect_free(2, "/dev/stdin:1: line longer than 65536 bytes", ENDLESS("$RS ring --nodes-file /dev/stdin"));
+    sh_expect_free(2, "--files-from -: line 1: longer than 4096 bytes",
                ENDLESS("$RS bucket -o out --files-from -"));
-    fails_with(64, "--files-from -: entry 1: empty", ENDLESS("$RS bucket -o out --null --files-from -"));
+    sh_expect_free(64, "--files-from -: entry 1: empty", ENDLESS("$RS bucket -o out --null --files-from -"));
     nothing_at("out");
 }
 
@@ -219,10 +210,10 @@ Test(refused, node_lists_and_file_lists_are_read_within_a_line_bound)
 Test(refused, dash_is_no_directory)
 {
     SH_OK(SMALL_CSV);
-    fails_with(64, "-o -: a bucket directory cannot go to standard output; write it to a directory and read it with "
+    sh_expect_free(64, "-o -: a bucket directory cannot go to standard output; write it to a directory and read it with "
                "ringshard cat", "$RS bucket -o - s.csv");
-    fails_with(64, "-o -: a bucket directory cannot go to standard output", "$RS dedup -o - s.csv");
-    fails_with(64, "--emit -: a move directory cannot go to standard output",
+    sh_expect_free(64, "-o -: a bucket directory cannot go to standard output", "$RS dedup -o - s.csv");
+    sh_expect_free(64, "--emit -: a move directory cannot go to standard output",
                "$RS plan --nodes 3 --add 1 --emit - s.csv");
     nothing_at("out");
 }

@@ -14,7 +14,6 @@
 #include "support.h"
 #include "wait.h"
 
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 #define CHECK_MEMBERS "python3 " RS_SOURCE_DIR "/tests/check_members.py "
 #define CHECK_BUCKETS "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" "
 

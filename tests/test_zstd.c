@@ -21,7 +21,6 @@
 #endif
 
 #define Z RS_SOURCE_DIR "/fixtures/zstd/"
-#define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
 TestSuite(zstd, .init = test_dir_setup, .fini = test_dir_teardown, .timeout = 600);
 
