@@ -34,7 +34,8 @@ typedef struct {
      * (rs_pipeline_opts; the job sets the routing and the destinations
      * itself, on a copy). */
     rs_pipeline_opts pipeline;
-    const rs_ring *ring;     /* the ring; the same on every rank under MPI */
+    const rs_ring *ring;     /* the ring; the same on every rank under MPI. With append, NULL:
+                                no ring given, DIR's (the default ring if DIR is made) */
     const char *outdir;      /* DIR: published whole, with DIR/manifest.json */
     int force;               /* RS_OUTDIR_FORCE [| RS_OUTDIR_FORCE_ANY] */
     /* --append: the inputs are added to DIR as new generations (DIR is

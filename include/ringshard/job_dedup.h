@@ -22,7 +22,8 @@ typedef struct {
      * memory, codec, quarantine, progress); with buckets_dir only threads,
      * memory and codec count (the rest comes from its manifest). Copied. */
     rs_pipeline_opts pipeline;
-    const rs_ring *ring;      /* the ring, the same on every rank; NULL with buckets_dir */
+    const rs_ring *ring;      /* the ring, the same on every rank; NULL with buckets_dir, and
+                                 with append when no ring was given (as rs_bucket_job_opts's) */
     const char *buckets_dir;  /* NULL, or a bucket directory to deduplicate (no pass 1) */
     const char *outdir;       /* DIR: a bucket directory, published whole */
     int force;                /* RS_OUTDIR_FORCE [| RS_OUTDIR_FORCE_ANY] */

@@ -195,6 +195,10 @@ int rs_ring_spec_resolve(const rs_ring_spec *spec, rs_ring_opts *opts, rs_nodes 
 /* 1 if any field of spec was given, else 0. */
 int rs_ring_spec_given(const rs_ring_spec *spec);
 
+/* The ring of a spec with no field given: the ring scheme on 1000 nodes x
+ * 200 vnodes (the Java/Guava placement). NULL with err when out of memory. */
+rs_ring *rs_ring_build_default(rs_error *err);
+
 /* The bytes rs_ring_build(opts, nodes) needs at its peak (the raw points
  * and the sort's copy: 48 bytes a point), estimated before building it, so
  * that a ring too big for --memory is refused before it is made. */

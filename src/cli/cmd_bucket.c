@@ -107,7 +107,9 @@ int rs_cmd_bucket(int argc, char **argv)
     if (quiet < 0 || rs_outdir_refuse_inside("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
     double t0 = rs_now();
-    rs_ring *ring = rs_cli_ring_build_within(&ro, po.memory, &err);
+    /* an append without ring options takes DIR's: the default ring is
+     * built by the job only if DIR is made */
+    rs_ring *ring = ap.append && !rs_cli_ring_given(&ro) ? NULL : rs_cli_ring_build_within(&ro, po.memory, &err);
     rs_cli_metrics_phase("ring", rs_now() - t0);
     if (rs_world_agree(&err) != 0) {  /* under MPI, every rank read the node file */
         rs_ring_free(ring);

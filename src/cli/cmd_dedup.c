@@ -175,9 +175,11 @@ int rs_cmd_dedup(int argc, char **argv)
         (r = check_args(argc, argv, &a, first)) >= 0)
         return r;
 
-    /* the ring: given, or (--buckets) the directory's, which the job reads */
+    /* the ring: given, or (--buckets) the directory's, which the job reads;
+     * an append without ring options takes DIR's (the default one is built
+     * by the job only if DIR is made) */
     rs_ring *ring = NULL;
-    if (!a.buckets_dir) {
+    if (!a.buckets_dir && !(a.ap.append && !rs_cli_ring_given(&a.ro))) {
         double t0 = rs_now();
         ring = rs_cli_ring_build_within(&a.ro, a.po.memory, &err);
         rs_cli_metrics_phase("ring", rs_now() - t0);

@@ -793,8 +793,10 @@ static int append_chunk(const rs_append_job *a, size_t lo, size_t hi, uint8_t *s
         } else if (rc == 1 && rs_append_seen(NULL, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
                    rs_append_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0) {
             *a->inputs_skipped += nskipped;
-            if (sel_po.ninputs)
-                a->run(a->ctx, NULL, &sel_po, a->ring, &ch, &raced, err);
+            /* DIR is made: by the command line's ring, or the default one,
+             * built only now (an append to an existing DIR takes DIR's) */
+            if (sel_po.ninputs && (a->ring || (ring = rs_ring_build_default(err))))
+                a->run(a->ctx, NULL, &sel_po, a->ring ? a->ring : ring, &ch, &raced, err);
         }
         free(sel);
         rs_ring_free(ring);

@@ -185,7 +185,8 @@ typedef struct {
     const char *dir;             /* DIR */
     rs_pipeline_opts po;         /* the job's inputs and options (compression and level: the output's) */
     unsigned given;              /* RS_GIVEN_* bits: the options the command line gave (rs_append_check) */
-    const rs_ring *ring;         /* the command line's ring (DIR's once it exists) */
+    const rs_ring *ring;         /* the command line's ring (DIR's once it exists); NULL: no ring
+                                    option given, the default ring built if DIR is made */
     rs_on_seen on_seen;          /* inputs DIR already holds (rs_append_seen) */
     const char *cmd;             /* the command, for the notes on stderr (NULL: quiet) */
     uint64_t *inputs_skipped;    /* the job's count of the inputs skipped, kept up to date */

@@ -65,11 +65,10 @@ static void add_run(rs_pipeline_result *sum, rs_pipeline_result *run, uint32_t n
  * that will take appends: schema 2, generation 1, the chunk ch of the
  * inputs). *raced: DIR appeared meanwhile (another run created it first);
  * ch->redo: an input is dropped, nothing published (rs_append_seen_after). */
-static int run_fresh(const rs_bucket_job_opts *o, rs_pipeline_opts po, rs_append_chunk *ch, rs_bucket_job_result *r,
-                     int *raced, rs_error *err)
+static int run_fresh(const rs_bucket_job_opts *o, const rs_ring *ring, rs_pipeline_opts po, rs_append_chunk *ch,
+                     rs_bucket_job_result *r, int *raced, rs_error *err)
 {
     int grow = ch != NULL;
-    const rs_ring *ring = o->ring;
     const rs_nodes *nodes = rs_ring_nodes(ring);
     rs_outdir od = {0};
     rs_cluster_quarantine q = {0};
@@ -249,7 +248,7 @@ static int append_run(void *ctx, rs_append *g, const rs_pipeline_opts *po, const
     append_ctx *c = ctx;
     if (g)
         return append_generation(c->o, g, po, ring, ch, c->r, err);
-    return run_fresh(c->o, *po, ch, c->r, raced, err);
+    return run_fresh(c->o, ring, *po, ch, c->r, raced, err);
 }
 
 int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_error *err)
@@ -262,7 +261,9 @@ int rs_bucket_job_run(const rs_bucket_job_opts *o, rs_bucket_job_result *r, rs_e
     if (o->append)
         return rs_append_run(&a, o->commit_every, o->commit_bytes, err);
     int raced;
-    return run_fresh(o, o->pipeline, NULL, r, &raced, err);
+    if (!o->ring)
+        return rs_error_set(err, RS_EXIT_USAGE, "internal error: bucket without a ring");
+    return run_fresh(o, o->ring, o->pipeline, NULL, r, &raced, err);
 }
 
 void rs_bucket_job_result_free(rs_bucket_job_result *r)

@@ -101,3 +101,15 @@ int rs_ring_spec_given(const rs_ring_spec *s)
     return s->scheme || s->hash || s->seed || s->nodes || s->nodes_file || s->vnodes || s->label || s->sign ||
            s->order || s->ndown || s->compat;
 }
+
+rs_ring *rs_ring_build_default(rs_error *err)
+{
+    rs_ring_spec none = {0};
+    rs_ring_opts o;
+    rs_nodes nodes;
+    if (rs_ring_spec_resolve(&none, &o, &nodes, err) != 0)
+        return NULL;
+    rs_ring *r = rs_ring_build(&o, &nodes, err);
+    rs_nodes_free(&nodes);
+    return r;
+}
