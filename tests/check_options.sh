@@ -55,6 +55,9 @@ for c in $commands; do
         [ -n "$row" ] || { bad "$c: $o is in its --help but not in the dump"; continue; }
         IFS=$'\t' read -r _ long short arg kind min max values repeat when help <<< "$row"
         [ -n "$help" ] && [ "$help" != - ] || bad "$c $o: no help"
+        # every backslash of the field escapes one (\\) or a newline (\n)
+        h=${help//\\\\/}
+        [[ ${h//\\n/} != *\\* ]] || bad "$c $o: a backslash of its help not escaped in the dump: $help"
         grep -qE -- "(^|[^a-z0-9-])$o([^a-z0-9-]|\$)" <<< "$text" || bad "$c: $o is not in its man page"
         grep -qF -- "$long" "$completion" || bad "$c: $long is not in the completion"
         [ "$o" = "$long" ] || continue

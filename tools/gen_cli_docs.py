@@ -116,7 +116,7 @@ def options_from_dump(dump, cmd):
             arg = values
         for n in [long_name] + ([short] if short != '-' else []):
             if n not in opts:
-                opts[n] = {'arg': arg, 'desc': desc.replace('\\n', ' ')}
+                opts[n] = {'arg': arg, 'desc': unescape(desc).replace('\n', ' ')}
     return opts
 
 

@@ -491,8 +491,7 @@ void rs_opt_dump(const rs_opt_command *c, FILE *f)
                     o->kind == RS_KIND_LIST || o->kind == RS_KIND_COUNT || o->kind == RS_KIND_FLAG ? "accumulate"
                                                                                                  : "refuse",
                     o->flags & RS_OPTF_DEFER ? "run" : "parse");
-            for (const char *h = *help == '\n' ? help + 1 : help; *h; h++)
-                fputs(*h == '\n' ? "\\n" : *h == '\t' ? " " : (char[2]){*h, 0}, f);
+            put_field(f, *help == '\n' ? help + 1 : help, 0);
             fputc('\n', f);
         }
 }

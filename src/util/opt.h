@@ -134,7 +134,8 @@ void rs_opt_print_help(const rs_opt_command *c, FILE *f);
 /* Writes every option of command c as one line of TSV to f:
  * command, long, short, placeholder, kind, min, max, values, repeat,
  * checked (parse: as it is read; run: once all are in, RS_OPTF_DEFER),
- * help (\n as the two bytes \n). */
+ * help (a newline as the two bytes \n, a backslash as two, a tab as a
+ * blank). */
 void rs_opt_dump(const rs_opt_command *c, FILE *f);
 
 /* Writes the layout of command c's --help as TSV lines to f, in the
