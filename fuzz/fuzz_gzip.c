@@ -1,5 +1,5 @@
 /* fuzz/fuzz_gzip.c - libFuzzer harness; the check is in fuzz/check_gzip.h
- * (shared with tests/test_fuzz_regressions.c). Built by tools/fuzz.sh. */
+ * (shared with tests/test_fuzz_regressions.c). Built by tools/dev/fuzz.sh. */
 #define _GNU_SOURCE
 #include "check_gzip.h"
 

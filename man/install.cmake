@@ -1,4 +1,4 @@
-# Installs the man pages that tools/gen_cli_docs.py wrote (RS_PAGES), with
+# Installs the man pages that tools/gen/gen_cli_docs.py wrote (RS_PAGES), with
 # the reference pages named where this install puts them. The pages are
 # generated at build time with the configured CMAKE_INSTALL_FULL_DOCDIR
 # (RS_BUILT_DOCDIR); `cmake --install BUILD --prefix P` installs under P,
@@ -8,7 +8,7 @@
 # (CMAKE_INSTALL_DOCDIR and _MANDIR, relative to the prefix unless
 # absolute) and RS_STAGE (a build directory for the edited copies).
 
-# as tools/gen_cli_docs.py's roff_path writes a path: \ and - escaped, a
+# as tools/gen/gen_cli_docs.py's roff_path writes a path: \ and - escaped, a
 # break point (\:) after each /
 function(rs_roff_path out path)
   string(REPLACE "\\" "\\e" path "${path}")

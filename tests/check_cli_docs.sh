@@ -12,7 +12,7 @@
 #     a|b|c exactly those values; a few values given in prose too (--scheme,
 #     --hash, --compat), files and directories where they belong.
 # The options are read from --help here independently of
-# tools/gen_cli_docs.py (a line that starts with -x or --opt: its --opt and
+# tools/gen/gen_cli_docs.py (a line that starts with -x or --opt: its --opt and
 # -x tokens before the description), so that a generator that drops one fails.
 # Every page (ringshard.1 and each command's) has the sections NAME,
 # SYNOPSIS, DESCRIPTION, OPTIONS, EXIT STATUS, FILES, EXAMPLES, SEE ALSO in
@@ -264,8 +264,8 @@ other_tools_options=(
     --parallel                                              # sort
     --warmup --runs                                         # hyperfine
     --mpi --clients                                         # tools/deps.sh
-    --rows --dup-share --newline-share                      # tools/gen_bills
-    --groups --workaround                                   # tools/bench_rowmove, isal_placement
+    --rows --dup-share --newline-share                      # tools/gen/gen_bills.c
+    --groups --workaround                                   # tools/bench/bench_rowmove.c, isal_placement.c
 )
 # misspellings the docs show on purpose (the suggestion for a typo)
 misspelt_options=(--kye)

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# tools/check_sizes.sh against small trees made here (ctest:
+# tools/check/check_sizes.sh against small trees made here (ctest:
 # check_sizes_gate): a function of a header (a *_body.h template, a static
 # inline function) is measured as one of a .c file is - 120 lines pass,
 # 121 fail naming the header, the line and the length, unless
-# tools/check_sizes.allow lists it with a reason; an entry without a reason
+# tools/check/check_sizes.allow lists it with a reason; an entry without a reason
 # or that names no long function fails; a file of 1,001 lines fails, one of
 # 1,000 passes.
 # Usage: tests/check_sizes_gate.sh SOURCE_DIR
 set -euo pipefail
-gate=$(cd "$1" && pwd)/tools/check_sizes.sh
+gate=$(cd "$1" && pwd)/tools/check/check_sizes.sh
 work=$(mktemp -d "${RINGSHARD_TEST_TMPDIR:-/tmp}/check_sizes_gate.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 fail=0
@@ -17,9 +17,9 @@ bad() { echo "FAIL: $*" >&2; fail=1; }
 # fresh: an empty tree with one short command file and an empty allow list
 fresh() {
     rm -rf "$work/t"
-    mkdir -p "$work/t/src/cli" "$work/t/src/csv" "$work/t/tools"
+    mkdir -p "$work/t/src/cli" "$work/t/src/csv" "$work/t/tools/check"
     printf 'int main(void)\n{\n    return 0;\n}\n' > "$work/t/src/cli/cmd_x.c"
-    : > "$work/t/tools/check_sizes.allow"
+    : > "$work/t/tools/check/check_sizes.allow"
 }
 
 # function FILE HEAD LINES: appends a function of LINES lines (from the
@@ -54,10 +54,10 @@ printf '/* a template */\n\n' > "$work/t/src/csv/t_body.h"
 function_of "$work/t/src/csv/t_body.h" "static int NAME(int n)" 121
 expect 1 "a template function of 121 lines" "src/csv/t_body.h:3: NAME: 121 lines"
 
-echo "src/csv/t_body.h NAME kept whole: measured" > "$work/t/tools/check_sizes.allow"
+echo "src/csv/t_body.h NAME kept whole: measured" > "$work/t/tools/check/check_sizes.allow"
 expect 0 "a template function of 121 lines, listed with a reason"
 
-echo "src/csv/t_body.h NAME" > "$work/t/tools/check_sizes.allow"
+echo "src/csv/t_body.h NAME" > "$work/t/tools/check/check_sizes.allow"
 expect 1 "an entry without a reason" "no reason given"
 
 fresh
@@ -66,7 +66,7 @@ function_of "$work/t/src/csv/inl.h" "step(int n)" 121
 expect 1 "a static inline function of 121 lines, its head on two lines" "src/csv/inl.h:2: step: 121 lines"
 
 fresh
-echo "src/csv/t_body.h NAME kept whole: measured" > "$work/t/tools/check_sizes.allow"
+echo "src/csv/t_body.h NAME kept whole: measured" > "$work/t/tools/check/check_sizes.allow"
 expect 1 "an entry naming no long function" "is not a function over 120 lines"
 
 fresh

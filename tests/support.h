@@ -6,7 +6,7 @@
 #include <sys/types.h>
 
 /* The ringshard binary the tests run: $RINGSHARD_TEST_BINARY when set (the
- * ThreadSanitizer pass, tools/tsan.sh, runs these runners against a TSan
+ * ThreadSanitizer pass, tools/dev/tsan.sh, runs these runners against a TSan
  * build), else the one this build made. */
 const char *rs_test_binary(void);
 #define RS_BINARY rs_test_binary()
@@ -59,7 +59,7 @@ cmd_result sh_expect(int rc, const char *says, const char *cmd);
 void sh_expect_free(int rc, const char *says, const char *cmd);
 
 /* The test data generator built beside ringshard, for shell command
- * lines (tools/gen_bills.c). */
+ * lines (tools/gen/gen_bills.c). */
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
 /* Runs the command (sh_in_test_dir) and asserts exit 0, showing its output
@@ -90,7 +90,7 @@ void signal_main_thread(pid_t pid, int sig);
 
 /* A fresh empty temporary directory (malloc'd path), in
  * $RINGSHARD_TEST_TMPDIR if set (the sanitizer passes put their tests on a
- * tmpfs, tools/testdirs.sh), else in /tmp. */
+ * tmpfs, tools/dev/testdirs.sh), else in /tmp. */
 char *make_tmpdir(void);
 
 /* Removes dir and everything below it, after giving its owner rwx on all
@@ -108,7 +108,7 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap);
  * reads the manifest only; it needs no inputs or ring options.) */
 void assert_verify(const char *dir);
 
-/* Skips the test in the AddressSanitizer build (tools/sanitize.sh) and
+/* Skips the test in the AddressSanitizer build (tools/dev/sanitize.sh) and
  * says why: for the sweeps that SIGKILL a run at every call of every
  * publishing system call, several hundred runs whose point is the state
  * left on disk, which does not depend on the build. The Release suite runs

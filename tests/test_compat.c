@@ -1,9 +1,9 @@
 /* Client presets (--compat) against the real clients' answers.
  *
  * fixtures/vectors/clients/<client>.tsv were made by
- * tools/gen_client_vectors.sh from libketama, libmemcached, twemproxy
+ * tools/gen/gen_client_vectors.sh from libketama, libmemcached, twemproxy
  * (nutcracker), spymemcached and npm hashring (format:
- * tools/clients/client_vectors.py). For every configuration the preset must
+ * tools/gen/clients/client_vectors.py). For every configuration the preset must
  * give the client's points per server, its whole effective continuum (an
  * MD5 of every point and owner: this fixes the owner of every one of the
  * 2^32 positions), the owners of 100,000 keys (an MD5 of the list, plus the

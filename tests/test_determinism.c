@@ -10,7 +10,7 @@
 #include <string.h>
 #include "ringshard/deflate.h"
 
-/* Under AddressSanitizer (tools/sanitize.sh builds the suites with it too)
+/* Under AddressSanitizer (tools/dev/sanitize.sh builds the suites with it too)
  * 300 members: the compressors themselves (ISA-L, zlib) are not
  * instrumented, so what ASan checks, the deflater's own code at every level
  * and codec on two threads, is the same for 300 as for 3000, and the 3000

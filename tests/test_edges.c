@@ -191,7 +191,7 @@ Test(edges, jump_overflow_crafted_keys, .timeout = 120)
 
 /* fixtures/vectors/guava_jump_edges.tsv: the real Guava 31.1's answers for
  * keys meeting the overflow and the saturating cast at steps 1-4
- * (tools/GuavaJumpVectors.java). */
+ * (tools/gen/GuavaJumpVectors.java). */
 Test(edges, jump_edges_match_real_guava, .timeout = 120)
 {
     size_t len;

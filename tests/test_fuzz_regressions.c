@@ -5,7 +5,7 @@
  * <harness>.h), compiled here by the ordinary build without libFuzzer. A
  * check abort()s on any disagreement (its message and the input's name go
  * to stderr), which fails the test. Inputs land there when a fuzzer finds a
- * crash (tools/fuzz.sh) and it is fixed; a few tricky seeds are kept too,
+ * crash (tools/dev/fuzz.sh) and it is fixed; a few tricky seeds are kept too,
  * so that every harness has something to replay. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>

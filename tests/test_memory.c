@@ -269,7 +269,7 @@ Test(memory_bound, dedup_append_on_a_history_larger_than_memory, .timeout = 600)
  * peak RSS of 300,000 rows (many batches) at 32M and 64M, and at 64M with
  * -j 2, measured by the kernel (getrusage of the child). (Here, not in
  * test_zstd.c: ASan's shadow memory makes RSS meaningless, and
- * tools/sanitize.sh leaves this suite out.) */
+ * tools/dev/sanitize.sh leaves this suite out.) */
 Test(memory_bound, zstd_in_zstd_out_within_budget, .timeout = 600)
 {
     SH_OK("\"$(dirname \"$RS\")/gen_bills\" --rows 300000 --seed 9 --newline-share 0.01 2>/dev/null | "

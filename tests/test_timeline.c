@@ -1,5 +1,5 @@
 /* Thread timelines (RINGSHARD_TIMELINE, ringshard/timeline.h) and their
- * summary (tools/timeline.sh): a run records every stage it goes through,
+ * summary (tools/bench/timeline.sh): a run records every stage it goes through,
  * each span inside the run and no longer than its wall time in CPU, the
  * spans of one thread one after another; the outputs are the same with
  * the timeline on; the summary's idle and busy core-seconds add up to
@@ -126,7 +126,7 @@ Test(timeline, the_summary_accounts_for_every_core_second)
     bucket_run("RINGSHARD_TIMELINE=tl.tsv", "out");
     timeline t = read_timeline("tl.tsv");
     for (int cores = 1; cores <= 3; cores++) {
-        cmd_result r = sh_in_test_dir("bash %s/tools/timeline.sh tl.tsv %d", RS_SOURCE_DIR, cores);
+        cmd_result r = sh_in_test_dir("bash %s/tools/bench/timeline.sh tl.tsv %d", RS_SOURCE_DIR, cores);
         cr_assert_eq(r.rc, 0, "exit %d: %s", r.rc, r.err);
         double idle = summary_value(r.out, "idle, all"), busy = summary_value(r.out, "busy (cpu spans)");
         cr_expect(idle >= 0 && busy > 0, "%s", r.out);
@@ -147,7 +147,7 @@ Test(timeline, off_by_default_and_an_unwritable_file_is_reported)
     cr_expect_eq(r.rc, 0, "the run's exit status changed: %d", r.rc);
     cr_expect(strstr(r.err, "RINGSHARD_TIMELINE: cannot write no/such/dir/tl.tsv"), "stderr: %s", r.err);
     cmd_result_free(&r);
-    r = sh_in_test_dir("bash %s/tools/timeline.sh missing.tsv", RS_SOURCE_DIR);
+    r = sh_in_test_dir("bash %s/tools/bench/timeline.sh missing.tsv", RS_SOURCE_DIR);
     cr_expect_eq(r.rc, 2, "exit %d", r.rc);
     cmd_result_free(&r);
 }

@@ -5,7 +5,7 @@
  * OMP_WAIT_POLICY or GOMP_SPINCOUNT is what the runtime uses. A command
  * that runs a parallel region is used, as libomp reads its settings at the
  * first one. (That passive waits keep the CPU time down beside other
- * work: tools/bench_shared.sh, docs/performance.md.) */
+ * work: tools/bench/bench_shared.sh, docs/performance.md.) */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* zstd in and out: zstd inputs from another writer (the zstd CLI,
- * fixtures/zstd/ from tools/gen_zstd_fixtures.sh) and faulty ones, exact
+ * fixtures/zstd/ from tools/gen/gen_zstd_fixtures.sh) and faulty ones, exact
  * messages; `--compress zstd` outputs read back by zstd itself, their
  * metadata frames and the units they give; every command on .csv.zst
  * directories. In a build without libzstd (-DRINGSHARD_ZSTD=OFF, run by

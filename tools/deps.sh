@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ringshard needs, only those that are missing.
 # Usage: tools/deps.sh [--mpi] [--clients]   (needs root or sudo; does nothing when all are present)
-# --clients: the memcached clients tools/gen_client_vectors.sh regenerates
+# --clients: the memcached clients tools/gen/gen_client_vectors.sh regenerates
 # fixtures/vectors/clients/ from (the tests read the committed vectors);
 # it also needs java and javac.
 set -euo pipefail
@@ -10,7 +10,7 @@ pkgs=(cmake gcc make pkg-config zlib1g-dev libzstd-dev zstd libcsv-dev libcriter
       python3-pandas  # tests/check_tool_readers.sh runs docs/bucket.md's pandas recipes
       tabix  # bgzip: tests/test_content.c appends a bgzip copy of an input (many gzip members)
       xz-utils bzip2 lz4 zip  # tests/test_refused.c: real files of formats ringshard refuses by magic number
-      time  # /usr/bin/time: CPU seconds in tools/bench_shared.sh and bench_bucket.sh
+      time  # /usr/bin/time: CPU seconds in tools/bench/bench_shared.sh and bench_bucket.sh
       strace  # tests/test_append.c, test_history.c and test_chain.c kill runs at each publishing system call (fault injection)
       prometheus  # its promtool checks the --metrics files (tests/test_metrics.c)
       mandoc groff-base man-db bash-completion  # man pages and completion: checked

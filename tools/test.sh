@@ -3,18 +3,18 @@
 # and builds a program against that with pkg-config, runs the whole test
 # suite, builds without libzstd and runs the zstd suite there (the
 # refusals), builds the MPI-aware command and runs the MPI suite under mpirun,
-# then runs it again under AddressSanitizer + UBSan (tools/sanitize.sh)
-# and the pipeline suites against a ThreadSanitizer build (tools/tsan.sh),
-# and runs each libFuzzer harness for FUZZ_SECONDS (tools/fuzz.sh);
+# then runs it again under AddressSanitizer + UBSan (tools/dev/sanitize.sh)
+# and the pipeline suites against a ThreadSanitizer build (tools/dev/tsan.sh),
+# and runs each libFuzzer harness for FUZZ_SECONDS (tools/dev/fuzz.sh);
 # SANITIZE=0 skips these for a quick local run.
 # The sanitizer passes come in two sizes. The default (SANITIZE=1, what CI
 # runs) keeps the whole command near 15 minutes on 2 cores: ASan + UBSan
 # over the suites that call the library in-process and the quick command
 # suites (ASAN_QUICK below) and each fuzzer 5 s. SANITIZE=full also runs
-# every suite under ASan, the pipeline's suites under TSan (tools/tsan.sh)
+# every suite under ASan, the pipeline's suites under TSan (tools/dev/tsan.sh)
 # and each fuzzer 10 s: about 40 more minutes.
 # Usage: tools/test.sh            (the README's test command; .ci/run calls it)
-# Also: the README's tour (tools/readme_tour.sh) against the installed command.
+# Also: the README's tour (tools/check/readme_tour.sh) against the installed command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh
@@ -42,9 +42,9 @@ prebuild() {
   cmake -S . -B "$BUILD-mpi" -DCMAKE_BUILD_TYPE=Release -DRINGSHARD_LTO=OFF -DRINGSHARD_MPI=ON >/dev/null
   cmake --build "$BUILD-mpi" -j"$(nproc)" --target ringshard gen_bills test_mpi
   if [ "$SANITIZE" != 0 ]; then
-    tools/fuzz.sh build
-    if [ "$SANITIZE" = full ]; then tools/tsan.sh build; fi
-    tools/sanitize.sh build
+    tools/dev/fuzz.sh build
+    if [ "$SANITIZE" = full ]; then tools/dev/tsan.sh build; fi
+    tools/dev/sanitize.sh build
   fi
 }
 prelog=$(mktemp)
@@ -62,7 +62,7 @@ cc tests/install/example.c $(pkg-config --cflags --libs --static ringshard) -o "
 "$prefix/bin/ringshard" --version
 # the README's tour with the installed command, as a user runs it after
 # `cmake --install` (the suite runs it with the build's, ctest readme_tour)
-tools/readme_tour.sh "$prefix/bin" > "$prefix/tour.log" 2>&1 || { cat "$prefix/tour.log" >&2; exit 1; }
+tools/check/readme_tour.sh "$prefix/bin" > "$prefix/tour.log" 2>&1 || { cat "$prefix/tour.log" >&2; exit 1; }
 tail -n 1 "$prefix/tour.log"
 
 # Two suites at a time (each runs two tests at a time, Criterion --jobs 2):
@@ -86,11 +86,11 @@ ctest --test-dir "$BUILD-nozstd" --output-on-failure -R '^test_zstd$'
 # The MPI-aware build: the same command, built with
 # -DRINGSHARD_MPI=ON against Open MPI, run by mpirun for R = 1..4 ranks and
 # compared byte for byte with single-process runs (tests/test_mpi.c). Its
-# test directories on a tmpfs (tools/testdirs.sh): the ranks' fsyncs are
+# test directories on a tmpfs (tools/dev/testdirs.sh): the ranks' fsyncs are
 # most of its time on a disk, and the Release suite above ran on /tmp.
-(. tools/testdirs.sh mpi && ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$')
+(. tools/dev/testdirs.sh mpi && ctest --test-dir "$BUILD-mpi" --output-on-failure -R '^test_mpi$')
 if [ "$SANITIZE" != 0 ]; then
-  FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(nproc)} tools/fuzz.sh run
-  if [ "$SANITIZE" = full ]; then TSAN_TEST_BUILD="$BUILD" tools/tsan.sh; fi
-  tools/sanitize.sh
+  FUZZ_PARALLEL=${FUZZ_PARALLEL:-$(nproc)} tools/dev/fuzz.sh run
+  if [ "$SANITIZE" = full ]; then TSAN_TEST_BUILD="$BUILD" tools/dev/tsan.sh; fi
+  tools/dev/sanitize.sh
 fi

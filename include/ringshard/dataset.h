@@ -54,7 +54,7 @@
  * "A damaged chain of generations").
  *
  * Outside src/dataset/ this is the header to include: the separate
- * headers it includes are its parts (tools/check_layers.sh). */
+ * headers it includes are its parts (tools/check/check_layers.sh). */
 #ifndef RINGSHARD_DATASET_H
 #define RINGSHARD_DATASET_H
 

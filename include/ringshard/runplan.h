@@ -15,7 +15,7 @@
 
 /* What one producer can feed: the threads of parse, route and compress
  * work that keep up with one serial inflate, by output codec (measured
- * with tools/bench_lanes.sh; docs/clusters.md, "Several producers"). */
+ * with tools/bench/bench_lanes.sh; docs/clusters.md, "Several producers"). */
 #define RS_LANE_FEEDS_GZIP 4
 #define RS_LANE_FEEDS_ZSTD 4
 #define RS_LANE_FEEDS_PLAIN 3

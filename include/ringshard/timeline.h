@@ -6,7 +6,7 @@
  * later ones are counted, not kept) and written to FILE as the process
  * exits, one tab-separated line a span: thread, stage, kind, start and
  * end in seconds since rs_timeline_init, the thread's CPU seconds and its
- * seconds runnable but waiting for a core within the span. tools/timeline.sh
+ * seconds runnable but waiting for a core within the span. tools/bench/timeline.sh
  * sums a file up: each thread's time by stage, and the core-seconds left
  * idle while a stage ran alone. Spans are coarse (a batch's parse group, a
  * thread's share of a batch's writes, a direct write, a publication),

@@ -102,7 +102,7 @@ static int dispatch(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--dump-options")) {
-        /* hidden: every command's options as TSV, for tools/gen_cli_docs.py
+        /* hidden: every command's options as TSV, for tools/gen/gen_cli_docs.py
          * and the option tests (util/opt.h, rs_opt_dump) */
         for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
             rs_opt_dump(commands[i].options(), stdout);
@@ -110,7 +110,7 @@ static int dispatch(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--dump-help")) {
         /* hidden: every command's --help as its parts, for the man pages
-         * (tools/gen_cli_docs.py; util/opt.h, rs_opt_dump_help) */
+         * (tools/gen/gen_cli_docs.py; util/opt.h, rs_opt_dump_help) */
         dump_help(stdout);
         return 0;
     }

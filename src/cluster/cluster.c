@@ -55,7 +55,7 @@
  * batches: the batch size stays the process's (the members depend on it),
  * so --memory must hold P times 8 of them (src/runplan/). How many: at most
  * --producers, one per RS_LANE_FEEDS_* threads (what one inflate keeps
- * busy, measured by tools/bench_lanes.sh), at most -j, the work items and
+ * busy, measured by tools/bench/bench_lanes.sh), at most -j, the work items and
  * what --memory holds; standard input and a quarantine written in place
  * are one lane. Lanes stop at batch boundaries like the pipeline; the
  * piece copy checks for a stop signal too, and nothing is published.

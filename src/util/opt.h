@@ -5,7 +5,7 @@
  * getopt's arrays from the rows, stores the values, says what is wrong
  * (naming the option and the value) with the nearest names, prints --help
  * from the rows, and dumps them for the man pages and the completion
- * (`ringshard --dump-options`, tools/gen_cli_docs.py). It prints nothing
+ * (`ringshard --dump-options`, tools/gen/gen_cli_docs.py). It prints nothing
  * of its own accord: the program says the errors (cli/ringopts.c), so the
  * parser knows neither the program's name nor its ranks. */
 #ifndef RS_UTIL_OPT_H
@@ -148,7 +148,7 @@ void rs_opt_dump(const rs_opt_command *c, FILE *f);
  *                column as --help shows it, the row's --long ("-": an
  *                operand), its help there
  *   text         TEXT              prose between the rows
- * (`ringshard --dump-help`, from which tools/gen_cli_docs.py writes the
+ * (`ringshard --dump-help`, from which tools/gen/gen_cli_docs.py writes the
  * man pages; rs_opt_dump's rows say what each option takes). */
 void rs_opt_dump_help(const rs_opt_command *c, FILE *f);
 
