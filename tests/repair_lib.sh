@@ -78,6 +78,13 @@ repair_case() {
   rows_lost "$rc_src" | LC_ALL=C sort > lost.rows
   [ "$(wc -l < lost.rows)" = "$(cat lost.count)" ] ||
     { echo "$rc_damage: repair says $(cat lost.count) rows not kept, its files held $(wc -l < lost.rows)" >&2; return 1; }
+  rm_base=${rm_file##*/}
+  rm_all=$(for rm_f in "$rm_src/$rm_base" "$rm_src"/g*/"$rm_base"; do dec "$rm_f" < "$rm_f" | tail -n +2; done | wc -l)
+  rm_kept=$((rm_all - rm_said))
+  grep -q "^NODE [^:]*: $rm_kept rows kept, $rm_said not kept$" r.out &&
+    grep -q "^ringshard_repair_rows_not_kept{command=\"repair\"} $rm_said$" m.prom &&
+    grep -q "^ringshard_repair_node_rows{command=\"repair\",node=\"[^\"]*\",state=\"kept\"} $rm_kept$" m.prom ||
+    { echo "$rm_damage: NODE line or metrics not $rm_kept kept, $rm_said not kept:" >&2; cat r.out m.prom >&2; return 1; }
   rows_of D | LC_ALL=C sort > got.rows
   rows_in "$@" | LC_ALL=C sort > all.rows
   LC_ALL=C comm -23 all.rows lost.rows > want.rows
@@ -177,8 +184,9 @@ PY
 # DAMAGE; repair (exit 3) keeps FILE's intact members: D verifies and its
 # rows are the multiset of the rows of INPUTS but exactly those of the
 # members that DAMAGE changed (members_lost: read from SRC's intact copy),
-# as many as repair's NOT KEPT line says; the manifest records them as
-# those ordinals of the input's rows on the node (lost_rows); appending
+# as many as repair's NOT KEPT line, NODE line and metrics say (the
+# node's other rows kept); the manifest records them as those ordinals
+# of the input's rows on the node (lost_rows); appending
 # the input named brings back exactly them (every input's rows, none
 # twice), recorded restored_rows, and appending it once more adds nothing.
 # Prints "lost=ROWS of=MEMBERS again=INPUT".
@@ -186,7 +194,7 @@ repair_members_case() {
   rm_src=$1 rm_file=$2 rm_damage=$3 rm_append=$4
   shift 4
   rm -rf D D.* && cp -a "$rm_src" D && eval "$rm_damage" || return 1
-  "$RS" repair D > r.out 2> r.err
+  "$RS" repair --metrics m.prom D > r.out 2> r.err
   rm_rc=$?
   [ $rm_rc = 3 ] || { echo "$rm_damage: repair exit $rm_rc:" >&2; cat r.out r.err >&2; return 1; }
   "$RS" verify --quiet D && [ "$(litter D)" = 0 ] || { echo "$rm_damage: the repaired D" >&2; return 1; }
@@ -195,6 +203,13 @@ repair_members_case() {
   rm_said=$(sed -n "s#^NOT KEPT D/$rm_file: \\([0-9]*\\) rows of node .*: $rm_lost of its $rm_members \\(gzip members\\|zstd frames\\) damaged.*#\\1#p" r.out)
   [ -n "$rm_said" ] && [ "$rm_said" = "$(wc -l < lost.rows)" ] && [ "$rm_said" -gt 0 ] ||
     { echo "$rm_damage: repair says '$rm_said' rows, $rm_lost of $rm_members members changed, $(wc -l < lost.rows) rows:" >&2; cat r.out >&2; return 1; }
+  rm_base=${rm_file##*/}
+  rm_all=$(for rm_f in "$rm_src/$rm_base" "$rm_src"/g*/"$rm_base"; do dec "$rm_f" < "$rm_f" | tail -n +2; done | wc -l)
+  rm_kept=$((rm_all - rm_said))
+  grep -q "^NODE [^:]*: $rm_kept rows kept, $rm_said not kept$" r.out &&
+    grep -q "^ringshard_repair_rows_not_kept{command=\"repair\"} $rm_said$" m.prom &&
+    grep -q "^ringshard_repair_node_rows{command=\"repair\",node=\"[^\"]*\",state=\"kept\"} $rm_kept$" m.prom ||
+    { echo "$rm_damage: NODE line or metrics not $rm_kept kept, $rm_said not kept:" >&2; cat r.out m.prom >&2; return 1; }
   rows_of D | LC_ALL=C sort > got.rows
   rows_in "$@" | LC_ALL=C sort > all.rows
   LC_ALL=C comm -23 all.rows lost.rows > want.rows
