@@ -153,8 +153,9 @@ int rs_bucketdir_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, 
 {
     int any = 0;
     for (uint32_t d = 0; d < nodes->count; d++) {
-        int r = outstanding_on(bd, e, nodes->names[d]);
-        mask[d] = r != 0;   /* out of memory: read it again rather than lose rows */
+        /* out of memory: not brought back this time (none written twice),
+         * the record left as it is for the next append */
+        mask[d] = outstanding_on(bd, e, nodes->names[d]) > 0;
         any |= mask[d];
     }
     return any;
