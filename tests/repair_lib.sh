@@ -132,3 +132,98 @@ at = first + (24 if zstd else 28)
 struct.pack_into("<Q", b, at, struct.unpack_from("<Q", b, at)[0] + 1)
 open(p, "wb").write(b)' "$1"
 }
+
+# members_lost SRC DAMAGED: the members (zstd pieces) of ringshard file
+# SRC, walked by their RS headers' sizes with Python alone, whose bytes in
+# DAMAGED (a damaged copy) differ from SRC's; prints their data rows,
+# decoded from SRC (Python's zlib, zstd -d), one a line, and writes to
+# members.ranges each run of them as "FROM TO": the ordinals of their rows
+# among the file's data rows (its first member, the header line, not
+# counted), TO excluded; members.count: "LOST MEMBERS" (data members).
+members_lost() {
+  python3 - "$1" "$2" <<'PY'
+import struct, subprocess, sys, zlib
+src, bad = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+zstd = sys.argv[1].endswith(".zst")
+at, ordinal, first, ranges, lost, members = 0, 0, True, [], 0, 0
+while at < len(src):
+    size, lines, records = struct.unpack_from("<QQQ", src, at + (16 if zstd else 20))
+    piece = src[at:at + size]
+    if not first:
+        members += 1
+        if bad[at:at + size] != piece:
+            lost += 1
+            data = (subprocess.run(["zstd", "-dcq"], input=piece, stdout=subprocess.PIPE, check=True).stdout
+                    if zstd else zlib.decompress(piece, 31))
+            rows = data.decode("utf-8", "surrogateescape").splitlines()
+            assert len(rows) == records, (at, len(rows), records)
+            for r in rows:
+                sys.stdout.write(r + "\n")
+            if ranges and ranges[-1][1] == ordinal:
+                ranges[-1][1] = ordinal + records
+            else:
+                ranges.append([ordinal, ordinal + records])
+        ordinal += records
+    first = False
+    at += size
+open("members.ranges", "w").write("".join("%d %d\n" % (a, b) for a, b in ranges))
+open("members.count", "w").write("%d %d\n" % (lost, members))
+PY
+}
+
+# repair_members_case SRC FILE DAMAGE APPEND INPUTS...: D a copy of SRC
+# (a directory of files of several gzip members or zstd frames, each
+# generation of one input), its file FILE damaged by the shell command
+# DAMAGE; repair (exit 3) keeps FILE's intact members: D verifies and its
+# rows are the multiset of the rows of INPUTS but exactly those of the
+# members that DAMAGE changed (members_lost: read from SRC's intact copy),
+# as many as repair's NOT KEPT line, NODE line and metrics say (the
+# node's other rows kept); the manifest records them as those ordinals
+# of the input's rows on the node (lost_rows); appending
+# the input named brings back exactly them (every input's rows, none
+# twice), recorded restored_rows, and appending it once more adds nothing.
+# Prints "lost=ROWS of=MEMBERS again=INPUT".
+repair_members_case() {
+  rm_src=$1 rm_file=$2 rm_damage=$3 rm_append=$4
+  shift 4
+  rm -rf D D.* && cp -a "$rm_src" D && eval "$rm_damage" || return 1
+  "$RS" repair --metrics m.prom D > r.out 2> r.err
+  rm_rc=$?
+  [ $rm_rc = 3 ] || { echo "$rm_damage: repair exit $rm_rc:" >&2; cat r.out r.err >&2; return 1; }
+  "$RS" verify --quiet D && [ "$(litter D)" = 0 ] || { echo "$rm_damage: the repaired D" >&2; return 1; }
+  members_lost "$rm_src/$rm_file" "D.damaged.1/$rm_file" | LC_ALL=C sort > lost.rows
+  read -r rm_lost rm_members < members.count
+  rm_said=$(sed -n "s#^NOT KEPT D/$rm_file: \\([0-9]*\\) rows of node .*: $rm_lost of its $rm_members \\(gzip members\\|zstd frames\\) damaged.*#\\1#p" r.out)
+  [ -n "$rm_said" ] && [ "$rm_said" = "$(wc -l < lost.rows)" ] && [ "$rm_said" -gt 0 ] ||
+    { echo "$rm_damage: repair says '$rm_said' rows, $rm_lost of $rm_members members changed, $(wc -l < lost.rows) rows:" >&2; cat r.out >&2; return 1; }
+  rm_base=${rm_file##*/}
+  rm_all=$(for rm_f in "$rm_src/$rm_base" "$rm_src"/g*/"$rm_base"; do dec "$rm_f" < "$rm_f" | tail -n +2; done | wc -l)
+  rm_kept=$((rm_all - rm_said))
+  grep -q "^NODE [^:]*: $rm_kept rows kept, $rm_said not kept$" r.out &&
+    grep -q "^ringshard_repair_rows_not_kept{command=\"repair\"} $rm_said$" m.prom &&
+    grep -q "^ringshard_repair_node_rows{command=\"repair\",node=\"[^\"]*\",state=\"kept\"} $rm_kept$" m.prom ||
+    { echo "$rm_damage: NODE line or metrics not $rm_kept kept, $rm_said not kept:" >&2; cat r.out m.prom >&2; return 1; }
+  rows_of D | LC_ALL=C sort > got.rows
+  rows_in "$@" | LC_ALL=C sort > all.rows
+  LC_ALL=C comm -23 all.rows lost.rows > want.rows
+  cmp -s got.rows want.rows || { echo "$rm_damage: D's rows are not every input's but those of the damaged members" >&2; return 1; }
+  rm_again=$(sed -n 's/^NOT KEPT .*an append ingests again: //p' r.out)
+  rm_node=$(sed -n "s|^NOT KEPT D/$rm_file: [0-9]* rows of node \\([^,]*\\),.*|\\1|p" r.out)
+  python3 -c 'import json, sys
+m = json.load(open("D/manifest.json"))
+got = [[r["from"], r["to"]] for i in m["inputs"] if i["path"] == sys.argv[1] for r in i.get("lost_rows", [])
+       if r["node"] == sys.argv[2]]
+want = [[int(x) for x in l.split()] for l in open("members.ranges")]
+others = [i["path"] for i in m["inputs"] if (i.get("lost_rows") or i.get("lost")) and i["path"] != sys.argv[1]]
+sys.exit(0 if got == want and not others else "lost_rows %s, the damaged members %s, others %s" % (got, want, others))' \
+    "$rm_again" "$rm_node" || return 1
+  "$RS" $rm_append --quiet --memory 32M --append -o D "$rm_again" || return 1
+  rows_of D | LC_ALL=C sort > got.rows
+  cmp -s got.rows all.rows || { echo "$rm_damage: after the append of $rm_again, D's rows are not every input's" >&2; return 1; }
+  rm_gen=$(ls -d D/g* | tail -n 1)
+  grep -q '"restored_rows"' "$rm_gen/manifest.json" || { echo "$rm_damage: no restored_rows in $rm_gen" >&2; return 1; }
+  "$RS" $rm_append --quiet --append -o D "$rm_again" && [ "$(ls -d D/g* | tail -n 1)" = "$rm_gen" ] || return 1
+  rows_of D | LC_ALL=C sort > got.rows
+  cmp -s got.rows all.rows && "$RS" verify --quiet D || return 1
+  echo "lost=$rm_said of=$rm_members again=$rm_again"
+}

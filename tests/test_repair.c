@@ -162,6 +162,124 @@ Test(repair, an_input_recognised_by_content_brings_back_its_lost_rows)
        "rows_of D | LC_ALL=C sort > got.rows && cmp got.rows all.rows");
 }
 
+/* m1..m3.csv: 40000 bills each (3.8 MB: several batches at --memory 32M,
+ * so that every file has several gzip members or zstd frames); Mgzip,
+ * Mzstd: a base (m1) and two appends (m2, m3) over 4 nodes; MH: the same
+ * by dedup --append (with key indexes). */
+static void fixture_members(void)
+{
+    test_dir_setup();
+    SH_OK("for i in 1 2 3; do " GEN " --rows 40000 --seed $i --newline-share 0 --dup-share 0 -o m$i.csv "
+          "2>/dev/null || exit 1; done; for c in gzip zstd; do "
+          "\"$RS\" bucket --quiet --memory 32M --compress $c --key bill_id --nodes 4 -o M$c m1.csv && "
+          "\"$RS\" bucket --quiet --memory 32M --append -o M$c m2.csv && "
+          "\"$RS\" bucket --quiet --memory 32M --append -o M$c m3.csv || exit 1; done && "
+          "\"$RS\" dedup --quiet --memory 32M --append --key bill_id --nodes 4 -o MH m1.csv && "
+          "\"$RS\" dedup --quiet --memory 32M --append -o MH m2.csv && "
+          "\"$RS\" dedup --quiet --memory 32M --append -o MH m3.csv && "
+          "python3 " RS_SOURCE_DIR "/tests/check_members.py Mgzip/g00000003/1.csv.gz | grep -Eq '^ok ([4-9]|[1-9][0-9]+) members' && "
+          "python3 " RS_SOURCE_DIR "/tests/check_members.py MH/g00000002/0.csv.gz | grep -Eq '^ok ([3-9]|[1-9][0-9]+) members'");
+}
+
+TestSuite(repair_members, .init = fixture_members, .fini = test_dir_teardown, .timeout = 900);
+
+/* A bit flipped inside one member of a file of several gzip members (zstd
+ * frames), of a generation and of the base, bucket and dedup directories:
+ * repair keeps the file's other members, and loses exactly the rows of
+ * the member the flip changed (told apart by comparing the damaged copy's
+ * bytes with the intact file member by member, in Python: members_lost),
+ * records them as those ordinals of the input's rows on the node, and an
+ * append of the input brings back exactly them, once. */
+Test(repair_members, a_damaged_member_costs_its_own_rows_only)
+{
+    static const struct {
+        const char *src, *file, *damage, *append, *result;
+    } cases[] = {
+        {"Mgzip", "g00000003/1.csv.gz", "flip D/g00000003/1.csv.gz", "bucket", "again=m3.csv"},
+        {"Mgzip", "2.csv.gz", "flip D/2.csv.gz", "bucket", "again=m1.csv"},
+        {"Mzstd", "g00000002/3.csv.zst", "flip D/g00000002/3.csv.zst", "bucket", "again=m2.csv"},
+        {"Mzstd", "1.csv.zst", "flip D/1.csv.zst", "bucket", "again=m1.csv"},
+        {"Mgzip", "g00000002/0.csv.gz", "flip_byte D/g00000002/0.csv.gz $(( $(stat -c %s D/g00000002/0.csv.gz) - 3 ))",
+         "bucket", "again=m2.csv"},
+        {"MH", "g00000002/0.csv.gz", "flip_byte D/g00000002/0.csv.gz 300", "dedup", "again=m2.csv"},
+        {"MH", "0.csv.gz", "flip D/0.csv.gz", "dedup", "again=m1.csv"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cmd_result r = sh(LIB "repair_members_case %s %s '%s' %s m1.csv m2.csv m3.csv", cases[i].src, cases[i].file,
+                          cases[i].damage, cases[i].append);
+        cr_assert_eq(r.rc, 0, "%s: exit %d\n%s%s", cases[i].damage, r.rc, r.out, r.err);
+        cr_assert(strstr(r.out, cases[i].result), "%s: '%s' not in '%s'", cases[i].damage, cases[i].result, r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* The member of a file's header line damaged (of the base: its merged
+ * file starts with the header line written anew from the manifest; of a
+ * segment, whose header line is not copied): every row kept, exit 0. */
+Test(repair_members, a_damaged_header_member_costs_no_row)
+{
+    OK("for c in 'Mgzip 2.csv.gz 50' 'Mzstd g00000002/2.csv.zst 60'; do set -- $c; n=${2##*/}; "
+       "rm -rf D D.* && cp -a $1 D && flip_byte D/$2 $3 && { \"$RS\" verify D > v.out; test $? = 3; } && "
+       "\"$RS\" repair D > r.out && grep -q \"^KEPT D/$2: every row of node .*: the member of its header line "
+       "damaged\" r.out && ! grep -q '^NOT KEPT' r.out && \"$RS\" verify --quiet D && "
+       "rows_of D | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv | LC_ALL=C sort > all.rows && "
+       "cmp got.rows all.rows && dec $n < D/$n | head -n 1 > h1 && head -n 1 m1.csv > h0 && cmp h0 h1 && "
+       "case $n in *.gz) python3 " RS_SOURCE_DIR "/tests/check_members.py D/$n | grep -q '^ok' ;; esac || exit 1; "
+       "done");
+}
+
+/* The append that brings back a damaged member's rows writes the same
+ * bytes whatever the threads (the rows chosen in the ordered write stage),
+ * and the record outlives an append of another input and a compact. */
+Test(repair_members, the_rows_brought_back_do_not_depend_on_the_threads)
+{
+    OK(GEN " --rows 500 --seed 9 --newline-share 0 --dup-share 0 -o x.csv 2>/dev/null && "
+       "rm -rf D D.* && cp -a Mgzip D && flip D/g00000002/2.csv.gz && flip D/3.csv.gz && "
+       "{ \"$RS\" repair --quiet D > r.out; test $? = 3; } && test $(grep -c '^NOT KEPT .* gzip members damaged' r.out) = 2 && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o D x.csv && \"$RS\" compact --quiet D && "
+       "rm -rf E1 E4 && cp -a D E1 && cp -a D E4 && "
+       "\"$RS\" bucket --quiet -j 1 --memory 32M --append -o E1 m2.csv m1.csv && "
+       "\"$RS\" bucket --quiet -j 4 --memory 32M --append -o E4 m2.csv m1.csv && "
+       "for f in E1/g*/*.csv.gz; do cmp $f E4/${f#E1/} || exit 1; done && "
+       "rows_of E4 | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv x.csv | LC_ALL=C sort > all.rows && "
+       "cmp got.rows all.rows && \"$RS\" verify --quiet E4 && \"$RS\" compact --quiet E4 && "
+       "\"$RS\" bucket --append -o E4 m1.csv m2.csv 2> s.err && test $(grep -c 'already ingested' s.err) -ge 2 && "
+       "rows_of E4 | LC_ALL=C sort > got.rows && cmp got.rows all.rows");
+}
+
+/* What a file lost whole held is what is recorded: the segment of an
+ * append that brought back a damaged member's rows, damaged in its turn,
+ * loses those rows only (lost_rows: the ranges it restored, not the whole
+ * node, whose other rows the base holds); a file of a generation of two
+ * inputs is lost whole (which input's rows each member holds is not
+ * written down), every input's rows of the node recorded; appending the
+ * inputs brings every row back, once. */
+Test(repair_members, a_file_lost_whole_records_the_rows_it_held)
+{
+    OK(GEN " --rows 30000 --seed 9 --newline-share 0 --dup-share 0 -o x.csv 2>/dev/null && "
+       "rm -rf D D.* && cp -a Mgzip D && flip D/g00000003/1.csv.gz && { \"$RS\" repair --quiet D > r.out; test $? = 3; } && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o D m3.csv && test -f D/g00000004/1.csv.gz && "
+       "rm -rf E E.* && cp -a D E && flip E/g00000004/1.csv.gz && "
+       "{ \"$RS\" repair E > r2.out; test $? = 3; } && grep -q '^NOT KEPT E/g00000004/1.csv.gz: ' r2.out && "
+       "python3 -c 'import json; m = json.load(open(\"E/manifest.json\")); "
+       "ins = [i for i in m[\"inputs\"] if i[\"path\"] == \"m3.csv\"]; "
+       "r = lambda e, k: [[x[\"from\"], x[\"to\"]] for x in e.get(k, [])]; want = r(ins[-1], \"restored_rows\"); "
+       "ok = len(ins) == 2 and want and r(ins[1], \"lost_rows\") == want and \"lost\" not in ins[1] and "
+       "r(ins[0], \"lost_rows\") == want; raise SystemExit(0 if ok else str(ins))' && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o E m3.csv && "
+       "rows_of E | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv | LC_ALL=C sort > all.rows && "
+       "cmp got.rows all.rows && \"$RS\" bucket --quiet --append -o E m3.csv && test ! -e E/g00000006 && "
+       GEN " --rows 30000 --seed 10 --newline-share 0 --dup-share 0 -o y.csv 2>/dev/null && "
+       "rm -rf F F.* && cp -a Mgzip F && \"$RS\" bucket --quiet --memory 32M --append -o F x.csv y.csv && "
+       "python3 " RS_SOURCE_DIR "/tests/check_members.py F/g00000004/2.csv.gz | grep -Eq '^ok ([4-9]|[1-9][0-9]+) members' && "
+       "flip F/g00000004/2.csv.gz && { \"$RS\" repair F > r3.out; test $? = 3; } && "
+       "grep -q '^NOT KEPT F/g00000004/2.csv.gz: [0-9]* rows of node 2, of generation 4 (its other files kept); the "
+       "inputs whose rows of node 2 an append ingests again: x.csv, y.csv$' r3.out && \"$RS\" verify --quiet F && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o F y.csv x.csv && rows_of F | LC_ALL=C sort > got.rows && "
+       "rows_in m1.csv m2.csv m3.csv x.csv y.csv | LC_ALL=C sort > all.rows && cmp got.rows all.rows && "
+       "\"$RS\" bucket --quiet --append -o F x.csv y.csv && test ! -e F/g00000006");
+}
+
 /* SIGKILL at the Nth call of each publishing system call of repair
  * (strace fault injection, N = 1, 2, ... until it completes): D is at
  * every kill the damaged directory or the repaired one, never missing;

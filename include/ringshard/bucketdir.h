@@ -270,4 +270,25 @@ void rs_checksum_text(uint64_t crc64, char out[RS_CHECKSUM_TEXT]);
  * with err (rs_manifest_write's, or RS_EXIT_IO when out of memory). */
 int rs_outdir_manifest(const rs_outdir *od, const rs_manifest *m, rs_error *err);
 
+/* One gzip member (zstd piece) of a damaged data file (members.c). */
+typedef struct {
+    uint64_t at, len;       /* its bytes in the file */
+    uint64_t records;       /* the records it holds: counted when it decodes to whole records, else as
+                               its RS header declares */
+    uint64_t bytes;         /* its decoded bytes and their CRC-32 (when it decodes) */
+    uint32_t crc;
+    int counted;            /* 1: records counted (it decodes to whole records), 0: declared */
+    int intact;             /* 1: it decodes by itself (its codec's checks pass) to whole records, no
+                               blank line, the lines and records its header declares */
+} rs_member_verdict;
+
+/* Data file i of bd (gzip or zstd) read member by member, hopping along
+ * its RS headers from byte 0 within its first file_bytes (and what is on
+ * disk), each member decoded by itself: *v (malloc'd, the caller's to
+ * free), *n of them, in order; *tail: where the chain stops (file_bytes
+ * when it reaches it; before it, the rest is not read: a header that is
+ * not ringshard's, or past the file's end). -1 when the file is plain,
+ * cannot be opened, or out of memory (nothing read). */
+int rs_bucketdir_members(const rs_bucketdir *bd, size_t i, rs_member_verdict **v, size_t *n, uint64_t *tail);
+
 #endif

@@ -25,8 +25,9 @@
  *   - compaction's merge (compact.c): a directory's generations merged
  *     into one file per node, each part checked as it is copied, into a
  *     temporary directory that the compact job or repair publishes;
- *   - rows a repair could not keep (lost.c): which nodes of an input the
- *     manifests name lost more often than restored;
+ *   - rows a repair could not keep (lost.c): which rows of which nodes of
+ *     an input the manifests name lost more often than restored; a
+ *     damaged file read member by member (members.c: what repair keeps);
  *   - a stored file's rows (rows.c, dataset/rows.h), read and checked
  *     against its manifest entry as they go (rs_rows_check): the one
  *     checked row reader of dedup, its history, cat and key index rebuilds;
@@ -134,19 +135,38 @@ int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n);
 /* Compaction's merge (compact.c). */
 
 /* Which parts rs_bucketdir_merge takes (repair: what it keeps). */
-enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2, RS_TAKE_REREAD = 3 };
+enum { RS_TAKE_NONE = 0, RS_TAKE_WHOLE = 1, RS_TAKE_CUT = 2, RS_TAKE_REREAD = 3, RS_TAKE_MEMBERS = 4 };
+
+/* The intact gzip members (zstd pieces) of a damaged file that repair
+ * keeps (RS_TAKE_MEMBERS), and what they hold. */
+typedef struct {
+    uint64_t *at, *len;       /* [n] their byte ranges in the file, in order (a segment's header member not
+                                 among them) */
+    size_t n;
+    uint64_t rows, bytes;     /* the data rows and bytes they hold (a header line not counted) */
+    uint32_t crc32;           /* and those bytes' CRC-32 */
+    int head_lost;            /* a base file whose header member is not taken: the merged file starts with
+                                 the header bytes (rs_compact_take.head) */
+} rs_compact_keep;
 
 typedef struct {
     const uint8_t *take;      /* [bd->nfiles] per file: RS_TAKE_NONE leaves it out, RS_TAKE_WHOLE takes it as
                                  compact does, RS_TAKE_CUT its first file_bytes (a longer file), RS_TAKE_REREAD
                                  those too, the merged file's stored_crc32 computed from them (a file whose rows
-                                 are intact but whose stored bytes are not what stored_crc32 says); NULL: all
-                                 whole */
+                                 are intact but whose stored bytes are not what stored_crc32 says),
+                                 RS_TAKE_MEMBERS the members keep[k] names; NULL: all whole */
+    const rs_compact_keep *keep;  /* [bd->nfiles]: with RS_TAKE_MEMBERS */
     const void *head;         /* the header bytes (rs_pipeline_header_bytes) a merged file starts with when its
-                                 node's base file is left out */
+                                 node's base file, or its header member, is left out */
     size_t head_len;
-    int record_lost;          /* a file left out is lost: its node is added to the "lost" nodes of the
-                                 inputs of its generation (the base's: every base input) */
+    int record_lost;          /* rows of a node are lost (a part not taken whole): its merged file gets no key
+                                 index */
+    /* with record_lost: per input of the new manifest (the base's, then each generation's, in order), its
+       "lost" and "lost_rows" as they are to be written (NULL arrays: as they were) */
+    char **const *lost;
+    const size_t *nlost;
+    rs_manifest_rows *const *lost_rows;
+    const size_t *nlost_rows;
 } rs_compact_take;
 
 /* The compacted form of the generations bd holds (its base and bd->gens,
@@ -164,8 +184,8 @@ typedef struct {
  * generation: the last one of bd; the inputs of the generations held).
  * take (NULL: every part whole) says which parts are taken: the merged
  * files and the manifest's totals hold those only, and (take->record_lost)
- * the nodes of a part left out are recorded lost, their files getting no
- * key index. Nodes are merged on OMP_NUM_THREADS threads, the same bytes
+ * the inputs get the lost records take gives, the nodes of a part not
+ * taken whole getting no key index. Nodes are merged on OMP_NUM_THREADS threads, the same bytes
  * and the same first error whatever their number. Adds the bytes written
  * to *file_bytes. 0, or -1 with err (RS_EXIT_IO, RS_EXIT_DATA for a
  * damaged file or key index, RS_EXIT_VERIFY for a file whose size is not
@@ -176,15 +196,34 @@ int rs_bucketdir_merge(const rs_bucketdir *bd, const rs_outdir *od, uint64_t mem
 
 /* Rows a repair could not keep (docs/format-generations.md; lost.c). */
 
-/* Whether an entry of bd's manifests for the input e (the same content
- * once decompressed, or the same stored bytes) names a node "lost" more
- * often than the entries name it "restored": rows of e that DIR does not
- * hold, which an append of e brings back. */
+/* Whether two manifest entries are one input: the same content (once
+ * decompressed), or the same stored bytes. */
+int rs_manifest_same_input(const rs_manifest_input *a, const rs_manifest_input *b);
+
+/* The rows of input e on node that DIR does not hold: where the entries of
+ * bd's manifests for e (the same input) name them lost ("lost": every row
+ * of the node; "lost_rows": ranges) more often than restored ("restored",
+ * "restored_rows"), as sorted disjoint ranges of ordinals among e's rows
+ * on node (to UINT64_MAX: every row from `from` on) into *v (malloc'd,
+ * NULL when none), *n. 0, or -1 when out of memory. */
+int rs_bucketdir_lost_ranges(const rs_bucketdir *bd, const rs_manifest_input *e, const char *node, rs_row_range **v,
+                             size_t *n);
+
+/* Whether input e has rows outstanding (rs_bucketdir_lost_ranges) on any
+ * node: rows that an append of e brings back. */
 int rs_bucketdir_outstanding(const rs_bucketdir *bd, const rs_manifest_input *e);
 
-/* mask[d] for each of nodes' nodes (d < nodes->count): 1 when it is such
- * a node of input e, else 0. Returns 1 when any is. */
+/* mask[d] for each of nodes' nodes (d < nodes->count): 1 when e has rows
+ * of it outstanding, else 0. Returns 1 when any is. */
 int rs_bucketdir_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, uint8_t *mask, const rs_nodes *nodes);
+
+/* The rows of its input on node that entry e's generation wrote and that
+ * no record of e says lost: those a file of node of that generation holds
+ * of it (every row: an entry that restored nothing or the whole node;
+ * its "restored_rows" of node; none: it restored other nodes only), as
+ * sorted disjoint ranges (rs_bucketdir_lost_ranges) into *v, *n. 0, or -1
+ * when out of memory. */
+int rs_manifest_held(const rs_manifest_input *e, const char *node, rs_row_range **v, size_t *n);
 
 /* Where input entry e (an element of the inputs of bd->m or of one of
  * bd->gens) is in bd, as a number that is never 0, and the entry back

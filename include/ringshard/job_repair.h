@@ -21,7 +21,9 @@ typedef struct {
     uint64_t rows, files_after, file_bytes;  /* what the rebuilt DIR holds */
     uint64_t lost_generations;  /* listed generations not kept (the base counts as one) */
     uint64_t lost_files;      /* damaged data files not kept (their generations' other files are) */
-    uint64_t lost_rows;       /* the rows of those files, as their manifests say */
+    uint64_t kept_in_part;    /* damaged gzip or zstd files whose intact members are kept */
+    uint64_t lost_rows;       /* the rows not kept: of those files, as their manifests say, and of the
+                                 damaged members of these */
     int lost_unknown;         /* a generation not kept whose manifest cannot be read: its rows unknown */
     char **lines;             /* [nlines] what was found and what could not be kept, one line each */
     size_t nlines;
@@ -50,12 +52,15 @@ typedef struct {
  * (r->indexes_dropped) and the next dedup --append builds them. A damaged
  * data file (of the base or of a generation) costs its own rows only
  * (r->lost_files, r->lost_rows): its generation's other files are kept,
- * its node is recorded as lost on that generation's inputs in the new
- * manifest (inputs[].lost), the inputs are named (r->again), and an append
- * of them again writes only the rows of the lost nodes, bringing back
- * exactly those (a lost file's node gets no key index: the next dedup
- * --append builds it); r->node
- * says each node's rows kept and not kept. What is kept is written as one
+ * and of a gzip or zstd file that holds one input's rows, its intact
+ * members too (r->kept_in_part: only its damaged members' rows are lost;
+ * its header line's member damaged costs no row); what is lost is
+ * recorded on the inputs whose rows the file held in the new manifest
+ * (inputs[].lost: every row of the node; inputs[].lost_rows: ranges of
+ * them), the inputs are named (r->again), and an append of them again
+ * writes only those rows, bringing back exactly them (the node gets no
+ * key index: the next dedup --append builds it); r->node says each node's
+ * rows kept and not kept. What is kept is written as one
  * compacted directory beside DIR (rs_compact_parts) and published with the
  * damaged DIR kept whole at "DIR.damaged.<N>" (the first N from 1 that
  * does not exist), DIR naming a whole directory at every instant

@@ -14,6 +14,20 @@
 #include <stdint.h>
 #include "ringshard/error.h"
 
+/* Row ordinals from (0-based) up to to (excluded); to UINT64_MAX: every
+ * row from `from` on. */
+typedef struct {
+    uint64_t from, to;
+} rs_row_range;
+
+/* A range of an input's rows on one node ("lost_rows", "restored_rows"):
+ * ordinals from (0-based) up to to (excluded), numbered among the rows of
+ * the input that its generation wrote to that node, in input order. */
+typedef struct {
+    char *node;
+    uint64_t from, to;
+} rs_manifest_rows;
+
 typedef struct {
     char *path;            /* as given on the command line */
     uint64_t size, rows, bytes, rejected, blank_lines;
@@ -28,6 +42,12 @@ typedef struct {
     char **restored;       /* [nrestored] "restored": this entry ingested only these nodes' rows
                               (an append that brought back what "lost" said); NULL: every row */
     size_t nrestored;
+    rs_manifest_rows *lost_rows;     /* [nlost_rows] "lost_rows": ranges of a node's rows of this input
+                                        DIR does not hold (repair kept the rest of the file) */
+    size_t nlost_rows;
+    rs_manifest_rows *restored_rows; /* [nrestored_rows] "restored_rows": this entry ingested these
+                                        ranges of these nodes' rows (with "restored", the only rows) */
+    size_t nrestored_rows;
 } rs_manifest_input;
 
 typedef struct {

@@ -17,6 +17,7 @@
 #include "ringshard/buf.h"
 #include "ringshard/csv.h"
 #include "ringshard/error.h"
+#include "ringshard/dataset.h"
 #include "ringshard/reader.h"
 
 #define RS_ROUTE_DROP UINT32_MAX
@@ -114,6 +115,15 @@ typedef struct {
                                         row routed elsewhere is read and dropped, counted
                                         in rs_input_stats.filtered, not in rows (an
                                         append that brings back a repair's lost nodes) */
+    const rs_row_range *const *const *only_rows; /* NULL, or per input (as only_dest) NULL or
+                                        [ndest] NULL (every row routed there kept) or ranges,
+                                        sorted, ending with one whose from is UINT64_MAX: of
+                                        the input's rows routed to that destination, numbered
+                                        from 0 in input order, only those the ranges hold are
+                                        written; the others are read and dropped in the
+                                        ordered write stage, counted in filtered (an append
+                                        that brings back the rows of a repair's damaged
+                                        members). An input must be one unit (reader.h). */
     /* output: NULL paths = count only */
     const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
     int compress;                /* RS_COMPRESS_*: 1 gzip members, 2 zstd frames, 0 plain */

@@ -21,10 +21,13 @@ static const rs_opt_command repair_command = {
     "which names the same files). Keeps every data file that is what its\n"
     "manifest says, of the base and of every generation whose manifest\n"
     "reads, after a gap too. A damaged data file costs its own rows only\n"
-    "(NOT KEPT): its generation's other files are kept, the new manifest\n"
-    "records its node as lost on that generation's inputs, and those are\n"
-    "named: an append of them again writes only the rows of the lost\n"
-    "nodes, bringing them back once. A file longer\n"
+    "(NOT KEPT): its generation's other files are kept, and of a gzip or\n"
+    "zstd file that holds one input's rows, its intact members too (only\n"
+    "the rows of its damaged members are lost; a damaged header line's\n"
+    "member costs none: KEPT); the new manifest records which rows of\n"
+    "which node the inputs whose rows it held lost, and those are named:\n"
+    "an append of them again writes only those rows, bringing them back\n"
+    "once. A file longer\n"
     "than its manifest says whose first bytes are intact is cut back to\n"
     "them (CUT BACK); a damaged key index costs no row: the new DIR has\n"
     "none, and the next `dedup --append` builds them (INDEXES NOT CARRIED).\n"
@@ -66,9 +69,13 @@ static void summary(const char *dir, const rs_repair_job_result *r)
         fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
     if (r->rewritten)
         fprintf(stderr, "; %zu files rewritten (stored bytes altered, every row kept)", r->rewritten);
-    if (r->lost_files)
+    if (r->lost_files && !r->kept_in_part)
         fprintf(stderr, "; %llu damaged files not kept (%llu rows; their generations' other files kept)",
                 (unsigned long long)r->lost_files, (unsigned long long)r->lost_rows);
+    else if (r->kept_in_part)
+        fprintf(stderr, "; %llu damaged files not kept, %llu kept but for their damaged members (%llu rows not kept; "
+                "their generations' other files kept)", (unsigned long long)r->lost_files,
+                (unsigned long long)r->kept_in_part, (unsigned long long)r->lost_rows);
     if (r->lost_generations)
         fprintf(stderr, "; %llu generations not kept (without a usable manifest: their rows unknown; they stay in %s)",
                 (unsigned long long)r->lost_generations, r->aside);
@@ -116,7 +123,7 @@ int rs_cmd_repair(int argc, char **argv)
     }
     if (!quiet)
         summary(o.dir, &r);
-    rc = r.lost_generations || r.lost_files ? RS_EXIT_VERIFY : 0;
+    rc = r.lost_generations || r.lost_files || r.lost_rows ? RS_EXIT_VERIFY : 0;
     rs_repair_job_result_free(&r);
     return rc;
 }

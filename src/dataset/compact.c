@@ -111,6 +111,35 @@ static int copy_part(const rs_bucketdir *bd, size_t k, uint8_t how, int out, con
     return rc;
 }
 
+/* The members keep names of file k of bd appended to out at *off, *crc
+ * getting their CRC-32 (read: repair checked them member by member). 0 or
+ * -1 with err. */
+static int copy_members(const rs_bucketdir *bd, size_t k, const rs_compact_keep *keep, int out, const char *out_path,
+                        uint64_t *off, uint32_t *crc, rs_error *err)
+{
+    uint64_t on_disk;
+    int in = open_part(bd, k, &on_disk, err), rc = 0;
+    if (in < 0)
+        return -1;
+    *crc = 0;
+    for (size_t q = 0; rc == 0 && q < keep->n; q++) {
+        uint32_t c;
+        if (keep->at[q] + keep->len[q] > on_disk || !crc_of_range(in, keep->at[q], keep->at[q] + keep->len[q], &c))
+            rc = rs_error_set(err, RS_EXIT_IO, "%s: cannot read bytes %llu to %llu: %s", bd->paths[k],
+                              (unsigned long long)keep->at[q], (unsigned long long)(keep->at[q] + keep->len[q]),
+                              keep->at[q] + keep->len[q] > on_disk ? "the file is shorter" : strerror(errno));
+        else if (rs_copy_into(in, keep->at[q], keep->len[q], out, *off) != 0)
+            rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")
+                                : rs_error_set(err, RS_EXIT_IO, "%s: cannot copy %s into it: %s", out_path,
+                                               bd->paths[k], strerror(errno));
+        if (rc == 0)
+            *crc = rs_crc32_combine(*crc, c, keep->len[q]);
+        *off += keep->len[q];
+    }
+    close(in);
+    return rc;
+}
+
 /* A checked copy's buffer of decoded bytes (only summed), one a thread;
  * the reader's block of stored bytes (RS_READER_BLOCK, 1 MiB) is what is
  * written out. */
@@ -414,7 +443,9 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
     }
     int rc = 0;
     const rs_compact_take *take = c->take;
-    if (take && take->take && !take->take[c->start[i]] && take->head_len) {   /* its base file left out */
+    size_t b0 = c->start[i];   /* its base file left out, or its header member */
+    if (take && take->take && take->head_len &&
+        (!take->take[b0] || (take->take[b0] == RS_TAKE_MEMBERS && take->keep[b0].head_lost))) {
         if (pwrite(s.fd, take->head, take->head_len, 0) != (ssize_t)take->head_len)
             rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
         s.off = take->head_len;
@@ -427,6 +458,15 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
             continue;
         uint64_t at = s.off;
         uint32_t crc = 0;
+        if (how == RS_TAKE_MEMBERS) {
+            const rs_compact_keep *kp = &take->keep[k];
+            if ((rc = copy_members(bd, k, kp, s.fd, path, &s.off, &crc, err)) == 0)
+                s.crc = rs_crc32_combine(s.crc, crc, s.off - at);
+            f->crc32 = rs_crc32_combine(f->crc32, kp->crc32, kp->bytes);
+            f->rows += kp->rows;
+            f->bytes += kp->bytes;
+            continue;
+        }
         if (c->check && how == RS_TAKE_WHOLE)
             rc = part->has_stored_crc32 ? check_stored(bd, k, &s, buf, err) : check_part(bd, k, &s, buf, err);
         else if ((rc = copy_part(bd, k, how, s.fd, path, &s.off, &crc, &f->has_stored_crc32, err)) == 0)
@@ -521,7 +561,7 @@ static int part_lost(const merge_ctx *c, size_t i)
     if (!c->take || !c->take->record_lost || !c->take->take)
         return 0;
     for (size_t k = c->start[i]; k < c->start[i + 1]; k++)
-        if (c->take->take[k] == RS_TAKE_NONE)
+        if (c->take->take[k] == RS_TAKE_NONE || c->take->take[k] == RS_TAKE_MEMBERS)
             return 1;
     return 0;
 }
@@ -556,52 +596,10 @@ static void merge_nodes(merge_ctx *c, rs_error *err, size_t *at)
     free(buf);
 }
 
-/* Adds node to the lost nodes of input *e (own: e->lost is a copy of
- * write_manifest's, which it may grow). 0, or -1 out of memory. */
-static int lose_node(rs_manifest_input *e, size_t *own, char *node)
-{
-    for (size_t i = 0; i < e->nlost; i++)
-        if (strcmp(e->lost[i], node) == 0)
-            return 0;
-    char **l = malloc((e->nlost + 1) * sizeof *l);
-    if (!l)
-        return -1;
-    if (e->nlost)   /* (e->lost may be NULL then, which memcpy may not take) */
-        memcpy(l, e->lost, e->nlost * sizeof *l);
-    if (*own)
-        free(e->lost);
-    l[e->nlost++] = node;
-    e->lost = l;
-    *own = 1;
-    return 0;
-}
-
-/* Each file left out (take NONE: lost), its node added to the lost nodes
- * of its generation's inputs in in[] (write_manifest's order: the base's,
- * then each generation's). */
-static int record_lost(const rs_bucketdir *bd, const uint8_t *take, rs_manifest_input *in, size_t *own)
-{
-    for (size_t k = 0; take && k < bd->nfiles; k++) {
-        if (take[k] != RS_TAKE_NONE)
-            continue;
-        size_t slot = bd->file_slot[k], at = 0, n = bd->m.ninputs;   /* the base's inputs */
-        if (slot != SIZE_MAX) {
-            at = bd->m.ninputs;
-            for (size_t g = 0; g < slot; g++)
-                at += bd->gens[g].ninputs;
-            n = bd->gens[slot].ninputs;
-        }
-        for (size_t i = 0; i < n; i++)
-            if (lose_node(&in[at + i], &own[at + i], bd->files[k]->node) != 0)
-                return -1;
-    }
-    return 0;
-}
-
 /* The compacted base's manifest: DIR's base with the merged files, every
  * generation's inputs (with the generation that ingested each; with
- * take->record_lost, the nodes of the files left out as their "lost") and
- * totals (of the files taken). */
+ * take->record_lost, their lost records as take gives them) and totals
+ * (of the rows taken). */
 static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const char *dedup,
                           const rs_compact_take *take, const rs_outdir *od, rs_error *err)
 {
@@ -622,11 +620,9 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     for (size_t g = 0; g < bd->ngens; g++)
         for (size_t i = 0; i < bd->gens[g].ninputs; i++)
             in[k++] = bd->gens[g].inputs[i];
-    size_t *own = take && take->record_lost ? calloc(n + 1, sizeof *own) : NULL;   /* in[]'s own lost arrays */
-    if (take && take->record_lost && (!own || record_lost(bd, take->take, in, own) != 0)) {
-        free(own);
-        free(in);
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t i = 0; take && take->record_lost && take->lost && i < n; i++) {
+        in[i].lost = take->lost[i], in[i].nlost = take->nlost[i];
+        in[i].lost_rows = take->lost_rows[i], in[i].nlost_rows = take->nlost_rows[i];
     }
     m.schema = 2;
     m.generation = bd->last_gen;
@@ -638,12 +634,10 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     for (size_t i = 0; take && take->take && i < bd->nfiles; i++)
         if (take->take[i] == RS_TAKE_NONE)
             m.rows -= bd->files[i]->rows, m.bytes -= bd->files[i]->bytes;
+        else if (take->take[i] == RS_TAKE_MEMBERS)
+            m.rows -= bd->files[i]->rows - take->keep[i].rows, m.bytes -= bd->files[i]->bytes - take->keep[i].bytes;
     m.seconds = 0;
     int rc = rs_outdir_manifest(od, &m, err);
-    for (size_t i = 0; own && i < n; i++)
-        if (own[i])
-            free(in[i].lost);   /* the names are bd's */
-    free(own);
     free(in);
     return rc;
 }

@@ -174,9 +174,10 @@ static void write_options(rs_json *j, const rs_manifest *m)
     rs_json_object_end(j);
 }
 
-/* "key": [{"node": ...}, ...], when n > 0: objects, so that a node name
- * that is not UTF-8 gets its node_hex as files[].node does. */
-static void write_nodes(rs_json *j, const char *key, char *const *nodes, size_t n)
+/* "key": [{"node": ...}, ...] (nodes) or [{"node": ..., "from": A, "to":
+ * B}, ...] (rows), when n > 0: objects, so that a node name that is not
+ * UTF-8 gets its node_hex as files[].node does. */
+static void write_nodes(rs_json *j, const char *key, char *const *nodes, const rs_manifest_rows *rows, size_t n)
 {
     if (n == 0)
         return;
@@ -184,7 +185,11 @@ static void write_nodes(rs_json *j, const char *key, char *const *nodes, size_t 
     rs_json_array_begin(j);
     for (size_t i = 0; i < n; i++) {
         rs_json_object_begin(j);
-        write_str(j, "node", nodes[i]);
+        write_str(j, "node", rows ? rows[i].node : nodes[i]);
+        if (rows) {
+            write_u64(j, "from", rows[i].from);
+            write_u64(j, "to", rows[i].to);
+        }
         rs_json_object_end(j);
     }
     rs_json_array_end(j);
@@ -213,8 +218,10 @@ static void write_inputs(rs_json *j, const rs_manifest *m)
         }
         if (in->generation != 0)
             write_u64(j, "generation", in->generation);
-        write_nodes(j, "lost", in->lost, in->nlost);
-        write_nodes(j, "restored", in->restored, in->nrestored);
+        write_nodes(j, "lost", in->lost, NULL, in->nlost);
+        write_nodes(j, "restored", in->restored, NULL, in->nrestored);
+        write_nodes(j, "lost_rows", NULL, in->lost_rows, in->nlost_rows);
+        write_nodes(j, "restored_rows", NULL, in->restored_rows, in->nrestored_rows);
         rs_json_object_end(j);
     }
     rs_json_array_end(j);
@@ -545,8 +552,10 @@ static int get_hex_token(reader *r, const rs_jv *obj, const char *ctx, const cha
     return bad(r, ctx, key, what);
 }
 
-/* An optional array of {"node": ...} (write_nodes) into *out, *n. */
-static int read_nodes(reader *r, const rs_jv *o, const char *ctx, const char *key, char ***out, size_t *n)
+/* An optional array of {"node", "from", "to"} (write_nodes; ranged 0:
+ * {"node"} only) into *out, *n: each range not empty. */
+static int read_rows(reader *r, const rs_jv *o, const char *ctx, const char *key, int ranged, rs_manifest_rows **out,
+                     size_t *n)
 {
     int failed = 0;
     const rs_jv *arr = member(r, o, ctx, key, RS_JV_ARRAY, 0, &failed);
@@ -557,13 +566,38 @@ static int read_nodes(reader *r, const rs_jv *o, const char *ctx, const char *ke
     for (size_t i = 0; i < arr->n; i++) {
         char c[96];
         snprintf(c, sizeof c, "%s.%s[%zu]", ctx, key, i);
+        rs_manifest_rows *v = &(*out)[i];
         if (arr->items[i].type != RS_JV_OBJECT)
             return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": an object expected", r->path, c);
-        if (get_str(r, &arr->items[i], c, "node", &(*out)[i]) != 0)
-            return -1;
         *n = i + 1;
+        if (get_str(r, &arr->items[i], c, "node", &v->node) != 0)
+            return -1;
+        if (ranged && (get_u64(r, &arr->items[i], c, "from", 1, UINT64_MAX, &v->from) != 0 ||
+                       get_u64(r, &arr->items[i], c, "to", 1, UINT64_MAX, &v->to) != 0))
+            return -1;
+        if (ranged && v->to <= v->from)
+            return bad(r, c, "to", "not more than \"from\"");
     }
     return 0;
+}
+
+/* An optional array of {"node": ...} (write_nodes) into *out, *n. */
+static int read_nodes(reader *r, const rs_jv *o, const char *ctx, const char *key, char ***out, size_t *n)
+{
+    rs_manifest_rows *v = NULL;
+    int rc = read_rows(r, o, ctx, key, 0, &v, n);
+    if (v && !(*out = calloc(*n, sizeof **out)))
+        rc = rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
+    for (size_t i = 0; v && i < *n; i++) {
+        if (*out)
+            (*out)[i] = v[i].node;
+        else
+            free(v[i].node);
+    }
+    if (!*out)
+        *n = 0;
+    free(v);
+    return rc;
 }
 
 static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
@@ -592,7 +626,9 @@ static int read_inputs(reader *r, const rs_jv *arr, rs_manifest *m)
             get_u64(r, o, ctx, "content_size", in->content != NULL, UINT64_MAX, &in->content_size) != 0 ||
             get_u64(r, o, ctx, "generation", 0, UINT64_MAX, &in->generation) != 0 ||
             read_nodes(r, o, ctx, "lost", &in->lost, &in->nlost) != 0 ||
-            read_nodes(r, o, ctx, "restored", &in->restored, &in->nrestored) != 0)
+            read_nodes(r, o, ctx, "restored", &in->restored, &in->nrestored) != 0 ||
+            read_rows(r, o, ctx, "lost_rows", 1, &in->lost_rows, &in->nlost_rows) != 0 ||
+            read_rows(r, o, ctx, "restored_rows", 1, &in->restored_rows, &in->nrestored_rows) != 0)
             return -1;
     }
     return 0;
@@ -904,6 +940,12 @@ void rs_manifest_free(rs_manifest *m)
         free(m->inputs[i].content);
         rs_free_strings(m->inputs[i].lost, m->inputs[i].nlost);
         rs_free_strings(m->inputs[i].restored, m->inputs[i].nrestored);
+        for (size_t k = 0; k < m->inputs[i].nlost_rows; k++)
+            free(m->inputs[i].lost_rows[k].node);
+        for (size_t k = 0; k < m->inputs[i].nrestored_rows; k++)
+            free(m->inputs[i].restored_rows[k].node);
+        free(m->inputs[i].lost_rows);
+        free(m->inputs[i].restored_rows);
     }
     free(m->inputs);
     for (size_t i = 0; i < m->nfiles; i++) {

@@ -786,7 +786,7 @@ static int append_chunk(const rs_append_job *a, size_t lo, size_t hi, uint8_t *s
             rs_append_check(&g, &po, a->given, a->ring, &ring, err) == 0 &&
             rs_append_seen(&g, &po, lo, hi, a->on_seen, skip, &nskipped, ch.cmd, err) == 0 &&
             rs_append_select(&po, lo, hi, skip, &sel_po, &sel, err) == 0 &&
-            rs_append_restoring(&g, &sel_po, lo, hi, skip, ring, err) == 0) {
+            (g.distinct = a->distinct, rs_append_restoring(&g, &sel_po, lo, hi, skip, ring, err)) == 0) {
             *a->inputs_skipped += nskipped;
             if (sel_po.ninputs)
                 a->run(a->ctx, &g, &sel_po, ring, &ch, &raced, err);

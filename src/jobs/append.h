@@ -65,7 +65,13 @@ typedef struct {
     const rs_manifest_input **restore_of;  /* [the job's inputs] rs_append_seen: DIR's entry of the same
                                               input, whose lost nodes it brings back; NULL: none */
     uint8_t **only;        /* [nonly] rs_append_restoring: per input of the run, NULL or its nodes kept */
-    char ***restored;      /* [nonly] their names (the ring's), NULL-terminated */
+    char ***restored;      /* [nonly] the nodes of it brought back whole (the ring's names), NULL-terminated */
+    rs_row_range ***rows;  /* [nonly] NULL, or [ndest]: the ranges of a node's rows brought back (sorted,
+                              ending with from UINT64_MAX: po->only_rows), NULL for a node whole or none */
+    rs_manifest_rows **restored_rows;  /* [nonly] those ranges as the new entry names them */
+    size_t *nrestored_rows;
+    uint32_t ndest;
+    int distinct;          /* rs_append_job.distinct: no only_rows */
     size_t nonly;
 } rs_append;
 
@@ -111,10 +117,14 @@ int rs_append_seen(rs_append *g, const rs_pipeline_opts *po, size_t lo, size_t h
  * g->restore_of[i] gets DIR's entry, with a note on stderr. Then
  * rs_append_restoring, after rs_append_select gave po the inputs of
  * [lo, hi) not skipped, sets po->only_dest so that such an input writes
- * only the rows of those nodes (rs_bucketdir_lost_nodes);
+ * only the rows of those nodes (rs_bucketdir_lost_nodes), and, for a node
+ * of which ranges of rows are outstanding (rs_bucketdir_lost_ranges: the
+ * damaged members of a file repair kept the rest of), po->only_rows so
+ * that it writes only those rows (not in a directory kept distinct, where
+ * the keys DIR holds drop the others: each key is on one node);
  * rs_append_mark_restored (rs_append_publish calls it) names those nodes
- * in the new generation's entries (m->inputs in po's order: "restored"),
- * which clears the record. rs_append_close frees what they hold. 0, or -1
+ * and ranges in the new generation's entries (m->inputs in po's order:
+ * "restored", "restored_rows"), which clears the record. rs_append_close frees what they hold. 0, or -1
  * with err (out of memory). */
 int rs_append_restoring(rs_append *g, rs_pipeline_opts *po, size_t lo, size_t hi, const uint8_t *skip,
                         const rs_ring *ring, rs_error *err);
@@ -189,6 +199,8 @@ typedef struct {
                                     option given, the default ring built if DIR is made */
     rs_on_seen on_seen;          /* inputs DIR already holds (rs_append_seen) */
     const char *cmd;             /* the command, for the notes on stderr (NULL: quiet) */
+    int distinct;                /* 1: the run drops the rows whose keys DIR holds (dedup): rows a repair
+                                    could not keep come back as the keys DIR lacks, not by ordinals */
     uint64_t *inputs_skipped;    /* the job's count of the inputs skipped, kept up to date */
     /* NULL, or what refuses an existing DIR before its options are
      * checked (a directory this job cannot add to): -1 with err */

@@ -891,7 +891,7 @@ static int run_append(const rs_dedup_job_opts *o, rs_dedup_job_result *r, rs_err
                             "the history already published");
     append_ctx c = {o, r};
     rs_append_job a = {.dir = o->outdir, .po = o->pipeline, .given = o->given, .ring = o->ring,
-                       .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "dedup",
+                       .on_seen = o->on_seen, .cmd = o->quiet ? NULL : "dedup", .distinct = 1,
                        .inputs_skipped = &r->inputs_skipped, .refuse = refuse_keys_only, .run = append_run, .ctx = &c};
     a.po.compress = o->compress;   /* the output's, checked against DIR's as the shaping options */
     a.po.level = o->level;

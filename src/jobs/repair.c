@@ -13,9 +13,11 @@
  *
  * Why a damaged file costs its own rows only: the rest of its generation
  * is intact, and its inputs bring back exactly what is lost when the new
- * manifest says which nodes' rows of them DIR lacks (inputs[].lost): an
- * append of such an input again writes only the rows of those nodes
- * (docs/format-generations.md, "Rows a repair could not keep"). */
+ * manifest says which rows of which nodes of them DIR lacks
+ * (inputs[].lost, inputs[].lost_rows): an append of such an input again
+ * writes only those rows (docs/format-generations.md, "Rows a repair could
+ * not keep"). Why a damaged gzip or zstd file costs only the rows of its
+ * damaged members, when it holds one input's rows: salvage.c. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
@@ -32,6 +34,7 @@
 #include "ringshard/job_repair.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/util.h"
+#include "jobs/salvage.h"
 
 static void add_line(rs_repair_job_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -51,26 +54,15 @@ static void add_line(rs_repair_job_result *r, const char *fmt, ...)
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* The inputs a generation ingested, comma-separated (malloc'd). */
-static char *inputs_of(const rs_manifest *m)
-{
-    size_t n = 1;
-    for (size_t i = 0; i < m->ninputs; i++)
-        n += strlen(m->inputs[i].path) + 2;
-    char *s = calloc(n, 1);
-    for (size_t i = 0; s && i < m->ninputs; i++) {
-        if (i)
-            strcat(s, ", ");
-        strcat(s, m->inputs[i].path);
-    }
-    return s;
-}
-
 /* What one repair found and decided, between its steps. */
 typedef struct {
     rs_bucketdir_verdict *files, *indexes;  /* [bd.nfiles] rs_bucketdir_check_all's */
-    uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept */
-    size_t nlost;             /* files lost */
+    uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept (but its intact
+                                 members', keep[k]) */
+    rs_compact_keep *keep;    /* [bd.nfiles] what is kept of a damaged file (n 0: nothing) */
+    rs_salvage *sv;           /* [bd.nfiles] and what it loses */
+    rs_lost_book book;        /* the new manifest's lost records */
+    size_t nlost;             /* damaged data files */
     int base_lost;            /* a base file is lost: its node's merged file starts with the header */
     int chain;                /* damages of the chain (bd.damage) */
     char **cut;               /* names of the longer files cut back, sorted */
@@ -94,26 +86,42 @@ static void again_add(rs_repair_job_result *r, const char *path)
 }
 
 /* The "NOT KEPT" line of damaged data file k (m: its generation's
- * manifest, or the base's): its rows, its node, and the inputs whose rows
- * of that node an append brings back; the generation's other files are
- * kept. */
-static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, rs_repair_job_result *r)
+ * manifest, or the base's): its rows not kept (the rows of its damaged
+ * members, or all), its node, and the inputs whose rows of that node an
+ * append brings back; the generation's other files are kept. */
+static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, const plan *p, rs_repair_job_result *r)
 {
-    char *in = inputs_of(m);
-    char gname[48];
+    const rs_salvage *sv = &p->sv[k];
+    char gname[48], part[240] = "";
     if (bd->file_slot[k] == SIZE_MAX)
         snprintf(gname, sizeof gname, "the base (generation %" PRIu64 ")", m->generation ? m->generation : 1);
     else
         snprintf(gname, sizeof gname, "generation %" PRIu64, m->generation);
+    const char *what = bd->m.compress == RS_COMPRESS_ZSTD ? "zstd frames" : "gzip members";
+    if (p->keep[k].n)
+        snprintf(part, sizeof part, ": %zu of its %zu %s damaged, the %" PRIu64 " rows of the others kept%s",
+                 sv->members_lost, sv->members, what, sv->rows_kept,
+                 sv->head_lost ? " (the member of its header line damaged: the header line written anew from the "
+                                 "manifest)" : "");
     const rs_manifest_file *f = bd->files[k];
-    add_line(r, "NOT KEPT %s: %" PRIu64 " rows of node %s, of %s (its other files kept); the inputs whose rows of "
-             "node %s an append ingests again: %s", bd->paths[k], f->rows, f->node ? f->node : "", gname,
-             f->node ? f->node : "", in && *in ? in : "none listed");
-    free(in);
-    for (size_t i = 0; i < m->ninputs; i++)
-        again_add(r, m->inputs[i].path);
-    r->lost_files++;
-    r->lost_rows += f->rows;
+    const char *node = f->node ? f->node : "";
+    if (p->keep[k].n && !sv->rows_lost)
+        add_line(r, "KEPT %s: every row of node %s, of %s: the member of its header line damaged (%s), the %" PRIu64
+                 " rows of its %zu other %s intact", bd->paths[k], node, gname,
+                 bd->file_slot[k] == SIZE_MAX ? "the header line written anew from the manifest"
+                                              : "a segment's header line is not copied",
+                 sv->rows_kept, sv->members, what);
+    else
+        add_line(r, "NOT KEPT %s: %" PRIu64 " rows of node %s, of %s (its other files kept)%s%s%s%s; the inputs "
+                 "whose rows of node %s an append ingests again: %s", bd->paths[k], sv->rows_lost, node, gname, part,
+                 sv->ranges ? ": " : "", sv->ranges ? sv->ranges : "",
+                 sv->ranges ? " (numbered from 0 among the input's rows on the node)" : "", node,
+                 sv->inputs ? sv->inputs : "none listed");
+    for (size_t i = 0; sv->rows_lost && i < sv->npaths; i++)
+        again_add(r, sv->paths[i]);
+    r->lost_files += !p->keep[k].n;
+    r->kept_in_part += p->keep[k].n && sv->rows_lost;
+    r->lost_rows += sv->rows_lost;
 }
 
 /* Per node, the rows kept and those not (the files lost): a "NODE" line
@@ -125,8 +133,11 @@ static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result
     r->node = calloc(nb + 1, sizeof *r->node);
     r->node_kept = calloc(nb + 1, sizeof *r->node_kept);
     r->node_lost = calloc(nb + 1, sizeof *r->node_lost);
-    for (size_t k = 0; lost && kept && k < bd->nfiles; k++)
-        (p->lose[k] ? lost : kept)[bd->file_base[k]] += bd->files[k]->rows;
+    for (size_t k = 0; lost && kept && k < bd->nfiles; k++) {
+        uint64_t gone = p->lose[k] ? p->sv[k].rows_lost : 0;
+        lost[bd->file_base[k]] += gone;
+        kept[bd->file_base[k]] += bd->files[k]->rows - gone;
+    }
     for (size_t i = 0; lost && kept && i < nb; i++) {
         const char *node = bd->m.files[i].node ? bd->m.files[i].node : "";
         if (!lost[i])
@@ -194,9 +205,11 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
         size_t slot = bd->file_slot[k];
         if (v->state == RS_FILE_DAMAGED) {
             add_line(r, "DAMAGE %s", v->msg ? v->msg : bd->paths[k]);
+            if (rs_salvage_file(bd, k, &p->book, &p->keep[k], &p->sv[k]) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
             p->lose[k] = 1;
             p->nlost++;
-            p->base_lost |= slot == SIZE_MAX;
+            p->base_lost |= slot == SIZE_MAX && (!p->keep[k].n || p->keep[k].head_lost);
         } else if (v->state == RS_FILE_LONGER) {
             add_line(r, "CUT BACK %s (its rows kept)", v->msg ? v->msg : bd->paths[k]);
             r->cut_back++;
@@ -220,7 +233,7 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
         qsort(p->reread, p->nreread, sizeof *p->reread, cmp_name);
     for (size_t k = 0; k < bd->nfiles; k++)
         if (p->lose[k])
-            not_kept(bd, k, bd->file_slot[k] == SIZE_MAX ? &bd->m : &bd->gens[bd->file_slot[k]], r);
+            not_kept(bd, k, bd->file_slot[k] == SIZE_MAX ? &bd->m : &bd->gens[bd->file_slot[k]], p, r);
     if (p->nlost)
         per_node(bd, p, r);
     if (r->indexes_dropped)
@@ -242,7 +255,7 @@ static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *h
 {
     for (size_t k = 0; k < bd->nfiles; k++) {
         const char *name = bd->names[k];
-        take[k] = p->lose[k] ? RS_TAKE_NONE
+        take[k] = p->lose[k] ? (p->keep[k].n ? RS_TAKE_MEMBERS : RS_TAKE_NONE)
                   : p->ncut && bsearch(&name, p->cut, p->ncut, sizeof *p->cut, cmp_name) ? RS_TAKE_CUT
                   : p->nreread && bsearch(&name, p->reread, p->nreread, sizeof *p->reread, cmp_name) ? RS_TAKE_REREAD
                                                                                                    : RS_TAKE_WHOLE;
@@ -280,7 +293,9 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
     if (!take || !(r->aside = rs_name_damaged(o->dir)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (takes(bd, p, take, &head, err) == 0) {
-        rs_compact_take t = {take, head.data, head.len, p->nlost > 0};
+        rs_compact_take t = {.take = take, .keep = p->keep, .head = head.data, .head_len = head.len,
+                             .record_lost = p->nlost > 0, .lost = p->book.lost, .nlost = p->book.nlost,
+                             .lost_rows = p->book.lost_rows, .nlost_rows = p->book.nlost_rows};
         rs_compact_parts(bd, &od, 0, r->indexes_dropped > 0, &t, &cr, err);
     }
     free(take);
@@ -302,6 +317,13 @@ static void plan_free(plan *p, size_t nfiles)
     rs_bucketdir_verdicts_free(p->files, nfiles);
     rs_bucketdir_verdicts_free(p->indexes, nfiles);
     free(p->lose);
+    for (size_t k = 0; p->keep && k < nfiles; k++)
+        rs_compact_keep_free(&p->keep[k]);
+    for (size_t k = 0; p->sv && k < nfiles; k++)
+        free(p->sv[k].inputs), free(p->sv[k].paths), free(p->sv[k].ranges);
+    free(p->keep);
+    free(p->sv);
+    rs_lost_book_free(&p->book);
     rs_free_strings(p->cut, p->ncut);
     rs_free_strings(p->reread, p->nreread);
 }
@@ -316,8 +338,10 @@ static int repair_open(const rs_repair_job_opts *o, int lockfd, rs_bucketdir *bd
     p.files = calloc(n + 1, sizeof *p.files);
     p.indexes = calloc(n + 1, sizeof *p.indexes);
     p.lose = calloc(n + 1, 1);
+    p.keep = calloc(n + 1, sizeof *p.keep);
+    p.sv = calloc(n + 1, sizeof *p.sv);
     int rc = -1;
-    if (!p.files || !p.indexes || !p.lose)
+    if (!p.files || !p.indexes || !p.lose || !p.keep || !p.sv || rs_lost_book_init(&p.book, bd) != 0)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     else if (rs_bucketdir_check_all(bd, 0, p.files, p.indexes, err) == 0)
         rc = survey(bd, &p, r, err);

@@ -1,7 +1,9 @@
 /* src/pipeline/emit.c - the outputs: created, their header lines, and
- * each destination's rows of a batch gathered into one piece, compressed
- * into one member (or left plain) and written, through the page cache with
- * write-behind or by direct I/O (see the top of pipeline.c). */
+ * each destination's rows of a batch gathered into one piece (only those
+ * of the ranges only_rows names, for an append that brings back a
+ * repair's damaged members), compressed into one member (or left plain)
+ * and written, through the page cache with write-behind or by direct I/O
+ * (see the top of pipeline.c). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -109,11 +111,44 @@ static int write_direct(const batch *b, scatter *sc, int G, uint32_t ndest, uint
     return rs_direct_commit(dx, d, &room, err);
 }
 
+/* With only_rows ranges for batch b's input and destination d: the rows
+ * they hold gathered into rows_buf (*rows, *lines: theirs), the others
+ * taken off the input's counts (in) as filtered. Here, in the ordered
+ * write stage, because a row's ordinal is the number of the input's rows
+ * routed to d before it, which only the batches taken in order tell (an
+ * input is one unit: one producer reads it in order). 1 when it did,
+ * 0 when there are no ranges, -1 out of memory. */
+static int gather_kept(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_buf *rows_buf,
+                       dest_file *df, rs_input_stats *in, uint64_t *rows, uint64_t *lines)
+{
+    uint32_t input = b->input + o->input_base;
+    const rs_row_range *const *per = o->only_rows ? o->only_rows[input] : NULL;
+    if (!per || !per[d])
+        return 0;
+    if (df->ord_input != input + 1)
+        df->ord_input = input + 1, df->ord = 0;
+    uint64_t base = df->ord, all = *rows;
+    df->ord += all;
+    size_t before = rs_pipe_gather_size(sc, G, o->ndest, d);
+    if (rs_pipe_gather_kept(b, sc, G, o->ndest, d, base, per[d], rows_buf, rows) != 0)
+        return -1;
+    rs_pipe_scatter_done(sc, G, o->ndest, d);
+    *lines = rs_count_line_ends(rows_buf->data, rows_buf->len);
+    /* destinations of one batch are written by several threads */
+    __atomic_fetch_sub(&in->rows, all - *rows, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&in->bytes, (uint64_t)(before - rows_buf->len), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&in->filtered, all - *rows, __ATOMIC_RELAXED);
+    return 1;
+}
+
 /* Writes destination d's rows of batch b (gathered from the groups'
  * entries into `rows`, a buffer of the thread's) as one gzip member, or as
- * they are, by direct I/O when dx is not NULL. Returns 0 or -1 with err. */
+ * they are, by direct I/O when dx is not NULL; with only_rows, those it
+ * keeps (gather_kept; in: the batch's input's counts). Returns 0 or -1
+ * with err. */
 int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_deflater *dz,
-                      rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_error *err)
+                       rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_input_stats *in,
+                       rs_error *err)
 {
     uint32_t ndest = o->ndest;
     uint64_t rows = 0, lines = 0;
@@ -125,11 +160,17 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
         rs_pipe_scatter_done(sc, G, ndest, d);
         return 0;
     }
-    if (dx && !o->compress)  /* gathered straight into the staging arena: one copy */
-        return write_direct(b, sc, G, ndest, d, rows, df, dx, err);
-    if (rs_pipe_gather(b, sc, G, ndest, d, rows_buf) != 0)
+    int kept = gather_kept(o, b, sc, G, d, rows_buf, df, in, &rows, &lines);
+    if (kept < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    rs_pipe_scatter_done(sc, G, ndest, d);
+    if (kept && !rows)
+        return 0;
+    if (!kept && dx && !o->compress)  /* gathered straight into the staging arena: one copy */
+        return write_direct(b, sc, G, ndest, d, rows, df, dx, err);
+    if (!kept && rs_pipe_gather(b, sc, G, ndest, d, rows_buf) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (!kept)
+        rs_pipe_scatter_done(sc, G, ndest, d);
     /* One contiguous piece: a compressor fed the same bytes in other
      * pieces may emit other (valid) bytes, and the groups depend on the
      * thread count, which the output must not. */

@@ -164,6 +164,8 @@ typedef struct {
 typedef struct {
     int fd;                 /* -1: reopen with O_APPEND for each write */
     rs_dest_stats st;
+    uint32_t ord_input;     /* with only_rows: the input (+ 1) whose rows ord counts */
+    uint64_t ord;           /* its rows routed here so far (the next one's ordinal) */
 } dest_file;
 
 /* What one run holds besides pipe_state: the outputs, the per-group and
@@ -243,6 +245,12 @@ void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int 
  * (emptied first). 0, or -1 if out of memory. */
 int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, rs_buf *out);
 
+/* rs_pipe_gather of the rows whose ordinals (base + their place in the
+ * batch's rows of d) the ranges v hold (only_rows), into out; *rows gets
+ * their number. 0, or -1 if out of memory. */
+int rs_pipe_gather_kept(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, uint64_t base,
+                        const rs_row_range *v, rs_buf *out, uint64_t *rows);
+
 /* What rs_pipe_gather would gather: its size, and the bytes themselves,
  * the first n1 of them into a and the others into rest (direct I/O: the
  * staging arena's whole blocks, then the file's carry). */
@@ -276,7 +284,8 @@ void rs_pipe_quote_key(rs_buf *b, const char *k, size_t n, char delim);
 /* Writes destination d's rows of batch b as one member (or plain). 0 or
  * -1 with err. */
 int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_deflater *dz,
-                       rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_error *err);
+                       rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_input_stats *in,
+                       rs_error *err);
 
 /* Creates the outputs, the quarantine file, the compressors and the
  * write-behind or direct I/O. 0 or -1 with err. */

@@ -365,7 +365,7 @@ static void write_dests(pipe_state *s, run_state *r, batch *b, batch_sched *bs, 
             if (__atomic_load_n(&bs->werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
                 break;
             if (rs_pipe_write_dest(s->o, b, &r->sc, r->G, d, r->dz[t], &r->gathered[t], &r->members[t], &r->df[d],
-                                   r->dx, &r->terr[t]) != 0)
+                                   r->dx, &s->res->input[b->input], &r->terr[t]) != 0)
                 __atomic_store_n(&bs->werr, 1, __ATOMIC_RELAXED);
             /* A thread keeps small buffers only: T of them sized for the
              * largest destination each met would be T batches (-j 256). */
@@ -740,6 +740,11 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     if (opened) {
         run_batches(&s, &r, err);
         rc = finish_run(&s, &r, err);
+    }
+    if (o->only_rows) {   /* the write stage took the rows only_rows drops off the inputs' counts */
+        res->rows = res->bytes = 0;
+        for (size_t i = 0; i < o->ninputs; i++)
+            res->rows += res->input[i].rows, res->bytes += res->input[i].bytes;
     }
     run_free(&s, &r);
     res->seconds = rs_now() - r.t0;

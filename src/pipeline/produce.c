@@ -592,7 +592,8 @@ static void next_unit(pipe_state *s)
 static int units_read_whole(const rs_pipeline_opts *o)
 {
     char c = o->dialect.delim;
-    return o->bad_rows != RS_BAD_ROW_FAIL || c == '"' || c == '\n' || c == '\r';
+    /* only_rows numbers an input's rows in order: one producer reads it */
+    return o->bad_rows != RS_BAD_ROW_FAIL || c == '"' || c == '\n' || c == '\r' || o->only_rows;
 }
 
 /* Whether input i has no header line although the inputs have one

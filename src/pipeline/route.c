@@ -288,6 +288,33 @@ int rs_pipe_gather(const batch *b, const scatter *sc, int G, uint32_t ndest, uin
     return 0;
 }
 
+int rs_pipe_gather_kept(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, uint64_t base,
+                        const rs_row_range *v, rs_buf *out, uint64_t *rows)
+{
+    size_t total = rs_pipe_gather_size(sc, G, ndest, d);
+    out->len = *rows = 0;
+    if (out->cap < total && rs_buf_reserve(out, total) != 0)
+        return -1;
+    entry_walk w = {sc->bufs, ndest, d, G, -1, NULL, NULL};
+    const unsigned char *e;
+    for (uint64_t j = base; (e = walk_next(&w)); j++) {
+        while (j >= v->to && v->from != UINT64_MAX)
+            v++;   /* the ranges are sorted: the first that may hold j */
+        if (j < v->from)
+            continue;
+        if (*e < RS_ENTRY_LONG)
+            rs_buf_append(out, (const char *)e + 1, *e);
+        else if (*e == RS_ENTRY_LONG)
+            rs_buf_append(out, (const char *)e + 5, entry_u32(e + 1));
+        else {
+            rs_buf_append(out, b->data + entry_u32(e + 1), entry_u32(e + 5));
+            rs_buf_append(out, "\n", 1);
+        }
+        ++*rows;
+    }
+    return 0;
+}
+
 /* A group's entries for a destination keep their buffer from batch to
  * batch (about as many come each time) while it is at most twice what
  * they took, or 256 bytes (what the memory plan counts for each): inputs
