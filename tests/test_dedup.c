@@ -1,5 +1,5 @@
 /* `ringshard dedup` end to end: planted duplicates found exactly (data from
- * tools/gen_bills, which says how many it planted), --keep first/last and
+ * tools/gen/gen_bills.c, which says how many it planted), --keep first/last and
  * --by row checked row by row by an independent computation
  * (tests/check_dedup.py: Python's csv and gzip modules), the split-again
  * path under a small --memory, --buckets, byte-identical output for any -j

@@ -34,7 +34,7 @@
 #include "ringshard/job_repair.h"
 #include "ringshard/pipeline.h"
 #include "ringshard/util.h"
-#include "jobs/salvage.h"
+#include "dataset/salvage.h"
 
 static void add_line(rs_repair_job_result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

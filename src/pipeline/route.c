@@ -249,7 +249,7 @@ static inline __attribute__((always_inline)) void prefetch_ref(const batch *b, c
  * and rest's together hold rs_pipe_gather_size). The references point all
  * over the batch, which is out of the cache by now: a second walk keeps
  * AHEAD entries ahead of the copy, across the groups' boundaries, and
- * prefetches their rows (tools/bench_rowmove's "across" way: as cheap as
+ * prefetches their rows (tools/bench/bench_rowmove.c, its "across" way: as cheap as
  * a walk per group at 8 groups, a fifth cheaper at 32 and 64). */
 void rs_pipe_gather_split(const batch *b, const scatter *sc, int G, uint32_t ndest, uint32_t d, char *a, size_t n1,
                           char *rest)

@@ -1,7 +1,7 @@
-/* src/jobs/salvage.h - what repair keeps of a damaged data file and the
+/* src/dataset/salvage.h - what repair keeps of a damaged data file and the
  * record of what it could not keep (salvage.c), for the repair job. */
-#ifndef RS_JOBS_SALVAGE_H
-#define RS_JOBS_SALVAGE_H
+#ifndef RS_DATASET_SALVAGE_H
+#define RS_DATASET_SALVAGE_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "jobs/salvage.h"
+#include "dataset/salvage.h"
 #include "ringshard/deflate.h"
 #include "ringshard/buf.h"
 #include "ringshard/util.h"
