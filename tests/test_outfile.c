@@ -204,6 +204,11 @@ Test(path, within_by_real_places)
     cr_assert_eq(rs_path_within("out/../x.csv", "out"), 0);
     cr_assert_eq(rs_path_within("x.csv", "not-yet"), 0);
     cr_assert_eq(rs_path_within("not-yet/x.csv", "not-yet"), 1, "an output directory that does not exist yet");
+    cr_assert_eq(rs_path_within("out/a/b/x.csv", "out"), 1, "levels that do not exist yet, below an existing one");
+    cr_assert_eq(rs_path_within("not-yet/a/b/x.csv", "not-yet"), 1, "below a directory that does not exist yet");
+    cr_assert_eq(rs_path_within("alias/a/x.csv", "out"), 1, "missing levels below a link");
+    cr_assert_eq(rs_path_within("outer/a/b/x.csv", "out"), 0);
+    cr_assert_eq(rs_path_within("not-yet/../x.csv", "not-yet"), 0, "a missing part then '..': no place to tell");
     cr_assert_eq(chdir(cwd), 0);
     free(cwd);
     remove_tree(d);

@@ -12,8 +12,8 @@ double rs_now(void);
  * followed, even dangling ones, as fopen "w" would create their target)
  * lies in the directory dir or below, else 0. Compared by real paths, so
  * that "./", "..", relative and linked forms count; a path or dir that does
- * not exist yet is placed by its parent's real path plus its name. 0 when
- * neither can be resolved, or out of memory. */
+ * not exist yet is placed by its nearest existing ancestor's real path plus
+ * the names below it. 0 when neither can be resolved, or out of memory. */
 int rs_path_within(const char *path, const char *dir);
 
 /* Copies len bytes of fd_in from offset `from` into fd_out at offset off:

@@ -2,7 +2,7 @@
  *
  * Compared by real paths, so that "./", "..", relative and linked forms of
  * one place are one place; a path that does not exist yet is placed by its
- * parent's real path plus its name. */
+ * nearest existing ancestor's real path plus the names below it. */
 #define _GNU_SOURCE  /* asprintf */
 #include <errno.h>
 #include <limits.h>
@@ -33,14 +33,17 @@ static char *dir_part(const char *path, char **base)
 }
 
 /* The canonical path of path, itself or, when it does not exist, its
- * parent's + '/' + its name. malloc'd; NULL when neither resolves. */
+ * parent's (canonical in its turn: several levels may not exist yet) + '/'
+ * + its name. malloc'd; NULL when nothing resolves, or a missing part is
+ * "." or ".." (no place can be told: the kernel refuses such a path). */
 static char *canonical(const char *path)
 {
     char *r = realpath(path, NULL);
     if (r || errno != ENOENT)
         return r;
     char *base, *dir = dir_part(path, &base), *p = NULL;
-    char *rd = dir ? realpath(dir, NULL) : NULL;
+    int named = dir && strcmp(base, ".") && strcmp(base, "..") && strcmp(dir, path);
+    char *rd = named ? canonical(dir) : NULL;
     if (rd && asprintf(&p, "%s%s%s", rd, strcmp(rd, "/") ? "/" : "", base) < 0)
         p = NULL;
     free(rd);
