@@ -336,8 +336,8 @@ nightly() {
          "$(cut -d' ' -f1-3 /proc/loadavg); scale $SCALE; day: $NEWROWS rows, 10 % of them held; histories" \
          "of days of $DAYROWS rows; oracle at 19 M: agrees."
     echo
-    echo "| history | compacted | cache | CPU s | wall s | rchar MB | read_bytes MB | key index read MB | floor MB | read_bytes / floor |"
-    echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"
+    echo "| history | compacted | cache | CPU s | wall s | rchar MB | read_bytes MB | key index read MB | filters MB | keys passed | floor MB | read_bytes / floor |"
+    echo "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     local k fl rows
     for h in 19 76; do
         rows=$(python3 "$here/tests/check_history.py" total "$([ $h = 19 ] && echo "$DIR/h19" || echo "$DIR/hist")")
@@ -347,7 +347,7 @@ nightly() {
                 fl=$(awk -v b="${FB[$k]:-0}" -v p="${FP[$k]:-0}" 'BEGIN { print b + 4096 * p }')
                 echo "| $rows rows | $([ -n "$c" ] && echo yes || echo "no ($([ $h = 19 ] && echo 2 || echo 8) generations)") |" \
                      "$cache | ${CPU[$k]} | ${WALL[$k]} | $(mb "${RCHAR[$k]}") | $(mb "${RBYTES[$k]}") | $(mb "${IDX[$k]}") |" \
-                     "$(mb "$fl") | $(ratio "${RBYTES[$k]}" "$fl") |"
+                     "$(mb "${FB[$k]:-0}") | ${FP[$k]:--} | $(mb "$fl") | $(ratio "${RBYTES[$k]}" "$fl") |"
             done
         done
     done
