@@ -559,12 +559,24 @@ static int confirm_passed(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, cons
     return 0;
 }
 
-int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
-                 rs_error *err)
+/* The lookup's buffers (the filter lines, the keys passed, the table
+ * entries, the ranges' chunks: up to 350 KiB) released once it is done: a
+ * bucket's indexes are all open while its keys are looked up in one after
+ * the other, and a history of many generations would otherwise hold them
+ * all at once. */
+static void release_buffers(struct rs_keyidx_v2 *v)
+{
+    free(v->win), free(v->yes), free(v->tab);
+    v->win = NULL, v->yes = NULL, v->tab = NULL;
+    v->win_n = 0, v->tab_n = 0;
+    rs_buf_free(&v->cwin);
+    rs_buf_free(&v->rbuf);
+}
+
+static int lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
+                  rs_error *err)
 {
     struct rs_keyidx_v2 *v = x->v2;
-    if (x->entries == 0)
-        return 0;
     if (!v->looked) {   /* once an index: its filter, and no readahead (as opened; again after a scan) */
         (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
         x->filter_bytes = v->lines * RS_KEYIDX_LINE;
@@ -594,6 +606,16 @@ int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(v
         }
     }
     return ny ? confirm_passed(x, p, n, v->yes, ny, hit, ctx, err) : 0;
+}
+
+int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
+                 rs_error *err)
+{
+    if (x->entries == 0)
+        return 0;
+    int rc = lookup(x, p, n, hit, ctx, err);
+    release_buffers(x->v2);
+    return rc;
 }
 
 /* ------------------------------------------------- reading in order */
