@@ -31,6 +31,14 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard.
       bits), and its keys those of the file's rows (as a multiset). Prints
       "ok N indexes, E entries".
 
+  check_history.py filters DIR MODE KEY GEN INPUT... [--sep C] [--bits N]
+      What the append that made generation GEN of DIR from INPUT... had to
+      read of the history's version-2 key indexes: prints "FILTER_BYTES
+      PASSES CONFIRMED", the filters' size of the indexes of the nodes its
+      new keys went to, the distinct new keys a filter line passes and
+      the new rows whose key is held, summed over those indexes (dedup --append's metrics
+      ringshard_history_filter_bytes, _filter_passes, _keys_confirmed).
+
   check_history.py same DIR REF
       Every node's parts in DIR (its base file, then its segment in each
       generation), decompressed one after the other, are REF's file of the
@@ -593,6 +601,44 @@ def check_indexes(d, mode, key, sep, bits):
     return 0
 
 
+def check_filters(d, mode, key, sep, bits, gen, files):
+    """What the append that made generation GEN of DIR from FILES had to read
+    of the history's key indexes (version 2), from the format alone: the
+    filters' size of the indexes it looked up in (those of the nodes its
+    new keys went to: the node whose index holds a key, after the append),
+    the distinct new keys a filter line passes in each index, and the new
+    rows whose key an index holds (once for each entry of the key in it).
+    Prints "FILTER_BYTES PASSES CONFIRMED"."""
+    ident = Keys(mode, key, sep)
+    new = collections.Counter(ident(r) for r in input_rows(files))
+    idx, _ = listed_indexes(d)
+    node_of, held = {}, []
+    for ipath, _, f, _, _, m in idx:
+        raw = open(ipath, "rb").read()
+        _, runs = parse_index(raw)
+        keys = collections.Counter(k for _, ks in runs for k in ks)
+        for k in keys.keys() & new.keys():
+            node_of[k] = f["node"]
+        if m.get("generation", 1) < gen:
+            held.append((f["node"], raw, keys))
+    by_node = collections.defaultdict(set)
+    for k in new:
+        by_node[node_of[k]].add(k)
+    fbytes = passes = confirmed = 0
+    for node, raw, keys in held:
+        entries, lines = struct.unpack_from("<Q", raw, 16)[0], struct.unpack_from("<Q", raw, 56)[0]
+        if raw[:8] != b"RSKEYIX2" or not entries or not by_node[node]:
+            continue
+        fbytes += V2_LINE * lines
+        for k in by_node[node]:
+            fp = fingerprint(k, bits)
+            ln = raw[128 + V2_LINE * v2_part(fp, lines, bits):][:60]
+            passes += all(ln[b >> 3] >> (b & 7) & 1 for b in v2_line_bits(fp))
+            confirmed += new[k] * keys[k]
+    print(fbytes, passes, confirmed)
+    return 0
+
+
 def print_index(path):
     """One index file read on its own: its entries' count, the CRC-32 of
     its keys in order, and whether a rewrite from its keys alone is the
@@ -699,6 +745,8 @@ def main():
         return check_rows(d, mode, key, sep, runs, dups, since)
     if cmd == "indexes":
         return check_indexes(args[0], args[1], args[2], sep, bits)
+    if cmd == "filters":
+        return check_filters(args[0], args[1], args[2], sep, bits, int(args[3]), args[4:])
     if cmd == "index":
         return print_index(args[0])
     if cmd == "tamper":

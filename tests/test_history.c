@@ -490,6 +490,27 @@ Test(history, the_summary_counts_confirmed_keys_kernel_reads_and_the_publication
     cmd_result_free(&r);
 }
 
+/* The append's metrics say what its lookups had to read of the history:
+ * the filters' size of the key indexes of the nodes its new keys went to,
+ * the new keys a filter line passed in each index, and those the indexes
+ * hold, as tests/check_history.py recomputes them from the format alone
+ * (a history of two generations, c.csv holding keys of both). */
+Test(history, the_metrics_count_the_filters_their_passes_and_the_keys_confirmed)
+{
+    SH_OK("\"$RS\" dedup --append --quiet " RING " -o D a.csv && \"$RS\" dedup --append --quiet -o D b.csv.gz && "
+          "\"$RS\" dedup --append --quiet --metrics m.prom -o D c.csv");
+    cmd_result want = expect(0, NULL, CHECK "filters D first 1 3 c.csv");
+    cmd_result got = expect(0, NULL, "for m in filter_bytes filter_passes keys_confirmed; do "
+                                     "sed -n \"s/^ringshard_history_${m}{command=\\\"dedup\\\"} //p\" m.prom; "
+                                     "done | paste -sd ' '");
+    cr_assert_str_eq(got.out, want.out, "the metrics say %s, the recomputation %s", got.out, want.out);
+    unsigned long long fb, passes, confirmed;
+    cr_assert(sscanf(want.out, "%llu %llu %llu", &fb, &passes, &confirmed) == 3, "%s", want.out);
+    cr_assert(fb > 0 && passes > 0 && confirmed >= 500, "%s", want.out);   /* c.csv: 500 rows of a.csv and b.csv.gz */
+    cmd_result_free(&want);
+    cmd_result_free(&got);
+}
+
 /* An input of the size of one DIR ingested is read before the run only
  * when the answer changes what the run does: with --on-seen skip (the
  * default) a different file of that size is checksummed first (and then

@@ -191,6 +191,58 @@ Test(keyidx, what_a_lookup_reads_does_not_grow_with_the_index)
     cr_assert_lt(r1, s1, "");
 }
 
+/* Probes for keys [a, b) and `absent` others looked up in index `name` of n
+ * keys: what the lookup read of the filter (bytes_read less confirm_bytes),
+ * and its counts. */
+static void lookup_counts(const char *name, uint64_t n, uint64_t a, uint64_t b, uint64_t absent, rs_keyidx *out)
+{
+    rs_keyidx x;
+    open_index(&x, name, 0, n);
+    char *arena;
+    rs_keyidx_probe *p = probes(a, b, absent, &arena);
+    unsigned *hits = calloc(b - a + absent, sizeof *hits);
+    rs_error err = {0};
+    x.bytes_read = 0;
+    cr_assert_eq(rs_keyidx_lookup(&x, p, b - a + absent, on_hit, hits, &err), 0, "%s", err.msg);
+    *out = x;
+    out->path = NULL, out->v2 = NULL;
+    rs_keyidx_close(&x);
+    free(hits), free(p), free(arena);
+}
+
+/* A lookup reads what its keys need whatever their density: at most one
+ * filter line a key (a few keys far apart: their own lines; keys crowding
+ * the filter: every line once), and for each key a line passes its range's
+ * chunk (about 2 KiB of 128 packed bill ids) and table entries, never the
+ * neighbouring ranges' chunks. The filter's size and the passes are
+ * counted: every key held passes, and about 1 % of the others. */
+Test(keyidx, a_lookup_reads_one_filter_line_a_key_and_the_ranges_passed)
+{
+    bill_ids = 1;
+    uint64_t n = 50000, size = write_index("b.keyidx", 0, n, 0), lines = n * 10 / 480 + 1;
+    rs_keyidx sparse, dense;
+    lookup_counts("b.keyidx", n, 1000, 1100, 1000, &sparse);
+    lookup_counts("b.keyidx", n, 0, 20000, 30000, &dense);
+    bill_ids = 0;
+    cr_assert_eq(sparse.filter_bytes, 64 * lines);
+    cr_assert_eq(dense.filter_bytes, 64 * lines);
+    cr_assert_eq(sparse.keys_confirmed, 100);
+    cr_assert_eq(dense.keys_confirmed, 20000 + 40);   /* 20 keys are held twice, each probed twice */
+    cr_assert(sparse.filter_passes >= 100 && sparse.filter_passes <= 100 + 30, "%llu passes",
+              (unsigned long long)sparse.filter_passes);
+    cr_assert(dense.filter_passes >= 19980 && dense.filter_passes <= 19980 + 900, "%llu passes",
+              (unsigned long long)dense.filter_passes);
+    uint64_t sf = sparse.bytes_read - sparse.confirm_bytes, df = dense.bytes_read - dense.confirm_bytes;
+    cr_assert_leq(sf, 64 * 1100, "%llu filter bytes read for 1,100 keys", (unsigned long long)sf);
+    cr_assert_eq(df, 64 * lines, "%llu filter bytes read, the filter is %llu", (unsigned long long)df,
+                 (unsigned long long)(64 * lines));
+    /* a range of 128 bill ids: about 2.1 KiB and 24 bytes of table entries */
+    cr_assert_leq(sparse.confirm_bytes, sparse.filter_passes * 3000, "%llu bytes read for %llu passes",
+                  (unsigned long long)sparse.confirm_bytes, (unsigned long long)sparse.filter_passes);
+    cr_assert_leq(dense.confirm_bytes, size - 64 * lines + 4 * 3000, "%llu bytes read of an index of %llu",
+                  (unsigned long long)dense.confirm_bytes, (unsigned long long)size);
+}
+
 /* Indexes of 40 files (more than one merge takes at once), keys repeated
  * across them, merged: the index one writer makes of the files' keys in
  * order, byte for byte. */

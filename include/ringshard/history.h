@@ -54,6 +54,8 @@ typedef struct {
     uint64_t index_bytes_read;           /* read from the indexes */
     uint64_t keys_confirmed;             /* new keys found in an index by their exact bytes */
     uint64_t confirm_bytes;              /* of index_bytes_read, read to compare exact keys */
+    uint64_t filter_bytes;               /* the filters' size, of the version-2 indexes looked up in */
+    uint64_t filter_passes;              /* keys a filter line passed (in each index, each part) */
     uint32_t parts;                      /* parts the new keys were looked up in */
     int filtered;                        /* 1: `out` holds the rows that stay, complete */
 } rs_history_result;

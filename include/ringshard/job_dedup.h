@@ -68,6 +68,8 @@ typedef struct {
     uint64_t index_read;      /* bytes read from the history's key indexes */
     uint64_t keys_confirmed;  /* new keys found in the history by their exact bytes */
     uint64_t confirm_bytes;   /* of index_read, read to compare those exact keys */
+    uint64_t filter_bytes;    /* the filters' size, of the key indexes looked up in */
+    uint64_t filter_passes;   /* new keys a filter line passed, in each index looked up in */
     uint64_t seen_bytes;      /* input bytes read before the run to tell inputs already
                                  ingested (read again by the run when not skipped) */
     uint64_t index_bytes;     /* the size of the key indexes consulted */

@@ -170,6 +170,8 @@ typedef struct {
     uint64_t bytes_read;   /* what the lookups read from it */
     uint64_t keys_confirmed;  /* probes whose exact key the lookups found in it */
     uint64_t confirm_bytes;   /* of bytes_read, what was read to compare exact keys */
+    uint64_t filter_bytes;    /* version 2, once looked up in: the size of its filter */
+    uint64_t filter_passes;   /* version 2: keys (distinct fingerprints) a filter line passed, each lookup's */
 } rs_keyidx;
 
 /* Opens index `name` under dirfd (named path in messages) and checks its
@@ -193,8 +195,9 @@ void rs_keyidx_probe_sort(rs_keyidx_probe *p, size_t n);
 
 /* Looks up p[0..n) (sorted) in x: for every probe whose key the index
  * holds (equal bytes), calls hit(ctx, id). Version 2 reads each probe's
- * filter line (neighbouring lines in one read) and, for a probe the filter
- * passes, its range's table entries and chunks; version 1 its fences, the
+ * filter line (at most one line a key: crowded lines in one read) and, for
+ * a probe the filter passes, its range's table entries and chunks (adjacent
+ * ranges in one read), without readahead; version 1 its fences, the
  * blocks of fingerprints that can hold a probe's and the exact key of each
  * fingerprint matching one. What it reads is counted in x->bytes_read, the
  * part that compares exact keys in x->confirm_bytes. Every block read is

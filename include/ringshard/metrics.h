@@ -46,6 +46,11 @@ typedef struct {
     size_t nrepair_nodes, nrepair_inputs;
     const char *const *repair_node, *const *repair_input;
     const uint64_t *repair_kept, *repair_lost;
+    /* dedup --append only (history 0: none of these written): what its lookups read of the history's key
+       indexes, the filters' size of those looked up in, the new keys a filter line passed (in each index)
+       and those the indexes hold (their exact bytes found) */
+    int history;
+    uint64_t history_index_read, history_filter_bytes, history_filter_passes, history_keys_confirmed;
     rs_metrics_phase phase[RS_METRICS_MAX_PHASES];
     int nphases;
 } rs_metrics;

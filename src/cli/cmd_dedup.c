@@ -152,6 +152,9 @@ static void fill_metrics(const rs_cli_dedup_args *a, const rs_dedup_job_result *
         m->inputs_skipped = res->inputs_skipped;
         m->rows_read = res->rows_in, m->bytes_read = res->bytes_in, m->rows_rejected = res->rejected;
         m->rows_written = res->published ? res->rows : 0, m->bytes_written = res->published ? res->bytes : 0;
+        m->history = a->ap.append;
+        m->history_index_read = res->index_read, m->history_filter_bytes = res->filter_bytes;
+        m->history_filter_passes = res->filter_passes, m->history_keys_confirmed = res->keys_confirmed;
         rs_metrics_add_phase(m, "pass1", res->pass1_seconds);
         rs_metrics_add_phase(m, "pass2", res->pass2_seconds);
         rs_metrics_add_phase(m, "publish", res->seconds > res->pass1_seconds + res->pass2_seconds

@@ -216,6 +216,13 @@ int rs_keyidx_open(rs_keyidx *x, int dirfd, const char *name, const char *path, 
         rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s", path, strerror(errno));
         goto fail;
     }
+    /* before the first read: a read with readahead on leaves a mark that
+     * starts the kernel's asynchronous readahead when a later read reaches
+     * it, whatever is advised afterwards, and lookups reading in file order
+     * then pull in the whole file (measured: the whole index of every file,
+     * cold). A lookup reads what it needs; compact's and verify's readers
+     * ask for sequential reading themselves. */
+    (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
     struct stat st;
     if (fstat(x->fd, &st) != 0 || (uint64_t)st.st_size != size) {
         rs_error_set(err, RS_EXIT_DATA, "%s: key index of %llu bytes, the manifest says %llu", path,

@@ -83,7 +83,7 @@ static int lookup_block(rs_keyidx *x, const run_at *r, uint64_t b, const uint64_
             break;
         if (p[q].fp != blk[j])
             continue;
-        size_t len;
+        size_t len = 0;
         uint64_t before = x->bytes_read;
         if (read_key(x, r, b * RS_KEYIDX1_BLOCK + j, key, &len, err) != 0)
             return -1;

@@ -19,27 +19,30 @@
 
 enum {
     CHUNK_HEADER = 24,
-    WINDOW_LINES = 64,             /* filter lines read at once, at most: 4 KiB */
-    GAP_LINES = 2,                 /* lines between two probes' read in one piece */
-    RANGE_READ = 1 << 20,          /* a range up to this size is read in one piece */
-    TABLE_WINDOW = 64,             /* range table entries read at once by a dense lookup */
-    CHUNK_WINDOW = 32 << 10,       /* and the chunks of the ranges that follow, up to this */
+    WINDOW_LINES = 1024,           /* filter lines read at once, at most: 64 KiB */
+    GAP_LINES = 64,                /* a piece of lines stops when it would hold this many more lines than keys */
+    YES_MAX = 4096,                /* keys a filter passed, looked up in their ranges together */
+    TABLE_GAP = 16,                /* range table entries between two ranges' read in one piece, at most */
+    TABLE_WINDOW = 1024,           /* range table entries read at once, at most */
+    RANGE_READ = 64 << 10,         /* a range up to this size is read whole, a bigger one chunk by chunk */
+    SPAN_BYTES = 256 << 10,        /* adjacent ranges read in one piece, up to this */
     STREAM_BUF = 1 << 15,          /* a cursor: this, a chunk's payload and raw keys: < RS_KEYIDX_SOURCE_MEMORY */
 };
 
 struct rs_keyidx_v2 {
     uint64_t lines, ranges, filter_at, table_at, chunks_at, chunks_bytes, key_bytes, chunks;
+    int looked;                    /* looked up in: read without readahead */
     unsigned char *win;            /* filter lines [win_first, win_first + win_n) */
     uint64_t win_first, win_n;
-    uint64_t range;                /* the range in rbuf (when range_live) */
-    int range_live, whole;         /* whole: the range's bytes are all in cwin */
+    uint32_t *yes;                 /* [YES_MAX]: the probes a filter line passed, to look up in their ranges */
+    uint64_t range;                /* the range being looked in */
+    int whole;                     /* the range's bytes are all in cwin */
     uint64_t ra, rb;               /* the range's bytes in the chunks region */
     rs_buf rbuf;                   /* a chunk's payload, when not whole */
-    int dense;                     /* the lookup's keys: 4 or more a range */
     unsigned char *tab;            /* range table entries [tab_first, tab_first + tab_n), checked */
     uint64_t tab_first, tab_n;
-    rs_buf cwin;                   /* chunks region bytes [cw_a, cw_b) */
-    uint64_t cw_a, cw_b;
+    rs_buf cwin;                   /* chunks region bytes from cw_a: the ranges being looked in */
+    uint64_t cw_a;
     /* the chunk decoded */
     uint64_t chunk_at;             /* its offset in the chunks region; UINT64_MAX: none */
     rs_buf raw;
@@ -88,6 +91,7 @@ void kx_v2_close(rs_keyidx *x)
 {
     struct rs_keyidx_v2 *v = x->v2;
     free(v->win);
+    free(v->yes);
     rs_buf_free(&v->rbuf);
     rs_buf_free(&v->cwin);
     free(v->tab);
@@ -331,103 +335,72 @@ static int decode_chunk(rs_keyidx *x, const unsigned char *h, const unsigned cha
 
 /* ------------------------------------------------------------ lookups */
 
-/* Filter line `line` (read with the lines of the probes from i on that
- * fall within WINDOW_LINES of it), checked. */
-static const unsigned char *filter_line(rs_keyidx *x, uint64_t line, const rs_keyidx_probe *p, size_t i, size_t n,
-                                        rs_error *err)
-{
-    struct rs_keyidx_v2 *v = x->v2;
-    if (!v->win_n || line < v->win_first || line >= v->win_first + v->win_n) {
-        /* the next probes' lines too, while each is near the last: what
-         * the gap costs is about a syscall's worth of copying (a cold read
-         * brings in the page whatever is asked) */
-        uint64_t last = line;
-        for (; i < n; i++) {
-            uint64_t l = kx_part(p[i].fp, v->lines, x->fp_bits);
-            if (l >= line + WINDOW_LINES || l - last > GAP_LINES)
-                break;
-            last = l;
-        }
-        if (!v->win && !(v->win = malloc(WINDOW_LINES * RS_KEYIDX_LINE))) {
-            rs_error_set(err, RS_EXIT_IO, "out of memory");
-            return NULL;
-        }
-        v->win_n = 0;
-        if (kx_read_at(x, v->win, (last - line + 1) * RS_KEYIDX_LINE, v->filter_at + line * RS_KEYIDX_LINE, err) != 0)
-            return NULL;
-        v->win_first = line, v->win_n = last - line + 1;
-    }
-    const unsigned char *lp = v->win + (line - v->win_first) * RS_KEYIDX_LINE;
-    if (kx_get32(lp + RS_KEYIDX_LINE - 4) != rs_crc32(0, lp, RS_KEYIDX_LINE - 4)) {
-        kx_bad(x, err, "filter line %llu: CRC-32 mismatch", (unsigned long long)line);
-        return NULL;
-    }
-    return lp;
-}
+/* A lookup reads what its keys need and no more, whatever their density:
+ * the file is read without readahead (POSIX_FADV_RANDOM: a cold read
+ * fetches the pages asked for, not the kernel's guess of what follows),
+ * in pieces that hold only what some key needs. Two steps a batch of keys:
+ * the filter lines of the keys, a piece spanning no more lines than the
+ * keys it serves (one line a key at most: keys that crowd lines read the
+ * lines between them, a key far from the others reads its own line), then
+ * for the keys a line passed, their ranges' table entries and the chunks
+ * of those ranges, adjacent ranges in one read. */
 
-/* Range table entry r (checked) from the window of entries read, which
- * is read again from r on when r is outside it: two entries, or with a
- * dense lookup TABLE_WINDOW (the ranges its next keys fall in). */
-static int table_entry(rs_keyidx *x, uint64_t r, uint64_t *off, rs_error *err)
+/* The probes from i on: the filter lines read in one piece, from probe i's
+ * line to the furthest line up to which the piece holds no more lines than
+ * keys (distinct fingerprints), at most WINDOW_LINES. */
+static int read_lines(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t n, rs_error *err)
 {
     struct rs_keyidx_v2 *v = x->v2;
-    if (r < v->tab_first || r >= v->tab_first + v->tab_n) {
-        uint64_t n = v->dense ? TABLE_WINDOW : 2;
-        if (n > v->ranges + 1 - r)
-            n = v->ranges + 1 - r;
-        if (!v->tab && !(v->tab = malloc(TABLE_WINDOW * RS_KEYIDX_ENTRY)))
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        v->tab_n = 0;
-        if (kx_read_at(x, v->tab, n * RS_KEYIDX_ENTRY, v->table_at + RS_KEYIDX_ENTRY * r, err) != 0)
-            return -1;
-        for (uint64_t k = 0; k < n; k++)
-            if (kx_get32(v->tab + RS_KEYIDX_ENTRY * k + 8) !=
-                kx_entry_crc(r + k, kx_get64(v->tab + RS_KEYIDX_ENTRY * k)))
-                return kx_bad(x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)(r + k));
-        v->tab_first = r, v->tab_n = n;
+    uint64_t first = kx_part(p[i].fp, v->lines, x->fp_bits), best = first, keys = 0;
+    for (size_t k = i; k < n; k++) {
+        if (k > i && p[k].fp == p[k - 1].fp)
+            continue;
+        uint64_t l = kx_part(p[k].fp, v->lines, x->fp_bits);
+        if (l - first >= WINDOW_LINES || l - first > keys + GAP_LINES)
+            break;   /* past the window, or too far behind to catch up */
+        if (l - first + 1 <= ++keys)
+            best = l;
     }
-    *off = kx_get64(v->tab + RS_KEYIDX_ENTRY * (r - v->tab_first));
-    return 0;
-}
-
-/* Range r's bounds from the range table, and its bytes when not too many
- * (with a dense lookup, those of the next ranges too, up to CHUNK_WINDOW:
- * its next keys are likely to need them). */
-static int load_range(rs_keyidx *x, uint64_t r, rs_error *err)
-{
-    struct rs_keyidx_v2 *v = x->v2;
-    v->range_live = 0;
-    if (table_entry(x, r, &v->ra, err) != 0 || table_entry(x, r + 1, &v->rb, err) != 0)
+    if (!v->win && !(v->win = malloc(WINDOW_LINES * RS_KEYIDX_LINE)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    v->win_n = 0;
+    if (kx_read_at(x, v->win, (best - first + 1) * RS_KEYIDX_LINE, v->filter_at + first * RS_KEYIDX_LINE, err) != 0)
         return -1;
-    if (v->ra > v->rb || v->rb > v->chunks_bytes)
-        return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)r);
-    v->whole = v->rb - v->ra <= RANGE_READ;
-    if (v->whole && (v->ra < v->cw_a || v->rb > v->cw_b)) {
-        uint64_t end = v->rb;
-        for (uint64_t q = r + 2; v->dense && q < v->tab_first + v->tab_n; q++) {
-            uint64_t o = kx_get64(v->tab + RS_KEYIDX_ENTRY * (q - v->tab_first));
-            if (o < end || o - v->ra > CHUNK_WINDOW || o > v->chunks_bytes)
-                break;
-            end = o;
-        }
-        v->cwin.len = 0;
-        v->cw_a = v->cw_b = 0;
-        if (rs_buf_reserve(&v->cwin, (size_t)(end - v->ra) + 1) != 0)
-            return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        if (kx_read_at(x, v->cwin.data, (size_t)(end - v->ra), v->chunks_at + v->ra, err) != 0)
-            return -1;
-        v->cw_a = v->ra, v->cw_b = end;
-    }
-    v->range = r, v->range_live = 1;
+    v->win_first = first, v->win_n = best - first + 1;
     return 0;
 }
 
-/* The chunk at offset `at` of the range: its header into h, its payload's
- * address into *pay (from the range's bytes, or read into rbuf). */
-static int range_chunk(rs_keyidx *x, uint64_t at, unsigned char *h, const unsigned char **pay, rs_error *err)
+/* Range table entries [r, r + n), read and checked into v->tab. */
+static int read_table(rs_keyidx *x, uint64_t r, uint64_t n, rs_error *err)
 {
     struct rs_keyidx_v2 *v = x->v2;
-    const char *why = "a chunk runs past its range";
+    if (!v->tab && !(v->tab = malloc(TABLE_WINDOW * RS_KEYIDX_ENTRY)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    v->tab_n = 0;
+    if (kx_read_at(x, v->tab, n * RS_KEYIDX_ENTRY, v->table_at + RS_KEYIDX_ENTRY * r, err) != 0)
+        return -1;
+    for (uint64_t k = 0; k < n; k++)
+        if (kx_get32(v->tab + RS_KEYIDX_ENTRY * k + 8) != kx_entry_crc(r + k, kx_get64(v->tab + RS_KEYIDX_ENTRY * k)))
+            return kx_bad(x, err, "range table entry %llu: CRC-32 mismatch", (unsigned long long)(r + k));
+    v->tab_first = r, v->tab_n = n;
+    return 0;
+}
+
+/* Table entry r, from those read. */
+static uint64_t entry(const struct rs_keyidx_v2 *v, uint64_t r)
+{
+    return kx_get64(v->tab + RS_KEYIDX_ENTRY * (r - v->tab_first));
+}
+
+/* The chunk at offset `at` of the range: its header into h and, when a
+ * key of fingerprint fp can be in it (fp <= its last key's), its payload's
+ * address into *pay (from the range's bytes, or read into rbuf); else
+ * *pay = NULL. */
+static int range_chunk(rs_keyidx *x, uint64_t at, uint64_t fp, unsigned char *h, const unsigned char **pay,
+                       rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    *pay = NULL;
     if (at + CHUNK_HEADER > v->rb)
         goto damaged;
     if (v->whole)
@@ -437,6 +410,8 @@ static int range_chunk(rs_keyidx *x, uint64_t at, unsigned char *h, const unsign
     uint64_t plen = kx_get32(h + 4);
     if (at + CHUNK_HEADER + plen > v->rb)
         goto damaged;
+    if (fp > kx_get64(h + 16))
+        return 0;
     if (v->whole) {
         *pay = (const unsigned char *)v->cwin.data + (at - v->cw_a) + CHUNK_HEADER;
         return 0;
@@ -447,7 +422,7 @@ static int range_chunk(rs_keyidx *x, uint64_t at, unsigned char *h, const unsign
     *pay = (const unsigned char *)v->rbuf.data;
     return kx_read_at(x, v->rbuf.data, (size_t)plen, v->chunks_at + at + CHUNK_HEADER, err);
 damaged:
-    return kx_bad(x, err, "range %llu: %s", (unsigned long long)v->range, why);
+    return kx_bad(x, err, "range %llu: a chunk runs past its range", (unsigned long long)v->range);
 }
 
 /* The probes p[i..j) against a packed chunk: each in packed form against
@@ -479,7 +454,8 @@ static int confirm_packed(rs_keyidx *x, const unsigned char *h, const unsigned c
     return 0;
 }
 
-/* The probes p[i..j) (one fingerprint fp) against the range's chunks. */
+/* The probes p[i..j) (one fingerprint fp) against the range's chunks
+ * [v->ra, v->rb). */
 static int confirm(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t j, void (*hit)(void *, uint32_t),
                    void *ctx, rs_error *err)
 {
@@ -488,64 +464,158 @@ static int confirm(rs_keyidx *x, const rs_keyidx_probe *p, size_t i, size_t j, v
     for (uint64_t at = v->ra; at < v->rb;) {
         unsigned char h[CHUNK_HEADER];
         const unsigned char *pay;
-        if (range_chunk(x, at, h, &pay, err) != 0)
+        if (range_chunk(x, at, fp, h, &pay, err) != 0)
             return -1;
         uint64_t next = at + CHUNK_HEADER + kx_get32(h + 4), last = kx_get64(h + 16);
-        if (fp <= last && h[14] == KX_PACKED) {
+        if (pay && h[14] == KX_PACKED) {
             if (confirm_packed(x, h, pay, at, p, i, j, hit, ctx, err) != 0)
                 return -1;
-            if (fp < last)
-                break;
-        } else if (fp <= last) {
+        } else if (pay) {
             if (v->chunk_at != at && decode_chunk(x, h, pay, at, 0, err) != 0)
                 return -1;
             /* by the bytes: a key equal to a probe's has its fingerprint */
             for (uint32_t k = 0; k < v->nk; k++)
                 x->keys_confirmed += kx_hits(p, i, j, fp, v->raw.data + v->koff[k], v->koff[k + 1] - v->koff[k], hit,
                                              ctx);
-            if (fp < last)
-                break;
         }
+        if (fp < last)
+            break;
         at = next;
     }
     return 0;
 }
 
+static uint64_t range_of(const rs_keyidx *x, const rs_keyidx_probe *p, const uint32_t *yes, size_t g)
+{
+    return kx_part(p[yes[g]].fp, x->v2->ranges, x->fp_bits);
+}
+
+/* The chunks of the ranges of the probes yes[g..h) (their table entries
+ * read): adjacent ranges' read in one piece of at most SPAN_BYTES, a range
+ * over RANGE_READ chunk by chunk; each probe's confirmed in its range. */
+static int confirm_spans(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, const uint32_t *yes, size_t g, size_t h,
+                         void (*hit)(void *, uint32_t), void *ctx, rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    for (size_t a = g, b; a < h; a = b) {
+        uint64_t r0 = range_of(x, p, yes, a), r1 = r0, start = entry(v, r0), end = entry(v, r0 + 1);
+        if (start > end || end > v->chunks_bytes)
+            return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)r0);
+        int big = end - start > RANGE_READ;
+        for (b = a + 1; b < h; b++) {
+            uint64_t r = range_of(x, p, yes, b);
+            if (r == r1)
+                continue;   /* another key of the same range */
+            if (big || r > r1 + 1)
+                break;
+            uint64_t e = entry(v, r + 1);
+            if (e < end || e > v->chunks_bytes || e - end > RANGE_READ || e - start > SPAN_BYTES)
+                break;
+            r1 = r, end = e;
+        }
+        v->whole = !big;
+        if (v->whole) {
+            v->cwin.len = 0;
+            if (rs_buf_reserve(&v->cwin, (size_t)(end - start) + 1) != 0)
+                return rs_error_set(err, RS_EXIT_IO, "out of memory");
+            if (kx_read_at(x, v->cwin.data, (size_t)(end - start), v->chunks_at + start, err) != 0)
+                return -1;
+            v->cw_a = start;
+        }
+        for (size_t k = a; k < b; k++) {
+            size_t i = yes[k], j = i + 1;
+            while (j < n && p[j].fp == p[i].fp)
+                j++;
+            v->range = range_of(x, p, yes, k);
+            v->ra = entry(v, v->range), v->rb = entry(v, v->range + 1);
+            if (v->ra > v->rb)
+                return kx_bad(x, err, "range table entry %llu: outside the chunks", (unsigned long long)v->range);
+            if (confirm(x, p, i, j, hit, ctx, err) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* The probes yes[0..ny) (the first of each fingerprint a filter line
+ * passed, in order) in their ranges: the table entries of ranges close
+ * together read in one piece, then their chunks. */
+static int confirm_passed(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, const uint32_t *yes, size_t ny,
+                          void (*hit)(void *, uint32_t), void *ctx, rs_error *err)
+{
+    uint64_t before = x->bytes_read;
+    for (size_t g = 0, h; g < ny; g = h) {
+        uint64_t r0 = range_of(x, p, yes, g), r1 = r0;
+        for (h = g + 1; h < ny; h++) {
+            uint64_t r = range_of(x, p, yes, h);
+            if (r - r1 > TABLE_GAP || r + 2 - r0 > TABLE_WINDOW)
+                break;
+            r1 = r;
+        }
+        if (read_table(x, r0, r1 + 2 - r0, err) != 0 || confirm_spans(x, p, n, yes, g, h, hit, ctx, err) != 0)
+            return -1;
+    }
+    x->confirm_bytes += x->bytes_read - before;
+    return 0;
+}
+
+/* The lookup's buffers (the filter lines, the keys passed, the table
+ * entries, the ranges' chunks: up to 350 KiB) released once it is done: a
+ * bucket's indexes are all open while its keys are looked up in one after
+ * the other, and a history of many generations would otherwise hold them
+ * all at once. */
+static void release_buffers(struct rs_keyidx_v2 *v)
+{
+    free(v->win), free(v->yes), free(v->tab);
+    v->win = NULL, v->yes = NULL, v->tab = NULL;
+    v->win_n = 0, v->tab_n = 0;
+    rs_buf_free(&v->cwin);
+    rs_buf_free(&v->rbuf);
+}
+
+static int lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
+                  rs_error *err)
+{
+    struct rs_keyidx_v2 *v = x->v2;
+    if (!v->looked) {   /* once an index: its filter, and no readahead (as opened; again after a scan) */
+        (void)posix_fadvise(x->fd, 0, 0, POSIX_FADV_RANDOM);
+        x->filter_bytes = v->lines * RS_KEYIDX_LINE;
+        v->looked = 1;
+    }
+    if (!v->yes && !(v->yes = malloc(YES_MAX * sizeof *v->yes)))
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    v->win_n = 0, v->chunk_at = UINT64_MAX;
+    size_t ny = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0 && p[i].fp == p[i - 1].fp)
+            continue;
+        uint64_t line = kx_part(p[i].fp, v->lines, x->fp_bits);
+        if ((!v->win_n || line < v->win_first || line >= v->win_first + v->win_n) && read_lines(x, p, i, n, err) != 0)
+            return -1;
+        const unsigned char *lp = v->win + (line - v->win_first) * RS_KEYIDX_LINE;
+        if (kx_get32(lp + RS_KEYIDX_LINE - 4) != rs_crc32(0, lp, RS_KEYIDX_LINE - 4))
+            return kx_bad(x, err, "filter line %llu: CRC-32 mismatch", (unsigned long long)line);
+        if (!kx_line_has(lp, p[i].fp))
+            continue;
+        x->filter_passes++;
+        v->yes[ny++] = (uint32_t)i;
+        if (ny == YES_MAX) {
+            if (confirm_passed(x, p, n, v->yes, ny, hit, ctx, err) != 0)
+                return -1;
+            ny = 0;
+        }
+    }
+    return ny ? confirm_passed(x, p, n, v->yes, ny, hit, ctx, err) : 0;
+}
+
 int kx_v2_lookup(rs_keyidx *x, const rs_keyidx_probe *p, size_t n, void (*hit)(void *, uint32_t), void *ctx,
                  rs_error *err)
 {
-    struct rs_keyidx_v2 *v = x->v2;
     if (x->entries == 0)
         return 0;
-    v->win_n = 0, v->range_live = 0, v->chunk_at = UINT64_MAX;
-    v->tab_n = 0, v->cw_a = v->cw_b = 0;
-    /* sparse keys read a line or a chunk here and there: no readahead (it
-     * would read pages no key needs); 4 keys or more a page of filter
-     * read most pages in order, which the kernel's readahead serves best
-     * (measured: fewer turn it into whole-filter reads when cold). With
-     * 4 keys or more a range, most ranges hold one the filter passes: the
-     * table and the chunks are read a window at a time */
-    int paged = n > 4 * (v->lines * RS_KEYIDX_LINE / 4096 + 1);
-    (void)posix_fadvise(x->fd, 0, 0, paged ? POSIX_FADV_NORMAL : POSIX_FADV_RANDOM);
-    v->dense = n >= 4 * v->ranges;
-    for (size_t i = 0, j; i < n; i = j) {
-        uint64_t fp = p[i].fp;
-        for (j = i + 1; j < n && p[j].fp == fp;)
-            j++;
-        const unsigned char *lp = filter_line(x, kx_part(fp, v->lines, x->fp_bits), p, j, n, err);
-        if (!lp)
-            return -1;
-        if (!kx_line_has(lp, fp))
-            continue;
-        uint64_t r = kx_part(fp, v->ranges, x->fp_bits), before = x->bytes_read;
-        if ((!v->range_live || v->range != r) && load_range(x, r, err) != 0)
-            return -1;
-        int rc = confirm(x, p, i, j, hit, ctx, err);
-        x->confirm_bytes += x->bytes_read - before;
-        if (rc != 0)
-            return -1;
-    }
-    return 0;
+    int rc = lookup(x, p, n, hit, ctx, err);
+    release_buffers(x->v2);
+    return rc;
 }
 
 /* ------------------------------------------------- reading in order */

@@ -210,6 +210,8 @@ int rs_history_filter(const rs_history_opts *h, const rs_dedup_opts *dopts, cons
         r->index_bytes_read += x[k].bytes_read;
         r->keys_confirmed += x[k].keys_confirmed;
         r->confirm_bytes += x[k].confirm_bytes;
+        r->filter_bytes += x[k].filter_bytes;
+        r->filter_passes += x[k].filter_passes;
         rs_keyidx_close(&x[k]);
     }
     if (f && fclose(f) != 0 && rc == 0)

@@ -162,7 +162,7 @@ static char *out_path(dstate *s, const char *name)
  * and the sizes and CRCs of the history indexes each built. */
 enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
        R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_HEADER_BYTES,
-       R_CONFIRMED, R_CONFIRM_BYTES, R_STORED_CRC, R_FIELDS };
+       R_CONFIRMED, R_CONFIRM_BYTES, R_STORED_CRC, R_FILTER_BYTES, R_FILTER_PASSES, R_FIELDS };
 
 static void share_results(dstate *s, size_t lo, size_t hi)
 {
@@ -183,6 +183,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         f[R_H_READ] = j->hres.index_bytes_read, f[R_REREAD] = j->rows_reread;
         f[R_HEADER_BYTES] = d->header_bytes, f[R_STORED_CRC] = d->stored_crc;
         f[R_CONFIRMED] = j->hres.keys_confirmed, f[R_CONFIRM_BYTES] = j->hres.confirm_bytes;
+        f[R_FILTER_BYTES] = j->hres.filter_bytes, f[R_FILTER_PASSES] = j->hres.filter_passes;
     }
     uint64_t *b = v + (size_t)n * R_FIELDS;   /* the indexes built, by their builder */
     for (size_t k = 0; k < nb; k++)
@@ -198,6 +199,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         j->hres.dropped_rows = f[R_H_ROWS], j->hres.dropped_bytes = f[R_H_BYTES];
         j->hres.index_bytes_read = f[R_H_READ], j->rows_reread = f[R_REREAD];
         j->hres.keys_confirmed = f[R_CONFIRMED], j->hres.confirm_bytes = f[R_CONFIRM_BYTES];
+        j->hres.filter_bytes = f[R_FILTER_BYTES], j->hres.filter_passes = f[R_FILTER_PASSES];
     }
     for (size_t k = 0; k < nb; k++)
         s->pass.built_bytes[k] = b[2 * k], s->pass.built_crc[k] = (uint32_t)b[2 * k + 1];
@@ -706,6 +708,8 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
         r->index_read += j->hres.index_bytes_read;
         r->keys_confirmed += j->hres.keys_confirmed;
         r->confirm_bytes += j->hres.confirm_bytes;
+        r->filter_bytes += j->hres.filter_bytes;
+        r->filter_passes += j->hres.filter_passes;
         r->rows_reread += j->rows_reread;
         if (d->bytes_in > s->jobs[big].res.bytes_in)
             big = i;

@@ -122,6 +122,30 @@ static void repair_families(FILE *f, const rs_metrics *m)
     }
 }
 
+/* dedup --append's families: what its lookups read of the history, and
+ * what they have to read at least (the filters and, for every key a filter
+ * line passes, its chunk). */
+static void history_families(FILE *f, const rs_metrics *m)
+{
+    const struct {
+        const char *name, *help;
+        uint64_t v;
+    } s[] = {
+        {"history_index_read_bytes", "Bytes the last append's lookups read from the history's key indexes.",
+         m->history_index_read},
+        {"history_filter_bytes", "The filters' size, of the history's key indexes the last append looked up in.",
+         m->history_filter_bytes},
+        {"history_filter_passes", "New keys of the last append that a key index's filter passed, in each index.",
+         m->history_filter_passes},
+        {"history_keys_confirmed", "New keys of the last append that the history's key indexes hold (exact bytes).",
+         m->history_keys_confirmed},
+    };
+    for (size_t i = 0; i < sizeof s / sizeof *s; i++) {
+        family(f, s[i].name, s[i].help);
+        fprintf(f, "ringshard_%s{command=\"%s\"} %llu\n", s[i].name, m->command, (unsigned long long)s[i].v);
+    }
+}
+
 int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
 {
     const char *c = m->command;
@@ -156,6 +180,8 @@ int rs_metrics_format(FILE *f, const rs_metrics *m, double last_success)
     }
     if (m->repair)
         repair_families(f, m);
+    if (m->history)
+        history_families(f, m);
     if (m->io.known) {   /* /proc/self/io: absent outside Linux, and then no sample rather than a false 0 */
         family(f, "io_rchar_bytes", "Bytes the last run's reads returned, page cache hits included (/proc/self/io "
                                     "rchar).");
