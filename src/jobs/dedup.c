@@ -490,6 +490,7 @@ static int pass2_opts(dstate *s, int threads, rs_error *err)
     }
     o->budget = memory / (uint64_t)(threads > 0 ? threads : 1);
     s->pass.append = s->grow;
+    s->pass.consume = !jo->buckets_dir;
     s->pass.segments = s->g != NULL;
     /* --buckets checks every row's placement by the key, in any mode, as
      * does --append building an index of the history. With a header but
@@ -540,9 +541,6 @@ static int run_pass2(dstate *s, rs_error *err)
         share_results(s, blo, bhi);
     if (check_conservation(jo, s->po.ninputs, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
         return -1;
-    for (size_t i = blo; i < bhi; i++)
-        if (!jo->buckets_dir)
-            unlink(s->jobs[i].in);
     s->t2_start = t2s;
     return 0;
 }
