@@ -10,6 +10,22 @@
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets.
  *
+ * A temporary bucket that fits in memory is loaded whole, so pass 2 writes
+ * its output over it and renames it into place (rs_dedup_opts.consume_input;
+ * one split again is removed once read for the last time, by its task): no
+ * file is created for an output and none is left to remove at the end,
+ * and each output's writeback starts as it is closed, so that the
+ * publication's fsync finds the files on disk. Measured (docs/dedup.md,
+ * "Why two passes"): the creation of the outputs, the removal of the
+ * temporary buckets one after the other and a publication that flushed
+ * every output were most of what dedup took beyond bucket.
+ *
+ * Two passes, not one: keeping a hash set per bucket during pass 1 and
+ * compressing kept rows as they come would need, for the same bytes, every
+ * bucket's pending member (up to RS_DEDUP_CHUNK of kept rows, compressed
+ * in one call) held until it is full: with 1000 buckets of about 1 MB
+ * that is the whole output, beside the keys, so beyond --memory.
+ *
  * With --append the output is a generation of DIR (jobs/append.h) and
  * each bucket is first checked against its history: pass 1's bucket k,
  * looked up in the key indexes of DIR's files of node k (history.h; the
