@@ -171,28 +171,6 @@ Test(dedup, byte_identical_for_any_thread_count)
     free(err);
 }
 
-/* Pass 2 writes a bucket that fits in memory over its own temporary file
- * and renames it into place (a split one gets a file of its own): either
- * way the output files have the mode of a file created under the umask,
- * as the buckets split again (--memory 32M, 2 nodes) and those in memory do. */
-Test(dedup, outputs_have_the_mode_of_created_files)
-{
-    char *out, *err;
-    int rc = sh(&out, &err,
-                "cd %s && " GEN " --rows 200000 --seed 7 --dup-share 0.3 -o in.csv 2>/dev/null && "
-                "for m in 002 022 077; do (umask $m && \"$RS\" dedup --quiet -o o$m " INPUTS " && "
-                "\"$RS\" dedup -j 2 --memory 32M --nodes 2 -o s$m in.csv 2>s$m.txt && "
-                "grep -q 'split again: 2 buckets' s$m.txt && "
-                "printf '%%s %%s %%s\\n' $m \"$(stat -c %%a o$m/*.csv.gz | sort -u | tr '\\n' ' ')\" "
-                "\"$(stat -c %%a s$m/*.csv.gz | sort -u | tr '\\n' ' ')\") || exit 9; done; "
-                "ls -a . o002 | grep -c -e ringshard-tmp -e pass1",
-                tmp);
-    cr_assert_eq(rc, 1, "%s %s", out, err);   /* grep -c: no temporary name left */
-    cr_assert(strstr(out, "002 664  664 \n022 644  644 \n077 600  600 \n0\n"), "modes: %s %s", out, err);
-    free(out);
-    free(err);
-}
-
 Test(dedup, small_memory_splits_buckets_again_with_the_same_result)
 {
     char *out, *err;

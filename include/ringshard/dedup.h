@@ -92,14 +92,6 @@ typedef struct {
     FILE *dropped;               /* NULL, or a line per row not kept (an earlier copy
                                     kept): KEY TAB "repeat" TAB ROW, escaped as the
                                     duplicates report (instead of `dups`) */
-    /* The input is a temporary file of the caller's, on the output's file
-     * system, that may be consumed: when it is deduplicated in memory (it
-     * fits the budget), its contents are replaced by the output's and it is
-     * renamed to `out` (the mode `out` would be created with), so that no
-     * file is created for the output and none is left to remove; a file
-     * split again is removed once read for the last time. On failure it
-     * may be left emptied or removed. */
-    int consume_input;
     const char *in_path_;        /* internal: set by rs_dedup_file */
 } rs_dedup_opts;
 
@@ -120,8 +112,7 @@ typedef struct {
     uint32_t stored_crc;         /* CRC-32 of the file_bytes as stored (compressed, header included) */
 } rs_dedup_result;
 
-/* Deduplicates bucket file `in` into `out` (created, truncated; with
- * o->consume_input, possibly `in` itself renamed: see there). rows_hint
+/* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint
  * and bytes_hint are the file's data rows and uncompressed bytes when known
  * (0: unknown, the file is measured by a first pass) and decide whether it is
  * split. dz is the calling thread's compressor. With o->dups, every key with

@@ -19,15 +19,11 @@
  * rows are therefore exactly those of the unsplit computation, in the same
  * order; the same pass merges the sub-files' duplicates reports by the
  * original row of each key's first occurrence (see "duplicates report"). */
-#define _GNU_SOURCE  /* sync_file_range */
 #include "ringshard/dedup.h"
 #include "ringshard/text.h"
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include "ringshard/buf.h"
 #include "ringshard/hash.h"
@@ -43,7 +39,6 @@
 typedef struct {
     FILE *f;
     const char *path;
-    const char *reuse;      /* NULL, or the file written, renamed to path at the end */
     int compress;
     rs_deflater *dz;
     rs_buf chunk, member;
@@ -90,47 +85,16 @@ static int ow_flush(owriter *w, rs_error *err)
     return 0;
 }
 
-/* The mode fopen gives a file it creates: 0666 less the umask, read from
- * /proc/self/status (umask(2) cannot read it without changing it for
- * every thread); -1 when it cannot be read. */
-static mode_t created_mode = (mode_t)-1;
-
-static void read_umask(void)
-{
-    FILE *f = fopen("/proc/self/status", "re");
-    char line[256];
-    unsigned m;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "Umask: %o", &m) == 1) {
-            created_mode = 0666 & ~(mode_t)m;
-            break;
-        }
-    if (f)
-        fclose(f);
-}
-
-/* Opens the output: `out`, created; or `reuse`, an existing file (the
- * input, loaded) emptied, given the mode `out` would have got and renamed
- * to `out` by ow_close. Messages name `out`. */
-static int ow_open(owriter *w, const char *out, const char *reuse, int compress, rs_deflater *dz, rs_error *err)
+static int ow_open(owriter *w, const char *path, int compress, rs_deflater *dz, rs_error *err)
 {
     memset(w, 0, sizeof *w);
-    w->path = out;
-    w->reuse = reuse;
+    w->path = path;
     w->compress = compress;
     w->dz = dz;
-    w->f = fopen(reuse ? reuse : out, "wb");
+    w->f = fopen(path, "wb");
     if (!w->f)
-        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", out, strerror(errno));
+        return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
     setvbuf(w->f, NULL, _IOFBF, 1u << 16);
-    if (reuse) {
-        static pthread_once_t once = PTHREAD_ONCE_INIT;
-        struct stat st;
-        pthread_once(&once, read_umask);
-        if (created_mode != (mode_t)-1 && fstat(fileno(w->f), &st) == 0 && (st.st_mode & 07777) != created_mode &&
-            fchmod(fileno(w->f), created_mode) != 0)
-            return rs_error_set(err, RS_EXIT_IO, "%s: cannot set its mode: %s", reuse, strerror(errno));
-    }
     return 0;
 }
 
@@ -169,16 +133,9 @@ static int ow_close(owriter *w, int ok, rs_error *err)
         uint32_t c;
         rc = ow_member(w, "", 0, 0, &c, err);
     }
-    /* the file is whole: its writeback starts now, while the other buckets
-     * are deduplicated, so that the publication's fsync finds it on disk
-     * (as bucket's write-behind thread does; a hint: fsync reports errors) */
-    if (ok && rc == 0 && fflush(w->f) == 0)
-        (void)sync_file_range(fileno(w->f), 0, 0, SYNC_FILE_RANGE_WRITE);
     if (w->f && fclose(w->f) != 0 && rc == 0 && ok)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", w->path, strerror(errno));
     w->f = NULL;
-    if (ok && rc == 0 && w->reuse && rename(w->reuse, w->path) != 0)
-        rc = rs_error_set(err, RS_EXIT_IO, "%s: cannot rename to %s: %s", w->reuse, w->path, strerror(errno));
     rs_buf_free(&w->chunk);
     rs_buf_free(&w->member);
     return rc;
@@ -917,8 +874,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     int split = !fits(o, rows_hint, bytes_hint);
     if (!split && rs_rows_load(&s, bytes_hint, err) != 0)
         goto out;
-    /* loaded, the input is read no more: its inode can take the output */
-    if (ow_open(&w, out, o->consume_input && !split ? in : NULL, o->compress, dz, err) != 0)
+    if (ow_open(&w, out, o->compress, dz, err) != 0)
         goto out;
     opened = 1;
     if (o->index_out && rs_keyidx_create(&idx, o->index_out, err) == 0) {
@@ -984,8 +940,6 @@ out:
         res->crc = w.crc;
         res->stored_crc = w.stored_crc;
     }
-    if (rc == 0 && o->consume_input && split)
-        (void)unlink(in);  /* read for the last time: a temporary file gone is no failure of the output */
     if (idxp && rc == 0) {
         rs_keyidx_of of = {res->rows, res->bytes, res->crc, o->mode == RS_DEDUP_BY_ROW ? RS_KEYIDX_BY_ROW : 0};
         rc = rs_keyidx_finish(idxp, &of, &res->index_bytes, &res->index_crc32, err);

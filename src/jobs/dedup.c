@@ -10,21 +10,13 @@
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets.
  *
- * A temporary bucket that fits in memory is loaded whole, so pass 2 writes
- * its output over it and renames it into place (rs_dedup_opts.consume_input;
- * one split again is removed once read for the last time, by its task): no
- * file is created for an output and none is left to remove at the end,
- * and each output's writeback starts as it is closed, so that the
- * publication's fsync finds the files on disk. Measured (docs/dedup.md,
- * "Why two passes"): the creation of the outputs, the removal of the
- * temporary buckets one after the other and a publication that flushed
- * every output were most of what dedup took beyond bucket.
- *
  * Two passes, not one: keeping a hash set per bucket during pass 1 and
  * compressing kept rows as they come would need, for the same bytes, every
  * bucket's pending member (up to RS_DEDUP_CHUNK of kept rows, compressed
  * in one call) held until it is full: with 1000 buckets of about 1 MB
- * that is the whole output, beside the keys, so beyond --memory.
+ * that is the whole output, beside the keys, so beyond --memory
+ * (docs/dedup.md, "Why two passes", has the numbers and what was measured
+ * of writing an output over its temporary bucket instead).
  *
  * With --append the output is a generation of DIR (jobs/append.h) and
  * each bucket is first checked against its history: pass 1's bucket k,
@@ -506,7 +498,6 @@ static int pass2_opts(dstate *s, int threads, rs_error *err)
     }
     o->budget = memory / (uint64_t)(threads > 0 ? threads : 1);
     s->pass.append = s->grow;
-    s->pass.consume = !jo->buckets_dir;
     s->pass.segments = s->g != NULL;
     /* --buckets checks every row's placement by the key, in any mode, as
      * does --append building an index of the history. With a header but
@@ -557,6 +548,9 @@ static int run_pass2(dstate *s, rs_error *err)
         share_results(s, blo, bhi);
     if (check_conservation(jo, s->po.ninputs, &s->res, &s->bd, s->jobs, s->njobs, err) != 0)
         return -1;
+    for (size_t i = blo; i < bhi; i++)
+        if (!jo->buckets_dir)
+            unlink(s->jobs[i].in);
     s->t2_start = t2s;
     return 0;
 }

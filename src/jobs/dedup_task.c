@@ -161,15 +161,10 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     const char *in;
     uint64_t rows, bytes;
     input_of(j, &in, &rows, &bytes);
-    /* pass 1's bucket (or what the history filter left of it) becomes the
-     * output: no file to create, none to remove (rs_dedup_opts) */
-    o.consume_input = p->consume;
     if (!j->err.code)
         rs_dedup_file(&o, dz, in, rows, bytes, j->out, &j->res, &j->err);
-    if (j->hres.filtered && (j->err.code || !p->consume))
+    if (j->hres.filtered)
         unlink(j->filtered);
-    if (p->consume && in != j->in)
-        unlink(j->in);   /* the history filter's input, read */
     /* what the history held counts as read and removed, as a repeat does */
     j->res.rows_in += j->hres.dropped_rows;
     j->res.bytes_in += j->hres.dropped_bytes;

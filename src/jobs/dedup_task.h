@@ -57,8 +57,6 @@ typedef struct {
     rs_dedup_opts o;
     int append;           /* per-row duplicates report, indexes, segments */
     int segments;         /* the outputs are segments (a generation's) */
-    int consume;          /* the inputs are pass 1's temporary buckets: each is
-                             removed, or renamed to its output, by its task */
     const rs_bucketdir *bd;
     rs_index_at *at;
     uint64_t *built_bytes;  /* [bd->nfiles]: the size and CRC-32 of each index built */
