@@ -42,8 +42,9 @@
 #include "ringshard/reader.h"
 
 #define RS_DEDUP_CHUNK (1u << 20)   /* uncompressed bytes per output member */
-#define RS_DEDUP_ROW_COST 176u      /* bytes per row: table (56-byte slots, load <= 0.7,
-                                       rounded up to a power of two) + the row's place */
+#define RS_DEDUP_ROW_COST 176u      /* bytes per row, at most: table (8-byte slots at load
+                                       <= 0.7, rounded up to a power of two, and a 56-byte
+                                       entry per key) + the row's place */
 #define RS_DEDUP_MAX_DEPTH 4
 #define RS_DEDUP_MAX_FANOUT 64
 

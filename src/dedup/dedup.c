@@ -276,12 +276,22 @@ typedef struct {
     uint64_t winner;         /* row index of the kept copy */
     uint64_t woff;           /* the kept copy's offset in the buffer */
     uint32_t klen, wlen;
-    uint64_t count;          /* copies; 0 = empty slot */
+    uint64_t count;          /* copies */
 } entry;
 
+/* A probe slot: the hash's high half and the entry's index + 1 (0: empty).
+ * The slots are probed, the entries (in the order of their first copies)
+ * read only on a match of the high half: a bucket's slots stay in the
+ * cache where its 56-byte entries would not. */
 typedef struct {
+    uint32_t tag, idx1;
+} slot;
+
+typedef struct {
+    slot *s;
+    size_t cap;              /* slots: a power of two */
     entry *e;
-    size_t cap, size;        /* cap: power of two */
+    size_t size, ecap;       /* entries used, allocated */
     rs_buf arena;
 } table;
 
@@ -291,27 +301,42 @@ static int tb_init(table *t, uint64_t rows)
     size_t cap = 1024;
     while (cap * 7 < rows * 10)
         cap <<= 1;
-    t->e = calloc(cap, sizeof *t->e);
+    t->s = calloc(cap, sizeof *t->s);
     t->cap = cap;
-    return t->e ? 0 : -1;
+    t->ecap = cap * 7 / 10 + 1;
+    t->e = malloc(t->ecap * sizeof *t->e);
+    return t->s && t->e ? 0 : -1;
 }
 
+static void tb_free(table *t)
+{
+    free(t->s);
+    free(t->e);
+    rs_buf_free(&t->arena);
+}
+
+/* Doubles the slots (the entries stay where they are). */
 static int tb_grow(table *t)
 {
     size_t cap = t->cap * 2;
-    entry *n = calloc(cap, sizeof *n);
-    if (!n)
+    slot *n = calloc(cap, sizeof *n);
+    entry *e = realloc(t->e, (cap * 7 / 10 + 1) * sizeof *e);
+    if (!n || !e) {
+        free(n);
+        if (e)
+            t->e = e;
         return -1;
-    for (size_t i = 0; i < t->cap; i++) {
-        if (!t->e[i].count)
-            continue;
-        size_t j = t->e[i].h & (cap - 1);
-        while (n[j].count)
-            j = (j + 1) & (cap - 1);
-        n[j] = t->e[i];
     }
-    free(t->e);
-    t->e = n;
+    t->e = e;
+    t->ecap = cap * 7 / 10 + 1;
+    for (size_t i = 0; i < t->size; i++) {
+        size_t j = t->e[i].h & (cap - 1);
+        while (n[j].idx1)
+            j = (j + 1) & (cap - 1);
+        n[j] = (slot){(uint32_t)(t->e[i].h >> 32), (uint32_t)(i + 1)};
+    }
+    free(t->s);
+    t->s = n;
     t->cap = cap;
     return 0;
 }
@@ -361,7 +386,7 @@ static int report_dups(const rs_dedup_opts *o, const rs_rows *s, table *t, const
         goto out;
     }
     size_t n = 0;
-    for (size_t k = 0; k < t->cap; k++)
+    for (size_t k = 0; k < t->size; k++)
         if (t->e[k].count > 1)
             dl[n++] = &t->e[k];
     const char *rows = base;
@@ -427,8 +452,10 @@ static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_
 {
     size_t nref = 0, capref = 0;
     table t;
-    if (tb_init(&t, rows_hint) != 0)
+    if (tb_init(&t, rows_hint) != 0) {
+        tb_free(&t);
         return rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
+    }
     const char *base = s->buf.data;
     const char *end = base + s->buf.len;
     const char *row, *key;
@@ -439,16 +466,23 @@ static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_
         uint64_t h[2];
         rs_murmur3_x64_128(key, keylen, TABLE_SEED + (uint32_t)depth, h);
         size_t j = h[0] & (t.cap - 1);
-        entry *e;
-        for (;;) {
-            e = &t.e[j];
-            if (!e->count)
-                break;
+        uint32_t tag = (uint32_t)(h[0] >> 32);
+        entry *e = NULL;
+        for (; t.s[j].idx1; j = (j + 1) & (t.cap - 1)) {
+            if (t.s[j].tag != tag)
+                continue;
+            e = &t.e[t.s[j].idx1 - 1];
             if (e->h == h[0] && e->klen == keylen && memcmp(tb_key(&t, base, e), key, keylen) == 0)
                 break;
-            j = (j + 1) & (t.cap - 1);
+            e = NULL;
         }
-        if (!e->count) {
+        if (!e) {
+            if (t.size >= UINT32_MAX - 1) {
+                rs_error_set(err, RS_EXIT_IO, "%s: more than 4G distinct keys in one part", s->path);
+                goto out;
+            }
+            t.s[j] = (slot){tag, (uint32_t)(t.size + 1)};
+            e = &t.e[t.size];
             e->h = h[0];
             e->klen = (uint32_t)keylen;
             if (!streaming && key >= base && key + keylen <= end) {
@@ -466,7 +500,7 @@ static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_
                 e->wlen = (uint32_t)rowlen;
             }
             e->count = 1;
-            if (++t.size * 10 > t.cap * 7 && tb_grow(&t) != 0) {
+            if (++t.size >= t.ecap && tb_grow(&t) != 0) {
                 rs_error_set(err, RS_EXIT_IO, "out of memory deduplicating %s", s->path);
                 goto out;
             }
@@ -506,10 +540,8 @@ static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_
         goto out;
     }
     size_t ndup = 0;
-    for (size_t k = 0; k < t.cap; k++) {
+    for (size_t k = 0; k < t.size; k++) {
         entry *e = &t.e[k];
-        if (!e->count)
-            continue;
         (*bits)[e->winner / 64] |= 1ULL << (e->winner % 64);
         if (e->count > 1)
             ndup++;
@@ -519,8 +551,7 @@ static int dedup_mem(const rs_dedup_opts *o, rs_rows *s, int streaming, int has_
         goto out;
     rc = 0;
 out:
-    free(t.e);
-    rs_buf_free(&t.arena);
+    tb_free(&t);
     return rc;
 }
 

@@ -10,6 +10,14 @@
  * the same layout and manifest as `bucket`, published atomically. With
  * --buckets DIR, pass 1 is skipped and DIR's files are the buckets.
  *
+ * Two passes, not one: keeping a hash set per bucket during pass 1 and
+ * compressing kept rows as they come would need, for the same bytes, every
+ * bucket's pending member (up to RS_DEDUP_CHUNK of kept rows, compressed
+ * in one call) held until it is full: with 1000 buckets of about 1 MB
+ * that is the whole output, beside the keys, so beyond --memory
+ * (docs/dedup.md, "Why two passes", has the numbers and what was measured
+ * of writing an output over its temporary bucket instead).
+ *
  * With --append the output is a generation of DIR (jobs/append.h) and
  * each bucket is first checked against its history: pass 1's bucket k,
  * looked up in the key indexes of DIR's files of node k (history.h; the
