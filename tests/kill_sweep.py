@@ -205,6 +205,8 @@ class Sweep:
     def at_point(self, point):
         must(self.o["setup"], "setup")
         env = dict(os.environ, RINGSHARD_TEST_PAUSE_AT=point)
+        if self.o["interrupt"]:   # the SIGINT sent below is seen at the point, whichever thread takes it
+            env["RINGSHARD_TEST_PAUSE_INTERRUPTED"] = "1"
         p = subprocess.Popen(["sh", "-c", "exec " + self.o["cmd"]], env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         _, st = os.waitpid(p.pid, os.WUNTRACED)

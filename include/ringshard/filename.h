@@ -23,10 +23,25 @@
 #define RS_NAME_MANIFEST "manifest.json"
 
 /* dedup's pass-1 buckets, a directory inside the temporary directory
- * only (removed before it is published): "<i>.csv.gz" (rs_data_ext of the
- * temporary compression), "<i>.filtered", "<i>.dups" for bucket i. Its
- * leading '.' is a byte no encoded name begins with. */
+ * only (removed before it is published), its files named by
+ * rs_name_scratch and rs_name_split. Its leading '.' is a byte no encoded
+ * name begins with. */
 #define RS_NAME_SCRATCH ".pass1"
+
+/* What a scratch file of dedup holds (rs_name_scratch). */
+typedef enum { RS_SCRATCH_ROWS, RS_SCRATCH_FILTERED, RS_SCRATCH_DUPS } rs_scratch_kind;
+
+/* The scratch file of bucket i in dir (RS_NAME_SCRATCH's path): its rows
+ * from pass 1 ("<i>" + rs_data_ext(compress)), what is left of them once
+ * the history's keys are dropped ("<i>.filtered"), its part of the
+ * duplicates report ("<i>.dups"). malloc'd; NULL when out of memory. */
+char *rs_name_scratch(const char *dir, uint32_t bucket, rs_scratch_kind kind, int compress);
+
+/* Part k of a bucket file split again at depth d (the dedup layer), in
+ * dir: "<name>.split<d>.<k>", or with dups its part of the duplicates
+ * report, "<name>.dups<d>.<k>" (name: unique per bucket across MPI
+ * ranks). malloc'd; NULL when out of memory. */
+char *rs_name_split(const char *dir, const char *name, int depth, uint32_t part, int dups);
 
 /* ---- compression: codec <-> its name <-> the data files' extension ---- */
 

@@ -6,7 +6,11 @@
  * stops itself there: with RINGSHARD_TEST_PAUSE_AT=POINT in its
  * environment, the first time it reaches rs_test_pause("POINT") it raises
  * SIGSTOP. The test sees the stop (waitpid with WUNTRACED, or state T in
- * /proc/PID/stat), then kills it or sends signals and SIGCONT. Points sit
+ * /proc/PID/stat), then kills it or sends signals and SIGCONT. A test that
+ * sends a stop signal (SIGINT, SIGTERM, SIGHUP) before SIGCONT and wants it
+ * seen at the point also sets RINGSHARD_TEST_PAUSE_INTERRUPTED=1: the
+ * thread that stopped then waits (up to a minute) for the signal's handler,
+ * which may run on another thread, to raise the interrupt flag. Points sit
  * where a run passes once per batch or less, never in a per-row loop. */
 #ifndef RINGSHARD_TESTHOOK_H
 #define RINGSHARD_TESTHOOK_H

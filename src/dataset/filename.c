@@ -228,6 +228,19 @@ char **rs_data_files(const char *const *a, const char *const *b, size_t n, int c
     return names;
 }
 
+char *rs_name_scratch(const char *dir, uint32_t bucket, rs_scratch_kind kind, int compress)
+{
+    const char *ext = kind == RS_SCRATCH_FILTERED ? ".filtered" : kind == RS_SCRATCH_DUPS ? ".dups" : rs_data_ext(compress);
+    char *p = NULL;
+    return asprintf(&p, "%s/%" PRIu32 "%s", dir, bucket, ext) < 0 ? NULL : p;
+}
+
+char *rs_name_split(const char *dir, const char *name, int depth, uint32_t part, int dups)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/%s.%s%d.%" PRIu32, dir, name, dups ? "dups" : "split", depth, part) < 0 ? NULL : p;
+}
+
 /* ---- generations ---- */
 
 void rs_gen_dir_name(uint64_t gen, char out[16])

@@ -602,17 +602,9 @@ typedef struct {
 static int sub_create(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dups, rs_error *err)
 {
     for (uint32_t i = 0; i < sf->k; i++) {
-        size_t len = strlen(o->tmpdir) + strlen(o->tmpname) + 48;
-        sf->names[i] = malloc(len);
-        if (!sf->names[i])
+        if (!(sf->names[i] = rs_name_split(o->tmpdir, o->tmpname, depth, i, 0)) ||
+            (dups && !(sf->dnames[i] = rs_name_split(o->tmpdir, o->tmpname, depth, i, 1))))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        snprintf(sf->names[i], len, "%s/%s.split%d.%u", o->tmpdir, o->tmpname, depth, i);
-        if (dups) {
-            sf->dnames[i] = malloc(len);
-            if (!sf->dnames[i])
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-            snprintf(sf->dnames[i], len, "%s/%s.dups%d.%u", o->tmpdir, o->tmpname, depth, i);
-        }
         sf->f[i] = fopen(sf->names[i], "wb");
         if (!sf->f[i])
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", sf->names[i], strerror(errno));

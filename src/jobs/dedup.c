@@ -388,8 +388,6 @@ static int setup_tasks(dstate *s, rs_error *err)
     size_t k = 0;  /* --buckets: the directory's files, node by node (bucketdir.h) */
     for (uint32_t i = 0; i < s->njobs; i++) {
         rs_dedup_task *j = &s->jobs[i];
-        char num[32];
-        snprintf(num, sizeof num, "/%u", i);
         if (o->buckets_dir) {
             const rs_manifest_file *f = &in_mp->files[i];
             int64_t node = f->node ? rs_node_index_find(&s->nix, rs_ring_nodes(s->ring), f->node) : -1;
@@ -419,16 +417,16 @@ static int setup_tasks(dstate *s, rs_error *err)
         } else {
             const char *node = rs_ring_nodes(s->ring)->names[i];
             s->index_names[i] = s->grow ? rs_name_keyidx(node) : NULL;
-            j->in = join(s->pass1, num, rs_data_ext(o->temp_compress));
+            j->in = rs_name_scratch(s->pass1, i, RS_SCRATCH_ROWS, o->temp_compress);
             j->node = node;
             j->place = (rs_placement){s->ring, i};
             if (s->grow && (!s->index_names[i] || !(j->index = out_path(s, s->index_names[i])) ||
-                            !(j->filtered = join(s->pass1, num, ".filtered"))))
+                            !(j->filtered = rs_name_scratch(s->pass1, i, RS_SCRATCH_FILTERED, 0))))
                 return rs_error_set(err, RS_EXIT_IO, "out of memory");
             if (s->g)
                 task_history(s, j, i);
         }
-        j->dups = o->duplicates ? join(s->pass1, num, ".dups") : NULL;
+        j->dups = o->duplicates ? rs_name_scratch(s->pass1, i, RS_SCRATCH_DUPS, 0) : NULL;
         if (!j->in || (o->duplicates && !j->dups))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }

@@ -21,7 +21,8 @@ void rs_pipeline_costs_of(const rs_pipeline_opts *o, int T, rs_pipeline_costs *c
 {
     uint32_t ndest = o->ndest;
     int files = o->dest_paths != NULL;
-    c->outputs = (uint64_t)ndest * (sizeof(rs_dest_stats) + (files ? sizeof(dest_file) + 2 * sizeof(uint64_t) : 0));
+    c->outputs = (uint64_t)ndest * (sizeof(rs_dest_stats) + (files ? sizeof(dest_file) + 2 * sizeof(uint64_t) : 0) +
+                                    (o->only_rows ? sizeof(dest_ord) : 0));
     c->base = RS_MEMORY_FIXED + o->held + c->outputs;
     c->threads = (uint64_t)T * (RS_MEM_THREAD + sizeof(rs_error) + sizeof(rs_buf) +
                                 (o->compress && files ? rs_compressor_bytes(o->compress, o->level, o->codec) : 0));

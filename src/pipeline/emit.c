@@ -116,19 +116,20 @@ static int write_direct(const batch *b, scatter *sc, int G, uint32_t ndest, uint
  * taken off the input's counts (in) as filtered. Here, in the ordered
  * write stage, because a row's ordinal is the number of the input's rows
  * routed to d before it, which only the batches taken in order tell (an
- * input is one unit: one producer reads it in order). 1 when it did,
+ * input is one unit: one producer reads it in order; ord: the output's
+ * count, dest_ord). 1 when it did,
  * 0 when there are no ranges, -1 out of memory. */
 static int gather_kept(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_buf *rows_buf,
-                       dest_file *df, rs_input_stats *in, uint64_t *rows, uint64_t *lines)
+                       dest_ord *ord, rs_input_stats *in, uint64_t *rows, uint64_t *lines)
 {
     uint32_t input = b->input + o->input_base;
     const rs_row_range *const *per = o->only_rows ? o->only_rows[input] : NULL;
-    if (!per || !per[d])
+    if (!per || !per[d] || !ord)
         return 0;
-    if (df->ord_input != input + 1)
-        df->ord_input = input + 1, df->ord = 0;
-    uint64_t base = df->ord, all = *rows;
-    df->ord += all;
+    if (ord->input != input + 1)
+        ord->input = input + 1, ord->n = 0;
+    uint64_t base = ord->n, all = *rows;
+    ord->n += all;
     size_t before = rs_pipe_gather_size(sc, G, o->ndest, d);
     if (rs_pipe_gather_kept(b, sc, G, o->ndest, d, base, per[d], rows_buf, rows) != 0)
         return -1;
@@ -147,8 +148,8 @@ static int gather_kept(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
  * keeps (gather_kept; in: the batch's input's counts). Returns 0 or -1
  * with err. */
 int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_deflater *dz,
-                       rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_input_stats *in,
-                       rs_error *err)
+                       rs_buf *rows_buf, rs_buf *member, dest_file *df, dest_ord *ord, rs_direct *dx,
+                       rs_input_stats *in, rs_error *err)
 {
     uint32_t ndest = o->ndest;
     uint64_t rows = 0, lines = 0;
@@ -160,7 +161,7 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
         rs_pipe_scatter_done(sc, G, ndest, d);
         return 0;
     }
-    int kept = gather_kept(o, b, sc, G, d, rows_buf, df, in, &rows, &lines);
+    int kept = gather_kept(o, b, sc, G, d, rows_buf, ord, in, &rows, &lines);
     if (kept < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (kept && !rows)

@@ -164,9 +164,16 @@ typedef struct {
 typedef struct {
     int fd;                 /* -1: reopen with O_APPEND for each write */
     rs_dest_stats st;
-    uint32_t ord_input;     /* with only_rows: the input (+ 1) whose rows ord counts */
-    uint64_t ord;           /* its rows routed here so far (the next one's ordinal) */
 } dest_file;
+
+/* With only_rows, per output: the input (+ 1) whose rows n counts, and
+ * its rows routed there so far (the next one's ordinal). Apart from
+ * dest_file, so that a run without only_rows keeps its memory plan (and
+ * so its batches and members). */
+typedef struct {
+    uint32_t input;
+    uint64_t n;
+} dest_ord;
 
 /* What one run holds besides pipe_state: the outputs, the per-group and
  * per-thread buffers, the quarantine file and the write-behind thread
@@ -176,6 +183,7 @@ typedef struct {
     uint32_t ndest;
     size_t member_keep;        /* a thread's member buffer kept between batches */
     dest_file *df;
+    dest_ord *ord;             /* [ndest] with only_rows, else NULL */
     scatter sc;
     thread_acc *acc;           /* [G] */
     rs_deflater **dz;          /* [T] */
@@ -284,8 +292,8 @@ void rs_pipe_quote_key(rs_buf *b, const char *k, size_t n, char delim);
 /* Writes destination d's rows of batch b as one member (or plain). 0 or
  * -1 with err. */
 int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, int G, uint32_t d, rs_deflater *dz,
-                       rs_buf *rows_buf, rs_buf *member, dest_file *df, rs_direct *dx, rs_input_stats *in,
-                       rs_error *err);
+                       rs_buf *rows_buf, rs_buf *member, dest_file *df, dest_ord *ord, rs_direct *dx,
+                       rs_input_stats *in, rs_error *err);
 
 /* Creates the outputs, the quarantine file, the compressors and the
  * write-behind or direct I/O. 0 or -1 with err. */

@@ -319,6 +319,7 @@ static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
     rs_log(RS_LOG_INFO, "pipeline: %d thread%s, batches of up to %.1f MiB, %d parse groups, %u outputs", T,
            T == 1 ? "" : "s", cap / 1048576.0, G, ndest);
     r->df = calloc(ndest ? ndest : 1, sizeof *r->df);
+    r->ord = o->only_rows ? calloc(ndest ? ndest : 1, sizeof *r->ord) : NULL;
     r->sc.count = calloc((size_t)G * (ndest ? ndest : 1), sizeof *r->sc.count);
     if (o->dest_paths)
         r->sc.bufs = calloc((size_t)G * ndest, sizeof *r->sc.bufs);
@@ -327,7 +328,7 @@ static int run_alloc(pipe_state *s, run_state *r, rs_error *err)
     r->members = calloc((size_t)T, sizeof *r->members);
     r->gathered = calloc((size_t)T, sizeof *r->gathered);
     r->terr = calloc((size_t)T, sizeof *r->terr);
-    if (!res->dest || !res->input || !r->df || !r->sc.count || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
+    if (!res->dest || !res->input || !r->df || (o->only_rows && !r->ord) || !r->sc.count || (o->dest_paths && !r->sc.bufs) || !r->acc || !r->dz ||
         !r->members || !r->gathered || !r->terr || rs_pipe_grow_batch(&s->b[0], cap) != 0 || rs_pipe_grow_batch(&s->b[1], cap) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the pipeline buffers (--memory %llu)",
                             (unsigned long long)o->memory);
@@ -365,7 +366,7 @@ static void write_dests(pipe_state *s, run_state *r, batch *b, batch_sched *bs, 
             if (__atomic_load_n(&bs->werr, __ATOMIC_RELAXED) || rs_pipeline_interrupted())
                 break;
             if (rs_pipe_write_dest(s->o, b, &r->sc, r->G, d, r->dz[t], &r->gathered[t], &r->members[t], &r->df[d],
-                                   r->dx, &s->res->input[b->input], &r->terr[t]) != 0)
+                                   r->ord ? &r->ord[d] : NULL, r->dx, &s->res->input[b->input], &r->terr[t]) != 0)
                 __atomic_store_n(&bs->werr, 1, __ATOMIC_RELAXED);
             /* A thread keeps small buffers only: T of them sized for the
              * largest destination each met would be T batches (-j 256). */
@@ -682,6 +683,7 @@ static void run_free(pipe_state *s, run_state *r)
     free(r->members);
     free(r->terr);
     free(r->df);
+    free(r->ord);
     free(s->b[0].data);
     free(s->b[1].data);
     free(s->b[0].qck);
