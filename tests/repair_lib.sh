@@ -40,7 +40,8 @@ rows_lost() {
 }
 
 # repair_case SRC DAMAGE APPEND INPUTS...: D a copy of SRC, damaged by the
-# shell command DAMAGE; verify fails (3) and repair repairs it (0, or 3
+# shell command DAMAGE; verify fails (3), compact refuses it (2, D byte for
+# byte) and repair repairs it (0, or 3
 # when it reports rows not kept), both naming the same files; the repaired
 # D verifies, the damaged one is D.damaged.1 byte for byte; D's rows are
 # the multiset of the rows of INPUTS but those of the files repair says it
@@ -56,6 +57,10 @@ repair_case() {
   snap D raw > damaged.snap
   "$RS" verify D > v.out 2>&1
   [ $? = 3 ] || { echo "$rc_damage: verify does not see it:" >&2; cat v.out >&2; return 1; }
+  "$RS" compact --quiet D 2> c.err
+  rc_c=$?
+  [ $rc_c = 2 ] && [ "$(snap D raw)" = "$(cat damaged.snap)" ] ||
+    { echo "$rc_damage: compact exit $rc_c (not 2) or D changed:" >&2; cat c.err >&2; return 1; }
   "$RS" repair D > r.out 2> r.err
   rc_rc=$?
   [ $rc_rc = 0 ] || [ $rc_rc = 3 ] || { echo "$rc_damage: repair exit $rc_rc:" >&2; cat r.out r.err >&2; return 1; }
@@ -93,6 +98,22 @@ repair_case() {
     "$RS" verify --quiet D || return 1
   done
   echo "rc=$rc_rc again=$rc_again lost=$(cat lost.count)"
+}
+
+# Adds 1 to the rows that the totals of manifest $1 say (its files'
+# entries unchanged: the totals contradict them).
+tamper_totals() {
+  python3 -c 'import json, sys
+p = sys.argv[1]; m = json.load(open(p)); m["totals"]["rows"] += 1
+open(p, "w").write(json.dumps(m, indent=2) + "\n")' "$1"
+}
+
+# Makes the first input record of manifest $1 name generation 9 as the one
+# that ingested it.
+tamper_input_generation() {
+  python3 -c 'import json, sys
+p = sys.argv[1]; m = json.load(open(p)); m["inputs"][0]["generation"] = 9
+open(p, "w").write(json.dumps(m, indent=2) + "\n")' "$1"
 }
 
 # Inserts 8 bytes at the middle of file $1: longer, and not cut back (its

@@ -49,7 +49,8 @@ static void fixture_dirs(void)
 
 TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 900);
 
-/* Each damage a disk or an operator makes, on each kind of file: a bit
+/* Each damage a disk or an operator makes, on each kind of file (compact
+ * refuses every one, DIR byte for byte): a bit
  * flipped in a data file of the base and of a generation (gzip, zstd,
  * plain); a bit flipped in a gzip member's MTIME, which no decoder reads
  * (rewritten: every row kept, as compact refuses it by its stored CRC-32
@@ -58,7 +59,8 @@ TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 90
  * header (a zstd metadata frame) declares; a key index removed, cut short,
  * flipped; the base's index removed (every row kept); two files of two
  * generations; a data file of a dedup directory, of the base and of a
- * generation. */
+ * generation; a manifest whose totals its files contradict, or whose input
+ * names a generation that did not ingest it (written again). */
 Test(repair, verify_and_repair_agree_and_every_row_comes_back)
 {
     static const struct {
@@ -93,6 +95,10 @@ Test(repair, verify_and_repair_agree_and_every_row_comes_back)
         {"Wgzip", "flip_byte D/g00000002/1.csv.gz 5", "bucket", "rc=0 again="},
         {"Wgzip", "flip_byte D/3.csv.gz 6", "bucket", "rc=0 again="},
         {"H", "flip_byte D/g00000003/0.csv.gz 4", "dedup", "rc=0 again="},
+        {"Wgzip", "tamper_totals D/g00000003/manifest.json", "bucket", "rc=0 again="},
+        {"Wzstd", "tamper_totals D/manifest.json", "bucket", "rc=0 again="},
+        {"H", "tamper_input_generation D/g00000003/manifest.json", "dedup", "rc=0 again="},
+        {"Wnone", "tamper_input_generation D/manifest.json", "bucket", "rc=0 again="},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cmd_result r = sh(LIB "repair_case %s '%s' %s " INPUTS, cases[i].src, cases[i].damage, cases[i].append);

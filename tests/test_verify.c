@@ -120,7 +120,7 @@ Test(verify, tampered_manifest)
 {
     expect(3, "sed -i 's/\"rows\": 1\\([0-9][0-9][0-9]\\),/\"rows\": 2\\1,/' old/manifest.json", "old",
            "rows, the manifest says 2");
-    expect(3, "true", "old", "manifest: files add up to");
+    expect(3, "true", "old", "manifest.json: files add up to");
 }
 
 Test(verify, wrong_header)
@@ -139,6 +139,37 @@ Test(verify, bad_usage)
     rc = runf(&out, &err, "\"$RS\" verify %s/nothing-here", tmp);
     cr_assert_neq(rc, 0);
     cr_assert_neq(rc, 3);
+    free(out);
+    free(err);
+}
+
+/* A manifest whose ring description does not give its fingerprint: verify
+ * says so (exit 3, and goes on); every other command that reads a
+ * directory's ring refuses it (exit 2) naming the manifest, as one check
+ * (rs_manifest_ring) makes it: stats, plan --from-buckets, dedup
+ * --buckets and an append used to differ (two of them trusted it). */
+Test(verify, a_ring_whose_fingerprint_differs_is_refused_by_every_reader)
+{
+    const char *tamper = "python3 -c \"import sys; p = 'old/manifest.json'; s = open(p).read(); "
+                         "i = s.index('\\\"fingerprint\\\": \\\"') + 16; "
+                         "open(p, 'w').write(s[:i] + ('1' if s[i] == '0' else '0') + s[i + 1:])\"";
+    expect(3, tamper, "old", "manifest: the ring description has fingerprint ");
+    static const char *const readers[] = {
+        "stats old",
+        "plan --quiet --from-buckets old --add 1",
+        "dedup --quiet --buckets old -o d",
+        "bucket --quiet --append -o old in.csv",
+    };
+    for (size_t i = 0; i < sizeof readers / sizeof *readers; i++) {
+        char *out, *err;
+        int rc = runf(&out, &err, "cd %s && \"$RS\" %s", tmp, readers[i]);
+        cr_assert_eq(rc, 2, "%s: rc %d\n%s", readers[i], rc, err);
+        cr_assert(strstr(err, "old/manifest.json: the ring description has fingerprint "), "%s:\n%s", readers[i], err);
+        free(out);
+        free(err);
+    }
+    char *out, *err;
+    cr_assert_eq(runf(&out, &err, "cd %s && test ! -e d && test ! -d old/g00000002", tmp), 0, "a refused run wrote");
     free(out);
     free(err);
 }

@@ -25,9 +25,17 @@
  *   - compaction's merge (compact.c): a directory's generations merged
  *     into one file per node, each part checked as it is copied, into a
  *     temporary directory that the compact job or repair publishes;
+ *   - what shapes a directory's files (shaping.c): the one comparison of
+ *     a command line's key, delimiter, header, codec, level, keys-only and
+ *     ring with a manifest's, and the one way to read a manifest's ring
+ *     (built from its description, checked against its fingerprint);
+ *   - the inputs a directory holds (catalog.c): what "already ingested"
+ *     means, by stored bytes, by content, a pipe's, an older entry's;
  *   - rows a repair could not keep (lost.c): which rows of which nodes of
  *     an input the manifests name lost more often than restored; a
- *     damaged file read member by member (members.c: what repair keeps);
+ *     damaged file read member by member (members.c, salvage.c: what
+ *     repair keeps), and what a repair keeps of every file
+ *     (repair_plan.c: the decisions the repair job reports);
  *   - a stored file's rows (rows.c, dataset/rows.h), read and checked
  *     against its manifest entry as they go (rs_rows_check): the one
  *     checked row reader of dedup, its history, cat and key index rebuilds;
@@ -67,6 +75,7 @@
 #include "ringshard/manifest.h"
 #include "ringshard/nodes.h"
 #include "ringshard/outdir.h"
+#include "ringshard/ring.h"
 
 /* Generations (docs/format-generations.md, "Bucket directories that grow"). */
 
@@ -96,6 +105,67 @@ void rs_gen_first(rs_manifest *m);
  * digest. m->previous is NULL again on return. 0, or -1 with err. */
 int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t gen, const char *gen_tmp,
                            rs_manifest *m, int *upgrade, rs_error *err);
+
+/* What shapes a bucket directory's files (docs/format-manifest.md,
+ * "options"; src/dataset/shaping.c): an append writes with the
+ * directory's, and a reader reads by them. */
+typedef struct {
+    const char *key;     /* --key as given; NULL: column 1 */
+    char key_sep;        /* joins a composite key's columns ('|' unless set) */
+    char delimiter;
+    int header;          /* files start with the header line */
+    int compress;        /* RS_COMPRESS_* */
+    int level;
+    int keys_only;
+} rs_shaping;
+
+/* The options that shape the files, as the command line gave them (the
+ * `given` bits of rs_shaping_check, rs_bucket_job_opts.given): an append
+ * takes the others from DIR's manifest, and refuses given ones that
+ * differ from it. */
+enum {
+    RS_GIVEN_KEY = 1, RS_GIVEN_DELIMITER = 2, RS_GIVEN_HEADER = 4, RS_GIVEN_COMPRESS = 8, RS_GIVEN_LEVEL = 16,
+    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64, RS_GIVEN_KEY_SEP = 128
+};
+
+/* Starts manifest m (zeroed first) of `kind` (schema 1, this version)
+ * for files made with ring desc/fp and shaping s (every field as given:
+ * a key_sep of 0 is written as such), whose header line is header_line
+ * (NULL: none, as with empty inputs). Strings point into the arguments.
+ * The one place a writer records what shapes its files (bucket's runs,
+ * dedup). */
+void rs_manifest_shape(rs_manifest *m, const char *kind, const char *desc, const char *fp, const rs_shaping *s,
+                       const char *header_line);
+
+/* m's shaping options into *s (key_sep '|' when m records none). */
+void rs_shaping_of_manifest(const rs_manifest *m, rs_shaping *s);
+
+/* Each option of `here` that `given` (RS_GIVEN_* bits) names must equal
+ * m's (the level only when m compresses): 0, or RS_EXIT_USAGE naming the
+ * option, both values and mpath (DIR's manifest.json). */
+int rs_shaping_check(const rs_manifest *m, const char *mpath, const rs_shaping *here, unsigned given, rs_error *err);
+
+/* A ring given on the command line (RS_GIVEN_RING) against m's: 0 when
+ * their fingerprints are equal, else RS_EXIT_USAGE naming the option that
+ * makes the first line of the descriptions that differs and both values. */
+int rs_shaping_check_ring(const rs_manifest *m, const char *mpath, const rs_ring *given, rs_error *err);
+
+/* The ring a manifest's description desc describes (its ring.description,
+ * or a move directory's new_ring.description; `what` names it in
+ * messages: "ring", "new ring"), built; NULL with err when it cannot be
+ * parsed or built. When its fingerprint is not fp, why (whylen bytes)
+ * says so, without a file name ("the ring description has fingerprint X,
+ * the manifest says Y"), and the ring is returned all the same: verify
+ * reports it and goes on; every other reader refuses (rs_manifest_ring).
+ * why[0] is 0 when they agree. ro and nodes (when not NULL) get the
+ * options and nodes parsed; the caller frees *nodes. */
+rs_ring *rs_ring_of_description(const char *desc, const char *fp, const char *what, char *why, size_t whylen,
+                                rs_ring_opts *ro, rs_nodes *nodes, rs_error *err);
+
+/* m's ring, checked: as rs_ring_of_description of its ring.description,
+ * but a fingerprint that differs is NULL with RS_EXIT_DATA naming mpath.
+ * The one way every command reads a directory's ring. */
+rs_ring *rs_manifest_ring(const rs_manifest *m, const char *mpath, rs_ring_opts *ro, rs_nodes *nodes, rs_error *err);
 
 /* What a file of a bucket directory must hold (its manifest entry),
  * checked on its first read, as it goes (dataset/rows.c, which readers of
@@ -131,6 +201,68 @@ typedef struct {
  * entry of size 0, a pipe's, without a checksum): *v (malloc'd, the
  * caller's to free), *n of them. 0, or -1 when out of memory. */
 int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n);
+
+/* The catalogue of the inputs a directory holds, and an append's earlier
+ * inputs (src/dataset/catalog.c): what "already ingested" means. */
+
+/* An input held: by DIR (entry, gen) or by this run (this_run). */
+typedef struct {
+    uint64_t size, gen;             /* stored size (0: a pipe's); the generation that ingested it */
+    char sum[RS_CHECKSUM_TEXT];     /* "crc64:..." of its stored bytes (empty: by_path) */
+    const char *path;
+    int this_run;                   /* 1: an earlier input of this run, 2: a later one */
+    int any_size;                   /* a pipe's: size 0, any size matches */
+    int by_path;                    /* an older version's entry without a checksum: known by path and size */
+    const char *content;            /* "crc64:..." of its decompressed bytes (NULL: not recorded) */
+    uint64_t content_size;          /* their number */
+    int by_content;                 /* (a match) the same content, stored otherwise */
+    const rs_manifest_input *entry; /* DIR's entry (NULL: one of this run's) */
+} rs_held;
+
+typedef struct {
+    rs_held *v;
+    size_t n, cap;
+} rs_catalog;
+
+/* What a run read of one input, as rs_catalog_read compares it. */
+typedef struct {
+    uint64_t size, bytes;           /* stored size (0: unknown), bytes read */
+    uint64_t checksum;              /* CRC-64 of the stored bytes, when has_checksum */
+    int has_checksum;
+    uint64_t content, content_size; /* CRC-64 of the content and its size, when has_content */
+    int has_content;
+} rs_read_sums;
+
+/* c (zeroed) gets every input bd's manifests record as ingested
+ * (rs_bucketdir_ingested). 0, or -1 when out of memory. */
+int rs_catalog_of_dir(rs_catalog *c, const rs_bucketdir *bd);
+/* Adds a copy of *e. 0, or -1 when out of memory. */
+int rs_catalog_add(rs_catalog *c, const rs_held *e);
+void rs_catalog_free(rs_catalog *c);
+/* The input held whose stored bytes have this size (a pipe's: any) and
+ * checksum text, or NULL. */
+const rs_held *rs_catalog_stored(const rs_catalog *c, uint64_t size, const char *sum);
+/* An older version's entry without a checksum with this path and size
+ * (most likely the same file), or NULL. */
+const rs_held *rs_catalog_by_path(const rs_catalog *c, uint64_t size, const char *path);
+/* Whether an input held has stored bytes of this size (so that a file of
+ * that size must be checksummed to know). */
+int rs_catalog_has_size(const rs_catalog *c, uint64_t size);
+/* The input held whose content has this size and checksum text, or NULL. */
+const rs_held *rs_catalog_content(const rs_catalog *c, uint64_t size, const char *sum);
+/* Whether an input held has content of a size that size (mod32: known
+ * mod 2^32 only, as a gzip trailer tells it) can be. */
+int rs_catalog_has_content_size(const rs_catalog *c, uint64_t size, int mod32);
+/* Whether content sizes a and b (each known mod 2^32 when its flag is
+ * set) can be equal. */
+int rs_content_sizes_match(uint64_t a, int a_mod32, uint64_t b, int b_mod32);
+/* Whether what a run read of an input (a pipe's stored bytes, of any
+ * size; anyone's content) is an input held: 1 with a copy in *was
+ * (by_content set for a match by content), else 0. */
+int rs_catalog_read(const rs_catalog *c, const rs_read_sums *in, int pipe, rs_held *was);
+/* What holds an input, for messages: "already ingested by generation 3
+ * (as day.csv.gz)", "the same content as a.csv, earlier in this run"... */
+void rs_held_where(const rs_held *was, char *where, size_t n);
 
 /* Compaction's merge (compact.c). */
 

@@ -22,6 +22,11 @@
 /* A directory's manifest, in DIR and in each DIR/g<N>/. */
 #define RS_NAME_MANIFEST "manifest.json"
 
+/* "DIR/manifest.json": the path of dir's manifest, as every message that
+ * names a directory's manifest shows it. malloc'd; NULL when out of
+ * memory. */
+char *rs_name_manifest_path(const char *dir);
+
 /* dedup's pass-1 buckets, a directory inside the temporary directory
  * only (removed before it is published), its files named by
  * rs_name_scratch and rs_name_split. Its leading '.' is a byte no encoded

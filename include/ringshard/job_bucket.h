@@ -20,14 +20,6 @@ typedef enum { RS_SEEN_SKIP = 0, RS_SEEN_FAIL, RS_SEEN_AGAIN } rs_on_seen;
  * and a node read in many small pieces costs more than one file does. */
 #define RS_GEN_COMPACT_HINT 32
 
-/* The options that shape the files, as the command line gave them
- * (rs_bucket_job_opts.given): an append takes the others from DIR's
- * manifest, and refuses given ones that differ from it. */
-enum {
-    RS_GIVEN_KEY = 1, RS_GIVEN_DELIMITER = 2, RS_GIVEN_HEADER = 4, RS_GIVEN_COMPRESS = 8, RS_GIVEN_LEVEL = 16,
-    RS_GIVEN_KEYS_ONLY = 32, RS_GIVEN_RING = 64, RS_GIVEN_KEY_SEP = 128
-};
-
 typedef struct {
     /* The inputs and how to read and write them: inputs, key, dialect,
      * threads, memory, compress/level, keys_only, quarantine, progress

@@ -2,6 +2,7 @@
  * (ringshard/bucketdir.h). */
 #define _GNU_SOURCE
 #include "ringshard/bucketdir.h"
+#include "dataset/bucketdir_impl.h"
 #include "ringshard/text.h"
 #include "ringshard/hash.h"
 #include "ringshard/testhook.h"
@@ -74,12 +75,7 @@ static const char *differs_from_base(const rs_manifest *b, const rs_manifest *g)
     return NULL;
 }
 
-/* Records a damage of the chain (bucketdir.h). 0, or -1 with err when out
- * of memory. */
-static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-
-static int add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt, ...)
+int rs_bucketdir_add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt, ...)
 {
     rs_bucketdir_damage *nd = realloc(bd->damage, (bd->ndamage + 1) * sizeof *nd);
     if (!nd)
@@ -236,10 +232,10 @@ static int missing_gens(rs_bucketdir *bd, uint64_t from, uint64_t to, uint64_t l
     rs_gen_dir_name(next, n);
     int rc;
     if (from == to)
-        rc = add_damage(bd, from, 0, 1, err, "%s/%s: missing: generation %" PRIu64 " of the chain, between %s and %s "
+        rc = rs_bucketdir_add_damage(bd, from, 0, 1, err, "%s/%s: missing: generation %" PRIu64 " of the chain, between %s and %s "
                         "(removed or renamed?)", bd->path, a, from, l, n);
     else
-        rc = add_damage(bd, from, 0, 1, err, "%s/%s to %s: missing: generations %" PRIu64 " to %" PRIu64 " of the "
+        rc = rs_bucketdir_add_damage(bd, from, 0, 1, err, "%s/%s to %s: missing: generations %" PRIu64 " to %" PRIu64 " of the "
                         "chain, between %s and %s (removed or renamed?)", bd->path, a, b, from, to, l, n);
     if (rc == 0)
         bd->damage[bd->ndamage - 1].ngens = to - from + 1;
@@ -258,7 +254,7 @@ static int read_listed(rs_bucketdir *bd, uint64_t upto, rs_error *err)
         char dname[16];
         rs_gen_dir_name(dir, dname);
         if (dir <= base) {
-            if (add_damage(bd, dir, 0, 1, err, "%s/%s: a generation at or below the base's (%" PRIu64 "): not part of "
+            if (rs_bucketdir_add_damage(bd, dir, 0, 1, err, "%s/%s: a generation at or below the base's (%" PRIu64 "): not part of "
                            "the chain (left from before a compaction?)", bd->path, dname, base) != 0)
                 return -1;
             continue;
@@ -269,7 +265,7 @@ static int read_listed(rs_bucketdir *bd, uint64_t upto, rs_error *err)
         if (grow_gens(bd, &cap, err) != 0)
             return -1;
         int rc = read_gen(bd, dir, &bd->gens[bd->ngens], bd->gen_digests[bd->ngens], &bad, err);
-        if (rc < 0 || (rc > 0 && add_damage(bd, dir, 0, 1, err, "%s", bad.msg) != 0))
+        if (rc < 0 || (rc > 0 && rs_bucketdir_add_damage(bd, dir, 0, 1, err, "%s", bad.msg) != 0))
             return -1;
         if (rc == 0)
             bd->gen_dir[bd->ngens++] = dir;
@@ -294,10 +290,10 @@ static int place_renamed(rs_bucketdir *bd, rs_error *err)
         rs_gen_dir_name(m, mn);
         int rc = 0;
         if (m != dir && taken)
-            rc = add_damage(bd, dir, 0, 0, err, "%s/%s/manifest.json: manifest member \"generation\": %" PRIu64 ", not "
+            rc = rs_bucketdir_add_damage(bd, dir, 0, 0, err, "%s/%s/manifest.json: manifest member \"generation\": %" PRIu64 ", not "
                             "the number of its directory, and %s is not missing (a copy?)", bd->path, dn, m, mn);
         else if (m != dir)
-            rc = add_damage(bd, m, 0, 0, err, "%s/%s: holds generation %" PRIu64 " (its manifest says so): renamed "
+            rc = rs_bucketdir_add_damage(bd, m, 0, 0, err, "%s/%s: holds generation %" PRIu64 " (its manifest says so): renamed "
                             "from %s?", bd->path, dn, m, mn);
         if (rc != 0)
             return -1;
@@ -370,7 +366,7 @@ static int check_links(rs_bucketdir *bd, uint64_t upto, rs_error *err)
         rs_gen_dir_name(bd->gen_dir[g], dn);
         rs_gen_dir_name(last, pn);
         if (m == last + 1 && strcmp(bd->gens[g].previous, want) != 0 &&
-            add_damage(bd, m, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of %s's "
+            rs_bucketdir_add_damage(bd, m, 0, 0, err, "%s/%s/manifest.json: manifest member \"previous\": not the digest of %s's "
                        "manifest (generations out of order, or one from elsewhere?)", bd->path, dn, pn) != 0)
             return -1;
         last = m;
@@ -431,12 +427,12 @@ static int check_on_disk(rs_bucketdir *bd, uint64_t gen, const char *dname, cons
     snprintf(mf, sizeof mf, "%s%smanifest.json", dname, *dname ? "/" : "");
     if (fstatat(bd->fd, rel, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) {
         *broken = 1;
-        return add_damage(bd, gen, 1 | kind, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
+        return rs_bucketdir_add_damage(bd, gen, 1 | kind, 0, err, "%s/%s: %s (%s lists it)", bd->path, rel,
                           errno == ENOENT ? "missing" : "not a regular file", mf);
     }
     if ((uint64_t)st.st_size != want) {
         *broken = 1;
-        return add_damage(bd, gen, 2 | kind, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
+        return rs_bucketdir_add_damage(bd, gen, 2 | kind, 0, err, "%s/%s: %llu bytes on disk, %s/%s says %llu%s", bd->path, rel,
                           (unsigned long long)st.st_size, bd->path, mf, (unsigned long long)want, what);
     }
     return 0;
@@ -551,7 +547,7 @@ static int read_chain(rs_bucketdir *bd, uint64_t upto, char ***top, size_t *ntop
     for (size_t i = 0; i < bd->nlisted; i++) {
         char dname[16];
         rs_gen_dir_name(bd->listed[i], dname);
-        if (buckets ? add_damage(bd, bd->listed[i], 0, 1, err, "%s/%s: a generation directory, but %s/manifest.json "
+        if (buckets ? rs_bucketdir_add_damage(bd, bd->listed[i], 0, 1, err, "%s/%s: a generation directory, but %s/manifest.json "
                                  "is of schema 1 (a directory without generations)", bd->path, dname, bd->path) != 0
                     : push_name(top, ntop, "", dname) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
@@ -772,7 +768,8 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
     for (size_t i = 0; i < nb; i++)
         if (add_file(bd, at[i]++, &m->files[i], m->generation ? m->generation : 1, SIZE_MAX, "", i, 0, err) != 0)
             goto out;
-    bd->rows = m->rows, bd->bytes = m->bytes, bd->rejected = m->rejected;
+    rs_manifest_files_sum(m, &bd->rows, &bd->bytes);   /* the files' (their totals: check_totals) */
+    bd->rejected = m->rejected;
     for (size_t g = 0, k = 0; g < bd->ngens; g++) {
         const rs_manifest *gm = &bd->gens[g];
         char dname[16];
@@ -782,7 +779,9 @@ static int flatten(rs_bucketdir *bd, rs_error *err)
             if (add_file(bd, at[seg_node[k]]++, &gm->files[j], gm->generation, g, dname, seg_node[k],
                          bd->m.header && !gm->segment_header, err) != 0)
                 goto out;
-        bd->rows += gm->rows, bd->bytes += gm->bytes, bd->rejected += gm->rejected;
+        uint64_t rows, bytes;
+        rs_manifest_files_sum(gm, &rows, &bytes);
+        bd->rows += rows, bd->bytes += bytes, bd->rejected += gm->rejected;
     }
     rc = 0;
 out:
@@ -810,10 +809,11 @@ static int read_dir(rs_bucketdir *bd, uint64_t upto, rs_error *err)
         rc = rs_error_set(err, RS_EXIT_DATA, "%s: a generation of a bucket directory: name the directory above it",
                           mpath);
     free(mpath);
-    if (rc != 0 || read_chain(bd, upto, &top, &ntop, err) != 0) {
+    if (rc != 0 || read_chain(bd, upto, &top, &ntop, err) != 0 || rs_bucketdir_audit(bd, err) != 0) {
         rs_free_strings(top, ntop);
         return -1;
     }
+    sort_damage(bd);
     return check_contents(bd, top, ntop, err);  /* frees top */
 }
 

@@ -615,11 +615,13 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
     size_t k = 0;
     for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
         in[k] = bd->m.inputs[i];
-        in[k].generation = in[k].generation ? in[k].generation : base;
+        in[k].generation = in[k].generation && in[k].generation <= base ? in[k].generation : base;
     }
     for (size_t g = 0; g < bd->ngens; g++)
-        for (size_t i = 0; i < bd->gens[g].ninputs; i++)
-            in[k++] = bd->gens[g].inputs[i];
+        for (size_t i = 0; i < bd->gens[g].ninputs; i++, k++) {
+            in[k] = bd->gens[g].inputs[i];
+            in[k].generation = bd->gens[g].generation;   /* the one that ingested it (repair: check_inputs) */
+        }
     for (size_t i = 0; take && take->record_lost && take->lost && i < n; i++) {
         in[i].lost = take->lost[i], in[i].nlost = take->nlost[i];
         in[i].lost_rows = take->lost_rows[i], in[i].nlost_rows = take->nlost_rows[i];

@@ -261,6 +261,12 @@ uint64_t rs_gen_dir_parse(const char *name)
 
 /* ---- beside the directory ---- */
 
+char *rs_name_manifest_path(const char *dir)
+{
+    char *p = NULL;
+    return asprintf(&p, "%s/" RS_NAME_MANIFEST, dir) < 0 ? NULL : p;
+}
+
 char *rs_name_damaged(const char *dir)
 {
     size_t n = strlen(dir);

@@ -44,6 +44,46 @@ typedef struct {
  * memory. */
 int rs_salvage_file(const rs_bucketdir *bd, size_t k, rs_lost_book *b, rs_compact_keep *keep, rs_salvage *out);
 
+/* What a repair keeps of a damaged directory, file by file
+ * (repair_plan.c): the decisions, which the repair job reports and
+ * publishes (rs_compact_parts with rs_repair_plan_takes). */
+typedef struct {
+    rs_bucketdir_verdict *files, *indexes;  /* [bd.nfiles] rs_bucketdir_check_all's */
+    uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept (but its intact
+                                 members', keep[k]) */
+    rs_compact_keep *keep;    /* [bd.nfiles] what is kept of a damaged file (n 0: nothing) */
+    rs_salvage *sv;           /* [bd.nfiles] and what it loses */
+    rs_lost_book book;        /* the new manifest's lost records */
+    size_t nfiles;            /* bd.nfiles */
+    size_t nlost;             /* damaged data files */
+    int base_lost;            /* a base file is lost: its node's merged file starts with the header */
+    size_t chain;             /* damages of the chain (bd.damage that name no file) */
+    size_t indexes_damaged;   /* damaged key indexes: the new DIR carries none */
+    char **cut;               /* names of the longer files cut back, sorted */
+    size_t ncut;
+    char **reread;            /* names of the files rewritten (rows intact, stored bytes not), sorted */
+    size_t nreread;
+} rs_repair_plan;
+
+/* Reads every file of bd (rs_bucketdir_check_all) and decides what a
+ * repair keeps of each: a damaged data file is lost but for its intact
+ * members (rs_salvage_file), its generation's other files are kept; a
+ * longer file whose first file_bytes are intact is cut back to them; a
+ * file whose rows are intact but whose stored bytes changed is read again.
+ * *p is the caller's to free (rs_repair_plan_free). 0, or -1 with err. */
+int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err);
+
+/* Whether p changes anything: a damage of the chain, a file lost, cut or
+ * read again, a damaged key index. */
+int rs_repair_plan_changes(const rs_repair_plan *p);
+
+/* How the new DIR takes each file of bd (take[bd.nfiles]: RS_TAKE_*): a
+ * lost file left out or its members kept, a longer file cut back, a file
+ * read again, the others whole. */
+void rs_repair_plan_takes(const rs_bucketdir *bd, const rs_repair_plan *p, uint8_t *take);
+
+void rs_repair_plan_free(rs_repair_plan *p);
+
 void rs_compact_keep_free(rs_compact_keep *keep);
 
 #endif

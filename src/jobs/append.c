@@ -32,8 +32,7 @@ int rs_append_open(rs_append *g, const char *dir, rs_error *err)
         return -1;
     if (missing)
         return 1;
-    if (asprintf(&g->mpath, "%s/" RS_NAME_MANIFEST, dir) < 0) {
-        g->mpath = NULL;
+    if (!(g->mpath = rs_name_manifest_path(dir))) {
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     } else if (rs_world_rank() == 0 && access(g->mpath, F_OK) != 0 && errno == ENOENT) {
         rs_error_set(err, RS_EXIT_EXISTS, "%s: exists but holds no manifest.json: not a bucket directory that "
@@ -47,120 +46,26 @@ int rs_append_open(rs_append *g, const char *dir, rs_error *err)
 
 /* ------------------------------------------------------------- options */
 
-static void show_delim(char c, char out[8])
-{
-    if (c == '\t')
-        snprintf(out, 8, "tab");
-    else if ((unsigned char)c < 0x20 || (unsigned char)c >= 0x7f)
-        snprintf(out, 8, "\\x%02x", (unsigned char)c);
-    else
-        snprintf(out, 8, "'%c'", c);
-}
-
-static int mismatch(const rs_append *g, rs_error *err, const char *opt, const char *here, const char *there)
-{
-    return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s: an append must write files as the directory's "
-                        "(leave the option out to take the directory's)",
-                        opt, here, g->mpath, there);
-}
-
-static int check_shaping(const rs_append *g, const rs_pipeline_opts *po, unsigned given, rs_error *err)
-{
-    const rs_manifest *m = &g->bd.m;
-    char a[300], b[300];
-    if ((given & RS_GIVEN_KEY) && ((po->key == NULL) != (m->key == NULL) || (po->key && strcmp(po->key, m->key)))) {
-        snprintf(a, sizeof a, po->key ? "'%.280s'" : "no --key (column 1)", po->key);
-        snprintf(b, sizeof b, m->key ? "'%.280s'" : "no --key (column 1)", m->key);
-        return mismatch(g, err, "--key", a, b);
-    }
-    if ((given & RS_GIVEN_KEY_SEP) && po->key_sep != (m->key_sep ? m->key_sep : '|')) {
-        show_delim(po->key_sep, a);
-        show_delim(m->key_sep ? m->key_sep : '|', b);
-        return mismatch(g, err, "--key-sep", a, b);
-    }
-    if ((given & RS_GIVEN_DELIMITER) && po->dialect.delim != m->delimiter) {
-        show_delim(po->dialect.delim, a);
-        show_delim(m->delimiter, b);
-        return mismatch(g, err, "--delimiter", a, b);
-    }
-    if ((given & RS_GIVEN_HEADER) && !po->header != !m->header)
-        return mismatch(g, err, po->header ? "--header" : "--no-header", po->header ? "a header" : "no header",
-                        m->header ? "a header" : "no header");
-    if ((given & RS_GIVEN_COMPRESS) && po->compress != m->compress)
-        return mismatch(g, err, "--compress", rs_compress_name(po->compress), rs_compress_name(m->compress));
-    if ((given & RS_GIVEN_LEVEL) && m->compress != RS_COMPRESS_NONE && po->level != m->level) {
-        snprintf(a, sizeof a, "%d", po->level);
-        snprintf(b, sizeof b, "%d", m->level);
-        return mismatch(g, err, "--level", a, b);
-    }
-    if ((given & RS_GIVEN_KEYS_ONLY) && !po->keys_only != !m->keys_only)
-        return mismatch(g, err, "--keys-only", po->keys_only ? "keys only" : "whole rows",
-                        m->keys_only ? "keys only" : "whole rows");
-    return 0;
-}
-
-/* Where two ring descriptions first differ: the option that makes that
- * line (--vnodes for "vnodes\t200", the node list for a "node" line) and
- * both lines' values, tabs shown as spaces. */
-static void ring_difference(const char *a, const char *b, char *opt, char *va, char *vb, size_t n)
-{
-    while (*a && *a == *b) {  /* to the start of the first line that differs */
-        const char *na = strchr(a, '\n'), *nb = strchr(b, '\n');
-        size_t la = na ? (size_t)(na - a) : strlen(a), lb = nb ? (size_t)(nb - b) : strlen(b);
-        if (la != lb || strncmp(a, b, la) != 0 || !na || !nb)
-            break;
-        a = na + 1, b = nb + 1;
-    }
-    size_t ka = strcspn(a, "\t\n"), kb = strcspn(b, "\t\n");
-    int same_key = ka == kb && strncmp(a, b, ka) == 0 && a[ka] == '\t';
-    if (same_key && ka == 4 && strncmp(a, "node", 4) == 0)
-        snprintf(opt, n, "the node list (--nodes, --nodes-file, --down): a node");
-    else if (same_key)
-        snprintf(opt, n, "--%.*s", (int)ka, a);
-    else
-        snprintf(opt, n, "the ring options");
-    const char *from[2] = {same_key ? a + ka + 1 : a, same_key ? b + kb + 1 : b};
-    char *to[2] = {va, vb};
-    for (int k = 0; k < 2; k++) {
-        size_t len = strcspn(from[k], "\n");
-        snprintf(to[k], n, "'%.*s'", (int)(len < n - 3 ? len : n - 3), from[k]);
-        for (char *p = to[k]; *p; p++)
-            *p = *p == '\t' ? ' ' : *p;
-    }
-}
-
 int rs_append_check(rs_append *g, rs_pipeline_opts *po, unsigned given, const rs_ring *ring_given, rs_ring **ring,
                     rs_error *err)
 {
     const rs_manifest *m = &g->bd.m;
+    rs_shaping here = {po->key, po->key_sep, po->dialect.delim, po->header, po->compress, po->level, po->keys_only},
+               dir;
     *ring = NULL;
-    if (check_shaping(g, po, given, err) != 0)
+    if (rs_shaping_check(m, g->mpath, &here, given, err) != 0 || !(*ring = rs_manifest_ring(m, g->mpath, NULL, NULL,
+                                                                                             err)))
         return -1;
-    rs_ring_opts ro;
-    rs_nodes nodes = {0};
-    if (rs_ring_parse_description(m->ring_description, &ro, &nodes, err) == 0)
-        *ring = rs_ring_build(&ro, &nodes, err);
-    rs_nodes_free(&nodes);
-    if (!*ring)
+    if ((given & RS_GIVEN_RING) && rs_shaping_check_ring(m, g->mpath, ring_given, err) != 0)
         return -1;
-    if (strcmp(rs_ring_fingerprint(*ring), m->ring_fingerprint) != 0)
-        return rs_error_set(err, RS_EXIT_DATA, "%s: the ring's description has fingerprint %s, the manifest says %s",
-                            g->mpath, rs_ring_fingerprint(*ring), m->ring_fingerprint);
-    if ((given & RS_GIVEN_RING) && strcmp(rs_ring_fingerprint(ring_given), m->ring_fingerprint) != 0) {
-        char opt[80], here[80], there[80];
-        ring_difference(rs_ring_description(ring_given), m->ring_description, opt, here, there, sizeof here);
-        return rs_error_set(err, RS_EXIT_USAGE, "%s: %s here, %s says %s (the ring's fingerprint %s here, %s "
-                            "there): an append must write files as the directory's (leave the ring options out "
-                            "to take the directory's ring)",
-                            opt, here, g->mpath, there, rs_ring_fingerprint(ring_given), m->ring_fingerprint);
-    }
-    po->key = m->key;
-    po->key_sep = m->key_sep ? m->key_sep : '|';
-    po->dialect.delim = m->delimiter;
-    po->header = m->header;
-    po->compress = m->compress;
-    po->level = m->level;
-    po->keys_only = m->keys_only;
+    rs_shaping_of_manifest(m, &dir);
+    po->key = dir.key;
+    po->key_sep = dir.key_sep;
+    po->dialect.delim = dir.delimiter;
+    po->header = dir.header;
+    po->compress = dir.compress;
+    po->level = dir.level;
+    po->keys_only = dir.keys_only;
     po->header_ref = m->header ? m->header_line : NULL;
     po->header_ref_name = g->mpath;
     return 0;
@@ -168,104 +73,11 @@ int rs_append_check(rs_append *g, rs_pipeline_opts *po, unsigned given, const rs
 
 /* --------------------------------------------------------------- inputs */
 
-/* What DIR (and this run so far) holds: inputs by size and checksum. A
- * pipe's size is recorded as 0: one of size 0 whose content is not empty
- * (its checksum not that of no bytes) has any size (any_size). */
-typedef struct {
-    uint64_t size, gen;
-    char sum[RS_CHECKSUM_TEXT];
-    const char *path;
-    int this_run, any_size;   /* this_run: 1 an earlier input of this run, 2 a later one */
-    int by_path;   /* no checksum recorded (an older version's manifest): known by path and size */
-    const char *content;    /* the checksum of its decompressed bytes (NULL: not recorded) */
-    uint64_t content_size;  /* their number */
-    int by_content;         /* (a match) the same content, stored otherwise */
-    const rs_manifest_input *entry;  /* DIR's entry (NULL: one of this run's) */
-} held;
-
-static int add_held(held **h, size_t *n, size_t *cap, held e)
-{
-    if (*n == *cap) {
-        *cap = *cap ? 2 * *cap : 64;
-        held *nh = realloc(*h, *cap * sizeof *nh);
-        if (!nh)
-            return -1;
-        *h = nh;
-    }
-    (*h)[(*n)++] = e;
-    return 0;
-}
-
-/* The inputs DIR ingested, as its manifests record them
- * (rs_bucketdir_ingested). -1 when out of memory. */
-static int add_dir_inputs(held **h, size_t *n, size_t *cap, const rs_bucketdir *bd)
-{
-    rs_ingested *v;
-    size_t nv;
-    if (rs_bucketdir_ingested(bd, &v, &nv) != 0)
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < nv; i++) {
-        const rs_manifest_input *in = v[i].entry;
-        held e = {in->size, v[i].gen, {0}, in->path, 0, v[i].any_size, !in->checksum,
-                  in->content, in->content_size, 0, in};
-        if (in->checksum)
-            snprintf(e.sum, sizeof e.sum, "%s", in->checksum);
-        rc = add_held(h, n, cap, e);
-    }
-    free(v);
-    return rc;
-}
-
-/* The held input with size and checksum sum, or NULL. */
-static const held *find_held(const held *h, size_t n, uint64_t size, const char *sum)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!h[i].by_path && (h[i].size == size || h[i].any_size) && strcmp(h[i].sum, sum) == 0)
-            return &h[i];
-    return NULL;
-}
-
-/* An input an older manifest recorded without a checksum, by its path and
- * size (the same name and size: most likely the same file), or NULL. */
-static const held *find_by_path(const held *h, size_t n, uint64_t size, const char *path)
-{
-    for (size_t i = 0; i < n; i++)
-        if (h[i].by_path && h[i].size == size && strcmp(h[i].path, path) == 0)
-            return &h[i];
-    return NULL;
-}
-
-static int size_held(const held *h, size_t n, uint64_t size)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!h[i].by_path && (h[i].size == size || h[i].any_size))
-            return 1;
-    return 0;
-}
-
-/* What holds an input, for messages: "already ingested by generation 3
- * (as day.csv.gz)", "the same content as a.csv, earlier in this run"... */
-static void seen_where(const held *was, char *where, size_t n)
-{
-    if (was->this_run)
-        snprintf(where, n, "the same content as %.200s, %s in this run", was->path,
-                 was->this_run == 2 ? "later" : "earlier");
-    else if (was->by_content)
-        snprintf(where, n, "already ingested by generation %" PRIu64 " (as %.200s: the same content "
-                 "once decompressed)", was->gen, was->path);
-    else if (was->by_path)
-        snprintf(where, n, "already ingested by generation %" PRIu64 " (the same path and size; its "
-                 "manifest, written by an older version, has no checksum)", was->gen);
-    else
-        snprintf(where, n, "already ingested by generation %" PRIu64 " (as %.200s)", was->gen, was->path);
-}
-
 /* Acts on input `path` being what `was` holds; 1 when it is skipped. */
-static int on_seen(const held *was, const char *path, rs_on_seen policy, const char *cmd, rs_error *err)
+static int on_seen(const rs_held *was, const char *path, rs_on_seen policy, const char *cmd, rs_error *err)
 {
     char where[256];
-    seen_where(was, where, sizeof where);
+    rs_held_where(was, where, sizeof where);
     if (policy == RS_SEEN_FAIL)
         return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s (--on-seen fail); nothing written", path, where);
     if (policy == RS_SEEN_AGAIN)
@@ -279,7 +91,7 @@ static int on_seen(const held *was, const char *path, rs_on_seen policy, const c
  * but an input whose DIR entry has lost nodes outstanding (restore.c) is
  * ingested for them (g->restore_of[i]), unless the policy ingests it
  * whole anyway. */
-static int seen_or_restore(rs_append *g, size_t n, size_t i, const held *was, const char *path, rs_on_seen policy,
+static int seen_or_restore(rs_append *g, size_t n, size_t i, const rs_held *was, const char *path, rs_on_seen policy,
                            const char *cmd, rs_error *err)
 {
     if (g && g->opened && was->entry && !was->this_run && policy != RS_SEEN_AGAIN &&
@@ -296,15 +108,6 @@ static int seen_or_restore(rs_append *g, size_t n, size_t i, const held *was, co
     return on_seen(was, path, policy, cmd, err);
 }
 
-/* The held input whose content (decompressed) is crc's text and size. */
-static const held *find_content(const held *h, size_t n, uint64_t size, const char *sum)
-{
-    for (size_t i = 0; i < n; i++)
-        if (h[i].content && h[i].content_size == size && strcmp(h[i].content, sum) == 0)
-            return &h[i];
-    return NULL;
-}
-
 /* What is known of the content of one of this run's inputs: its size
  * from its first and last bytes (rs_file_content_size_hint), and once read
  * (only when that size is one that DIR or an earlier input has), its
@@ -315,12 +118,6 @@ typedef struct {
     int none;   /* summed, but it has no content sum (several gzip members or zstd frames) */
     char sum[RS_CHECKSUM_TEXT];
 } probe;
-
-/* Whether content sizes a (mod32: mod 2^32) and b (b_mod32) can be equal. */
-static int sizes_match(uint64_t a, int mod32, uint64_t b, int b_mod32)
-{
-    return mod32 || b_mod32 ? ((a ^ b) & 0xffffffffu) == 0 : a == b;
-}
 
 /* Input bytes read before a run to tell inputs already ingested, for the
  * summary (rs_append_seen_bytes): rank 0's, the process's whole life. */
@@ -375,22 +172,22 @@ static int stored_plain(const char *path)
  * (a decompression, and the earlier input's too): any other is new at the
  * cost of the two small reads of its hint. 1 with *was (a copy) when it
  * is held, 0 when not, -1 with err. */
-static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, size_t lo, size_t i, probe *pr,
-                        const uint8_t *skip, held *was, rs_error *err)
+static int content_held(const rs_catalog *c, const rs_pipeline_opts *po, size_t lo, size_t i, probe *pr,
+                        const uint8_t *skip, rs_held *was, rs_error *err)
 {
     probe *me = &pr[i - lo];
-    int dir = 0, run = 0;
-    for (size_t k = 0; me->hinted && k < n && !dir; k++)
-        dir = h[k].content && sizes_match(h[k].content_size, 0, me->hint, me->mod32);
-    for (size_t j = lo; me->hinted && j < i && !run; j++)
-        run = !skip[j] && pr[j - lo].hinted && sizes_match(pr[j - lo].hint, pr[j - lo].mod32, me->hint, me->mod32);
+    int dir = me->hinted && rs_catalog_has_content_size(c, me->hint, me->mod32), run = 0;
+    for (size_t j = lo; me->hinted && j < i && !run; j++) {
+        const probe *q = &pr[j - lo];
+        run = !skip[j] && q->hinted && rs_content_sizes_match(q->hint, q->mod32, me->hint, me->mod32);
+    }
     if (!dir && !run)
         return 0;
     if (probe_sum(me, po, po->inputs[i], err) != 0)
         return -1;
     if (me->none)
         return 0;
-    const held *w = dir ? find_content(h, n, me->size, me->sum) : NULL;
+    const rs_held *w = dir ? rs_catalog_content(c, me->size, me->sum) : NULL;
     if (w) {
         *was = *w;
         was->by_content = 1;
@@ -398,12 +195,12 @@ static int content_held(const held *h, size_t n, const rs_pipeline_opts *po, siz
     }
     for (size_t j = lo; run && j < i; j++) {
         probe *q = &pr[j - lo];
-        if (skip[j] || !q->hinted || !sizes_match(q->hint, q->mod32, me->hint, me->mod32))
+        if (skip[j] || !q->hinted || !rs_content_sizes_match(q->hint, q->mod32, me->hint, me->mod32))
             continue;
         if (probe_sum(q, po, po->inputs[j], err) != 0)
             return -1;
         if (!q->none && q->size == me->size && strcmp(q->sum, me->sum) == 0) {
-            *was = (held){.path = po->inputs[j], .this_run = 1};
+            *was = (rs_held){.path = po->inputs[j], .this_run = 1};
             return 1;
         }
     }
@@ -419,10 +216,9 @@ static int is_pipe_input(const char *path, struct stat *st)
 static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size_t hi, rs_on_seen policy,
                        uint8_t *skip, const char *cmd, rs_error *err)
 {
-    held *h = NULL;
-    size_t n = 0, cap = 0;
+    rs_catalog cat = {0};
     int rc = 0;
-    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0)
+    if (g && g->opened && rs_catalog_of_dir(&cat, &g->bd) != 0)
         rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     /* this run's inputs by size; checksummed when a size is shared */
     uint64_t *size = calloc(hi - lo + 1, sizeof *size);
@@ -433,8 +229,8 @@ static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size
     /* content sizes are looked at when DIR recorded contents (not before
      * 0.2.0) or the run has inputs to compare among themselves */
     int contents = hi - lo > 1;
-    for (size_t k = 0; k < n && !contents; k++)
-        contents = h[k].content != NULL;
+    for (size_t k = 0; k < cat.n && !contents; k++)
+        contents = cat.v[k].content != NULL;
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         struct stat st;
         if (skip[i] || is_pipe_input(po->inputs[i], &st))
@@ -448,7 +244,7 @@ static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size
     for (size_t i = lo; rc == 0 && i < hi; i++) {
         if (!known[i - lo])
             continue;
-        const held *old = find_by_path(h, n, size[i - lo], po->inputs[i]);
+        const rs_held *old = rs_catalog_by_path(&cat, size[i - lo], po->inputs[i]);
         int r0 = old ? seen_or_restore(g, po->ninputs, i, old, po->inputs[i], policy, cmd, err) : 0;
         if (r0 != 0) {
             if (r0 < 0)
@@ -457,12 +253,12 @@ static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size
                 skip[i] = 1;
             continue;
         }
-        int shared = size_held(h, n, size[i - lo]);
+        int shared = rs_catalog_has_size(&cat, size[i - lo]);
         for (size_t j = i + 1; !shared && j < hi; j++)
             shared = known[j - lo] && size[j - lo] == size[i - lo];
         if (!shared) {  /* no other stored bytes of its size: its content may still be held */
-            held was;
-            int c = content_held(h, n, po, lo, i, pr, skip, &was, err);
+            rs_held was;
+            int c = content_held(&cat, po, lo, i, pr, skip, &was, err);
             int r = c > 0 ? seen_or_restore(g, po->ninputs, i, &was, po->inputs[i], policy, cmd, err) : c;
             if (r < 0) {
                 rc = -1;
@@ -482,24 +278,24 @@ static int seen_decide(rs_append *g, const rs_pipeline_opts *po, size_t lo, size
             p->summed = 1, p->size = sz, p->none = 0;
             rs_checksum_text(crc, p->sum);
         }
-        held e = {sz, 0, {0}, po->inputs[i], 1, 0, 0, NULL, 0, 0, NULL};
+        rs_held e = {.size = sz, .path = po->inputs[i], .this_run = 1};
         rs_checksum_text(crc, e.sum);
-        const held *was = find_held(h, n, sz, e.sum);
-        held byc;
-        int c = was ? 0 : content_held(h, n, po, lo, i, pr, skip, &byc, err);
+        const rs_held *was = rs_catalog_stored(&cat, sz, e.sum);
+        rs_held byc;
+        int c = was ? 0 : content_held(&cat, po, lo, i, pr, skip, &byc, err);
         was = c > 0 ? &byc : was;
         int r = c < 0 ? -1 : was ? seen_or_restore(g, po->ninputs, i, was, po->inputs[i], policy, cmd, err) : 0;
         if (r < 0)
             rc = -1;
         else if (r > 0)
             skip[i] = 1;
-        else if (add_held(&h, &n, &cap, e) != 0)
+        else if (rs_catalog_add(&cat, &e) != 0)
             rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     free(size);
     free(known);
     free(pr);
-    free(h);
+    rs_catalog_free(&cat);
     return rc;
 }
 
@@ -561,32 +357,6 @@ static const char *shown(const char *path)
     return strcmp(path, "-") ? path : "standard input";
 }
 
-/* The input of DIR whose content (or, for a pipe, stored bytes) the
- * run's input `in` has, into *was; 1 when there is one. */
-static int held_by_dir(const held *h, size_t n, const rs_input_stats *in, int pipe, held *was)
-{
-    char sum[RS_CHECKSUM_TEXT], content[RS_CHECKSUM_TEXT];
-    const held *w = NULL;
-    if (pipe && in->has_checksum) {   /* a pipe's stored bytes: its size is unknown (0), any size */
-        rs_checksum_text(in->checksum, sum);
-        w = find_held(h, n, in->size ? in->size : in->bytes, sum);
-        for (size_t k = 0; !w && k < n; k++)
-            if (!h[k].by_path && strcmp(h[k].sum, sum) == 0)
-                w = &h[k];
-    }
-    if (!w && in->has_content && in->content_size) {
-        rs_checksum_text(in->content, content);
-        if ((w = find_content(h, n, in->content_size, content)) != NULL) {
-            *was = *w;
-            was->by_content = 1;
-            return 1;
-        }
-    }
-    if (w)
-        *was = *w;
-    return w != NULL;
-}
-
 /* Whether the run's inputs a and b hold the same content (none: no rows,
  * nothing to drop). */
 static int same_content(const rs_input_stats *a, const rs_input_stats *b)
@@ -600,13 +370,12 @@ static int same_content(const rs_input_stats *a, const rs_input_stats *b)
  * why[k]; the number marked, or -1 with err (a dropped input's run that
  * cannot be redone, --on-seen fail). */
 static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const rs_pipeline_result *res,
-                         rs_on_seen policy, uint8_t *drop, held *why, rs_error *err)
+                         rs_on_seen policy, uint8_t *drop, rs_held *why, rs_error *err)
 {
-    held *h = NULL;
-    size_t n = 0, cap = 0;
+    rs_catalog cat = {0};
     long ndrop = 0;
-    if (g && g->opened && add_dir_inputs(&h, &n, &cap, &g->bd) != 0) {
-        free(h);
+    if (g && g->opened && rs_catalog_of_dir(&cat, &g->bd) != 0) {
+        rs_catalog_free(&cat);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     for (size_t i = 0; i < po->ninputs; i++) {
@@ -614,7 +383,9 @@ static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const r
         int pipe = read_once(po, i);
         if (po->only_dest && po->only_dest[i])
             continue;   /* held, and read for the rows DIR lost of it (rs_append_restoring) */
-        if (held_by_dir(h, n, in, pipe, &why[i])) {
+        rs_read_sums rd = {in->size, in->bytes, in->checksum, in->has_checksum, in->content, in->content_size,
+                           in->has_content};
+        if (rs_catalog_read(&cat, &rd, pipe, &why[i])) {
             drop[i] = 1, ndrop++;
             continue;
         }
@@ -624,11 +395,11 @@ static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const r
             /* the one dropped is read again by nobody: a pipe if either is */
             size_t d = pipe || !read_once(po, j) ? i : j, keep = d == i ? j : i;
             drop[d] = 1, ndrop++;
-            why[d] = (held){.path = po->inputs[keep], .this_run = keep < d ? 1 : 2};
+            why[d] = (rs_held){.path = po->inputs[keep], .this_run = keep < d ? 1 : 2};
             break;
         }
     }
-    free(h);
+    rs_catalog_free(&cat);
     size_t first = 0;   /* the first input dropped */
     while (ndrop && !drop[first])
         first++;
@@ -636,7 +407,7 @@ static long after_decide(const rs_append *g, const rs_pipeline_opts *po, const r
     if (ndrop && policy == RS_SEEN_FAIL)
         return on_seen(&why[first], name, policy, NULL, err);
     char where[256];
-    seen_where(&why[first], where, sizeof where);
+    rs_held_where(&why[first], where, sizeof where);
     for (size_t k = 0; ndrop && k < po->ninputs; k++)   /* the others are read again: can they be? */
         if (!drop[k] && read_once(po, k))
             return rs_error_set(err, RS_EXIT_EXISTS, "%s: %s; it was read with %s, which cannot be read again to "
@@ -671,7 +442,7 @@ int rs_append_seen_after(const rs_append *g, const rs_pipeline_opts *po, rs_pipe
     if (rs_world_agree(err) != 0 || policy == RS_SEEN_AGAIN || !ch)
         return err->code ? -1 : 0;
     uint8_t *drop = calloc(po->ninputs + 1, 1);
-    held *why = calloc(po->ninputs + 1, sizeof *why);
+    rs_held *why = calloc(po->ninputs + 1, sizeof *why);
     uint64_t ndrop = 0;
     if (!drop || !why)
         rs_error_set(err, RS_EXIT_IO, "out of memory");

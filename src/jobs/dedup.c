@@ -219,7 +219,7 @@ static void share_results(dstate *s, size_t lo, size_t hi)
  * and key come from its manifest. Collective (rs_cluster_bucketdir_open). */
 static int open_buckets(dstate *s, rs_error *err)
 {
-    char *mpath = s->in_mpath = join(s->o->buckets_dir, "/", RS_NAME_MANIFEST);
+    char *mpath = s->in_mpath = rs_name_manifest_path(s->o->buckets_dir);
     if (!mpath)
         rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (rs_world_agree(err) != 0 || rs_cluster_bucketdir_open(&s->bd, s->o->buckets_dir, err) != 0)  /* collective */
@@ -231,12 +231,7 @@ static int open_buckets(dstate *s, rs_error *err)
     if (in_m->keys_only)
         return rs_error_set(err, RS_EXIT_DATA, "%s: a --keys-only bucket directory has no rows to keep", mpath);
     /* the ring every row's placement is checked against */
-    rs_ring_opts ropts;
-    rs_nodes rnodes = {0};
-    if (rs_ring_parse_description(in_m->ring_description, &ropts, &rnodes, err) == 0)
-        s->ring_owned = rs_ring_build(&ropts, &rnodes, err);
-    rs_nodes_free(&rnodes);
-    if (!(s->ring = s->ring_owned))
+    if (!(s->ring = s->ring_owned = rs_manifest_ring(in_m, mpath, NULL, NULL, err)))
         return -1;
     s->po.dialect.delim = in_m->delimiter;
     s->po.header = in_m->header;
@@ -637,19 +632,10 @@ static int write_manifest(dstate *s, rs_error *err)
     const rs_dedup_job_opts *o = s->o;
     const rs_manifest *in_mp = &s->bd.m;
     rs_manifest *m = &s->m;
-    m->schema = 1;
-    m->kind = "buckets";
-    m->tool_version = RS_VERSION;
-    m->ring_description = o->buckets_dir ? in_mp->ring_description : (char *)rs_ring_description(s->ring);
-    m->ring_fingerprint = o->buckets_dir ? in_mp->ring_fingerprint : (char *)rs_ring_fingerprint(s->ring);
-    m->key = o->buckets_dir ? in_mp->key : (char *)s->po.key;  /* NULL: the default, column 1 */
-    m->key_sep = s->po.key_sep;
-    m->delimiter = s->po.dialect.delim;
-    m->header = s->po.header != 0;  /* the option: with empty inputs there is no header line */
-    m->header_line = (char *)s->header;
-    m->compress = s->out_compress;
-    m->level = s->out_level;
-    m->keys_only = 0;
+    rs_shaping sh = {o->buckets_dir ? in_mp->key : s->po.key, s->po.key_sep, s->po.dialect.delim, s->po.header,
+                     s->out_compress, s->out_level, 0};
+    rs_manifest_shape(m, "buckets", o->buckets_dir ? in_mp->ring_description : rs_ring_description(s->ring),
+                      o->buckets_dir ? in_mp->ring_fingerprint : rs_ring_fingerprint(s->ring), &sh, s->header);
     if (s->grow)
         m->dedup = o->mode == RS_DEDUP_BY_ROW ? "row" : "first";
     if (manifest_inputs(s, m, err) != 0 || manifest_files(s, m, err) != 0 ||

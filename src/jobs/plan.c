@@ -45,7 +45,15 @@ static int old_side(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring_opts *r
     if (strcmp(m->kind, "buckets") != 0)
         return rs_error_set(err, RS_EXIT_USAGE, "--from-buckets: %s holds '%s', not buckets", o->from_buckets,
                             m->kind);
-    return rs_ring_parse_description(m->ring_description, ro, old_nodes, err);
+    /* its ring checked as every reader checks it; the old side is built
+     * again below, from its nodes once --down marked them */
+    char *mpath = rs_name_manifest_path(o->from_buckets);
+    rs_ring *r = mpath ? rs_manifest_ring(m, mpath, ro, old_nodes, err) : NULL;
+    if (!mpath)
+        rs_error_set(err, RS_EXIT_IO, "out of memory");
+    rs_ring_free(r);
+    free(mpath);
+    return r ? 0 : -1;
 }
 
 /* Builds both rings. *bd is opened (and kept) with --from-buckets. */

@@ -52,25 +52,6 @@ static void add_line(rs_repair_job_result *r, const char *fmt, ...)
     va_end(ap);
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* What one repair found and decided, between its steps. */
-typedef struct {
-    rs_bucketdir_verdict *files, *indexes;  /* [bd.nfiles] rs_bucketdir_check_all's */
-    uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept (but its intact
-                                 members', keep[k]) */
-    rs_compact_keep *keep;    /* [bd.nfiles] what is kept of a damaged file (n 0: nothing) */
-    rs_salvage *sv;           /* [bd.nfiles] and what it loses */
-    rs_lost_book book;        /* the new manifest's lost records */
-    size_t nlost;             /* damaged data files */
-    int base_lost;            /* a base file is lost: its node's merged file starts with the header */
-    int chain;                /* damages of the chain (bd.damage) */
-    char **cut;               /* names of the longer files cut back, sorted */
-    size_t ncut;
-    char **reread;            /* names of the files rewritten (rows intact, stored bytes not), sorted */
-    size_t nreread;
-} plan;
-
 /* Adds path to r->again unless it is there. */
 static void again_add(rs_repair_job_result *r, const char *path)
 {
@@ -89,7 +70,8 @@ static void again_add(rs_repair_job_result *r, const char *path)
  * manifest, or the base's): its rows not kept (the rows of its damaged
  * members, or all), its node, and the inputs whose rows of that node an
  * append brings back; the generation's other files are kept. */
-static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, const plan *p, rs_repair_job_result *r)
+static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, const rs_repair_plan *p,
+                     rs_repair_job_result *r)
 {
     const rs_salvage *sv = &p->sv[k];
     char gname[48], part[240] = "";
@@ -126,7 +108,7 @@ static void not_kept(const rs_bucketdir *bd, size_t k, const rs_manifest *m, con
 
 /* Per node, the rows kept and those not (the files lost): a "NODE" line
  * and an entry of r->node for each node that lost rows. */
-static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result *r)
+static void per_node(const rs_bucketdir *bd, const rs_repair_plan *p, rs_repair_job_result *r)
 {
     size_t nb = bd->m.nfiles;
     uint64_t *lost = calloc(nb + 1, sizeof *lost), *kept = calloc(nb + 1, sizeof *kept);
@@ -155,7 +137,7 @@ static void per_node(const rs_bucketdir *bd, const plan *p, rs_repair_job_result
 /* The "INDEX NOT CARRIED" line of each node a file of which is lost: its
  * merged file has no key index (rs_compact_parts), which the next dedup
  * --append builds from its rows; the other nodes' indexes are merged. */
-static void lost_indexes(const rs_bucketdir *bd, const plan *p, rs_repair_job_result *r)
+static void lost_indexes(const rs_bucketdir *bd, const rs_repair_plan *p, rs_repair_job_result *r)
 {
     size_t nb = bd->m.nfiles;
     uint8_t *hit = calloc(nb + 1, 1);
@@ -178,59 +160,38 @@ static int has_indexes(const rs_bucketdir *bd)
     return 0;
 }
 
-/* Every damage of bd, each a line, and what repair keeps: a damaged data
- * file is not kept (p->lose), its generation's other files are; a longer
- * file whose first file_bytes are intact is cut back to them (p->cut); a
- * file whose rows are intact but whose stored bytes changed is copied and
- * its stored_crc32 made again (p->reread); a damaged key index, or a file
- * lost, drops every index
- * (r->indexes_dropped). -1 with err (out of memory). */
-static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_error *err)
+/* What the plan says, each damage a line, then what repair keeps: a
+ * damaged data file not kept (p->lose) but its intact members, its
+ * generation's other files kept; a longer file cut back; a file whose rows
+ * are intact but whose stored bytes changed copied and its stored_crc32
+ * made again; a damaged key index, or a file lost, drops indexes
+ * (r->indexes_dropped). */
+static void report(const rs_bucketdir *bd, const rs_repair_plan *p, rs_repair_job_result *r)
 {
     for (size_t d = 0; d < bd->ndamage; d++) {
         const rs_bucketdir_damage *dm = &bd->damage[d];
         if (dm->file)
             continue;   /* a file's: its verdict below says it */
-        p->chain++;
         add_line(r, "DAMAGE %s", dm->msg);
         if (dm->dropped) {
             r->lost_generations += dm->ngens;
             r->lost_unknown = 1;
         }
     }
-    if (!(p->cut = calloc(bd->nfiles + 1, sizeof *p->cut)) || !(p->reread = calloc(bd->nfiles + 1, sizeof *p->reread)))
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
     for (size_t k = 0; k < bd->nfiles; k++) {
         const rs_bucketdir_verdict *v = &p->files[k];
-        size_t slot = bd->file_slot[k];
-        if (v->state == RS_FILE_DAMAGED) {
-            add_line(r, "DAMAGE %s", v->msg ? v->msg : bd->paths[k]);
-            if (rs_salvage_file(bd, k, &p->book, &p->keep[k], &p->sv[k]) != 0)
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-            p->lose[k] = 1;
-            p->nlost++;
-            p->base_lost |= slot == SIZE_MAX && (!p->keep[k].n || p->keep[k].head_lost);
-        } else if (v->state == RS_FILE_LONGER) {
-            add_line(r, "CUT BACK %s (its rows kept)", v->msg ? v->msg : bd->paths[k]);
-            r->cut_back++;
-            if (!(p->cut[p->ncut++] = strdup(bd->names[k])))
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        } else if (v->state == RS_FILE_ALTERED) {
-            add_line(r, "REWRITTEN %s (its rows kept, its stored_crc32 made again from its bytes)",
-                     v->msg ? v->msg : bd->paths[k]);
-            r->rewritten++;
-            if (!(p->reread[p->nreread++] = strdup(bd->names[k])))
-                return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        }
-        if (p->indexes[k].state == RS_FILE_DAMAGED) {
+        const char *what = v->msg ? v->msg : bd->paths[k];
+        if (v->state == RS_FILE_DAMAGED)
+            add_line(r, "DAMAGE %s", what);
+        else if (v->state == RS_FILE_LONGER)
+            add_line(r, "CUT BACK %s (its rows kept)", what), r->cut_back++;
+        else if (v->state == RS_FILE_ALTERED)
+            add_line(r, "REWRITTEN %s (its rows kept, its stored_crc32 made again from its bytes)", what),
+                r->rewritten++;
+        if (p->indexes[k].state == RS_FILE_DAMAGED)
             add_line(r, "DAMAGE %s", p->indexes[k].msg ? p->indexes[k].msg : "a key index");
-            r->indexes_dropped++;
-        }
     }
-    if (p->ncut > 1)
-        qsort(p->cut, p->ncut, sizeof *p->cut, cmp_name);
-    if (p->nreread > 1)
-        qsort(p->reread, p->nreread, sizeof *p->reread, cmp_name);
+    r->indexes_dropped = p->indexes_damaged;
     for (size_t k = 0; k < bd->nfiles; k++)
         if (p->lose[k])
             not_kept(bd, k, bd->file_slot[k] == SIZE_MAX ? &bd->m : &bd->gens[bd->file_slot[k]], p, r);
@@ -245,21 +206,13 @@ static int survey(const rs_bucketdir *bd, plan *p, rs_repair_job_result *r, rs_e
     for (size_t i = 0; i < bd->nstray; i++)
         add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
     r->strays = bd->nstray;
-    return 0;
 }
 
-/* How the new DIR takes each file of bd: a lost file left out, a longer
- * file cut back, the others whole; and the header bytes a node's merged
- * file starts with when its base file is lost. */
-static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *head, rs_error *err)
+/* The header bytes a node's merged file starts with when its base file
+ * is lost (the header line from the manifest, compressed as DIR's files
+ * are); none when no base file is lost. */
+static int lost_base_head(const rs_bucketdir *bd, const rs_repair_plan *p, rs_buf *head, rs_error *err)
 {
-    for (size_t k = 0; k < bd->nfiles; k++) {
-        const char *name = bd->names[k];
-        take[k] = p->lose[k] ? (p->keep[k].n ? RS_TAKE_MEMBERS : RS_TAKE_NONE)
-                  : p->ncut && bsearch(&name, p->cut, p->ncut, sizeof *p->cut, cmp_name) ? RS_TAKE_CUT
-                  : p->nreread && bsearch(&name, p->reread, p->nreread, sizeof *p->reread, cmp_name) ? RS_TAKE_REREAD
-                                                                                                   : RS_TAKE_WHOLE;
-    }
     if (!p->base_lost)
         return 0;
     rs_pipeline_opts po = {0};
@@ -278,7 +231,7 @@ static int takes(const rs_bucketdir *bd, const plan *p, uint8_t *take, rs_buf *h
 /* The new DIR from what bd holds but the lost files (their nodes recorded
  * as lost on their generation's inputs), published with the damaged one
  * kept aside. */
-static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *bd, const plan *p,
+static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *bd, const rs_repair_plan *p,
                    rs_repair_job_result *r, rs_error *err)
 {
     rs_outdir od;
@@ -292,7 +245,8 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
     rs_buf head = {0};
     if (!take || !(r->aside = rs_name_damaged(o->dir)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
-    else if (takes(bd, p, take, &head, err) == 0) {
+    else if (lost_base_head(bd, p, &head, err) == 0) {
+        rs_repair_plan_takes(bd, p, take);
         rs_compact_take t = {.take = take, .keep = p->keep, .head = head.data, .head_len = head.len,
                              .record_lost = p->nlost > 0, .lost = p->book.lost, .nlost = p->book.nlost,
                              .lost_rows = p->book.lost_rows, .nlost_rows = p->book.nlost_rows};
@@ -312,43 +266,18 @@ static int rebuild(const rs_repair_job_opts *o, int lockfd, const rs_bucketdir *
     return 0;
 }
 
-static void plan_free(plan *p, size_t nfiles)
-{
-    rs_bucketdir_verdicts_free(p->files, nfiles);
-    rs_bucketdir_verdicts_free(p->indexes, nfiles);
-    free(p->lose);
-    for (size_t k = 0; p->keep && k < nfiles; k++)
-        rs_compact_keep_free(&p->keep[k]);
-    for (size_t k = 0; p->sv && k < nfiles; k++)
-        free(p->sv[k].inputs), free(p->sv[k].paths), free(p->sv[k].ranges);
-    free(p->keep);
-    free(p->sv);
-    rs_lost_book_free(&p->book);
-    rs_free_strings(p->cut, p->ncut);
-    rs_free_strings(p->reread, p->nreread);
-}
-
 /* Checks bd (every file read: rs_bucketdir_check_all), says what it found,
  * and builds the new DIR when there is anything to repair. */
 static int repair_open(const rs_repair_job_opts *o, int lockfd, rs_bucketdir *bd, rs_repair_job_result *r,
                        rs_error *err)
 {
-    size_t n = bd->nfiles;
-    plan p = {0};
-    p.files = calloc(n + 1, sizeof *p.files);
-    p.indexes = calloc(n + 1, sizeof *p.indexes);
-    p.lose = calloc(n + 1, 1);
-    p.keep = calloc(n + 1, sizeof *p.keep);
-    p.sv = calloc(n + 1, sizeof *p.sv);
-    int rc = -1;
-    if (!p.files || !p.indexes || !p.lose || !p.keep || !p.sv || rs_lost_book_init(&p.book, bd) != 0)
-        rs_error_set(err, RS_EXIT_IO, "out of memory");
-    else if (rs_bucketdir_check_all(bd, 0, p.files, p.indexes, err) == 0)
-        rc = survey(bd, &p, r, err);
-    int nothing = rc == 0 && !p.chain && !p.nlost && !p.ncut && !p.nreread && !r->indexes_dropped && !r->lost_generations;
-    if (rc == 0 && nothing)
+    rs_repair_plan p;
+    int rc = rs_repair_plan_make(bd, &p, err);
+    if (rc == 0)
+        report(bd, &p, r);
+    if (rc == 0 && !rs_repair_plan_changes(&p))
         r->whole = 1;
-    if (rc == 0 && !nothing) {
+    else if (rc == 0) {
         r->generations = bd->ngens + 1;
         r->generation = bd->last_gen;
         r->rows = bd->rows - r->lost_rows;
@@ -357,7 +286,7 @@ static int repair_open(const rs_repair_job_opts *o, int lockfd, rs_bucketdir *bd
     }
     if (lockfd >= 0)
         close(lockfd);
-    plan_free(&p, n);
+    rs_repair_plan_free(&p);
     return rc;
 }
 

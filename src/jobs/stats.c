@@ -51,7 +51,6 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
 {
     rs_bucketdir bd;
     rs_ring *ring = NULL;
-    rs_nodes nodes = {0};
     rs_node_index ix = {0};
     uint64_t *counts = NULL;
     /* stats reads only the manifest, through one descriptor of DIR as
@@ -64,16 +63,8 @@ static rs_ring *from_manifest(const char *dir, const char *mpath, uint64_t **cou
                      mpath, m.kind ? m.kind : "?");
         goto out;
     }
-    rs_ring_opts opts;
-    if (rs_ring_parse_description(m.ring_description, &opts, &nodes, err) != 0)
+    if (!(ring = rs_manifest_ring(&m, mpath, NULL, NULL, err)))
         goto out;
-    if (!(ring = rs_ring_build(&opts, &nodes, err)))
-        goto out;
-    if (m.ring_fingerprint && strcmp(m.ring_fingerprint, rs_ring_fingerprint(ring)) != 0) {
-        rs_error_set(err, RS_EXIT_DATA, "%s: the ring's fingerprint %s does not match its description (%s)", mpath,
-                     m.ring_fingerprint, rs_ring_fingerprint(ring));
-        goto fail;
-    }
     const rs_nodes *rn = rs_ring_nodes(ring);
     counts = calloc(rn->count ? rn->count : 1, sizeof *counts);
     if (!counts) {
@@ -109,7 +100,6 @@ fail:
     free(counts);
 out:
     rs_node_index_free(&ix);
-    rs_nodes_free(&nodes);
     rs_bucketdir_close(&bd);
     return ring;
 }

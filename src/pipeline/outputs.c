@@ -54,20 +54,8 @@ int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipe
 int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                           const rs_pipeline_result *res, size_t nfiles, rs_error *err)
 {
-    memset(m, 0, sizeof *m);
-    m->schema = 1;
-    m->kind = (char *)kind;
-    m->tool_version = RS_VERSION;
-    m->ring_description = (char *)rs_ring_description(ring);
-    m->ring_fingerprint = (char *)rs_ring_fingerprint(ring);
-    m->key = (char *)po->key;  /* NULL, the default: null in the manifest (column 1 by position) */
-    m->key_sep = po->key_sep;
-    m->delimiter = po->dialect.delim;
-    m->header = po->header != 0;  /* the option: with empty inputs there is no header line (header_line NULL) */
-    m->header_line = res->header;
-    m->compress = po->compress;
-    m->level = po->level;
-    m->keys_only = po->keys_only;
+    rs_shaping sh = {po->key, po->key_sep, po->dialect.delim, po->header, po->compress, po->level, po->keys_only};
+    rs_manifest_shape(m, kind, rs_ring_description(ring), rs_ring_fingerprint(ring), &sh, res->header);
     m->files = calloc(nfiles ? nfiles : 1, sizeof *m->files);
     if (!m->files || rs_manifest_inputs(m, po, res, err) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");

@@ -1,0 +1,26 @@
+/* src/dataset/bucketdir_impl.h - what the parts of a bucket directory's
+ * reader share inside the dataset layer (bucketdir.c, audit.c). */
+#ifndef RS_DATASET_BUCKETDIR_IMPL_H
+#define RS_DATASET_BUCKETDIR_IMPL_H
+
+#include <stdint.h>
+#include "ringshard/dataset.h"
+
+/* Records a damage of the chain (bucketdir.h: rs_bucketdir_damage): of
+ * generation gen, file (0: none; else its kind), dropped (its rows not
+ * read), its message. 0, or -1 with err when out of memory. */
+int rs_bucketdir_add_damage(rs_bucketdir *bd, uint64_t gen, int file, int dropped, rs_error *err, const char *fmt,
+                            ...) __attribute__((format(printf, 6, 7)));
+
+/* The rows and data bytes manifest m's files hold, as it lists them
+ * (keys-only manifests carried the input bytes in totals.bytes: their
+ * bytes are the totals'). */
+void rs_manifest_files_sum(const rs_manifest *m, uint64_t *rows, uint64_t *bytes);
+
+/* Each of bd's manifests (the base's, each generation read) against
+ * itself: totals that its files' entries contradict, an input record
+ * naming a generation other than the one that ingested it; each a damage
+ * (rs_bucketdir_add_damage). 0, or -1 with err (out of memory). */
+int rs_bucketdir_audit(rs_bucketdir *bd, rs_error *err);
+
+#endif
