@@ -18,7 +18,9 @@
  * reads it back; it holds the input's rows, and a killed run leaves it
  * behind until the next run on the same output removes it: 0600 keeps
  * those rows to their owner however widely the outputs are shared, and
- * costs nothing, as no one else is meant to open them.
+ * costs nothing, as no one else is meant to open them. (The pieces MPI
+ * ranks write of a file for the user, copied into it then removed, are
+ * created as that file is: they hold what it will hold.)
  *
  * An existing regular file replaced by a temporary renamed over it keeps
  * its permission bits (util/outfile.c: rs_tmp_create_beside), as cp and
