@@ -8,10 +8,12 @@
  * renameat2 RENAME_EXCHANGE). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
+#include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -578,5 +580,105 @@ Test(publish, parent_fsync_failure_says_published_but_not_durable)
                             "Input/output error\n");
     cmd_result_free(&r);
     assert_complete("out", 4);
+    SH_EQ("0\n", LITTER);
+}
+
+/* ---- the modes of what ringshard creates (util/filemode.h) ---- */
+
+static mode_t walk_mask;
+static int walk_files, walk_dirs;
+
+static int check_mode(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)flag, (void)ftw;
+    mode_t got = st->st_mode & 07777;
+    if (S_ISREG(st->st_mode)) {
+        cr_expect_eq(got, 0666 & ~walk_mask, "%s: file mode %04o, not %04o (umask %03o)", path, (unsigned)got,
+                     (unsigned)(0666 & ~walk_mask), (unsigned)walk_mask);
+        walk_files++;
+    } else if (S_ISDIR(st->st_mode)) {
+        cr_expect_eq(got, 0777 & ~walk_mask, "%s: directory mode %04o, not %04o (umask %03o)", path,
+                     (unsigned)got, (unsigned)(0777 & ~walk_mask), (unsigned)walk_mask);
+        walk_dirs++;
+    } else {
+        cr_expect_fail("%s: neither a file nor a directory", path);
+    }
+    return 0;
+}
+
+/* Asserts that every regular file below root has the mode 0666 less mask
+ * and every directory 0777 less mask; *files and *dirs get their counts. */
+static void assert_tree_modes(const char *root, mode_t mask, int *files, int *dirs)
+{
+    walk_mask = mask;
+    walk_files = walk_dirs = 0;
+    cr_assert_eq(nftw(root, check_mode, 16, FTW_PHYS), 0, "%s: cannot walk", root);
+    *files = walk_files;
+    *dirs = walk_dirs;
+}
+
+/* Every file and directory a run creates for the user - data files, key
+ * indexes, manifests, generations, the duplicates report, quarantine,
+ * metrics, SVG and timeline files, a move directory, compacted and
+ * repaired directories, the damaged directory repair keeps, a directory
+ * replaced by --force - has the mode 0666 (0777) less the umask, whichever
+ * command wrote it, under a umask that opens to the group (002) and one
+ * that closes to all but the owner (077). A file replaced keeps its mode
+ * (600 and 640 here), as with cp and sort -o. */
+Test(publish, every_file_and_directory_gets_the_umask_mode)
+{
+    SH_OK("{ echo id,v; seq 1 2000 | sed 's/.*/&,v&/'; echo '7,x\"y'; } > in1.csv && "
+          "{ echo id,v; seq 1500 3000 | sed 's/.*/&,w&/'; } > in2.csv && "
+          "{ echo id,v; seq 2500 4000 | sed 's/.*/&,z&/'; } > in3.csv");
+    static const mode_t masks[] = {002, 077};
+    for (size_t i = 0; i < sizeof masks / sizeof *masks; i++) {
+        mode_t mask = masks[i];
+        /* out/F first written under umask 022, then replaced by --force */
+        SH_OK("mkdir u%03o && cd u%03o && umask %03o && mkdir out keep && "
+              "echo old > keep/m.prom && chmod 600 keep/m.prom && echo old > keep/d.tsv && chmod 640 keep/d.tsv && "
+              "\"$RS\" bucket --quiet --key id --nodes 4 -o out/B --metrics out/b.prom "
+              "--on-bad-row quarantine=out/bad.tsv ../in1.csv && "
+              "RINGSHARD_TIMELINE=out/t.tsv \"$RS\" bucket --quiet --append -o out/B ../in2.csv && "
+              "\"$RS\" dedup --quiet --key id --nodes 4 -o out/D --duplicates out/dups.tsv --on-bad-row skip "
+              "../in1.csv ../in2.csv && "
+              "\"$RS\" dedup --quiet --append -o out/D --duplicates out/dups2.tsv --metrics keep/m.prom ../in3.csv && "
+              "\"$RS\" dedup --quiet --append -o out/B ../in3.csv && "
+              "\"$RS\" dedup --quiet --append --key id --nodes 3 -o out/N --duplicates keep/d.tsv ../in2.csv && "
+              "\"$RS\" compact --quiet out/D && "
+              "\"$RS\" plan --quiet --from-buckets out/B --add 2 --emit out/M --svg out/p.svg > /dev/null && "
+              "(umask 022 && \"$RS\" bucket --quiet --key id --nodes 2 -o out/F ../in3.csv) && "
+              "\"$RS\" bucket --quiet --force --key id --nodes 3 -o out/F ../in3.csv && "
+              "truncate -s -9 out/B/g00000002/1.csv.gz && { \"$RS\" repair out/B > r.out 2>&1; test $? = 3; }",
+              (unsigned)mask, (unsigned)mask, (unsigned)mask);
+        /* what the walk must meet, so that it cannot pass on less */
+        SH_OK("cd u%03o/out && ls b.prom bad.tsv t.tsv dups.tsv dups2.tsv p.svg D/manifest.json D/0.keyidx "
+              "N/0.keyidx N/manifest.json M/manifest.json F/2.csv.gz B/0.keyidx B/manifest.json "
+              "B.damaged.1/g00000002/manifest.json B.damaged.1/g00000003/0.g00000001.keyidx > /dev/null",
+              (unsigned)mask);
+        char root[4096];
+        snprintf(root, sizeof root, "%s/u%03o/out", test_dir, (unsigned)mask);
+        int files, dirs;
+        assert_tree_modes(root, mask, &files, &dirs);
+        cr_expect_geq(files, 70, "%s: %d files", root, files);
+        cr_expect_eq(dirs, 9, "%s: %d directories", root, dirs);
+        SH_EQ("600\n640\n", "stat -c %%a u%03o/keep/m.prom u%03o/keep/d.tsv", (unsigned)mask, (unsigned)mask);
+    }
+}
+
+/* dedup's pass-1 buckets, the run's own scratch, are 0600 in a .pass1
+ * directory of 0700 whatever the umask (here 002, which opens the output
+ * to the group: its temporary directory is 0775); the run then removes
+ * them and publishes files of 0664. */
+Test(publish, dedup_scratch_is_private_whatever_the_umask)
+{
+    make_input();
+    umask(002);   /* this test's process only: Criterion runs each test in one */
+    pid_t pid = stop_at("batch_written", NULL, "\"$RS\" dedup --quiet --nodes 3 -o out in.csv", NULL);
+    SH_EQ("775\n700\n600 600 600\n",
+          "cd out.ringshard-tmp.*/ && stat -c %%a . .pass1 && stat -c %%a .pass1/* | sort | tr '\\n' ' ' | "
+          "sed 's/ $/\\n/'");
+    int st = signal_and_wait(pid, SIGCONT);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);
+    SH_EQ("775\n664\n664\n664\n664\n", "stat -c %%a out out/* | sort -r");
     SH_EQ("0\n", LITTER);
 }

@@ -143,8 +143,10 @@ typedef struct {
 } rs_dedup_report;
 
 /* Creates (truncates) path and returns a FILE writing to it through r;
- * NULL with errno. Close it with rs_dedup_report_finish. */
-FILE *rs_dedup_report_open(const char *path, rs_dedup_report *r);
+ * NULL with errno. Close it with rs_dedup_report_finish. scratch: 1 for a
+ * run's own part, removed once copied (created 0600), 0 for the report
+ * (0666 less the umask). */
+FILE *rs_dedup_report_open(const char *path, int scratch, rs_dedup_report *r);
 
 /* Closes f (opened by rs_dedup_report_open with r): 0, or the errno of its
  * first failure (EIO when none was kept). */

@@ -126,6 +126,9 @@ typedef struct {
                                         members). An input must be one unit (reader.h). */
     /* output: NULL paths = count only */
     const char *const *dest_paths; /* ndest files, created (truncated) by the pipeline */
+    int dest_scratch;            /* 1: dest_paths are the run's private scratch
+                                    (mode 0600), 0: files for the user (0666
+                                    less the umask; util/filemode.h) */
     int compress;                /* RS_COMPRESS_*: 1 gzip members, 2 zstd frames, 0 plain */
     int level;                   /* gzip or zstd level */
     int keys_only;               /* write only the key, not the row */

@@ -81,6 +81,7 @@
 #include "ringshard/deflate.h"
 #include "ringshard/hash.h"
 #include "ringshard/log.h"
+#include "util/filemode.h"
 
 /* ------------------------------------------------------------ partition */
 
@@ -334,7 +335,7 @@ static int assemble_quarantine(rs_group *g, const rs_pipeline_opts *o, rs_error 
 {
     if (g->rank != 0)
         return 0;
-    FILE *out = fopen(o->quarantine, "a");
+    FILE *out = rs_file_create_stream(o->quarantine, "a", RS_FILE_USER);
     if (!out)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot append: %s", o->quarantine_name ? o->quarantine_name : o->quarantine, strerror(errno));
     for (int r = 1; r < g->size && !err->code; r++) {

@@ -7,6 +7,7 @@
 #include "ringshard/hash.h"
 #include "ringshard/testhook.h"
 #include "ringshard/util.h"
+#include "util/filemode.h"
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -29,7 +30,7 @@ static void test_hold(void)
     const char *f = getenv("RINGSHARD_TEST_HOLD_DIR");
     if (!f || !*f)
         return;
-    int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    int fd = rs_file_create(f, O_WRONLY, RS_FILE_USER);
     if (fd < 0)
         return;
     close(fd);

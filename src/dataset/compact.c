@@ -30,6 +30,7 @@
 #include "ringshard/reader.h"
 #include "ringshard/util.h"
 #include "rs_config.h"
+#include "util/filemode.h"
 
 /* The CRC-32 of [at, end) of in into *crc: 1, or 0 when it cannot be read. */
 static int crc_of_range(int in, uint64_t at, uint64_t end, uint32_t *crc)
@@ -435,7 +436,7 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
     f->index = NULL;
     f->has_stored_crc32 = 1;   /* 0 once a part copied in the kernel has none in its manifest */
     char *path = rs_outdir_path(c->od, f->file);
-    sink s = {.fd = path ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1, .path = path};
+    sink s = {.fd = path ? rs_file_create(path, O_WRONLY | O_EXCL, RS_FILE_USER) : -1, .path = path};
     if (s.fd < 0) {
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path ? path : c->od->tmp, strerror(errno));
         free(path);

@@ -21,6 +21,7 @@
 #include <zlib.h>
 #include "dataset/keyidx_impl.h"
 #include "ringshard/deflate.h"
+#include "util/filemode.h"
 
 enum { SPILL_BUF = 1 << 16, REGION_BUF = 1 << 16 };
 
@@ -62,8 +63,8 @@ static int spill_open(rs_keyidx_writer *w, rs_error *err)
     char *copy = strdup(w->path), *tmpl = NULL;
     if (!sp || !copy || !(sp->buf = malloc(SPILL_BUF)))
         goto oom;
-    sp->fd = open(dirname(copy), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (sp->fd < 0) {
+    sp->fd = open(dirname(copy), O_TMPFILE | O_RDWR | O_CLOEXEC, rs_file_mode(RS_FILE_SCRATCH));
+    if (sp->fd < 0) {   /* mkostemp's mode is the scratch mode, 0600 */
         if (asprintf(&tmpl, "%s.spill.XXXXXX", w->path) < 0)
             goto oom;
         if ((sp->fd = mkostemp(tmpl, O_CLOEXEC)) >= 0)
@@ -289,7 +290,7 @@ int rs_keyidx_create(rs_keyidx_writer *w, const char *path, rs_error *err)
     rs_keyidx_set_memory(w, RS_KEYIDX_WRITER_MEMORY);
     if (!(w->path = strdup(path)))
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if ((w->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
+    if ((w->fd = rs_file_create(path, O_RDWR | O_TRUNC, RS_FILE_USER)) < 0) {
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
         free(w->path);
         w->path = NULL;

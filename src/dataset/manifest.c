@@ -58,6 +58,7 @@
 #include "ringshard/util.h"
 #include "rs_config.h"
 #include "util/json_read.h"
+#include "util/filemode.h"
 
 #define MANIFEST_SCHEMA 3   /* the newest this version reads and writes */
 
@@ -289,7 +290,7 @@ static void write_indexes(rs_json *j, const rs_manifest *m)
 
 int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = rs_file_create_stream(path, "w", RS_FILE_USER);
     if (f == NULL)
         return rs_error_set(err, RS_EXIT_IO, "%s: %s", path, strerror(errno));
     errno = 0;

@@ -82,6 +82,7 @@
 #include "ringshard/util.h"
 #include "util/tmpname.h"
 #include "dataset/outdir_impl.h"
+#include "util/filemode.h"
 
 #define TMP_TAG RS_TMP_TAG
 #define OLD_TAG OD_OLD_TAG
@@ -478,7 +479,7 @@ int rs_outdir_begin(rs_outdir *od, const char *final, int force, rs_error *err)
             rs_error_set(err, RS_EXIT_IO, "out of memory");
             goto fail;
         }
-        if (mkdir(tmp, 0755) == 0)
+        if (rs_dir_create(tmp, RS_FILE_USER) == 0)
             break;
         int e = errno;
         free(tmp);

@@ -29,6 +29,7 @@
 #include "ringshard/hash.h"
 #include "dedup/source.h"
 #include "ringshard/dataset.h"
+#include "util/filemode.h"
 
 #define TABLE_SEED 0x7ab1e000u
 #define SPLIT_SEED 0x5b117000u
@@ -91,7 +92,7 @@ static int ow_open(owriter *w, const char *path, int compress, rs_deflater *dz, 
     w->path = path;
     w->compress = compress;
     w->dz = dz;
-    w->f = fopen(path, "wb");
+    w->f = rs_file_create_stream(path, "wb", RS_FILE_USER);
     if (!w->f)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
     setvbuf(w->f, NULL, _IOFBF, 1u << 16);
@@ -605,7 +606,7 @@ static int sub_create(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dup
         if (!(sf->names[i] = rs_name_split(o->tmpdir, o->tmpname, depth, i, 0)) ||
             (dups && !(sf->dnames[i] = rs_name_split(o->tmpdir, o->tmpname, depth, i, 1))))
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        sf->f[i] = fopen(sf->names[i], "wb");
+        sf->f[i] = rs_file_create_stream(sf->names[i], "wb", RS_FILE_SCRATCH);
         if (!sf->f[i])
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", sf->names[i], strerror(errno));
         setvbuf(sf->f[i], NULL, _IOFBF, 1u << 16);
@@ -628,7 +629,7 @@ static int sub_dedup(const rs_dedup_opts *o, subfiles *sf, int depth, FILE *dups
          * copies: splitting it again would not help */
         int hot = sf->rows[i] > 1000 && sf->rows[i] * 10 >= rows_total * 9;
         FILE *sd = NULL;
-        if (dups && !(sd = fopen(sf->dnames[i], "wb")))
+        if (dups && !(sd = rs_file_create_stream(sf->dnames[i], "wb", RS_FILE_SCRATCH)))
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", sf->dnames[i], strerror(errno));
         if (sd)
             setvbuf(sd, NULL, _IOFBF, 1u << 16);

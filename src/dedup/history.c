@@ -14,6 +14,7 @@
 #include "dedup/source.h"
 #include "ringshard/buf.h"
 #include "ringshard/text.h"
+#include "util/filemode.h"
 
 /* The rows of one part, their keys, and what the lookups found. */
 typedef struct {
@@ -194,7 +195,7 @@ int rs_history_filter(const rs_history_opts *h, const rs_dedup_opts *dopts, cons
     d.in_name = NULL;   /* `in` is a file of its own (pass 1's bucket) */
     d.check = NULL;
     rs_keyidx *x = calloc(h->nidx + 1, sizeof *x);
-    FILE *f = x ? fopen(out, "w") : NULL;
+    FILE *f = x ? rs_file_create_stream(out, "w", RS_FILE_SCRATCH) : NULL;
     int rc = !x ? rs_error_set(err, RS_EXIT_IO, "out of memory")
              : !f ? rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", out, strerror(errno))
                   : 0;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ringshard/dedup.h"
+#include "util/filemode.h"
 
 static ssize_t report_write(void *c, const char *buf, size_t n)
 {
@@ -40,12 +41,12 @@ static int report_close(void *c)
 
 #define REPORT_BUFFER ((size_t)1 << 16)
 
-FILE *rs_dedup_report_open(const char *path, rs_dedup_report *r)
+FILE *rs_dedup_report_open(const char *path, int scratch, rs_dedup_report *r)
 {
     r->err = 0;
     r->buf = NULL;
     r->written = 0;
-    r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    r->fd = rs_file_create(path, O_WRONLY | O_TRUNC, scratch ? RS_FILE_SCRATCH : RS_FILE_USER);
     if (r->fd < 0)
         return NULL;
     FILE *f = fopencookie(r, "w", (cookie_io_functions_t){NULL, report_write, NULL, report_close});
@@ -77,7 +78,7 @@ int rs_dedup_report_concat(const char *tmp, const char *shown, const char *prev,
                            int *cut, unsigned long long *written, rs_error *err)
 {
     rs_dedup_report rf;
-    FILE *out = rs_dedup_report_open(tmp, &rf);
+    FILE *out = rs_dedup_report_open(tmp, 0, &rf);
     if (!out)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", shown, strerror(errno));
     char buf[1 << 16];

@@ -15,6 +15,7 @@
 #include "ringshard/log.h"
 #include "ringshard/outfile.h"
 #include "ringshard/reader.h"
+#include "util/filemode.h"
 
 int rs_append_open(rs_append *g, const char *dir, rs_error *err)
 {
@@ -480,7 +481,7 @@ int rs_append_stage(rs_append *g, rs_error *err)
     g->staged = 1;
     if (!(g->gen_tmp = rs_outdir_path(&g->od, g->gen_name)))
         rs_error_set(err, RS_EXIT_IO, "out of memory");
-    else if (rs_world_rank() == 0 && mkdir(g->gen_tmp, 0755) != 0)
+    else if (rs_world_rank() == 0 && rs_dir_create(g->gen_tmp, RS_FILE_USER) != 0)
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", g->gen_tmp, strerror(errno));
     return rs_world_agree(err);
 }

@@ -50,6 +50,7 @@
 #include "ringshard/util.h"
 #include "jobs/dedup_task.h"
 #include "jobs/append.h"
+#include "util/filemode.h"
 
 static char *join(const char *a, const char *b, const char *c)
 {
@@ -247,7 +248,7 @@ static int open_buckets(dstate *s, rs_error *err)
 static int begin_pass1_dir(dstate *s, rs_error *err)
 {
     s->pass1 = rs_outdir_path(od_of(s), RS_NAME_SCRATCH);
-    if (!s->pass1 || (rs_world_rank() == 0 && mkdir(s->pass1, 0700) != 0))
+    if (!s->pass1 || (rs_world_rank() == 0 && rs_dir_create(s->pass1, RS_FILE_SCRATCH) != 0))
         rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", s->pass1 ? s->pass1 : s->o->outdir, strerror(errno));
     if (rs_world_agree(err) != 0 || rs_cluster_quarantine_begin(&s->po, od_of(s), &s->q, err) != 0 ||
         (s->report_more && rs_cluster_quarantine_continue(&s->q, &s->po, err) != 0))  /* --commit-every */
@@ -439,6 +440,7 @@ static int run_pass1(dstate *s, rs_error *err)
         paths[i] = s->jobs[i].in;
     rs_pipeline_route_by_ring(&s->po, s->ring);  /* njobs == the node count here */
     s->po.dest_paths = (const char *const *)paths;
+    s->po.dest_scratch = 1;
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
     s->po.input_checksum = 1;
@@ -451,6 +453,7 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.progress_label = NULL;  /* whole buckets on the shared file system */
     free(paths);
     s->po.dest_paths = NULL;
+    s->po.dest_scratch = 0;
     if (prc != 0 || rs_append_seen_after(s->g, &s->po, &s->res, s->o->on_seen, s->ch, err) != 0)
         return -1;
     if (s->ch && s->ch->redo)

@@ -133,7 +133,7 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     o.dups = NULL;
     rs_dedup_report rf;
     FILE *rep = NULL;
-    if (j->dups && !(rep = rs_dedup_report_open(j->dups, &rf))) {
+    if (j->dups && !(rep = rs_dedup_report_open(j->dups, 1, &rf))) {
         rs_error_set(&j->err, RS_EXIT_IO, "%s: cannot create: %s", j->dups, strerror(errno));
         return;
     }

@@ -17,6 +17,7 @@
 #include "ringshard/log.h"
 #include "ringshard/outfile.h"
 #include "pipeline/pipe.h"
+#include "util/filemode.h"
 
 /* writev(2) of all of iov[0..n), retried after short writes; consumes iov. */
 static int writev_all(int fd, struct iovec *iov, int n)
@@ -211,8 +212,9 @@ static int open_dests(const rs_pipeline_opts *o, dest_file *df, rs_error *err)
 {
     raise_fd_limit(o->ndest);
     int reopen = 0;
+    rs_file_kind kind = o->dest_scratch ? RS_FILE_SCRATCH : RS_FILE_USER;
     for (uint32_t d = 0; d < o->ndest; d++) {
-        int fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        int fd = rs_file_create(o->dest_paths[d], O_WRONLY | O_TRUNC, kind);
         if (fd < 0 && errno == EMFILE && !reopen) {
             /* Past the open-file limit: from here on files are reopened
              * (O_APPEND) for each write. Give back enough descriptors for
@@ -224,7 +226,7 @@ static int open_dests(const rs_pipeline_opts *o, dest_file *df, rs_error *err)
                     close(df[k].fd);
                     df[k].fd = -1;
                 }
-            fd = open(o->dest_paths[d], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            fd = rs_file_create(o->dest_paths[d], O_WRONLY | O_TRUNC, kind);
         }
         if (fd < 0)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", o->dest_paths[d], strerror(errno));
@@ -314,7 +316,8 @@ int rs_pipe_open_outputs(pipe_state *s, run_state *r, rs_error *err)
     if (o->bad_rows == RS_BAD_ROW_QUARANTINE) {
         /* /dev/stdout may be a shell's `>> log`: "w" would empty it */
         int more = o->quarantine_continue;
-        r->quarantine = fopen(o->quarantine, more || rs_outfile_in_place(o->quarantine) ? "a" : "w");
+        r->quarantine = rs_file_create_stream(o->quarantine, more || rs_outfile_in_place(o->quarantine) ? "a" : "w",
+                                              RS_FILE_USER);
         if (!r->quarantine)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create quarantine file: %s", quarantine_name(o),
                                 strerror(errno));

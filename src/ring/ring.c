@@ -15,6 +15,7 @@
 #include "ring/ring_impl.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/util.h"
+#include "util/filemode.h"
 
 static const rs_scheme_ops *const scheme_ops[RS_SCHEME__COUNT] = {
 #define RS_SCHEME_OPS(id, name, help) &rs_scheme_##name,
@@ -203,7 +204,7 @@ static void test_pause_hook(void)
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigprocmask(SIG_BLOCK, &block, &old);
-    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);  /* a FIFO: blocks for its reader */
+    int fd = rs_file_create(file, O_WRONLY | O_TRUNC, RS_FILE_USER);  /* a FIFO: blocks for its reader */
     if (fd >= 0)
         close(fd);
     while (!rs_interrupt_pending())

@@ -24,6 +24,7 @@
 #include "ringshard/log.h"
 #include "ringshard/outfile.h"
 #include "util/tmpname.h"
+#include "util/filemode.h"
 
 static uint32_t random32(void)
 {
@@ -173,14 +174,24 @@ char *rs_tmp_create_beside(const char *path, char **fin)
     char stem[RS_TMP_STEM_MAX + 1];
     rs_tmp_stem(base, stem);
     clean_stale_files(parent, stem);
+    /* A file replaced keeps its permission bits, as one that cp or sort -o
+     * writes into does: the temporary is created with no more than those
+     * (the umask may take some: they are set exactly after), so that it is
+     * never more open than the file it replaces, even while empty. A new
+     * file gets the mode of every file for the user (util/filemode.h). */
+    struct stat st;
+    int keep = stat(*fin, &st) == 0 && S_ISREG(st.st_mode);
     int e = 0;
     for (int attempt = 0; attempt <= 100; attempt++) {
         if ((tmp = rs_tmp_tagged_path(*fin, base, stem, RS_TMP_TAG, 1)) == NULL) {
             e = ENOMEM;
             break;
         }
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int fd = keep ? open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 0777)
+                      : rs_file_create(tmp, O_WRONLY | O_EXCL, RS_FILE_USER);
         if (fd >= 0) {
+            if (keep)
+                (void)fchmod(fd, st.st_mode & 07777);
             close(fd);
             free(parent);
             return tmp;
@@ -235,7 +246,6 @@ int rs_outfile_in_place(const char *path)
 int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err)
 {
     memset(of, 0, sizeof *of);
-    struct stat st;
     if (rs_outfile_in_place(path)) {
         of->final = strdup(path);
         of->tmp = of->final ? strdup(path) : NULL;
@@ -248,9 +258,7 @@ int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err)
         free(real);
         if (of->tmp == NULL)
             return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(e));
-        of->final = fin;
-        if (stat(fin, &st) == 0 && S_ISREG(st.st_mode))
-            (void)chmod(of->tmp, st.st_mode & 07777);   /* the replacement keeps the file's mode */
+        of->final = fin;   /* the temporary has the mode fin had (rs_tmp_create_beside) */
     }
     if (of->final == NULL || of->tmp == NULL) {
         rs_outfile_abort(of);
@@ -268,7 +276,7 @@ FILE *rs_outfile_stream(const rs_outfile *of)
             close(fd);
         return f;
     }
-    return fopen(of->tmp, of->in_place ? "a" : "w");
+    return rs_file_create_stream(of->tmp, of->in_place ? "a" : "w", RS_FILE_USER);
 }
 
 FILE *rs_outfile_open(rs_outfile *of, const char *path, rs_error *err)

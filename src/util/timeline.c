@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "ringshard/timeline.h"
 #include "ringshard/util.h"
+#include "util/filemode.h"
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@ void rs_timeline_flush(void)
 {
     if (!rs_timeline_on)
         return;
-    FILE *f = fopen(path, "w");
+    FILE *f = rs_file_create_stream(path, "w", RS_FILE_USER);
     if (!f) {
         fprintf(stderr, "ringshard: RINGSHARD_TIMELINE: cannot write %s\n", path);
         return;

@@ -46,8 +46,10 @@ long rs_tmp_tagged_pid(const char *name, const char *stem, const char *tag, cons
 int rs_tmp_sync_parent(const char *path);
 
 /* Creates an empty regular file "<stem>.ringshard-tmp.<pid>.<hex>" beside
- * path (O_EXCL, mode 0666 less the umask), after removing the regular files
- * of that pattern whose process is gone. Returns its malloc'd name and sets
+ * path (O_EXCL) with the permission bits of path when path is a regular
+ * file (what a rename over it keeps), else those of every file for the
+ * user (util/filemode.h), after removing the regular files of that pattern
+ * whose process is gone. Returns its malloc'd name and sets
  * *fin to path without trailing slashes (malloc'd); NULL with errno
  * (ENOMEM, or what open(2) said) on failure. */
 char *rs_tmp_create_beside(const char *path, char **fin);
