@@ -116,6 +116,15 @@ p = sys.argv[1]; m = json.load(open(p)); m["inputs"][0]["generation"] = 9
 open(p, "w").write(json.dumps(m, indent=2) + "\n")' "$1"
 }
 
+# Lists the first file of manifest $1 twice (its totals counting both, so
+# that only the listing is wrong).
+list_twice() {
+  python3 -c 'import json, sys
+p = sys.argv[1]; m = json.load(open(p)); f = m["files"]; f.append(dict(f[0])); t = m["totals"]
+t["rows"] += f[0]["rows"]; t["bytes"] += f[0]["bytes"]; t["files"] = len(f)
+open(p, "w").write(json.dumps(m, indent=2) + "\n")' "$1"
+}
+
 # Inserts 8 bytes at the middle of file $1: longer, and not cut back (its
 # first bytes as its manifest says them are not intact).
 insert8() {

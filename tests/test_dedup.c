@@ -357,16 +357,17 @@ Test(dedup, conservation_checked_before_publishing)
     assert_verify(path_join(tmp, "d2"));
     free(out);
     free(err);
-    /* a manifest that claims more than its file holds: rows, then bytes;
-     * the file is named, as verify names it (exit 3), nothing published */
+    /* a manifest that claims more than its file holds (its totals too, so
+     * that it agrees with itself): rows, then bytes; the file is named, as
+     * verify names it (exit 3), nothing published */
     static const char *const field[] = {"rows", "bytes"};
     for (int i = 0; i < 2; i++) {
         rc = sh(&out, &err,
                 "cd %s && rm -rf b out && \"$RS\" bucket --quiet --nodes 5 -o b a.csv && "
-                "python3 -c \"import json; m = json.load(open('b/manifest.json')); m['files'][2]['%s'] += 1; "
+                "python3 -c \"import json; m = json.load(open('b/manifest.json')); m['files'][2]['%s'] += 1; m['totals']['%s'] += 1; "
                 "json.dump(m, open('b/manifest.json', 'w'))\" && mkdir out && echo keep > out/marker && "
                 "\"$RS\" dedup --force-any --buckets b -o out; echo rc=$?; ls -A out; find . -name '*ringshard-tmp*' | wc -l",
-                tmp, field[i]);
+                tmp, field[i], field[i]);
         cr_assert_str_eq(out, "rc=3\nmarker\n0\n", "%s: %s %s", field[i], out, err);
         cr_assert(strstr(err, "ringshard dedup: b/2.csv.gz: ") &&
                       strstr(err, i ? " data bytes, the manifest says " : " rows, the manifest says ") &&

@@ -60,7 +60,8 @@ TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 90
  * flipped; the base's index removed (every row kept); two files of two
  * generations; a data file of a dedup directory, of the base and of a
  * generation; a manifest whose totals its files contradict, or whose input
- * names a generation that did not ingest it (written again). */
+ * names a generation that did not ingest it (written again), or that lists
+ * a file twice (carried once). */
 Test(repair, verify_and_repair_agree_and_every_row_comes_back)
 {
     static const struct {
@@ -99,6 +100,8 @@ Test(repair, verify_and_repair_agree_and_every_row_comes_back)
         {"Wzstd", "tamper_totals D/manifest.json", "bucket", "rc=0 again="},
         {"H", "tamper_input_generation D/g00000003/manifest.json", "dedup", "rc=0 again="},
         {"Wnone", "tamper_input_generation D/manifest.json", "bucket", "rc=0 again="},
+        {"Wgzip", "list_twice D/g00000002/manifest.json", "bucket", "rc=0 again="},
+        {"H", "list_twice D/g00000003/manifest.json", "dedup", "rc=0 again="},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         cmd_result r = sh(LIB "repair_case %s '%s' %s " INPUTS, cases[i].src, cases[i].damage, cases[i].append);
@@ -324,4 +327,22 @@ Test(repair, a_repaired_directory_left_at_a_temporary_name_is_never_removed)
        "  ! test -e D && [ \"$(snap D.ringshard-tmp.999999.0badf00d raw)\" = \"$(cat t.snap)\" ] || exit 1; "
        "done && mv D.ringshard-tmp.999999.0badf00d D && \"$RS\" bucket --quiet --append -o D in4.csv && "
        "\"$RS\" verify --quiet D && test $(rows_of D | wc -l) = 3000");
+}
+
+/* A base manifest that lists a file twice: verify names it (3), every
+ * reader, append and compact refuse it (2), and repair too, saying which
+ * entry to remove: the base's nodes cannot be told apart. D byte for
+ * byte throughout; once the entry is removed, D verifies. */
+Test(repair, a_base_that_lists_a_file_twice_is_refused_with_what_to_do)
+{
+    OK("rm -rf D D.* && cp -a Wgzip D && rm -rf D/g00000002 D/g00000003 && \"$RS\" verify --quiet D && "
+       "list_twice D/manifest.json && snap D raw > t.snap && "
+       "{ \"$RS\" verify D > v.out; test $? = 3; } && grep -q 'DIFF D: manifest.json: file 0.csv.gz is listed twice' v.out && "
+       "for c in 'cat D --all' 'bucket --quiet --append -o D in4.csv' 'compact D' 'repair D'; do "
+       "  \"$RS\" $c > /dev/null 2> next.err; rc=$?; test $rc = 2 || { echo \"$c: exit $rc\"; cat next.err; exit 1; }; "
+       "  [ \"$(snap D raw)\" = \"$(cat t.snap)\" ] && ! test -e D.damaged.1 || { echo \"$c changed D\"; exit 1; }; "
+       "done && grep -q 'D/manifest.json lists 0.csv.gz twice: repair cannot tell' next.err && "
+       "python3 -c 'import json; p = \"D/manifest.json\"; m = json.load(open(p)); f = m[\"files\"].pop(); t = m[\"totals\"]; "
+       "t[\"rows\"] -= f[\"rows\"]; t[\"bytes\"] -= f[\"bytes\"]; t[\"files\"] = len(m[\"files\"]); "
+       "open(p, \"w\").write(json.dumps(m, indent=2) + \"\\n\")' && \"$RS\" verify --quiet D");
 }

@@ -11,6 +11,7 @@
  * writes the manifest again from what its files hold (each file checked
  * against its CRC-32), compact and the appends refuse it. */
 #define _GNU_SOURCE
+#include <stdlib.h>
 #include <string.h>
 #include "dataset/bucketdir_impl.h"
 
@@ -80,7 +81,41 @@ static int check_inputs(rs_bucketdir *bd, rs_error *err)
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Each file a manifest lists once: a second entry of a name would have
+ * its rows read (and merged) twice. 0, or -1 with err (out of memory). */
+static int check_listed_once(rs_bucketdir *bd, rs_error *err)
+{
+    for (size_t g = 0; g <= bd->ngens; g++) {
+        const rs_manifest *m = g ? &bd->gens[g - 1] : &bd->m;
+        const char **v = malloc((m->nfiles + 1) * sizeof *v);
+        if (!v)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        size_t n = 0;
+        for (size_t i = 0; i < m->nfiles; i++)
+            if (m->files[i].file)
+                v[n++] = m->files[i].file;
+        qsort(v, n, sizeof *v, cmp_str);
+        char dn[24] = "";
+        if (g) {
+            rs_gen_dir_name(bd->gen_dir[g - 1], dn);
+            strcat(dn, "/");
+        }
+        uint64_t gen = g ? m->generation : bd->m.generation ? bd->m.generation : 1;
+        int rc = 0;
+        for (size_t i = 1; rc == 0 && i < n; i++)
+            if (strcmp(v[i - 1], v[i]) == 0 && (i < 2 || strcmp(v[i - 2], v[i]) != 0))
+                rc = rs_bucketdir_add_damage(bd, gen, 0, 0, err, "%s/%smanifest.json: file %s%s is listed twice",
+                                             bd->path, dn, dn, v[i]);
+        free(v);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int rs_bucketdir_audit(rs_bucketdir *bd, rs_error *err)
 {
-    return check_totals(bd, err) != 0 || check_inputs(bd, err) != 0 ? -1 : 0;
+    return check_totals(bd, err) != 0 || check_inputs(bd, err) != 0 || check_listed_once(bd, err) != 0 ? -1 : 0;
 }

@@ -19,7 +19,8 @@ void rs_manifest_files_sum(const rs_manifest *m, uint64_t *rows, uint64_t *bytes
 
 /* Each of bd's manifests (the base's, each generation read) against
  * itself: totals that its files' entries contradict, an input record
- * naming a generation other than the one that ingested it; each a damage
+ * naming a generation other than the one that ingested it, a file listed
+ * twice; each a damage
  * (rs_bucketdir_add_damage). 0, or -1 with err (out of memory). */
 int rs_bucketdir_audit(rs_bucketdir *bd, rs_error *err);
 

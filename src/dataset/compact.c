@@ -554,12 +554,13 @@ out:
     return rc;
 }
 
-/* Whether a file of node i is lost (rs_compact_take.record_lost): its
+/* Whether a file of node i is left out or taken in part (repair): its
  * merged file then gets no key index (the indexes of the parts kept would
- * hold the lost file's keys too); the next dedup --append builds it. */
+ * hold the keys of what is left out too: a lost file's, or a second entry
+ * of a file listed twice); the next dedup --append builds it. */
 static int part_lost(const merge_ctx *c, size_t i)
 {
-    if (!c->take || !c->take->record_lost || !c->take->take)
+    if (!c->take || !c->take->take)
         return 0;
     for (size_t k = c->start[i]; k < c->start[i + 1]; k++)
         if (c->take->take[k] == RS_TAKE_NONE || c->take->take[k] == RS_TAKE_MEMBERS)

@@ -15,6 +15,15 @@
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+/* Files of bd (ctx) by name, then by their place. */
+static int cmp_ix(const void *a, const void *b, void *ctx)
+{
+    const rs_bucketdir *bd = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(bd->names[x], bd->names[y]);
+    return c ? c : (x > y) - (x < y);
+}
+
 static int plan_alloc(const rs_bucketdir *bd, rs_repair_plan *p)
 {
     size_t n = bd->nfiles;
@@ -23,11 +32,12 @@ static int plan_alloc(const rs_bucketdir *bd, rs_repair_plan *p)
     p->files = calloc(n + 1, sizeof *p->files);
     p->indexes = calloc(n + 1, sizeof *p->indexes);
     p->lose = calloc(n + 1, 1);
+    p->twice = calloc(n + 1, 1);
     p->keep = calloc(n + 1, sizeof *p->keep);
     p->sv = calloc(n + 1, sizeof *p->sv);
     p->cut = calloc(n + 1, sizeof *p->cut);
     p->reread = calloc(n + 1, sizeof *p->reread);
-    return p->files && p->indexes && p->lose && p->keep && p->sv && p->cut && p->reread &&
+    return p->files && p->indexes && p->lose && p->twice && p->keep && p->sv && p->cut && p->reread &&
                    rs_lost_book_init(&p->book, bd) == 0
                ? 0
                : -1;
@@ -53,6 +63,23 @@ static int decide_file(const rs_bucketdir *bd, size_t k, rs_repair_plan *p)
     }
 }
 
+/* p->twice: each entry of a name after its first (in bd's order: the
+ * first is carried). -1 when out of memory. */
+static int mark_twice(const rs_bucketdir *bd, rs_repair_plan *p)
+{
+    size_t n = bd->nfiles, *ix = malloc((n + 1) * sizeof *ix);
+    if (!ix)
+        return -1;
+    for (size_t k = 0; k < n; k++)
+        ix[k] = k;
+    qsort_r(ix, n, sizeof *ix, cmp_ix, (void *)bd);
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(bd->names[ix[i - 1]], bd->names[ix[i]]) == 0)
+            p->twice[ix[i]] = 1, p->ntwice++;   /* ix sorted by name, then index: ix[i] is the later one */
+    free(ix);
+    return 0;
+}
+
 int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err)
 {
     if (plan_alloc(bd, p) != 0)
@@ -61,8 +88,15 @@ int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err
         return -1;
     for (size_t d = 0; d < bd->ndamage; d++)
         p->chain += !bd->damage[d].file;   /* a file's damage: its verdict says it */
+    if (mark_twice(bd, p) != 0)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t k = 0; k < bd->nfiles; k++)   /* a node of the base twice: which of its merged files is it? */
+        if (p->twice[k] && bd->file_slot[k] == SIZE_MAX)
+            return rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json lists %s twice: repair cannot tell the base's "
+                                "nodes apart; remove one of the two entries (and its rows and bytes from the totals), "
+                                "then run repair again", bd->path, bd->names[k]);
     for (size_t k = 0; k < bd->nfiles; k++) {
-        if (decide_file(bd, k, p) != 0)
+        if (!p->twice[k] && decide_file(bd, k, p) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
         p->indexes_damaged += p->indexes[k].state == RS_FILE_DAMAGED;
     }
@@ -74,7 +108,7 @@ int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err
 }
 
 int rs_repair_plan_changes(const rs_repair_plan *p)
-{
+{   /* (a file listed twice is a damage of the chain: p->chain) */
     return p->chain || p->nlost || p->ncut || p->nreread || p->indexes_damaged;
 }
 
@@ -82,7 +116,8 @@ void rs_repair_plan_takes(const rs_bucketdir *bd, const rs_repair_plan *p, uint8
 {
     for (size_t k = 0; k < bd->nfiles; k++) {
         const char *name = bd->names[k];
-        take[k] = p->lose[k] ? (p->keep[k].n ? RS_TAKE_MEMBERS : RS_TAKE_NONE)
+        take[k] = p->twice[k] ? RS_TAKE_NONE
+                  : p->lose[k] ? (p->keep[k].n ? RS_TAKE_MEMBERS : RS_TAKE_NONE)
                   : p->ncut && bsearch(&name, p->cut, p->ncut, sizeof *p->cut, cmp_name) ? RS_TAKE_CUT
                   : p->nreread && bsearch(&name, p->reread, p->nreread, sizeof *p->reread, cmp_name) ? RS_TAKE_REREAD
                                                                                                    : RS_TAKE_WHOLE;
@@ -95,6 +130,7 @@ void rs_repair_plan_free(rs_repair_plan *p)
     rs_bucketdir_verdicts_free(p->files, n);
     rs_bucketdir_verdicts_free(p->indexes, n);
     free(p->lose);
+    free(p->twice);
     for (size_t k = 0; p->keep && k < n; k++)
         rs_compact_keep_free(&p->keep[k]);
     for (size_t k = 0; p->sv && k < n; k++)

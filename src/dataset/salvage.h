@@ -49,6 +49,9 @@ int rs_salvage_file(const rs_bucketdir *bd, size_t k, rs_lost_book *b, rs_compac
  * publishes (rs_compact_parts with rs_repair_plan_takes). */
 typedef struct {
     rs_bucketdir_verdict *files, *indexes;  /* [bd.nfiles] rs_bucketdir_check_all's */
+    uint8_t *twice;           /* [bd.nfiles] 1: a later entry of a file its manifest lists twice: not carried
+                                 (its rows are the first entry's) */
+    size_t ntwice;
     uint8_t *lose;            /* [bd.nfiles] 1: a damaged data file: its rows are not kept (but its intact
                                  members', keep[k]) */
     rs_compact_keep *keep;    /* [bd.nfiles] what is kept of a damaged file (n 0: nothing) */
@@ -69,7 +72,8 @@ typedef struct {
  * repair keeps of each: a damaged data file is lost but for its intact
  * members (rs_salvage_file), its generation's other files are kept; a
  * longer file whose first file_bytes are intact is cut back to them; a
- * file whose rows are intact but whose stored bytes changed is read again.
+ * file whose rows are intact but whose stored bytes changed is read again;
+ * a second entry of a file (a manifest that lists it twice) is not carried.
  * *p is the caller's to free (rs_repair_plan_free). 0, or -1 with err. */
 int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err);
 

@@ -142,7 +142,7 @@ static void lost_indexes(const rs_bucketdir *bd, const rs_repair_plan *p, rs_rep
     size_t nb = bd->m.nfiles;
     uint8_t *hit = calloc(nb + 1, 1);
     for (size_t k = 0; hit && k < bd->nfiles; k++)
-        hit[bd->file_base[k]] |= p->lose[k];
+        hit[bd->file_base[k]] |= p->lose[k] | p->twice[k];
     for (size_t i = 0; hit && i < nb; i++)
         if (hit[i])
             add_line(r, "INDEX NOT CARRIED for node %s: a file of it not kept: its merged file has no key index; "
@@ -201,8 +201,12 @@ static void report(const rs_bucketdir *bd, const rs_repair_plan *p, rs_repair_jo
         add_line(r, "INDEXES NOT CARRIED: %zu damaged key index%s: the new DIR has no key indexes; the next "
                  "`dedup --append` builds them from the rows (reading them once)", r->indexes_dropped,
                  r->indexes_dropped == 1 ? "" : "es");
-    else if (p->nlost && has_indexes(bd))
+    else if ((p->nlost || p->ntwice) && has_indexes(bd))
         lost_indexes(bd, p, r);
+    for (size_t k = 0; k < bd->nfiles; k++)
+        if (p->twice[k])
+            add_line(r, "NOT CARRIED the second entry of %s: its manifest lists it twice (its rows are carried once)",
+                     bd->paths[k]);
     for (size_t i = 0; i < bd->nstray; i++)
         add_line(r, "NOT CARRIED %s: no manifest names it", bd->stray[i]);
     r->strays = bd->nstray;
