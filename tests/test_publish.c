@@ -264,14 +264,16 @@ Test(publish, output_names_up_to_name_max)
  * output directory would be lost when the output is replaced: refused
  * (exit 64) in every spelling - relative, ./, .., absolute, a deeper
  * directory, a symbolic link to the directory or to a file in it (even
- * dangling) - before anything is written; the previous output is intact.
+ * dangling, a chain, a relative one from a subdirectory) - before anything
+ * is written; the previous output is intact.
  * A file beside it is fine. */
 Test(publish, side_file_inside_the_output_is_refused)
 {
     make_input();
-    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv && ln -s out ldir && ln -s out/q.tsv lq && mkdir sub");
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 -o out in.csv && ln -s out ldir && ln -s out/q.tsv lq && mkdir sub && "
+          "ln -s lq lq2 && ln -s out/manifest.json lm && ln -s ../out/q.tsv sub/lo");
     static const char *const q[] = {"out/q.tsv", "./out/q.tsv", "sub/../out/q.tsv", "out/deeper/q.tsv", "ldir/q.tsv",
-                                    "lq", "@/out/q.tsv"};
+                                    "lq", "lq2", "lm", "sub/lo", "@/out/q.tsv"};
     for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
         char path[4096];
         if (q[i][0] == '@')
@@ -292,6 +294,10 @@ Test(publish, side_file_inside_the_output_is_refused)
     cr_assert_eq(r.rc, 64, "%s", r.err);
     cr_assert(strstr(r.err, "ringshard dedup: --duplicates ./out/d.tsv: inside the output directory out, which is"),
               "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" dedup --quiet --nodes 4 --force --duplicates lq2 -o out in.csv");
+    cr_assert_eq(r.rc, 64, "%s", r.err);
+    cr_assert(strstr(r.err, "ringshard dedup: --duplicates lq2: inside the output directory out, which is"), "%s", r.err);
     cmd_result_free(&r);
     r = sh("\"$RS\" dedup --quiet --nodes 4 --force --on-bad-row quarantine=out/q.tsv -o out in.csv");
     cr_assert_eq(r.rc, 64, "%s", r.err);
@@ -536,6 +542,60 @@ Test(publish, duplicates_report_is_published_with_the_output)
     SH_OK("\"$RS\" dedup --quiet --nodes 20 --duplicates d.tsv -o out dup.csv");
     SH_EQ("3000\n0\n", "wc -l < d.tsv; " LITTER);
     assert_complete("out", 21);
+}
+
+/* Counts temporaries anywhere below the test directory (beside a link's
+ * target as well as beside the link). */
+#define LITTER_ALL "find . -name '*.ringshard-tmp.*' | wc -l"
+
+/* A side file named through a symbolic link (dedup --duplicates, bucket
+ * --on-bad-row quarantine=) is published as a single file is
+ * (util/outfile.c): the file the link leads to is replaced, atomically,
+ * with its mode kept, and the link stays - for a link into another
+ * directory (the temporary is beside the target: one file system), a
+ * relative one from a subdirectory, a chain; a dangling link's target is
+ * created, as plan --json creates it, and a link to a missing directory
+ * fails naming it. The contents are those written to a plain file.
+ * (Before: the link was replaced by a regular file.) */
+Test(publish, side_files_through_a_symbolic_link_replace_its_target)
+{
+    SH_OK("{ echo id,v; seq 1 300 | sed 's/.*/&,a&/'; seq 1 300 | sed 's/.*/&,a&/'; } > dup.csv && "
+          "printf 'id,v\\n1,a\\n2,b\"c\\n3,d\\n4,e\"f\\n' > bad.csv && mkdir elsewhere sub && "
+          "echo old > elsewhere/d.tsv && chmod 640 elsewhere/d.tsv && ln -s elsewhere/d.tsv d.tsv && "
+          "echo old > elsewhere/q.tsv && ln -s elsewhere/q.tsv q1 && ln -s q1 q.tsv && "
+          "ln -s ../elsewhere/r.tsv sub/r.tsv && ln -s elsewhere/new.tsv dangling && "
+          "ln -s elsewhere/plan.json plan.json && ln -s nodir/x.tsv nowhere");
+    /* the references: the same runs into plain files */
+    SH_OK("\"$RS\" dedup --quiet --nodes 5 --duplicates ref-d.tsv -o ref-d dup.csv && "
+          "\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=ref-q.tsv -o ref-q bad.csv && "
+          "\"$RS\" plan --nodes 10 --add 1 --quiet --json ref-plan.json && test -s ref-d.tsv && "
+          "test $(wc -l < ref-q.tsv) = 3");
+    /* killed just before publishing: the temporary is beside the target */
+    kill_at("publish", NULL, "\"$RS\" dedup --quiet --nodes 5 --duplicates d.tsv -o out dup.csv");
+    SH_EQ("old\n1\n0\n", "cat d.tsv; ls elsewhere | grep -c '^d.tsv.ringshard-tmp.'; ls -a | grep -c '^d.tsv.' || true");
+    SH_OK("rm -rf out*");
+    SH_OK("\"$RS\" dedup --quiet --nodes 5 --duplicates d.tsv -o out dup.csv && "
+          "\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=q.tsv -o outq bad.csv && "
+          "\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=sub/r.tsv -o outr bad.csv && "
+          "\"$RS\" dedup --quiet --nodes 5 --duplicates dangling -o outn dup.csv && "
+          "\"$RS\" plan --nodes 10 --add 1 --quiet --json plan.json");
+    SH_EQ("elsewhere/d.tsv q1 elsewhere/q.tsv ../elsewhere/r.tsv elsewhere/new.tsv elsewhere/plan.json\n",
+          "echo $(readlink d.tsv q.tsv q1 sub/r.tsv dangling plan.json)");
+    SH_OK("cmp elsewhere/d.tsv ref-d.tsv && cmp elsewhere/q.tsv ref-q.tsv && cmp elsewhere/r.tsv ref-q.tsv && "
+          "cmp elsewhere/new.tsv ref-d.tsv && cmp elsewhere/plan.json ref-plan.json");
+    SH_EQ("640\n0\n", "stat -c %%a elsewhere/d.tsv; " LITTER_ALL);
+    /* a dangling link into a missing directory: nothing published, the link kept */
+    res r = sh("\"$RS\" dedup --quiet --nodes 5 --duplicates nowhere -o outm dup.csv");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "nowhere: cannot create a file beside it: No such file or directory"), "%s", r.err);
+    cmd_result_free(&r);
+    r = sh("\"$RS\" plan --nodes 10 --add 1 --quiet --json nowhere");
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    cr_assert(strstr(r.err, "nowhere: cannot create: No such file or directory"), "%s", r.err);
+    cmd_result_free(&r);
+    SH_EQ("nodir/x.tsv\n0\n", "readlink nowhere; test -e outm || " LITTER_ALL);
+    assert_complete("out", 6);
+    assert_complete("outq", 4);
 }
 
 /* Files are fsync'd by several threads at once (64 files: a window of 32

@@ -81,6 +81,9 @@ char *rs_outdir_path(const rs_outdir *od, const char *name);
  * for the caller to write; rs_outdir_commit renames it over path after the
  * directory is published, rs_outdir_abort (or a failed commit) removes it,
  * so a previous file at path is kept unless the directory is published.
+ * Through a symbolic link, as for rs_outfile_reserve, the file it leads to
+ * is replaced (the temporary beside it) and the link stays; a replaced
+ * file keeps its mode.
  * A path written in place (rs_outfile_in_place: /dev/stdout, a FIFO) is
  * returned as is. The name is owned by od. NULL with err (RS_EXIT_IO) on failure. */
 const char *rs_outdir_side(rs_outdir *od, const char *path, rs_error *err);

@@ -12,7 +12,7 @@
 #include "ringshard/error.h"
 
 typedef struct {
-    char *final;   /* what is replaced: path, through symbolic links */
+    char *final;   /* what is replaced: path, through symbolic links (rs_tmp_final_path) */
     char *tmp;     /* what is written (== final when in_place) */
     FILE *f;       /* rs_outfile_open's stream, or NULL */
     int in_place;  /* path is not a regular file (a device, a FIFO): written as is */
@@ -28,8 +28,9 @@ int rs_outfile_in_place(const char *path);
 /* Creates the temporary for path (empty) and fills *of; the caller writes
  * of->tmp by name, then calls rs_outfile_commit or rs_outfile_abort. A path
  * that rs_outfile_in_place says so of is written in place: of->tmp is
- * path. Through a symbolic link the file it points at is
- * replaced (the link stays); the replacement keeps a replaced file's mode.
+ * path. Through a symbolic link (a chain of them) the file it leads to is
+ * replaced, its temporary beside it, and the link stays; a dangling link's
+ * target is created. The replacement keeps a replaced file's mode.
  * 0, or -1 with err (RS_EXIT_IO, "<path>: cannot create: <reason>"). */
 int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err);
 

@@ -34,7 +34,9 @@
  * --duplicates) is written as <stem>.ringshard-tmp.<pid>.<hex> beside it
  * and renamed over it only after the directory is published (a killed
  * run's is removed by the next rs_outdir_side on the same path), so a
- * previous file survives any run that does not publish.
+ * previous file survives any run that does not publish. Through a
+ * symbolic link its target is the file replaced, as for every file
+ * published whole (util/tmpname.h, rs_tmp_final_path: one rule).
  *
  * Removal never follows symbolic links: the tree is walked with
  * openat(O_NOFOLLOW)/fdopendir/unlinkat.

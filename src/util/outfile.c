@@ -167,7 +167,12 @@ char *rs_tmp_create_beside(const char *path, char **fin)
 {
     char *parent, *tmp = NULL;
     const char *base;
-    if (rs_tmp_split_path(path, fin, &parent, &base) != 0) {
+    char *target = rs_tmp_final_path(path);   /* through a link: its target, the link stays */
+    if (target == NULL)
+        return NULL;
+    int split = rs_tmp_split_path(target, fin, &parent, &base);
+    free(target);
+    if (split != 0) {
         errno = ENOMEM;
         return NULL;
     }
@@ -251,13 +256,10 @@ int rs_outfile_reserve(rs_outfile *of, const char *path, rs_error *err)
         of->tmp = of->final ? strdup(path) : NULL;
         of->in_place = 1;
     } else {
-        char *real = realpath(path, NULL);   /* through a link: replace what it points at, keep the link */
         char *fin = NULL;
-        of->tmp = rs_tmp_create_beside(real ? real : path, &fin);
-        int e = errno;
-        free(real);
+        of->tmp = rs_tmp_create_beside(path, &fin);   /* through a link: beside its target */
         if (of->tmp == NULL)
-            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(e));
+            return rs_error_set(err, RS_EXIT_IO, "%s: cannot create: %s", path, strerror(errno));
         of->final = fin;   /* the temporary has the mode fin had (rs_tmp_create_beside) */
     }
     if (of->final == NULL || of->tmp == NULL) {

@@ -1,4 +1,5 @@
-/* util/path.c - where a path really is (ringshard/util.h, rs_path_within).
+/* util/path.c - where a path really is (ringshard/util.h, rs_path_within),
+ * and which file a publication replaces (util/tmpname.h, rs_tmp_final_path).
  *
  * Compared by real paths, so that "./", "..", relative and linked forms of
  * one place are one place; a path that does not exist yet is placed by its
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ringshard/util.h"
+#include "util/tmpname.h"
 
 /* The directory part of path ("." when none), trailing slashes of path
  * removed first; *base gets the rest. malloc'd, NULL when out of memory. */
@@ -52,16 +54,22 @@ static char *canonical(const char *path)
     return p;
 }
 
-/* path with symbolic links at its end followed, even dangling ones (an
- * fopen "w" creates their target). malloc'd; NULL when out of memory. */
-static char *follow_links(const char *path)
+char *rs_tmp_final_path(const char *path)
 {
-    char *p = strdup(path);
-    for (int hops = 0; p && hops < 40; hops++) {
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;   /* "link/" is the link: readlink would refuse it */
+    char *p = strndup(path, len);
+    for (int hops = 0; p; hops++) {
         char target[PATH_MAX];
         ssize_t n = readlink(p, target, sizeof target - 1);
         if (n < 0)
-            break;
+            return p;   /* not a link (a file, a directory, nothing yet): the end of the chain */
+        if (hops == 40) {   /* as the kernel's limit for a path */
+            free(p);
+            errno = ELOOP;
+            return NULL;
+        }
         target[n] = '\0';
         char *base, *dir = dir_part(p, &base), *next = NULL;
         if (dir && (target[0] == '/' ? (next = strdup(target)) == NULL
@@ -72,12 +80,13 @@ static char *follow_links(const char *path)
         free(p);
         p = next;
     }
-    return p;
+    errno = ENOMEM;
+    return NULL;
 }
 
 int rs_path_within(const char *path, const char *dir)
 {
-    char *out = canonical(dir), *in = NULL, *real = follow_links(path);
+    char *out = canonical(dir), *in = NULL, *real = rs_tmp_final_path(path);   /* where it is written */
     char *file = real ? realpath(real, NULL) : NULL;   /* an existing file: where it really is */
     if (file) {
         char *base;

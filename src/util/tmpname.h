@@ -45,13 +45,25 @@ long rs_tmp_tagged_pid(const char *name, const char *stem, const char *tag, cons
  * is success); 0, or -1 with errno. */
 int rs_tmp_sync_parent(const char *path);
 
+/* The file that publishing path replaces (the one rule for every file
+ * ringshard publishes whole, rs_outfile_* and rs_outdir_side, and for
+ * where rs_path_within places it): path without trailing slashes, or when
+ * that is a symbolic link, the end of its chain - each relative target
+ * taken from the link's directory - so that the link stays and the file
+ * it leads to is replaced; a dangling link's target is created there, as
+ * open(O_CREAT) would. malloc'd; NULL with errno (ENOMEM; ELOOP past 40
+ * links). */
+char *rs_tmp_final_path(const char *path);
+
 /* Creates an empty regular file "<stem>.ringshard-tmp.<pid>.<hex>" beside
- * path (O_EXCL) with the permission bits of path when path is a regular
- * file (what a rename over it keeps), else those of every file for the
- * user (util/filemode.h), after removing the regular files of that pattern
- * whose process is gone. Returns its malloc'd name and sets
- * *fin to path without trailing slashes (malloc'd); NULL with errno
- * (ENOMEM, or what open(2) said) on failure. */
+ * rs_tmp_final_path(path) - in the directory of a link's target, so that
+ * the rename that publishes it stays on one file system - (O_EXCL) with
+ * the permission bits of that file when it is a regular file (what a
+ * rename over it keeps), else those of every file for the user
+ * (util/filemode.h), after removing the regular files of that pattern
+ * whose process is gone. Returns its malloc'd name and sets *fin to that
+ * final path (malloc'd), what the temporary is renamed to; NULL with errno
+ * (ENOMEM, ELOOP, or what open(2) said) on failure. */
 char *rs_tmp_create_beside(const char *path, char **fin);
 
 #endif
