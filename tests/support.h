@@ -62,6 +62,16 @@ void sh_expect_free(int rc, const char *says, const char *cmd);
  * lines (tools/gen/gen_bills.c). */
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
+/* The shell functions of tests/append_lib.sh (dec, snap, litter, ...), for
+ * the start of a shell command line; RS_TESTS names the tests directory,
+ * where its snap finds tests/snap.py. */
+#define APPEND_LIB "RS_TESTS='" RS_SOURCE_DIR "/tests'; . \"$RS_TESTS/append_lib.sh\"; "
+
+/* tests/snap.py for a shell command line: SNAP "DIR" prints one digest
+ * line of DIR (its tree and every file; manifests without their wall time;
+ * "absent" when there is no DIR), the one every suite compares. */
+#define SNAP "python3 -S '" RS_SOURCE_DIR "/tests/snap.py' "
+
 /* Runs the command (sh_in_test_dir) and asserts exit 0, showing its output
  * otherwise (for Criterion tests). */
 #define SH_OK(...)                                                                           \
