@@ -186,10 +186,9 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap)
  * without it otherwise). */
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-/* support.h has the contracts of the three process helpers that follow. */
+/* support.h has the contracts of the four process helpers that follow. */
 pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, int errfd)
 {
     pid_t pid = fork();
@@ -223,9 +222,14 @@ pid_t stop_at(const char *point, const char *env, const char *cmd, const char *e
     return pid;
 }
 
-void signal_main_thread(pid_t pid, int sig)
+pid_t stop_for_signal(const char *point, const char *cmd, const char *err)
 {
-    cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig), 0);
+    return stop_at(point, "RINGSHARD_TEST_PAUSE_INTERRUPTED=1", cmd, err);
+}
+
+void signal_stopped(pid_t pid, int sig)
+{
+    cr_assert_eq(kill(pid, sig), 0);
     cr_assert_eq(kill(pid, SIGCONT), 0);
 }
 

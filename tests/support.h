@@ -92,11 +92,17 @@ pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, 
  * stop (did not exit first). Returns its pid. */
 pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err);
 
-/* Sends sig to the stopped pid's main thread (tgkill: the pid of the
- * exec'd command is its main thread's id, stopped in rs_test_pause, so it
- * takes the signal on SIGCONT before the pause returns and the next check
- * sees the flag, whatever other threads the process has), then SIGCONT. */
-void signal_main_thread(pid_t pid, int sig);
+/* stop_at for a test that then sends a stop signal (SIGINT, SIGTERM,
+ * SIGHUP: signal_stopped) and wants it seen at point: the run also gets
+ * RINGSHARD_TEST_PAUSE_INTERRUPTED=1, so that the thread that stopped
+ * waits, once continued, until the signal's handler (on whichever thread
+ * the kernel hands it to) has raised the interrupt flag. Shell commands
+ * set the variable themselves. Returns the stopped process's pid. */
+pid_t stop_for_signal(const char *point, const char *cmd, const char *err);
+
+/* Sends sig to the process pid (stop_for_signal), as a terminal's ^C or
+ * kill(1) does, then SIGCONT. */
+void signal_stopped(pid_t pid, int sig);
 
 /* A fresh empty temporary directory (malloc'd path), in
  * $RINGSHARD_TEST_TMPDIR if set (the sanitizer passes put their tests on a
