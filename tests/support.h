@@ -15,6 +15,16 @@ const char *rs_test_binary(void);
  * 15 calls of this and fixture). */
 const char *path_join(const char *dir, const char *name);
 
+/* dir/name in a malloc'd string (the caller frees it). */
+char *path_dup(const char *dir, const char *name);
+
+/* Writes text to path (created or truncated), asserting it could. */
+void write_text(const char *path, const char *text);
+
+/* Asserts that Python's json module reads path (UTF-8): an independent
+ * reader of what ringshard writes as JSON. */
+void assert_python_json(const char *path);
+
 /* Absolute path of a file under the source tree's fixtures/ (path_join). */
 const char *fixture(const char *rel);
 
