@@ -1,8 +1,9 @@
-# Shell functions for tests/test_append.c (sourced by its commands, with
-# RS set to the ringshard binary and tests/wait.h's WAIT_SH defined first).
-# They read bucket directories with gzip, zstd, cat, cmp and cksum only,
-# never with ringshard, so that what they check does not depend on what is
-# tested.
+# Shell functions for the suites' shell commands (test_append, test_chain,
+# test_compact, test_content, test_repair: APPEND_LIB in tests/support.h
+# sources this file, with RS set to the ringshard binary and tests/wait.h's
+# WAIT_SH defined first). They read bucket directories with gzip, zstd,
+# cat, cmp and Python only, never with ringshard, so that what they check
+# does not depend on what is tested.
 
 # Decompresses standard input as the file name $1 says.
 dec() {
@@ -74,30 +75,11 @@ same_content() {
   done
 }
 
-# A snapshot of directory $1: its tree and every file's CRC, manifests
-# without their wall time ("seconds"); `snap DIR raw` takes the manifests
-# byte for byte too, `snap DIR PATTERN` also drops their lines that match
-# PATTERN. "absent" when there is no $1.
-snap() {
-  if [ ! -e "$1" ]; then
-    echo absent
-    return
-  fi
-  # one cksum and one grep for the whole tree: a process a file made the
-  # kill sweeps (a snapshot after every kill) spend most of their time here
-  (
-    cd "$1" || exit 1
-    find . | LC_ALL=C sort
-    if [ "$2" = raw ]; then
-      find . -type f -print0 | LC_ALL=C sort -z | xargs -0r cksum
-    else
-      find . -type f ! -name '*manifest.json' -print0 | LC_ALL=C sort -z | xargs -0r cksum
-      find . -type f -name '*manifest.json' -print0 | LC_ALL=C sort -z |
-        xargs -0r grep -H -v -e '"seconds"' -e "${2:-\"seconds\"}"
-    fi
-    true
-  ) | cksum
-}
+# A snapshot of directory $1 (tests/snap.py, RS_TESTS its directory):
+# `snap DIR` its tree and every file's CRC, manifests without their wall
+# time, `snap DIR raw` manifests byte for byte too, `snap DIR TEXT` also
+# without their lines holding TEXT; "absent" when there is no $1.
+snap() { python3 -S "$RS_TESTS/snap.py" "$@"; }
 
 # How many temporaries a run left beside DIR $1.
 litter() {

@@ -47,10 +47,6 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard.
   check_history.py total DIR
       The rows DIR holds, as its manifests say.
 
-  check_history.py snap DIR
-      A digest of DIR: its tree and every file (manifests without their
-      wall time), to tell whether a run changed it (tests/kill_sweep.py's).
-
   check_history.py index FILE
       Reads one key index (either version) with this file's own reader:
       prints "entries N keys N crc C rewrite same|differs|-", C the CRC-32
@@ -66,9 +62,6 @@ zlib, json and the zstd command; its own MurmurHash3), never with ringshard.
       manifest's size and CRC-32 made right), remove.
 """
 import collections, csv, gzip, io, json, os, struct, subprocess, sys, zlib
-
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
-import kill_sweep  # noqa: E402 (its snapshot)
 
 M64 = (1 << 64) - 1
 C1, C2 = 0x87C37B91114253D5, 0x4CF5AD432745937F
@@ -755,9 +748,6 @@ def main():
         return check_same(*args)
     if cmd == "total":
         print(sum(m["totals"]["rows"] for m, _ in manifests(args[0])))
-        return 0
-    if cmd == "snap":
-        print(kill_sweep.digest(args[0]))
         return 0
     return fail(f"unknown command {cmd}")
 

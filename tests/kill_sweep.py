@@ -44,40 +44,14 @@ leave in its directory each time.
   before the run ended (0: never called). Exit 1 saying where, on the
   first run that breaks a rule.
 
-  kill_sweep.py snap DIR [raw]
-      A digest of DIR as the sweep compares it: its tree and every file's
-      bytes (manifests without their wall time, "seconds", unless raw).
-
-The snapshots read DIR in this process (no process per file) and never
-with ringshard.
+The snapshots are tests/snap.py's (the one every suite compares: DIR's
+tree and every file's bytes, manifests without their wall time unless
+raw), taken in this process and never with ringshard.
 """
-import collections, gzip, json, os, shutil, signal, subprocess, sys, zlib
+import collections, gzip, os, shutil, signal, subprocess, sys
 
-
-def snap(d, raw=False):
-    """DIR as a dict: every path below it and each file's size and CRC-32
-    (manifests without their "seconds" lines unless raw); None when there
-    is no DIR."""
-    if not os.path.lexists(d):
-        return None
-    out = {}
-    for top, dirs, files in os.walk(d):
-        for n in dirs + files:
-            path = os.path.join(top, n)
-            rel = os.path.relpath(path, d)
-            if os.path.isdir(path):
-                out[rel] = "dir"
-                continue
-            with open(path, "rb") as f:
-                data = f.read()
-            if not raw and n.endswith("manifest.json"):
-                data = b"\n".join(l for l in data.split(b"\n") if b'"seconds"' not in l)
-            out[rel] = zlib.crc32(data), len(data)
-    return out
-
-
-def digest(d, raw=False):
-    return zlib.crc32(json.dumps(snap(d, raw), sort_keys=True).encode())
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from snap import snap  # noqa: E402
 
 
 def data_rows(d):
@@ -266,9 +240,6 @@ class Sweep:
 
 def main():
     args = sys.argv[1:]
-    if args[:1] == ["snap"]:
-        print(digest(args[1], args[2:3] == ["raw"]))
-        return 0
     o = {"dir": args.pop(0), "setup": "true", "cmd": None, "points": [], "syscalls": [], "next": "true",
          "upgraded": False, "error": None, "interrupt": False, "repair": None, "next_on_copy": [], "done_rc": 0}
     while args:

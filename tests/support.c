@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "support.h"
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,14 @@ const char *path_join(const char *dir, const char *name)
 }
 
 const char *fixture(const char *rel) { return path_join(RS_SOURCE_DIR "/fixtures", rel); }
+
+char *path_dup(const char *dir, const char *name)
+{
+    char *p;
+    if (asprintf(&p, "%s/%s", dir, name) < 0)
+        abort();
+    return p;
+}
 
 char *slurp(const char *path, size_t *len)
 {
@@ -186,10 +195,9 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap)
  * without it otherwise). */
 #include <criterion/criterion.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-/* support.h has the contracts of the three process helpers that follow. */
+/* support.h has the contracts of the four process helpers that follow. */
 pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, int errfd)
 {
     pid_t pid = fork();
@@ -223,12 +231,35 @@ pid_t stop_at(const char *point, const char *env, const char *cmd, const char *e
     return pid;
 }
 
-void signal_main_thread(pid_t pid, int sig)
+pid_t stop_for_signal(const char *point, const char *cmd, const char *err)
 {
-    cr_assert_eq(syscall(SYS_tgkill, pid, pid, sig), 0);
+    return stop_at(point, "RINGSHARD_TEST_PAUSE_INTERRUPTED=1", cmd, err);
+}
+
+void signal_stopped(pid_t pid, int sig)
+{
+    cr_assert_eq(kill(pid, sig), 0);
     cr_assert_eq(kill(pid, SIGCONT), 0);
 }
 
+
+void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+}
+
+void assert_python_json(const char *path)
+{
+    char cmd[4096], *err;
+    snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding=\"utf-8\"))' '%s'",
+             path);
+    int st = run(cmd, NULL, &err);
+    cr_assert_eq(st, 0, "python's json rejects %s: %s", path, err);
+    free(err);
+}
 
 void assert_verify(const char *dir)
 {

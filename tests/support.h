@@ -15,6 +15,16 @@ const char *rs_test_binary(void);
  * 15 calls of this and fixture). */
 const char *path_join(const char *dir, const char *name);
 
+/* dir/name in a malloc'd string (the caller frees it). */
+char *path_dup(const char *dir, const char *name);
+
+/* Writes text to path (created or truncated), asserting it could. */
+void write_text(const char *path, const char *text);
+
+/* Asserts that Python's json module reads path (UTF-8): an independent
+ * reader of what ringshard writes as JSON. */
+void assert_python_json(const char *path);
+
 /* Absolute path of a file under the source tree's fixtures/ (path_join). */
 const char *fixture(const char *rel);
 
@@ -62,6 +72,16 @@ void sh_expect_free(int rc, const char *says, const char *cmd);
  * lines (tools/gen/gen_bills.c). */
 #define GEN "\"$(dirname \"$RS\")/gen_bills\""
 
+/* The shell functions of tests/append_lib.sh (dec, snap, litter, ...), for
+ * the start of a shell command line; RS_TESTS names the tests directory,
+ * where its snap finds tests/snap.py. */
+#define APPEND_LIB "RS_TESTS='" RS_SOURCE_DIR "/tests'; . \"$RS_TESTS/append_lib.sh\"; "
+
+/* tests/snap.py for a shell command line: SNAP "DIR" prints one digest
+ * line of DIR (its tree and every file; manifests without their wall time;
+ * "absent" when there is no DIR), the one every suite compares. */
+#define SNAP "python3 -S '" RS_SOURCE_DIR "/tests/snap.py' "
+
 /* Runs the command (sh_in_test_dir) and asserts exit 0, showing its output
  * otherwise (for Criterion tests). */
 #define SH_OK(...)                                                                           \
@@ -82,11 +102,17 @@ pid_t spawn_in_test_dir(const char *script, const char *point, const char *env, 
  * stop (did not exit first). Returns its pid. */
 pid_t stop_at(const char *point, const char *env, const char *cmd, const char *err);
 
-/* Sends sig to the stopped pid's main thread (tgkill: the pid of the
- * exec'd command is its main thread's id, stopped in rs_test_pause, so it
- * takes the signal on SIGCONT before the pause returns and the next check
- * sees the flag, whatever other threads the process has), then SIGCONT. */
-void signal_main_thread(pid_t pid, int sig);
+/* stop_at for a test that then sends a stop signal (SIGINT, SIGTERM,
+ * SIGHUP: signal_stopped) and wants it seen at point: the run also gets
+ * RINGSHARD_TEST_PAUSE_INTERRUPTED=1, so that the thread that stopped
+ * waits, once continued, until the signal's handler (on whichever thread
+ * the kernel hands it to) has raised the interrupt flag. Shell commands
+ * set the variable themselves. Returns the stopped process's pid. */
+pid_t stop_for_signal(const char *point, const char *cmd, const char *err);
+
+/* Sends sig to the process pid (stop_for_signal), as a terminal's ^C or
+ * kill(1) does, then SIGCONT. */
+void signal_stopped(pid_t pid, int sig);
 
 /* A fresh empty temporary directory (malloc'd path), in
  * $RINGSHARD_TEST_TMPDIR if set (the sanitizer passes put their tests on a

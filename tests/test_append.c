@@ -16,7 +16,7 @@
 
 #define sh sh_in_test_dir
 /* Every command starts with the shell functions of append_lib.sh. */
-#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; "
+#define LIB WAIT_SH APPEND_LIB
 #define CHECK_BUCKETS "python3 " RS_SOURCE_DIR "/tests/check_buckets.py \"$RS\" "
 #define CHECK_DEDUP "python3 " RS_SOURCE_DIR "/tests/check_dedup.py "
 #define CHECK_MEMBERS "python3 " RS_SOURCE_DIR "/tests/check_members.py "

@@ -247,14 +247,16 @@ Test(bucket, file_size_limit_fails_cleanly)
  * published, the temporary directory removed. The input comes through a
  * pipe, in 3 batches (--memory 32M); the run stops itself after the first
  * (RINGSHARD_TEST_PAUSE_AT), gets the signal there and is continued, so
- * that the signal arrives mid-run whatever the machine's speed. */
+ * that the signal arrives mid-run whatever the machine's speed, and is seen
+ * there whichever thread takes it (RINGSHARD_TEST_PAUSE_INTERRUPTED). */
 Test(bucket, interrupted_runs_publish_nothing)
 {
     for (int k = 0; k < 2; k++) {
         char *out, *err;
         int rc = runf(&out, &err,
                       "cd %s && rm -rf out && " WAIT_SH
-                      "( { echo id,v; seq 1 500000 | sed 's/$/,x/'; } | RINGSHARD_TEST_PAUSE_AT=batch_written "
+                      "( { echo id,v; seq 1 500000 | sed 's/$/,x/'; } | "
+                      "RINGSHARD_TEST_PAUSE_AT=batch_written RINGSHARD_TEST_PAUSE_INTERRUPTED=1 "
                       "\"$RS\" bucket --quiet --memory 32M --nodes 3 -o out - & p=$!; "
                       "wait_stopped $p 'the first batch written' || { kill -9 $p 2>/dev/null; exit 124; }; "
                       "ls -d out.ringshard-tmp.*/ > /dev/null && echo mid-run; "

@@ -16,7 +16,7 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; " CHAIN_SH
+#define LIB WAIT_SH APPEND_LIB CHAIN_SH
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 
 /* rows DIR: the data rows of every file of DIR, from the files (each one,

@@ -24,7 +24,7 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; " CHECK_SH
+#define LIB WAIT_SH APPEND_LIB CHECK_SH
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 
 /* flip FILE OFFSET: bit 0 of the byte at OFFSET inverted, in place.

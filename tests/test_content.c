@@ -17,7 +17,7 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; "
+#define LIB WAIT_SH APPEND_LIB
 #define CHECK_ROWS "python3 " RS_SOURCE_DIR "/tests/check_rows.py "
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 

@@ -203,8 +203,8 @@ Test(conventions, a_closed_stdout_exits_quietly)
 Test(conventions, a_stop_signal_says_stopping_at_once)
 {
     make_bills();
-    pid_t pid = stop_at("begun", NULL, "\"$RS\" bucket --key bill_id --nodes 20 -o o b.csv", "err");
-    signal_main_thread(pid, SIGINT);
+    pid_t pid = stop_for_signal("begun", "\"$RS\" bucket --key bill_id --nodes 20 -o o b.csv", "err");
+    signal_stopped(pid, SIGINT);
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "status 0x%x", st);

@@ -356,7 +356,7 @@ Test(history, what_cannot_be_appended_is_refused_and_left_as_it_was)
 {
     SH_OK("\"$RS\" dedup --quiet --append " RING " -o K a.csv && \"$RS\" dedup --quiet --append --by row " RING
           " -o W a.csv && \"$RS\" bucket --quiet --keys-only " RING " -o O a.csv && "
-          "for d in K W O; do " CHECK "snap $d > $d.snap || exit 1; done");
+          "for d in K W O; do " SNAP "$d > $d.snap || exit 1; done");
     static const struct {
         const char *cmd, *says[2];
     } cases[] = {
@@ -371,7 +371,7 @@ Test(history, what_cannot_be_appended_is_refused_and_left_as_it_was)
         cr_assert(!cases[i].says[1] || strstr(r.err, cases[i].says[1]), "%s: %s", cases[i].cmd, r.err);
         cmd_result_free(&r);
     }
-    SH_OK("for d in K W O; do " CHECK "snap $d | cmp - $d.snap || exit 1; done && ! ls -d *.ringshard-* 2>/dev/null");
+    SH_OK("for d in K W O; do " SNAP "$d | cmp - $d.snap || exit 1; done && ! ls -d *.ringshard-* 2>/dev/null");
 }
 
 /* Inputs already ingested are skipped (a re-run adds nothing and leaves
@@ -574,7 +574,7 @@ Test(history, version_1_indexes_are_read_and_compact_rewrites_them)
  * the directory is as it was, nothing is published; verify says so too. */
 Test(history, an_append_reading_a_damaged_index_block_stops)
 {
-    SH_OK("\"$RS\" dedup --quiet --append " RING " -o T a.csv && " CHECK "snap T > snap.before");
+    SH_OK("\"$RS\" dedup --quiet --append " RING " -o T a.csv && " SNAP "T > snap.before");
     static const struct {
         const char *where, *says;
     } cases[] = {
@@ -587,17 +587,17 @@ Test(history, an_append_reading_a_damaged_index_block_stops)
         SH_OK("rm -rf X && cp -a T X && for f in X/*.keyidx; do python3 -c \"import struct,sys; "
               "f=open(sys.argv[1],'r+b'); h=f.read(128); L,R,fa,ta,ca=struct.unpack_from('<QQQQQ',h,56); at=%s; "
               "f.seek(at); b=f.read(1); f.seek(at); f.write(bytes([b[0]^0x10]))\" $f || exit 1; done && "
-              CHECK "snap X > snap.damaged",
+              SNAP "X > snap.damaged",
               cases[i].where);
         cmd_result r = expect(2, cases[i].says, "\"$RS\" dedup --append -o X c.csv");
         cr_assert(strstr(r.err, ".keyidx: key index damaged"), "%s", r.err);
         cmd_result_free(&r);
-        SH_OK(CHECK "snap X | cmp - snap.damaged && ! ls -d X/g00000002 2>/dev/null && "
+        SH_OK(SNAP "X | cmp - snap.damaged && ! ls -d X/g00000002 2>/dev/null && "
               "test -z \"$(ls -A . | grep -v -e '^[a-z]*\\.csv' -e '^[a-z]*\\.csv\\.gz$' -e '^snap\\.' -e '^[TX]$')\"");
         r = expect(3, "key index damaged", "\"$RS\" verify X");
         cmd_result_free(&r);
     }
-    SH_OK(CHECK "snap T | cmp - snap.before");
+    SH_OK(SNAP "T | cmp - snap.before");
 }
 
 /* After that: `repair` finds the index whose bytes are not its manifest's

@@ -92,13 +92,6 @@ static unsigned char *read_raw(const char *path, size_t *len)
     return p;
 }
 
-static char *path_in(const char *dir, const char *name)
-{
-    char *p;
-    cr_assert(asprintf(&p, "%s/%s", dir, name) > 0);
-    return p;
-}
-
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)
 {
@@ -302,7 +295,7 @@ Test(codec, names)
 static void roundtrip(rs_codec_choice codec, int level)
 {
     char *dir = make_tmpdir();
-    char *gz = path_in(dir, "out.gz"), *raw = path_in(dir, "want.csv");
+    char *gz = path_dup(dir, "out.gz"), *raw = path_dup(dir, "want.csv");
     char *csv = make_csv(3u << 20, 1000 + (uint64_t)level);
     char *bin = make_random(200000, 99);
     rs_deflater *d = rs_deflater_new(level, codec);
@@ -427,16 +420,16 @@ static struct inputs make_inputs(size_t len)
     in.dir = make_tmpdir();
     in.len = len;
     in.csv = make_csv(len, 123);
-    in.plain = path_in(in.dir, "data.csv");
-    in.gz = path_in(in.dir, "gzip.csv.gz");
-    in.pigz = path_in(in.dir, "pigz.csv.gz");
-    in.multi = path_in(in.dir, "multi.csv.gz");
-    in.empty = path_in(in.dir, "empty.csv");
-    in.emptygz = path_in(in.dir, "empty.csv.gz");
-    in.plaingz = path_in(in.dir, "gzip-content.dat");  /* gzip under another name */
-    in.small = path_in(in.dir, "small.csv");
-    in.smallgz = path_in(in.dir, "small.csv.gz");
-    in.tiny = path_in(in.dir, "tiny");
+    in.plain = path_dup(in.dir, "data.csv");
+    in.gz = path_dup(in.dir, "gzip.csv.gz");
+    in.pigz = path_dup(in.dir, "pigz.csv.gz");
+    in.multi = path_dup(in.dir, "multi.csv.gz");
+    in.empty = path_dup(in.dir, "empty.csv");
+    in.emptygz = path_dup(in.dir, "empty.csv.gz");
+    in.plaingz = path_dup(in.dir, "gzip-content.dat");  /* gzip under another name */
+    in.small = path_dup(in.dir, "small.csv");
+    in.smallgz = path_dup(in.dir, "small.csv.gz");
+    in.tiny = path_dup(in.dir, "tiny");
     write_file(in.plain, in.csv, len);
     write_file(in.empty, "", 0);
     write_file(in.tiny, "\x1f", 1);
@@ -540,7 +533,7 @@ static void tiny_blocks(rs_codec_choice codec)
 {
     struct inputs in = make_inputs(50000);
     /* many small members made by us plus one by gzip, and an empty member */
-    char *many = path_in(in.dir, "many.gz");
+    char *many = path_dup(in.dir, "many.gz");
     rs_deflater *d = rs_deflater_new(1, RS_CODEC_ZLIB);
     rs_buf out = {0};
     for (size_t off = 0; off < in.len; off += 997) {
@@ -594,7 +587,7 @@ Test(reader, tiny_blocks_zlib, .timeout = 300) { tiny_blocks(RS_CODEC_ZLIB); }
 static void full_header(rs_codec_choice codec)
 {
     char *dir = make_tmpdir();
-    char *path = path_in(dir, "hdr.gz");
+    char *path = path_dup(dir, "hdr.gz");
     char *csv = make_csv(100000, 77);
     unsigned char hdr[64];
     size_t h = 0;
@@ -649,7 +642,7 @@ Test(reader, full_header_auto) { full_header(RS_CODEC_AUTO); }
 static void bad_headers(rs_codec_choice codec)
 {
     char *dir = make_tmpdir();
-    char *path = path_in(dir, "h.gz");
+    char *path = path_dup(dir, "h.gz");
     /* deflate of "hello\n" (fixed Huffman), CRC and ISIZE */
     static const unsigned char body[] = {0xcb, 0x48, 0xcd, 0xc9, 0xc9, 0xe7, 0x02, 0x00,
                                          0x20, 0x30, 0x3a, 0x36, 0x06, 0, 0, 0};
@@ -764,7 +757,7 @@ static void faults(rs_codec_choice codec)
     struct inputs in = make_inputs(300000);
     size_t gl;
     unsigned char *g = read_raw(in.gz, &gl);  /* gzip -c: a 10-byte header + FNAME */
-    char *bad = path_in(in.dir, "bad.csv.gz");
+    char *bad = path_dup(in.dir, "bad.csv.gz");
     static const size_t blocks[] = {0, 7};
     for (size_t b = 0; b < 2; b++) {
         size_t blk = blocks[b];
@@ -862,7 +855,7 @@ Test(faults, truncated_offset_names_end_of_file)
     struct inputs in = make_inputs(100000);
     size_t gl;
     unsigned char *g = read_raw(in.gz, &gl);
-    char *bad = path_in(in.dir, "cut.gz");
+    char *bad = path_dup(in.dir, "cut.gz");
     write_variant(bad, g, gl, gl / 2, -1, NULL, 0);
     for (int c = 0; c < 2; c++) {
         slurp_result s = reader_all(bad, CODECS[c], 4096, 0);
@@ -898,7 +891,7 @@ Test(faults, missing_file_and_directory)
 Test(faults, error_does_not_overwrite_callers_first_error)
 {
     struct inputs in = make_inputs(10000);
-    char *bad = path_in(in.dir, "g.gz");
+    char *bad = path_dup(in.dir, "g.gz");
     size_t gl;
     unsigned char *g = read_raw(in.gz, &gl);
     write_variant(bad, g, gl, gl, -1, "xyz", 3);
@@ -936,7 +929,7 @@ static void named_gzip_must_be_gzip(rs_codec_choice codec)
         {"empty.gz", "", "empty.gz: empty file (named .gz, but holds no gzip member: end of file at byte offset 0)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char *p = path_in(dir, cases[i].name);
+        char *p = path_dup(dir, cases[i].name);
         write_file(p, cases[i].data, strlen(cases[i].data));
         slurp_result s = reader_all(p, codec, 4096, 0);
         cr_assert_eq(s.rc, -1, "%s must fail", cases[i].name);
@@ -948,7 +941,7 @@ static void named_gzip_must_be_gzip(rs_codec_choice codec)
     /* not a gzip name: read by content */
     static const char *const other[] = {"plain.gz.bak", "plain.csv", "gz", "empty.csv"};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
-        char *p = path_in(dir, other[i]);
+        char *p = path_dup(dir, other[i]);
         const char *data = strcmp(other[i], "empty.csv") ? "id,v\n" : "";
         write_file(p, data, strlen(data));
         slurp_result s = reader_all(p, codec, 4096, 0);
@@ -985,7 +978,7 @@ static int lists_run(int null, char **args, size_t nargs, const char *const *tex
     char *names[8] = {0};
     int rc = -1;
     for (size_t k = 0; k < ntexts; k++) {
-        names[k] = strdup(path_in(test_io_dir, k == 0 ? "l0" : k == 1 ? "l1" : "l2"));
+        names[k] = strdup(path_dup(test_io_dir, k == 0 ? "l0" : k == 1 ? "l1" : "l2"));
         put_file(names[k], texts[k], lens[k]);
         if (rs_file_lists_add(&fl, names[k], err) != 0)
             goto out;
@@ -1016,21 +1009,21 @@ Test(filelist, command_line_then_each_list_in_order)
     test_io_dir = make_tmpdir();
     const char *names[] = {"a", "b", "c", "d"};
     for (size_t i = 0; i < 4; i++)
-        put_file(path_in(test_io_dir, names[i]), "k\n1\n", 4);
-    char *args[] = {path_in(test_io_dir, "d")};
+        put_file(path_dup(test_io_dir, names[i]), "k\n1\n", 4);
+    char *args[] = {path_dup(test_io_dir, "d")};
     char l0[256], l1[256], got[512];
-    snprintf(l0, sizeof l0, "%s\n%s\n", path_in(test_io_dir, "b"), path_in(test_io_dir, "a"));
-    snprintf(l1, sizeof l1, "%s", path_in(test_io_dir, "c"));   /* the last line without its LF */
+    snprintf(l0, sizeof l0, "%s\n%s\n", path_dup(test_io_dir, "b"), path_dup(test_io_dir, "a"));
+    snprintf(l1, sizeof l1, "%s", path_dup(test_io_dir, "c"));   /* the last line without its LF */
     const char *texts[] = {l0, l1};
     size_t lens[] = {strlen(l0), strlen(l1)};
     rs_error err = {0};
     cr_assert_eq(lists_run(0, args, 1, texts, 2, lens, got, sizeof got, &err), 0, "%s", err.msg);
     cr_assert_str_eq(got, "d b a c");
     /* NUL-ended entries, and a path with a newline in it */
-    put_file(path_in(test_io_dir, "e\nf"), "k\n", 2);
+    put_file(path_dup(test_io_dir, "e\nf"), "k\n", 2);
     char nul[256];
-    size_t n = (size_t)snprintf(nul, sizeof nul, "%s", path_in(test_io_dir, "e\nf")) + 1;
-    n += (size_t)snprintf(nul + n, sizeof nul - n, "%s", path_in(test_io_dir, "a")) + 1;
+    size_t n = (size_t)snprintf(nul, sizeof nul, "%s", path_dup(test_io_dir, "e\nf")) + 1;
+    n += (size_t)snprintf(nul + n, sizeof nul - n, "%s", path_dup(test_io_dir, "a")) + 1;
     const char *t2[] = {nul};
     cr_assert_eq(lists_run(1, NULL, 0, t2, 1, &n, got, sizeof got, &err), 0, "%s", err.msg);
     cr_assert_str_eq(got, "e\nf a");
@@ -1040,12 +1033,12 @@ Test(filelist, command_line_then_each_list_in_order)
 Test(filelist, each_fault_names_the_list_and_its_line)
 {
     test_io_dir = make_tmpdir();
-    put_file(path_in(test_io_dir, "a"), "k\n", 2);
-    cr_assert_eq(link(path_in(test_io_dir, "a"), path_in(test_io_dir, "hard")), 0);
-    cr_assert_eq(mkdir(path_in(test_io_dir, "sub"), 0755), 0);
+    put_file(path_dup(test_io_dir, "a"), "k\n", 2);
+    cr_assert_eq(link(path_dup(test_io_dir, "a"), path_dup(test_io_dir, "hard")), 0);
+    cr_assert_eq(mkdir(path_dup(test_io_dir, "sub"), 0755), 0);
     char a[256], sub[256];
-    snprintf(a, sizeof a, "%s", path_in(test_io_dir, "a"));
-    snprintf(sub, sizeof sub, "%s", path_in(test_io_dir, "sub"));
+    snprintf(a, sizeof a, "%s", path_dup(test_io_dir, "a"));
+    snprintf(sub, sizeof sub, "%s", path_dup(test_io_dir, "sub"));
     struct {
         const char *fmt;
         int code;

@@ -141,7 +141,7 @@ Test(lanes, interrupt_during_the_piece_copy_publishes_nothing)
     make_mix();
     OK(RUN "-j 2 -o out " MIX " && cp -r out before");
     cmd_result r = sh_in_test_dir(
-        WAIT_SH "RINGSHARD_TEST_PAUSE_AT=piece_copy " RUN "-j 2 --producers 2 --force -o out " MIX " 2> err & p=$!; "
+        WAIT_SH "RINGSHARD_TEST_PAUSE_AT=piece_copy RINGSHARD_TEST_PAUSE_INTERRUPTED=1 " RUN "-j 2 --producers 2 --force -o out " MIX " 2> err & p=$!; "
         "wait_stopped $p 'the piece copy' || { kill -9 $p; exit 124; }; "
         "ls out.ringshard-tmp.*/ | grep -q 'lane1$' && echo pieces; "
         "kill -INT $p; kill -CONT $p; wait $p; echo rc=$?; cat err; "

@@ -197,11 +197,11 @@ Test(metrics, a_file_that_cannot_be_written_stops_the_run_before_any_work)
 }
 
 /* Starts bucket with --metrics m.prom stopping at `point`, checks that
- * m.prom is still good.prom there, then sends sig (to the main thread,
- * then SIGCONT, unless SIGKILL) and returns the wait status. */
+ * m.prom is still good.prom there, then sends sig (seen at the point,
+ * stop_for_signal; then SIGCONT, unless SIGKILL) and returns the wait status. */
 static int run_stopped_at(const char *point, int sig)
 {
-    pid_t pid = stop_at(point, NULL, "\"$RS\" bucket --quiet -j 1 --nodes 5 --force --metrics m.prom -o out in.csv",
+    pid_t pid = stop_for_signal(point, "\"$RS\" bucket --quiet -j 1 --nodes 5 --force --metrics m.prom -o out in.csv",
                         "err.txt");
     res r = sh("cmp m.prom good.prom");
     cr_assert_eq(r.rc, 0, "%s: m.prom changed before the end of the run", point);
@@ -209,7 +209,7 @@ static int run_stopped_at(const char *point, int sig)
     if (sig == SIGKILL)
         cr_assert_eq(kill(pid, SIGKILL), 0);
     else
-        signal_main_thread(pid, sig);
+        signal_stopped(pid, sig);
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     return st;

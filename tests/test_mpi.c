@@ -255,10 +255,11 @@ Test(mpi, sigint_stops_every_rank_and_publishes_nothing)
     OK(GEN " --rows 1000000 --seed 3 -o s1.csv 2>/dev/null && " GEN " --rows 1000000 --seed 4 -o s2.csv 2>/dev/null");
     /* the signal goes mid-run, while both ranks are in their pipelines:
      * each rank stops itself after its first batch (RINGSHARD_TEST_PAUSE_AT,
-     * inherited from mpirun), gets SIGINT there and is continued */
+     * inherited from mpirun), gets SIGINT there and is continued, and sees
+     * it there whichever thread takes it (RINGSHARD_TEST_PAUSE_INTERRUPTED) */
     res m = sh(WAIT_SH OURS_SH
                "stopped_ranks() { n=0; for p in $(ours); do is_stopped $p && n=$((n+1)); done; [ $n = $1 ]; }; "
-               "RINGSHARD_TEST_PAUSE_AT=batch_written "
+               "RINGSHARD_TEST_PAUSE_AT=batch_written RINGSHARD_TEST_PAUSE_INTERRUPTED=1 "
                MPIRUN "2 \"$RS\" bucket --quiet -j 1 -o out s1.csv s2.csv > mpirun.log 2>&1 & job=$!; "
                "wait_for 'both ranks stopped after their first batch' 'stopped_ranks 2' || "
                "{ for p in $(ours); do kill -9 $p; done; kill $job; exit 124; }; "

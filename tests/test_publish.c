@@ -329,7 +329,7 @@ Test(publish, sighup_is_handled_as_sigterm)
     };
     for (int i = 0; i < 2; i++) {
         SH_OK("rm -rf out && \"$RS\" bucket --quiet --nodes 3 -o out in.csv");
-        int st = signal_and_wait(stop_at("begun", NULL, cmd[i], NULL), SIGHUP);
+        int st = signal_and_wait(stop_for_signal("begun", cmd[i], NULL), SIGHUP);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
         SH_EQ("0\n", LITTER);
         assert_complete("out", 4);
@@ -340,8 +340,8 @@ Test(publish, sighup_is_handled_as_sigterm)
  * before the directory is published - while the files are closed, the
  * manifest written and the tree fsync'd, seconds for a large output -
  * still means exit 130 and nothing published: stopped at "publish" (the
- * tree fsync'd, just before the rename), the signal (signal_main_thread)
- * then SIGCONT. (Before: the run published, exit 0,
+ * tree fsync'd, just before the rename), the signal (stop_for_signal,
+ * signal_stopped) then SIGCONT. (Before: the run published, exit 0,
  * the previous output gone; plan --emit also replaced its --json file.) */
 Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one)
 {
@@ -355,8 +355,8 @@ Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one
     for (int i = 0; i < 3; i++)
         for (int k = 0; k < 3; k++) {
             SH_OK("rm -rf out err && \"$RS\" bucket --quiet --nodes 3 -o out in.csv && printf 'previous\\n' > f");
-            pid_t pid = stop_at("publish", NULL, cmd[i], "err");
-            signal_main_thread(pid, sig[k]);
+            pid_t pid = stop_for_signal("publish", cmd[i], "err");
+            signal_stopped(pid, sig[k]);
             int st;
             cr_assert_eq(waitpid(pid, &st, 0), pid);
             cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s, signal %d: status 0x%x", cmd[i], sig[k], st);
@@ -372,7 +372,7 @@ Test(publish, stop_signal_before_a_directory_is_published_keeps_the_previous_one
  * temporary, just before the check for a stop signal and the rename), a
  * signal then SIGCONT ends it with exit 130 and "interrupted", the
  * temporary removed, a previous file byte for byte as it was. The signal
- * goes to the main thread (signal_main_thread). (Before: plan, simulate and
+ * is seen at the point (stop_for_signal, signal_stopped). (Before: plan, simulate and
  * stats DIR were killed with 128 + the signal and left the temporary; stats
  * on data published its pictures and exited 0.) */
 Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
@@ -391,9 +391,9 @@ Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
     static const int sig[] = {SIGTERM, SIGINT, SIGHUP};
     for (int i = 0; i < (int)(sizeof cmd / sizeof *cmd); i++) {
         SH_OK("printf 'previous\\n' > f && rm -f err");
-        pid_t pid = stop_at("file_publish", NULL, cmd[i], "err");
+        pid_t pid = stop_for_signal("file_publish", cmd[i], "err");
         SH_EQ("1\n", LITTER);   /* the temporary, written */
-        signal_main_thread(pid, sig[i % 3]);
+        signal_stopped(pid, sig[i % 3]);
         int st;
         cr_assert_eq(waitpid(pid, &st, 0), pid);
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 130, "%s: status 0x%x", cmd[i], st);
@@ -412,8 +412,8 @@ Test(publish, stop_signal_before_a_file_is_published_keeps_the_previous_one)
 Test(publish, stop_signal_during_simulate_counting_ends_it, .timeout = 300)
 {
     SH_OK("printf 'previous\\n' > f && rm -f err");
-    pid_t pid = stop_at("simulate_keys", NULL, "\"$RS\" simulate --nodes 20 --keys 100000000000 --html f", "err");
-    signal_main_thread(pid, SIGINT);
+    pid_t pid = stop_for_signal("simulate_keys", "\"$RS\" simulate --nodes 20 --keys 100000000000 --html f", "err");
+    signal_stopped(pid, SIGINT);
     int st;
     /* the whole count would take hours: wait for the exit, generously,
      * and kill a run that ignored the signal rather than leave it behind */
@@ -439,9 +439,9 @@ Test(publish, stop_signal_after_emit_is_published_finishes_the_run)
 {
     make_input();
     SH_OK("printf 'previous\\n' > f");
-    pid_t pid = stop_at("file_publish", NULL, "\"$RS\" plan --quiet --nodes 4 --new-nodes 5 --emit out --json f in.csv",
+    pid_t pid = stop_for_signal("file_publish", "\"$RS\" plan --quiet --nodes 4 --new-nodes 5 --emit out --json f in.csv",
                         NULL);
-    signal_main_thread(pid, SIGTERM);
+    signal_stopped(pid, SIGTERM);
     int st;
     cr_assert_eq(waitpid(pid, &st, 0), pid);
     cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status 0x%x", st);

@@ -17,7 +17,7 @@
 #include "wait.h"
 
 #define sh sh_in_test_dir
-#define LIB WAIT_SH ". '" RS_SOURCE_DIR "/tests/append_lib.sh'; . '" RS_SOURCE_DIR "/tests/repair_lib.sh'; "
+#define LIB WAIT_SH APPEND_LIB ". '" RS_SOURCE_DIR "/tests/repair_lib.sh'; "
 #define OK(...) SH_OK(LIB __VA_ARGS__)
 #define INPUTS "in1.csv in2.csv in3.csv"
 

@@ -17,6 +17,9 @@
 # only; data files are compared raw):
 #   - times: "seconds" in manifests and plan JSON, "N.NN s" and
 #     speeds ("1.25 M rows/s", "352 k rows/s") in summaries (the wall clock differs from run to run);
+#   - a generation manifest's "previous", the digest of the previous
+#     manifest's bytes, its "seconds" included (each side checks its own
+#     chain: verify_mem);
 #   - the binary's path (each run names its own binary);
 #   - temporary names, ".ringshard-tmp.<pid>.<hex>" (the pid differs).
 # Nothing else is masked: node names, counts, CRCs, fingerprints and file
@@ -99,6 +102,12 @@ bucket_noout      \$RS bucket $D/bills_c.csv
 bucket_badkey     \$RS bucket --key nosuch -o badkey $D/bills_c.csv
 bucket_level_bad  \$RS bucket --level 12 -o lvlbad $D/bills_c.csv
 bucket_mem_bad    \$RS bucket --memory 32M -j 256 -o membad $D/bills_c.csv
+bucket_mem16      \$RS bucket --memory 16M -o mem16 $D/bills_c.csv
+bucket_mem32      \$RS bucket --key bill_id --memory 32M --nodes 8 -o mem32 $D/day1.csv.gz $D/day2.csv.gz
+bucket_mem32_zstd \$RS bucket --key bill_id --memory 32M --compress zstd --nodes 8 -o mem32z $D/day1.csv
+bucket_mem32_app  \$RS bucket --key bill_id --memory 32M --nodes 8 --append -o memapp $D/day1.csv.gz
+bucket_mem16_app  \$RS bucket --memory 16M --append -o memapp $D/day2.csv.gz
+bucket_mem32_app2 \$RS bucket --memory 32M --append -o memapp $D/day2.csv.gz $D/bills_c.csv
 bucket_missing    \$RS bucket -o miss $D/nope.csv
 bucket_quar_in    \$RS bucket --on-bad-row quarantine=buckets/q.tsv -o buckets --force $D/bills_c.csv
 bucket_badopt     \$RS bucket --frobnicate -o x $D/bills_c.csv
@@ -109,6 +118,12 @@ dedup_row         \$RS dedup --by row --nodes 16 --compress none -o distinct_row
 dedup_buckets     \$RS dedup --by row -o distinct_b --buckets buckets
 dedup_buckets_k   \$RS dedup --duplicates dups_b.tsv --compress zstd -o distinct_bk --buckets buckets
 dedup_tempz       \$RS dedup --key bill_id --temp-compress gzip --nodes 8 --memory 64M -o dd_tz $D/day2.csv.gz
+dedup_mem16       \$RS dedup --memory 16M -o dd_mem16 $D/day2.csv.gz
+dedup_mem32       \$RS dedup --key bill_id --memory 32M --nodes 4 --duplicates memdups.tsv -o dd_mem $D/day1.csv.gz $D/day2.csv.gz
+dedup_mem32_app   \$RS dedup --key bill_id --memory 32M --nodes 4 --append -o dd_memapp $D/day1.csv.gz
+dedup_mem32_app2  \$RS dedup --memory 32M --append --duplicates memdups2.tsv -o dd_memapp $D/day2.csv.gz
+dedup_mem32_split \$RS dedup --key bill_id --memory 32M --nodes 1 -o dd_split $D/day1.csv.gz $D/day2.csv.gz $D/day1.csv $D/day2.csv.gz
+verify_mem        \$RS verify mem32 && \$RS verify mem32z && \$RS verify memapp && \$RS verify dd_mem && \$RS verify dd_memapp && \$RS verify dd_split
 dedup_quar        \$RS dedup --on-bad-row quarantine=dq.tsv --nodes 4 -o dd_q $D/bad_stray_quote.csv
 dedup_bad_keep    \$RS dedup --keep middle -o dd_bad $D/bills_c.csv
 dedup_bad_by      \$RS dedup --by column -o dd_bad $D/bills_c.csv
@@ -296,6 +311,7 @@ done
 mask() {  # FILE BIN: the masked text on stdout
     sed -E -e "s#$2#BIN#g" \
         -e 's/"seconds": *[0-9.eE+-]+/"seconds": T/g' \
+        -e 's/"previous": *"[0-9a-f]{32}"/"previous": DIGEST/g' \
         -e 's/[0-9]+\.[0-9]+ s\b/T s/g' \
         -e 's/[0-9]+(\.[0-9]+)? ([kMG] )?rows\/s/R rows\/s/g' \
         -e 's/\.ringshard-tmp\.[0-9]+\.[0-9a-f]+/.ringshard-tmp.PID.HEX/g' "$1"
