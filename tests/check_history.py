@@ -238,7 +238,7 @@ def check_rows(d, mode, key, sep, runs, dups, since):
     for v in places.values():
         v.reverse()
     header = ms[0][0].get("options", {}).get("header", True)
-    node_rows, node_of, total = collections.defaultdict(list), {}, 0
+    node_rows, node_of = collections.defaultdict(list), {}
     for gi, (m, gd) in enumerate(ms):
         n = 0
         for f in m["files"]:

@@ -191,8 +191,8 @@ size_t unhex(const char *hex, unsigned char *out, size_t cap)
     return n;
 }
 
-/* Criterion only in the one function that asserts (support.c stays usable
- * without it otherwise). */
+/* Criterion from here on: the process helpers below assert (cr_assert) as
+ * they go; the functions above stay usable without it. */
 #include <criterion/criterion.h>
 #include <signal.h>
 #include <unistd.h>

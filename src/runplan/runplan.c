@@ -233,7 +233,7 @@ uint64_t rs_pipeline_min_memory(const rs_pipeline_opts *o)
 
 size_t rs_pipeline_batch_bytes(const rs_pipeline_opts *o)
 {
-    rs_pipeline_shape s;
+    rs_pipeline_shape s = {0};   /* zeroed: LTO cannot see that a failed plan leaves it unread */
     rs_error e = {0};
     return rs_run_plan_one(o, &s, &e) == 0 ? s.batch_bytes : 0;
 }
