@@ -346,3 +346,24 @@ Test(repair, a_base_that_lists_a_file_twice_is_refused_with_what_to_do)
        "t[\"rows\"] -= f[\"rows\"]; t[\"bytes\"] -= f[\"bytes\"]; t[\"files\"] = len(m[\"files\"]); "
        "open(p, \"w\").write(json.dumps(m, indent=2) + \"\\n\")' && \"$RS\" verify --quiet D");
 }
+
+/* A base file whose node its ring does not have (a node name edited): the
+ * ring places its rows elsewhere. verify names it (3), every reader,
+ * append and compact refuse it (2), and repair too, saying what to
+ * correct: which node's rows the file holds is not its to guess. D byte
+ * for byte throughout; with the node put back, D verifies. */
+Test(repair, a_base_file_of_a_node_not_in_the_ring_is_refused_with_what_to_do)
+{
+    OK("rm -rf D D.* && cp -a Wgzip D && rm -rf D/g00000002 D/g00000003 && "
+       "python3 -c 'import json; p = \"D/manifest.json\"; m = json.load(open(p)); f = m[\"files\"][1]; "
+       "open(\"orig.node\", \"w\").write(f[\"node\"]); f[\"node\"] = \"zz\"; "
+       "open(p, \"w\").write(json.dumps(m, indent=2) + \"\\n\")' && snap D raw > t.snap && "
+       "{ \"$RS\" verify D > v.out; test $? = 3; } && "
+       "grep -q \"DIFF D: manifest.json: file 1.csv.gz belongs to node 'zz', which its ring does not have\" v.out && "
+       "for c in 'cat D zz' 'stats D' 'bucket --quiet --append -o D in4.csv' 'compact D' 'repair D'; do "
+       "  \"$RS\" $c > /dev/null 2> next.err; rc=$?; test $rc = 2 || { echo \"$c: exit $rc\"; cat next.err; exit 1; }; "
+       "  [ \"$(snap D raw)\" = \"$(cat t.snap)\" ] && ! test -e D.damaged.1 || { echo \"$c changed D\"; exit 1; }; "
+       "done && grep -q \"which its ring does not have: repair cannot tell which node's rows it holds\" next.err && "
+       "python3 -c 'import json; p = \"D/manifest.json\"; m = json.load(open(p)); m[\"files\"][1][\"node\"] = open(\"orig.node\").read(); "
+       "open(p, \"w\").write(json.dumps(m, indent=2) + \"\\n\")' && \"$RS\" verify --quiet D");
+}

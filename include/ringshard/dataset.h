@@ -196,6 +196,14 @@ typedef struct {
     int any_size;      /* size 0 with a checksum not that of no bytes: a pipe's, of any size */
 } rs_ingested;
 
+/* Every input record of bd's manifests, the base's then each
+ * generation's, in order, as shallow copies (strings are bd's) into *v
+ * (malloc'd, the caller's to free), *n of them: each with the generation
+ * that ingested it (a compacted or repaired base lists them so), or, with
+ * fresh, none (0): the records of a new directory made of bd's rows (dedup
+ * --buckets). 0, or -1 when out of memory. */
+int rs_bucketdir_input_records(const rs_bucketdir *bd, int fresh, rs_manifest_input **v, size_t *n);
+
 /* Every input bd's manifests record (the base's, then each generation's,
  * in order) but those that cannot be known again (an older version's
  * entry of size 0, a pipe's, without a checksum): *v (malloc'd, the

@@ -17,10 +17,16 @@ int rs_bucketdir_add_damage(rs_bucketdir *bd, uint64_t gen, int file, int droppe
  * bytes are the totals'). */
 void rs_manifest_files_sum(const rs_manifest *m, uint64_t *rows, uint64_t *bytes);
 
+/* Marks foreign[i] (bd->m.nfiles of them) for each base file of a bucket
+ * directory whose node the ring its manifest describes does not have;
+ * their number (0 for a move directory, or a description that does not
+ * parse), or -1 with err (out of memory). */
+int rs_bucketdir_foreign_nodes(const rs_bucketdir *bd, uint8_t *foreign, rs_error *err);
+
 /* Each of bd's manifests (the base's, each generation read) against
  * itself: totals that its files' entries contradict, an input record
  * naming a generation other than the one that ingested it, a file listed
- * twice; each a damage
+ * twice, a base file of a node its ring does not have; each a damage
  * (rs_bucketdir_add_damage). 0, or -1 with err (out of memory). */
 int rs_bucketdir_audit(rs_bucketdir *bd, rs_error *err);
 

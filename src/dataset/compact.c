@@ -607,23 +607,10 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
 {
     rs_manifest m = bd->m;  /* shallow: strings stay the base's */
     m.dedup = (char *)dedup;
-    size_t n = bd->m.ninputs;
-    for (size_t g = 0; g < bd->ngens; g++)
-        n += bd->gens[g].ninputs;
-    rs_manifest_input *in = calloc(n + 1, sizeof *in);
-    if (!in)
+    size_t n;
+    rs_manifest_input *in;
+    if (rs_bucketdir_input_records(bd, 0, &in, &n) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    uint64_t base = bd->m.generation ? bd->m.generation : 1;
-    size_t k = 0;
-    for (size_t i = 0; i < bd->m.ninputs; i++, k++) {
-        in[k] = bd->m.inputs[i];
-        in[k].generation = in[k].generation && in[k].generation <= base ? in[k].generation : base;
-    }
-    for (size_t g = 0; g < bd->ngens; g++)
-        for (size_t i = 0; i < bd->gens[g].ninputs; i++, k++) {
-            in[k] = bd->gens[g].inputs[i];
-            in[k].generation = bd->gens[g].generation;   /* the one that ingested it (repair: check_inputs) */
-        }
     for (size_t i = 0; take && take->record_lost && take->lost && i < n; i++) {
         in[i].lost = take->lost[i], in[i].nlost = take->nlost[i];
         in[i].lost_rows = take->lost_rows[i], in[i].nlost_rows = take->nlost_rows[i];

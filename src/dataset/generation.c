@@ -105,6 +105,30 @@ int rs_gen_write_manifests(const rs_bucketdir *bd, const rs_outdir *od, uint64_t
  * pipe's, whose size was not known when it was recorded. */
 #define EMPTY_CHECKSUM "crc64:0000000000000000"
 
+int rs_bucketdir_input_records(const rs_bucketdir *bd, int fresh, rs_manifest_input **v, size_t *n)
+{
+    size_t cap = bd->m.ninputs;
+    for (size_t k = 0; k < bd->ngens; k++)
+        cap += bd->gens[k].ninputs;
+    *n = 0;
+    if (!(*v = calloc(cap + 1, sizeof **v)))
+        return -1;
+    uint64_t base = bd->m.generation ? bd->m.generation : 1;
+    for (size_t k = 0; k <= bd->ngens; k++) {
+        const rs_manifest *m = k ? &bd->gens[k - 1] : &bd->m;
+        for (size_t i = 0; i < m->ninputs; i++) {
+            rs_manifest_input *in = &(*v)[(*n)++];
+            *in = m->inputs[i];
+            /* a generation's: its own; the base's: its own, at most the
+             * base's (rs_bucketdir_audit says when a record differs) */
+            in->generation = fresh ? 0
+                             : k   ? m->generation
+                                   : (in->generation && in->generation <= base ? in->generation : base);
+        }
+    }
+    return 0;
+}
+
 int rs_bucketdir_ingested(const rs_bucketdir *bd, rs_ingested **v, size_t *n)
 {
     size_t cap = bd->m.ninputs;

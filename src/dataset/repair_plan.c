@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include "dataset/bucketdir_impl.h"
 #include "dataset/salvage.h"
 #include "ringshard/util.h"
 
@@ -80,6 +81,27 @@ static int mark_twice(const rs_bucketdir *bd, rs_repair_plan *p)
     return 0;
 }
 
+/* A base file of a node its ring does not have: whose rows are they?
+ * Not repair's to guess (a node name edited, a manifest from elsewhere):
+ * RS_EXIT_DATA saying what to correct; 0 when there is none. */
+static int refuse_foreign(const rs_bucketdir *bd, rs_error *err)
+{
+    uint8_t *foreign = calloc(bd->m.nfiles + 1, 1);
+    if (!foreign)
+        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    int n = rs_bucketdir_foreign_nodes(bd, foreign, err);
+    size_t i = 0;
+    while (n > 0 && !foreign[i])
+        i++;
+    if (n > 0)
+        rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json: file %s belongs to node '%s', which its ring does not "
+                     "have: repair cannot tell which node's rows it holds; correct the entry's node (or remove the "
+                     "entry, and its rows and bytes from the totals), then run repair again", bd->path,
+                     bd->m.files[i].file, bd->m.files[i].node ? bd->m.files[i].node : "");
+    free(foreign);
+    return n != 0 ? -1 : 0;
+}
+
 int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err)
 {
     if (plan_alloc(bd, p) != 0)
@@ -90,6 +112,8 @@ int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err
         p->chain += !bd->damage[d].file;   /* a file's damage: its verdict says it */
     if (mark_twice(bd, p) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (refuse_foreign(bd, err) != 0)
+        return -1;
     for (size_t k = 0; k < bd->nfiles; k++)   /* a node of the base twice: which of its merged files is it? */
         if (p->twice[k] && bd->file_slot[k] == SIZE_MAX)
             return rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json lists %s twice: repair cannot tell the base's "

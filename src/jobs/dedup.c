@@ -558,21 +558,9 @@ static int run_pass2(dstate *s, rs_error *err)
 /* The manifest's inputs: pass 1's, or --buckets' every generation's. */
 static int manifest_inputs(dstate *s, rs_manifest *m, rs_error *err)
 {
-    if (s->o->buckets_dir) {  /* every generation's inputs (shallow copies) */
-        const rs_manifest *in_mp = &s->bd.m;
-        size_t n = in_mp->ninputs;
-        for (size_t g = 0; g < s->bd.ngens; g++)
-            n += s->bd.gens[g].ninputs;
-        if (!(m->inputs = calloc(n + 1, sizeof *m->inputs)))
+    if (s->o->buckets_dir) {  /* every generation's inputs: this output is a directory of its own */
+        if (rs_bucketdir_input_records(&s->bd, 1, &m->inputs, &m->ninputs) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        memcpy(m->inputs, in_mp->inputs, in_mp->ninputs * sizeof *m->inputs);
-        m->ninputs = in_mp->ninputs;
-        for (size_t g = 0; g < s->bd.ngens; g++) {
-            memcpy(m->inputs + m->ninputs, s->bd.gens[g].inputs, s->bd.gens[g].ninputs * sizeof *m->inputs);
-            m->ninputs += s->bd.gens[g].ninputs;
-        }
-        for (size_t i = 0; i < m->ninputs; i++)
-            m->inputs[i].generation = 0;  /* this output is a directory of its own */
         m->rejected = s->bd.rejected;
         return 0;
     }

@@ -299,12 +299,10 @@ static int check_listing(vstate *s, rs_error *err)
             }
         } else {
             int64_t a = rs_node_index_find(&oix, on, f->node);
-            if (a < 0) {
-                diff_line(s, "%s: node %s is not a node of the ring", name, f->node);
-                usable = 0;
-            } else {
+            if (a < 0)
+                usable = 0;   /* its base entry's node: a damage of the manifest (rs_bucketdir_audit) */
+            else
                 s->want[i] = (uint32_t)a;
-            }
         }
         if (!hit || !S_ISREG(sb.st_mode)) {
             diff_line(s, "%s: missing (listed in the manifest with %llu rows)", name, (unsigned long long)f->rows);
