@@ -8,7 +8,8 @@
  *     writer lock, the clean-up of what a killed run left;
  *   - reading a bucket or move directory (bucketdir.h, bucketdir.c): one
  *     descriptor, the base and every generation, their chain of digests,
- *     the damages, each file checked against its manifest, and the strays
+ *     the damages (each manifest audited against itself: audit.c), each
+ *     file checked against its manifest, and the strays
  *     (the one definition of an entry no manifest names: verify reports
  *     them, compact refuses them, repair moves them);
  *   - every name on disk (filename.h, filename.c): data files, key
