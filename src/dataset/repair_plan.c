@@ -104,14 +104,9 @@ static int refuse_foreign(const rs_bucketdir *bd, rs_error *err)
 
 int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err)
 {
-    if (plan_alloc(bd, p) != 0)
+    if (plan_alloc(bd, p) != 0 || mark_twice(bd, p) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
-    if (rs_bucketdir_check_all(bd, 0, p->files, p->indexes, err) != 0)
-        return -1;
-    for (size_t d = 0; d < bd->ndamage; d++)
-        p->chain += !bd->damage[d].file;   /* a file's damage: its verdict says it */
-    if (mark_twice(bd, p) != 0)
-        return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    /* what repair refuses, before it reads every file */
     if (refuse_foreign(bd, err) != 0)
         return -1;
     for (size_t k = 0; k < bd->nfiles; k++)   /* a node of the base twice: which of its merged files is it? */
@@ -119,8 +114,14 @@ int rs_repair_plan_make(const rs_bucketdir *bd, rs_repair_plan *p, rs_error *err
             return rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json lists %s twice: repair cannot tell the base's "
                                 "nodes apart; remove one of the two entries (and its rows and bytes from the totals), "
                                 "then run repair again", bd->path, bd->names[k]);
+    if (rs_bucketdir_check_all(bd, 0, p->files, p->indexes, err) != 0)
+        return -1;
+    for (size_t d = 0; d < bd->ndamage; d++)
+        p->chain += !bd->damage[d].file;   /* a file's damage: its verdict says it */
     for (size_t k = 0; k < bd->nfiles; k++) {
-        if (!p->twice[k] && decide_file(bd, k, p) != 0)
+        if (p->twice[k])
+            continue;   /* the same file as its first entry, judged there */
+        if (decide_file(bd, k, p) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
         p->indexes_damaged += p->indexes[k].state == RS_FILE_DAMAGED;
     }

@@ -179,6 +179,8 @@ static void report(const rs_bucketdir *bd, const rs_repair_plan *p, rs_repair_jo
         }
     }
     for (size_t k = 0; k < bd->nfiles; k++) {
+        if (p->twice[k])
+            continue;   /* its first entry's lines say it */
         const rs_bucketdir_verdict *v = &p->files[k];
         const char *what = v->msg ? v->msg : bd->paths[k];
         if (v->state == RS_FILE_DAMAGED)
