@@ -212,7 +212,9 @@ PY
 # of the input's rows on the node (lost_rows); appending
 # the input named brings back exactly them (every input's rows, none
 # twice), recorded restored_rows, and appending it once more adds nothing.
-# Prints "lost=ROWS of=MEMBERS again=INPUT".
+# RM_BEFORE (default 0): the rows FILE holds before the input's (a
+# compacted base: its node's rows of the earlier generations, read from
+# the copy before compaction). Prints "lost=ROWS of=MEMBERS again=INPUT".
 repair_members_case() {
   rm_src=$1 rm_file=$2 rm_damage=$3 rm_append=$4
   shift 4
@@ -243,10 +245,10 @@ repair_members_case() {
 m = json.load(open("D/manifest.json"))
 got = [[r["from"], r["to"]] for i in m["inputs"] if i["path"] == sys.argv[1] for r in i.get("lost_rows", [])
        if r["node"] == sys.argv[2]]
-want = [[int(x) for x in l.split()] for l in open("members.ranges")]
+want = [[int(x) - int(sys.argv[3]) for x in l.split()] for l in open("members.ranges")]
 others = [i["path"] for i in m["inputs"] if (i.get("lost_rows") or i.get("lost")) and i["path"] != sys.argv[1]]
 sys.exit(0 if got == want and not others else "lost_rows %s, the damaged members %s, others %s" % (got, want, others))' \
-    "$rm_again" "$rm_node" || return 1
+    "$rm_again" "$rm_node" "${RM_BEFORE:-0}" || return 1
   "$RS" $rm_append --quiet --memory 32M --append -o D "$rm_again" || return 1
   rows_of D | LC_ALL=C sort > got.rows
   cmp -s got.rows all.rows || { echo "$rm_damage: after the append of $rm_again, D's rows are not every input's" >&2; return 1; }

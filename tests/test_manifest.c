@@ -40,7 +40,10 @@ static void fill_buckets(rs_manifest *m)
     m->nfiles = 3;
     m->files = calloc(3, sizeof *m->files);
     m->files[0] = (rs_manifest_file){.file = strdup("%22q%22uoted%22.csv.gz"), .node = strdup("\"q\"uoted\""),
-                                     .rows = 10, .bytes = 200, .file_bytes = 90, .crc32 = 0xDEADBEEF};
+                                     .rows = 10, .bytes = 200, .file_bytes = 90, .crc32 = 0xDEADBEEF, .nruns = 2};
+    m->files[0].runs = malloc(2 * sizeof *m->files[0].runs);
+    m->files[0].runs[0] = (rs_manifest_run){0, 0, 4};
+    m->files[0].runs[1] = (rs_manifest_run){1, 2, 8};
     m->files[1] = (rs_manifest_file){.file = strdup("M%C3%BCnchen.csv.gz"), .node = strdup("M\xc3\xbcnchen"),
                                      .rows = UINT64_MAX, .bytes = 1, .file_bytes = 2, .crc32 = 0xFFFFFFFF,
                                      .stored_crc32 = 0x89ABCDEF, .has_stored_crc32 = 1};
@@ -94,6 +97,11 @@ static void assert_manifests_equal(const rs_manifest *a, const rs_manifest *b)
                       x->crc32 == y->crc32 && x->wave == y->wave && x->has_stored_crc32 == y->has_stored_crc32 &&
                       x->stored_crc32 == y->stored_crc32,
                   "file %zu", i);
+        cr_assert_eq(x->nruns, y->nruns, "file %zu", i);
+        for (size_t k = 0; k < x->nruns; k++)
+            cr_assert(x->runs[k].input == y->runs[k].input && x->runs[k].from == y->runs[k].from &&
+                          x->runs[k].to == y->runs[k].to,
+                      "file %zu run %zu", i, k);
     }
     cr_assert_eq(a->rows, b->rows);
     cr_assert_eq(a->bytes, b->bytes);
@@ -118,7 +126,10 @@ Test(manifest, buckets_round_trip)
                       strlen("{\n  \"schema\": 1,\n  \"kind\": \"buckets\",\n  \"tool\": {\n    \"name\": \"ringshard\",\n")) == 0,
               "%s", text);
     cr_assert(strstr(text, "\"description\": \"scheme\\tketama\\nhash\\tmd5\\nseed\\t0\\nnode\\t\\\"q\\\"uoted\\\"\\t100\\n"));
-    cr_assert(strstr(text, "      \"crc32\": 3735928559,\n      \"crc32_hex\": \"deadbeef\"\n"));
+    /* runs on one line, where recorded */
+    cr_assert(strstr(text, "      \"crc32\": 3735928559,\n      \"crc32_hex\": \"deadbeef\",\n"
+                           "      \"runs\": [[0, 0, 4], [1, 2, 8]]\n    }"), "%s", text);
+    cr_assert(!r.files[1].nruns && !r.files[2].nruns && !r.files[1].runs);
     cr_assert(strstr(text, "      \"crc32\": 2571,\n      \"crc32_hex\": \"00000a0b\"\n"));
     /* stored_crc32 only where recorded, after crc32_hex */
     cr_assert(strstr(text, "      \"crc32_hex\": \"ffffffff\",\n      \"stored_crc32\": 2309737967\n    }"), "%s", text);
@@ -326,6 +337,12 @@ Test(manifest, bad_members)
         {"s/\"node\": \"empty\"/\"node\": \"e\\\\u0000\"/", "\"files[2].node\": contains a NUL"},
         {"s/\"path\": \"-\"/\"path\": null/", "\"inputs[1].path\": a string expected, found null"},
         {"/\"fingerprint\"/d", "\"ring.fingerprint\": missing"},
+        /* runs that do not hold the file's rows, or name no input */
+        {"s/\\[1, 2, 8\\]/[1, 2, 9]/", "\"files[0].runs\": its runs hold 11 rows, \"rows\" says 10"},
+        {"s/\\[1, 2, 8\\]/[2, 2, 8]/", "\"files[0].runs[1]\": input 2 of 2 inputs"},
+        {"s/\\[0, 0, 4\\], \\[1, 2, 8\\]/[0, 4, 4], [1, 0, 10]/", "\"files[0].runs[0]\": to not more than from"},
+        {"s/\\[1, 2, 8\\]/[1, 8]/", "\"files[0].runs[1]\": [input, from, to] expected"},
+        {"s/\\[1, 2, 8\\]/[1, -2, 8]/", "\"files[0].runs[1]\": unsigned integers expected"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(read_edited(cases[i].sed, &err), -1, "case %zu (%s) accepted", i, cases[i].sed);

@@ -174,7 +174,8 @@ Test(repair, an_input_recognised_by_content_brings_back_its_lost_rows)
 /* m1..m3.csv: 40000 bills each (3.8 MB: several batches at --memory 32M,
  * so that every file has several gzip members or zstd frames); Mgzip,
  * Mzstd: a base (m1) and two appends (m2, m3) over 4 nodes; MH: the same
- * by dedup --append (with key indexes). */
+ * by dedup --append (with key indexes); CMgzip, CMzstd, CMH: each
+ * compacted (a base whose files hold the rows of three inputs). */
 static void fixture_members(void)
 {
     test_dir_setup();
@@ -187,7 +188,8 @@ static void fixture_members(void)
           "\"$RS\" dedup --quiet --memory 32M --append -o MH m2.csv && "
           "\"$RS\" dedup --quiet --memory 32M --append -o MH m3.csv && "
           "python3 " RS_SOURCE_DIR "/tests/check_members.py Mgzip/g00000003/1.csv.gz | grep -Eq '^ok ([4-9]|[1-9][0-9]+) members' && "
-          "python3 " RS_SOURCE_DIR "/tests/check_members.py MH/g00000002/0.csv.gz | grep -Eq '^ok ([3-9]|[1-9][0-9]+) members'");
+          "python3 " RS_SOURCE_DIR "/tests/check_members.py MH/g00000002/0.csv.gz | grep -Eq '^ok ([3-9]|[1-9][0-9]+) members' && "
+          "for s in Mgzip Mzstd MH; do cp -a $s C$s && \"$RS\" compact --quiet C$s || exit 1; done");
 }
 
 TestSuite(repair_members, .init = fixture_members, .fini = test_dir_teardown, .timeout = 900);
@@ -220,6 +222,64 @@ Test(repair_members, a_damaged_member_costs_its_own_rows_only)
         cr_assert(strstr(r.out, cases[i].result), "%s: '%s' not in '%s'", cases[i].damage, cases[i].result, r.out);
         cmd_result_free(&r);
     }
+}
+
+/* The same of a compacted base, whose files hold the rows of three
+ * inputs one after the other (files[].runs): a flip in the middle of a
+ * node's file, inside m2's rows, costs the rows of its member only,
+ * recorded as those of m2 (its ordinals: the file's less the node's rows
+ * of m1, counted in the copy before compaction). */
+Test(repair_members, a_damaged_member_of_a_compacted_base_costs_its_own_rows_only)
+{
+    static const struct {
+        const char *src, *file, *append;
+    } cases[] = {
+        {"Mgzip", "1.csv.gz", "bucket"}, {"Mzstd", "3.csv.zst", "bucket"}, {"MH", "0.csv.gz", "dedup"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cmd_result r = sh(LIB "RM_BEFORE=$(dec %s < %s/%s | tail -n +2 | wc -l) repair_members_case C%s %s 'flip D/%s' %s "
+                          "m1.csv m2.csv m3.csv", cases[i].file, cases[i].src, cases[i].file, cases[i].src,
+                          cases[i].file, cases[i].file, cases[i].append);
+        cr_assert_eq(r.rc, 0, "C%s/%s: exit %d\n%s%s", cases[i].src, cases[i].file, r.rc, r.out, r.err);
+        cr_assert(strstr(r.out, "again=m2.csv"), "C%s/%s: '%s'", cases[i].src, cases[i].file, r.out);
+        cmd_result_free(&r);
+    }
+}
+
+/* Two members damaged in a compacted base file, one among m1's rows and
+ * one among m3's: each input loses exactly its member's rows (ordinals
+ * mapped through the runs, checked against the counts of the copy before
+ * compaction), both are named, and appending them brings every row back,
+ * once; the repaired base's runs leave the lost rows out, so that a
+ * second damage after the repair is mapped as exactly. */
+Test(repair_members, damaged_members_of_two_inputs_in_a_compacted_file_are_each_their_inputs)
+{
+    OK("rm -rf D D.* && cp -a CMgzip D && s=$(stat -c %%s D/2.csv.gz) && "
+       "flip_byte D/2.csv.gz $((s / 6)) && flip_byte D/2.csv.gz $((s * 5 / 6)) && "
+       "{ \"$RS\" repair D > r.out; test $? = 3; } && "
+       "grep -q '^NOT KEPT D/2.csv.gz: .*: 2 of its [0-9]* gzip members damaged.*an append ingests again: m1.csv, m3.csv$' "
+       "r.out && \"$RS\" verify --quiet D && "
+       "members_lost CMgzip/2.csv.gz D.damaged.1/2.csv.gz | LC_ALL=C sort > lost.rows && "
+       "n1=$(dec x.gz < Mgzip/2.csv.gz | tail -n +2 | wc -l) && "
+       "n2=$(dec x.gz < Mgzip/g00000002/2.csv.gz | tail -n +2 | wc -l) && "
+       "python3 -c 'import json, sys\n"
+       "n1, n2 = int(sys.argv[1]), int(sys.argv[2]); m = json.load(open(\"D/manifest.json\"))\n"
+       "got = {i[\"path\"]: [[r[\"from\"], r[\"to\"]] for r in i.get(\"lost_rows\", [])] for i in m[\"inputs\"]}\n"
+       "r = [[int(x) for x in l.split()] for l in open(\"members.ranges\")]\n"
+       "want = {\"m1.csv\": [x for x in r if x[1] <= n1], \"m2.csv\": [],\n"
+       "        \"m3.csv\": [[a - n1 - n2, b - n1 - n2] for a, b in r if a >= n1 + n2]}\n"
+       "ok = len(r) == 2 and got == want\n"
+       "sys.exit(0 if ok else \"lost_rows %%s, want %%s\" %% (got, want))' $n1 $n2 && "
+       "rows_of D | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv | LC_ALL=C sort > all.rows && "
+       "LC_ALL=C comm -23 all.rows lost.rows > want.rows && cmp got.rows want.rows && "
+       "cp -a D E && flip E/2.csv.gz && { \"$RS\" repair --quiet E > r2.out; test $? = 3; } && "
+       "members_lost D/2.csv.gz E.damaged.1/2.csv.gz | LC_ALL=C sort > lost2.rows && "
+       "rows_of E | LC_ALL=C sort > got2.rows && LC_ALL=C comm -23 want.rows lost2.rows > want2.rows && "
+       "cmp got2.rows want2.rows && again=$(sed -n 's/^NOT KEPT .*an append ingests again: //p' r2.out) && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o E m3.csv m1.csv $again && "
+       "rows_of E | LC_ALL=C sort > got.rows && cmp got.rows all.rows && \"$RS\" verify --quiet E && "
+       "\"$RS\" bucket --quiet --append -o E m1.csv m2.csv m3.csv 2> s.err && "
+       "rows_of E | LC_ALL=C sort > got.rows && cmp got.rows all.rows");
 }
 
 /* The member of a file's header line damaged (of the base: its merged

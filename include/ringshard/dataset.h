@@ -288,6 +288,9 @@ typedef struct {
     uint32_t crc32;           /* and those bytes' CRC-32 */
     int head_lost;            /* a base file whose header member is not taken: the merged file starts with
                                  the header bytes (rs_compact_take.head) */
+    uint64_t *lost;           /* [2 * nlost] the file's rows not kept: [from, to) pairs, in order, numbered from
+                                 0 among its data rows (the merged file's runs leave them out) */
+    size_t nlost;
 } rs_compact_keep;
 
 typedef struct {

@@ -28,6 +28,14 @@ typedef struct {
     uint64_t from, to;
 } rs_manifest_rows;
 
+/* A run of a file's rows ("runs"): the rows from..to-1 of input `input`
+ * (an index into the inputs of the manifest that lists the file) on the
+ * file's node, numbered as rs_manifest_rows are. A file's runs, in order,
+ * are its rows in order. */
+typedef struct {
+    uint64_t input, from, to;
+} rs_manifest_run;
+
 typedef struct {
     char *path;            /* as given on the command line */
     uint64_t size, rows, bytes, rejected, blank_lines;
@@ -68,6 +76,9 @@ typedef struct {
                               file_bytes as on disk, compressed, header included) */
     int has_stored_crc32;  /* 1: stored_crc32 recorded ("stored_crc32"; optional, absent in
                               manifests written before 0.3.0) */
+    rs_manifest_run *runs; /* [nruns] "runs": which input's rows the file holds, in order (a file of a
+                              compacted base holding the rows of several inputs); NULL: not recorded */
+    size_t nruns;
 } rs_manifest_file;
 
 /* A key index a generation built for a file of an earlier generation

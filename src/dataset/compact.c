@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "dataset/runs.h"
 #include "ringshard/dataset.h"
 #include "ringshard/deflate.h"
 #include "ringshard/interrupt.h"
@@ -423,6 +424,42 @@ typedef struct {
     size_t failed;           /* the first node that failed, SIZE_MAX: none (atomic) */
 } merge_ctx;
 
+/* Which inputs' rows node i's merged file holds (its parts taken, in
+ * order), into f->runs when they are of several inputs: what lets a
+ * later repair keep a damaged member's neighbours (a file of one input's
+ * rows needs no record: its manifest's inputs say whose they are). None
+ * when a part's are not known. 0, or -1 out of memory. */
+static int merge_runs(const merge_ctx *c, size_t i, rs_manifest_file *f)
+{
+    const rs_bucketdir *bd = c->bd;
+    rs_manifest_run *all = NULL;
+    size_t n = 0, cap = 0;
+    int known = 1, rc = 0;
+    for (size_t k = c->start[i]; known && rc == 0 && k < c->start[i + 1]; k++) {
+        uint8_t how = c->take && c->take->take ? c->take->take[k] : RS_TAKE_WHOLE;
+        if (how == RS_TAKE_NONE || !bd->files[k]->rows)
+            continue;
+        rs_manifest_run *v;
+        size_t nv;
+        if ((rc = rs_bucketdir_file_runs(bd, k, &v, &nv)) != 0)
+            break;
+        const rs_compact_keep *kp = how == RS_TAKE_MEMBERS ? &c->take->keep[k] : NULL;
+        if ((known = nv > 0))
+            rc = kp ? rs_runs_without(v, nv, kp->lost, kp->nlost, &all, &n, &cap)
+                    : rs_runs_select(v, nv, 0, UINT64_MAX, &all, &n, &cap);
+        free(v);
+    }
+    uint64_t rows = 0;
+    int several = 0;
+    for (size_t r = 0; r < n; r++)
+        rows += all[r].to - all[r].from, several |= all[r].input != all[0].input;
+    if (rc == 0 && known && several && rows == f->rows)
+        f->runs = all, f->nruns = n;
+    else
+        free(all);
+    return rc;
+}
+
 /* Node i's files, one after the other, into od's file of the same name;
  * c->files[i] gets the merged file's manifest entry. buf: a checked
  * copy's CHECK_OUT bytes. */
@@ -434,6 +471,7 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
     f->rows = f->bytes = 0;
     f->crc32 = 0;
     f->index = NULL;
+    f->runs = NULL, f->nruns = 0;
     f->has_stored_crc32 = 1;   /* 0 once a part copied in the kernel has none in its manifest */
     char *path = rs_outdir_path(c->od, f->file);
     sink s = {.fd = path ? rs_file_create(path, O_WRONLY | O_EXCL, RS_FILE_USER) : -1, .path = path};
@@ -478,6 +516,8 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
     }
     f->file_bytes = s.off;
     f->stored_crc32 = f->has_stored_crc32 ? s.crc : 0;
+    if (rc == 0 && merge_runs(c, i, f) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "out of memory");
     if (close(s.fd) != 0 && rc == 0)
         rc = rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", path, strerror(errno));
     free(path);
@@ -691,7 +731,7 @@ int rs_bucketdir_merge(const rs_bucketdir *bd, const rs_outdir *od, uint64_t mem
     if (!err->code)
         write_manifest(bd, c.files, c.indexed > 0 ? (c.by_row ? "row" : "first") : NULL, take, od, err);
     for (size_t i = 0; c.files && i < nodes; i++)
-        free(c.files[i].index);
+        free(c.files[i].index), free(c.files[i].runs);
     rs_free_strings(c.inames, bd->nfiles);
     rs_free_strings(c.ipaths, bd->nfiles);
     free(c.isizes);

@@ -1,15 +1,15 @@
 /* What repair keeps of a damaged data file (salvage.h): its intact gzip
  * members (zstd pieces), and the record of the rows it could not keep.
  *
- * Why only a file that holds the rows of one input is kept member by
- * member: the record of what is lost names rows of an input (ordinals
- * among its rows on the node, docs/format-generations.md), and a file's
- * members map to an input's rows only when the file holds one input's
- * rows - the manifests count each input's rows and each file's, not each
- * input's rows in each file (a batch, hence a member, never spans two
- * inputs, but where one input's rows end in a file is not written down).
- * A file of a generation of several inputs, or of a compacted base, is
- * lost whole, as before: each input's rows it held are recorded lost. */
+ * Why a file is kept member by member only when its runs are known: the
+ * record of what is lost names rows of an input (ordinals among its rows
+ * on the node, docs/format-generations.md), and a file's members map to
+ * inputs' rows through its runs (runs.c): known for a file of one
+ * input's rows and for a compacted base's files (its manifest's "runs"),
+ * not for a generation of several inputs (a batch, hence a member, never
+ * spans two inputs, but where one input's rows end in such a file is not
+ * written down). Such a file is lost whole, as before: each input's rows
+ * it held are recorded lost. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
@@ -71,6 +71,7 @@ void rs_compact_keep_free(rs_compact_keep *keep)
 {
     free(keep->at);
     free(keep->len);
+    free(keep->lost);
     memset(keep, 0, sizeof *keep);
 }
 
@@ -96,24 +97,21 @@ static int add_node(rs_lost_book *b, size_t k, const char *node)
     return 0;
 }
 
-/* The file's rows [p, q) are the p-th to the q-th rows of held (the input's
- * rows the file holds, in order): added to the book as ranges of the
- * input's rows. */
-static int add_mapped(rs_lost_book *b, size_t k, const char *node, const rs_row_range *held, size_t nh, uint64_t p,
-                      uint64_t q)
+/* The file's rows [p, q), of runs v[0..nv), added to the book as ranges of
+ * their inputs' rows; touched[i] set for each input i of the book they
+ * name. */
+static int add_mapped(rs_lost_book *b, const char *node, const rs_manifest_run *v, size_t nv, uint64_t p, uint64_t q,
+                      uint8_t *touched)
 {
-    uint64_t seen = 0;   /* rows of held before range h */
-    for (size_t h = 0; h < nh && p < q; h++) {
-        uint64_t size = held[h].to - held[h].from;
-        if (p < seen + size) {
-            uint64_t a = held[h].from + (p - seen), take = q - p < seen + size - p ? q - p : seen + size - p;
-            if (add_rows(b, k, node, a, a + take) != 0)
-                return -1;
-            p += take;
-        }
-        seen += size;
+    rs_manifest_run *sel = NULL;
+    size_t n = 0, cap = 0;
+    int rc = rs_runs_select(v, nv, p, q, &sel, &n, &cap);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        touched[sel[i].input] = 1;
+        rc = add_rows(b, sel[i].input, node, sel[i].from, sel[i].to);
     }
-    return 0;
+    free(sel);
+    return rc;
 }
 
 /* Appends path to out->inputs and out->paths, and its ranges v[0..n)
@@ -148,25 +146,12 @@ static void name_input(rs_salvage *out, const char *path, const rs_manifest_rows
         rs_buf_free(&b);
 }
 
-/* Where file k's generation's inputs start in the book, and how many. */
-static size_t inputs_of_file(const rs_bucketdir *bd, size_t k, size_t *n)
-{
-    size_t slot = bd->file_slot[k], at = 0;
-    if (slot == SIZE_MAX)
-        return *n = bd->m.ninputs, 0;
-    at = bd->m.ninputs;
-    for (size_t g = 0; g < slot; g++)
-        at += bd->gens[g].ninputs;
-    *n = bd->gens[slot].ninputs;
-    return at;
-}
-
 /* File k lost whole: each input's rows of its node that it held recorded
  * lost (every row: "lost"; else their ranges). */
 static int lose_whole(const rs_bucketdir *bd, size_t k, rs_lost_book *b, rs_row_range **held, const size_t *nheld,
                       rs_salvage *out)
 {
-    size_t n, at = inputs_of_file(bd, k, &n);
+    size_t n, at = rs_bucketdir_file_inputs(bd, k, &n);
     const char *node = bd->files[k]->node;
     out->rows_lost = bd->files[k]->rows;
     for (size_t i = 0; i < n; i++) {
@@ -247,11 +232,19 @@ static int pick_members(const rs_bucketdir *bd, size_t k, const rs_member_verdic
     return *nlost || (keep->bytes == f->bytes && keep->crc32 == f->crc32) ? 0 : -1;
 }
 
-/* File k member by member, when input `one` (of the book) holds all its
- * rows (held: which of its rows on the node): 1 kept so, 0 not (lost
- * whole), -1 out of memory. */
-static int salvage_members(const rs_bucketdir *bd, size_t k, rs_lost_book *b, size_t one, const rs_row_range *held,
-                           size_t nheld, rs_compact_keep *keep, rs_salvage *out)
+/* The inputs of the book whose rows the file lost (touched), each named
+ * in out with the ranges added to it since before[] (book order). */
+static void name_touched(const rs_lost_book *b, const uint8_t *touched, const size_t *before, rs_salvage *out)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (touched[i])
+            name_input(out, b->entry[i]->path, b->lost_rows[i] + before[i], b->nlost_rows[i] - before[i]);
+}
+
+/* File k member by member, its rows mapped to inputs' by its runs v[0..nv):
+ * 1 kept so, 0 not (lost whole), -1 out of memory. */
+static int salvage_members(const rs_bucketdir *bd, size_t k, rs_lost_book *b, const rs_manifest_run *runs, size_t nr,
+                           rs_compact_keep *keep, rs_salvage *out)
 {
     rs_member_verdict *v;
     size_t n;
@@ -259,66 +252,60 @@ static int salvage_members(const rs_bucketdir *bd, size_t k, rs_lost_book *b, si
     if (rs_bucketdir_members(bd, k, &v, &n, &tail) != 0)
         return 0;
     uint64_t *lost = calloc(2 * n + 4, sizeof *lost);
-    size_t nlost = 0;
-    int rc = lost && pick_members(bd, k, v, n, tail, keep, lost, &nlost, out) == 0 && keep->rows > 0;
+    size_t nlost = 0, *before = calloc(b->n + 1, sizeof *before);
+    uint8_t *touched = calloc(b->n + 1, 1);
+    int rc = lost && before && touched ? 1 : -1;
+    if (rc == 1)
+        rc = pick_members(bd, k, v, n, tail, keep, lost, &nlost, out) == 0 && keep->rows > 0;
     const char *node = bd->files[k]->node;
-    size_t before = b->nlost_rows[one];
+    for (size_t i = 0; rc == 1 && i < b->n; i++)
+        before[i] = b->nlost_rows[i];
     for (size_t i = 0; rc == 1 && i < nlost; i++)
-        if (add_mapped(b, one, node, held, nheld, lost[2 * i], lost[2 * i + 1]) != 0)
+        if (add_mapped(b, node, runs, nr, lost[2 * i], lost[2 * i + 1], touched) != 0)
             rc = -1;
     if (rc == 1) {
         out->rows_kept = keep->rows;
         out->rows_lost = bd->files[k]->rows - keep->rows;
-        name_input(out, b->entry[one]->path, b->lost_rows[one] + before, b->nlost_rows[one] - before);
+        name_touched(b, touched, before, out);
+        keep->lost = lost, keep->nlost = nlost, lost = NULL;
     } else {
-        b->nlost_rows[one] = before;
+        for (size_t i = 0; before && i < b->n; i++)
+            if (touched && touched[i])
+                b->nlost_rows[i] = before[i];
         rs_compact_keep_free(keep);
         free(out->inputs), free(out->paths), free(out->ranges);
         out->inputs = out->ranges = NULL, out->paths = NULL, out->npaths = 0;
         out->members = out->members_lost = 0, out->head_lost = 0;
     }
     free(lost);
+    free(before);
+    free(touched);
     free(v);
     return rc;
-}
-
-/* Whether the input's rows held (ranges) can be file f's rows: as many
- * (an open range: any number). */
-static int fits(const rs_row_range *held, size_t n, const rs_manifest_file *f)
-{
-    uint64_t total = 0;
-    for (size_t h = 0; h < n; h++) {
-        if (held[h].to == UINT64_MAX)
-            return 1;
-        total += held[h].to - held[h].from;
-    }
-    return total == f->rows;
 }
 
 int rs_salvage_file(const rs_bucketdir *bd, size_t k, rs_lost_book *b, rs_compact_keep *keep, rs_salvage *out)
 {
     memset(out, 0, sizeof *out);
     memset(keep, 0, sizeof *keep);
-    size_t n, at = inputs_of_file(bd, k, &n), holders = 0, one = 0;
+    size_t n, at = rs_bucketdir_file_inputs(bd, k, &n), nr = 0;
     const char *node = bd->files[k]->node ? bd->files[k]->node : "";
     rs_row_range **held = calloc(n + 1, sizeof *held);
     size_t *nheld = calloc(n + 1, sizeof *nheld);
+    rs_manifest_run *runs = NULL;
     int rc = held && nheld ? 0 : -1;
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        if (b->entry[at + i]->rows == 0)
-            continue;   /* no row of it anywhere */
-        rc = rs_manifest_held(b->entry[at + i], node, &held[i], &nheld[i]);
-        if (nheld[i])
-            holders++, one = i;
-    }
-    int kept = 0;
-    if (rc == 0 && holders == 1 && bd->m.compress && bd->files[k]->rows && fits(held[one], nheld[one], bd->files[k]))
-        kept = salvage_members(bd, k, b, at + one, held[one], nheld[one], keep, out);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (b->entry[at + i]->rows)   /* (none: no row of it anywhere) */
+            rc = rs_manifest_held(b->entry[at + i], node, &held[i], &nheld[i]);
+    if (rc == 0 && bd->m.compress && bd->files[k]->rows)
+        rc = rs_bucketdir_file_runs(bd, k, &runs, &nr);
+    int kept = rc == 0 && nr ? salvage_members(bd, k, b, runs, nr, keep, out) : 0;
     if (kept < 0 || (rc == 0 && kept == 0 && lose_whole(bd, k, b, held, nheld, out) != 0))
         rc = -1;
     for (size_t i = 0; held && i < n; i++)
         free(held[i]);
     free(held);
     free(nheld);
+    free(runs);
     return rc;
 }

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "dataset/runs.h"
 #include "ringshard/dataset.h"
 
 /* The lost records of every input of the new manifest, in its order (the
@@ -37,11 +38,11 @@ typedef struct {
 
 /* Damaged data file k of bd: its intact members into keep (keep->n 0:
  * none kept, the file is lost whole), and the rows it loses added to the
- * book, as ranges of the rows of the one input whose rows it holds
- * (member by member: rs_bucketdir_members) or, when the file is plain,
- * missing, its chain of members unreadable, or it holds rows of several
- * inputs, each input's rows it held (rs_manifest_held). 0, or -1 out of
- * memory. */
+ * book, as ranges of the rows of the inputs whose rows they held (member
+ * by member: rs_bucketdir_members, mapped by rs_bucketdir_file_runs) or,
+ * when the file is plain, missing, its chain of members unreadable, or
+ * its runs not known, each input's rows it held (rs_manifest_held). 0,
+ * or -1 out of memory. */
 int rs_salvage_file(const rs_bucketdir *bd, size_t k, rs_lost_book *b, rs_compact_keep *keep, rs_salvage *out);
 
 /* What a repair keeps of a damaged directory, file by file

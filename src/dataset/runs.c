@@ -1,0 +1,126 @@
+/* Which input's rows a data file holds, in order (runs.h): what lets
+ * repair keep a damaged file of several inputs member by member, and
+ * compact carry that knowledge into the files it merges.
+ *
+ * Why it is written down only for a compacted base's files: a segment of
+ * a generation of one input holds that input's rows on its node and no
+ * other (its manifest's inputs tell which), so its runs are known without
+ * a record; a compacted base file is its node's parts end to end, each
+ * of which compact knows, and nothing read later could tell the parts
+ * apart again. A generation of several inputs has no record (its writer
+ * does not count each input's rows per node): its files are lost whole
+ * when damaged. */
+#include <stdlib.h>
+#include <string.h>
+#include "dataset/runs.h"
+
+size_t rs_bucketdir_file_inputs(const rs_bucketdir *bd, size_t k, size_t *n)
+{
+    size_t slot = bd->file_slot[k], at = bd->m.ninputs;
+    if (slot == SIZE_MAX)
+        return *n = bd->m.ninputs, 0;
+    for (size_t g = 0; g < slot; g++)
+        at += bd->gens[g].ninputs;
+    *n = bd->gens[slot].ninputs;
+    return at;
+}
+
+/* Appends run r to *v (*n of them, room for *cap), joined to the last one
+ * when it goes on from it. 0, or -1 out of memory. */
+static int push(rs_manifest_run **v, size_t *n, size_t *cap, rs_manifest_run r)
+{
+    if (*n && (*v)[*n - 1].input == r.input && (*v)[*n - 1].to == r.from) {
+        (*v)[*n - 1].to = r.to;
+        return 0;
+    }
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 8;
+        rs_manifest_run *p = realloc(*v, c * sizeof *p);
+        if (!p)
+            return -1;
+        *v = p, *cap = c;
+    }
+    (*v)[(*n)++] = r;
+    return 0;
+}
+
+/* The runs of `rows` rows of input `input` whose rows on the node are
+ * held (ranges, in order; an open range: as many as there are). 1, 0 when
+ * the ranges do not hold exactly that many, -1 out of memory. */
+static int runs_of_held(const rs_row_range *held, size_t nh, uint64_t input, uint64_t rows, rs_manifest_run **v,
+                        size_t *n)
+{
+    size_t cap = 0;
+    uint64_t left = rows;
+    for (size_t h = 0; h < nh && left; h++) {
+        uint64_t size = held[h].to - held[h].from, take = size < left ? size : left;
+        if (push(v, n, &cap, (rs_manifest_run){input, held[h].from, held[h].from + take}) != 0)
+            return -1;
+        left -= take;
+        if (take < size && held[h].to != UINT64_MAX)
+            return 0;   /* more rows held than the file has */
+    }
+    return left == 0;
+}
+
+int rs_bucketdir_file_runs(const rs_bucketdir *bd, size_t k, rs_manifest_run **v, size_t *n)
+{
+    const rs_manifest_file *f = bd->files[k];
+    size_t ni, at = rs_bucketdir_file_inputs(bd, k, &ni), holders = 0, one = 0;
+    *v = NULL, *n = 0;
+    if (f->nruns) {
+        if (!(*v = malloc(f->nruns * sizeof **v)))
+            return -1;
+        for (size_t r = 0; r < f->nruns; r++)
+            (*v)[r] = (rs_manifest_run){at + f->runs[r].input, f->runs[r].from, f->runs[r].to};
+        *n = f->nruns;
+        return 0;
+    }
+    const rs_manifest_input *in = bd->file_slot[k] == SIZE_MAX ? bd->m.inputs : bd->gens[bd->file_slot[k]].inputs;
+    rs_row_range *held = NULL, *h1 = NULL;
+    size_t nheld = 0, nh1 = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < ni; i++) {
+        if (in[i].rows == 0)
+            continue;   /* no row of it anywhere */
+        rc = rs_manifest_held(&in[i], f->node ? f->node : "", &held, &nheld);
+        if (nheld && !holders++)
+            one = i, h1 = held, nh1 = nheld, held = NULL;
+        free(held), held = NULL;
+    }
+    int got = rc == 0 && holders == 1 && f->rows ? runs_of_held(h1, nh1, at + one, f->rows, v, n) : 0;
+    free(h1);
+    if (got != 1)
+        free(*v), *v = NULL, *n = 0;
+    return got < 0 || rc < 0 ? -1 : 0;
+}
+
+int rs_runs_select(const rs_manifest_run *v, size_t n, uint64_t p, uint64_t q, rs_manifest_run **out, size_t *nout,
+                   size_t *cap)
+{
+    uint64_t seen = 0;   /* rows of the runs before run r */
+    for (size_t r = 0; r < n && p < q; r++) {
+        uint64_t size = v[r].to - v[r].from;
+        if (p < seen + size) {
+            uint64_t a = p - seen, take = q - p < size - a ? q - p : size - a;
+            if (push(out, nout, cap, (rs_manifest_run){v[r].input, v[r].from + a, v[r].from + a + take}) != 0)
+                return -1;
+            p += take;
+        }
+        seen += size;
+    }
+    return 0;
+}
+
+int rs_runs_without(const rs_manifest_run *v, size_t n, const uint64_t *cut, size_t ncut, rs_manifest_run **out,
+                    size_t *nout, size_t *cap)
+{
+    uint64_t p = 0;
+    for (size_t c = 0; c <= ncut; c++) {
+        uint64_t q = c < ncut ? cut[2 * c] : UINT64_MAX;
+        if (rs_runs_select(v, n, p, q, out, nout, cap) != 0)
+            return -1;
+        p = c < ncut ? cut[2 * c + 1] : p;
+    }
+    return 0;
+}
