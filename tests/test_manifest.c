@@ -128,7 +128,7 @@ Test(manifest, buckets_round_trip)
     cr_assert(strstr(text, "\"description\": \"scheme\\tketama\\nhash\\tmd5\\nseed\\t0\\nnode\\t\\\"q\\\"uoted\\\"\\t100\\n"));
     /* runs on one line, where recorded */
     cr_assert(strstr(text, "      \"crc32\": 3735928559,\n      \"crc32_hex\": \"deadbeef\",\n"
-                           "      \"runs\": [[0, 0, 4], [1, 2, 8]]\n    }"), "%s", text);
+                           "      \"runs\": \"0:0-4 1:2-8\"\n    }"), "%s", text);
     cr_assert(!r.files[1].nruns && !r.files[2].nruns && !r.files[1].runs);
     cr_assert(strstr(text, "      \"crc32\": 2571,\n      \"crc32_hex\": \"00000a0b\"\n"));
     /* stored_crc32 only where recorded, after crc32_hex */
@@ -338,11 +338,17 @@ Test(manifest, bad_members)
         {"s/\"path\": \"-\"/\"path\": null/", "\"inputs[1].path\": a string expected, found null"},
         {"/\"fingerprint\"/d", "\"ring.fingerprint\": missing"},
         /* runs that do not hold the file's rows, or name no input */
-        {"s/\\[1, 2, 8\\]/[1, 2, 9]/", "\"files[0].runs\": its runs hold 11 rows, \"rows\" says 10"},
-        {"s/\\[1, 2, 8\\]/[2, 2, 8]/", "\"files[0].runs[1]\": input 2 of 2 inputs"},
-        {"s/\\[0, 0, 4\\], \\[1, 2, 8\\]/[0, 4, 4], [1, 0, 10]/", "\"files[0].runs[0]\": to not more than from"},
-        {"s/\\[1, 2, 8\\]/[1, 8]/", "\"files[0].runs[1]\": [input, from, to] expected"},
-        {"s/\\[1, 2, 8\\]/[1, -2, 8]/", "\"files[0].runs[1]\": unsigned integers expected"},
+        {"s/1:2-8/1:2-9/", "\"files[0].runs\": its runs hold 11 rows, \"rows\" says 10"},
+        {"s/1:2-8/2:2-8/", "\"files[0].runs\": run 2: input 2 of 2 inputs"},
+        {"s/0:0-4 1:2-8/0:4-4 1:0-10/", "\"files[0].runs\": run 1: to not more than from"},
+        {"s/1:2-8/1:8/", "\"files[0].runs\": run 2: \"input:from-to\" expected"},
+        {"s/1:2-8/1:-2-8/", "\"files[0].runs\": run 2: \"input:from-to\" expected"},
+        {"s/0:0-4 1:2-8/0:0-4  1:2-8/", "\"files[0].runs\": run 2: \"input:from-to\" expected"},
+        {"s/1:2-8/1:2-8 /", "\"files[0].runs\": run 3: \"input:from-to\" expected"},
+        {"s/1:2-8/1:2-8x/", "\"files[0].runs\": run 2: \"input:from-to\" expected"},
+        {"s/1:2-8/1:02-8/", "\"files[0].runs\": run 2: \"input:from-to\" expected"},
+        {"s/0:0-4/0:0-18446744073709551616/", "\"files[0].runs\": run 1: \"input:from-to\" expected"},
+        {"s/\"0:0-4 1:2-8\"/[0, 0, 10]/", "\"files[0].runs\": a string expected"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(read_edited(cases[i].sed, &err), -1, "case %zu (%s) accepted", i, cases[i].sed);

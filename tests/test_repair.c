@@ -282,6 +282,46 @@ Test(repair_members, damaged_members_of_two_inputs_in_a_compacted_file_are_each_
        "rows_of E | LC_ALL=C sort > got.rows && cmp got.rows all.rows");
 }
 
+/* A generation of two inputs written by bucket --append: its files say
+ * which input's rows they hold (files[].runs, counted by the pipeline's
+ * write stage), so a damaged member of each input costs its own rows
+ * only, recorded as that input's (the boundary: x.csv's rows of node 2,
+ * counted by bucketing x.csv alone), both inputs named; appending them
+ * brings every row back, once. The same runs whatever -j, --producers
+ * (lanes) and --memory. */
+Test(repair_members, damaged_members_of_a_generation_of_two_inputs_are_each_their_inputs)
+{
+    OK(GEN " --rows 30000 --seed 9 --newline-share 0 --dup-share 0 -o x.csv 2>/dev/null && "
+       GEN " --rows 30000 --seed 10 --newline-share 0 --dup-share 0 -o y.csv 2>/dev/null && "
+       "rm -rf F X && cp -a Mgzip F && \"$RS\" bucket --quiet --memory 32M --append -o F x.csv y.csv && "
+       "\"$RS\" bucket --quiet --memory 32M --key bill_id --nodes 4 -o X x.csv && "
+       "n1=$(dec x.gz < X/2.csv.gz | tail -n +2 | wc -l) && "
+       "grep -q \"\\\"runs\\\": \\\"0:0-$n1 1:0-\" F/g00000004/manifest.json && "
+       "for o in '-j 1 --memory 32M' '-j 2 --producers 2 --memory 32M' '-j 2 --memory 64M'; do rm -rf P && cp -a Mgzip P && "
+       "\"$RS\" bucket --quiet $o --append -o P x.csv y.csv && "
+       "grep '\"runs\"' F/g00000004/manifest.json > r1 && grep '\"runs\"' P/g00000004/manifest.json > r2 && "
+       "test $(wc -l < r1) = 4 && cmp r1 r2 || exit 1; done && "
+       "rm -rf D D.* && cp -a F D && s=$(stat -c %%s D/g00000004/2.csv.gz) && "
+       "flip_byte D/g00000004/2.csv.gz $((s / 6)) && flip_byte D/g00000004/2.csv.gz $((s * 5 / 6)) && "
+       "{ \"$RS\" repair D > r.out; test $? = 3; } && "
+       "grep -q '^NOT KEPT D/g00000004/2.csv.gz: .*: 2 of its [0-9]* gzip members damaged.*an append ingests again: "
+       "x.csv, y.csv$' r.out && \"$RS\" verify --quiet D && "
+       "members_lost F/g00000004/2.csv.gz D.damaged.1/g00000004/2.csv.gz | LC_ALL=C sort > lost.rows && "
+       "python3 -c 'import json, sys\n"
+       "n1 = int(sys.argv[1]); m = json.load(open(\"D/manifest.json\"))\n"
+       "got = {i[\"path\"]: [[r[\"from\"], r[\"to\"]] for r in i.get(\"lost_rows\", [])] for i in m[\"inputs\"]}\n"
+       "r = [[int(x) for x in l.split()] for l in open(\"members.ranges\")]\n"
+       "want = {\"m1.csv\": [], \"m2.csv\": [], \"m3.csv\": [], \"x.csv\": [x for x in r if x[1] <= n1],\n"
+       "        \"y.csv\": [[a - n1, b - n1] for a, b in r if a >= n1]}\n"
+       "ok = len(r) == 2 and got == want and want[\"x.csv\"] and want[\"y.csv\"]\n"
+       "sys.exit(0 if ok else \"lost_rows %%s, want %%s\" %% (got, want))' $n1 && "
+       "rows_of D | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv x.csv y.csv | LC_ALL=C sort > all.rows && "
+       "LC_ALL=C comm -23 all.rows lost.rows > want.rows && cmp got.rows want.rows && "
+       "\"$RS\" bucket --quiet --memory 32M --append -o D y.csv x.csv && "
+       "rows_of D | LC_ALL=C sort > got.rows && cmp got.rows all.rows && \"$RS\" verify --quiet D && "
+       "\"$RS\" bucket --quiet --append -o D x.csv y.csv && test ! -e D/g00000006");
+}
+
 /* The member of a file's header line damaged (of the base: its merged
  * file starts with the header line written anew from the manifest; of a
  * segment, whose header line is not copied): every row kept, exit 0. */
@@ -319,10 +359,10 @@ Test(repair_members, the_rows_brought_back_do_not_depend_on_the_threads)
 /* What a file lost whole held is what is recorded: the segment of an
  * append that brought back a damaged member's rows, damaged in its turn,
  * loses those rows only (lost_rows: the ranges it restored, not the whole
- * node, whose other rows the base holds); a file of a generation of two
- * inputs is lost whole (which input's rows each member holds is not
- * written down), every input's rows of the node recorded; appending the
- * inputs brings every row back, once. */
+ * node, whose other rows the base holds); a file of a dedup generation of
+ * two inputs is lost whole (dedup does not write down which input's rows
+ * each member holds), every input's rows of the node recorded; appending
+ * the inputs brings every row back, once. */
 Test(repair_members, a_file_lost_whole_records_the_rows_it_held)
 {
     OK(GEN " --rows 30000 --seed 9 --newline-share 0 --dup-share 0 -o x.csv 2>/dev/null && "
@@ -339,14 +379,15 @@ Test(repair_members, a_file_lost_whole_records_the_rows_it_held)
        "rows_of E | LC_ALL=C sort > got.rows && rows_in m1.csv m2.csv m3.csv | LC_ALL=C sort > all.rows && "
        "cmp got.rows all.rows && \"$RS\" bucket --quiet --append -o E m3.csv && test ! -e E/g00000006 && "
        GEN " --rows 30000 --seed 10 --newline-share 0 --dup-share 0 -o y.csv 2>/dev/null && "
-       "rm -rf F F.* && cp -a Mgzip F && \"$RS\" bucket --quiet --memory 32M --append -o F x.csv y.csv && "
-       "python3 " RS_SOURCE_DIR "/tests/check_members.py F/g00000004/2.csv.gz | grep -Eq '^ok ([4-9]|[1-9][0-9]+) members' && "
+       "rm -rf F F.* && cp -a MH F && \"$RS\" dedup --quiet --memory 32M --append -o F x.csv y.csv && rows_of F | LC_ALL=C sort > before.rows && "
+       "python3 " RS_SOURCE_DIR "/tests/check_members.py F/g00000004/2.csv.gz | grep -Eq '^ok ([3-9]|[1-9][0-9]+) members' && "
+       "! grep -q '\"runs\"' F/g00000004/manifest.json && "
        "flip F/g00000004/2.csv.gz && { \"$RS\" repair F > r3.out; test $? = 3; } && "
        "grep -q '^NOT KEPT F/g00000004/2.csv.gz: [0-9]* rows of node 2, of generation 4 (its other files kept); the "
        "inputs whose rows of node 2 an append ingests again: x.csv, y.csv$' r3.out && \"$RS\" verify --quiet F && "
-       "\"$RS\" bucket --quiet --memory 32M --append -o F y.csv x.csv && rows_of F | LC_ALL=C sort > got.rows && "
-       "rows_in m1.csv m2.csv m3.csv x.csv y.csv | LC_ALL=C sort > all.rows && cmp got.rows all.rows && "
-       "\"$RS\" bucket --quiet --append -o F x.csv y.csv && test ! -e F/g00000006");
+       "\"$RS\" dedup --quiet --memory 32M --append -o F y.csv x.csv && rows_of F | LC_ALL=C sort > got.rows && "
+       "cmp got.rows before.rows && "
+       "\"$RS\" dedup --quiet --append -o F x.csv y.csv && test ! -e F/g00000006");
 }
 
 /* SIGKILL at the Nth call of each publishing system call of repair

@@ -369,6 +369,14 @@ int rs_bucketdir_lost_nodes(const rs_bucketdir *bd, const rs_manifest_input *e, 
  * when out of memory. */
 int rs_manifest_held(const rs_manifest_input *e, const char *node, rs_row_range **v, size_t *n);
 
+/* The runs (files[].runs) of `rows` rows of input `input` taken in order
+ * from the ranges of its rows held[0..nh) (an open range: as many as
+ * there are), appended to *v (*n of them, room for *cap; one that goes on
+ * from the last is joined to it): 1, 0 when the ranges hold fewer (or,
+ * strict, more) rows, -1 out of memory (src/dataset/runs.c). */
+int rs_runs_take(const rs_row_range *held, size_t nh, uint64_t input, uint64_t rows, int strict, rs_manifest_run **v,
+                 size_t *n, size_t *cap);
+
 /* Where input entry e (an element of the inputs of bd->m or of one of
  * bd->gens) is in bd, as a number that is never 0, and the entry back
  * from it (NULL when bd has no such place): what one process tells

@@ -135,6 +135,9 @@ typedef struct {
     int input_crc;               /* 1: compute rs_input_stats.crc (verify) */
     int input_checksum;          /* 1: compute rs_input_stats.checksum of every
                                     input read whole (reader.h) */
+    int input_rows;              /* 1: count each input's rows written to each
+                                    destination (rs_input_stats.dest_rows: what
+                                    a manifest's files[].runs say) */
     uint32_t input_base;         /* added to the input index routers see (a
                                     cluster rank's first input), 0 normally */
     int write_behind;            /* 1: start writing the outputs to disk as
@@ -196,11 +199,15 @@ typedef struct {
     uint64_t content_size;       /* and their number */
     int has_content;             /* as has_checksum */
     uint64_t filtered;           /* rows read and dropped by only_dest (not in rows, bytes) */
+    uint64_t *dest_rows;         /* with opts.input_rows: [ndest] its rows written to each
+                                    destination (in the block res->input_rows); else NULL */
 } rs_input_stats;
 
 typedef struct {
     rs_dest_stats *dest;         /* ndest entries */
     rs_input_stats *input;       /* ninputs entries */
+    uint64_t *input_rows;        /* with opts.input_rows: [ninputs * ndest] the block
+                                    input[i].dest_rows point into; else NULL */
     char *header;                /* the header line (malloc'd; NULL with no header) */
     size_t header_len;
     char **header_fields;        /* column names */
@@ -225,6 +232,10 @@ typedef struct {
     uint32_t mismatch_nfields;   /* how many, */
     int mismatch_bom;            /* whether it started with a UTF-8 BOM */
 } rs_pipeline_result;
+
+/* res->input_rows and each input's dest_rows, zeroed, when o->input_rows
+ * (else, or out of memory: NULL, and no runs are recorded). */
+void rs_pipeline_input_rows(const rs_pipeline_opts *o, rs_pipeline_result *res);
 
 /* Says what first differs between a header's fields and the reference
  * header's (both NUL-separated, as rs_csv_fields leaves them; compared
@@ -413,13 +424,28 @@ int rs_manifest_inputs(rs_manifest *m, const rs_pipeline_opts *po, const rs_pipe
 int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                       const rs_pipeline_result *res, size_t nfiles, rs_error *err);
 
+/* Whether a run of po's inputs counts each input's rows per destination
+ * (opts.input_rows), for the manifest's files[].runs: with several inputs
+ * and at most RS_RUNS_MAX_CELLS inputs x destinations. The counts (8 bytes
+ * a cell: 2 MiB at most, a level of lanes or ranks twice that) live in
+ * RS_MEMORY_FIXED's margin, so that the memory plan, hence the batches and
+ * the bytes written, do not depend on them; beyond, no runs are recorded
+ * and a damaged file of several inputs is lost whole. */
+#define RS_RUNS_MAX_CELLS ((size_t)1 << 18)
+int rs_pipeline_wants_input_rows(const rs_pipeline_opts *po);
+
 /* The manifest of `kind` of a finished run routed by ring
  * (rs_manifest_start), whose output d is the file names[d] of node d:
  * every output (a base directory's), or with segments only the outputs
  * that got rows, each starting with the header line (a generation's);
- * the rows and data bytes written. Strings point into names and as
- * rs_manifest_start's. 0, or -1 with err (RS_EXIT_IO). */
+ * the rows and data bytes written; with po->input_rows, each file of
+ * several inputs' runs (malloc'd: rs_manifest_of_run_free). Strings point
+ * into names and as rs_manifest_start's. 0, or -1 with err (RS_EXIT_IO). */
 int rs_manifest_of_run(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                        const rs_pipeline_result *res, char *const *names, int segments, rs_error *err);
+
+/* Frees what rs_manifest_of_run allocated (the inputs, the files, their
+ * runs). */
+void rs_manifest_of_run_free(rs_manifest *m);
 
 #endif

@@ -264,36 +264,67 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
 
 /* Per-input statistics, as u64 fields, every rank's in input order. An
  * input split into units among ranks appears on each of them: its counts
- * are summed, its CRC-32s combined in rank (= unit) order. */
+ * are summed, its CRC-32s combined in rank (= unit) order. With
+ * opts.input_rows, its rows per destination follow (IN_HAS_ROWS: the
+ * member counted them; one that could not leaves the merge without). */
 enum { IN_INDEX, IN_SIZE, IN_ROWS, IN_BYTES, IN_REJECTED, IN_BLANK, IN_CRC, IN_PAD, IN_SUM, IN_HAS_SUM, IN_CONTENT,
-       IN_CONTENT_SIZE, IN_HAS_CONTENT, IN_FIELDS };
+       IN_CONTENT_SIZE, IN_HAS_CONTENT, IN_HAS_ROWS, IN_FIELDS };
+
+/* Input k of a member (*in, its index lo + k) as a record of rec u64s. */
+static void input_record(const rs_pipeline_opts *o, const rs_input_stats *in, size_t index, uint64_t *f)
+{
+    f[IN_INDEX] = index, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
+    f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
+    f[IN_PAD] = in->zero_padding;
+    f[IN_SUM] = in->checksum, f[IN_HAS_SUM] = (uint64_t)in->has_checksum;
+    f[IN_CONTENT] = in->content, f[IN_CONTENT_SIZE] = in->content_size;
+    f[IN_HAS_CONTENT] = (uint64_t)in->has_content;
+    f[IN_HAS_ROWS] = in->dest_rows != NULL;
+    if (o->input_rows && in->dest_rows)
+        memcpy(f + IN_FIELDS, in->dest_rows, o->ndest * sizeof *f);
+}
+
+/* A record's rows per destination into the merged input *in: added, or
+ * (a member without them) the merge's dropped. */
+static void merge_input_rows(const rs_pipeline_opts *o, const uint64_t *f, rs_input_stats *in,
+                             rs_pipeline_result *res)
+{
+    if (!res->input_rows)
+        return;
+    if (!f[IN_HAS_ROWS]) {
+        free(res->input_rows);
+        res->input_rows = NULL;
+        for (size_t i = 0; i < o->ninputs; i++)
+            res->input[i].dest_rows = NULL;
+        return;
+    }
+    in->dest_rows = res->input_rows + (size_t)f[IN_INDEX] * o->ndest;
+    for (uint32_t d = 0; d < o->ndest; d++)
+        in->dest_rows[d] += f[IN_FIELDS + d];
+}
 
 static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeline_result *mine, size_t lo,
                          size_t n, rs_pipeline_result *res)
 {
-    uint64_t *v = calloc(n ? n * IN_FIELDS : 1, sizeof *v);
+    size_t rec = IN_FIELDS + (o->input_rows ? o->ndest : 0);
+    uint64_t *v = calloc(n ? n * rec : 1, sizeof *v);
     size_t *lens = calloc((size_t)g->size, sizeof *lens);
     unsigned char *seen = calloc(o->ninputs ? o->ninputs : 1, 1);
     if (!v || !lens || !seen)
         abort();
-    for (size_t i = 0; i < n; i++) {
-        const rs_input_stats *in = &mine->input[i];
-        uint64_t *f = v + i * IN_FIELDS;
-        f[IN_INDEX] = lo + i, f[IN_SIZE] = in->size, f[IN_ROWS] = in->rows, f[IN_BYTES] = in->bytes;
-        f[IN_REJECTED] = in->rejected, f[IN_BLANK] = in->blank_lines, f[IN_CRC] = in->crc;
-        f[IN_PAD] = in->zero_padding;
-        f[IN_SUM] = in->checksum, f[IN_HAS_SUM] = (uint64_t)in->has_checksum;
-        f[IN_CONTENT] = in->content, f[IN_CONTENT_SIZE] = in->content_size;
-        f[IN_HAS_CONTENT] = (uint64_t)in->has_content;
-    }
+    rs_pipeline_input_rows(o, res);
+    for (size_t i = 0; i < n; i++)
+        input_record(o, &mine->input[i], lo + i, v + i * rec);
     char *all;
-    g->gather_bytes(g, v, n * IN_FIELDS * sizeof *v, &all, lens);
+    g->gather_bytes(g, v, n * rec * sizeof *v, &all, lens);
     size_t total = 0;
     for (int r = 0; r < g->size; r++)
         total += lens[r];
-    for (size_t k = 0; k < total / sizeof(uint64_t[IN_FIELDS]); k++) {
-        uint64_t f[IN_FIELDS];
-        memcpy(f, all + k * sizeof f, sizeof f);
+    uint64_t *f = malloc(rec * sizeof *f);
+    if (!f)
+        abort();
+    for (size_t k = 0; k < total / (rec * sizeof *f); k++) {
+        memcpy(f, all + k * rec * sizeof *f, rec * sizeof *f);
         if (f[IN_INDEX] >= o->ninputs)
             abort();
         rs_input_stats *in = &res->input[f[IN_INDEX]];
@@ -302,7 +333,8 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
             *in = (rs_input_stats){o->inputs[f[IN_INDEX]], f[IN_SIZE], f[IN_ROWS], f[IN_BYTES],
                                    f[IN_REJECTED], f[IN_BLANK], (uint32_t)f[IN_CRC], f[IN_PAD], f[IN_SUM],
                                    (int)f[IN_HAS_SUM], f[IN_CONTENT], f[IN_CONTENT_SIZE],
-                                   (int)f[IN_HAS_CONTENT], 0};
+                                   (int)f[IN_HAS_CONTENT], 0, NULL};
+            merge_input_rows(o, f, in, res);
             continue;
         }
         /* an input split among members was read as ranges: no checksum of
@@ -319,10 +351,12 @@ static void merge_inputs(rs_group *g, const rs_pipeline_opts *o, const rs_pipeli
         in->rows += f[IN_ROWS], in->bytes += f[IN_BYTES];
         in->rejected += f[IN_REJECTED], in->blank_lines += f[IN_BLANK];
         in->zero_padding += f[IN_PAD];
+        merge_input_rows(o, f, in, res);
     }
     for (size_t i = 0; i < o->ninputs; i++)
         if (!seen[i])
             abort();  /* the ranges cover every input */
+    free(f);
     free(all);
     free(v);
     free(lens);

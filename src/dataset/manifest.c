@@ -21,7 +21,7 @@
  *              "rows": n, "bytes": n, "file_bytes": n,
  *              "crc32": n, "crc32_hex": "<8 lowercase hex>",
  *              "stored_crc32": n             optional: CRC-32 of the stored bytes,
- *              "runs": [[input, from, to], ...]   optional: whose rows, in order}, ...],
+ *              "runs": "I:F-T ..."           optional: whose rows, in order}, ...],
  *   "totals": {"rows": n, "bytes": n, "rejected": n, "files": n},
  *   "seconds": 1.25
  * }
@@ -124,26 +124,25 @@ static void write_u64(rs_json *j, const char *key, uint64_t v)
     rs_json_u64(j, v);
 }
 
-/* "runs": [[input, from, to], ...] on one line: a file of a base
- * compacted from a year of days has hundreds, and a line each would make
- * the manifest mostly indentation. */
+/* "runs": "I:F-T I:F-T ...", one string: a file of a base compacted from
+ * a year of days has hundreds, which as JSON arrays would cost a parsed
+ * value each at every open (and a line each, pretty-printed). */
 static void write_runs(rs_json *j, const rs_manifest_file *fl)
 {
     rs_buf b = {0};
-    rs_buf_append(&b, "[", 1);
     for (size_t i = 0; i < fl->nruns; i++) {
         char one[80];
-        int n = snprintf(one, sizeof one, "%s[%" PRIu64 ", %" PRIu64 ", %" PRIu64 "]", i ? ", " : "",
-                         fl->runs[i].input, fl->runs[i].from, fl->runs[i].to);
+        int n = snprintf(one, sizeof one, "%s%" PRIu64 ":%" PRIu64 "-%" PRIu64, i ? " " : "", fl->runs[i].input,
+                         fl->runs[i].from, fl->runs[i].to);
         rs_buf_append(&b, one, (size_t)n);
     }
-    if (rs_buf_append(&b, "]", 2) != 0) {   /* with its NUL */
+    if (rs_buf_append(&b, "", 1) != 0) {   /* its NUL */
         j->error = 1;
         rs_buf_free(&b);
         return;
     }
     rs_json_key(j, "runs");
-    rs_json_raw(j, b.data);
+    rs_json_string(j, b.data);
     rs_buf_free(&b);
 }
 

@@ -332,44 +332,54 @@ static int read_index_ref(reader *r, const rs_jv *o, const char *ctx, char **ind
     return 0;
 }
 
-/* One [input, from, to] of "runs" into *v. */
-static int read_run(reader *r, const rs_jv *t, const char *c, const rs_manifest *m, rs_manifest_run *v)
+/* A decimal number at *p (at most 2^64 - 1) into *x, *p past it; -1 when
+ * there is none or it is too large. */
+static int scan_u64(const char **p, uint64_t *x)
 {
-    uint64_t x[3];
-    if (t->type != RS_JV_ARRAY || t->n != 3)
-        return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": [input, from, to] expected", r->path,
-                            c);
-    for (int i = 0; i < 3; i++)
-        if (t->items[i].type != RS_JV_NUMBER || rs_jv_u64(&t->items[i], &x[i]) != 0)
-            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": unsigned integers expected",
-                                r->path, c);
-    if (x[0] >= m->ninputs)
-        return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": input %" PRIu64 " of %zu inputs",
-                            r->path, c, x[0], m->ninputs);
-    if (x[2] <= x[1])
-        return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s\": to not more than from", r->path, c);
-    *v = (rs_manifest_run){x[0], x[1], x[2]};
+    const char *s = *p;
+    uint64_t v = 0;
+    if (*s < '0' || *s > '9' || (*s == '0' && s[1] >= '0' && s[1] <= '9'))
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *x = v, *p = s;
     return 0;
 }
 
-/* A file's optional "runs" (write_runs): each names an input of m, and
- * they hold the file's rows, no more, no less. */
+/* A file's optional "runs" (write_runs: "I:F-T" separated by one space):
+ * each names an input of m, and they hold the file's rows, no more, no
+ * less. */
 static int read_runs(reader *r, const rs_jv *o, const char *ctx, const rs_manifest *m, rs_manifest_file *fl)
 {
     int failed = 0;
-    const rs_jv *arr = member(r, o, ctx, "runs", RS_JV_ARRAY, 0, &failed);
-    if (arr == NULL || arr->n == 0)
+    const rs_jv *t = member(r, o, ctx, "runs", RS_JV_STRING, 0, &failed);
+    if (t == NULL || t->len == 0)
         return failed ? -1 : 0;
-    if (!(fl->runs = calloc(arr->n, sizeof *fl->runs)))
+    size_t n = 1;
+    for (size_t i = 0; i < t->len; i++)
+        n += t->str[i] == ' ';
+    if (!(fl->runs = calloc(n, sizeof *fl->runs)))
         return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
     uint64_t rows = 0;
-    for (size_t i = 0; i < arr->n; i++) {
-        char c[96];
-        snprintf(c, sizeof c, "%s.runs[%zu]", ctx, i);
+    const char *p = t->str;
+    for (size_t i = 0; i < n; i++) {
+        rs_manifest_run *v = &fl->runs[i];
         fl->nruns = i + 1;
-        if (read_run(r, &arr->items[i], c, m, &fl->runs[i]) != 0)
-            return -1;
-        rows += fl->runs[i].to - fl->runs[i].from;
+        if ((i && *p++ != ' ') || scan_u64(&p, &v->input) != 0 || *p++ != ':' || scan_u64(&p, &v->from) != 0 ||
+            *p++ != '-' || scan_u64(&p, &v->to) != 0 || (i + 1 == n && *p))
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: \"input:from-to\" "
+                                "expected, runs separated by one space", r->path, ctx, i + 1);
+        if (v->input >= m->ninputs)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: input %" PRIu64
+                                " of %zu inputs", r->path, ctx, i + 1, v->input, m->ninputs);
+        if (v->to <= v->from)
+            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: to not more than "
+                                "from", r->path, ctx, i + 1);
+        rows += v->to - v->from;
     }
     if (rows != fl->rows)
         return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": its runs hold %" PRIu64 " rows, "

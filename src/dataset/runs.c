@@ -2,14 +2,14 @@
  * repair keep a damaged file of several inputs member by member, and
  * compact carry that knowledge into the files it merges.
  *
- * Why it is written down only for a compacted base's files: a segment of
- * a generation of one input holds that input's rows on its node and no
- * other (its manifest's inputs tell which), so its runs are known without
- * a record; a compacted base file is its node's parts end to end, each
- * of which compact knows, and nothing read later could tell the parts
- * apart again. A generation of several inputs has no record (its writer
- * does not count each input's rows per node): its files are lost whole
- * when damaged. */
+ * Why it is written down only for a file of several inputs: a file of one
+ * input's rows holds that input's rows on its node and no other (its
+ * manifest's inputs tell which), so its runs are known without a record.
+ * A file of several inputs cannot be told apart again once written: the
+ * pipeline counts each input's rows per node as it writes them
+ * (rs_manifest_of_run), compact and repair join their parts' runs
+ * (compact.c). dedup's second pass does not carry each row's input: its
+ * files of several inputs have none, and are lost whole when damaged. */
 #include <stdlib.h>
 #include <string.h>
 #include "dataset/runs.h"
@@ -44,23 +44,22 @@ static int push(rs_manifest_run **v, size_t *n, size_t *cap, rs_manifest_run r)
     return 0;
 }
 
-/* The runs of `rows` rows of input `input` whose rows on the node are
- * held (ranges, in order; an open range: as many as there are). 1, 0 when
- * the ranges do not hold exactly that many, -1 out of memory. */
-static int runs_of_held(const rs_row_range *held, size_t nh, uint64_t input, uint64_t rows, rs_manifest_run **v,
-                        size_t *n)
+int rs_runs_take(const rs_row_range *held, size_t nh, uint64_t input, uint64_t rows, int strict, rs_manifest_run **v,
+                 size_t *n, size_t *cap)
 {
-    size_t cap = 0;
-    uint64_t left = rows;
+    uint64_t left = rows, total = 0;
+    int open = 0;
+    for (size_t h = 0; h < nh; h++)
+        open |= held[h].to == UINT64_MAX, total += open ? 0 : held[h].to - held[h].from;
+    if ((!open && total < rows) || (strict && !open && total != rows))
+        return 0;
     for (size_t h = 0; h < nh && left; h++) {
         uint64_t size = held[h].to - held[h].from, take = size < left ? size : left;
-        if (push(v, n, &cap, (rs_manifest_run){input, held[h].from, held[h].from + take}) != 0)
+        if (push(v, n, cap, (rs_manifest_run){input, held[h].from, held[h].from + take}) != 0)
             return -1;
         left -= take;
-        if (take < size && held[h].to != UINT64_MAX)
-            return 0;   /* more rows held than the file has */
     }
-    return left == 0;
+    return 1;
 }
 
 int rs_bucketdir_file_runs(const rs_bucketdir *bd, size_t k, rs_manifest_run **v, size_t *n)
@@ -88,7 +87,8 @@ int rs_bucketdir_file_runs(const rs_bucketdir *bd, size_t k, rs_manifest_run **v
             one = i, h1 = held, nh1 = nheld, held = NULL;
         free(held), held = NULL;
     }
-    int got = rc == 0 && holders == 1 && f->rows ? runs_of_held(h1, nh1, at + one, f->rows, v, n) : 0;
+    size_t cap = 0;
+    int got = rc == 0 && holders == 1 && f->rows ? rs_runs_take(h1, nh1, at + one, f->rows, 1, v, n, &cap) : 0;
     free(h1);
     if (got != 1)
         free(*v), *v = NULL, *n = 0;

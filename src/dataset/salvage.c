@@ -4,12 +4,12 @@
  * Why a file is kept member by member only when its runs are known: the
  * record of what is lost names rows of an input (ordinals among its rows
  * on the node, docs/format-generations.md), and a file's members map to
- * inputs' rows through its runs (runs.c): known for a file of one
- * input's rows and for a compacted base's files (its manifest's "runs"),
- * not for a generation of several inputs (a batch, hence a member, never
- * spans two inputs, but where one input's rows end in such a file is not
- * written down). Such a file is lost whole, as before: each input's rows
- * it held are recorded lost. */
+ * inputs' rows through its runs (runs.c): known for a file of one input's
+ * rows, and recorded for the other files bucket, compact and repair write,
+ * not for dedup's of several inputs (a batch, hence a member, never spans
+ * two inputs, but where one input's rows end in such a file is not written
+ * down). Such a file is lost whole, as before: each input's rows it held
+ * are recorded lost. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>

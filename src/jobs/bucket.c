@@ -93,6 +93,7 @@ static int run_fresh(const rs_bucket_job_opts *o, const rs_ring *ring, rs_pipeli
     po.dest_paths = (const char *const *)files;
     po.write_behind = 1;
     po.input_checksum = 1;
+    po.input_rows = rs_pipeline_wants_input_rows(&po);
     if (rs_cluster_pipeline_run(&po, &run, err) != 0)
         goto out;
     tl = rs_timeline_start();
@@ -134,8 +135,7 @@ out:;
         add_run(&r->run, &run, nodes->count);
         r->ndest = nodes->count;
     }
-    free(m.inputs);
-    free(m.files);
+    rs_manifest_of_run_free(&m);
     rs_free_strings(files, nodes->count);
     rs_free_strings(names, nodes->count);
     return err->code ? -1 : 0;
@@ -204,6 +204,7 @@ static int append_generation(const rs_bucket_job_opts *o, rs_append *g, const rs
     po.no_header = !po.header;   /* segments start with the header, as base files (none: nothing to write) */
     po.write_behind = 1;
     po.input_checksum = 1;
+    po.input_rows = rs_pipeline_wants_input_rows(&po);
     if (rs_cluster_pipeline_run(&po, &run, err) != 0 || check_conservation(&po, &run, err) != 0 ||
         rs_append_seen_after(g, &po, &run, o->on_seen, ch, err) != 0 || ch->redo)
         goto out;   /* redo: the caller closes g, which removes the staged generation */
@@ -229,8 +230,7 @@ out:
         r->ndest = ndest;
     } else
         rs_pipeline_result_free(&run);
-    free(m.inputs);
-    free(m.files);
+    rs_manifest_of_run_free(&m);
     rs_free_strings(files, ndest);
     rs_free_strings(names, ndest);
     return err->code ? -1 : 0;

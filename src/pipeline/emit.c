@@ -165,6 +165,8 @@ int rs_pipe_write_dest(const rs_pipeline_opts *o, const batch *b, scatter *sc, i
     int kept = gather_kept(o, b, sc, G, d, rows_buf, ord, in, &rows, &lines);
     if (kept < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    if (in->dest_rows)   /* (one thread a destination of a batch, batches in order) */
+        in->dest_rows[d] += rows;
     if (kept && !rows)
         return 0;
     if (!kept && dx && !o->compress)  /* gathered straight into the staging arena: one copy */

@@ -64,6 +64,44 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     return 0;
 }
 
+int rs_pipeline_wants_input_rows(const rs_pipeline_opts *po)
+{
+    return po->ninputs > 1 && po->ndest && po->ninputs <= RS_RUNS_MAX_CELLS / po->ndest;
+}
+
+/* The ranges of input i's rows routed to d that the run writes (only_rows;
+ * NULL: every one), and how many (up to the sentinel). */
+static const rs_row_range *written_ranges(const rs_pipeline_opts *po, size_t i, uint32_t d, size_t *n)
+{
+    const rs_row_range *r = po->only_rows && po->only_rows[i] ? po->only_rows[i][d] : NULL;
+    for (*n = 0; r && r[*n].from != UINT64_MAX; (*n)++)
+        ;
+    return r;
+}
+
+/* File d's runs (the rows of each input written to it, in input order),
+ * into f when it holds rows of several inputs. 0, or -1 out of memory. */
+static int runs_of_dest(const rs_pipeline_opts *po, const rs_pipeline_result *res, uint32_t d, rs_manifest_file *f)
+{
+    static const rs_row_range every = {0, UINT64_MAX};
+    rs_manifest_run *v = NULL;
+    size_t n = 0, cap = 0, holders = 0;
+    for (size_t i = 0; i < po->ninputs; i++) {
+        uint64_t c = res->input[i].dest_rows[d];
+        size_t nr;
+        const rs_row_range *r = written_ranges(po, i, d, &nr);
+        if (c && (holders++, rs_runs_take(r ? r : &every, r ? nr : 1, i, c, 0, &v, &n, &cap) != 1)) {
+            free(v);
+            return -1;
+        }
+    }
+    if (holders > 1)
+        f->runs = v, f->nruns = n;
+    else
+        free(v);
+    return 0;
+}
+
 int rs_manifest_of_run(rs_manifest *m, const char *kind, const rs_ring *ring, const rs_pipeline_opts *po,
                        const rs_pipeline_result *res, char *const *names, int segments, rs_error *err)
 {
@@ -92,9 +130,20 @@ int rs_manifest_of_run(rs_manifest *m, const char *kind, const rs_ring *ring, co
                                                    .header_bytes = header_bytes, .crc32 = ds->crc,
                                                    .stored_crc32 = ds->stored_crc, .has_stored_crc32 = 1};
         m->bytes += ds->bytes;   /* data bytes written (keys only: less than read) */
+        if (res->input_rows && runs_of_dest(po, res, d, &m->files[m->nfiles - 1]) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     m->rows = res->rows;
     return 0;
+}
+
+void rs_manifest_of_run_free(rs_manifest *m)
+{
+    for (size_t i = 0; m->files && i < m->nfiles; i++)
+        free(m->files[i].runs);
+    free(m->inputs);
+    free(m->files);
+    m->inputs = NULL, m->files = NULL, m->ninputs = m->nfiles = 0;
 }
 
 int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,

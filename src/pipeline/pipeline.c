@@ -715,6 +715,7 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     r.member_keep = mp->member_keep;
     res->dest = calloc(r.ndest ? r.ndest : 1, sizeof *res->dest);
     res->input = calloc(o->ninputs ? o->ninputs : 1, sizeof *res->input);
+    rs_pipeline_input_rows(o, res);
     pipe_state s;
     memset(&s, 0, sizeof s);
     s.o = o;
@@ -753,10 +754,20 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
     return rc;
 }
 
+void rs_pipeline_input_rows(const rs_pipeline_opts *o, rs_pipeline_result *res)
+{
+    if (!o->input_rows || !res->input || !o->ninputs ||
+        !(res->input_rows = calloc(o->ninputs * (size_t)o->ndest + 1, sizeof *res->input_rows)))
+        return;   /* (out of memory: no runs recorded) */
+    for (size_t i = 0; i < o->ninputs; i++)
+        res->input[i].dest_rows = res->input_rows + i * o->ndest;
+}
+
 void rs_pipeline_result_free(rs_pipeline_result *res)
 {
     free(res->dest);
     free(res->input);
+    free(res->input_rows);
     free(res->header);
     free(res->header_fields);
     free(res->header_fields_storage);
