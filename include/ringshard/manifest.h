@@ -76,9 +76,11 @@ typedef struct {
                               file_bytes as on disk, compressed, header included) */
     int has_stored_crc32;  /* 1: stored_crc32 recorded ("stored_crc32"; optional, absent in
                               manifests written before 0.3.0) */
-    rs_manifest_run *runs; /* [nruns] "runs": which input's rows the file holds, in order (a file of a
-                              compacted base holding the rows of several inputs); NULL: not recorded */
+    rs_manifest_run *runs; /* [nruns] "runs" to write: which input's rows the file holds, in order (a
+                              file of several inputs); NULL: runs_text, or none */
     size_t nruns;
+    char *runs_text;       /* "runs" as read (checked; rs_manifest_file_runs parses it), written as it is
+                              when nruns is 0; NULL: none */
 } rs_manifest_file;
 
 /* A key index a generation built for a file of an earlier generation
@@ -166,5 +168,18 @@ void rs_manifest_digest_hex(const uint64_t digest[2], char out[33]);
 /* Frees every string and array of m (all must be malloc'd, as
  * rs_manifest_read makes them) and zeroes m. */
 void rs_manifest_free(rs_manifest *m);
+
+/* File f's runs (its "runs": f->runs, or f->runs_text parsed) into *v
+ * (malloc'd, the caller's to free), *n of them (0: none). 0, or -1 out of
+ * memory. */
+int rs_manifest_file_runs(const rs_manifest_file *f, rs_manifest_run **v, size_t *n);
+
+/* Scans a "runs" text ("input:from-to" separated by one space): each run
+ * into v[k] unless v is NULL (v: room for one more than text's spaces),
+ * *n of them, *rows the rows they hold; each input under ninputs and each
+ * to above its from. 0, or the 1-based number of the first run that is
+ * not so, *why saying what is wrong. */
+size_t rs_manifest_runs_scan(const char *text, size_t ninputs, rs_manifest_run *v, size_t *n, uint64_t *rows,
+                             const char **why);
 
 #endif

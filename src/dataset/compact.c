@@ -471,7 +471,7 @@ static int merge_node(const merge_ctx *c, size_t i, unsigned char *buf, rs_error
     f->rows = f->bytes = 0;
     f->crc32 = 0;
     f->index = NULL;
-    f->runs = NULL, f->nruns = 0;
+    f->runs = NULL, f->nruns = 0, f->runs_text = NULL;
     f->has_stored_crc32 = 1;   /* 0 once a part copied in the kernel has none in its manifest */
     char *path = rs_outdir_path(c->od, f->file);
     sink s = {.fd = path ? rs_file_create(path, O_WRONLY | O_EXCL, RS_FILE_USER) : -1, .path = path};

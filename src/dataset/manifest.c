@@ -129,6 +129,11 @@ static void write_u64(rs_json *j, const char *key, uint64_t v)
  * value each at every open (and a line each, pretty-printed). */
 static void write_runs(rs_json *j, const rs_manifest_file *fl)
 {
+    if (!fl->nruns) {   /* as read */
+        rs_json_key(j, "runs");
+        rs_json_string(j, fl->runs_text);
+        return;
+    }
     rs_buf b = {0};
     for (size_t i = 0; i < fl->nruns; i++) {
         char one[80];
@@ -277,7 +282,7 @@ static void write_files(rs_json *j, const rs_manifest *m, int moves)
         rs_json_string(j, hex);
         if (fl->has_stored_crc32)
             write_u64(j, "stored_crc32", fl->stored_crc32);
-        if (fl->nruns)
+        if (fl->nruns || fl->runs_text)
             write_runs(j, fl);
         if (fl->index != NULL) {
             write_str(j, "index", fl->index);
@@ -393,6 +398,7 @@ void rs_manifest_free(rs_manifest *m)
         free(m->files[i].to);
         free(m->files[i].index);
         free(m->files[i].runs);
+        free(m->files[i].runs_text);
     }
     free(m->files);
     for (size_t i = 0; i < m->nindexes; i++) {

@@ -342,7 +342,7 @@ static int scan_u64(const char **p, uint64_t *x)
         return -1;
     for (; *s >= '0' && *s <= '9'; s++) {
         unsigned d = (unsigned)(*s - '0');
-        if (v > (UINT64_MAX - d) / 10)
+        if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))   /* (no division a digit) */
             return -1;
         v = v * 10 + d;
     }
@@ -350,40 +350,76 @@ static int scan_u64(const char **p, uint64_t *x)
     return 0;
 }
 
-/* A file's optional "runs" (write_runs: "I:F-T" separated by one space):
- * each names an input of m, and they hold the file's rows, no more, no
- * less. */
+size_t rs_manifest_runs_scan(const char *text, size_t ninputs, rs_manifest_run *v, size_t *n, uint64_t *rows,
+                             const char **why)
+{
+    const char *p = text;
+    *n = 0, *rows = 0;
+    for (size_t i = 0; *p || i == 0; i++) {
+        rs_manifest_run one;
+        *why = "\"input:from-to\" expected, runs separated by one space";
+        if ((i && *p++ != ' ') || scan_u64(&p, &one.input) != 0 || *p++ != ':' || scan_u64(&p, &one.from) != 0 ||
+            *p++ != '-' || scan_u64(&p, &one.to) != 0 || (*p && *p != ' '))
+            return i + 1;
+        *why = "input not in the manifest";
+        if (one.input >= ninputs)
+            return i + 1;
+        *why = "to not more than from";
+        if (one.to <= one.from)
+            return i + 1;
+        if (v)
+            v[i] = one;
+        *n = i + 1, *rows += one.to - one.from;
+    }
+    return 0;
+}
+
+/* A file's optional "runs" (write_runs): each names an input of m, and
+ * they hold the file's rows, no more, no less. Checked here, kept as text
+ * (fl->runs_text, the parsed tree's string taken over): a base compacted
+ * from a year of days has hundreds of runs a file, which only repair and
+ * compact read (rs_manifest_file_runs), and which as arrays would cost
+ * every open megabytes of memory to touch. */
 static int read_runs(reader *r, const rs_jv *o, const char *ctx, const rs_manifest *m, rs_manifest_file *fl)
 {
     int failed = 0;
     const rs_jv *t = member(r, o, ctx, "runs", RS_JV_STRING, 0, &failed);
-    if (t == NULL || t->len == 0)
+    if (t == NULL)
         return failed ? -1 : 0;
-    size_t n = 1;
-    for (size_t i = 0; i < t->len; i++)
-        n += t->str[i] == ' ';
-    if (!(fl->runs = calloc(n, sizeof *fl->runs)))
-        return rs_error_set(r->err, RS_EXIT_IO, "%s: out of memory", r->path);
-    uint64_t rows = 0;
-    const char *p = t->str;
-    for (size_t i = 0; i < n; i++) {
-        rs_manifest_run *v = &fl->runs[i];
-        fl->nruns = i + 1;
-        if ((i && *p++ != ' ') || scan_u64(&p, &v->input) != 0 || *p++ != ':' || scan_u64(&p, &v->from) != 0 ||
-            *p++ != '-' || scan_u64(&p, &v->to) != 0 || (i + 1 == n && *p))
-            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: \"input:from-to\" "
-                                "expected, runs separated by one space", r->path, ctx, i + 1);
-        if (v->input >= m->ninputs)
-            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: input %" PRIu64
-                                " of %zu inputs", r->path, ctx, i + 1, v->input, m->ninputs);
-        if (v->to <= v->from)
-            return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: to not more than "
-                                "from", r->path, ctx, i + 1);
-        rows += v->to - v->from;
-    }
+    size_t n;
+    uint64_t rows;
+    const char *why;
+    size_t at = strlen(t->str) != t->len ? 1 : rs_manifest_runs_scan(t->str, m->ninputs, NULL, &n, &rows, &why);
+    if (at)
+        return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": run %zu: %s", r->path, ctx, at,
+                            strlen(t->str) != t->len ? "contains a NUL character" : why);
     if (rows != fl->rows)
         return rs_error_set(r->err, RS_EXIT_DATA, "%s: manifest member \"%s.runs\": its runs hold %" PRIu64 " rows, "
                             "\"rows\" says %" PRIu64, r->path, ctx, rows, fl->rows);
+    fl->runs_text = t->str;   /* taken over: the tree is freed after the read */
+    ((rs_jv *)t)->str = NULL, ((rs_jv *)t)->len = 0;
+    return 0;
+}
+
+int rs_manifest_file_runs(const rs_manifest_file *f, rs_manifest_run **v, size_t *n)
+{
+    *v = NULL, *n = 0;
+    size_t cap = f->nruns ? f->nruns : 1;
+    for (const char *p = f->runs_text; !f->nruns && p && *p; p++)
+        cap += *p == ' ';
+    if ((f->nruns || f->runs_text) && !(*v = malloc(cap * sizeof **v)))
+        return -1;
+    if (f->nruns) {
+        memcpy(*v, f->runs, f->nruns * sizeof **v);
+        *n = f->nruns;
+    } else if (f->runs_text) {
+        uint64_t rows;
+        const char *why;
+        if (rs_manifest_runs_scan(f->runs_text, SIZE_MAX, *v, n, &rows, &why) != 0)
+            *n = 0;   /* (checked as read: not for a manifest read here) */
+    }
+    if (!*n)
+        free(*v), *v = NULL;
     return 0;
 }
 

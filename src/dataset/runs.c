@@ -67,12 +67,11 @@ int rs_bucketdir_file_runs(const rs_bucketdir *bd, size_t k, rs_manifest_run **v
     const rs_manifest_file *f = bd->files[k];
     size_t ni, at = rs_bucketdir_file_inputs(bd, k, &ni), holders = 0, one = 0;
     *v = NULL, *n = 0;
-    if (f->nruns) {
-        if (!(*v = malloc(f->nruns * sizeof **v)))
+    if (f->nruns || f->runs_text) {
+        if (rs_manifest_file_runs(f, v, n) != 0)
             return -1;
-        for (size_t r = 0; r < f->nruns; r++)
-            (*v)[r] = (rs_manifest_run){at + f->runs[r].input, f->runs[r].from, f->runs[r].to};
-        *n = f->nruns;
+        for (size_t r = 0; r < *n; r++)
+            (*v)[r].input += at;
         return 0;
     }
     const rs_manifest_input *in = bd->file_slot[k] == SIZE_MAX ? bd->m.inputs : bd->gens[bd->file_slot[k]].inputs;
