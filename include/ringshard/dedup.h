@@ -92,8 +92,43 @@ typedef struct {
     FILE *dropped;               /* NULL, or a line per row not kept (an earlier copy
                                     kept): KEY TAB "repeat" TAB ROW, escaped as the
                                     duplicates report (instead of `dups`) */
+    /* NULL, or the input's rows per input of the run, in order (pass 1
+     * writes a bucket input after input: nin_rows counts): the rows kept
+     * of each are then counted into kept_rows[nin_rows], for the
+     * manifest's files[].runs (rs_dedup_result.kept_rows_ok) */
+    const uint64_t *in_rows;
+    size_t nin_rows;
+    uint64_t *kept_rows;
     const char *in_path_;        /* internal: set by rs_dedup_file */
 } rs_dedup_opts;
+
+/* A walk of a bucket's rows along the inputs they came from (rows[i] of
+ * input i, one after the other): each row taken, kept or not, advances
+ * it, and kept[i] counts input i's rows kept. */
+typedef struct {
+    const uint64_t *rows;
+    uint64_t *kept;
+    size_t n, cur;
+    uint64_t end, seen;   /* rows up to the end of input cur; rows taken */
+} rs_input_walk;
+
+/* Starts w over rows[0..n) (kept[0..n) zeroed); rows NULL: a walk that
+ * counts nothing. */
+void rs_input_walk_start(rs_input_walk *w, const uint64_t *rows, uint64_t *kept, size_t n);
+
+static inline void rs_input_walk_row(rs_input_walk *w, int keep)
+{
+    if (!w->rows)
+        return;
+    while (w->seen >= w->end && w->cur + 1 < w->n)
+        w->end += w->rows[++w->cur];
+    if (keep && w->seen < w->end)
+        w->kept[w->cur]++;
+    w->seen++;
+}
+
+/* Whether w took every row the counts say, and no more. */
+int rs_input_walk_whole(const rs_input_walk *w);
 
 typedef struct {
     uint64_t rows_in, bytes_in;  /* data rows / bytes read (rows + LF) */
@@ -110,6 +145,8 @@ typedef struct {
     uint32_t index_crc32;        /* and its CRC-32 */
     uint64_t header_bytes;       /* of file_bytes, its header line's (a member of its own) */
     uint32_t stored_crc;         /* CRC-32 of the file_bytes as stored (compressed, header included) */
+    int kept_rows_ok;            /* with o->in_rows: o->kept_rows counted every row (the input held
+                                    exactly the rows in_rows says) */
 } rs_dedup_result;
 
 /* Deduplicates bucket file `in` into `out` (created, truncated). rows_hint

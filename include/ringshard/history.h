@@ -44,6 +44,9 @@ typedef struct {
     size_t nidx;
     uint64_t budget;               /* memory for the filter: a part's rows and keys, and its streams */
     FILE *report;                  /* NULL, or a line per dropped row: KEY TAB g<N> TAB ROW */
+    const uint64_t *in_rows;       /* NULL, or the bucket's rows per input (rs_dedup_opts.in_rows): */
+    uint64_t *kept_rows;           /* [nin_rows] then gets each one's rows `out` holds */
+    size_t nin_rows;
 } rs_history_opts;
 
 typedef struct {
@@ -58,6 +61,7 @@ typedef struct {
     uint64_t filter_passes;              /* keys a filter line passed (in each index, each part) */
     uint32_t parts;                      /* parts the new keys were looked up in */
     int filtered;                        /* 1: `out` holds the rows that stay, complete */
+    int kept_rows_ok;                    /* with h->in_rows: h->kept_rows counted every row */
 } rs_history_result;
 
 /* Reads bucket file `in` (as dedup's pass 1 writes it, read with o's

@@ -7,9 +7,9 @@
  * manifest's inputs tell which), so its runs are known without a record.
  * A file of several inputs cannot be told apart again once written: the
  * pipeline counts each input's rows per node as it writes them
- * (rs_manifest_of_run), compact and repair join their parts' runs
- * (compact.c). dedup's second pass does not carry each row's input: its
- * files of several inputs have none, and are lost whole when damaged. */
+ * (rs_manifest_of_run), dedup the rows it keeps of each (its pass 2 walks
+ * pass 1's counts: rs_input_walk), compact and repair join their parts'
+ * runs (compact.c). */
 #include <stdlib.h>
 #include <string.h>
 #include "dataset/runs.h"

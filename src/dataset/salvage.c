@@ -5,11 +5,11 @@
  * record of what is lost names rows of an input (ordinals among its rows
  * on the node, docs/format-generations.md), and a file's members map to
  * inputs' rows through its runs (runs.c): known for a file of one input's
- * rows, and recorded for the other files bucket, compact and repair write,
- * not for dedup's of several inputs (a batch, hence a member, never spans
- * two inputs, but where one input's rows end in such a file is not written
- * down). Such a file is lost whole, as before: each input's rows it held
- * are recorded lost. */
+ * rows, and recorded for the others that bucket, dedup, compact and repair
+ * write (a member may span two inputs: its rows are cut along the runs).
+ * A file of several inputs without them (dedup --buckets', an older
+ * version's) is lost whole, as before: each input's rows it held are
+ * recorded lost. */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>

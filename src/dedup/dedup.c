@@ -201,6 +201,21 @@ static int emit(const rs_dedup_opts *o, owriter *w, rs_keyidx_writer *idx, rs_bu
     return row_key(o, row, len, scratch, &key, &klen, err) == 0 ? rs_keyidx_add(idx, key, klen, err) : -1;
 }
 
+void rs_input_walk_start(rs_input_walk *w, const uint64_t *rows, uint64_t *kept, size_t n)
+{
+    *w = (rs_input_walk){rows && n ? rows : NULL, kept, n, 0, rows && n ? rows[0] : 0, 0};
+    if (w->rows)
+        memset(kept, 0, n * sizeof *kept);
+}
+
+int rs_input_walk_whole(const rs_input_walk *w)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; w->rows && i < w->n; i++)
+        total += w->rows[i];
+    return w->rows && w->seen == total;
+}
+
 /* ------------------------------------------------------------- escaping */
 
 /* Appends bytes to b with \\ \t \n \r escaped, as rs_text_put_tsv writes them. */
@@ -885,6 +900,8 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
             goto out;
         res->header_bytes = w.file_bytes;
     }
+    rs_input_walk walk;
+    rs_input_walk_start(&walk, o->in_rows, o->kept_rows, o->nin_rows);
     if (!split)
         s.chk = o->check;  /* dedup_mem's pass is the input's first read */
     if (split) {
@@ -893,10 +910,13 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
     } else {
         if (dedup_mem(o, &s, 0, o->header, rows_hint, 0, o->dups, &bits, &nrows, &refs, res, err) != 0)
             goto out;
-        for (uint64_t i = 0; i < nrows; i++)
-            if (emit(o, &w, idxp, &scratch, s.buf.data + refs[i].off, refs[i].len, (int)(bits[i / 64] >> (i % 64) & 1),
-                     res, err) != 0)
+        for (uint64_t i = 0; i < nrows; i++) {
+            int keep = (int)(bits[i / 64] >> (i % 64) & 1);
+            rs_input_walk_row(&walk, keep);
+            if (emit(o, &w, idxp, &scratch, s.buf.data + refs[i].off, refs[i].len, keep, res, err) != 0)
                 goto out;
+        }
+        res->kept_rows_ok = rs_input_walk_whole(&walk);
         rc = 0;
         goto out;
     }
@@ -910,7 +930,9 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
             rs_error_set(err, RS_EXIT_IO, "%s: changed while being deduplicated", in);
             goto out;
         }
-        if (emit(o, &w, idxp, &scratch, row, rowlen, (int)(bits[i / 64] >> (i % 64) & 1), res, err) != 0)
+        int keep = (int)(bits[i / 64] >> (i % 64) & 1);
+        rs_input_walk_row(&walk, keep);
+        if (emit(o, &w, idxp, &scratch, row, rowlen, keep, res, err) != 0)
             goto out;
         bytes_in += rowlen + 1;
         i++;
@@ -922,6 +944,7 @@ int rs_dedup_file(const rs_dedup_opts *opts, rs_deflater *dz, const char *in, ui
         goto out;
     }
     res->bytes_in = bytes_in;
+    res->kept_rows_ok = rs_input_walk_whole(&walk);
     rc = 0;
 out:
     if (opened && ow_close(&w, rc == 0, err) != 0)

@@ -112,7 +112,7 @@ static uint64_t dropped_keys(part *pt)
 /* Looks the part's keys up in every index (oldest first), writes its rows
  * in order - kept to out, dropped to the report - and empties it. */
 static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *out, const char *out_path,
-                      rs_history_result *r, rs_error *err)
+                      rs_input_walk *walk, rs_history_result *r, rs_error *err)
 {
     for (size_t i = 0; i < pt->n; i++)
         pt->p[i].key = pt->arena.data + pt->at[4 * i + 2];
@@ -125,6 +125,7 @@ static int flush_part(const rs_history_opts *h, rs_keyidx *x, part *pt, FILE *ou
     for (size_t i = 0; i < pt->n; i++) {
         const uint64_t *a = pt->at + 4 * i;
         const char *row = pt->arena.data + a[0];
+        rs_input_walk_row(walk, !pt->gen[i]);
         if (!pt->gen[i]) {
             if (put_line(out, row, a[1]) != 0)
                 return rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", out_path, strerror(errno));
@@ -160,6 +161,8 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
     size_t rowlen, keylen;
     uint64_t room = h->budget / 4 < RS_HISTORY_STREAMS_MEMORY ? h->budget - h->budget / 4
                                                                : h->budget - RS_HISTORY_STREAMS_MEMORY;
+    rs_input_walk walk;
+    rs_input_walk_start(&walk, h->in_rows, h->kept_rows, h->nin_rows);
     int rc = rs_rows_open(&s, in, &src, 1, err);
     if (rc == 0 && d->header && (rc = rs_rows_next(&s, 1, &row, &rowlen, NULL, NULL, err)) == 1)
         rc = put_line(out, row, rowlen) ? rs_error_set(err, RS_EXIT_IO, "%s: write failed: %s", out_path, strerror(errno))
@@ -167,7 +170,7 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
     while (rc == 0 && (rc = rs_rows_next(&s, 0, &row, &rowlen, &key, &keylen, err)) == 1) {
         /* a part ends before a row whose room would take it past the budget */
         if (pt.n && part_bytes_with(&pt, rowlen + keylen) > room &&
-            (rc = flush_part(h, x, &pt, out, out_path, r, err)) != 0)
+            (rc = flush_part(h, x, &pt, out, out_path, &walk, r, err)) != 0)
             break;
         rc = 0;
         if (add_row(&pt, row, rowlen, key, keylen) != 0) {
@@ -178,7 +181,8 @@ static int filter(const rs_history_opts *h, const rs_dedup_opts *d, const char *
         r->bytes_in += rowlen + 1;
     }
     if (rc == 0 && pt.n)
-        rc = flush_part(h, x, &pt, out, out_path, r, err);
+        rc = flush_part(h, x, &pt, out, out_path, &walk, r, err);
+    r->kept_rows_ok = rc == 0 && rs_input_walk_whole(&walk);
     rs_rows_close(&s);
     rs_buf_free(&pt.arena);
     free(pt.at);

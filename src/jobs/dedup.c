@@ -153,6 +153,8 @@ typedef struct {
     size_t *hist_at;           /* --append: [node] where its files start in DIR's list, + 1 (0: none) */
     int out_compress, out_level; /* the output's (--append: DIR's) */
     double t1, t2, t2_start;   /* pass 1, pass 2 seconds; when pass 2 began */
+    uint64_t *in_rows, *kept; /* with pass 1's input_rows: [njobs * ninputs] each bucket's rows of each input,
+                                 and those kept (files[].runs); NULL: none counted */
 } dstate;
 
 static rs_outdir *od_of(dstate *s)
@@ -171,13 +173,14 @@ static char *out_path(dstate *s, const char *name)
  * and the sizes and CRCs of the history indexes each built. */
 enum { R_ROWS_IN, R_BYTES_IN, R_ROWS, R_BYTES, R_DUP_ROWS, R_DUP_BYTES, R_FILE_BYTES, R_CRC, R_DUP_KEYS, R_SPLITS,
        R_STREAMED, R_INDEX_BYTES, R_INDEX_CRC, R_H_ROWS, R_H_BYTES, R_H_READ, R_REREAD, R_HEADER_BYTES,
-       R_CONFIRMED, R_CONFIRM_BYTES, R_STORED_CRC, R_FILTER_BYTES, R_FILTER_PASSES, R_FIELDS };
+       R_CONFIRMED, R_CONFIRM_BYTES, R_STORED_CRC, R_FILTER_BYTES, R_FILTER_PASSES, R_KEPT_OK, R_FIELDS };
 
 static void share_results(dstate *s, size_t lo, size_t hi)
 {
     uint32_t n = s->njobs;
     size_t nb = s->g ? s->g->bd.nfiles : 0;
-    uint64_t *v = calloc((size_t)n * R_FIELDS + 2 * nb + 1, sizeof *v);
+    size_t nk = s->kept ? (size_t)n * s->po.ninputs : 0;   /* each bucket's rows kept per input */
+    uint64_t *v = calloc((size_t)n * R_FIELDS + 2 * nb + nk + 1, sizeof *v);
     if (!v)
         abort();
     for (size_t i = lo; i < hi; i++) {
@@ -193,18 +196,24 @@ static void share_results(dstate *s, size_t lo, size_t hi)
         f[R_HEADER_BYTES] = d->header_bytes, f[R_STORED_CRC] = d->stored_crc;
         f[R_CONFIRMED] = j->hres.keys_confirmed, f[R_CONFIRM_BYTES] = j->hres.confirm_bytes;
         f[R_FILTER_BYTES] = j->hres.filter_bytes, f[R_FILTER_PASSES] = j->hres.filter_passes;
+        f[R_KEPT_OK] = (uint64_t)d->kept_rows_ok;
     }
     uint64_t *b = v + (size_t)n * R_FIELDS;   /* the indexes built, by their builder */
     for (size_t k = 0; k < nb; k++)
         b[2 * k] = s->pass.built_bytes[k], b[2 * k + 1] = s->pass.built_crc[k];
-    rs_world_sum_u64(v, (size_t)n * R_FIELDS + 2 * nb);
+    uint64_t *kept = b + 2 * nb;   /* (zeros for the buckets of other ranks) */
+    if (nk)
+        memcpy(kept, s->kept, nk * sizeof *kept);
+    rs_world_sum_u64(v, (size_t)n * R_FIELDS + 2 * nb + nk);
+    if (nk)
+        memcpy(s->kept, kept, nk * sizeof *kept);
     for (uint32_t i = 0; i < n; i++) {
         const uint64_t *f = v + (size_t)i * R_FIELDS;
         rs_dedup_task *j = &s->jobs[i];
         j->res = (rs_dedup_result){f[R_ROWS_IN], f[R_BYTES_IN], f[R_ROWS], f[R_BYTES], f[R_DUP_ROWS], f[R_DUP_BYTES],
                                    f[R_FILE_BYTES], (uint32_t)f[R_CRC], f[R_DUP_KEYS], (uint32_t)f[R_SPLITS],
                                    (uint32_t)f[R_STREAMED], f[R_INDEX_BYTES], (uint32_t)f[R_INDEX_CRC],
-                                   f[R_HEADER_BYTES], (uint32_t)f[R_STORED_CRC]};
+                                   f[R_HEADER_BYTES], (uint32_t)f[R_STORED_CRC], (int)f[R_KEPT_OK]};
         j->hres.dropped_rows = f[R_H_ROWS], j->hres.dropped_bytes = f[R_H_BYTES];
         j->hres.index_bytes_read = f[R_H_READ], j->rows_reread = f[R_REREAD];
         j->hres.keys_confirmed = f[R_CONFIRMED], j->hres.confirm_bytes = f[R_CONFIRM_BYTES];
@@ -431,6 +440,25 @@ static int setup_tasks(dstate *s, rs_error *err)
 
 /* Pass 1: the inputs into the temporary buckets (whole buckets on the
  * shared file system under MPI). */
+/* Each bucket's rows of each input, as pass 1 counted them (its
+ * input_rows), for pass 2 to count the rows it keeps of each: the
+ * manifest's files[].runs. None when pass 1 did not count them. */
+static void bucket_input_rows(dstate *s)
+{
+    size_t ni = s->po.ninputs, n = (size_t)s->njobs * ni;
+    if (!s->res.input_rows || !n || !(s->in_rows = malloc(n * sizeof *s->in_rows)) ||
+        !(s->kept = calloc(n, sizeof *s->kept))) {
+        free(s->in_rows), s->in_rows = NULL;
+        return;
+    }
+    for (uint32_t d = 0; d < s->njobs; d++) {
+        for (size_t i = 0; i < ni; i++)
+            s->in_rows[d * ni + i] = s->res.input[i].dest_rows[d];
+        s->jobs[d].in_rows = s->in_rows + d * ni, s->jobs[d].kept_rows = s->kept + d * ni;
+        s->jobs[d].nin_rows = ni;
+    }
+}
+
 static int run_pass1(dstate *s, rs_error *err)
 {
     char **paths = malloc((s->njobs ? s->njobs : 1) * sizeof *paths);
@@ -444,6 +472,7 @@ static int run_pass1(dstate *s, rs_error *err)
     s->po.compress = s->o->temp_compress;
     s->po.level = 1;
     s->po.input_checksum = 1;
+    s->po.input_rows = rs_pipeline_wants_input_rows(&s->po);
     char label[64];
     if (s->g) {
         snprintf(label, sizeof label, "generation %llu", (unsigned long long)s->g->gen);
@@ -454,6 +483,7 @@ static int run_pass1(dstate *s, rs_error *err)
     free(paths);
     s->po.dest_paths = NULL;
     s->po.dest_scratch = 0;
+    s->po.input_rows = 0;
     if (prc != 0 || rs_append_seen_after(s->g, &s->po, &s->res, s->o->on_seen, s->ch, err) != 0)
         return -1;
     if (s->ch && s->ch->redo)
@@ -462,6 +492,7 @@ static int run_pass1(dstate *s, rs_error *err)
         s->jobs[i].rows = s->res.dest[i].rows;
         s->jobs[i].bytes = s->res.dest[i].bytes;
     }
+    bucket_input_rows(s);
     s->header = s->res.header;
     s->header_len = s->res.header_len;
     if (s->g && !s->header && s->g->bd.m.header) {  /* every new input empty: the key is DIR's */
@@ -568,6 +599,26 @@ static int manifest_inputs(dstate *s, rs_manifest *m, rs_error *err)
     return rs_manifest_inputs(m, &s->po, &s->res, err);
 }
 
+/* File f's runs from its rows kept of each of m's inputs (kept[ninputs]),
+ * when it holds rows of several and no input of m restores rows (whose
+ * ordinals are not counted from 0). 0, or -1 out of memory. */
+static int kept_runs(const rs_manifest *m, const uint64_t *kept, rs_manifest_file *f)
+{
+    size_t holders = 0;
+    uint64_t rows = 0;
+    for (size_t i = 0; i < m->ninputs; i++) {
+        if (m->inputs[i].nrestored || m->inputs[i].nrestored_rows)
+            return 0;
+        holders += kept[i] > 0, rows += kept[i];
+    }
+    if (holders < 2 || rows != f->rows || !(f->runs = malloc(holders * sizeof *f->runs)))
+        return holders < 2 || rows != f->rows ? 0 : -1;
+    for (size_t i = 0; i < m->ninputs; i++)
+        if (kept[i])
+            f->runs[f->nruns++] = (rs_manifest_run){i, 0, kept[i]};
+    return 0;
+}
+
 /* The manifest's files: one per bucket; a generation lists only the
  * buckets that kept rows (the others' segment and index are removed). */
 static int manifest_files(dstate *s, rs_manifest *m, rs_error *err)
@@ -595,6 +646,8 @@ static int manifest_files(dstate *s, rs_manifest *m, rs_error *err)
         }
         m->rows += d->rows;
         m->bytes += d->bytes;
+        if (d->kept_rows_ok && s->kept && kept_runs(m, s->kept + (size_t)i * s->po.ninputs, f) != 0)
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
     return 0;
 }
@@ -722,8 +775,12 @@ static void fill_result(const dstate *s, rs_dedup_job_result *r)
 
 static void free_state(dstate *s)
 {
+    for (size_t i = 0; s->m.files && i < s->m.nfiles; i++)
+        free(s->m.files[i].runs);
     free(s->m.inputs);
     free(s->m.files);
+    free(s->in_rows);
+    free(s->kept);
     free(s->m.indexes);
     rs_bucketdir_close(&s->bd);
     free(s->in_mpath);

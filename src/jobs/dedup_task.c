@@ -148,13 +148,17 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
         o.dups = rep;
     }
     rs_history_index *h = NULL;
+    uint64_t *left = j->in_rows ? malloc(j->nin_rows * sizeof *left) : NULL;   /* its rows of each input the
+                                                                                  history filter leaves */
     if (p->append && j->nparts && history_of(p, j, &h, &j->err) == 0) {
         for (size_t q = 0; q < j->nparts; q++)
             if (!h[q].size)
                 h[q].size = index_sizes[j->part0 + q];
-        rs_history_opts ho = {h, j->nparts, o.budget, rep};
+        rs_history_opts ho = {h, j->nparts, o.budget, rep, left ? j->in_rows : NULL, left, j->nin_rows};
         rs_history_filter(&ho, &o, j->in, j->filtered, &j->hres, &j->err);
     }
+    o.in_rows = !j->hres.filtered ? j->in_rows : j->hres.kept_rows_ok ? left : NULL;
+    o.kept_rows = j->kept_rows, o.nin_rows = j->nin_rows;
     for (size_t q = 0; h && q < j->nparts; q++)
         free(h[q].path);
     free(h);
@@ -163,6 +167,7 @@ static void run_task(const rs_dedup_pass *p, rs_dedup_task *j, rs_deflater *dz, 
     input_of(j, &in, &rows, &bytes);
     if (!j->err.code)
         rs_dedup_file(&o, dz, in, rows, bytes, j->out, &j->res, &j->err);
+    free(left);
     if (j->hres.filtered)
         unlink(j->filtered);
     /* what the history held counts as read and removed, as a repeat does */

@@ -47,6 +47,9 @@ typedef struct {
     rs_history_result hres;
     uint64_t rows_reread; /* history rows read to build missing indexes */
     rs_dedup_result res;
+    const uint64_t *in_rows; /* NULL, or its rows of each input, as pass 1 counted them (rs_dedup_opts) */
+    uint64_t *kept_rows;     /* [nin_rows] then the rows kept of each (res.kept_rows_ok) */
+    size_t nin_rows;
     rs_error err;
 } rs_dedup_task;
 
