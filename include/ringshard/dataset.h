@@ -377,6 +377,12 @@ int rs_manifest_held(const rs_manifest_input *e, const char *node, rs_row_range 
 int rs_runs_take(const rs_row_range *held, size_t nh, uint64_t input, uint64_t rows, int strict, rs_manifest_run **v,
                  size_t *n, size_t *cap);
 
+/* Gives file f the runs v[0..n) (malloc'd, taken over) when they are what
+ * a manifest records: of several inputs (a file of one input's rows needs
+ * none) and holding f's rows exactly (a reader would refuse the manifest
+ * otherwise); else frees them. The one rule of every writer of runs. */
+void rs_manifest_file_take_runs(rs_manifest_file *f, rs_manifest_run *v, size_t n);
+
 /* Where input entry e (an element of the inputs of bd->m or of one of
  * bd->gens) is in bd, as a number that is never 0, and the entry back
  * from it (NULL when bd has no such place): what one process tells

@@ -449,12 +449,8 @@ static int merge_runs(const merge_ctx *c, size_t i, rs_manifest_file *f)
                     : rs_runs_select(v, nv, 0, UINT64_MAX, &all, &n, &cap);
         free(v);
     }
-    uint64_t rows = 0;
-    int several = 0;
-    for (size_t r = 0; r < n; r++)
-        rows += all[r].to - all[r].from, several |= all[r].input != all[0].input;
-    if (rc == 0 && known && several && rows == f->rows)
-        f->runs = all, f->nruns = n;
+    if (rc == 0 && known)
+        rs_manifest_file_take_runs(f, all, n);
     else
         free(all);
     return rc;

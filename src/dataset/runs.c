@@ -62,6 +62,18 @@ int rs_runs_take(const rs_row_range *held, size_t nh, uint64_t input, uint64_t r
     return 1;
 }
 
+void rs_manifest_file_take_runs(rs_manifest_file *f, rs_manifest_run *v, size_t n)
+{
+    uint64_t rows = 0;
+    int several = 0;
+    for (size_t r = 0; r < n; r++)
+        rows += v[r].to - v[r].from, several |= v[r].input != v[0].input;
+    if (several && rows == f->rows)
+        f->runs = v, f->nruns = n;
+    else
+        free(v);
+}
+
 int rs_bucketdir_file_runs(const rs_bucketdir *bd, size_t k, rs_manifest_run **v, size_t *n)
 {
     const rs_manifest_file *f = bd->files[k];

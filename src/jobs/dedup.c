@@ -600,22 +600,21 @@ static int manifest_inputs(dstate *s, rs_manifest *m, rs_error *err)
 }
 
 /* File f's runs from its rows kept of each of m's inputs (kept[ninputs]),
- * when it holds rows of several and no input of m restores rows (whose
- * ordinals are not counted from 0). 0, or -1 out of memory. */
+ * as rs_manifest_file_take_runs says, unless an input of m restores rows
+ * (whose ordinals are not counted from 0). 0, or -1 out of memory. */
 static int kept_runs(const rs_manifest *m, const uint64_t *kept, rs_manifest_file *f)
 {
-    size_t holders = 0;
-    uint64_t rows = 0;
-    for (size_t i = 0; i < m->ninputs; i++) {
+    for (size_t i = 0; i < m->ninputs; i++)
         if (m->inputs[i].nrestored || m->inputs[i].nrestored_rows)
             return 0;
-        holders += kept[i] > 0, rows += kept[i];
-    }
-    if (holders < 2 || rows != f->rows || !(f->runs = malloc(holders * sizeof *f->runs)))
-        return holders < 2 || rows != f->rows ? 0 : -1;
+    rs_manifest_run *v = malloc((m->ninputs + 1) * sizeof *v);
+    size_t n = 0;
+    if (!v)
+        return -1;
     for (size_t i = 0; i < m->ninputs; i++)
         if (kept[i])
-            f->runs[f->nruns++] = (rs_manifest_run){i, 0, kept[i]};
+            v[n++] = (rs_manifest_run){i, 0, kept[i]};
+    rs_manifest_file_take_runs(f, v, n);
     return 0;
 }
 

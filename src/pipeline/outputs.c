@@ -80,25 +80,22 @@ static const rs_row_range *written_ranges(const rs_pipeline_opts *po, size_t i, 
 }
 
 /* File d's runs (the rows of each input written to it, in input order),
- * into f when it holds rows of several inputs and they add up to its rows
- * (else none: a manifest whose runs did not would be refused). 0, or -1
- * out of memory. */
+ * into f as rs_manifest_file_take_runs says. 0, or -1 out of memory. */
 static int runs_of_dest(const rs_pipeline_opts *po, const rs_pipeline_result *res, uint32_t d, rs_manifest_file *f)
 {
     static const rs_row_range every = {0, UINT64_MAX};
     rs_manifest_run *v = NULL;
-    size_t n = 0, cap = 0, holders = 0;
-    uint64_t rows = 0;
+    size_t n = 0, cap = 0;
     int rc = 1;
     for (size_t i = 0; rc == 1 && i < po->ninputs; i++) {
         uint64_t c = res->input[i].dest_rows[d];
         size_t nr;
         const rs_row_range *r = written_ranges(po, i, d, &nr);
         if (c)
-            holders++, rows += c, rc = rs_runs_take(r ? r : &every, r ? nr : 1, i, c, 0, &v, &n, &cap);
+            rc = rs_runs_take(r ? r : &every, r ? nr : 1, i, c, 0, &v, &n, &cap);
     }
-    if (rc == 1 && holders > 1 && rows == f->rows)
-        f->runs = v, f->nruns = n;
+    if (rc == 1)
+        rs_manifest_file_take_runs(f, v, n);
     else
         free(v);
     return rc < 0 ? -1 : 0;
