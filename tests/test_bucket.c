@@ -39,8 +39,7 @@ Test(bucket, byte_identical_for_any_thread_count)
     char *out, *err;
     int rc = runf(&out, &err,
                   "cd %s && for j in 1 2 8; do \"$RS\" bucket --quiet -j $j --memory 32M -o out$j " INPUTS " || exit 9; "
-                  "grep -v '\"seconds\"' out$j/manifest.json > m$j; rm out$j/manifest.json; done && "
-                  "diff -r out1 out2 && diff -r out1 out8 && cmp m1 m2 && cmp m1 m8 && ls out1 | wc -l",
+                  "done && diff -r out1 out2 && diff -r out1 out8 && ls out1 | grep -c csv",
                   tmp);
     cr_assert_eq(rc, 0, "outputs differ across -j: %s %s", out, err);
     cr_assert_eq(atoi(out), 1000);

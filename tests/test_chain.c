@@ -51,10 +51,10 @@ static const struct {
     {"middle generation removed", "rm -rf D/g00000003", 2, 2, 2, "D/g00000003: missing"},
     {"last generation renamed", "mv D/g00000005 D/g00000007", 2, 2, 2, "D/g00000007: holds generation 5"},
     {"manifest removed", "rm D/g00000003/manifest.json", 2, 2, 2, "D/g00000003/manifest.json: missing"},
-    {"digest mismatch", "sed -i 's/\"seconds\": .*/\"seconds\": 99/' D/g00000003/manifest.json", 2, 2, 2,
+    {"digest mismatch", "sed -i 's/\"name\": \"ringshard\"/\"name\": \"ringshard \"/' D/g00000003/manifest.json", 2, 2, 2,
      "D/g00000004/manifest.json: manifest member \"previous\""},
     {"file removed", "rm D/g00000004/3.csv.gz", 3, 3, 3, "D/g00000004/3.csv.gz: missing"},
-    {"file of another size", "echo xx >> D/g00000004/3.csv.gz", 2, 0, 3, "D/g00000004/3.csv.gz: "},
+    {"file of another size", "echo xx >> D/g00000004/3.csv.gz", 3, 0, 3, "D/g00000004/3.csv.gz: "},
 };
 
 /* Runs cmd on a fresh damaged copy (M, made once) as D; asserts its exit
@@ -167,7 +167,7 @@ Test(chain, repair_keeps_the_rows_of_every_intact_generation)
         {"mv D/g00000003 D/g00000009", 0, "1500", "DAMAGE D/g00000009: holds generation 3"},
         {"cp -a D/g00000003 D/g00000008", 0, "1500", "g00000003 is not missing (a copy?)"},
         {"rm D/g00000003/manifest.json", 3, "1200", "DAMAGE D/g00000003/manifest.json: missing"},
-        {"sed -i 's/\"seconds\": .*/\"seconds\": 99/' D/g00000003/manifest.json", 0, "1500", "\"previous\""},
+        {"sed -i 's/\"name\": \"ringshard\"/\"name\": \"ringshard \"/' D/g00000003/manifest.json", 0, "1500", "\"previous\""},
         {"rm D/g00000004/3.csv.gz", 3, "$((1500 - $(gzip -dc < W/g00000004/3.csv.gz | tail -n +2 | wc -l)))",
          "NOT KEPT D/g00000004/3.csv.gz: "},
         {"echo xx >> D/g00000002/0.csv.gz", 0, "1500", "CUT BACK D/g00000002/0.csv.gz: "},

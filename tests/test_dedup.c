@@ -160,9 +160,9 @@ Test(dedup, byte_identical_for_any_thread_count)
     char *out, *err;
     int rc = sh(&out, &err,
                 "cd %s && for j in 1 2 4; do \"$RS\" dedup --quiet -j $j --keep last --duplicates d$j -o out$j " INPUTS
-                " || exit 9; grep -v '\"seconds\"' out$j/manifest.json > m$j; rm out$j/manifest.json; done && "
-                "diff -r out1 out2 && diff -r out1 out4 && cmp m1 m2 && cmp m1 m4 && cmp d1 d2 && cmp d1 d4 && "
-                "ls out1 | wc -l",
+                " || exit 9; done && "
+                "diff -r out1 out2 && diff -r out1 out4 && cmp d1 d2 && cmp d1 d4 && "
+                "ls out1 | grep -c csv",
                 tmp);
     cr_assert_eq(rc, 0, "outputs differ across -j: %s %s", out, err);
     cr_assert_eq(atoi(out), 1000);

@@ -534,9 +534,7 @@ Test(faults, sigkill_then_rerun_is_byte_identical, .timeout = 600)
                "! ls out.ringshard-tmp.*/manifest.json > /dev/null 2>&1 && killed=1; "
                "echo killed=$killed; test -e out && echo published; "
                "\"$RS\" bucket --quiet --memory 32M -o out in.gz; echo rc=$?; find . -name '*ringshard-tmp*' | wc -l; "
-               "\"$RS\" bucket --quiet --memory 32M -o ref in.gz && diff -r -x manifest.json ref out && "
-               "grep -v '\"seconds\"' ref/manifest.json > m1 && grep -v '\"seconds\"' out/manifest.json > m2 && "
-               "cmp m1 m2 && ls out | wc -l");
+               "\"$RS\" bucket --quiet --memory 32M -o ref in.gz && diff -r ref out && ls out | wc -l");
     cr_assert_str_eq(r.out, "killed=1\nrc=0\n0\n1001\n",
                      "killed mid-run with a temporary left; the rerun removes it and writes the same output: %s %s",
                      r.out, r.err);

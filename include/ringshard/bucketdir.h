@@ -241,6 +241,13 @@ int rs_bucketdir_index_of(const rs_bucketdir *bd, size_t i, char **name, uint64_
  * memory. */
 char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i);
 
+/* err, set by reading a file that the manifest at manifest lists (a bucket
+ * directory's file), as every reader says it: a data error (RS_EXIT_DATA:
+ * it does not decode, a row or its header is malformed) means the file
+ * differs from what its manifest vouches for, RS_EXIT_VERIFY with "(the
+ * file does not match MANIFEST)". Any other error is left as it is. */
+void rs_bucketdir_vouched_error(rs_error *err, const char *manifest);
+
 /* 1 when bd->path no longer names the directory that was opened (it was
  * replaced or removed since), else 0. */
 int rs_bucketdir_replaced(const rs_bucketdir *bd);

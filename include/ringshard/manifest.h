@@ -126,7 +126,6 @@ typedef struct {
     size_t nindexes;            /* "generation": indexes built for earlier files */
     rs_manifest_index *indexes;
     uint64_t rows, bytes, rejected;
-    double seconds;
 } rs_manifest;
 
 /* Writes m as JSON to path (pretty-printed, keys in a fixed order;
@@ -141,10 +140,11 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err);
 
 /* Reads path into m. Unknown members are ignored; a missing required member,
  * a schema other than 1, 2 or 3 (3: kind "generation" only) or malformed JSON is RS_EXIT_DATA naming the file
- * (and byte offset for syntax errors). Optional members: "tool", "seconds",
+ * (and byte offset for syntax errors). Optional members: "tool",
  * files[].wave, files[].crc32_hex (checked against crc32 when present),
  * files[].stored_crc32 (has_stored_crc32 says whether it was there) and
- * "new_ring" for buckets. A file that cannot be read is RS_EXIT_IO. On
+ * "new_ring" for buckets; "seconds" (the run's duration, written before
+ * 0.8.0) is accepted and ignored. A file that cannot be read is RS_EXIT_IO. On
  * failure m is left empty (zeroed). */
 int rs_manifest_read(rs_manifest *m, const char *path, rs_error *err);
 

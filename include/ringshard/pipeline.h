@@ -61,6 +61,10 @@ typedef struct {
      * replacement of the directory during the run cannot mix generations */
     const char *const *input_names;
     int input_dirfd;
+    /* NULL, or per input the manifest that lists it (a bucket directory's
+     * files): a data error reading input i is then a file that differs from
+     * its manifest (rs_bucketdir_vouched_error: RS_EXIT_VERIFY) */
+    const char *const *input_vouched;
     rs_csv_dialect dialect;      /* delimiter, max_record */
     int header;                  /* 1: each input starts with a header line (all must agree) */
     /* NULL, or per input 1 when it has no header line although `header` is
@@ -390,11 +394,14 @@ int rs_pipeline_interrupted(void);
 typedef struct {
     const char **names, **paths;
     uint8_t *headerless;
+    const char **vouched;   /* each one's manifest: one string a generation, in manifests */
+    char **manifests;       /* [ngens + 1] the base's, then each generation's (NULL: not selected) */
+    size_t nmanifests;
 } rs_bucketdir_sel;
 
 /* Points the pipeline's inputs at files idx[0..n) of bd (idx NULL: every
  * file): inputs get "DIR/<name>" for messages, input_names the names under
- * bd->fd, input_headerless the segments, header_ref the base's header (a
+ * bd->fd, input_headerless the segments, input_vouched their manifests, header_ref the base's header (a
  * lane may start with a segment). sel owns the arrays
  * (rs_bucketdir_sel_free). 0, or -1 when out of memory. */
 int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_pipeline_opts *po,

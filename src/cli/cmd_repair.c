@@ -61,10 +61,10 @@ static void summary(const char *dir, const rs_repair_job_result *r)
                 r->strays ? " (it holds entries no manifest names: `ringshard verify` lists them)" : "");
         return;
     }
-    fprintf(stderr, "ringshard repair: %s rebuilt from %llu generations (to generation %llu): %llu rows in %llu "
-            "files; the damaged directory is %s", dir, (unsigned long long)r->generations,
-            (unsigned long long)r->generation, (unsigned long long)r->rows, (unsigned long long)r->files_after,
-            r->aside);
+    fprintf(stderr, "ringshard repair: %s rebuilt from %llu generation%s (to generation %llu): %llu rows in %llu "
+            "file%s; the damaged directory is %s", dir, (unsigned long long)r->generations,
+            r->generations == 1 ? "" : "s", (unsigned long long)r->generation, (unsigned long long)r->rows,
+            (unsigned long long)r->files_after, r->files_after == 1 ? "" : "s", r->aside);
     if (r->cut_back)
         fprintf(stderr, "; %zu longer files cut back (every row kept)", r->cut_back);
     if (r->rewritten)

@@ -670,6 +670,7 @@ static void member_opts(rs_group *g, const rs_pipeline_opts *o, const unit_list 
     local->inputs = o->inputs + m->lo;
     local->input_names = o->input_names ? o->input_names + m->lo : NULL;  /* this rank's own directory descriptor */
     local->input_headerless = o->input_headerless ? o->input_headerless + m->lo : NULL;
+    local->input_vouched = o->input_vouched ? o->input_vouched + m->lo : NULL;
     local->ninputs = m->hi - m->lo;
     local->unit_lo = m->ulo;
     local->unit_hi = m->uhi;

@@ -663,7 +663,6 @@ static int write_manifest(const rs_bucketdir *bd, rs_manifest_file *files, const
             m.rows -= bd->files[i]->rows, m.bytes -= bd->files[i]->bytes;
         else if (take->take[i] == RS_TAKE_MEMBERS)
             m.rows -= bd->files[i]->rows - take->keep[i].rows, m.bytes -= bd->files[i]->bytes - take->keep[i].bytes;
-    m.seconds = 0;
     int rc = rs_outdir_manifest(od, &m, err);
     free(in);
     return rc;

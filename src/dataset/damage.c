@@ -73,6 +73,16 @@ char *rs_bucketdir_manifest_of(const rs_bucketdir *bd, size_t i)
     return asprintf(&p, "%s/%s/manifest.json", bd->path, dname) < 0 ? NULL : p;
 }
 
+void rs_bucketdir_vouched_error(rs_error *err, const char *manifest)
+{
+    if (err->code != RS_EXIT_DATA)
+        return;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s", err->msg);
+    rs_error_clear(err);
+    rs_error_set(err, RS_EXIT_VERIFY, "%s (the file does not match %s)", msg, manifest);
+}
+
 static int differs(const rs_bucketdir *bd, size_t i, const char *what, uint64_t found, uint64_t said,
                    rs_error *err)
 {

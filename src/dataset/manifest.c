@@ -22,13 +22,12 @@
  *              "crc32": n, "crc32_hex": "<8 lowercase hex>",
  *              "stored_crc32": n             optional: CRC-32 of the stored bytes,
  *              "runs": "I:F-T ..."           optional: whose rows, in order}, ...],
- *   "totals": {"rows": n, "bytes": n, "rejected": n, "files": n},
- *   "seconds": 1.25
+ *   "totals": {"rows": n, "bytes": n, "rejected": n, "files": n}
  * }
  *
  * Written pretty (2-space indentation), members always in this order, so
  * two runs over the same data with the same options give byte-identical
- * manifests apart from "seconds". Integers are unsigned decimal and exact
+ * manifests (no time of any kind: a run's duration is in its metrics). Integers are unsigned decimal and exact
  * to 2^64-1 (the reader keeps numbers as text). crc32 is the CRC-32
  * (ISO-HDLC, as zlib's crc32()) as an unsigned decimal integer; crc32_hex
  * is the same value as 8 lowercase hex digits, most significant first
@@ -37,8 +36,8 @@
  * such a string is followed by "<name>_hex" with its exact bytes, which
  * the reader uses instead (header, key, descriptions, paths, node names).
  *
- * Reading: unknown members are ignored. Optional: "tool", "seconds"
- * (default 0), files[].wave (default 0), files[].crc32_hex (checked against
+ * Reading: unknown members are ignored. Optional: "tool", "seconds" (a
+ * number or null, written before 0.8.0, ignored), files[].wave (default 0), files[].crc32_hex (checked against
  * crc32 when present), "new_ring" for buckets. Everything else is required;
  * "files"[].file must be a plain name (no '/', not empty, "." or ".."), and
  * totals.files must equal the number of "files" entries. The reader is
@@ -346,9 +345,6 @@ int rs_manifest_write(const rs_manifest *m, const char *path, rs_error *err)
     write_u64(&j, "rejected", m->rejected);
     write_u64(&j, "files", m->nfiles);
     rs_json_object_end(&j);
-
-    rs_json_key(&j, "seconds");
-    rs_json_double(&j, m->seconds);
     rs_json_object_end(&j);
     fputc('\n', f);
 

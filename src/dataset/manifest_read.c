@@ -604,11 +604,8 @@ static int read_doc(reader *r, const rs_jv *root, rs_manifest *m)
     if (nfiles != m->nfiles)
         return bad(r, "totals", "files", "does not match the number of \"files\" entries");
 
-    v = rs_jv_get(root, "seconds");
-    m->seconds = 0;
-    if (v != NULL && v->type == RS_JV_NUMBER)
-        m->seconds = strtod(v->str, NULL);
-    else if (v != NULL && v->type != RS_JV_NULL)
+    v = rs_jv_get(root, "seconds");   /* the run's duration, before 0.8.0: not used */
+    if (v != NULL && v->type != RS_JV_NUMBER && v->type != RS_JV_NULL)
         return bad(r, "", "seconds", "a number expected");
     return 0;
 }

@@ -966,5 +966,7 @@ out:
     rs_rows_close(&s);
     free(bits);
     free(refs);
+    if (rc != 0 && o->check)  /* the input is a bucket directory's file its manifest vouches for */
+        rs_bucketdir_vouched_error(err, o->check->manifest);
     return rc;
 }

@@ -331,13 +331,8 @@ static int decode_file(const rs_bucketdir *bd, size_t k, rs_codec_choice codec, 
     rs_rows_close(&s);
     if (sink_push(sk, err) != 0)   /* the rows before an error too: one thread wrote them */
         r = -1;
-    if (r < 0 && err->code == RS_EXIT_DATA) {
-        /* a file its manifest vouches for that does not decode: it differs */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        rs_error_clear(err);
-        rs_error_set(err, RS_EXIT_VERIFY, "%s (the file does not match %s)", msg, mp ? mp : bd->path);
-    }
+    if (r < 0)
+        rs_bucketdir_vouched_error(err, mp ? mp : bd->path);
     free(mp);
     return r < 0 ? -1 : 0;
 }

@@ -684,7 +684,6 @@ static int write_manifest(dstate *s, rs_error *err)
     if (manifest_inputs(s, m, err) != 0 || manifest_files(s, m, err) != 0 ||
         (s->g && manifest_indexes(s, m, err) != 0))
         return -1;
-    m->seconds = s->t1 + s->t2;
     if (s->g)
         return 0;   /* rs_append_publish writes it, as the generation's */
     if (s->grow)

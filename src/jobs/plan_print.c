@@ -116,7 +116,6 @@ void rs_plan_job_print(FILE *f, const rs_plan_job_opts *a, unsigned long long to
 {
     const rs_plan *p = &r->plan;
     const rs_plan_data *d = &r->data;
-    double build_s = r->build_seconds, diff_s = r->diff_seconds;
     const rs_ring *A = p->old_ring, *B = p->new_ring;
     const rs_nodes *an = rs_ring_nodes(A), *bn = rs_ring_nodes(B);
     char b1[48], b2[48], rule[160];
@@ -130,9 +129,9 @@ void rs_plan_job_print(FILE *f, const rs_plan_job_opts *a, unsigned long long to
     fprintf(f, "  new ring     %s  %u nodes, %s\n", rs_ring_fingerprint(B), bn->count, points_word(B, b2, sizeof b2));
     switch (p->method) {
     case RS_PLAN_EXACT_ARCS:
-        fprintf(f, "  method       exact: merged %u + %u points into %zu moving arcs (%.3f s to build the rings, "
-                   "%.3f s to diff)\n",
-                rs_ring_npoints(A), rs_ring_npoints(B), p->narcs, build_s, diff_s);
+        /* no times in the report: the same plan prints the same bytes (they are in --metrics) */
+        fprintf(f, "  method       exact: merged %u + %u points into %zu moving arcs\n", rs_ring_npoints(A),
+                rs_ring_npoints(B), p->narcs);
         break;
     case RS_PLAN_EXACT_RESIDUES:
         fprintf(f, "  method       exact: modulo has no arcs; residue pairs counted over the %s hash values\n",

@@ -140,9 +140,9 @@ static int from_data(const rs_stats_job_opts *o, stats_ctx *ctx, rs_stats_job_re
         r->counts[i] = res.dest[i].rows;
     r->rejected = res.rejected;
     char size[RS_HUMAN_MAX];
-    snprintf(r->source, sizeof r->source, "%zu input%s, %llu rows, %s read in %.2f s%s", po.ninputs,
+    snprintf(r->source, sizeof r->source, "%zu input%s, %llu rows, %s read%s", po.ninputs,
              po.ninputs == 1 ? "" : "s", (unsigned long long)res.rows,
-             rs_human_bytes((double)res.bytes, size, sizeof size), res.seconds,
+             rs_human_bytes((double)res.bytes, size, sizeof size),
              res.rejected ? " (rows rejected: see below)" : "");
     rc = 0;
 out:

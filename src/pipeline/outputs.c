@@ -60,7 +60,6 @@ int rs_manifest_start(rs_manifest *m, const char *kind, const rs_ring *ring, con
     if (!m->files || rs_manifest_inputs(m, po, res, err) != 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     m->rejected = res->rejected;
-    m->seconds = res->seconds;
     return 0;
 }
 
@@ -153,7 +152,10 @@ int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_
     sel->names = malloc((k ? k : 1) * sizeof *sel->names);
     sel->paths = malloc((k ? k : 1) * sizeof *sel->paths);
     sel->headerless = malloc(k ? k : 1);
-    if (!sel->names || !sel->paths || !sel->headerless) {
+    sel->vouched = malloc((k ? k : 1) * sizeof *sel->vouched);
+    sel->nmanifests = bd->ngens + 1;
+    sel->manifests = calloc(sel->nmanifests, sizeof *sel->manifests);
+    if (!sel->names || !sel->paths || !sel->headerless || !sel->vouched || !sel->manifests) {
         rs_bucketdir_sel_free(sel);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
@@ -162,10 +164,17 @@ int rs_bucketdir_inputs(const rs_bucketdir *bd, const size_t *idx, size_t n, rs_
         sel->names[j] = bd->names[i];
         sel->paths[j] = bd->paths[i];
         sel->headerless[j] = bd->headerless[i];
+        size_t g = bd->file_slot[i] == SIZE_MAX ? 0 : bd->file_slot[i] + 1;
+        if (!sel->manifests[g] && !(sel->manifests[g] = rs_bucketdir_manifest_of(bd, i))) {
+            rs_bucketdir_sel_free(sel);
+            return rs_error_set(err, RS_EXIT_IO, "out of memory");
+        }
+        sel->vouched[j] = sel->manifests[g];
     }
     po->inputs = sel->paths;
     po->input_names = sel->names;
     po->input_headerless = sel->headerless;
+    po->input_vouched = sel->vouched;
     po->header_ref = bd->m.header ? bd->m.header_line : NULL;
     po->input_dirfd = bd->fd;
     po->ninputs = k;
@@ -177,6 +186,10 @@ void rs_bucketdir_sel_free(rs_bucketdir_sel *sel)
     free(sel->names);
     free(sel->paths);
     free(sel->headerless);
+    free(sel->vouched);
+    for (size_t g = 0; sel->manifests && g < sel->nmanifests; g++)
+        free(sel->manifests[g]);
+    free(sel->manifests);
     memset(sel, 0, sizeof *sel);
 }
 

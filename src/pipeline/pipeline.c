@@ -125,6 +125,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "ringshard/dataset.h"
 #include "ringshard/interrupt.h"
 #include "ringshard/log.h"
 #include "ringshard/ring.h"
@@ -750,6 +751,8 @@ int rs_pipeline_run_shaped(const rs_pipeline_opts *o, const rs_pipeline_shape *m
             res->rows += res->input[i].rows, res->bytes += res->input[i].bytes;
     }
     run_free(&s, &r);
+    if (rc != 0 && o->input_vouched && res->fail_input >= 0 && (size_t)res->fail_input < o->ninputs)
+        rs_bucketdir_vouched_error(err, o->input_vouched[res->fail_input]);
     res->seconds = rs_now() - r.t0;
     return rc;
 }

@@ -265,12 +265,12 @@ export -f awk_split
 # shellcheck disable=SC2090
 export GZ AWK_PROG
 
-# The manifest's "seconds" is the row pipeline alone: the wall time less
+# The metrics' "pipeline" phase is the row pipeline alone: the wall time less
 # start-up and the final flush to disk (fsync of every file) and rename.
-pipeline_seconds() { # NAME OUTDIR
+pipeline_seconds() { # NAME METRICS_FILE
   local t
-  t=$(sed -n 's/^ *"seconds": *\([0-9.]*\).*/\1/p' "$2/manifest.json" | tail -n 1)
-  [ -n "$t" ] || die "no \"seconds\" in $2/manifest.json"
+  t=$(sed -n 's/^ringshard_phase_seconds{command="bucket",phase="pipeline"} *\([0-9.]*\).*/\1/p' "$2")
+  [ -n "$t" ] || die "no pipeline phase in $2"
   TIMES[$1_pipe]+="$t "
 }
 
@@ -298,15 +298,16 @@ for run in $(seq 1 "$RUNS"); do
   rm -f "$DDTEST"
   sync
 
-  timeit rs_gzip "$RINGSHARD" bucket --key bill_id -o "$rd/gzip" --quiet "${rs_extra[@]}" "$GZ"
+  timeit rs_gzip "$RINGSHARD" bucket --key bill_id -o "$rd/gzip" --quiet --metrics "$rd/gzip.prom" "${rs_extra[@]}" "$GZ"
   n=$(nfiles "$rd/gzip"); [ "$n" -eq 1000 ] || note "  warning: ringshard wrote $n files, expected 1000"
-  pipeline_seconds rs_gzip "$rd/gzip"
+  pipeline_seconds rs_gzip "$rd/gzip.prom"
   bytes_written rs_gzip "$rd/gzip"
   sync
 
-  timeit rs_none "$RINGSHARD" bucket --key bill_id -o "$rd/none" --quiet --compress none "${rs_extra[@]}" "$GZ"
+  timeit rs_none "$RINGSHARD" bucket --key bill_id -o "$rd/none" --quiet --compress none --metrics "$rd/none.prom" \
+    "${rs_extra[@]}" "$GZ"
   n=$(nfiles "$rd/none"); [ "$n" -eq 1000 ] || note "  warning: ringshard --compress none wrote $n files, expected 1000"
-  pipeline_seconds rs_none "$rd/none"
+  pipeline_seconds rs_none "$rd/none.prom"
   bytes_written rs_none "$rd/none"
   sync
 

@@ -15,10 +15,10 @@
 #
 # Masked before comparing (in stdout, stderr and JSON/TSV/SVG/HTML files
 # only; data files are compared raw):
-#   - times: "seconds" in manifests and plan JSON, "N.NN s" and
+#   - times: "seconds" in manifests before 0.8.0 (dropped), "N.NN s" and
 #     speeds ("1.25 M rows/s", "352 k rows/s") in summaries (the wall clock differs from run to run);
 #   - a generation manifest's "previous", the digest of the previous
-#     manifest's bytes, its "seconds" included (each side checks its own
+#     manifest's bytes, before 0.8.0 its "seconds" included (each side checks its own
 #     chain: verify_mem);
 #   - the binary's path (each run names its own binary);
 #   - temporary names, ".ringshard-tmp.<pid>.<hex>" (the pid differs).
@@ -309,12 +309,13 @@ for side in before after; do
 done
 
 mask() {  # FILE BIN: the masked text on stdout
-    sed -E -e "s#$2#BIN#g" \
+    # a manifest's last member "seconds" (before 0.8.0) is dropped, with its comma
+    perl -0pe 's/,\n *"seconds": *[0-9.eE+-]+\n/\n/g' "$1" | sed -E -e "s#$2#BIN#g" \
         -e 's/"seconds": *[0-9.eE+-]+/"seconds": T/g' \
         -e 's/"previous": *"[0-9a-f]{32}"/"previous": DIGEST/g' \
         -e 's/[0-9]+\.[0-9]+ s\b/T s/g' \
         -e 's/[0-9]+(\.[0-9]+)? ([kMG] )?rows\/s/R rows\/s/g' \
-        -e 's/\.ringshard-tmp\.[0-9]+\.[0-9a-f]+/.ringshard-tmp.PID.HEX/g' "$1"
+        -e 's/\.ringshard-tmp\.[0-9]+\.[0-9a-f]+/.ringshard-tmp.PID.HEX/g'
 }
 
 fail=0
