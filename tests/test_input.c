@@ -186,7 +186,7 @@ Test(input, zero_padding_after_the_last_member_is_accepted_and_counted)
              "1033:"},
             {"cp p.gz g1.gz && printf x >> g1.gz && f=g1.gz &&",
              "g1.gz: garbage after gzip member at byte offset 33 (1 trailing byte that does not start a gzip member)"},
-            {"f=- && cat g1.gz |", "(standard input): garbage after gzip member at byte offset 33 (at least 1 "
+            {"f=- && cat g1.gz |", "bucket: standard input: garbage after gzip member at byte offset 33 (at least 1 "
                                     "trailing byte that does not start a gzip member)"},
         };
         for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {

@@ -218,6 +218,56 @@ Test(refused, dash_is_no_directory)
     nothing_at("out");
 }
 
+/* Side-file paths refused before any work: --metrics inside the output
+ * directory (an append or --force, where DIR exists: it would be an
+ * entry no manifest names, or lost with the old DIR), an empty path for
+ * any single-file output, standard input named twice. */
+Test(refused, side_files_inside_dir_empty_paths_and_stdin_twice)
+{
+    SH_OK(SMALL_CSV " && $RS bucket --quiet --append --nodes 3 --key bill_id -o B s.csv");
+    sh_expect_free(64, "--metrics B/run.prom: inside the output directory B",
+                   "$RS bucket --quiet --append --metrics B/run.prom -o B s.csv");
+    sh_expect_free(64, "--metrics B/run.prom: inside the output directory B",
+                   "$RS bucket --quiet --force --nodes 3 --key bill_id --metrics B/run.prom -o B s.csv");
+    sh_expect_free(64, "--metrics B/x.prom: inside the output directory B", "$RS compact --metrics B/x.prom B");
+    sh_expect_free(64, "--metrics B/x.prom: inside the output directory B", "$RS repair --metrics B/x.prom B");
+    SH_OK("test ! -e B/run.prom && test ! -e B/x.prom && $RS verify --quiet B");
+    static const char *const empty[][2] = {
+        {"--metrics", "$RS bucket --nodes 3 --key bill_id -o y --metrics '' s.csv"},
+        {"--duplicates", "$RS dedup --nodes 3 --key bill_id -o y --duplicates '' s.csv"},
+        {"--json", "$RS plan --nodes 3 --add 1 --json ''"},
+        {"--svg", "$RS stats --nodes 3 --key bill_id --svg '' s.csv"},
+    };
+    for (size_t i = 0; i < sizeof empty / sizeof *empty; i++) {
+        char want[80];
+        snprintf(want, sizeof want, "%s: an empty path", empty[i][0]);
+        sh_expect_free(64, want, empty[i][1]);
+    }
+    nothing_at("y");
+    SH_OK("test -z \"$(ls -a | grep ringshard-tmp)\"");
+    sh_expect_free(64, "-: standard input given twice", "$RS bucket --nodes 3 --key bill_id -o y - - < s.csv");
+    nothing_at("y");
+}
+
+/* A weight whose points pass the bound a node may have is refused, not
+ * cut to another ring. */
+Test(refused, a_weight_past_the_points_bound_is_refused)
+{
+    SH_OK("printf 'a 1000000\\nb\\n' > n");
+    sh_expect_free(64, "node 'a' has weight 1e+06: 200 virtual nodes x 1e+06 = 200000000 points, more than the "
+                   "100000000", "$RS ring --nodes-file n");
+}
+
+/* With --metrics - on stdout, repair's report lines go to stderr: stdout
+ * is the metrics alone; plan --quiet prints nothing on stderr. */
+Test(refused, metrics_on_stdout_stay_alone_and_quiet_is_quiet)
+{
+    SH_OK(SMALL_CSV " && $RS bucket --quiet --nodes 3 --key bill_id -o B s.csv && touch B/junk && "
+          "$RS repair --metrics - B > m.prom 2> e.txt; grep -q 'NOT CARRIED junk' e.txt && "
+          "! grep -q 'NOT CARRIED' m.prom && head -1 m.prom | grep -q '^# HELP ringshard_' && "
+          "$RS plan --quiet --nodes 3 --key bill_id --add 1 s.csv > /dev/null 2> q.txt && test ! -s q.txt");
+}
+
 /* An empty input with --allow-empty and a key by name: dedup publishes,
  * as bucket does. */
 Test(refused, dedup_of_an_empty_input_allowed_is_published)

@@ -50,6 +50,7 @@ typedef struct {
     const char *json, *arcs, *pairs, *svg, *html;
     int json_arcs;                  /* every moving arc in json */
     int strict;                     /* a broken consistency property fails the job (verify_failed) */
+    int quiet;                      /* no "rows read" line on stderr */
 } rs_plan_job_opts;
 
 typedef struct {

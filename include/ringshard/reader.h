@@ -28,6 +28,10 @@ typedef struct rs_reader rs_reader;
 
 typedef enum { RS_CODEC_AUTO = 0, RS_CODEC_ZLIB = 1 } rs_codec_choice;
 
+/* How input path is named in every message: "standard input" for "-",
+ * else path as given. */
+const char *rs_input_label(const char *path);
+
 /* Opens `path` ("-" is standard input). Returns NULL and fills err on failure
  * (cannot open: RS_EXIT_IO). */
 rs_reader *rs_reader_open(const char *path, rs_codec_choice codec, rs_error *err);

@@ -179,6 +179,12 @@ int rs_cli_metrics_option(const char *cmd, const char *arg, rs_error *err);
  * when no --metrics was given (or on ranks other than 0). */
 rs_metrics *rs_cli_metrics(void);
 
+/* Refuses (RS_EXIT_USAGE, as every side file) a --metrics FILE inside
+ * dir, the output directory the command publishes or rewrites: it would
+ * be lost with the old directory, or be an entry no manifest names. 0
+ * when there is none or it is elsewhere. */
+int rs_cli_metrics_refuse_inside(const char *dir, rs_error *err);
+
 /* After the command (main): with --allow-empty, says on stderr (unless
  * quiet) that inputs had no rows ("ringshard CMD: 1 input without rows,
  * allowed by --allow-empty: t.csv") and counts them in the metrics'

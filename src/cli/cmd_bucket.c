@@ -104,7 +104,8 @@ int rs_cmd_bucket(int argc, char **argv)
     if (rs_cli_append_finish(&ap, force, &err) != 0)
         return rs_cli_fail("bucket", &err);
     int quiet = rs_cli_input_finish(&po, a.quiet, argc, argv, optind, &err);
-    if (quiet < 0 || rs_outdir_refuse_inside("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0)
+    if (quiet < 0 || rs_outdir_refuse_inside("--on-bad-row quarantine=", po.quarantine, outdir, &err) != 0 ||
+        rs_cli_metrics_refuse_inside(outdir, &err) != 0)
         return rs_cli_fail("bucket", &err);
     double t0 = rs_now();
     /* an append without ring options takes DIR's: the default ring is

@@ -66,6 +66,8 @@ int rs_cmd_compact(int argc, char **argv)
     int quiet = a.quiet;
     if (optind + 1 != argc)
         return rs_cli_usage_error("compact", "expected one directory");
+    if (rs_cli_metrics_refuse_inside(argv[optind], &err) != 0)
+        return rs_cli_fail("compact", &err);
     rs_cli_install_signals();
     rs_compact_job_opts o = {argv[optind], a.memory, a.no_check};
     rs_compact_job_result r;

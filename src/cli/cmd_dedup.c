@@ -138,6 +138,7 @@ static int check_args(int argc, char **argv, rs_cli_dedup_args *a, int first)
 
     if (rs_outdir_refuse_inside("--on-bad-row quarantine=", a->po.quarantine, a->outdir, &err) != 0 ||
         rs_outdir_refuse_inside("--duplicates ", a->dups_path, a->outdir, &err) != 0 ||
+        rs_cli_metrics_refuse_inside(a->outdir, &err) != 0 ||
         rs_cli_stdout_file("--duplicates", &a->dups_path, &err) != 0)
         return rs_cli_fail("dedup", &err);
     return -1;

@@ -74,6 +74,7 @@ static void fill_job(rs_cli_plan_args *a, const rs_pipeline_opts *po, int data, 
     o->batch_bytes = a->batch_bytes;
     o->largest_first = a->wave_order == 1;
     o->data = data;
+    o->quiet = a->quiet;
     o->pipe = *po;
     o->take_inputs = take_inputs;
     o->take_inputs_ctx = ic;

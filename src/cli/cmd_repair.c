@@ -36,7 +36,8 @@ static const rs_opt_command repair_command = {
     "whole as DIR.damaged.<N>, for inspection. Prints on stdout each damage\n"
     "(DAMAGE), each file not kept with its rows, node and inputs (NOT\n"
     "KEPT), each node's rows kept and not kept (NODE) and each entry no\n"
-    "manifest names (NOT CARRIED: it stays in DIR.damaged.<N>). A directory\n"
+    "manifest names (NOT CARRIED: it stays in DIR.damaged.<N>); on stderr\n"
+    "when --metrics - takes stdout. A directory\n"
     "without damage is left as it is. Exit 0 when every row was kept, 3\n"
     "when DIR was rebuilt without some (listed), 2 when an interrupted\n"
     "repair left a complete directory beside DIR (the message says where\n"
@@ -92,6 +93,8 @@ int rs_cmd_repair(int argc, char **argv)
     int quiet = a.quiet;
     if (optind + 1 != argc)
         return rs_cli_usage_error("repair", "expected one directory");
+    if (rs_cli_metrics_refuse_inside(argv[optind], &err) != 0)
+        return rs_cli_fail("repair", &err);
     rs_cli_install_signals();
     rs_repair_job_opts o = {argv[optind]};
     rs_repair_job_result r;
@@ -113,9 +116,10 @@ int rs_cmd_repair(int argc, char **argv)
         m->nrepair_inputs = for_metrics.nagain, m->repair_input = (const char *const *)for_metrics.again;
         rs_metrics_add_phase(m, "repair", r.seconds);
     }
+    FILE *report = rs_cli_summary();   /* stderr when --metrics - takes stdout */
     for (size_t k = 0; k < r.nlines; k++)
-        fprintf(stdout, "%s\n", r.lines[k]);
-    if (rc == 0 && r.nlines)
+        fprintf(report, "%s\n", r.lines[k]);
+    if (rc == 0 && r.nlines && report == stdout)
         rs_cli_flush_stdout(&err);
     if (rc != 0 || err.code) {
         rs_repair_job_result_free(&r);

@@ -10,11 +10,13 @@
 #include <string.h>
 #include "cli/cli.h"
 #include "cluster/world.h"
+#include "ringshard/dataset.h"
 #include "ringshard/metrics.h"
 #include "ringshard/procio.h"
 
 static struct {
     int on;
+    const char *path;   /* as given (every rank: each checks it against the output directory) */
     rs_outfile of;
     rs_metrics m;
 } run;
@@ -29,8 +31,9 @@ void rs_cli_metrics_start(void)
 
 int rs_cli_metrics_option(const char *cmd, const char *arg, rs_error *err)
 {
-    if (run.on)
+    if (run.on || run.path)
         return rs_error_set(err, RS_EXIT_USAGE, "--metrics: given twice");
+    run.path = arg;
     if (rs_cli_stdout_file("--metrics", &arg, err) != 0)
         return -1;
     if (rs_world_rank() != 0)
@@ -41,6 +44,16 @@ int rs_cli_metrics_option(const char *cmd, const char *arg, rs_error *err)
     run.m.start_time = started;
     run.on = 1;
     return 0;
+}
+
+int rs_cli_metrics_refuse_inside(const char *dir, rs_error *err)
+{
+    if (rs_outdir_refuse_inside("--metrics ", run.path, dir, err) == 0)
+        return 0;
+    if (run.on)   /* nothing is written there, not even this refusal's metrics */
+        rs_outfile_abort(&run.of);
+    run.on = 0;
+    return -1;
 }
 
 rs_metrics *rs_cli_metrics(void)

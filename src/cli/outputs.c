@@ -26,6 +26,8 @@ static const char *stdout_taker;
 
 int rs_cli_stdout_file(const char *option, const char **path, rs_error *err)
 {
+    if (*path && !**path)   /* refused before any work, not found at the publication */
+        return rs_error_set(err, RS_EXIT_USAGE, "%s: an empty path (give a file, or - for standard output)", option);
     if (!*path || strcmp(*path, "-") != 0)
         return 0;
     if (stdout_taker && strcmp(stdout_taker, option) != 0)

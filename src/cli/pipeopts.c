@@ -59,6 +59,9 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, 
     rs_cli_install_signals();  /* before a list is read: it may be a quiet pipe */
     po->inputs = (const char *const *)(argv + first);
     po->ninputs = nargs;
+    for (size_t i = 0, seen = 0; i < nargs; i++)   /* a second read of it would find it empty */
+        if (!strcmp(argv[first + i], "-") && seen++)
+            return rs_error_set(err, RS_EXIT_USAGE, "-: standard input given twice (it can be read once)");
     if (rs_cli_files_from_given() &&
         rs_cluster_file_lists_inputs(&ff, argv + first, nargs, &po->inputs, &po->ninputs, err) != 0)
         return -1;

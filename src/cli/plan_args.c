@@ -141,6 +141,8 @@ int rs_cli_plan_check(rs_cli_plan_args *a, const rs_pipeline_opts *po, int have_
     for (size_t i = 0; i < sizeof side / sizeof *side; i++)
         if (rs_outdir_refuse_inside(side[i][0], side[i][1], a->o.emit, &err) != 0)
             return rs_cli_fail("plan", &err);
+    if (rs_cli_metrics_refuse_inside(a->o.emit, &err) != 0)
+        return rs_cli_fail("plan", &err);
     if (rs_cli_stdout_files(&err, "--json", &a->o.json, "--arcs", &a->o.arcs, "--pairs", &a->o.pairs, "--svg",
                             &a->o.svg, "--html", &a->o.html, NULL) != 0)
         return rs_cli_fail("plan", &err);

@@ -230,7 +230,7 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
     }
     if (first != SIZE_MAX) {
         adopt_header(res, all + first);
-        const char *ref = o->inputs[res->header_input];
+        const char *ref = rs_input_label(o->inputs[res->header_input]);
         /* My first header against the output's: a difference there comes
          * before any error of mine in a later input. A header mismatch
          * inside my range was measured against my first header, which then
@@ -245,7 +245,7 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
                                           rs_csv_bom_len(mine->header, mine->header_len) != 0, ref,
                                           res->header_fields_storage, res->nheader_fields,
                                           rs_csv_bom_len(res->header, res->header_len) != 0);
-            header_differs(err, o->inputs[h.input], h.line, ref, what);
+            header_differs(err, rs_input_label(o->inputs[h.input]), h.line, ref, what);
             own_differs = 1;
         } else if (err->code && mine->mismatch_line && fail != INT64_MAX) {
             /* measured against my first header, which is the output's */
@@ -253,7 +253,7 @@ static int exchange_headers(rs_group *g, const rs_pipeline_opts *o, size_t lo, c
             rs_pipeline_header_difference(what, sizeof what, mine->mismatch_fields, mine->mismatch_nfields,
                                           mine->mismatch_bom, ref, res->header_fields_storage, res->nheader_fields,
                                           rs_csv_bom_len(res->header, res->header_len) != 0);
-            header_differs(err, o->inputs[fail], mine->mismatch_line, ref, what);
+            header_differs(err, rs_input_label(o->inputs[fail]), mine->mismatch_line, ref, what);
         }
     }
     free(all);

@@ -231,6 +231,11 @@ int rs_rd_lookahead(rs_reader *r, size_t n, rs_error *err)
     return 0;
 }
 
+const char *rs_input_label(const char *path)
+{
+    return strcmp(path, "-") ? path : "standard input";
+}
+
 rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs_codec_choice codec,
                             rs_error *err)
 {
@@ -242,7 +247,7 @@ rs_reader *rs_reader_openat(int dirfd, const char *name, const char *display, rs
         return NULL;
     }
     bool is_stdin = dirfd == AT_FDCWD && strcmp(name, "-") == 0;
-    r->name = strdup(is_stdin ? "(standard input)" : display);
+    r->name = strdup(is_stdin ? rs_input_label("-") : display);
     r->in_cap = RS_READER_BLOCK;   /* allocated by the first fill: a reader opened to be sized or
                                       * given another block size never pays for this one */
     if (r->name == NULL) {

@@ -355,7 +355,7 @@ static int read_once(const rs_pipeline_opts *po, size_t k)
 
 static const char *shown(const char *path)
 {
-    return strcmp(path, "-") ? path : "standard input";
+    return rs_input_label(path);
 }
 
 /* Whether the run's inputs a and b hold the same content (none: no rows,

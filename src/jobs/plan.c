@@ -701,7 +701,7 @@ int rs_plan_job_run(const rs_plan_job_opts *o, rs_plan_job_result *r, rs_error *
 {
     rs_pipeline_opts po = o->pipe;
     rs_plan *plan = &r->plan;
-    int quiet = po.progress < 0, agreed = 0;
+    int quiet = o->quiet, agreed = 0;
     double t0 = now(), t1, t2;
     if (build_rings(o, &r->bd, &r->old_ring, &r->new_ring, err) != 0)
         goto out;

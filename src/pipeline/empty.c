@@ -61,7 +61,7 @@ int rs_pipeline_check_empty(const rs_pipeline_opts *o, const rs_pipeline_result 
     for (size_t i = 0; res->input && i < o->ninputs; i++) {
         if (!rs_pipeline_empty_input(o, res, i))
             continue;
-        const char *path = strcmp(o->inputs[i], "-") ? o->inputs[i] : "standard input";
+        const char *path = rs_input_label(o->inputs[i]);
         if (zero_bytes(o->inputs[i]))
             return rs_error_set(err, RS_EXIT_DATA, "%s: empty input (0 bytes): an export that failed upstream? "
                                 "nothing written; use --allow-empty if it may be empty", path);

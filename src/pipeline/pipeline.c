@@ -156,7 +156,7 @@ static int take_bad_batch(pipe_state *s, batch *b, FILE *quarantine, uint64_t *i
     const char *path = o->inputs[b->input];
     uint64_t line = input_lines[b->input] + 1, record = input_records[b->input] + 1;
     if (o->bad_rows == RS_BAD_ROW_FAIL)
-        return bad_row_error(err, path, line, record, &b->bad_fault);
+        return bad_row_error(err, rs_input_label(path), line, record, &b->bad_fault);
     if (quarantine) {
         char why[96];
         size_t n = rs_pipe_quarantine_reason(&b->bad_fault, o->dialect.max_record, b->bad_row.len, why, sizeof why);
@@ -190,7 +190,7 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
             return 1;
         }
         if (a->fault.failed) {
-            bad_row_error(err, o->inputs[b->input], input_lines[b->input] + lines + a->fault.line + 1,
+            bad_row_error(err, rs_input_label(o->inputs[b->input]), input_lines[b->input] + lines + a->fault.line + 1,
                           input_records[b->input] + records + a->fault.record + 1, &a->fault.fault);
             return 1;
         }

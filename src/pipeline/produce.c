@@ -362,7 +362,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
                            rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
-    const char *path = o->inputs[i];
+    const char *path = rs_input_label(o->inputs[i]);
     size_t off = 0, bom = SIZE_MAX, chk = 0;
     int eof = 0;
     rs_csv_record rec;
@@ -450,7 +450,7 @@ static ssize_t read_header(pipe_state *s, rs_reader *rd, batch *b, uint32_t i, u
             if (same) {
                 rs_buf_free(&fields);
             } else {
-                const char *ref = o->inputs[res->header_input];
+                const char *ref = rs_input_label(o->inputs[res->header_input]);
                 char what[512];
                 rs_pipeline_header_difference(what, sizeof what, fields.data, (uint32_t)nf, has_bom, ref,
                                               s->header_fields.data, res->nheader_fields, s->header_bom);
@@ -629,7 +629,7 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
 {
     const rs_pipeline_opts *o = s->o;
     const rs_input_unit *u = &s->units[i][s->unit];
-    const char *path = o->inputs[i];
+    const char *path = rs_input_label(o->inputs[i]);
     int has_header = o->header && !headerless(o, i);
     s->eof = 0;
     s->ramp = s->unit == 0 ? 0 : RS_RAMP;

@@ -6,8 +6,28 @@
 #include <string.h>
 #include "ring/ring_impl.h"
 
+#define POINTS_MAX 100000000.0   /* a node's points: 16 bytes each, 1.6 GB for one node */
+
+/* Points per node: round(V * weight), at least 1 (ring_check refused more
+ * than POINTS_MAX). */
+static uint32_t node_points(const rs_ring *r, uint32_t node, uint32_t base)
+{
+    double w = r->nodes.weights[node];
+    if (w == 1.0)
+        return base;
+    double p = floor(base * w + 0.5);
+    return p < 1 ? 1 : (p > POINTS_MAX ? (uint32_t)POINTS_MAX : (uint32_t)p);
+}
+
 static int ring_check(rs_ring *r, rs_error *err)
 {
+    for (uint32_t j = 0; j < r->nodes.count; j++)   /* a weight is never cut silently to another ring */
+        if (floor(r->opts.vnodes * r->nodes.weights[j] + 0.5) > POINTS_MAX)
+            return rs_error_set(err, RS_EXIT_USAGE,
+                                "node '%s' has weight %g: %u virtual nodes x %g = %.0f points, more than the %.0f a "
+                                "node may have (lower its weight or --vnodes)",
+                                r->nodes.names[j], r->nodes.weights[j], r->opts.vnodes, r->nodes.weights[j],
+                                floor(r->opts.vnodes * r->nodes.weights[j] + 0.5), POINTS_MAX);
     if (r->opts.vnodes == 0)
         return rs_error_set(err, RS_EXIT_USAGE, "--vnodes must be at least 1");
     if (!strstr(r->opts.label, "{node}"))
@@ -17,16 +37,6 @@ static int ring_check(rs_ring *r, rs_error *err)
                             "label template '%s' lacks {i}, so its %u labels per node would all collide",
                             r->opts.label, r->opts.vnodes);
     return 0;
-}
-
-/* Points per node: round(V * weight), at least 1. */
-static uint32_t node_points(const rs_ring *r, uint32_t node, uint32_t base)
-{
-    double w = r->nodes.weights[node];
-    if (w == 1.0)
-        return base;
-    double p = floor(base * w + 0.5);
-    return p < 1 ? 1 : (p > 1e8 ? 100000000u : (uint32_t)p);
 }
 
 static size_t ring_count(const rs_ring *r)
