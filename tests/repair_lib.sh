@@ -142,6 +142,12 @@ with open(p, "r+b") as f:
     f.seek(at); b = f.read(1); f.seek(at); f.write(bytes([b[0] ^ 1]))' "$1" "$2"
 }
 
+# Recompresses gzip file $1 whole with gzip -9: other bytes, another
+# size, the same rows (a base file so rewritten is kept whole).
+recompress() {
+  gzip -dc "$1" | gzip -9 > "$1.x" && mv "$1.x" "$1"
+}
+
 # Flips bit 2 of the byte at the middle of file $1 (its size unchanged).
 flip() {
   python3 -c 'import os, sys

@@ -54,7 +54,8 @@ TestSuite(repair, .init = fixture_dirs, .fini = test_dir_teardown, .timeout = 90
  * flipped in a data file of the base and of a generation (gzip, zstd,
  * plain); a bit flipped in a gzip member's MTIME, which no decoder reads
  * (rewritten: every row kept, as compact refuses it by its stored CRC-32
- * and verify names it); bytes appended to one (cut back: every row kept); bytes inserted
+ * and verify names it); a base file recompressed by gzip -9 (another
+ * size, the same rows: rewritten whole, every row kept); bytes appended to one (cut back: every row kept); bytes inserted
  * in one (not cut back); one cut short; the line count a member's RS
  * header (a zstd metadata frame) declares; a key index removed, cut short,
  * flipped; the base's index removed (every row kept); two files of two
@@ -95,6 +96,7 @@ Test(repair, verify_and_repair_agree_and_every_row_comes_back)
         {"H", "flip D/g00000002/3.csv.gz && rm D/g00000003/1.keyidx", "dedup", "rc=3 again=in2.csv"},
         {"Wgzip", "flip_byte D/g00000002/1.csv.gz 5", "bucket", "rc=0 again="},
         {"Wgzip", "flip_byte D/3.csv.gz 6", "bucket", "rc=0 again="},
+        {"Wgzip", "recompress D/2.csv.gz", "bucket", "rc=0 again="},
         {"H", "flip_byte D/g00000003/0.csv.gz 4", "dedup", "rc=0 again="},
         {"Wgzip", "tamper_totals D/g00000003/manifest.json", "bucket", "rc=0 again="},
         {"Wzstd", "tamper_totals D/manifest.json", "bucket", "rc=0 again="},

@@ -55,10 +55,10 @@ static int crc_of_range(int in, uint64_t at, uint64_t end, uint32_t *crc)
  * stored_crc32 says, its rows intact: RS_TAKE_REREAD), read from the bytes
  * copied. 1 with *crc, 0 when the manifest has no stored_crc32 or the
  * bytes cannot be read (the merged file then gets none). */
-static int rest_crc(const rs_manifest_file *f, int in, uint64_t skip, int reread, uint32_t *crc)
+static int rest_crc(const rs_manifest_file *f, int in, uint64_t skip, uint64_t size, int reread, uint32_t *crc)
 {
     if (reread)
-        return crc_of_range(in, skip, f->file_bytes, crc);
+        return crc_of_range(in, skip, size, crc);
     uint32_t head;
     if (!f->has_stored_crc32 || !crc_of_range(in, 0, skip, &head))
         return 0;
@@ -97,12 +97,13 @@ static int copy_part(const rs_bucketdir *bd, size_t k, uint8_t how, int out, con
     if (in < 0)
         return -1;
     int rc = 0;
-    uint64_t size = bd->files[k]->file_bytes;
+    /* a part rewritten whole (RS_TAKE_REREAD: its rows checked) is taken at its size on disk */
+    uint64_t size = how == RS_TAKE_REREAD ? on_disk : bd->files[k]->file_bytes;
     if (on_disk != size && !(how != RS_TAKE_WHOLE && on_disk > size))
         rc = rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest says %llu (verify it)",
                           bd->paths[k], (unsigned long long)on_disk, (unsigned long long)size);
     uint64_t skip = rs_bucketdir_segment(bd, k) ? bd->files[k]->header_bytes : 0;
-    if (rc == 0 && !rest_crc(bd->files[k], in, skip, how == RS_TAKE_REREAD, crc))
+    if (rc == 0 && !rest_crc(bd->files[k], in, skip, size, how == RS_TAKE_REREAD, crc))
         *has = 0;
     if (rc == 0 && rs_copy_into(in, skip, size - skip, out, *off) != 0)
         rc = errno == EINTR ? rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted")

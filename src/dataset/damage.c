@@ -222,6 +222,31 @@ static void say(rs_bucketdir_verdict *v, int state, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether base file i, of another size than its manifest says, holds
+ * in its size bytes exactly the rows, data bytes, CRC-32 and header the
+ * manifest lists: a file rewritten whole (recompressed by gzip -9, say),
+ * its rows intact. A segment is not: where its header ends is a member
+ * boundary that a rewrite moves. */
+static int rewritten_whole(const rs_bucketdir *bd, size_t i, uint64_t size, char *buf, size_t cap)
+{
+    if (rs_bucketdir_segment(bd, i) || !bd->m.compress)
+        return 0;
+    tally t = {.in_header = bd->m.header && !bd->headerless[i], .line_start = 1};
+    rs_error e = {0};
+    int rc = tally_range(bd, i, 0, size, buf, cap, &t, &e);
+    if (rc == 0 && t.f.bytes && t.last != '\n' && !t.line_start)
+        t.f.rows++;
+    t.f.size = bd->files[i]->file_bytes;   /* the size is what differs, by hypothesis */
+    while (t.header.len && (t.header.data[t.header.len - 1] == '\n' || t.header.data[t.header.len - 1] == '\r'))
+        t.header.len--;
+    if (rc == 0 && rs_buf_append(&t.header, "", 1) != 0)
+        rc = -1;
+    if (rc == 0)
+        rc = rs_bucketdir_check_found(bd, i, &t.f, 1, t.header.data, &e);
+    rs_buf_free(&t.header);
+    return rc == 0;
+}
+
 /* File i's first file_bytes decoded and judged (rs_bucketdir_check_found);
  * a segment's header (its first header_bytes) read as its header line. */
 static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, rs_bucketdir_verdict *v)
@@ -231,6 +256,10 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
     if (fstatat(bd->fd, bd->names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
         return say(v, RS_FILE_DAMAGED, "%s: %s (listed with %llu rows)", bd->paths[i],
                    errno == ENOENT ? "missing" : "not a regular file", (unsigned long long)f->rows);
+    if ((uint64_t)st.st_size != f->file_bytes && rewritten_whole(bd, i, (uint64_t)st.st_size, buf, cap))
+        return say(v, RS_FILE_ALTERED, "%s: %llu bytes on disk, the manifest says %llu: rewritten whole (its rows, "
+                   "data bytes and CRC-32 are what the manifest says, its stored bytes are not: recompressed?)",
+                   bd->paths[i], (unsigned long long)st.st_size, (unsigned long long)f->file_bytes);
     if ((uint64_t)st.st_size < f->file_bytes)
         return say(v, RS_FILE_DAMAGED, "%s: %llu bytes on disk, the manifest says %llu (cut short)", bd->paths[i],
                    (unsigned long long)st.st_size, (unsigned long long)f->file_bytes);
@@ -270,14 +299,21 @@ int rs_bucketdir_check_stored(const rs_bucketdir *bd, size_t i, const char *as, 
 {
     const rs_manifest_file *f = bd->files[i];
     uint32_t crc;
+    struct stat st;
     if (!f->has_stored_crc32)
         return 0;
-    if (rs_crc32_fileat_n(bd->fd, bd->names[i], f->file_bytes, &crc) != 0)
+    if (fstatat(bd->fd, bd->names[i], &st, 0) != 0 || rs_crc32_fileat_n(bd->fd, bd->names[i], f->file_bytes, &crc) != 0)
         return rs_error_set(err, RS_EXIT_IO, "%s: cannot read: %s", as ? as : bd->paths[i], strerror(errno));
+    if ((uint64_t)st.st_size < f->file_bytes)   /* its rows were found whole: the file was rewritten */
+        return rs_error_set(err, RS_EXIT_VERIFY, "%s: %llu bytes on disk, the manifest's stored_crc32 %08x is of %llu "
+                            "(its rows are intact; its stored bytes are not the ones written: recompressed?)",
+                            as ? as : bd->paths[i], (unsigned long long)st.st_size, f->stored_crc32,
+                            (unsigned long long)f->file_bytes);
     if (crc == f->stored_crc32)
         return 0;
-    return rs_error_set(err, RS_EXIT_VERIFY, "%s: CRC-32 mismatch: its %llu stored bytes have CRC-32 %08x, the "
-                        "manifest's stored_crc32 says %08x (its rows are intact: bytes no decoder reads changed)",
+    return rs_error_set(err, RS_EXIT_VERIFY, "%s: CRC-32 mismatch: its first %llu stored bytes have CRC-32 %08x, the "
+                        "manifest's stored_crc32 says %08x (its rows are intact; its stored bytes are not the ones "
+                        "written: a gzip member header's MTIME changed, or recompressed?)",
                         as ? as : bd->paths[i], (unsigned long long)f->file_bytes, crc, f->stored_crc32);
 }
 

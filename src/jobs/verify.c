@@ -134,6 +134,7 @@ static int scan(rs_pipeline_opts *po, const rs_bucketdir *bd, const size_t *idx,
         free(mode);
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     }
+    po->input_vouched = NULL;   /* verify judges the files itself: a file that does not decode is a difference */
     for (size_t k = 0; k < n; k++) {
         want[k] = c->want[idx[k]];
         want_to[k] = c->want_to ? c->want_to[idx[k]] : 0;
