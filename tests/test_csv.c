@@ -1222,6 +1222,22 @@ static int libcsv_boundaries(const char *p, size_t n, unsigned char *bnd)
     return ok ? 0 : -1;
 }
 
+/* rs_csv_resync from record boundary `from`, fed in pieces of `step`
+ * bytes (a held-back CR fed again): where it ends the record. */
+static size_t resync_end(const char *p, size_t n, size_t from, size_t step)
+{
+    rs_csv_dialect d = {',', 0};
+    int state = 0;
+    size_t pos = from, have = from;
+    for (;;) {
+        have = have + step < n ? have + step : n;
+        size_t used;
+        if (rs_csv_resync(&d, &state, p + pos, have - pos, have == n, &used))
+            return pos + used;
+        pos += used;
+    }
+}
+
 static void check_boundaries(const char *in, size_t n, long *checked)
 {
     char *p = malloc(n ? n : 1);
@@ -1239,10 +1255,31 @@ static void check_boundaries(const char *in, size_t n, long *checked)
         cr_assert_eq(got, want, "from %zu: got %zu want %zu, input %s", from, got, want, hex(p, n));
         if (got <= n)
             cr_assert(bnd[got], "not a libcsv boundary");
+        /* recovery (rs_csv_resync), fed in pieces, ends a record where libcsv does */
+        if (from < n && bnd[from] && !(from > 0 && p[from - 1] == '\r' && p[from] == '\n'))
+            for (size_t step = 1; step <= 64; step *= 4)
+                cr_assert_eq(resync_end(p, n, from, step), want <= n ? want : n, "resync from %zu step %zu, input %s",
+                             from, step, hex(p, n));
         (*checked)++;
     }
     free(bnd);
     free(p);
+}
+
+/* A random input libcsv accepts (gen_csv's, the invalid ones passed over:
+ * the generator's fields may hold a NUL-free CR... all valid; keep it
+ * honest). */
+static size_t gen_valid(char *buf, size_t cap)
+{
+    for (;;) {
+        size_t n = gen_csv(buf, cap, ',', 30);
+        ref_t ref;
+        ref_parse(&ref, buf, n, ',');
+        int bad = ref.bad;
+        ref_free(&ref);
+        if (!bad)
+            return n;
+    }
 }
 
 Test(csv_boundary, random_quoted_newlines)
@@ -1251,13 +1288,7 @@ Test(csv_boundary, random_quoted_newlines)
     char buf[1024];
     long inputs = 0, checked = 0;
     while (inputs < 3000) {
-        size_t n = gen_csv(buf, sizeof buf, ',', 30);
-        ref_t ref;
-        ref_parse(&ref, buf, n, ',');
-        int bad = ref.bad;
-        ref_free(&ref);
-        if (bad) /* the generator's fields may hold a NUL-free CR... all valid; keep it honest */
-            continue;
+        size_t n = gen_valid(buf, sizeof buf);
         check_boundaries(buf, n, &checked);
         inputs++;
     }
@@ -1343,4 +1374,25 @@ Test(csv_isa, default_is_the_best_supported)
     cr_assert_eq(rs_csv_isa_set(99), -1);
     cr_assert_eq(rs_csv_isa_get(), best);
     fprintf(stderr, "csv: rs_csv_next uses %s\n", rs_csv_isa_name(start));
+}
+
+/* ---------------------------------------------------------- recovery */
+
+/* Past a fault: a stray quote is data, a byte after a closing quote goes
+ * on unquoted, CR ends a record as LF does; a quote never closed runs to
+ * the end. */
+Test(csv_resync, past_faults)
+{
+    static const struct {
+        const char *in;
+        size_t end;
+    } cases[] = {
+        {"2,x\"y\r3,c\r", 6},   {"2,x\"y\n3,c\n", 6},     {"2,x\"y\r\n3,c\r\n", 7}, {"\"ab\"c,\"x\ny\"\nz\n", 12},
+        {"1,\"a\nb\nc\"\n2\n", 10}, {"2,\"open\n3,c\n4,d\n", 16}, {"a,b\"\"c\rd\n", 7},   {"\"a\"\"b\nc\"\rd", 9},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t n = strlen(cases[i].in);
+        for (size_t step = 1; step <= n; step++)
+            cr_assert_eq(resync_end(cases[i].in, n, 0, step), cases[i].end, "case %zu step %zu", i, step);
+    }
 }

@@ -527,3 +527,59 @@ Test(edges, sigterm_during_ring_build_stops_it, .timeout = 120)
 
 /* --memory: tests/test_memory.c (left out under ASan, whose shadow memory
  * makes peak RSS meaningless). */
+
+/* --on-bad-row skip|quarantine skips a record longer than --max-record
+ * whole, to its real end: reading resumed at the next LF, inside its
+ * quoted field, and lines of the field became rows (fake1,x was written
+ * out, fake2,y" quarantined as a second bad record). The rows kept are the
+ * records Python's csv module reads, but for the long one; the quarantine
+ * holds that one, at its first line. A record longer than a whole batch
+ * (--memory 32M: read on in steps, bad_record) and a quoted field never
+ * closed (one record to the end, as libcsv sees it) likewise. */
+Test(edges, bad_row_recovery_skips_an_over_long_record_whole)
+{
+    SH_OK("printf 'id,v\\n1,\"%%s\\nfake1,x\\nfake2,y\"\\n2,real\\n' \"$(head -c 200 /dev/zero | tr '\\0' a)\" > mr.csv");
+    SH_OK("python3 -c \"import csv; print(*[','.join(r) for r in list(csv.reader(open('mr.csv', newline='')))[1:] "
+          "if len(','.join(r)) <= 100], sep='\\n')\" > want && cat want | grep -q real");
+    static const char *const modes[] = {"skip", "quarantine=q.tsv"};
+    for (size_t i = 0; i < 2; i++) {
+        SH_OK("rm -rf d && \"$RS\" bucket --quiet --nodes 3 --max-record 100 --on-bad-row %s --compress none -o d mr.csv "
+              "&& cat d/*.csv | grep -v '^id,v$' > got && cmp want got && grep -q '\"rejected\": 1' d/manifest.json",
+              modes[i]);
+    }
+    expect_out("2\t1\trecord longer than the limit (100 bytes)\n", "tail -n +2 q.tsv | cut -f2-4");
+    /* longer than a batch: 600 KB of quoted lines */
+    SH_OK("python3 -c \"open('huge.csv', 'w').write('id,v\\n1,\\\"' + 'x\\n2,y\\n' * 100000 + '\\\"\\n3,z\\n')\"");
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 --memory 32M --on-bad-row quarantine=hq.tsv --compress none -o h huge.csv "
+          "&& grep -q '\"rejected\": 1' h/manifest.json");
+    expect_out("3,z\n", "cat h/*.csv | grep -v '^id,v$'");
+    expect_out("2\t1\n", "tail -n +2 hq.tsv | cut -f2,3");
+    /* a quoted field never closed: one bad record to the end */
+    SH_OK("printf 'id,v\\n1,a\\n2,\"open\\n3,c\\n4,d\\n' > open.csv");
+    SH_OK("\"$RS\" bucket --quiet --nodes 3 --on-bad-row quarantine=oq.tsv --compress none -o o open.csv");
+    expect_out("1,a\n", "cat o/*.csv | grep -v '^id,v$'");
+    expect_out("3\t2\tunterminated quoted field\n", "tail -n +2 oq.tsv | cut -f2-4");
+}
+
+/* Recovery from a bad row ends at the next line end the scanner knows,
+ * CR too, quotes followed: in a CR-only file one stray quote swallowed
+ * every later row (counted as one rejected row). The same rows for LF,
+ * CRLF and CR line ends: those Python's csv module reads, but for the one
+ * with a stray quote and the one over --max-record (whose quoted field
+ * holds a line end and a fake row). */
+Test(edges, bad_row_recovery_ends_at_any_line_end)
+{
+    static const char *const ends[] = {"\\n", "\\r\\n", "\\r"};
+    for (size_t i = 0; i < 3; i++) {
+        SH_OK("rm -rf d q.tsv && E='%s' && printf \"id,v${E}1,a${E}2,x\\\"y${E}3,\\\"c${E}c\\\"${E}9,\\\"%%s${E}fake,z\\\"${E}"
+              "4,d${E}5,e${E}\" \"$(head -c 150 /dev/zero | tr '\\0' b)\" > in.csv",
+              ends[i]);
+        SH_OK("\"$RS\" bucket --quiet --nodes 3 --max-record 100 --on-bad-row quarantine=q.tsv --compress none -o d in.csv");
+        SH_OK("python3 -c \"import csv, glob\n"
+              "want = [tuple(r) for r in list(csv.reader(open('in.csv', newline='')))[1:]\n"
+              "        if not any('\\\"' in f for f in r) and len(','.join(r)) <= 100]\n"
+              "got = [tuple(r) for f in glob.glob('d/*.csv') for r in list(csv.reader(open(f, newline='')))[1:]]\n"
+              "assert len(want) == 4 and sorted(want) == sorted(got), (want, got)\"");
+        expect_out("3\t2\n6\t4\n", "tail -n +2 q.tsv | cut -f2,3");
+    }
+}

@@ -57,6 +57,22 @@ int rs_csv_next(const rs_csv_dialect *d, const rs_csv_keyspec *key, const char *
                 int at_eof, rs_csv_record *rec, const char **keyp, size_t *keylen,
                 rs_buf *scratch, rs_csv_fault *fault);
 
+/* Where a record that may be malformed ends (the recovery of --on-bad-row
+ * skip|quarantine): at the first line end (LF, CRLF or a lone CR) outside
+ * quotes, quotes followed as rs_csv_next follows them - a quote opens a
+ * quoted field only at a field's start, "" inside one is a quote - but
+ * past any fault: a stray quote is data, a byte after a closing quote goes
+ * on as unquoted data, and no length limit applies. On a well-formed
+ * record it ends where rs_csv_next does; a quoted field never closed runs
+ * to the end of the input (one record, as libcsv sees it). Resumable, so
+ * that a record of any length is followed in bounded memory: *state starts
+ * at 0 at the record's start, and its bytes are fed in pieces.
+ * Feeds p[0..len). Returns 1 with *used just past the record's line end
+ * (CRLF whole) when it ends in p[0..len), or *used = len when at_eof (no
+ * bytes follow); else 0 with *used the bytes taken: len, or len - 1 when p
+ * ends with a CR (half of a CRLF, maybe: feed it again with what follows). */
+int rs_csv_resync(const rs_csv_dialect *d, int *state, const char *p, size_t len, int at_eof, size_t *used);
+
 /* ------------------------------------------------ the structural scanner
  *
  * rs_csv_rows scans many records of a range in one pass: each 64-byte

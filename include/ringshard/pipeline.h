@@ -82,6 +82,9 @@ typedef struct {
     const char *header_ref_name;
     const char *key;             /* column names or 1-based indexes, comma-separated; NULL: column 1 */
     char key_sep;                /* joins composite keys */
+    int key_sep_check;           /* 1 (dedup): a row whose composite key has a part holding
+                                    key_sep is a malformed row (its joined key could be another
+                                    row's: docs/dedup.md) */
     rs_codec_choice codec;
     /* execution */
     int threads;                 /* 0: all cores */

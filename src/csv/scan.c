@@ -538,3 +538,42 @@ size_t rs_csv_boundary_after(const char *p, size_t len, size_t from)
         return t + 1;
     }
 }
+
+/* ------------------------------------------------------------ recovery */
+
+enum { RZ_FIELD, RZ_UNQ, RZ_QUO, RZ_AFTERQ }; /* at a field's start, in an unquoted one, ... */
+
+int rs_csv_resync(const rs_csv_dialect *d, int *state, const char *p, size_t len, int at_eof, size_t *used)
+{
+    const unsigned char delim = (unsigned char)d->delim;
+    /* a CR at the end is held back: an LF may follow */
+    size_t n = !at_eof && len && p[len - 1] == '\r' ? len - 1 : len;
+    int st = *state;
+    for (size_t i = 0; i < n; i++) {
+        if (st == RZ_QUO) { /* to the next quote: delimiters and line ends are data */
+            const char *q = memchr(p + i, '"', n - i);
+            if (!q) {
+                i = n;
+                break;
+            }
+            i = (size_t)(q - p);
+            st = RZ_AFTERQ;
+            continue;
+        }
+        unsigned char c = (unsigned char)p[i];
+        if (c == '\r' || c == '\n') { /* p[i + 1] exists unless at_eof (held back) */
+            *state = RZ_FIELD;
+            *used = i + 1 + (c == '\r' && i + 1 < len && p[i + 1] == '\n');
+            return 1;
+        }
+        if (c == delim)
+            st = RZ_FIELD;
+        else if (c == '"')
+            st = st == RZ_FIELD || st == RZ_AFTERQ ? RZ_QUO : RZ_UNQ; /* "" in quotes; a stray quote is data */
+        else
+            st = RZ_UNQ;
+    }
+    *state = at_eof ? RZ_FIELD : st;
+    *used = n;
+    return at_eof;
+}

@@ -833,6 +833,7 @@ static int run_once(const rs_dedup_job_opts *o, const rs_pipeline_opts *po, cons
     memset(&s, 0, sizeof s);
     s.o = o;
     s.po = *po;
+    s.po.key_sep_check = 1;          /* equal joined keys must be equal parts (docs/dedup.md) */
     s.out_compress = po->compress;   /* the output's: pass 1 writes its own (run_pass1) */
     s.out_level = po->level;
     s.ring = ring;

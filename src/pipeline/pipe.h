@@ -207,8 +207,8 @@ typedef struct {
 void rs_pipe_produce(pipe_state *s, batch *b);
 
 /* Where a malformed record ends under --on-bad-row skip|quarantine; the
- * rule the cutter and the parser share (produce.c). */
-size_t rs_pipe_bad_record_end(const rs_csv_dialect *d, const char *p, size_t len, size_t fault_offset, int at_eof);
+ * rule the cutter, bad_record and the parser share (produce.c). */
+size_t rs_pipe_bad_record_end(const rs_csv_dialect *d, const char *p, size_t len, int at_eof);
 
 /* Grows batch b (and its quote checkpoints) to need bytes. 0 or -1. */
 int rs_pipe_grow_batch(batch *b, size_t need);
@@ -270,6 +270,10 @@ void rs_pipe_gather_split(const batch *b, const scatter *sc, int G, uint32_t nde
  * has none in the batch), freeing buffers much larger than what they held
  * (route.c says why). */
 void rs_pipe_scatter_done(scatter *sc, int G, uint32_t ndest, uint32_t d);
+
+/* The fault of a row whose composite key has a part holding the key
+ * separator (opts key_sep_check), one object: compared by address. */
+extern const char rs_pipe_fault_key_sep[];
 
 /* The quarantine reason of fault f for a record of n bytes into why[cap];
  * returns how many bytes of it the quarantine keeps. */

@@ -140,8 +140,14 @@ int rs_pipeline_interrupted(void) { return rs_interrupt_pending(); }
 /* ---------------------------------------------------------------- reader */
 
 /* The error for a malformed record under --on-bad-row fail. Returns -1. */
-static int bad_row_error(rs_error *err, const char *path, uint64_t line, uint64_t record, const rs_csv_fault *f)
+static int bad_row_error(rs_error *err, const char *path, uint64_t line, uint64_t record, const rs_csv_fault *f,
+                         char sep)
 {
+    if (f->what == rs_pipe_fault_key_sep)
+        return rs_error_set(err, RS_EXIT_DATA,
+                            "%s: line %llu (record %llu): key part (field %u) holds the key separator '%c', so its "
+                            "joined key could be another row's: pick a --key-sep that no key part holds",
+                            path, (unsigned long long)line, (unsigned long long)record, f->field, sep);
     return rs_error_set(err, RS_EXIT_DATA, "%s: line %llu (record %llu): %s (field %u, byte %zu of the record)", path,
                         (unsigned long long)line, (unsigned long long)record, f->what, f->field, f->offset + 1);
 }
@@ -156,7 +162,7 @@ static int take_bad_batch(pipe_state *s, batch *b, FILE *quarantine, uint64_t *i
     const char *path = o->inputs[b->input];
     uint64_t line = input_lines[b->input] + 1, record = input_records[b->input] + 1;
     if (o->bad_rows == RS_BAD_ROW_FAIL)
-        return bad_row_error(err, rs_input_label(path), line, record, &b->bad_fault);
+        return bad_row_error(err, rs_input_label(path), line, record, &b->bad_fault, s->keyspec.sep);
     if (quarantine) {
         char why[96];
         size_t n = rs_pipe_quarantine_reason(&b->bad_fault, o->dialect.max_record, b->bad_row.len, why, sizeof why);
@@ -191,7 +197,7 @@ static int merge_batch(pipe_state *s, const batch *b, thread_acc *acc, int G, FI
         }
         if (a->fault.failed) {
             bad_row_error(err, rs_input_label(o->inputs[b->input]), input_lines[b->input] + lines + a->fault.line + 1,
-                          input_records[b->input] + records + a->fault.record + 1, &a->fault.fault);
+                          input_records[b->input] + records + a->fault.record + 1, &a->fault.fault, s->keyspec.sep);
             return 1;
         }
         if (quarantine && a->quarantine.len) {

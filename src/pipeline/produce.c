@@ -52,23 +52,20 @@ static size_t last_boundary(const char *p, size_t len, size_t quotes)
     return 0;
 }
 
-/* Where a malformed record ends under --on-bad-row skip|quarantine: a record
- * that is well-formed but lacks the key column ends where it ends; any
- * other ends at the first LF at or after the fault (after a stray quote the
- * quote parity means nothing, so the next line starts afresh). Returns the
- * offset just past it, or 0 if that LF is not in p[0..len) and more input
- * may follow (!at_eof). The splitter and the parser both use this rule, so
- * they agree on every record boundary whatever the input. */
-size_t rs_pipe_bad_record_end(const rs_csv_dialect *d, const char *p, size_t len, size_t fault_offset, int at_eof)
+/* Where a malformed record ends under --on-bad-row skip|quarantine: at its
+ * first line end outside quotes, the quotes followed past the fault
+ * (rs_csv_resync): a record that is well-formed but lacks the key column,
+ * has a key the run refuses or is longer than --max-record ends where it
+ * ends, a quoted field never closed runs to the end of the input. Returns
+ * the offset just past it, or 0 if its end is not in p[0..len) and more
+ * input may follow (!at_eof). The splitter, the parser and bad_record all
+ * use this rule, so they agree on every record boundary whatever the
+ * input. */
+size_t rs_pipe_bad_record_end(const rs_csv_dialect *d, const char *p, size_t len, int at_eof)
 {
-    rs_csv_record rec;
-    rs_csv_fault f2;
-    if (rs_csv_next(d, NULL, p, len, at_eof, &rec, NULL, NULL, NULL, &f2) == RS_CSV_OK)
-        return rec.consumed;
-    const char *lf = fault_offset < len ? memchr(p + fault_offset, '\n', len - fault_offset) : NULL;
-    if (lf)
-        return (size_t)(lf - p) + 1;
-    return at_eof ? len : 0;
+    int state = 0;
+    size_t used;
+    return rs_csv_resync(d, &state, p, len, at_eof, &used) ? used : 0;
 }
 
 /* The batch cut and segments for --on-bad-row skip|quarantine: records are
@@ -91,7 +88,7 @@ static size_t cut_by_records(const rs_csv_dialect *d, batch *b, size_t len, int 
             step = rec.consumed;
         else if (r == RS_CSV_MORE)
             break;
-        else if (!(step = rs_pipe_bad_record_end(d, p + pos, len - pos, fault.offset, at_eof)))
+        else if (!(step = rs_pipe_bad_record_end(d, p + pos, len - pos, at_eof)))
             break;
         pos += step;
         while (k < RS_SEGMENTS && pos >= len / RS_SEGMENTS * (size_t)k)
@@ -582,13 +579,12 @@ static void next_unit(pipe_state *s)
  * quote parity from its start, whatever the delimiter and --max-record: the
  * same records the writer counted in its RS headers, or the run stops at
  * the first record these settings reject, exactly where a whole-file read
- * stops. skip|quarantine recover from a malformed record at the next LF
- * (bad_record_end), which can split a record the writer kept whole (too
- * long for this --max-record, a stray quote under this --delimiter) and
- * then start a quoted field that runs past a member's end: neither the
- * headers' record counts nor their member boundaries then say where this
- * reader's records are. A quote, CR or LF as the delimiter breaks the
- * parity rule itself. */
+ * stops. skip|quarantine read on past a malformed record to its line end
+ * outside quotes (bad_record_end), where a quote that is stray to recovery
+ * may open a field to the writer (under another --delimiter), and a quoted
+ * field never closed runs past a member's end: neither the headers' record
+ * counts nor their member boundaries then say where this reader's records
+ * are. A quote, CR or LF as the delimiter breaks the parity rule itself. */
 static int units_read_whole(const rs_pipeline_opts *o)
 {
     char c = o->dialect.delim;
@@ -695,8 +691,9 @@ static int open_unit(pipe_state *s, batch *b, uint32_t i, rs_error *err)
  * batch. Makes b a BAD batch (see batch) for the team to report or count
  * in input order, as it does the faults of shorter records. Under
  * --on-bad-row fail that is all; under skip|quarantine the record is
- * consumed here, to where recovery ends it (bad_record_end: the first LF at
- * or after the fault), reading on in steps and keeping only its first
+ * consumed here, to where recovery ends it (bad_record_end: its line end
+ * outside quotes, or the input's end), reading on in steps, following its
+ * quotes from its first byte, and keeping only its first
  * max_record bytes, so memory stays bounded; what follows it is carried
  * into the next batch. 0, or -1 with err. */
 static int bad_record(pipe_state *s, batch *b, rs_error *err)
@@ -714,21 +711,18 @@ static int bad_record(pipe_state *s, batch *b, rs_error *err)
         size_t keep = b->len < o->dialect.max_record ? b->len : o->dialect.max_record;
         if (rs_buf_append(&b->bad_row, b->data, keep) != 0)
             return rs_error_set(err, RS_EXIT_IO, "out of memory");
-        size_t from = f.offset < b->len ? f.offset : b->len;
+        int state = 0;  /* rs_pipe_bad_record_end's rule, fed in steps */
         for (;;) {
-            const char *lf = from < b->len ? memchr(b->data + from, '\n', b->len - from) : NULL;
-            size_t end = lf ? (size_t)(lf - b->data) + 1 : b->len;
-            /* a CR at the end may be half of a CRLF: count it with the next bytes */
-            size_t counted = !lf && !s->eof && end > 0 && b->data[end - 1] == '\r' ? end - 1 : end;
-            b->bad_lines += rs_count_line_ends(b->data, counted);
-            if (lf || s->eof) {
-                if (rs_buf_append(&s->carry, b->data + end, b->len - end) != 0)
+            size_t used;
+            int found = rs_csv_resync(&o->dialect, &state, b->data, b->len, s->eof, &used);
+            b->bad_lines += rs_count_line_ends(b->data, used);
+            if (found) {
+                if (rs_buf_append(&s->carry, b->data + used, b->len - used) != 0)
                     return rs_error_set(err, RS_EXIT_IO, "out of memory");
                 break;
             }
-            memmove(b->data, b->data + counted, b->len - counted);
-            b->len -= counted;
-            from = 0;
+            memmove(b->data, b->data + used, b->len - used);  /* a CR held back */
+            b->len -= used;
             size_t want = b->cap - b->len < RS_READ_STEP ? b->cap - b->len : RS_READ_STEP;
             ssize_t n = rs_pipe_read(s, s->rd, b->data + b->len, want, err);
             if (n < 0)

@@ -31,6 +31,8 @@ size_t rs_pipe_quarantine_reason(const rs_csv_fault *f, size_t max_record, size_
     return n < max_record ? n : max_record;
 }
 
+const char rs_pipe_fault_key_sep[] = "key part holds the key separator";
+
 /* The TSV escape of byte c (\\, \t, \n, \r), or NULL if it stands as is. */
 static const char *tsv_escape(char c)
 {
@@ -432,7 +434,7 @@ static size_t skip_bad_row(pipe_state *s, const batch *b, size_t pos, size_t end
 {
     const rs_pipeline_opts *o = s->o;
     const char *base = b->data;
-    size_t step = rs_pipe_bad_record_end(&o->dialect, base + pos, end - pos, fault->offset, 1);
+    size_t step = rs_pipe_bad_record_end(&o->dialect, base + pos, end - pos, 1);
     size_t next = pos + (step ? step : end - pos);
     /* line ends as the scanner and the RS headers count them */
     uint64_t nl = rs_count_line_ends(base + pos, next - pos);
@@ -462,6 +464,63 @@ static size_t skip_bad_row(pipe_state *s, const batch *b, size_t pos, size_t end
     acc->records++;
     acc->lines += nl ? nl : 1;
     return next;
+}
+
+/* Whether p[0..n) holds more than k bytes c. */
+static int holds_more(const char *p, size_t n, char c, uint32_t k)
+{
+    const char *e = p + n;
+    for (uint32_t i = 0; i <= k; i++) {
+        const char *q = memchr(p, c, (size_t)(e - p));
+        if (!q)
+            return 0;
+        p = q + 1;
+    }
+    return 1;
+}
+
+/* The 1-based field of the first key part of record rec[0..len) that
+ * holds the key separator (split again: a rare path). */
+static uint32_t key_sep_field(const pipe_state *s, const char *rec, size_t len)
+{
+    const rs_csv_keyspec *ks = &s->keyspec;
+    rs_buf f = {0};
+    int nf = rs_csv_fields(&s->o->dialect, rec, len, &f);
+    uint32_t found = ks->cols[0] + 1;
+    for (uint32_t i = 0; nf > 0 && i < ks->ncols; i++) {
+        const char *v = f.data, *e = f.data + f.len;
+        for (uint32_t c = 0; c < ks->cols[i] && v < e; c++)
+            v += strlen(v) + 1;
+        if (v < e && strchr(v, ks->sep)) {
+            found = ks->cols[i] + 1;
+            break;
+        }
+    }
+    rs_buf_free(&f);
+    return found;
+}
+
+/* dedup (opts key_sep_check): a composite key with a part that holds the
+ * separator joins to bytes other parts may join to too (("x|y","z") and
+ * ("x","y|z")), so its row is malformed. The joined key is checked - more
+ * separators than the parts need - with a memchr per part; only the last
+ * row of a scanner's call has a composite key (rs_csv_rows). At such a
+ * row, x ends before it and the cursor is put back to it, as the scanner
+ * leaves it at a fault. Returns RS_CSV_BAD with *fault then, else r. */
+static int key_sep_fault(const pipe_state *s, const batch *b, row_block *x, rs_csv_cursor *cur, int r,
+                         rs_csv_fault *fault)
+{
+    const rs_csv_keyspec *ks = &s->keyspec;
+    for (size_t i = 0; i < x->n; i++) {
+        const rs_csv_row *row = &x->rows[i];
+        if (row->nfields == 0 || !holds_more(row->key, row->keylen, ks->sep, ks->ncols - 1))
+            continue;
+        x->n = i;
+        cur->pos = row->off;
+        *fault = (rs_csv_fault){rs_pipe_fault_key_sep, 0, key_sep_field(s, b->data + row->off, row->len)};
+        return RS_CSV_BAD;
+    }
+    return r;
 }
 
 /* How many blocks after its own the ring's steps take a block: its
@@ -515,6 +574,8 @@ void rs_pipe_parse_range(pipe_state *s, const batch *b, int tid, int group, int 
             row_block *x = &blk[taken % RS_IN_FLIGHT];
             x->hinted = 0;
             r = rs_csv_rows(&o->dialect, &s->keyspec, &cur, x->rows, RS_BLOCK, &x->n, &acc->scratch, &fault);
+            if (o->key_sep_check && s->keyspec.ncols > 1)
+                r = key_sep_fault(s, b, x, &cur, r, &fault);
             take_rows(s, b, tid, x, acc);
             taken++;
             if (pr && r == RS_CSV_OK && cur.pos < end) {
