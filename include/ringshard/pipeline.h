@@ -372,6 +372,13 @@ size_t rs_pipeline_empty_inputs(const rs_pipeline_opts *o, const rs_pipeline_res
  * name ("" when none). */
 size_t rs_pipeline_allowed_empty(const char **first);
 
+/* How many inputs read so far in this process (rs_pipeline_check_empty
+ * counts them) ended in zero bytes after their last gzip member or zstd
+ * frame, accepted as padding; *bytes those zero bytes, *first the first
+ * one's name. A copy cut short into a preallocated file looks the same:
+ * the command says so (exit 0, as gzip reads it). */
+size_t rs_pipeline_padded(const char **first, uint64_t *bytes);
+
 /* With o->empty_inputs RS_EMPTY_ALLOW: counts the empty inputs
  * (rs_pipeline_allowed_empty), 0. With RS_EMPTY_REFUSE: -1 with err (RS_EXIT_DATA, "FILE:
  * empty input (0 bytes): ...") at the first empty input; else 0. */

@@ -99,6 +99,13 @@ int rs_cli_metrics_finish(int rc)
 void rs_cli_empty_report(const char *cmd, int quiet)
 {
     const char *first;
+    uint64_t zeros;
+    size_t np = rs_pipeline_padded(&first, &zeros);
+    if (np && rs_world_rank() == 0)   /* a warning: said under --quiet too, as rows lost would be */
+        fprintf(stderr, "ringshard %s: warning: %zu input%s end%s in zero bytes after the last gzip member or zstd "
+                "frame (%llu bytes, first %s), read as padding: if %s a copy cut short into a preallocated file, "
+                "rows are missing (compare its size with the source's)\n", cmd, np, np == 1 ? "" : "s",
+                np == 1 ? "s" : "", (unsigned long long)zeros, first, np == 1 ? "it is" : "one is");
     size_t n = rs_pipeline_allowed_empty(&first);
     if (n == 0)
         return;

@@ -51,8 +51,25 @@ size_t rs_pipeline_allowed_empty(const char **first)
     return allowed;
 }
 
+static size_t padded;
+static uint64_t padded_bytes;
+static char padded_first[256];
+
+size_t rs_pipeline_padded(const char **first, uint64_t *bytes)
+{
+    *first = padded_first;
+    *bytes = padded_bytes;
+    return padded;
+}
+
 int rs_pipeline_check_empty(const rs_pipeline_opts *o, const rs_pipeline_result *res, rs_error *err)
 {
+    for (size_t i = 0; res->input && i < o->ninputs; i++)   /* accepted as gzip does, but said */
+        if (res->input[i].zero_padding) {
+            if (padded++ == 0)
+                snprintf(padded_first, sizeof padded_first, "%s", rs_input_label(o->inputs[i]));
+            padded_bytes += res->input[i].zero_padding;
+        }
     for (size_t i = 0; o->empty_inputs == RS_EMPTY_ALLOW && res->input && i < o->ninputs; i++)
         if (rs_pipeline_empty_input(o, res, i) && allowed++ == 0)
             snprintf(allowed_first, sizeof allowed_first, "%s", o->inputs[i]);
