@@ -72,8 +72,8 @@ Test(zstd, dictionary_and_oversized_window_refused)
                "no dictionary-compressed zstd (decompress it with zstd -D DICT first)",
                "\"$RS\" bucket --quiet --nodes 3 -o out " Z "dict.csv.zst");
     fails_with(2,
-               "long28.zst: the zstd frame starting at byte offset 0 needs a window larger than 128 MiB (window log "
-               "27), the most ringshard allows (written with zstd --long=28 or more?)",
+               "long28.zst: the zstd frame starting at byte offset 0 needs a window of 256 MiB (window log 28); "
+               "ringshard allows at most 128 MiB (window log 27): decompress it first with zstd -d --long=28",
                "\"$RS\" stats --nodes 3 " Z "long28.zst");
     OK("test ! -e out");
 }

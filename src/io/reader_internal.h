@@ -79,6 +79,7 @@ struct rs_reader {
 #if RS_HAVE_ZSTD
     ZSTD_DCtx *zd;
     unsigned long long zfcs; /* the frame's declared content size, or ZSTD_CONTENTSIZE_UNKNOWN */
+    unsigned long long zwindow; /* the frame's window size, from its header (0: unknown) */
     uint64_t zout;           /* bytes the frame has decoded to so far */
 #endif
 #if RS_HAVE_ISAL

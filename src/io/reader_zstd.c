@@ -31,6 +31,19 @@ int rs_rd_zstd_init(rs_reader *r, rs_error *err)
 /* At a frame boundary: starts the next frame (zstd or skippable), or ends
  * the input, or takes zero padding. Returns 1 when a frame was started,
  * 0 at the clean end (finished set), -1 on error. */
+/* The window a zstd frame's header asks for (RFC 8878 3.1.1.1.2: the
+ * window descriptor, or the content size of a single-segment frame), to
+ * name it when it is too large; 0 when the header is not whole. */
+static unsigned long long frame_window(const unsigned char *p, size_t n, unsigned long long fcs)
+{
+    if (n < 6)
+        return 0;
+    if (p[4] & 0x20)   /* single segment: the window is the content */
+        return fcs == ZSTD_CONTENTSIZE_UNKNOWN ? 0 : fcs;
+    unsigned long long base = 1ull << (10 + (p[5] >> 3));
+    return base + (base / 8) * (p[5] & 7);
+}
+
 static int zstd_next_frame(rs_reader *r, rs_error *err)
 {
     for (;;) {
@@ -68,6 +81,7 @@ static int zstd_next_frame(rs_reader *r, rs_error *err)
         r->zfcs = ZSTD_getFrameContentSize(r->in_next, r->in_avail);
         if (r->zfcs == ZSTD_CONTENTSIZE_ERROR)
             r->zfcs = ZSTD_CONTENTSIZE_UNKNOWN;
+        r->zwindow = frame_window(r->in_next, r->in_avail, r->zfcs);
         r->zout = 0;
         ZSTD_DCtx_reset(r->zd, ZSTD_reset_session_only);
         return 1;
@@ -135,12 +149,16 @@ ssize_t rs_rd_read_zstd(rs_reader *r, unsigned char *buf, size_t cap, rs_error *
         size_t ret = ZSTD_decompressStream(r->zd, &out, &in);
         r->in_next += in.pos;
         r->in_avail -= in.pos;
-        if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
+        if (ZSTD_isError(ret) && ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge) {
+            int log = 10;   /* the frame's window log, rounded up: what zstd -d --long= needs */
+            while (log < 63 && (1ull << log) < r->zwindow)
+                log++;
             return rs_rd_fail(r, err, RS_EXIT_DATA,
-                        "the zstd frame starting at byte offset %llu needs a window larger than %u MiB (window "
-                        "log %d), the most ringshard allows (written with zstd --long=%d or more?)",
-                        (unsigned long long)r->member_start, 1u << (RS_ZSTD_WINDOW_LOG_MAX - 20),
-                        RS_ZSTD_WINDOW_LOG_MAX, RS_ZSTD_WINDOW_LOG_MAX + 1);
+                        "the zstd frame starting at byte offset %llu needs a window of %llu MiB (window log %d); "
+                        "ringshard allows at most %u MiB (window log %d): decompress it first with zstd -d "
+                        "--long=%d", (unsigned long long)r->member_start, (r->zwindow + (1u << 20) - 1) >> 20, log,
+                        1u << (RS_ZSTD_WINDOW_LOG_MAX - 20), RS_ZSTD_WINDOW_LOG_MAX, log);
+        }
         if (ZSTD_isError(ret))
             return rs_rd_fail(r, err, RS_EXIT_DATA,
                         "corrupt zstd data (%s) in the frame starting at byte offset %llu",
