@@ -205,6 +205,19 @@ Test(refused, node_lists_and_file_lists_are_read_within_a_line_bound)
     nothing_at("out");
 }
 
+/* Compressed data ringshard does not unwrap, named for what it is: a
+ * zlib stream (pigz -z), under any name, and gzip inside gzip. */
+Test(refused, zlib_and_gzip_inside_gzip_are_named)
+{
+    SH_OK(SMALL_CSV " && pigz -z -c s.csv > s.csv.zz && cp s.csv.zz z.gz && gzip -c s.csv | gzip -c > gg.csv.gz");
+    const char *zlib = "it is zlib data (pigz -z, a .zz file): decompress it first (pigz -dz)";
+    sh_expect_free(2, zlib, "$RS bucket --key bill_id -o out s.csv.zz");
+    sh_expect_free(2, zlib, "$RS bucket --key bill_id -o out z.gz");
+    sh_expect_free(2, "it is gzip data inside the decompressed data (gzip of gzip): decompress it once first",
+                   "$RS bucket --key bill_id -o out gg.csv.gz");
+    nothing_at("out");
+}
+
 /* ------------------------------------------------------------ edges */
 
 Test(refused, dash_is_no_directory)

@@ -129,6 +129,13 @@ uint64_t rs_reader_zero_padding(const rs_reader *r);
 /* 1 if the input is gzip, 0 if plain or zstd (valid after the first read). */
 int rs_reader_is_gzip(const rs_reader *r);
 
+/* What the first bytes p[0..n) of data that is not text look like, when
+ * it is compressed data ringshard does not unwrap - a zlib stream (pigz -z),
+ * or gzip data inside the decompressed bytes (decoded: p is what rd
+ * decompressed) - as words for a message ("zlib data (pigz -z): decompress
+ * it first (pigz -dz)"); "" when neither. */
+const char *rs_inner_format(const unsigned char *p, size_t n, int decoded);
+
 /* 1 if the input is zstd (valid after the first read). */
 int rs_reader_is_zstd(const rs_reader *r);
 

@@ -69,6 +69,18 @@ static int parquet(const unsigned char *p, size_t n)
     return n >= 5 && memcmp(p, "PAR1", 4) == 0 && (p[4] < 0x20 || p[4] >= 0x7f);
 }
 
+const char *rs_inner_format(const unsigned char *p, size_t n, int decoded)
+{
+    if (decoded && n >= 3 && p[0] == 0x1f && p[1] == 0x8b && p[2] == 8)
+        return "; it is gzip data inside the decompressed data (gzip of gzip): decompress it once first (gzip -dc)";
+    /* zlib (RFC 1950): deflate with a window of 32 KiB (0x78), no preset
+     * dictionary and a header check ("x^" is one: the callers ask only of
+     * bytes already found not to be text) */
+    if (n >= 3 && p[0] == 0x78 && ((p[0] << 8) | p[1]) % 31 == 0 && !(p[1] & 0x20))
+        return "; it is zlib data (pigz -z, a .zz file): decompress it first (pigz -dz)";
+    return "";
+}
+
 const char *rs_foreign_format(const unsigned char *p, size_t n, const char **advice)
 {
     if (bzip2(p, n)) {

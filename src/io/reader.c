@@ -521,9 +521,10 @@ static int misnamed(rs_reader *r, const char *suffix, const char *codec, const c
     int w = 0;
     for (size_t i = 0; i < k; i++)
         w += snprintf(held + w, sizeof held - (size_t)w, "%s0x%02x", i ? " " : "", r->in_next[i]);
-    return (int)rs_rd_fail(r, err, RS_EXIT_DATA, "not %s data (named %s, but byte offset 0 holds %s%s, not the %s magic %s%s%s)",
+    return (int)rs_rd_fail(r, err, RS_EXIT_DATA, "not %s data (named %s, but byte offset 0 holds %s%s, not the %s magic %s%s%s)%s",
                      codec, suffix, held, r->eof && r->in_avail == k && k < (strlen(magic) + 1) / 3
-                         ? " and then the file ends" : "", codec, magic, other ? ": " : "", other ? other : "");
+                         ? " and then the file ends" : "", codec, magic, other ? ": " : "", other ? other : "",
+                     rs_inner_format(r->in_next, r->in_avail, 0));
 }
 
 static int detect(rs_reader *r, rs_error *err)

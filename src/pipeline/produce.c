@@ -314,11 +314,12 @@ static int sniff_binary(const rs_reader *rd, const char *path, const batch *b, s
     size_t c = rs_text_controls(b->data, n, &first);
     if (c < 4 || c * RS_TEXT_DENSE < n)
         return 0;
+    int decoded = rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd);
     return rs_error_set(err, RS_EXIT_DATA,
                         "%s: %zu control bytes in its first %zu bytes%s (the first at byte offset %llu), where CSV "
-                        "text holds next to none: not CSV text (docs/formats.md, \"Text\")",
-                        path, c, n, rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of decompressed data" : "",
-                        (unsigned long long)(base + first));
+                        "text holds next to none: not CSV text (docs/formats.md, \"Text\")%s",
+                        path, c, n, decoded ? " of decompressed data" : "", (unsigned long long)(base + first),
+                        base ? "" : rs_inner_format((const unsigned char *)b->data, b->len, decoded));
 }
 
 /* The text rule (docs/formats.md, "Text"): an input's header, or without
@@ -343,12 +344,14 @@ static int check_text(const rs_reader *rd, const char *path, const char *what, c
         return 0;
     char shown[160];
     size_t n = k - rec + 8 < 48 ? k - rec + 8 : 48;  /* its start, up to a little past the fault */
+    int decoded = rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd);
     return rs_error_set(err, RS_EXIT_DATA,
                         "%s: line %llu: the %s is not text: %s at byte offset %llu%s (it starts %s); ringshard "
-                        "reads CSV text, without control bytes there (docs/formats.md, \"Text\")",
+                        "reads CSV text, without control bytes there (docs/formats.md, \"Text\")%s",
                         path, (unsigned long long)line, what, why, (unsigned long long)(base + k),
-                        rs_reader_is_gzip(rd) || rs_reader_is_zstd(rd) ? " of the decompressed data" : "",
-                        rs_text_shown(shown, sizeof shown, b->data + rec, end - rec < n ? end - rec : n, 0, '\''));
+                        decoded ? " of the decompressed data" : "",
+                        rs_text_shown(shown, sizeof shown, b->data + rec, end - rec < n ? end - rec : n, 0, '\''),
+                        base + rec ? "" : rs_inner_format((const unsigned char *)b->data + rec, end - rec, decoded));
 }
 
 /* Reads the header record of input i at b->data[0..len), reading more as
