@@ -94,13 +94,22 @@ Test(conventions, help_cmd_and_version_everywhere)
 /* `ringshard --version` is the version of CHANGELOG.md's newest heading,
  * `## X.Y.Z - YYYY-MM-DD`, which carries the date it was released (a real
  * calendar date): a version bumped without its entry, or an entry left
- * undated, fails here. */
+ * undated, fails here. A `## X.Y.Z - unreleased` section above it (the
+ * next version's changes, not yet released) is passed over. */
 Test(conventions, version_is_the_newest_changelog_entry)
 {
     char *log = slurp(RS_SOURCE_DIR "/CHANGELOG.md", NULL);
     cr_assert(log, "cannot read " RS_SOURCE_DIR "/CHANGELOG.md");
     const char *h = strstr(log, "\n## ");
     cr_assert(h, "CHANGELOG.md: no '## ' heading");
+    /* The next version's changes collect under '## X.Y.Z - unreleased'
+     * above the newest release until it is dated: the binary still
+     * carries the release below it. */
+    char next[32], word[16];
+    if (sscanf(h + 4, "%31[0-9.] - %15[a-z]", next, word) == 2 && !strcmp(word, "unreleased")) {
+        h = strstr(h + 1, "\n## ");
+        cr_assert(h, "CHANGELOG.md: no release under the unreleased section");
+    }
     char ver[32], date[16], rest[8];
     int n = sscanf(h + 4, "%31[0-9.] - %10[0-9-]%7[^\n]", ver, date, rest);
     cr_assert_eq(n, 2, "CHANGELOG.md: the newest heading is not '## X.Y.Z - YYYY-MM-DD': %.60s", h + 1);
