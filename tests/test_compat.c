@@ -132,14 +132,27 @@ static int fields(char *line, char **f, int max)
     return n;
 }
 
-/* The node list of a configuration (see client_vectors.py's servers_of). */
-static void config_nodes(const char *spec, const char *weights, rs_nodes *nodes)
+/* The node list of a configuration (see client_vectors.py's servers_of);
+ * "lines:" is a node file's lines, '|' between them, read by preset c's
+ * rules (unix sockets, JavaScript's key order, twemproxy aliases). */
+static void config_nodes(rs_compat_id c, const char *spec, const char *weights, rs_nodes *nodes)
 {
     rs_error err = {0};
     memset(nodes, 0, sizeof *nodes);
     char name[64];
     const char *w = weights;
     int n = 0;
+    if (!strncmp(spec, "lines:", 6)) {
+        char *text = strdup(spec + 6);
+        cr_assert(text);
+        for (char *p = text; *p; p++)
+            *p = *p == '|' ? '\n' : *p;
+        rs_nodes_syntax syn;
+        rs_compat_syntax(c, &syn);
+        cr_assert_eq(rs_nodes_parse_syntax(nodes, text, strlen(text), "vectors", &syn, &err), 0, "%s", err.msg);
+        free(text);
+        return;
+    }
     if (!strncmp(spec, "list:", 5)) {
         for (const char *p = spec + 5; *p;) {
             size_t l = strcspn(p, ",");
@@ -261,7 +274,7 @@ static int check_client(const char *client)
         } else if (!strcmp(f[0], "config")) {
             cr_assert_eq(nf, 10, "%s: config line with %d fields", client, nf);
             rs_nodes nodes;
-            config_nodes(f[2], f[3], &nodes);
+            config_nodes((rs_compat_id)c, f[2], f[3], &nodes);
             rs_ring *r = compat_ring((rs_compat_id)c, &nodes);
             check_config(client, f, r, &k, special, special_len, nspecial);
             rs_ring_free(r);
@@ -377,13 +390,21 @@ Test(compat, descriptions)
 
 TestSuite(compat_cli, .init = test_dir_setup, .fini = test_dir_teardown);
 
-/* Writes the nodes of spec/weights as a node file "nodes.txt" in test_dir. */
-static void write_nodes(const char *file, const char *spec, const char *weights)
+/* Writes the nodes of spec/weights as a node file "nodes.txt" in test_dir;
+ * a "lines:" configuration's lines as they are. */
+static void write_nodes(rs_compat_id c, const char *file, const char *spec, const char *weights)
 {
     rs_nodes nodes;
-    config_nodes(spec, weights, &nodes);
     FILE *f = fopen(path_join(test_dir, file), "w");
     cr_assert(f);
+    if (!strncmp(spec, "lines:", 6)) {
+        for (const char *p = spec + 6; *p; p++)
+            fputc(*p == '|' ? '\n' : *p, f);
+        fputc('\n', f);
+        cr_assert_eq(fclose(f), 0);
+        return;
+    }
+    config_nodes(c, spec, weights, &nodes);
     for (uint32_t j = 0; j < nodes.count; j++)
         fprintf(f, "%s %.17g\n", nodes.names[j], nodes.weights[j]);
     cr_assert_eq(fclose(f), 0);
@@ -398,6 +419,10 @@ Test(compat_cli, locate)
         {"libmemcached", "w25x10", "default:25"},  {"libmemcached-spy", "w50", "ports:50"},
         {"twemproxy", "w200", "default:200"},      {"spymemcached", "c2ab", NULL},
         {"hashring", "w7x3", "ports:7"},           {"libketama", "u47", "default:47"},
+        {"libmemcached", "sockmix", NULL},         {"libmemcached-spy", "sock3", NULL},
+        {"libmemcached", "ipv6", NULL},            {"hashring", "jskeys10", NULL},
+        {"hashring", "jskeys40", NULL},            {"twemproxy", "alias", NULL},
+        {"twemproxy", "alias280", NULL},           {"twemproxy", "alias271", NULL},
     };
     keyset k;
     make_keys(&k);
@@ -419,12 +444,13 @@ Test(compat_cli, locate)
         line++;
         *strchr(line, '\n') = '\0';
         fields(line, f, 16);
-        write_nodes("nodes.txt", f[2], f[3]);
+        rs_compat_id cid = (rs_compat_id)rs_compat_by_name(cases[c][0]);
+        write_nodes(cid, "nodes.txt", f[2], f[3]);
         cmd_result r = sh_in_test_dir("\"$RS\" locate --no-header --compat %s --nodes-file nodes.txt < keys.txt",
                                       cases[c][0]);
         cr_assert_eq(r.rc, 0, "%s", r.err);
         rs_nodes nodes;
-        config_nodes(f[2], f[3], &nodes);
+        config_nodes(cid, f[2], f[3], &nodes);
         const char *s = f[8], *out = r.out;
         for (int i = 0; i < NSAMPLE; i++) {
             unsigned long owner = strtoul(s, (char **)&s, 10);
@@ -457,8 +483,9 @@ Test(compat_cli, bad_options)
     cr_assert(strstr(r.err, "excludes --scheme"), "%s", r.err);
     cmd_result_free(&r);
     r = sh_in_test_dir("printf 'a:1 1.5\\nb:2\\n' > n.txt && \"$RS\" ring --compat twemproxy --nodes-file n.txt");
-    cr_assert_eq(r.rc, 64);
-    cr_assert(strstr(r.err, "node 'a:1' has weight 1.5; twemproxy weights are integers"), "%s", r.err);
+    cr_assert_eq(r.rc, 2);   /* a bad node list, the line named */
+    cr_assert(strstr(r.err, "n.txt:1: weight '1.5' of node 'a:1': --compat twemproxy weights are whole numbers"), "%s",
+              r.err);
     cmd_result_free(&r);
     SH_OK("\"$RS\" ring --compat hashring --nodes-file n.txt");
     r = sh_in_test_dir("printf '127.0.0.100:11211-long-name\\n' > l.txt && \"$RS\" ring --compat libketama "
@@ -484,8 +511,8 @@ Test(compat_cli, bad_options)
  * share is the keys' moved fraction within 5 standard deviations. */
 Test(compat_cli, plan_resize)
 {
-    write_nodes("old.txt", "default:10", "1");
-    write_nodes("new.txt", "default:11", "1");
+    write_nodes(RS_COMPAT_LIBMEMCACHED, "old.txt", "default:10", "1");
+    write_nodes(RS_COMPAT_LIBMEMCACHED, "new.txt", "default:11", "1");
     cmd_result r = sh_in_test_dir("\"$RS\" plan --quiet --compat libmemcached --old-nodes-file old.txt "
                                   "--new-nodes-file new.txt --arcs arcs.tsv");
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -496,8 +523,8 @@ Test(compat_cli, plan_resize)
     keyset k;
     make_keys(&k);
     rs_nodes a, b;
-    config_nodes("default:10", "1", &a);
-    config_nodes("default:11", "1", &b);
+    config_nodes(RS_COMPAT_LIBMEMCACHED, "default:10", "1", &a);
+    config_nodes(RS_COMPAT_LIBMEMCACHED, "default:11", "1", &b);
     rs_ring *ra = compat_ring(RS_COMPAT_LIBMEMCACHED, &a), *rb = compat_ring(RS_COMPAT_LIBMEMCACHED, &b);
     /* The owners are the client's: the same digests as the vectors. */
     char *text = slurp(fixture("vectors/clients/libmemcached.tsv"), &len);
@@ -554,4 +581,70 @@ Test(compat_cli, plan_resize)
     rs_nodes_free(&a);
     rs_nodes_free(&b);
     free_keys(&k);
+}
+
+/* A twemproxy alias is an "alias" line of the description: it parses back
+ * to the alias (the same ring), and the same name as host:port is another
+ * ring (another fingerprint). */
+Test(compat, alias_descriptions)
+{
+    rs_error err = {0};
+    rs_nodes a, b, back;
+    rs_nodes_syntax syn;
+    rs_compat_syntax(RS_COMPAT_TWEMPROXY, &syn);
+    const char *text = "10.0.0.1:11211:1 cache-a:11211\n- 10.0.0.2:11211:2 cache-b\n";
+    cr_assert_eq(rs_nodes_parse_syntax(&a, text, strlen(text), "t", &syn, &err), 0, "%s", err.msg);
+    cr_assert_eq(a.count, 2);
+    cr_assert_str_eq(a.names[0], "cache-a:11211");
+    cr_assert(a.alias[0] && a.alias[1]);
+    cr_assert_eq(a.weights[1], 2);
+    cr_assert_eq(rs_nodes_parse(&b, "cache-a:11211\ncache-b 2\n", 24, "t", &err), 0, "%s", err.msg);
+    cr_assert(!b.alias[0]);
+    rs_ring *ra = compat_ring(RS_COMPAT_TWEMPROXY, &a), *rb = compat_ring(RS_COMPAT_TWEMPROXY, &b);
+    cr_assert(strstr(rs_ring_description(ra), "\nalias\t1\tup\tcache-a:11211\n"), "%s", rs_ring_description(ra));
+    cr_assert_str_neq(rs_ring_fingerprint(ra), rs_ring_fingerprint(rb));
+    rs_ring_opts o;
+    cr_assert_eq(rs_ring_parse_description(rs_ring_description(ra), &o, &back, &err), 0, "%s", err.msg);
+    cr_assert(back.alias[0] && back.alias[1]);
+    rs_ring *rc = rs_ring_build(&o, &back, &err);
+    cr_assert(rc, "%s", err.msg);
+    cr_assert_str_eq(rs_ring_fingerprint(rc), rs_ring_fingerprint(ra));
+    rs_ring_free(ra);
+    rs_ring_free(rb);
+    rs_ring_free(rc);
+    rs_nodes_free(&a);
+    rs_nodes_free(&b);
+    rs_nodes_free(&back);
+}
+
+/* What a preset's node file may not hold: the message names the file and
+ * the line, and a weight as written. */
+Test(compat_cli, node_file_rules)
+{
+    static const char *cases[][4] = {
+        {"libketama", "a:1 1\na:2 5000000000\n", "nodes.txt:2: weight '5000000000' of node 'a:2'", "4294967295"},
+        {"libmemcached", "b:1 2.5\n", "nodes.txt:1: weight '2.5' of node 'b:1'", "whole numbers"},
+        {"libmemcached", "10.0.0.1 1\n2001:db8::1 1\n", "nodes.txt:2: node '2001:db8::1' is ambiguous", "2001:db8::1:11211"},
+        {"libmemcached-spy", "::11211\n", "nodes.txt:1: node '::11211' is ambiguous", "IPv6"},
+        {"twemproxy", "- 10.0.0.1 1\n", "nodes.txt:1: a line starting with '-'", "host:port:weight"},
+        {"twemproxy", "- 10.0.0.1:11211:4294967296 x\n", "nodes.txt:1: weight '4294967296' of node 'x'", "4294967295"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        FILE *f = fopen(path_join(test_dir, "nodes.txt"), "w");
+        fputs(cases[c][1], f);
+        cr_assert_eq(fclose(f), 0);
+        cmd_result r = sh_in_test_dir("\"$RS\" ring --compat %s --nodes-file nodes.txt", cases[c][0]);
+        cr_assert_eq(r.rc, 2, "case %zu: %d %s", c, r.rc, r.err);
+        cr_assert(strstr(r.err, cases[c][2]) && strstr(r.err, cases[c][3]), "case %zu: %s", c, r.err);
+        cmd_result_free(&r);
+    }
+    /* the same names are fine where they are unambiguous: spelled with
+     * their port, or under a preset that hashes names as written */
+    FILE *f = fopen(path_join(test_dir, "nodes.txt"), "w");
+    fputs("2001:db8::1:11211 1\n:::11211 1\n/tmp/a.sock 1\n", f);
+    cr_assert_eq(fclose(f), 0);
+    cmd_result r = sh_in_test_dir("\"$RS\" ring --compat libmemcached --nodes-file nodes.txt >/dev/null && "
+                                  "\"$RS\" ring --compat hashring --nodes-file nodes.txt >/dev/null");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cmd_result_free(&r);
 }

@@ -28,7 +28,29 @@ typedef struct {
                          keeps the deal of the others (the Java slots'
                          dropBadNode); for ring and ketama it equals
                          removing the node. */
+    uint8_t *alias;   /* 1: the name is a label prefix chosen by hand (a
+                         twemproxy server's NAME), hashed as written: it
+                         is not read as host:port. Only a node file's
+                         server line (rs_nodes_syntax.server_lines) or a
+                         ring description sets it. */
 } rs_nodes;
+
+/* What a node file's lines may hold beyond `name [weight] [down]`, and
+ * what they must not, for one ring (a client preset's rules, from
+ * rs_compat_syntax in ringshard/ring.h): checked line by line so that a
+ * message names the file and the line. All zero: the plain rules. */
+typedef struct {
+    const char *client;   /* the preset's name, for messages */
+    double weight_max;    /* > 0: weights are integers of at most this */
+    int host_port;        /* names are read as host:port (the port the
+                             digits after the last ':'): an IPv6 host
+                             without its port, which that reading would
+                             split inside the address, is refused */
+    int server_lines;     /* twemproxy's `host:port:weight NAME` server
+                             line (optionally after nutcracker's "- "):
+                             the node is NAME, an alias (rs_nodes.alias),
+                             weight the line's */
+} rs_nodes_syntax;
 
 /* Makes the list "0", "1", ..., "n-1" with weight 1. n must be >= 1.
  * Returns 0, or -1 (RS_EXIT_USAGE for n == 0, RS_EXIT_IO out of memory). */
@@ -46,9 +68,17 @@ int rs_nodes_init_count(rs_nodes *nodes, uint32_t n, rs_error *err);
 int rs_nodes_parse(rs_nodes *nodes, const char *text, size_t len, const char *origin,
                    rs_error *err);
 
+/* rs_nodes_parse with syn's rules on top (NULL: none); a line breaking one
+ * is an error naming origin and the line (RS_EXIT_DATA). */
+int rs_nodes_parse_syntax(rs_nodes *nodes, const char *text, size_t len, const char *origin,
+                          const rs_nodes_syntax *syn, rs_error *err);
+
 /* Reads and parses a node file (see rs_nodes_parse); a line longer than
  * RS_NODES_LINE_MAX stops the read (RS_EXIT_DATA, naming the file and line). */
 int rs_nodes_load(rs_nodes *nodes, const char *path, rs_error *err);
+
+/* rs_nodes_load with syn's rules (see rs_nodes_parse_syntax). */
+int rs_nodes_load_syntax(rs_nodes *nodes, const char *path, const rs_nodes_syntax *syn, rs_error *err);
 
 /* Appends a node. Checks the name as rs_nodes_parse does (duplicates too).
  * `what` names the source for messages (e.g. "--add-names"). */

@@ -60,13 +60,19 @@ typedef enum { RS_ORDER_UNSIGNED = 0, RS_ORDER_SIGNED = 1 } rs_order;
  *   FULL       "{name}-{i}", the name as given
  *   NODEFAULT  "host-{i}" when the port is 11211, else "host:port-{i}"
  *   SLASH      "/host:port-{i}" (port 11211 written out)
+ * An alias (rs_nodes.alias: a twemproxy server NAME) is "{name}-{i}" under
+ * any of them; under the libmemcached presets a name starting with '/' is
+ * a unix socket, host the whole path, port 0; twemproxy's labels are cut
+ * to 272 bytes.
  * Point counts (4 points a digest; n live nodes, w a node's weight, t the
  * live nodes' total weight), each in its client's float/double operations:
  *   LIBKETAMA  floorf(((float)w/(float)t) * 40.0 * (float)n) digests
  *   MEMCACHED  floor((float)(pct*160/4*(float)n + 1e-10F)) digests, all float
  *   TWEMPROXY  floorf((float)(pct*160/4*(float)n + 1e-10)): the add in double
  *   SPY        40 digests when every weight is 1, else TWEMPROXY's formula
- *   HASHRING   Math.floor(w/t*40*n) in double, t summed in node order
+ *   HASHRING   Math.floor(w/t*40*n) in double, t summed (and the points
+ *              made) in JavaScript's Object.keys order of the names:
+ *              array indices first, by value, then node order
  * Collisions (equal points of different labels): FIRST keeps the point of
  * the earlier node (then the earlier label), as a stable sort and a search
  * for the first point >= the key do; LAST keeps the later one (TreeMap.put);
@@ -116,6 +122,13 @@ const rs_compat_info *rs_compat_get(rs_compat_id id);
 
 /* The preset named `name`, or -1. */
 int rs_compat_by_name(const char *name);
+
+/* What a node file may hold under preset id (RS_COMPAT_NONE: the plain
+ * rules, all zero): integer weights up to 4294967295 (the clients'
+ * uint32_t) for every preset but hashring; names read as host:port
+ * (libmemcached, libmemcached-spy, twemproxy), so an IPv6 host without
+ * its port is refused; twemproxy's `host:port:weight NAME` server lines. */
+void rs_compat_syntax(rs_compat_id id, rs_nodes_syntax *syn);
 
 #define RS_LABEL_MAX 64
 

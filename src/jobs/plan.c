@@ -22,11 +22,14 @@
 
 /* ---------------------------------------------------------------- nodes */
 
-/* The new side's explicit node set: a node file, or N nodes "0".."N-1". */
-static int node_spec(uint32_t count, const char *file, rs_nodes *nodes, rs_error *err)
+/* The new side's explicit node set: a node file (read by the rules of the
+ * ring's client preset), or N nodes "0".."N-1". */
+static int node_spec(uint32_t count, const char *file, rs_compat_id compat, rs_nodes *nodes, rs_error *err)
 {
+    rs_nodes_syntax syn;
+    rs_compat_syntax(compat, &syn);
     if (file)
-        return rs_nodes_load(nodes, file, err);
+        return rs_nodes_load_syntax(nodes, file, &syn, err);
     return rs_nodes_init_count(nodes, count, err);
 }
 
@@ -74,7 +77,7 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     if (old_side(o, bd, &ro, &old_nodes, err) != 0)
         goto out;
     if (have_new) {
-        if (node_spec(o->new_count, o->new_nodes_file, &new_nodes, err) != 0)
+        if (node_spec(o->new_count, o->new_nodes_file, ro.compat, &new_nodes, err) != 0)
             goto out;
     } else if (rs_nodes_copy(&new_nodes, &old_nodes, err) != 0) {
         goto out;

@@ -21,7 +21,10 @@ static int grow(rs_nodes *n, rs_error *err)
     uint8_t *d = realloc(n->down, cap * sizeof *d);
     if (d)
         n->down = d;
-    if (!names || !w || !d)
+    uint8_t *a = realloc(n->alias, cap * sizeof *a);
+    if (a)
+        n->alias = a;
+    if (!names || !w || !d || !a)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the node list");
     n->cap = cap;
     return 0;
@@ -199,6 +202,7 @@ void rs_node_edit_end(rs_node_edit *e, rs_nodes *n)
         n->names[kept] = n->names[i];
         n->weights[kept] = n->weights[i];
         n->down[kept] = n->down[i];
+        n->alias[kept] = n->alias[i];
         kept++;
     }
     if (n)
@@ -220,6 +224,7 @@ static int append_unchecked(rs_nodes *n, const char *name, double weight, rs_err
     n->names[n->count] = copy;
     n->weights[n->count] = weight;
     n->down[n->count] = 0;
+    n->alias[n->count] = 0;
     n->count++;
     return 0;
 }
@@ -285,16 +290,129 @@ static int cmp_name_line(const void *a, const void *b)
     return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
+/* 1 if s is n decimal digits, lo <= n <= hi. */
+static int digits(const char *s, size_t lo, size_t hi)
+{
+    size_t n = strspn(s, "0123456789");
+    return !s[n] && n >= lo && n <= hi;
+}
+
+/* twemproxy's server line, `[- ]host:port:weight [NAME] [down]` (what a
+ * nutcracker.yml `servers:` item holds): 1 with *name (NAME, an alias, or
+ * else host:port), *wtext and *alias set, cut in place in line; 0 when the
+ * line is not one (the plain form then reads it); -1 with err. Without
+ * nutcracker's "- " the line must carry a NAME that is not a weight, or
+ * `a:1:2 3` (node "a:1:2", weight 3) would change meaning. */
+static int server_line(char *line, const char *origin, uint32_t lineno, char **name, char **wtext, int *alias,
+                       int *down, rs_error *err)
+{
+    char *p = line + strspn(line, " \t");
+    if (*p == '"')
+        return 0;
+    char *tok[5], *save = NULL, *hash = strchr(p, '#');
+    int n = 0;
+    if (hash)
+        *hash = '\0';
+    for (char *t = strtok_r(p, " \t", &save); t && n < 5; t = strtok_r(NULL, " \t", &save))
+        tok[n++] = t;
+    int dash = n > 0 && strcmp(tok[0], "-") == 0, at = dash;
+    char *server = at < n ? tok[at++] : NULL;
+    /* host:port:weight, read from the end as nutcracker reads it */
+    char *wcolon = server ? strrchr(server, ':') : NULL, *pcolon = NULL;
+    int form = 0;
+    if (wcolon && digits(wcolon + 1, 1, 20)) {
+        *wcolon = '\0';
+        pcolon = strrchr(server, ':');
+        form = pcolon && pcolon > server && digits(pcolon + 1, 1, 5);
+        *wcolon = ':';
+    }
+    char *alias_name = at < n && strcmp(tok[at], "down") != 0 ? tok[at++] : NULL;
+    int is_down = at < n && strcmp(tok[at], "down") == 0;
+    at += is_down;
+    if (!dash) {
+        char *end;
+        if (!form || !alias_name || at < n)
+            return 0;
+        errno = 0;
+        (void)strtod(alias_name, &end);
+        if (!*end)
+            return 0;   /* `name weight`: the plain form */
+    } else if (!form || at < n) {
+        return rs_error_set(err, RS_EXIT_DATA,
+                            "%s:%u: a line starting with '-' is a twemproxy server line: "
+                            "'- host:port:weight [NAME] [down]'", origin, lineno);
+    }
+    *wcolon = '\0';
+    *wtext = wcolon + 1;
+    *name = alias_name ? alias_name : server;
+    *alias = alias_name != NULL;
+    *down = is_down;
+    return 1;
+}
+
+/* The syntax's checks of one node: its weight (as written, wtext) and
+ * its name read as host:port. 0, or -1 with err naming origin:lineno. */
+static int syntax_check(const rs_nodes_syntax *syn, const char *name, int alias, const char *wtext, double weight,
+                        const char *origin, uint32_t lineno, rs_error *err)
+{
+    char t[200], nm[RS_NODE_NAME_MAX * 4 + 8];
+    if (syn->weight_max > 0 && (weight != floor(weight) || weight > syn->weight_max))
+        return rs_error_set(err, RS_EXIT_DATA,
+                            "%s:%u: weight %s of node %s: --compat %s weights are whole numbers from 1 to %.0f",
+                            origin, lineno, rs_text_shown_str(t, sizeof t, wtext, '\''),
+                            rs_text_shown_str(nm, sizeof nm, name, '\''), syn->client, syn->weight_max);
+    /* Read as host:port, "2001:db8::1" is host "2001:db8:" (half of the
+     * "::") and port 1: no client writes that host, and whether the last
+     * group was meant as a port nothing in the name tells. A host ending
+     * in "::" ("2001:db8:::11211") is a whole address. */
+    const char *c = strrchr(name, ':');
+    if (syn->host_port && !alias && name[0] != '/' && c && c > name && c[-1] == ':' &&
+        (c - name < 2 || c[-2] != ':') && digits(c + 1, 1, 5))
+        return rs_error_set(err, RS_EXIT_DATA,
+                            "%s:%u: node %s is ambiguous under --compat %s: read as host:port its host ends "
+                            "inside an IPv6 address; an IPv6 host needs its port written out (%s:11211)",
+                            origin, lineno, rs_text_shown_str(nm, sizeof nm, name, '\''), syn->client, name);
+    return 0;
+}
+
 /* One line of a node list, NUL-terminated in line (l bytes; blanks and
  * the comment are cut in place): `name [weight] [down]`, the name maybe
  * quoted. Returns 1 with *name (into line), *weight and *down; 0 for a
  * line without a node (blank, comment); -1 with err (RS_EXIT_DATA, naming
  * origin and lineno). */
-static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno, char **name_out, double *weight_out,
-                      int *down_out, rs_error *err)
+static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno, const rs_nodes_syntax *syn,
+                      char **name_out, double *weight_out, int *down_out, int *alias_out, rs_error *err)
 {
     if (memchr(line, '\0', l))
         return rs_error_set(err, RS_EXIT_DATA, "%s:%u: NUL byte in node list", origin, lineno);
+    *alias_out = 0;
+    if (syn->server_lines) {
+        char *copy = strdup(line), *name = NULL, *wtext = NULL;
+        int alias = 0, down = 0, got = copy ? server_line(copy, origin, lineno, &name, &wtext, &alias, &down, err) : -2;
+        if (got == 1) {   /* the name and weight move to the front of line, which outlives copy */
+            char buf[128];
+            const char *why = name_problem(name, buf, sizeof buf);
+            double w = strtod(wtext, NULL);
+            int rc = why ? rs_error_set(err, RS_EXIT_DATA, "%s:%u: %s", origin, lineno, why)
+                   : !(w > 0) ? rs_error_set(err, RS_EXIT_DATA, "%s:%u: weight %s of server '%s' is not positive",
+                                             origin, lineno, wtext, name)
+                              : syntax_check(syn, name, alias, wtext, w, origin, lineno, err);
+            if (rc == 0) {
+                memmove(line, name, strlen(name) + 1);
+                *name_out = line;
+                *weight_out = w;
+                *down_out = down;
+                *alias_out = alias;
+            }
+            free(copy);
+            return rc == 0 ? 1 : -1;
+        }
+        free(copy);
+        if (got == -2)
+            return rs_error_set(err, RS_EXIT_IO, "%s: out of memory", origin);
+        if (got < 0)
+            return -1;
+    }
     /* a name in double quotes may hold blanks and '#' ("" is a quote) */
     char *start = line + strspn(line, " \t"), *name, *rest;
     if (*start == '"') {
@@ -328,7 +446,9 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
     double weight = 1.0;
     int down = 0;
     char *tok = strtok_r(rest, " \t", &save);
+    const char *wtext = "1";
     if (tok && strcmp(tok, "down") != 0) {
+        wtext = tok;
         char *endp;
         errno = 0;
         weight = strtod(tok, &endp);
@@ -350,6 +470,8 @@ static int parse_line(char *line, size_t l, const char *origin, uint32_t lineno,
                             origin, lineno, rs_text_shown_str(t, sizeof t, tok, '\''),
                             rs_text_shown_str(nm, sizeof nm, name, '\''));
     }
+    if (syntax_check(syn, name, 0, wtext, weight, origin, lineno, err) != 0)
+        return -1;
     *name_out = name;
     *weight_out = weight;
     *down_out = down;
@@ -379,6 +501,15 @@ static int check_duplicates(const rs_nodes *n, const uint32_t *lines, const char
 
 int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin, rs_error *err)
 {
+    return rs_nodes_parse_syntax(n, text, len, origin, NULL, err);
+}
+
+int rs_nodes_parse_syntax(rs_nodes *n, const char *text, size_t len, const char *origin, const rs_nodes_syntax *syn,
+                          rs_error *err)
+{
+    static const rs_nodes_syntax plain = {0};
+    if (!syn)
+        syn = &plain;
     memset(n, 0, sizeof *n);
     uint32_t *lines = NULL;
     size_t lines_cap = 0;
@@ -402,7 +533,7 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
         pos = end + 1;
         char *name;
         double weight;
-        int down, got = parse_line(line, l, origin, lineno, &name, &weight, &down, err);
+        int down, alias, got = parse_line(line, l, origin, lineno, syn, &name, &weight, &down, &alias, err);
         if (got < 0)
             goto fail;
         if (got == 0)
@@ -410,6 +541,7 @@ int rs_nodes_parse(rs_nodes *n, const char *text, size_t len, const char *origin
         if (append_unchecked(n, name, weight, err) != 0)
             goto fail;
         n->down[n->count - 1] = (uint8_t)down;
+        n->alias[n->count - 1] = (uint8_t)alias;
         if (n->count > lines_cap) {
             lines_cap = lines_cap ? lines_cap * 2 : 64;
             uint32_t *nl = realloc(lines, lines_cap * sizeof *nl);
@@ -456,6 +588,11 @@ static int line_bound(const char *text, size_t from, size_t to, size_t *line_sta
 
 int rs_nodes_load(rs_nodes *n, const char *path, rs_error *err)
 {
+    return rs_nodes_load_syntax(n, path, NULL, err);
+}
+
+int rs_nodes_load_syntax(rs_nodes *n, const char *path, const rs_nodes_syntax *syn, rs_error *err)
+{
     memset(n, 0, sizeof *n);
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -487,7 +624,7 @@ int rs_nodes_load(rs_nodes *n, const char *path, rs_error *err)
         free(text);
         return rs_error_set(err, RS_EXIT_IO, "%s: read error", path);
     }
-    int rc = rs_nodes_parse(n, text, len, path, err);
+    int rc = rs_nodes_parse_syntax(n, text, len, path, syn, err);
     free(text);
     return rc;
 }
@@ -501,6 +638,7 @@ int rs_nodes_remove(rs_nodes *n, const char *name, rs_error *err)
     memmove(n->names + i, n->names + i + 1, (n->count - i - 1) * sizeof *n->names);
     memmove(n->weights + i, n->weights + i + 1, (n->count - i - 1) * sizeof *n->weights);
     memmove(n->down + i, n->down + i + 1, (n->count - i - 1) * sizeof *n->down);
+    memmove(n->alias + i, n->alias + i + 1, (n->count - i - 1) * sizeof *n->alias);
     n->count--;
     return 0;
 }
@@ -523,6 +661,7 @@ int rs_nodes_copy(rs_nodes *dst, const rs_nodes *src, rs_error *err)
             return -1;
         }
         dst->down[i] = src->down[i];
+        dst->alias[i] = src->alias[i];
     }
     return 0;
 }
@@ -534,5 +673,6 @@ void rs_nodes_free(rs_nodes *n)
     free(n->names);
     free(n->weights);
     free(n->down);
+    free(n->alias);
     memset(n, 0, sizeof *n);
 }

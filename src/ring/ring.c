@@ -51,6 +51,18 @@ int rs_compat_by_name(const char *name)
     return -1;
 }
 
+void rs_compat_syntax(rs_compat_id id, rs_nodes_syntax *syn)
+{
+    memset(syn, 0, sizeof *syn);
+    if (id == RS_COMPAT_NONE || id >= RS_COMPAT__COUNT)
+        return;
+    const rs_compat_info *c = rs_compat_get(id);
+    syn->client = c->name;
+    syn->weight_max = c->count == RS_COMPAT_COUNT_HASHRING ? 0 : UINT32_MAX;
+    syn->host_port = c->label != RS_COMPAT_LABEL_FULL;
+    syn->server_lines = id == RS_COMPAT_TWEMPROXY;
+}
+
 void rs_ring_opts_compat(rs_ring_opts *o, rs_compat_id compat)
 {
     rs_ring_opts_default(o, RS_SCHEME_KETAMA);
@@ -315,9 +327,12 @@ static char *describe(const rs_ring *r)
      * and fingerprint byte for byte. */
     if (o->compat != RS_COMPAT_NONE)
         n += (size_t)snprintf(d + n, cap - n, "compat\t%s\n", rs_compat_get(o->compat)->name);
+    /* An alias (a twemproxy server NAME, hashed as written) is an "alias"
+     * line: a reader that does not know aliases refuses the description
+     * rather than read the name as host:port. */
     for (uint32_t i = 0; i < r->nodes.count; i++)
-        n += (size_t)snprintf(d + n, cap - n, "node\t%.17g\t%s\t%s\n", r->nodes.weights[i],
-                              r->nodes.down[i] ? "down" : "up", r->nodes.names[i]);
+        n += (size_t)snprintf(d + n, cap - n, "%s\t%.17g\t%s\t%s\n", r->nodes.alias[i] ? "alias" : "node",
+                              r->nodes.weights[i], r->nodes.down[i] ? "down" : "up", r->nodes.names[i]);
     return d;
 }
 
@@ -716,7 +731,7 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
             o->compat = (rs_compat_id)c;
         } else if (!strcmp(key, "nodes")) {
             declared = (unsigned)strtoul(val, NULL, 10);
-        } else if (!strcmp(key, "node")) {
+        } else if (!strcmp(key, "node") || !strcmp(key, "alias")) {
             char *t2 = strchr(val, '\t');
             char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
             if (!t3)
@@ -725,6 +740,7 @@ int rs_ring_parse_description(const char *text, rs_ring_opts *o, rs_nodes *nodes
             if (rs_nodes_append_indexed(nodes, &ix, t3 + 1, strtod(val, NULL), "ring description", err) != 0)
                 goto fail;
             nodes->down[nodes->count - 1] = !strcmp(t2 + 1, "down");
+            nodes->alias[nodes->count - 1] = !strcmp(key, "alias");
         } else {
             goto bad;
         }

@@ -29,8 +29,9 @@ static int compat_check(rs_ring *r, rs_error *err)
     for (uint32_t j = 0; j < r->nodes.count; j++) {
         double w = r->nodes.weights[j];
         if (c->count != RS_COMPAT_COUNT_HASHRING && (w != floor(w) || w > UINT32_MAX))
-            return rs_error_set(err, RS_EXIT_USAGE, "--compat %s: node '%s' has weight %g; %s weights are integers",
-                                c->name, r->nodes.names[j], w, c->name);
+            return rs_error_set(err, RS_EXIT_USAGE,
+                                "--compat %s: node '%s' has weight %.17g; %s weights are whole numbers from 1 to %u",
+                                c->name, r->nodes.names[j], w, c->name, UINT32_MAX);
         if (r->opts.compat == RS_COMPAT_LIBKETAMA && strlen(r->nodes.names[j]) > 21)
             return rs_error_set(err, RS_EXIT_USAGE,
                                 "--compat libketama: node name '%s' is longer than libketama's 21 bytes",
@@ -130,23 +131,55 @@ static unsigned name_port(const char *name, size_t *hostlen)
     return (unsigned)atoi(c + 1);
 }
 
-/* A preset's label i of node `node` (see RS_COMPAT_TABLE). */
-static size_t compat_label(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
+/* nutcracker 0.5.0 (nc_ketama.c) writes each label into a buffer of
+ * KETAMA_MAX_HOSTLEN (273) bytes with snprintf and hashes what fits: the
+ * first 272 bytes ("Unexpectedly forced to truncate a hostname"). */
+#define TWEMPROXY_LABEL_MAX 272
+
+/* The room label_prefix needs: a name, ':', a port, '/' and the NUL. */
+#define PREFIX_CAP (RS_NODE_NAME_MAX + 16)
+
+/* A preset's label prefix of node `node`, the text before "-{i}" (see
+ * RS_COMPAT_TABLE), into buf (cap >= PREFIX_CAP); returns its length.
+ * An alias (a twemproxy server NAME) is the prefix as written. Under the
+ * libmemcached presets a name starting with '/' is a unix socket, which
+ * libmemcached gives port 0 ("/path:0-i"), whatever follows the last
+ * ':' of the path; a trailing ":0" is the same port written out. */
+static size_t label_prefix(const rs_ring *r, uint32_t node, char *buf, size_t cap)
 {
     const char *name = r->nodes.names[node];
+    rs_compat_label kind = rs_compat_get(r->opts.compat)->label;
+    if (r->nodes.alias[node] || kind == RS_COMPAT_LABEL_FULL)
+        return (size_t)snprintf(buf, cap, "%s", name);
     size_t hl;
-    unsigned port = name_port(name, &hl);
-    switch (rs_compat_get(r->opts.compat)->label) {
-    case RS_COMPAT_LABEL_NODEFAULT:
-        if (port == 11211)
-            return (size_t)snprintf(buf, cap, "%.*s-%u", (int)hl, name, i);
-        return (size_t)snprintf(buf, cap, "%.*s:%u-%u", (int)hl, name, port, i);
-    case RS_COMPAT_LABEL_SLASH:
-        return (size_t)snprintf(buf, cap, "/%.*s:%u-%u", (int)hl, name, port, i);
-    case RS_COMPAT_LABEL_FULL:
-    default:
-        return (size_t)snprintf(buf, cap, "%s-%u", name, i);
+    unsigned port;
+    if (name[0] == '/' && r->opts.compat != RS_COMPAT_TWEMPROXY) {
+        hl = strlen(name);
+        if (hl > 2 && !strcmp(name + hl - 2, ":0"))
+            hl -= 2;
+        port = 0;
+    } else {
+        port = name_port(name, &hl);
     }
+    if (kind == RS_COMPAT_LABEL_SLASH)
+        return (size_t)snprintf(buf, cap, "/%.*s:%u", (int)hl, name, port);
+    if (port == 11211)
+        return (size_t)snprintf(buf, cap, "%.*s", (int)hl, name);
+    return (size_t)snprintf(buf, cap, "%.*s:%u", (int)hl, name, port);
+}
+
+/* A preset's label i of node `node` (see RS_COMPAT_TABLE); twemproxy's
+ * cut to what its buffer holds. */
+static size_t compat_label(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
+{
+    char prefix[PREFIX_CAP];
+    size_t pl = label_prefix(r, node, prefix, sizeof prefix);
+    size_t n = (size_t)snprintf(buf, cap, "%.*s-%u", (int)pl, prefix, i);
+    if (r->opts.compat == RS_COMPAT_TWEMPROXY && n > TWEMPROXY_LABEL_MAX && cap > TWEMPROXY_LABEL_MAX) {
+        n = TWEMPROXY_LABEL_MAX;
+        buf[n] = '\0';
+    }
+    return n;
 }
 
 static size_t label_of(const rs_ring *r, uint32_t node, uint32_t i, char *buf, size_t cap)
@@ -163,15 +196,20 @@ typedef struct {
     int all_ones;
 } live_sums;
 
-static live_sums sum_live(const rs_ring *r)
+/* order: the nodes in the order the client sums them (hashring's
+ * reduce: emit_order), or NULL for node order; the integer sums of the
+ * other presets are exact in any order. */
+static live_sums sum_live(const rs_ring *r, const uint32_t *order)
 {
     live_sums s = {0, 0, 1};
-    for (uint32_t j = 0; j < r->nodes.count; j++)
+    for (uint32_t o = 0; o < r->nodes.count; o++) {
+        uint32_t j = order ? order[o] : o;
         if (!r->nodes.down[j]) {
             s.total += r->nodes.weights[j];  /* hashring's reduce: in node order */
             s.live++;
             s.all_ones &= r->nodes.weights[j] == 1;
         }
+    }
     return s;
 }
 
@@ -184,18 +222,23 @@ static uint32_t digests_of(const rs_ring *r, uint32_t j, const live_sums *s)
     return compat_digests(rs_compat_get(r->opts.compat)->count, r->nodes.weights[j], s->total, s->live, s->all_ones);
 }
 
-/* Digests per node into d[0..count) (0 for down nodes). */
-static void node_digests(const rs_ring *r, uint32_t *d)
+/* Digests per node into d[0..count) (0 for down nodes); order as sum_live's. */
+static void node_digests(const rs_ring *r, const uint32_t *order, uint32_t *d)
 {
-    live_sums s = sum_live(r);
+    live_sums s = sum_live(r, order);
     for (uint32_t j = 0; j < r->nodes.count; j++)
         d[j] = digests_of(r, j, &s);
 }
 
-/* The points the ring will hold, for the memory budget before it is built. */
+static uint32_t *emit_order(const rs_ring *r);
+
+/* The points the ring will hold, for the memory budget before it is built
+ * (out of memory for the order: node order's sum, a count as close). */
 static size_t ketama_count(const rs_ring *r)
 {
-    live_sums s = sum_live(r);
+    uint32_t *order = emit_order(r);
+    live_sums s = sum_live(r, order);
+    free(order);
     size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
         total += 4 * (size_t)digests_of(r, j, &s);
@@ -203,10 +246,10 @@ static size_t ketama_count(const rs_ring *r)
 }
 
 /* twemproxy's server order: by label prefix, shorter first, then bytes
- * (string_compare); the prefixes travel with the nodes being sorted, as
- * qsort has no context argument. */
+ * (string_compare); the prefixes (in one block, a name each, up to 1 KiB)
+ * travel with the nodes being sorted, as qsort has no context argument. */
 typedef struct {
-    char prefix[272];
+    const char *prefix;
     size_t len;
     uint32_t node;
 } named_node;
@@ -219,8 +262,86 @@ static int cmp_named(const void *a, const void *b)
     return memcmp(x->prefix, y->prefix, x->len);
 }
 
+/* Sorts order[] (every node) into twemproxy's server order. 0, or -1 out
+ * of memory. */
+static int name_order(const rs_ring *r, uint32_t *order)
+{
+    uint32_t count = r->nodes.count;
+    char buf[PREFIX_CAP];
+    size_t bytes = 0;
+    for (uint32_t j = 0; j < count; j++)
+        bytes += label_prefix(r, j, buf, sizeof buf);
+    named_node *nn = malloc(count * sizeof *nn);
+    char *text = malloc(bytes ? bytes : 1);
+    if (!nn || !text) {
+        free(nn);
+        free(text);
+        return -1;
+    }
+    for (size_t j = 0, at = 0; j < count; j++) {
+        size_t len = label_prefix(r, (uint32_t)j, buf, sizeof buf);
+        memcpy(text + at, buf, len);
+        nn[j] = (named_node){text + at, len, (uint32_t)j};
+        at += len;
+    }
+    qsort(nn, count, sizeof *nn, cmp_named);
+    for (uint32_t j = 0; j < count; j++)
+        order[j] = nn[j].node;
+    free(nn);
+    free(text);
+    return 0;
+}
+
+/* A canonical JavaScript array index: "0", or digits without a leading
+ * zero of value at most 2^32 - 2; *v its value. */
+static int array_index(const char *name, uint64_t *v)
+{
+    size_t n = strspn(name, "0123456789");
+    if (name[n] || n == 0 || n > 10 || (name[0] == '0' && n > 1))
+        return 0;
+    *v = strtoull(name, NULL, 10);
+    return *v <= UINT32_MAX - 1;
+}
+
+typedef struct {
+    uint64_t v;
+    uint32_t node;
+} indexed_node;
+
+static int cmp_indexed(const void *a, const void *b)
+{
+    const indexed_node *x = a, *y = b;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* hashring's server order, Object.keys of the servers object it is given:
+ * the names that are array indices first, by value, then the others in
+ * insertion (node) order. It both sums the weights (a double sum: its
+ * order changes the point counts) and emits the points in it. 0, or -1
+ * out of memory. */
+static int js_key_order(const rs_ring *r, uint32_t *order)
+{
+    uint32_t count = r->nodes.count, ni = 0, k = 0;
+    indexed_node *ix = malloc(count * sizeof *ix);
+    if (!ix)
+        return -1;
+    uint64_t v;
+    for (uint32_t j = 0; j < count; j++)
+        if (array_index(r->nodes.names[j], &v))
+            ix[ni++] = (indexed_node){v, j};
+    qsort(ix, ni, sizeof *ix, cmp_indexed);  /* names are unique: no ties */
+    for (uint32_t i = 0; i < ni; i++)
+        order[k++] = ix[i].node;
+    for (uint32_t j = 0; j < count; j++)
+        if (!array_index(r->nodes.names[j], &v))
+            order[k++] = j;
+    free(ix);
+    return 0;
+}
+
 /* The order in which nodes emit points (their seq decides collisions):
- * node order, or twemproxy's name order. Returns NULL out of memory. */
+ * node order, twemproxy's name order or hashring's key order. Returns
+ * NULL out of memory. */
 static uint32_t *emit_order(const rs_ring *r)
 {
     uint32_t count = r->nodes.count, *order = malloc(count * sizeof *order);
@@ -228,22 +349,15 @@ static uint32_t *emit_order(const rs_ring *r)
         return NULL;
     for (uint32_t j = 0; j < count; j++)
         order[j] = j;
-    if (r->opts.compat == RS_COMPAT_NONE || rs_compat_get(r->opts.compat)->keep != RS_COMPAT_KEEP_NAMEORDER)
-        return order;
-    named_node *nn = malloc(count * sizeof *nn);
-    if (!nn) {
+    int rc = 0;
+    if (r->opts.compat == RS_COMPAT_HASHRING)
+        rc = js_key_order(r, order);
+    else if (r->opts.compat != RS_COMPAT_NONE && rs_compat_get(r->opts.compat)->keep == RS_COMPAT_KEEP_NAMEORDER)
+        rc = name_order(r, order);
+    if (rc != 0) {
         free(order);
         return NULL;
     }
-    for (uint32_t j = 0; j < count; j++) {
-        size_t len = compat_label(r, j, 0, nn[j].prefix, sizeof nn[j].prefix);
-        nn[j].len = len >= sizeof nn[j].prefix ? sizeof nn[j].prefix - 1 : len - 2; /* drop "-0" */
-        nn[j].node = j;
-    }
-    qsort(nn, count, sizeof *nn, cmp_named);
-    for (uint32_t j = 0; j < count; j++)
-        order[j] = nn[j].node;
-    free(nn);
     return order;
 }
 
@@ -252,13 +366,17 @@ static int ketama_points(rs_ring *r, rs_raw_point **out, size_t *n, rs_error *er
     uint32_t *digests = malloc(r->nodes.count * sizeof *digests);
     if (!digests)
         return rs_error_set(err, RS_EXIT_IO, "out of memory for the ketama point counts");
-    node_digests(r, digests);
+    uint32_t *order = emit_order(r);
+    if (!order) {
+        free(digests);
+        return rs_error_set(err, RS_EXIT_IO, "out of memory for the ketama node order");
+    }
+    node_digests(r, order, digests);
     size_t total = 0;
     for (uint32_t j = 0; j < r->nodes.count; j++)
         total += 4 * (size_t)digests[j];
     rs_raw_point *p = malloc((total ? total : 1) * sizeof *p);
-    uint32_t *order = emit_order(r);
-    if (!p || !order) {
+    if (!p) {
         free(p);
         free(order);
         free(digests);

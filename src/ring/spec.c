@@ -74,7 +74,9 @@ int rs_ring_spec_resolve(const rs_ring_spec *s, rs_ring_opts *o, rs_nodes *nodes
     if (s->nodes && s->nodes_file)
         return rs_error_set(err, RS_EXIT_USAGE, "--nodes and --nodes-file exclude each other");
     if (s->nodes_file) {
-        if (rs_nodes_load(nodes, s->nodes_file, err) != 0)
+        rs_nodes_syntax syn;   /* the preset's rules, checked line by line */
+        rs_compat_syntax(o->compat, &syn);
+        if (rs_nodes_load_syntax(nodes, s->nodes_file, &syn, err) != 0)
             return -1;
     } else {
         unsigned long long n = 1000;

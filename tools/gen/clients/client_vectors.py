@@ -12,8 +12,11 @@ and the SPECIAL keys. One line per configuration:
 
 config ID SERVERS WEIGHTS POINTS CONTINUUM NKEYS ANSWERS SAMPLE SPECIAL
 
-SERVERS  default:N | ports:N | list:host:port,host:port,...
-WEIGHTS  1 | w0,w1,...
+SERVERS  default:N | ports:N | list:host:port,host:port,... |
+         lines:L0|L1|... (the lines of a node file, read under the preset:
+         unix sockets, names JavaScript reorders, twemproxy aliases; what
+         the client gets is in extra_configs)
+WEIGHTS  1 | w0,w1,... | - (in the lines)
 POINTS   points per server in the client's effective continuum (after its
          collision rule), or - where the client's continuum is not visible
 CONTINUUM md5 of "value owner\n" over the effective continuum, or -
@@ -136,11 +139,51 @@ def configs(client, label):
     return out
 
 
+def extra_configs(client):
+    """The node-file forms beyond host:port: (ID, node-file lines, the
+    client's servers as (host, port), weights, twemproxy aliases or None).
+    A unix socket's port is 0 for libmemcached; hashring's servers with
+    port "-" are the name alone."""
+    out = []
+    if client.startswith("libmemcached"):
+        out.append(("sock3", ["/tmp/rs-a.sock 1", "/tmp/rs-b.sock 1", "127.0.0.1:11211 1"],
+                    [("/tmp/rs-a.sock", 0), ("/tmp/rs-b.sock", 0), ("127.0.0.1", 11211)], [1, 1, 1], None))
+        out.append(("sockmix", ["/run/mc/a.sock:0 2", "/run/mc:1 3", "10.0.0.1:21000 1",
+                                '"/var/run/memcached/b.sock" 1', "10.0.0.2 5"],
+                    [("/run/mc/a.sock", 0), ("/run/mc:1", 0), ("10.0.0.1", 21000),
+                     ("/var/run/memcached/b.sock", 0), ("10.0.0.2", 11211)], [2, 3, 1, 1, 5], None))
+        out.append(("ipv6", ["2001:db8::1:11211 1", "::1:21000 2", "2001:db8:::11211 1", "fe80::a 1"],
+                    [("2001:db8::1", 11211), ("::1", 21000), ("2001:db8::", 11211), ("fe80::a", 11211)],
+                    [1, 2, 1, 1], None))
+    if client == "hashring":
+        names = ["2", "1", "0"]
+        out.append(("jskeys3", ["2 0.1", "1 0.2", "0 0.3"], [(n, "-") for n in names], [0.1, 0.2, 0.3], None))
+        names = ["b", "10", "x", "01", "4294967294", "4294967295", "3", "-1", "1.5", "7"]
+        w = [0.7, 0.3, 0.1, 0.2, 0.4, 0.5, 0.6, 0.9, 0.15, 0.35]
+        out.append(("jskeys10", ["%s %r" % (n, x) for n, x in zip(names, w)], [(n, "-") for n in names], w, None))
+        names = [str(j) for j in range(39, -1, -1)]
+        w = [0.1 * (j % 7 + 1) for j in range(40)]
+        out.append(("jskeys40", ["%s %r" % (n, x) for n, x in zip(names, w)], [(n, "-") for n in names], w, None))
+    if client == "twemproxy":
+        def tw(cid, rows):
+            # rows: (port, weight, alias or None, written with nutcracker's "- ")
+            lines = [("- " if dash else "") + "127.0.0.1:%d:%d" % (p, w) + (" " + a if a else "")
+                     for p, w, a, dash in rows]
+            out.append((cid, lines, [("127.0.0.1", p) for p, _, _, _ in rows], [w for _, w, _, _ in rows],
+                        [a for _, _, a, _ in rows]))
+        tw("alias", [(23001, 1, "cache-a:11211", False), (23002, 1, "cache-b:11211", True),
+                     (23003, 1, "cache-c", False), (23004, 2, "node:01", True), (23005, 1, None, True)])
+        tw("alias280", [(23001, 1, "a" * 280, False), (23002, 1, "cache2", False), (23003, 1, "cache3", False)])
+        tw("alias266", [(23001, 1, "b" * 266, False), (23002, 1, "cache2", False), (23003, 1, "cache3", False)])
+        tw("alias271", [(23001, 1, "c" * 268 + ":01", True), (23002, 3, "c" * 271, True), (23003, 1, "d", True)])
+    return out
+
+
 def run_driver(cmd, servers, weights, keyfile, tmp):
     sf = os.path.join(tmp, "servers.txt")
     with open(sf, "w") as f:
         for (h, p), w in zip(servers, weights):
-            f.write("%s\t%d\t%d\n" % (h, p, w))
+            f.write("%s\t%s\t%s\n" % (h, p, w))
     res = subprocess.run(cmd(sf, keyfile, tmp), stdout=subprocess.PIPE, check=True)
     points, answers = [], []
     for line in res.stdout.decode().splitlines():
@@ -163,7 +206,7 @@ def effective(points, rule):
     return out
 
 
-def twemproxy_answers(servers, weights, keys, tmp):
+def twemproxy_answers(servers, weights, keys, tmp, aliases=None):
     """Runs nutcracker (ketama, md5) over fake memcached backends on
     loopback; a multiget's fragments tell which backend each key went to."""
     sel = selectors.DefaultSelector()
@@ -185,8 +228,9 @@ def twemproxy_answers(servers, weights, keys, tmp):
     with open(conf, "w") as f:
         f.write("pool:\n  listen: 127.0.0.1:%d\n  hash: md5\n  distribution: ketama\n"
                 "  auto_eject_hosts: false\n  timeout: 30000\n  servers:\n" % proxy_port)
-        for (h, p), w in zip(servers, weights):
-            f.write("   - %s:%d:%d\n" % (h, p, w))
+        for j, ((h, p), w) in enumerate(zip(servers, weights)):
+            alias = aliases[j] if aliases else None
+            f.write("   - %s:%d:%d%s\n" % (h, p, w, " " + alias if alias else ""))
     proc = subprocess.Popen(["nutcracker", "-c", conf, "-o", os.path.join(tmp, "nc.log")])
     try:
         deadline = time.time() + 60
@@ -300,11 +344,16 @@ def main():
                  "# regenerate: tools/gen/gen_client_vectors.sh; format: tools/gen/clients/client_vectors.py",
                  "keys\t%d\tsplitmix64 seed 16, kinds i%%4: ascii utf8 long user" % KEYS,
                  "special\t" + "\t".join(k.encode("unicode_escape").decode() for k in SPECIAL)]
-        for cid, spec, weights in configs(client, LABELS[client]):
-            servers = servers_of(spec)
-            w = weights or [1] * len(servers)
+        todo = [(cid, spec, weights, servers_of(spec), None) for cid, spec, weights in configs(client, LABELS[client])]
+        todo += [(cid, "lines:" + "|".join(lines), "-", servers, weights, aliases)
+                 for cid, lines, servers, weights, aliases in extra_configs(client)]
+        for cid, spec, weights, servers, *rest in todo:
+            if len(rest) == 2:   # an extra configuration: its weights are in its lines
+                w, aliases = rest
+            else:
+                w, aliases = weights or [1] * len(servers), None
             if client == "twemproxy":
-                ans = twemproxy_answers(servers, w, keys + special[1:], tmp)
+                ans = twemproxy_answers(servers, w, keys + special[1:], tmp, aliases)
                 ans.insert(KEYS, None)  # twemproxy's memcache protocol has no empty key
                 pts = "-"
                 cont = "-"
@@ -318,7 +367,8 @@ def main():
                 cont = md5("".join("%d %d\n" % e for e in eff))
             main_ans, spec_ans = ans[:KEYS], ans[KEYS:]
             lines.append("\t".join([
-                "config", cid, spec, ",".join(map(str, weights)) if weights else "1", pts, cont, str(KEYS),
+                "config", cid, spec, weights if weights == "-" else ",".join(map(str, weights)) if weights else "1",
+                pts, cont, str(KEYS),
                 md5("".join("%d\n" % a for a in main_ans)), ",".join(map(str, main_ans[:SAMPLE])),
                 ",".join("-" if a is None else str(a) for a in spec_ans)]))
             print(client, cid, file=sys.stderr, flush=True)

@@ -1,6 +1,8 @@
 // Golden-vector driver for npm hashring (the real package, from NODE_PATH).
 // Usage: node drv_hashring.js SERVERS KEYS
-// SERVERS: "host<TAB>port<TAB>weight" lines; the ring gets {"host:port": weight}.
+// SERVERS: "host<TAB>port<TAB>weight" lines; the ring gets {"host:port": weight},
+// or {"host": weight} when the port is "-" (a name that is no host:port,
+// such as "0": the object's key order is then JavaScript's, not the file's).
 // Prints "P value index" for ring.ring in its sorted order, then "A index" per key.
 'use strict';
 const fs = require('fs');
@@ -9,8 +11,9 @@ const lines = fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(Boolea
 const servers = {}, index = {};
 lines.forEach((l, i) => {
   const [host, port, weight] = l.split('\t');
-  servers[host + ':' + port] = +weight;
-  index[host + ':' + port] = i;
+  const name = port === '-' ? host : host + ':' + port;
+  servers[name] = +weight;
+  index[name] = i;
 });
 const ring = new HashRing(servers);
 const out = [];

@@ -1,6 +1,9 @@
 /* Golden-vector driver for libmemcached (the real library, no network).
  * Usage: drv_libmemcached weighted|spy SERVERS KEYS
- * SERVERS: one "host<TAB>port<TAB>weight" a line, in ring order.
+ * SERVERS: one "host<TAB>port<TAB>weight" a line, in ring order; a host
+ * starting with '/' is a unix socket (its port, 0, is not read): then every
+ * server is added one by one (memcached_server_add_unix_socket_with_weight,
+ * memcached_server_add_with_weight), as a server list cannot hold one.
  * KEYS: one key a line (bytes as they are).
  * Prints "P value index" for the continuum in the library's sorted order,
  * then "A index" per key (memcached_generate_hash). */
@@ -25,13 +28,23 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "spy"))
         memcached_behavior_set(m, MEMCACHED_BEHAVIOR_DISTRIBUTION, MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY);
     FILE *f = fopen(argv[2], "r");
-    char host[256];
+    char host[1100];
     unsigned port, weight;
     memcached_server_list_st list = NULL;
     memcached_return_t rc;
-    while (f && fscanf(f, "%255s %u %u", host, &port, &weight) == 3)
-        list = memcached_server_list_append_with_weight(list, host, (in_port_t)port, weight, &rc);
-    if (!f || !list || memcached_server_push(m, list) != MEMCACHED_SUCCESS)
+    int sockets = 0;
+    while (f && fscanf(f, "%1099s %u %u", host, &port, &weight) == 3)
+        sockets |= host[0] == '/';
+    if (f)
+        rewind(f);
+    while (f && fscanf(f, "%1099s %u %u", host, &port, &weight) == 3) {
+        if (!sockets)
+            list = memcached_server_list_append_with_weight(list, host, (in_port_t)port, weight, &rc);
+        else if ((host[0] == '/' ? memcached_server_add_unix_socket_with_weight(m, host, weight)
+                                 : memcached_server_add_with_weight(m, host, (in_port_t)port, weight)) != MEMCACHED_SUCCESS)
+            return 1;
+    }
+    if (!f || (!sockets && (!list || memcached_server_push(m, list) != MEMCACHED_SUCCESS)))
         return 1;
     memcached_server_list_free(list);
     const struct memcached_continuum_item_st *c = m->ketama.continuum;
