@@ -262,6 +262,27 @@ Test(refused, side_files_inside_dir_empty_paths_and_stdin_twice)
     nothing_at("y");
 }
 
+/* A file of a bucket directory that the machine will not open (no
+ * permission) is no damage: repair and verify fail as a read does (exit
+ * 1), repair changing nothing - a data file, then a generation's
+ * manifest. As root, run as nobody (root opens any file). */
+Test(refused, a_file_the_machine_refuses_is_no_damage)
+{
+    SH_OK("for s in 1 2 3; do python3 -c \"print('id,v'); [print('k%%d_%%d,%%d' %% ($s, i, i)) for i in range(300)]\" "
+          "> s$s.csv && $RS bucket --quiet --append --nodes 4 --key id -o D s$s.csv || exit 1; done && "
+          "chmod -R a+rwX . && chmod 000 D/g00000002/3.csv.gz");
+    const char *as = "AS=; [ \"$(id -u)\" = 0 ] && AS='setpriv --reuid=65534 --regid=65534 --clear-groups'; ";
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s$AS $RS repair D", as);
+    sh_expect_free(1, "D/g00000002/3.csv.gz: cannot open: Permission denied (not damage: fix that and run again; "
+                   "nothing was changed)", cmd);
+    SH_OK("test ! -e D.damaged.1 && chmod 644 D/g00000002/3.csv.gz && chmod 000 D/g00000003/manifest.json");
+    sh_expect_free(1, "D/g00000003/manifest.json: cannot open: Permission denied (not damage", cmd);
+    snprintf(cmd, sizeof cmd, "%s$AS $RS verify D", as);
+    sh_expect_free(1, "D/g00000003/manifest.json: cannot open: Permission denied (not damage", cmd);
+    SH_OK("test ! -e D.damaged.1 && chmod 644 D/g00000003/manifest.json && $RS verify --quiet D");
+}
+
 /* A weight whose points pass the bound a node may have is refused, not
  * cut to another ring. */
 Test(refused, a_weight_past_the_points_bound_is_refused)

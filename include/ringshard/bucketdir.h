@@ -189,6 +189,8 @@ enum {
 
 typedef struct {
     uint8_t state;          /* RS_FILE_* */
+    uint8_t machine;        /* 1: the file could not be opened for a reason of the machine, not of its bytes
+                               (permission, too many open files, memory): rs_bucketdir_check_all fails */
     char *msg;              /* LONGER, DAMAGED, ALTERED: what, naming the file (malloc'd; NULL if out of
                                memory) */
 } rs_bucketdir_verdict;

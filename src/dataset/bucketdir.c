@@ -180,10 +180,13 @@ static int read_gen(rs_bucketdir *bd, uint64_t gen, rs_manifest *g, uint64_t dig
     if (asprintf(&mpath, "%s/%s", bd->path, name) < 0)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
     struct stat st;
-    int rc = 1;
+    int rc = 1, e;
     memset(g, 0, sizeof *g);
     const char *what = NULL;
-    if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
+    if ((e = rs_bucketdir_machine_refuses(bd->fd, name)) != 0)
+        rc = rs_error_set(err, RS_EXIT_IO, "%s: cannot open: %s (not damage: fix that and run again)", mpath,
+                          strerror(e));
+    else if (fstatat(bd->fd, dname, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode))
         rs_error_set(bad, RS_EXIT_DATA, "%s/%s: not a directory", bd->path, dname);
     else if (fstatat(bd->fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
         rs_error_set(bad, RS_EXIT_DATA, "%s: missing (generation %" PRIu64 "'s files cannot be read without it)",

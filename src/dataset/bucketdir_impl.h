@@ -30,4 +30,12 @@ int rs_bucketdir_foreign_nodes(const rs_bucketdir *bd, uint8_t *foreign, rs_erro
  * (rs_bucketdir_add_damage). 0, or -1 with err (out of memory). */
 int rs_bucketdir_audit(rs_bucketdir *bd, rs_error *err);
 
+/* 0 when name under dirfd opens for reading, else errno when it cannot
+ * for a reason of the machine rather than of the file - no permission, no
+ * descriptor or memory left - which is never damage: the readers that
+ * judge damage (the tolerant open, rs_bucketdir_check_all) then fail as a
+ * read does (exit 1), judging nothing; 0 for any other failure (the
+ * file's own, which they judge). */
+int rs_bucketdir_machine_refuses(int dirfd, const char *name);
+
 #endif

@@ -19,6 +19,7 @@
  * repair and compact call the same files damaged. */
 #define _GNU_SOURCE
 #include "ringshard/bucketdir.h"
+#include "dataset/bucketdir_impl.h"
 #include "ringshard/buf.h"
 #include "ringshard/deflate.h"
 #include "ringshard/interrupt.h"
@@ -222,6 +223,31 @@ static void say(rs_bucketdir_verdict *v, int state, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Whether name under bd's descriptor cannot be opened for a reason of
+ * the machine rather than of the file (no permission, no descriptor or
+ * memory left): then nothing is judged of it, and the check fails as a
+ * read does (exit 1) instead of calling an intact file damaged. */
+int rs_bucketdir_machine_refuses(int dirfd, const char *name)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    return e == EACCES || e == EPERM || e == EMFILE || e == ENFILE || e == ENOMEM ? e : 0;
+}
+
+static int machine_refuses(const rs_bucketdir *bd, const char *name, const char *dir, rs_bucketdir_verdict *v)
+{
+    int e = rs_bucketdir_machine_refuses(bd->fd, name);
+    if (!e)
+        return 0;
+    say(v, RS_FILE_DAMAGED, "%s/%s: cannot open: %s", dir, name, strerror(e));
+    v->machine = 1;
+    return 1;
+}
+
 /* Whether base file i, of another size than its manifest says, holds
  * in its size bytes exactly the rows, data bytes, CRC-32 and header the
  * manifest lists: a file rewritten whole (recompressed by gzip -9, say),
@@ -253,6 +279,9 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
 {
     const rs_manifest_file *f = bd->files[i];
     struct stat st;
+    if (fstatat(bd->fd, bd->names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+        machine_refuses(bd, bd->names[i], bd->path, v))
+        return;
     if (fstatat(bd->fd, bd->names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
         return say(v, RS_FILE_DAMAGED, "%s: %s (listed with %llu rows)", bd->paths[i],
                    errno == ENOENT ? "missing" : "not a regular file", (unsigned long long)f->rows);
@@ -336,6 +365,8 @@ static void check_index(const rs_bucketdir *bd, size_t i, rs_bucketdir_verdict *
     else if ((uint64_t)st.st_size != size)
         say(v, RS_FILE_DAMAGED, "%s/%s: %llu bytes on disk, the manifest says %llu (a key index)", bd->path, name,
             (unsigned long long)st.st_size, (unsigned long long)size);
+    else if (machine_refuses(bd, name, bd->path, v))
+        ;
     else if (rs_crc32_fileat(bd->fd, name, &crc) != 0)
         say(v, RS_FILE_DAMAGED, "%s/%s: unreadable: %s", bd->path, name, strerror(errno));
     else if (crc != want)
@@ -374,6 +405,12 @@ int rs_bucketdir_check_all(const rs_bucketdir *bd, int threads, rs_bucketdir_ver
         return rs_error_set(err, RS_EXIT_INTERRUPTED, "interrupted");
     if (oom)
         return rs_error_set(err, RS_EXIT_IO, "out of memory");
+    for (size_t k = 0; k < 2 * n; k++) {
+        const rs_bucketdir_verdict *v = k < n ? &files[k] : &indexes[k - n];
+        if (v->machine)
+            return rs_error_set(err, RS_EXIT_IO, "%s (not damage: fix that and run again; nothing was changed)",
+                                v->msg ? v->msg : "cannot open a file");
+    }
     return 0;
 }
 
