@@ -113,6 +113,13 @@ rs_ring *rs_ring_of_description(const char *desc, const char *fp, const char *wh
     if (!desc)
         return rs_error_set(err, RS_EXIT_DATA, "the manifest has no %s description", what), NULL;
     rs_ring *r = rs_ring_parse_description(desc, &o, n, err) == 0 ? rs_ring_build(&o, n, err) : NULL;
+    if (!r && (err->code == RS_EXIT_USAGE || err->code == RS_EXIT_DATA)) {
+        /* a description a manifest holds that does not make a ring is damage, not a bad command line */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rs_error_clear(err);
+        rs_error_set(err, RS_EXIT_DATA, "the manifest's %s description does not make a ring (damaged?): %s", what, msg);
+    }
     if (!nodes)
         rs_nodes_free(&own);
     if (ro)
@@ -128,6 +135,12 @@ rs_ring *rs_manifest_ring(const rs_manifest *m, const char *mpath, rs_ring_opts 
     char why[200];
     rs_ring *r = rs_ring_of_description(m->ring_description, m->ring_fingerprint, "ring", why, sizeof why, ro, nodes,
                                         err);
+    if (!r && err->code == RS_EXIT_DATA) {   /* naming the manifest */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rs_error_clear(err);
+        rs_error_set(err, RS_EXIT_DATA, "%s: %s", mpath, msg);
+    }
     if (r && why[0]) {
         rs_ring_free(r);
         if (nodes)

@@ -116,6 +116,12 @@ static rs_ring *ring_from(const char *desc, const char *fp, const char *what, vs
 {
     char why[200];
     rs_ring *r = rs_ring_of_description(desc, fp, what, why, sizeof why, NULL, NULL, err);
+    if (!r && err->code == RS_EXIT_DATA) {   /* naming the manifest, as every reader does */
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rs_error_clear(err);
+        rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json: %s", s->bd.path, msg);
+    }
     if (r && why[0])
         diff_line(s, "manifest: %s", why);
     return r;
