@@ -283,6 +283,16 @@ Test(refused, a_file_the_machine_refuses_is_no_damage)
     SH_OK("test ! -e D.damaged.1 && chmod 644 D/g00000003/manifest.json && $RS verify --quiet D");
 }
 
+/* An option that would do nothing where it is given is refused, as
+ * --ring-only without --from-buckets is. */
+Test(refused, options_that_would_do_nothing_are_refused)
+{
+    SH_OK(SMALL_CSV);
+    sh_expect_free(64, "--json-arcs goes with --json", "$RS plan --nodes 3 --add 1 --json-arcs");
+    sh_expect_free(64, "--null goes with --files-from", "$RS bucket --null --nodes 3 --key bill_id -o y s.csv");
+    nothing_at("y");
+}
+
 /* A weight whose points pass the bound a node may have is refused, not
  * cut to another ring. */
 Test(refused, a_weight_past_the_points_bound_is_refused)

@@ -54,6 +54,8 @@ int rs_cli_input_finish(rs_pipeline_opts *po, int quiet, int argc, char **argv, 
         rs_level_check("--level", po->compress, po->level, err) != 0)
         return -1;
     size_t nargs = first < argc ? (size_t)(argc - first) : 0;
+    if (ff.null && !rs_cli_files_from_given())   /* an option that would do nothing is a mistake to say */
+        return rs_error_set(err, RS_EXIT_USAGE, "--null goes with --files-from (it says how the lists' paths end)");
     if (!nargs && !rs_cli_files_from_given())
         return rs_error_set(err, RS_EXIT_USAGE, "no input files (use '-' for standard input)");
     rs_cli_install_signals();  /* before a list is read: it may be a quiet pipe */

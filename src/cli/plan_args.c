@@ -130,6 +130,8 @@ int rs_cli_plan_check(rs_cli_plan_args *a, const rs_pipeline_opts *po, int have_
         return rs_cli_usage_error("plan", "--emit and --batch-bytes need data (INPUT... or --from-buckets DIR)");
     if (a->wave_order >= 0 && !a->batch_bytes)
         return rs_cli_usage_error("plan", "--wave-order goes with --batch-bytes");
+    if (a->o.json_arcs && !a->o.json)
+        return rs_cli_usage_error("plan", "--json-arcs goes with --json (it adds the arcs to that report)");
     int rc = a->o.emit ? rs_cli_dir_not_stdout("plan", "--emit", a->o.emit, "a move directory",
                                                "write it to a directory (ringshard verify reads it back)")
                        : -1;

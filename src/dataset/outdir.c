@@ -350,7 +350,7 @@ int od_holds_our_manifest(int dfd)
 {
     int fd = openat(dfd, "manifest.json", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return -1;   /* none */
+        return errno == ELOOP ? -2 : -1;   /* a link, or none */
     char buf[4096];
     ssize_t k = read(fd, buf, sizeof buf - 1);
     close(fd);
@@ -423,7 +423,8 @@ static int check_replaceable(const char *fin, int flags, rs_error *err)
                         "%s: not a ringshard output (holds %zu %s, %s): refusing to replace it "
                         "(--force-any replaces any directory)",
                         fin, entries, entries == 1 ? "entry" : "entries",
-                        ours < 0 ? "no manifest.json" : "a manifest.json that ringshard did not write");
+                        ours == -2 ? "its manifest.json a symbolic link, which ringshard never writes"
+                        : ours < 0 ? "no manifest.json" : "a manifest.json that ringshard did not write");
 }
 
 /* Refuses an existing fin (lstat'd into st) that must not be replaced:

@@ -21,7 +21,8 @@ int od_rm_tree_at(int dirfd, const char *name, int depth);
 int od_rename_noreplace_at(int fromfd, const char *from, int tofd, const char *to);
 
 /* 1 when the directory dfd holds a manifest.json that ringshard wrote (its
- * first bytes), 0 when it holds another, -1 when none. */
+ * first bytes), 0 when it holds another, -1 when none, -2 when it is a
+ * symbolic link (which ringshard never writes: not followed). */
 int od_holds_our_manifest(int dfd);
 
 /* The stale siblings of base in parent (stem: rs_tmp_stem's) removed or
