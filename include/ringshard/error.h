@@ -41,4 +41,10 @@ int rs_error_set(rs_error *err, int code, const char *fmt, ...)
 /* Clears err. */
 void rs_error_clear(rs_error *err);
 
+/* Restates a set error in the caller's terms: its message kept between
+ * head and tail (either may be ""), its code made code. The one way a
+ * layer names what a lower one said (the file, the manifest, the exit
+ * code the reader owes). */
+void rs_error_restate(rs_error *err, int code, const char *head, const char *tail);
+
 #endif

@@ -10,10 +10,11 @@
 #include "util/filemode.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -945,11 +946,8 @@ void rs_bucketdir_explain(const rs_bucketdir *bd, rs_error *err)
 {
     if (err->code != RS_EXIT_IO || !rs_bucketdir_replaced(bd))
         return;  /* still the directory that was opened: the error stands */
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    rs_error_clear(err);
-    rs_error_set(err, RS_EXIT_IO,
-                 "%s was replaced (or removed) while it was read, and the old generation's files with it: "
-                 "nothing of the new one was read; run again (%s)",
-                 bd->path, msg);
+    char head[PATH_MAX + 200];
+    snprintf(head, sizeof head, "%s was replaced (or removed) while it was read, and the old generation's files "
+             "with it: nothing of the new one was read; run again (", bd->path);
+    rs_error_restate(err, RS_EXIT_IO, head, ")");
 }

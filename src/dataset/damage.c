@@ -28,6 +28,7 @@
 #include "ringshard/util.h"
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -78,10 +79,9 @@ void rs_bucketdir_vouched_error(rs_error *err, const char *manifest)
 {
     if (err->code != RS_EXIT_DATA)
         return;
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%s", err->msg);
-    rs_error_clear(err);
-    rs_error_set(err, RS_EXIT_VERIFY, "%s (the file does not match %s)", msg, manifest);
+    char tail[PATH_MAX + 40];
+    snprintf(tail, sizeof tail, " (the file does not match %s)", manifest);
+    rs_error_restate(err, RS_EXIT_VERIFY, "", tail);
 }
 
 static int differs(const rs_bucketdir *bd, size_t i, const char *what, uint64_t found, uint64_t said,
@@ -248,6 +248,31 @@ static int machine_refuses(const rs_bucketdir *bd, const char *name, const char 
     return 1;
 }
 
+/* File i's first span bytes decoded into t (a segment's first head bytes,
+ * its header member, read as its header line): its rows (a last one
+ * without its LF counted), data bytes, CRC-32, and header line without
+ * its line end, NUL-terminated; t->f.size the manifest's, for
+ * rs_bucketdir_check_found. 0, or -1 with e. */
+static int tally_file(const rs_bucketdir *bd, size_t i, uint64_t head, uint64_t span, char *buf, size_t cap, tally *t,
+                      rs_error *e)
+{
+    *t = (tally){.in_header = bd->m.header && !bd->headerless[i], .line_start = 1};
+    int rc = head ? tally_range(bd, i, 0, head, buf, cap, t, e) : 0;
+    t->in_header = head ? 0 : t->in_header;   /* the header is its own member: the rows start after it */
+    if (rc == 0)
+        rc = tally_range(bd, i, head, span - head, buf, cap, t, e);
+    if (rc == 0 && t->f.bytes && t->last != '\n' && !t->line_start)
+        t->f.rows++;   /* a last row without its LF */
+    t->f.size = bd->files[i]->file_bytes;
+    if (t->header.len && t->header.data[t->header.len - 1] == '\n')
+        t->header.len--;
+    if (t->header.len && t->header.data[t->header.len - 1] == '\r')
+        t->header.len--;
+    if (rc == 0 && rs_buf_append(&t->header, "", 1) != 0)
+        rc = rs_error_set(e, RS_EXIT_IO, "out of memory");
+    return rc;
+}
+
 /* Whether base file i, of another size than its manifest says, holds
  * in its size bytes exactly the rows, data bytes, CRC-32 and header the
  * manifest lists: a file rewritten whole (recompressed by gzip -9, say),
@@ -257,16 +282,9 @@ static int rewritten_whole(const rs_bucketdir *bd, size_t i, uint64_t size, char
 {
     if (rs_bucketdir_segment(bd, i) || !bd->m.compress)
         return 0;
-    tally t = {.in_header = bd->m.header && !bd->headerless[i], .line_start = 1};
+    tally t;
     rs_error e = {0};
-    int rc = tally_range(bd, i, 0, size, buf, cap, &t, &e);
-    if (rc == 0 && t.f.bytes && t.last != '\n' && !t.line_start)
-        t.f.rows++;
-    t.f.size = bd->files[i]->file_bytes;   /* the size is what differs, by hypothesis */
-    while (t.header.len && (t.header.data[t.header.len - 1] == '\n' || t.header.data[t.header.len - 1] == '\r'))
-        t.header.len--;
-    if (rc == 0 && rs_buf_append(&t.header, "", 1) != 0)
-        rc = -1;
+    int rc = tally_file(bd, i, 0, size, buf, cap, &t, &e);   /* its size is what differs, by hypothesis */
     if (rc == 0)
         rc = rs_bucketdir_check_found(bd, i, &t.f, 1, t.header.data, &e);
     rs_buf_free(&t.header);
@@ -279,12 +297,11 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
 {
     const rs_manifest_file *f = bd->files[i];
     struct stat st;
-    if (fstatat(bd->fd, bd->names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-        machine_refuses(bd, bd->names[i], bd->path, v))
-        return;
     if (fstatat(bd->fd, bd->names[i], &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
         return say(v, RS_FILE_DAMAGED, "%s: %s (listed with %llu rows)", bd->paths[i],
                    errno == ENOENT ? "missing" : "not a regular file", (unsigned long long)f->rows);
+    if (machine_refuses(bd, bd->names[i], bd->path, v))
+        return;
     if ((uint64_t)st.st_size != f->file_bytes && rewritten_whole(bd, i, (uint64_t)st.st_size, buf, cap))
         return say(v, RS_FILE_ALTERED, "%s: %llu bytes on disk, the manifest says %llu: rewritten whole (its rows, "
                    "data bytes and CRC-32 are what the manifest says, its stored bytes are not: recompressed?)",
@@ -292,22 +309,10 @@ static void check_data(const rs_bucketdir *bd, size_t i, char *buf, size_t cap, 
     if ((uint64_t)st.st_size < f->file_bytes)
         return say(v, RS_FILE_DAMAGED, "%s: %llu bytes on disk, the manifest says %llu (cut short)", bd->paths[i],
                    (unsigned long long)st.st_size, (unsigned long long)f->file_bytes);
-    tally t = {.in_header = bd->m.header && !bd->headerless[i], .line_start = 1};
+    tally t;
     rs_error e = {0};
     uint64_t head = rs_bucketdir_segment(bd, i) && !bd->headerless[i] ? f->header_bytes : 0;
-    int rc = head ? tally_range(bd, i, 0, head, buf, cap, &t, &e) : 0;
-    t.in_header = head ? 0 : t.in_header;   /* the header is its own member: the rows start after it */
-    if (rc == 0)
-        rc = tally_range(bd, i, head, f->file_bytes - head, buf, cap, &t, &e);
-    if (rc == 0 && t.f.bytes && t.last != '\n' && !t.line_start)
-        t.f.rows++;   /* a last row without its LF */
-    t.f.size = f->file_bytes;
-    if (t.header.len && t.header.data[t.header.len - 1] == '\n')
-        t.header.len--;
-    if (t.header.len && t.header.data[t.header.len - 1] == '\r')
-        t.header.len--;
-    if (rc == 0 && rs_buf_append(&t.header, "", 1) != 0)
-        rc = rs_error_set(&e, RS_EXIT_IO, "out of memory");
+    int rc = tally_file(bd, i, head, f->file_bytes, buf, cap, &t, &e);
     if (rc == 0 && bd->m.compress && (uint64_t)st.st_size == f->file_bytes)
         rc = check_declared(bd, i, &t, &e);
     if (rc != 0)

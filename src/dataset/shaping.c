@@ -11,6 +11,7 @@
  * ring nobody wrote. So the comparison, its message and the ring a
  * manifest describes have one owner, whoever reads or appends. */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,10 +116,9 @@ rs_ring *rs_ring_of_description(const char *desc, const char *fp, const char *wh
     rs_ring *r = rs_ring_parse_description(desc, &o, n, err) == 0 ? rs_ring_build(&o, n, err) : NULL;
     if (!r && (err->code == RS_EXIT_USAGE || err->code == RS_EXIT_DATA)) {
         /* a description a manifest holds that does not make a ring is damage, not a bad command line */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        rs_error_clear(err);
-        rs_error_set(err, RS_EXIT_DATA, "the manifest's %s description does not make a ring (damaged?): %s", what, msg);
+        char head[160];
+        snprintf(head, sizeof head, "the manifest's %s description does not make a ring (damaged?): ", what);
+        rs_error_restate(err, RS_EXIT_DATA, head, "");
     }
     if (!nodes)
         rs_nodes_free(&own);
@@ -136,10 +136,9 @@ rs_ring *rs_manifest_ring(const rs_manifest *m, const char *mpath, rs_ring_opts 
     rs_ring *r = rs_ring_of_description(m->ring_description, m->ring_fingerprint, "ring", why, sizeof why, ro, nodes,
                                         err);
     if (!r && err->code == RS_EXIT_DATA) {   /* naming the manifest */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        rs_error_clear(err);
-        rs_error_set(err, RS_EXIT_DATA, "%s: %s", mpath, msg);
+        char head[PATH_MAX + 8];
+        snprintf(head, sizeof head, "%s: ", mpath);
+        rs_error_restate(err, RS_EXIT_DATA, head, "");
     }
     if (r && why[0]) {
         rs_ring_free(r);

@@ -91,10 +91,7 @@ static int build_rings(const rs_plan_job_opts *o, rs_bucketdir *bd, rs_ring **ol
     if (!(*old_ring = rs_ring_build(&ro, &old_nodes, err)))
         goto out;
     if (!(*new_ring = rs_ring_build(&ro, &new_nodes, err))) {
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        rs_error_clear(err);
-        rs_error_set(err, RS_EXIT_USAGE, "new ring: %s", msg);
+        rs_error_restate(err, RS_EXIT_USAGE, "new ring: ", "");
         goto out;
     }
     rc = 0;

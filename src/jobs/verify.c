@@ -5,6 +5,7 @@
 #define _GNU_SOURCE  /* vasprintf */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,10 +118,9 @@ static rs_ring *ring_from(const char *desc, const char *fp, const char *what, vs
     char why[200];
     rs_ring *r = rs_ring_of_description(desc, fp, what, why, sizeof why, NULL, NULL, err);
     if (!r && err->code == RS_EXIT_DATA) {   /* naming the manifest, as every reader does */
-        char msg[sizeof err->msg];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        rs_error_clear(err);
-        rs_error_set(err, RS_EXIT_DATA, "%s/manifest.json: %s", s->bd.path, msg);
+        char head[PATH_MAX + 32];
+        snprintf(head, sizeof head, "%s/manifest.json: ", s->bd.path);
+        rs_error_restate(err, RS_EXIT_DATA, head, "");
     }
     if (r && why[0])
         diff_line(s, "manifest: %s", why);

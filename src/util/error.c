@@ -53,3 +53,11 @@ void rs_error_clear(rs_error *err)
     err->code = 0;
     err->msg[0] = '\0';
 }
+
+void rs_error_restate(rs_error *err, int code, const char *head, const char *tail)
+{
+    char was[sizeof err->msg];
+    snprintf(was, sizeof was, "%s", err->msg);
+    rs_error_clear(err);
+    rs_error_set(err, code, "%s%s%s", head, was, tail);
+}
